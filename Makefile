@@ -1,0 +1,52 @@
+# GA-2 / Capra. `make help` lists the targets. Every target sets itself up first (make setup).
+SHELL := /bin/bash
+.DEFAULT_GOAL := help
+
+VENV    ?= .venv
+PY      := $(VENV)/bin/python
+STAMP   := $(VENV)/.setup-done
+EXTRAS  ?= dev
+SEEDS   ?= 100-111
+SIM     ?= both
+N       ?= 200
+SEED    ?= 1
+WAVES   ?= 0
+SUDO    := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+
+.PHONY: help setup test test-fast cosim stress verilog lint bench bench-sim bench-compiler mutants \
+        docs docs-check synth bitstream digits clean
+
+help:  ## list the targets
+	@echo "GA-2 / Capra. Set-up is automatic: every target runs 'make setup' first."
+	@echo
+	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/^([a-z-]+):.*## (.*)/  make \1\t\2/' | expand -t 26
+	@echo
+	@echo "Variables: SEEDS=$(SEEDS) SIM=$(SIM) (icarus|verilator|both) N=$(N) SEED=$(SEED) WAVES=$(WAVES)"
+
+setup: $(STAMP) iverilog  ## create .venv, install the project and its tools (idempotent)
+
+$(STAMP): pyproject.toml
+	@test -x $(PY) || python3 -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -e '.[$(EXTRAS)]'
+	@touch $@
+
+iverilog:
+	@command -v iverilog >/dev/null || { echo "installing Icarus Verilog (apt-get)"; \
+	  $(SUDO) apt-get update -qq && $(SUDO) DEBIAN_FRONTEND=noninteractive apt-get install -y -qq iverilog >/dev/null; }
+	@command -v iverilog >/dev/null || { echo "error: iverilog is missing and apt-get could not install it" >&2; exit 1; }
+
+test: setup  ## run the whole test suite (what CI runs)
+	$(PY) -m pytest -q -n 2
+
+test-fast: setup  ## the tests without the slow ones
+	$(PY) -m pytest -q -n 2 -m "not slow"
+
+bench-sim: setup  ## reference machine speed: instructions/s and simulated cycles/s
+	$(PY) -m sim.bench
+
+docs: setup  ## regenerate docs/isa.md from the ISA spec
+	$(PY) -m sim.isadoc --write
+
+clean:  ## remove build outputs (keeps .venv)
+	rm -rf build .pytest_cache .hypothesis

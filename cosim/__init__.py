@@ -1,0 +1,1 @@
+"""cosim package."""

@@ -1,0 +1,1 @@
+"""GA-2 golden model: ISA spec, arithmetic, assembler, reference machine."""

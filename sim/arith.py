@@ -1,0 +1,165 @@
+"""GA-2's exact integer arithmetic (GA2.md section 4), in scalar and numpy forms.
+
+Formats:
+    int8 values are symmetric, -127..127 (INT8_MIN..INT8_MAX); -128 never results from an
+    operation here, though a stored -128 is read as such.
+    Softmax inputs are int8 in Q4.4 (real value x / 16); outputs are unsigned Q16
+    (65536 = 1.0).
+    Requantization multiplies an int32 by a 24-bit mantissa m and shifts right by s with
+    rounding: the real factor is m / 2**s.
+
+Rounding is half away from zero everywhere: round(x) = sign(x) * floor(|x| + 1/2).
+
+Each scalar function has a vectorised twin (suffix ``_array``) that agrees with it
+element for element; tests/sim/test_arith.py checks that on random data.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+import numpy as np
+
+INT8_MIN = -127
+INT8_MAX = 127
+MANTISSA_BITS = 24
+Q16_ONE = 1 << 16
+"""A probability of 1.0 in the softmax unit's output format."""
+EXP_LUT_SIZE = 256
+"""Entries of the softmax exp table: every difference mx - x of two int8 values (0..255)."""
+
+
+def clamp_int8(v: int) -> int:
+    """Saturate an integer to -127..127."""
+    return max(INT8_MIN, min(INT8_MAX, v))
+
+
+def round_half_away(x: float) -> int:
+    """round(x) = sign(x) * floor(|x| + 1/2) (GA2.md section 4)."""
+    r = math.floor(abs(x) + 0.5)
+    return int(r) if x >= 0 else -int(r)
+
+
+def round_half_away_array(x: np.ndarray) -> np.ndarray:
+    """Vectorised :func:`round_half_away`; returns int64."""
+    x = np.asarray(x, dtype=np.float64)
+    return (np.sign(x) * np.floor(np.abs(x) + 0.5)).astype(np.int64)
+
+
+def quantize(v: float, scale: float) -> int:
+    """clamp(round(v / scale), -127, 127): the int8 level of the real value v.
+
+    Raises:
+        ValueError: scale is not a positive finite number.
+    """
+    if not (scale > 0 and math.isfinite(scale)):
+        raise ValueError(f"quantize: scale must be positive and finite, got {scale!r}")
+    return clamp_int8(round_half_away(v / scale))
+
+
+def quantize_array(v: np.ndarray | Sequence, scale: float) -> np.ndarray:
+    """Vectorised :func:`quantize`; returns int64 in -127..127."""
+    if not (scale > 0 and math.isfinite(scale)):
+        raise ValueError(f"quantize: scale must be positive and finite, got {scale!r}")
+    return np.clip(round_half_away_array(np.asarray(v, dtype=np.float64) / scale), INT8_MIN, INT8_MAX)
+
+
+def mantissa_shift(x: float) -> tuple[int, int]:
+    """Write the real factor x > 0 as m / 2**s with a 24-bit mantissa (GA2.md section 4).
+
+    s is chosen so that 2**23 <= x * 2**s < 2**24 and m = round(x * 2**s); when that rounds
+    up to 2**24, m = 2**23 and s is one less. Examples: 127/65536 -> (16646144, 33);
+    0.00287432 -> (12345120, 32).
+
+    Returns:
+        (m, s). s may fall outside the shifter's 1..63 for very large or very small x; the
+        caller (the compiler) checks it.
+
+    Raises:
+        ValueError: x is not a positive finite number.
+    """
+    if not (x > 0 and math.isfinite(x)):
+        raise ValueError(f"mantissa_shift: the factor must be positive and finite, got {x!r}")
+    _, e = math.frexp(x)  # x = f * 2**e with 0.5 <= f < 1
+    s = MANTISSA_BITS - e
+    m = math.floor(math.ldexp(x, s) + 0.5)
+    if m == 1 << MANTISSA_BITS:
+        m, s = 1 << (MANTISSA_BITS - 1), s - 1
+    return m, s
+
+
+def requant(a: int, m: int, s: int, relu: bool = False) -> int:
+    """Requantize an int32 accumulator to int8 (GA2.md section 4).
+
+    p = a * m (exact); y = sign(p) * ((|p| + 2**(s-1)) >> s), i.e. p / 2**s rounded half away
+    from zero; y is saturated to -127..127 and, with relu, clamped below at 0.
+
+    Args:
+        a: signed 32-bit value. m: 0 <= m < 2**24. s: 1 <= s <= 63.
+    """
+    p = a * m
+    y = (abs(p) + (1 << (s - 1))) >> s
+    y = clamp_int8(y if p >= 0 else -y)
+    return max(0, y) if relu else y
+
+
+def requant_array(a: np.ndarray, m: int, s: int, relu: bool = False) -> np.ndarray:
+    """Vectorised :func:`requant`; a is int32-valued, the result int64 in -127..127.
+
+    |a * m| < 2**55 and the rounding term is at most 2**62, so int64 holds every step.
+    """
+    p = np.asarray(a, dtype=np.int64) * np.int64(m)
+    y = (np.abs(p) + np.int64(1 << (s - 1))) >> np.int64(s)
+    y = np.clip(np.where(p >= 0, y, -y), INT8_MIN, INT8_MAX)
+    return np.maximum(y, 0) if relu else y
+
+
+def sat_add(a: int, b: int) -> int:
+    """Saturating int8 add: clamp(a + b, -127, 127)."""
+    return clamp_int8(a + b)
+
+
+def sat_add_array(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Vectorised :func:`sat_add`."""
+    return np.clip(np.asarray(a, dtype=np.int64) + np.asarray(b, dtype=np.int64), INT8_MIN, INT8_MAX)
+
+
+def _exp_entry(d: int) -> int:
+    return math.floor(Q16_ONE * math.exp(-d / 16) + 0.5)
+
+
+EXP_LUT: tuple[int, ...] = tuple(_exp_entry(d) for d in range(EXP_LUT_SIZE))
+"""LUT[d] = floor(65536 * exp(-d/16) + 1/2), d = 0..255: exp of a Q4.4 difference, in Q16."""
+EXP_LUT_ARRAY = np.array(EXP_LUT, dtype=np.int64)
+
+
+def softmax_fixed(row: Sequence[int]) -> list[int]:
+    """The softmax unit's exact result for one row (GA2.md section 4).
+
+    Args:
+        row: int8 values in Q4.4 (-128..127), at least one.
+
+    Returns:
+        Unsigned Q16 probabilities: with mx = max(row), e_i = LUT[mx - x_i], z = sum(e_i),
+        p_i = floor((e_i * 65536 + floor(z / 2)) / z).
+
+    Raises:
+        ValueError: the row is empty.
+    """
+    if len(row) == 0:
+        raise ValueError("softmax_fixed: empty row")
+    mx = max(row)
+    e = [EXP_LUT[mx - x] for x in row]
+    z = sum(e)
+    return [(ei * Q16_ONE + z // 2) // z for ei in e]
+
+
+def softmax_fixed_array(rows: np.ndarray) -> np.ndarray:
+    """Vectorised :func:`softmax_fixed` over the last axis (each row on its own); int64."""
+    x = np.asarray(rows, dtype=np.int64)
+    if x.shape[-1] == 0:
+        raise ValueError("softmax_fixed: empty row")
+    e = EXP_LUT_ARRAY[x.max(axis=-1, keepdims=True) - x]
+    z = e.sum(axis=-1, keepdims=True)
+    return (e * Q16_ONE + z // 2) // z

@@ -1,0 +1,273 @@
+"""The GA-2 reference machine: the golden model the RTL is compared against.
+
+``Machine(params).run(program, ext)`` executes a program to HALT and returns the final
+scratchpad, external memory and the five cycle counters. It is plain code: each instruction
+is one numpy expression of GA2.md section 3's semantics, using :mod:`sim.arith` for the
+arithmetic and :mod:`sim.spec` for the checks and the latencies.
+
+Memories hold 32-bit words as ``numpy.uint32``; an int8 operand is the low byte of a word,
+read as signed, and every result is stored sign-extended to 32 bits.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from . import arith, spec
+from .asm import AsmError, Instruction, decode
+from .spec import DEFAULT, INSTR_WORDS, ErrorCode, Params
+
+WORD_MASK = 0xFFFFFFFF
+
+
+@dataclass
+class Counters:
+    """The five 32-bit cycle counters (GA2.md section 5), in cycles."""
+
+    cycles: int = 0
+    dma: int = 0
+    mxu: int = 0
+    vpu: int = 0
+    sfu: int = 0
+
+    def as_tuple(self) -> tuple[int, int, int, int, int]:
+        return (self.cycles, self.dma, self.mxu, self.vpu, self.sfu)
+
+    def __str__(self) -> str:
+        return " ".join(f"{name}={value}" for name, value in zip(spec.COUNTERS, self.as_tuple(), strict=True))
+
+
+@dataclass
+class RunResult:
+    """The machine's state when it stopped.
+
+    Attributes:
+        spad: the scratchpad, SPAD_WORDS uint32 words.
+        ext: the external memory, EXT_WORDS uint32 words.
+        counters: the five cycle counters.
+        steps: instructions dispatched, the final HALT (or faulting instruction) included.
+    """
+
+    spad: np.ndarray
+    ext: np.ndarray
+    counters: Counters
+    steps: int = 0
+
+
+class MachineError(Exception):
+    """An illegal program stopped the machine (GA2.md section 3).
+
+    Attributes:
+        code: the :class:`~sim.spec.ErrorCode`, as the RTL reports it.
+        pc: index of the offending instruction (for NO_HALT, the program length).
+        detail: what was wrong, naming the field or region.
+        result: the machine's state at the stop (memories as they were, counters including
+            the STOP_CYCLES of the faulting instruction).
+    """
+
+    def __init__(self, code: ErrorCode, pc: int, detail: str, result: RunResult):
+        self.code = code
+        self.pc = pc
+        self.detail = detail
+        self.result = result
+        super().__init__(f"error {int(code)} ({spec.ERROR_TEXT[code]}) at instruction {pc}: {detail}")
+
+
+class StepLimit(Exception):
+    """The run was stopped by the caller's ``max_steps`` before the program stopped."""
+
+
+def s8(words: np.ndarray) -> np.ndarray:
+    """The low byte of each word as a signed int8 value (int64 array)."""
+    return ((np.asarray(words, dtype=np.int64) & 0xFF) ^ 0x80) - 0x80
+
+
+def s32(words: np.ndarray) -> np.ndarray:
+    """Each word as a signed 32-bit value (int64 array)."""
+    return np.asarray(words, dtype=np.uint32).view(np.int32).astype(np.int64)
+
+
+def to_words(values: np.ndarray) -> np.ndarray:
+    """Signed integers as 32-bit two's-complement words (uint32)."""
+    return (np.asarray(values, dtype=np.int64) & WORD_MASK).astype(np.uint32)
+
+
+# A decoded program entry: (spec, fields) or (None, raw opcode) for an unknown opcode.
+_Decoded = tuple[spec.InstrSpec | None, dict[str, int] | int]
+
+
+def _normalise(program: Sequence[Instruction] | Sequence[int]) -> list[_Decoded]:
+    if len(program) and isinstance(program[0], Instruction):
+        out: list[_Decoded] = []
+        for k, ins in enumerate(program):
+            if not isinstance(ins, Instruction):
+                raise TypeError(f"program[{k}] is {type(ins).__name__}, expected Instruction")
+            out.append((ins.spec, ins.fields))
+        return out
+    words = [int(w) for w in program]
+    if len(words) % INSTR_WORDS:
+        raise ValueError(f"an encoded program is a multiple of {INSTR_WORDS} words, got {len(words)}")
+    out = []
+    for i in range(0, len(words), INSTR_WORDS):
+        chunk = words[i:i + INSTR_WORDS]
+        try:
+            ins = decode(chunk)
+            out.append((ins.spec, ins.fields))
+        except AsmError:
+            out.append((None, chunk[0] & ((1 << spec.OPCODE_BITS) - 1)))
+    return out
+
+
+class Machine:
+    """The reference GA-2.
+
+    Args:
+        params: the machine's parameters (GA2.md section 1).
+    """
+
+    def __init__(self, params: Params = DEFAULT):
+        self.params = params
+
+    def run(self, program: Sequence[Instruction] | Sequence[int], ext: Sequence[int] | np.ndarray | None = None,
+            *, max_steps: int | None = None) -> RunResult:
+        """Run a program from reset to HALT.
+
+        Args:
+            program: a list of :class:`~sim.asm.Instruction`, or the encoded words
+                (INSTR_WORDS per instruction).
+            ext: the external-memory image the host loads, at most EXT_WORDS words (signed or
+                unsigned 32-bit values); the rest is zero.
+            max_steps: stop with :class:`StepLimit` after this many instructions. The machine
+                has no branches, so every program stops by itself within len(program) + 1
+                steps; this is a guard for callers.
+
+        Returns:
+            The final state (:class:`RunResult`).
+
+        Raises:
+            MachineError: the program is illegal (GA2.md section 3); carries the code, the pc
+                and the state at the stop.
+            ValueError: the program does not fit IMEM_WORDS, or the image does not fit
+                EXT_WORDS.
+            StepLimit: more than max_steps instructions ran.
+        """
+        p = self.params
+        decoded = _normalise(program)
+        if len(decoded) > p.IMEM_WORDS:
+            raise ValueError(f"program of {len(decoded)} instructions does not fit IMEM_WORDS={p.IMEM_WORDS}")
+        state = RunResult(np.zeros(p.SPAD_WORDS, dtype=np.uint32), self._ext_image(ext), Counters())
+        state.counters.cycles = spec.FRONTEND_CYCLES
+        pc = 0
+        while True:
+            if max_steps is not None and state.steps >= max_steps:
+                raise StepLimit(f"stopped after max_steps={max_steps} instructions, at pc {pc}")
+            state.steps += 1
+            if pc == len(decoded):
+                self._stop(state, ErrorCode.NO_HALT, pc, f"no HALT in the {len(decoded)} instructions")
+            ispec, fields = decoded[pc]
+            if ispec is None:
+                self._stop(state, ErrorCode.BAD_OPCODE, pc, f"opcode {fields}")
+            code, detail = spec.check(ispec, fields, p)
+            if code is not ErrorCode.NONE:
+                self._stop(state, code, pc, detail)
+            cycles = spec.latency(ispec, fields, p)
+            state.counters.cycles += cycles
+            if ispec.counter is None:  # HALT
+                return state
+            setattr(state.counters, ispec.counter, getattr(state.counters, ispec.counter) + cycles)
+            _EXECUTE[ispec.name](state.spad, state.ext, fields)
+            pc += 1
+
+    def _ext_image(self, ext: Sequence[int] | np.ndarray | None) -> np.ndarray:
+        image = np.zeros(self.params.EXT_WORDS, dtype=np.uint32)
+        if ext is not None:
+            values = np.asarray(ext, dtype=np.int64)
+            if values.ndim != 1 or len(values) > self.params.EXT_WORDS:
+                raise ValueError(f"external-memory image of shape {values.shape} does not fit "
+                                 f"EXT_WORDS={self.params.EXT_WORDS}")
+            image[:len(values)] = to_words(values)
+        return image
+
+    @staticmethod
+    def _stop(state: RunResult, code: ErrorCode, pc: int, detail: str) -> None:
+        state.counters.cycles += spec.STOP_CYCLES
+        raise MachineError(code, pc, detail, state)
+
+
+def predict_counters(program: Sequence[Instruction], params: Params = DEFAULT) -> Counters:
+    """The counters a legal program ending in HALT reaches, without running it.
+
+    Raises:
+        ValueError: an instruction before the first HALT is illegal, or there is no HALT.
+    """
+    c = Counters(cycles=spec.FRONTEND_CYCLES)
+    for pc, ins in enumerate(program):
+        code, detail = spec.check(ins.spec, ins.fields, params)
+        if code is not ErrorCode.NONE:
+            raise ValueError(f"instruction {pc} is illegal ({spec.ERROR_TEXT[code]}): {detail}")
+        cycles = spec.latency(ins.spec, ins.fields, params)
+        c.cycles += cycles
+        if ins.spec.counter is None:
+            return c
+        setattr(c, ins.spec.counter, getattr(c, ins.spec.counter) + cycles)
+    raise ValueError("the program has no HALT")
+
+
+# --------------------------------------------------------------------------- semantics, one per instruction
+# Each function applies one legal instruction (already checked) to the memories in place.
+
+
+def _ld(spad: np.ndarray, ext: np.ndarray, f: dict[str, int]) -> None:
+    spad[f["dst"]:f["dst"] + f["len"]] = ext[f["src"]:f["src"] + f["len"]]
+
+
+def _st(spad: np.ndarray, ext: np.ndarray, f: dict[str, int]) -> None:
+    ext[f["dst"]:f["dst"] + f["len"]] = spad[f["src"]:f["src"] + f["len"]]
+
+
+def _mm(spad: np.ndarray, ext: np.ndarray, f: dict[str, int]) -> None:
+    i = np.arange(f["M"])[:, None]
+    t = np.arange(f["K"])
+    j = np.arange(f["N"])[None, :]
+    a = s8(spad[f["A"] + i * f["lda"] + t[None, :]])                   # M x K
+    if f["tb"]:
+        b = s8(spad[f["B"] + j * f["ldb"] + t[:, None]])               # K x N, element (t, j) at B + j*ldb + t
+    else:
+        b = s8(spad[f["B"] + t[:, None] * f["ldb"] + j])               # K x N, element (t, j) at B + t*ldb + j
+    out = to_words(a @ b)
+    for row in range(f["M"]):                                          # rows in increasing i: a later row wins
+        start = f["dst"] + row * f["ldc"]
+        spad[start:start + f["N"]] = out[row]
+
+
+def _rq(spad: np.ndarray, ext: np.ndarray, f: dict[str, int]) -> None:
+    a = s32(spad[f["src"]:f["src"] + f["len"]])
+    spad[f["dst"]:f["dst"] + f["len"]] = to_words(arith.requant_array(a, f["m"], f["s"], bool(f["relu"])))
+
+
+def _sm(spad: np.ndarray, ext: np.ndarray, f: dict[str, int]) -> None:
+    row = s8(spad[f["src"]:f["src"] + f["len"]])
+    spad[f["dst"]:f["dst"] + f["len"]] = to_words(arith.softmax_fixed_array(row))
+
+
+def _vadd(spad: np.ndarray, ext: np.ndarray, f: dict[str, int]) -> None:
+    a = s8(spad[f["src1"]:f["src1"] + f["len"]])
+    b = s8(spad[f["src2"]:f["src2"] + f["len"]])
+    spad[f["dst"]:f["dst"] + f["len"]] = to_words(arith.sat_add_array(a, b))
+
+
+def _amax(spad: np.ndarray, ext: np.ndarray, f: dict[str, int]) -> None:
+    spad[f["dst"]] = int(np.argmax(s8(spad[f["src"]:f["src"] + f["len"]])))  # argmax returns the first maximum
+
+
+def _unpack(spad: np.ndarray, ext: np.ndarray, f: dict[str, int]) -> None:
+    words = spad[f["src"]:f["src"] + f["len"]].astype(np.int64)
+    nibbles = (words[:, None] >> (4 * np.arange(8))[None, :]) & 0xF    # element 8i + j in bits 4j+3..4j of word i
+    spad[f["dst"]:f["dst"] + 8 * f["len"]] = to_words(np.where(nibbles >= 8, nibbles - 16, nibbles).ravel())
+
+
+_EXECUTE = {"LD": _ld, "ST": _st, "MM": _mm, "RQ": _rq, "SM": _sm, "VADD": _vadd, "AMAX": _amax, "UNPACK": _unpack}
+assert set(_EXECUTE) | {"HALT"} == set(spec.BY_NAME), "every instruction of the spec has semantics here"

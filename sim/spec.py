@@ -1,0 +1,508 @@
+"""The GA-2 instruction set, declared once.
+
+Everything that another part of the project needs to know about the machine lives here:
+the parameters (GA2.md section 1), the opcodes and each instruction's fields with their
+bit widths and legal ranges (GA2.md section 3), the fixed-width binary encoding, the error
+codes and the order in which they are checked, the memory regions each instruction reads
+and writes (for the bounds and overlap checks), and each instruction's latency in cycles as
+a closed-form function of its fields (GA2.md sections 5 and 6).
+
+The encoder, decoder and disassembler (:mod:`sim.asm`), the reference machine
+(:mod:`sim.machine`), the ISA reference page (``docs/isa.md``, written by :mod:`sim.isadoc`)
+and the hardware decoder and checker (``hw/``) are all derived from this module.
+
+The formulas (region extents, latencies) are written with ``+ - * //`` and the helpers
+:func:`vmax`, :func:`vselect` and :func:`ceil_div` only, so that they evaluate on Python ints for the
+reference machine and on Amaranth values for the hardware alike.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+# --------------------------------------------------------------------------- encoding
+
+WORD_BITS = 32
+"""Width of a memory word and of an instruction word."""
+INSTR_WORDS = 4
+"""An instruction is encoded in this many 32-bit words (128 bits), least significant word first."""
+INSTR_BITS = INSTR_WORDS * WORD_BITS
+OPCODE_BITS = 4
+"""The opcode sits in bits 3..0 of the first word; the fields follow, packed upwards in table order."""
+ADDR_BITS = 16
+"""Width of every address, length and stride field."""
+PC_BITS = 16
+"""Width of the program counter (and of the error pc the RTL reports)."""
+
+
+# --------------------------------------------------------------------------- parameters
+
+
+@dataclass(frozen=True)
+class Params:
+    """The machine's size parameters (GA2.md section 1).
+
+    The hardware generator and the reference machine take the same object.
+
+    Attributes:
+        T: the systolic array is T x T; one MM computes at most T x T outputs.
+        K_MAX: largest inner dimension of one MM.
+        SPAD_WORDS: scratchpad size in 32-bit words.
+        EXT_WORDS: external memory seen by the DMA, in 32-bit words.
+        IMEM_WORDS: instruction memory capacity, in instructions.
+        SM_MAX_LEN: longest softmax row, in elements.
+        LANES: words moved per cycle by the scratchpad ports, the DMA and the vector units
+            (GA2.md section 6: four).
+
+    Raises:
+        ValueError: a parameter is out of the range the encoding or the hardware supports;
+            the message names the parameter and shows the bad value.
+    """
+
+    T: int = 4
+    K_MAX: int = 64
+    SPAD_WORDS: int = 4096
+    EXT_WORDS: int = 8192
+    IMEM_WORDS: int = 4096
+    SM_MAX_LEN: int = 64
+    LANES: int = 4
+
+    def __post_init__(self) -> None:
+        def need(ok: bool, name: str, what: str) -> None:
+            if not ok:
+                raise ValueError(f"Params.{name} = {getattr(self, name)!r}: {what}")
+
+        for name in ("T", "K_MAX", "SPAD_WORDS", "EXT_WORDS", "IMEM_WORDS", "SM_MAX_LEN", "LANES"):
+            need(isinstance(getattr(self, name), int) and getattr(self, name) >= 1, name,
+                 "must be a positive int")
+        need(self.LANES == 4, "LANES", "the 4-wide design of GA2.md section 6 is the only one built")
+        need(self.T <= 16, "T", "must be at most 16 (the M and N fields are 8 bits; the RTL is sized for <= 16)")
+        need(self.K_MAX <= 255, "K_MAX", "must be at most 255 (the K field is 8 bits)")
+        for name in ("SPAD_WORDS", "EXT_WORDS"):
+            value = getattr(self, name)
+            need(value <= 1 << ADDR_BITS, name, f"must be at most {1 << ADDR_BITS} (address fields are {ADDR_BITS} bits)")
+            need(value % self.LANES == 0 and value & (value - 1) == 0, name, "must be a power of two")
+        need(self.IMEM_WORDS >= 4096, "IMEM_WORDS", "must be at least 4096 (GA2.md section 1)")
+        need(self.IMEM_WORDS <= 1 << 16, "IMEM_WORDS", "must be at most 65536 (the pc is 16 bits)")
+        need(self.SM_MAX_LEN >= 64, "SM_MAX_LEN", "must be at least 64 (GA2.md section 1)")
+        need(self.SM_MAX_LEN <= 1024, "SM_MAX_LEN", "must be at most 1024 (the softmax sum is 27 bits)")
+
+
+DEFAULT = Params()
+
+class Opcode(enum.IntEnum):
+    """Opcode values (design). 0 is deliberately not an instruction: a zeroed word is an
+    unknown opcode, so a machine that runs into uninitialised memory stops with an error."""
+
+    LD = 1
+    ST = 2
+    MM = 3
+    RQ = 4
+    SM = 5
+    VADD = 6
+    AMAX = 7
+    UNPACK = 8
+    HALT = 15
+
+
+class ErrorCode(enum.IntEnum):
+    """Why a machine stopped (design; GA2.md section 3 lists the cases).
+
+    When one instruction has several faults, the lowest-numbered code is reported: the
+    checks run in this order.
+    """
+
+    NONE = 0
+    BAD_OPCODE = 1
+    """The opcode is not one of :class:`Opcode`."""
+    BAD_FIELD = 2
+    """A field is outside its legal range (M or N outside 1..T, K outside 1..K_MAX, len = 0,
+    a softmax row longer than SM_MAX_LEN, s = 0, ...)."""
+    SPAD_RANGE = 3
+    """A scratchpad region reaches past SPAD_WORDS."""
+    EXT_RANGE = 4
+    """An external-memory region reaches past EXT_WORDS."""
+    OVERLAP = 5
+    """A destination region overlaps a source region (dst == src is allowed for RQ and VADD)."""
+    NO_HALT = 6
+    """The program counter ran past the last instruction without a HALT."""
+
+
+ERROR_TEXT = {
+    ErrorCode.NONE: "no error",
+    ErrorCode.BAD_OPCODE: "unknown opcode",
+    ErrorCode.BAD_FIELD: "field out of its legal range",
+    ErrorCode.SPAD_RANGE: "scratchpad access out of range",
+    ErrorCode.EXT_RANGE: "external-memory access out of range",
+    ErrorCode.OVERLAP: "destination partly overlaps a source",
+    ErrorCode.NO_HALT: "ran off the end of the program without HALT",
+}
+
+ERROR_CODE_BITS = 4
+"""Width of the error code output of the RTL."""
+
+# --------------------------------------------------------------------------- formula helpers
+
+
+def vmax(a: Any, b: Any) -> Any:
+    """max(a, b) on Python ints, or a multiplexer on Amaranth values."""
+    if isinstance(a, int) and isinstance(b, int):
+        return max(a, b)
+    from amaranth.hdl import Mux  # only the hardware generator takes this path
+
+    return Mux(a > b, a, b)
+
+
+def vselect(cond: Any, if_true: Any, if_false: Any) -> Any:
+    """``if_true if cond else if_false`` on Python ints, or a multiplexer on Amaranth values."""
+    if isinstance(cond, int):
+        return if_true if cond else if_false
+    from amaranth.hdl import Mux
+
+    return Mux(cond, if_true, if_false)
+
+
+def ceil_div(a: Any, n: int) -> Any:
+    """ceil(a / n) for a non-negative a and a constant positive n (int or Amaranth value)."""
+    return (a + (n - 1)) // n
+
+
+# --------------------------------------------------------------------------- fields
+
+
+@dataclass(frozen=True)
+class Field:
+    """One operand field of an instruction.
+
+    Attributes:
+        name: the field's name, as the assembler and disassembler spell it.
+        width: bits in the encoding (unsigned).
+        doc: what the field means, with its unit.
+        lo, hi: the legal range, inclusive. An int, the name of a :class:`Params` attribute,
+            or None (no limit beyond the width). A value outside the range but within the
+            width encodes, and stops the machine with ``BAD_FIELD``.
+    """
+
+    name: str
+    width: int
+    doc: str
+    lo: int | str | None = None
+    hi: int | str | None = None
+
+    def bound(self, which: int | str | None, params: Params) -> int | None:
+        if which is None or isinstance(which, int):
+            return which
+        return getattr(params, which)
+
+    def legal_range(self, params: Params) -> tuple[int, int]:
+        """The legal values of this field as (lowest, highest), both inclusive."""
+        lo = self.bound(self.lo, params)
+        hi = self.bound(self.hi, params)
+        return (0 if lo is None else lo, (1 << self.width) - 1 if hi is None else hi)
+
+
+def _addr(name: str, doc: str) -> Field:
+    return Field(name, ADDR_BITS, doc)
+
+
+def _len(doc: str = "number of elements", hi: int | str | None = None) -> Field:
+    return Field("len", ADDR_BITS, doc, lo=1, hi=hi)
+
+
+# --------------------------------------------------------------------------- regions
+
+
+class Mem(enum.Enum):
+    SPAD = "S"
+    EXT = "E"
+
+
+@dataclass(frozen=True)
+class Region:
+    """A contiguous span of words an instruction reads or writes.
+
+    ``start`` names the field holding the first address; ``extent`` gives the number of
+    words from there to one past the last word touched (for a strided access, the span).
+    """
+
+    mem: Mem
+    start: str
+    extent: Callable[[Mapping[str, Any]], Any]
+    writes: bool
+
+
+@dataclass(frozen=True)
+class InstrSpec:
+    """One instruction of the ISA.
+
+    Attributes:
+        name: the mnemonic.
+        opcode: the opcode value.
+        fields: the operand fields, in the order of GA2.md's table (and of the disassembly).
+        counter: which unit counter its cycles go to (``dma``, ``mxu``, ``vpu``, ``sfu``), or
+            None for HALT (its cycle counts in ``cycles`` only).
+        effect: one line of semantics, as GA2.md section 3 states it.
+        regions: the memory spans read and written, for the bounds and overlap checks.
+        in_place_ok: True when dst == src is allowed although the two regions overlap.
+        latency: cycles from dispatch to the dispatch of the next instruction, as a function
+            of the fields (a mapping from field name to value) and the parameters.
+        latency_doc: the latency formula as text, for the ISA page.
+    """
+
+    name: str
+    opcode: Opcode
+    fields: tuple[Field, ...]
+    counter: str | None
+    effect: str
+    regions: tuple[Region, ...]
+    latency: Callable[[Mapping[str, Any], Params], Any]
+    latency_doc: str
+    in_place_ok: bool = False
+    extra_checks_doc: str = ""
+
+    @property
+    def field_names(self) -> tuple[str, ...]:
+        return tuple(f.name for f in self.fields)
+
+    def field_offsets(self) -> dict[str, tuple[int, int]]:
+        """Bit position of each field in the 128-bit instruction: name -> (lsb, width)."""
+        pos = OPCODE_BITS
+        out = {}
+        for f in self.fields:
+            out[f.name] = (pos, f.width)
+            pos += f.width
+        assert pos <= INSTR_BITS, f"{self.name}: fields need {pos} bits"
+        return out
+
+
+# --------------------------------------------------------------------------- timing (GA2.md section 6)
+#
+# The 4-wide machine. Every latency below is the number of cycles from the cycle in which the
+# execute stage dispatches the instruction to the cycle before it dispatches the next one; the
+# front end (fetch, decode, checks) works ahead and is hidden, except for FRONTEND_CYCLES
+# before the first dispatch. These constants are the pipeline depths the RTL realises; they are
+# the contract between hw/ and the reference machine (tests/hw assert each unit against them).
+
+FRONTEND_CYCLES = 3
+"""Cycles from start to the first dispatch: instruction-memory read, decode, checks."""
+STOP_CYCLES = 1
+"""Cycles taken by HALT, or by an instruction that stops the machine with an error."""
+LD_OVERHEAD = 3
+"""LD: dispatch, external-memory read latency (1), scratchpad write."""
+ST_OVERHEAD = 3
+"""ST: dispatch, scratchpad read latency (1), external-memory write."""
+MM_OVERHEAD = 5
+"""MM: dispatch, scratchpad read latency, operand register, multiply, accumulate."""
+RQ_OVERHEAD = 6
+"""RQ: dispatch, scratchpad read latency, the four-stage requantizer pipeline."""
+VADD_OVERHEAD = 3
+"""VADD: dispatch, scratchpad read latency, add-and-saturate register."""
+AMAX_OVERHEAD = 4
+"""AMAX: dispatch, scratchpad read latency, lane compare, final write."""
+UNPACK_OVERHEAD = 3
+"""UNPACK: dispatch, scratchpad read latency, write."""
+SM_PASS_OVERHEAD = 3
+"""SM: cycles between the last read of one pass and the first read of the next."""
+SM_DIV_LATENCY = 17
+"""SM: latency of the pipelined divider (one quotient bit per stage, 17-bit quotients)."""
+SM_OVERHEAD = 1 + 2 * SM_PASS_OVERHEAD + SM_DIV_LATENCY + 2
+"""SM: dispatch, two pass turnarounds, the divider, exp look-up and write."""
+
+
+def _beats(n: Any, params: Params) -> Any:
+    """Cycles to move n consecutive words at LANES words per cycle (any alignment)."""
+    return ceil_div(n, params.LANES)
+
+
+def _mm_first_chunk(f: Mapping[str, Any]) -> Any:
+    # rows of A (and, when tb = 1, rows of the transposed B) loaded before the first step
+    return vselect(f["tb"], vmax(f["M"], f["N"]), f["M"])
+
+
+# --------------------------------------------------------------------------- the instructions
+
+INSTRUCTIONS: tuple[InstrSpec, ...] = (
+    InstrSpec(
+        "LD", Opcode.LD,
+        (_addr("dst", "scratchpad address of the first word written"),
+         _addr("src", "external-memory address of the first word read"),
+         _len("number of words")),
+        "dma", "S[dst+i] = E[src+i] for i < len",
+        (Region(Mem.EXT, "src", lambda f: f["len"], writes=False),
+         Region(Mem.SPAD, "dst", lambda f: f["len"], writes=True)),
+        lambda f, p: _beats(f["len"], p) + LD_OVERHEAD,
+        "ceil(len/4) + LD_OVERHEAD",
+    ),
+    InstrSpec(
+        "ST", Opcode.ST,
+        (_addr("src", "scratchpad address of the first word read"),
+         _addr("dst", "external-memory address of the first word written"),
+         _len("number of words")),
+        "dma", "E[dst+i] = S[src+i] for i < len",
+        (Region(Mem.SPAD, "src", lambda f: f["len"], writes=False),
+         Region(Mem.EXT, "dst", lambda f: f["len"], writes=True)),
+        lambda f, p: _beats(f["len"], p) + ST_OVERHEAD,
+        "ceil(len/4) + ST_OVERHEAD",
+    ),
+    InstrSpec(
+        "MM", Opcode.MM,
+        (_addr("dst", "scratchpad address of output (0, 0), int32"),
+         _addr("A", "scratchpad address of A[0][0], int8"),
+         _addr("B", "scratchpad address of B[0][0] (of B^T[0][0] when tb = 1), int8"),
+         Field("M", 8, "rows of A and of the output", lo=1, hi="T"),
+         Field("K", 8, "inner dimension", lo=1, hi="K_MAX"),
+         Field("N", 8, "columns of B and of the output", lo=1, hi="T"),
+         Field("tb", 1, "1: B is stored transposed (element (t, j) at B + j*ldb + t)"),
+         _addr("lda", "row stride of A, words"),
+         _addr("ldb", "row stride of B as stored, words"),
+         _addr("ldc", "row stride of the output, words")),
+        "mxu",
+        "S[dst+i*ldc+j] = sum_t s8(S[A+i*lda+t]) * s8(Bv) for i < M, j < N, t < K; "
+        "Bv = S[B+t*ldb+j] (tb = 0) or S[B+j*ldb+t] (tb = 1); rows written in increasing i",
+        (Region(Mem.SPAD, "A", lambda f: (f["M"] - 1) * f["lda"] + f["K"], writes=False),
+         Region(Mem.SPAD, "B",
+                lambda f: vselect(f["tb"], (f["N"] - 1) * f["ldb"] + f["K"], (f["K"] - 1) * f["ldb"] + f["N"]),
+                writes=False),
+         Region(Mem.SPAD, "dst", lambda f: (f["M"] - 1) * f["ldc"] + f["N"], writes=True)),
+        lambda f, p: _mm_first_chunk(f) + f["K"] + f["M"] + MM_OVERHEAD,
+        "max(M, tb*N) + K + M + MM_OVERHEAD",
+    ),
+    InstrSpec(
+        "RQ", Opcode.RQ,
+        (_addr("dst", "scratchpad address of the first int8 result"),
+         _addr("src", "scratchpad address of the first int32 input"),
+         _len(),
+         Field("m", 24, "requantization multiplier (24-bit mantissa)"),
+         Field("s", 6, "requantization shift", lo=1, hi=63),
+         Field("relu", 1, "1: clamp negative results to 0")),
+        "vpu", "S[dst+i] = requant(s32(S[src+i]), m, s, relu) for i < len",
+        (Region(Mem.SPAD, "src", lambda f: f["len"], writes=False),
+         Region(Mem.SPAD, "dst", lambda f: f["len"], writes=True)),
+        lambda f, p: _beats(f["len"], p) + RQ_OVERHEAD,
+        "ceil(len/4) + RQ_OVERHEAD",
+        in_place_ok=True,
+    ),
+    InstrSpec(
+        "SM", Opcode.SM,
+        (_addr("dst", "scratchpad address of the first probability (Q16, unsigned)"),
+         _addr("src", "scratchpad address of the row (int8, Q4.4)"),
+         _len("row length", hi="SM_MAX_LEN")),
+        "sfu", "S[dst..dst+len-1] = softmax_fixed(s8(S[src..src+len-1]))",
+        (Region(Mem.SPAD, "src", lambda f: f["len"], writes=False),
+         Region(Mem.SPAD, "dst", lambda f: f["len"], writes=True)),
+        lambda f, p: 2 * _beats(f["len"], p) + f["len"] + SM_OVERHEAD,
+        "2*ceil(len/4) + len + SM_OVERHEAD",
+    ),
+    InstrSpec(
+        "VADD", Opcode.VADD,
+        (_addr("dst", "scratchpad address of the first int8 sum"),
+         _addr("src1", "scratchpad address of the first operand"),
+         _addr("src2", "scratchpad address of the second operand"),
+         _len()),
+        "vpu", "S[dst+i] = clamp(s8(S[src1+i]) + s8(S[src2+i]), -127, 127) for i < len",
+        (Region(Mem.SPAD, "src1", lambda f: f["len"], writes=False),
+         Region(Mem.SPAD, "src2", lambda f: f["len"], writes=False),
+         Region(Mem.SPAD, "dst", lambda f: f["len"], writes=True)),
+        lambda f, p: _beats(f["len"], p) + VADD_OVERHEAD,
+        "ceil(len/4) + VADD_OVERHEAD",
+        in_place_ok=True,
+    ),
+    InstrSpec(
+        "AMAX", Opcode.AMAX,
+        (_addr("dst", "scratchpad address of the index"),
+         _addr("src", "scratchpad address of the row (int8)"),
+         _len("row length")),
+        "vpu", "S[dst] = index of the first maximum of s8(S[src+i]), i < len",
+        (Region(Mem.SPAD, "src", lambda f: f["len"], writes=False),
+         Region(Mem.SPAD, "dst", lambda f: 1, writes=True)),
+        lambda f, p: _beats(f["len"], p) + AMAX_OVERHEAD,
+        "ceil(len/4) + AMAX_OVERHEAD",
+    ),
+    InstrSpec(
+        "UNPACK", Opcode.UNPACK,
+        (_addr("dst", "scratchpad address of the first int8 result"),
+         _addr("src", "scratchpad address of the first packed word"),
+         _len("number of packed words (8 int4 values each)")),
+        "vpu", "S[dst+8i+j] = signed int4 in bits 4j+3..4j of S[src+i], i < len, j < 8",
+        (Region(Mem.SPAD, "src", lambda f: f["len"], writes=False),
+         Region(Mem.SPAD, "dst", lambda f: 8 * f["len"], writes=True)),
+        lambda f, p: 2 * f["len"] + UNPACK_OVERHEAD,
+        "2*len + UNPACK_OVERHEAD",
+    ),
+    InstrSpec(
+        "HALT", Opcode.HALT, (), None, "stop; done rises", (),
+        lambda f, p: STOP_CYCLES,
+        "STOP_CYCLES",
+    ),
+)
+
+BY_NAME: dict[str, InstrSpec] = {s.name: s for s in INSTRUCTIONS}
+BY_OPCODE: dict[int, InstrSpec] = {int(s.opcode): s for s in INSTRUCTIONS}
+
+COUNTERS = ("cycles", "dma", "mxu", "vpu", "sfu")
+"""The five 32-bit cycle counters (GA2.md section 5), in the order the RTL reports them."""
+COUNTER_BITS = 32
+
+TIMING_CONSTANTS = {
+    name: value for name, value in globals().items()
+    if name.isupper() and (name.endswith(("_OVERHEAD", "_CYCLES", "_LATENCY")))
+}
+"""Every named pipeline constant, for the ISA page and for tests."""
+
+# --------------------------------------------------------------------------- the checks
+
+
+def field_errors(spec: InstrSpec, fields: Mapping[str, int], params: Params) -> list[str]:
+    """Names of the fields outside their legal range (empty when all are legal)."""
+    bad = []
+    for f in spec.fields:
+        lo, hi = f.legal_range(params)
+        if not lo <= fields[f.name] <= hi:
+            bad.append(f.name)
+    return bad
+
+
+def check(spec: InstrSpec, fields: Mapping[str, int], params: Params) -> tuple[ErrorCode, str]:
+    """Check one decoded instruction against GA2.md section 3, in :class:`ErrorCode` order.
+
+    Args:
+        spec: the instruction's spec (its opcode is known to be valid).
+        fields: field name -> value, each within its bit width.
+        params: the machine's parameters.
+
+    Returns:
+        (ErrorCode.NONE, "") when the instruction is legal, else the first fault's code and a
+        sentence naming the field or region at fault.
+    """
+    bad = field_errors(spec, fields, params)
+    if bad:
+        name = bad[0]
+        lo, hi = next(f for f in spec.fields if f.name == name).legal_range(params)
+        return ErrorCode.BAD_FIELD, f"{spec.name} field {name}={fields[name]} is outside {lo}..{hi}"
+    spans = [(r, fields[r.start], r.extent(fields)) for r in spec.regions]
+    for code, mem, size in ((ErrorCode.SPAD_RANGE, Mem.SPAD, params.SPAD_WORDS),
+                            (ErrorCode.EXT_RANGE, Mem.EXT, params.EXT_WORDS)):
+        for r, start, extent in spans:
+            if r.mem is mem and start + extent > size:
+                return code, (f"{spec.name} {r.start}={start}: words {start}..{start + extent - 1} "
+                              f"reach past the {size}-word {'scratchpad' if mem is Mem.SPAD else 'external memory'}")
+    for w, wstart, wext in spans:
+        if not w.writes:
+            continue
+        for r, rstart, rext in spans:
+            if r.writes or r.mem is not w.mem:
+                continue
+            if spec.in_place_ok and wstart == rstart:
+                continue
+            if wstart < rstart + rext and rstart < wstart + wext:
+                return ErrorCode.OVERLAP, (f"{spec.name} {w.start}={wstart} (words {wstart}..{wstart + wext - 1}) "
+                                           f"overlaps {r.start}={rstart} (words {rstart}..{rstart + rext - 1})")
+    return ErrorCode.NONE, ""
+
+
+def latency(spec: InstrSpec, fields: Mapping[str, int], params: Params = DEFAULT) -> int:
+    """Cycles the instruction occupies the execute stage (GA2.md section 5)."""
+    return int(spec.latency(fields, params))
