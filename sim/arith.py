@@ -55,14 +55,23 @@ def quantize(v: float, scale: float) -> int:
     """
     if not (scale > 0 and math.isfinite(scale)):
         raise ValueError(f"quantize: scale must be positive and finite, got {scale!r}")
-    return clamp_int8(round_half_away(v / scale))
+    q = v / scale
+    if math.isnan(q):
+        raise ValueError(f"quantize: v must be a number, got {v!r}")
+    # Clamping before rounding gives the same level (round is monotone and the bounds are
+    # integers) and lets an infinite or huge quotient saturate instead of overflowing.
+    return round_half_away(max(INT8_MIN, min(INT8_MAX, q)))
 
 
 def quantize_array(v: np.ndarray | Sequence, scale: float) -> np.ndarray:
     """Vectorised :func:`quantize`; returns int64 in -127..127."""
     if not (scale > 0 and math.isfinite(scale)):
         raise ValueError(f"quantize: scale must be positive and finite, got {scale!r}")
-    return np.clip(round_half_away_array(np.asarray(v, dtype=np.float64) / scale), INT8_MIN, INT8_MAX)
+    q = np.asarray(v, dtype=np.float64) / scale
+    if np.isnan(q).any():
+        raise ValueError("quantize: v contains NaN")
+    # clamp first, as in quantize: a quotient beyond int64 would otherwise wrap in the cast
+    return round_half_away_array(np.clip(q, INT8_MIN, INT8_MAX))
 
 
 def mantissa_shift(x: float) -> tuple[int, int]:
@@ -70,7 +79,8 @@ def mantissa_shift(x: float) -> tuple[int, int]:
 
     s is chosen so that 2**23 <= x * 2**s < 2**24 and m = round(x * 2**s); when that rounds
     up to 2**24, m = 2**23 and s is one less. Examples: 127/65536 -> (16646144, 33);
-    0.00287432 -> (12345120, 32).
+    12345120 / 2**32 -> (12345120, 32) (GA2.md prints this factor rounded, as 0.00287432;
+    that rounded decimal itself gives (12345110, 32)).
 
     Returns:
         (m, s). s may fall outside the shifter's 1..63 for very large or very small x; the

@@ -106,7 +106,8 @@ def build(op: str, *, params: Params = DEFAULT, strict: bool = True, **fields: i
             if v != fields[f.name]:
                 raise AsmError(f"{op} field {f.name}: expected an int, got {fields[f.name]!r}")
         if not 0 <= v < 1 << f.width:
-            raise AsmError(f"{op} field {f.name}={v} does not fit in {f.width} bits (0..{(1 << f.width) - 1})")
+            raise AsmError(f"{op} field {f.name}={v} does not fit in {f.width} bits "
+                           f"(0..{(1 << f.width) - 1})")
         if strict:
             lo, hi = f.legal_range(params)
             if not lo <= v <= hi:
@@ -197,7 +198,8 @@ def assemble(text: str, *, params: Params = DEFAULT, strict: bool = True) -> lis
                     raise AsmError(f"expected name=value, got {tok!r}")
                 if m.group(1) in fields:
                     raise AsmError(f"field {m.group(1)} given twice")
-                fields[m.group(1)] = int(m.group(2), 0)
+                number = m.group(2)
+                fields[m.group(1)] = int(number, 16) if "x" in number else int(number, 10)
             program.append(build(op, params=params, strict=strict, **fields))
         except AsmError as e:
             raise AsmError(f"line {lineno}: {e}: {raw.strip()!r}") from None

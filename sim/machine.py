@@ -12,7 +12,7 @@ read as signed, and every result is stored sign-extended to 32 bits.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -131,7 +131,8 @@ class Machine:
     def __init__(self, params: Params = DEFAULT):
         self.params = params
 
-    def run(self, program: Sequence[Instruction] | Sequence[int], ext: Sequence[int] | np.ndarray | None = None,
+    def run(self, program: Sequence[Instruction] | Sequence[int],
+            ext: Sequence[int] | np.ndarray | None = None,
             *, max_steps: int | None = None) -> RunResult:
         """Run a program from reset to HALT.
 
@@ -150,8 +151,8 @@ class Machine:
         Raises:
             MachineError: the program is illegal (GA2.md section 3); carries the code, the pc
                 and the state at the stop.
-            ValueError: the program does not fit IMEM_WORDS, or the image does not fit
-                EXT_WORDS.
+            ValueError: the program does not fit IMEM_WORDS, the image does not fit
+                EXT_WORDS, or an image value does not fit 32 bits.
             StepLimit: more than max_steps instructions ran.
         """
         p = self.params
@@ -188,6 +189,9 @@ class Machine:
             if values.ndim != 1 or len(values) > self.params.EXT_WORDS:
                 raise ValueError(f"external-memory image of shape {values.shape} does not fit "
                                  f"EXT_WORDS={self.params.EXT_WORDS}")
+            if len(values) and (values.min() < -(1 << 31) or values.max() > WORD_MASK):
+                raise ValueError(f"external-memory image values must be 32-bit (signed or unsigned), "
+                                 f"got {values.min()}..{values.max()}")
             image[:len(values)] = to_words(values)
         return image
 
@@ -232,13 +236,13 @@ def _mm(spad: np.ndarray, ext: np.ndarray, f: dict[str, int]) -> None:
     i = np.arange(f["M"])[:, None]
     t = np.arange(f["K"])
     j = np.arange(f["N"])[None, :]
-    a = s8(spad[f["A"] + i * f["lda"] + t[None, :]])                   # M x K
+    a = s8(spad[f["A"] + i * f["lda"] + t[None, :]])       # M x K
     if f["tb"]:
-        b = s8(spad[f["B"] + j * f["ldb"] + t[:, None]])               # K x N, element (t, j) at B + j*ldb + t
+        b = s8(spad[f["B"] + j * f["ldb"] + t[:, None]])   # K x N, element (t, j) at B + j*ldb + t
     else:
-        b = s8(spad[f["B"] + t[:, None] * f["ldb"] + j])               # K x N, element (t, j) at B + t*ldb + j
+        b = s8(spad[f["B"] + t[:, None] * f["ldb"] + j])   # K x N, element (t, j) at B + t*ldb + j
     out = to_words(a @ b)
-    for row in range(f["M"]):                                          # rows in increasing i: a later row wins
+    for row in range(f["M"]):                              # rows in increasing i: a later row wins
         start = f["dst"] + row * f["ldc"]
         spad[start:start + f["N"]] = out[row]
 
@@ -260,14 +264,27 @@ def _vadd(spad: np.ndarray, ext: np.ndarray, f: dict[str, int]) -> None:
 
 
 def _amax(spad: np.ndarray, ext: np.ndarray, f: dict[str, int]) -> None:
-    spad[f["dst"]] = int(np.argmax(s8(spad[f["src"]:f["src"] + f["len"]])))  # argmax returns the first maximum
+    # np.argmax returns the index of the first maximum
+    spad[f["dst"]] = int(np.argmax(s8(spad[f["src"]:f["src"] + f["len"]])))
 
 
 def _unpack(spad: np.ndarray, ext: np.ndarray, f: dict[str, int]) -> None:
     words = spad[f["src"]:f["src"] + f["len"]].astype(np.int64)
-    nibbles = (words[:, None] >> (4 * np.arange(8))[None, :]) & 0xF    # element 8i + j in bits 4j+3..4j of word i
+    # element 8i + j sits in bits 4j+3..4j of word i
+    nibbles = (words[:, None] >> (4 * np.arange(8))[None, :]) & 0xF
     spad[f["dst"]:f["dst"] + 8 * f["len"]] = to_words(np.where(nibbles >= 8, nibbles - 16, nibbles).ravel())
 
 
-_EXECUTE = {"LD": _ld, "ST": _st, "MM": _mm, "RQ": _rq, "SM": _sm, "VADD": _vadd, "AMAX": _amax, "UNPACK": _unpack}
+def apply(ins: Instruction, spad: np.ndarray, ext: np.ndarray) -> None:
+    """Apply one instruction's semantics to the memories, in place, with no checks and no counters.
+
+    For unit test benches that start from a given scratchpad; the instruction must be legal
+    (check it with :func:`sim.spec.check`). HALT does nothing.
+    """
+    if ins.op != "HALT":
+        _EXECUTE[ins.op](spad, ext, ins.fields)
+
+
+_EXECUTE = {"LD": _ld, "ST": _st, "MM": _mm, "RQ": _rq, "SM": _sm,
+            "VADD": _vadd, "AMAX": _amax, "UNPACK": _unpack}
 assert set(_EXECUTE) | {"HALT"} == set(spec.BY_NAME), "every instruction of the spec has semantics here"

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 # --------------------------------------------------------------------------- encoding
@@ -79,12 +79,15 @@ class Params:
             need(isinstance(getattr(self, name), int) and getattr(self, name) >= 1, name,
                  "must be a positive int")
         need(self.LANES == 4, "LANES", "the 4-wide design of GA2.md section 6 is the only one built")
-        need(self.T <= 16, "T", "must be at most 16 (the M and N fields are 8 bits; the RTL is sized for <= 16)")
+        need(self.T <= 16, "T",
+             "must be at most 16 (the M and N fields are 8 bits; the RTL is sized for <= 16)")
         need(self.K_MAX <= 255, "K_MAX", "must be at most 255 (the K field is 8 bits)")
         for name in ("SPAD_WORDS", "EXT_WORDS"):
             value = getattr(self, name)
-            need(value <= 1 << ADDR_BITS, name, f"must be at most {1 << ADDR_BITS} (address fields are {ADDR_BITS} bits)")
-            need(value % self.LANES == 0 and value & (value - 1) == 0, name, "must be a power of two")
+            need(value <= 1 << ADDR_BITS, name,
+                 f"must be at most {1 << ADDR_BITS} (address fields are {ADDR_BITS} bits)")
+            need(value % self.LANES == 0 and value & (value - 1) == 0, name,
+                 f"must be a power of two, at least LANES={self.LANES}")
         need(self.IMEM_WORDS >= 4096, "IMEM_WORDS", "must be at least 4096 (GA2.md section 1)")
         need(self.IMEM_WORDS <= 1 << 16, "IMEM_WORDS", "must be at most 65536 (the pc is 16 bits)")
         need(self.SM_MAX_LEN >= 64, "SM_MAX_LEN", "must be at least 64 (GA2.md section 1)")
@@ -364,7 +367,8 @@ INSTRUCTIONS: tuple[InstrSpec, ...] = (
         "Bv = S[B+t*ldb+j] (tb = 0) or S[B+j*ldb+t] (tb = 1); rows written in increasing i",
         (Region(Mem.SPAD, "A", lambda f: (f["M"] - 1) * f["lda"] + f["K"], writes=False),
          Region(Mem.SPAD, "B",
-                lambda f: vselect(f["tb"], (f["N"] - 1) * f["ldb"] + f["K"], (f["K"] - 1) * f["ldb"] + f["N"]),
+                lambda f: vselect(f["tb"], (f["N"] - 1) * f["ldb"] + f["K"],
+                                  (f["K"] - 1) * f["ldb"] + f["N"]),
                 writes=False),
          Region(Mem.SPAD, "dst", lambda f: (f["M"] - 1) * f["ldc"] + f["N"], writes=True)),
         lambda f, p: _mm_first_chunk(f) + f["K"] + f["M"] + MM_OVERHEAD,
@@ -487,8 +491,9 @@ def check(spec: InstrSpec, fields: Mapping[str, int], params: Params) -> tuple[E
                             (ErrorCode.EXT_RANGE, Mem.EXT, params.EXT_WORDS)):
         for r, start, extent in spans:
             if r.mem is mem and start + extent > size:
+                where = "scratchpad" if mem is Mem.SPAD else "external memory"
                 return code, (f"{spec.name} {r.start}={start}: words {start}..{start + extent - 1} "
-                              f"reach past the {size}-word {'scratchpad' if mem is Mem.SPAD else 'external memory'}")
+                              f"reach past the {size}-word {where}")
     for w, wstart, wext in spans:
         if not w.writes:
             continue
@@ -498,8 +503,9 @@ def check(spec: InstrSpec, fields: Mapping[str, int], params: Params) -> tuple[E
             if spec.in_place_ok and wstart == rstart:
                 continue
             if wstart < rstart + rext and rstart < wstart + wext:
-                return ErrorCode.OVERLAP, (f"{spec.name} {w.start}={wstart} (words {wstart}..{wstart + wext - 1}) "
-                                           f"overlaps {r.start}={rstart} (words {rstart}..{rstart + rext - 1})")
+                return ErrorCode.OVERLAP, (
+                    f"{spec.name} {w.start}={wstart} (words {wstart}..{wstart + wext - 1}) "
+                    f"overlaps {r.start}={rstart} (words {rstart}..{rstart + rext - 1})")
     return ErrorCode.NONE, ""
 
 
