@@ -289,6 +289,10 @@ class InstrSpec:
 # before the first dispatch. These constants are the pipeline depths the RTL realises; they are
 # the contract between hw/ and the reference machine (tests/hw assert each unit against them).
 
+SPAD_READ_LATENCY = 1
+"""Cycles from a scratchpad read request to its data (banked block RAM, rotation after it)."""
+EXT_READ_LATENCY = 1
+"""Cycles from an external-memory read request to its data (the bus of hw/ports.ExtPort)."""
 FRONTEND_CYCLES = 3
 """Cycles from start to the first dispatch: instruction-memory read, decode, checks."""
 STOP_CYCLES = 1
