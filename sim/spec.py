@@ -297,10 +297,12 @@ FRONTEND_CYCLES = 3
 """Cycles from start to the first dispatch: instruction-memory read, decode, checks."""
 STOP_CYCLES = 1
 """Cycles taken by HALT, or by an instruction that stops the machine with an error."""
-LD_OVERHEAD = 3
-"""LD: dispatch, external-memory read latency (1), scratchpad write."""
-ST_OVERHEAD = 3
-"""ST: dispatch, scratchpad read latency (1), external-memory write."""
+LD_OVERHEAD = 2
+"""LD: external-memory read latency (1) and the data register; beat b is read in the dispatch
+cycle + b and written two cycles later (hw/dma.py)."""
+ST_OVERHEAD = 2
+"""ST: scratchpad read latency (1) and the data register; beat b is read in the dispatch
+cycle + b and written two cycles later (hw/dma.py)."""
 MM_OVERHEAD = 5
 """MM: dispatch, scratchpad read latency, operand register, multiply, accumulate."""
 RQ_OVERHEAD = 6
