@@ -67,7 +67,8 @@ def quantize_array(v: np.ndarray | Sequence, scale: float) -> np.ndarray:
     """Vectorised :func:`quantize`; returns int64 in -127..127."""
     if not (scale > 0 and math.isfinite(scale)):
         raise ValueError(f"quantize: scale must be positive and finite, got {scale!r}")
-    q = np.asarray(v, dtype=np.float64) / scale
+    with np.errstate(over="ignore"):  # a quotient that overflows to +-inf saturates below
+        q = np.asarray(v, dtype=np.float64) / scale
     if np.isnan(q).any():
         raise ValueError("quantize: v contains NaN")
     # clamp first, as in quantize: a quotient beyond int64 would otherwise wrap in the cast

@@ -1,0 +1,477 @@
+"""Write the ISA reference page, ``docs/isa.md``, from :mod:`sim.spec` alone.
+
+Usage::
+
+    python -m sim.isadoc            # print the page
+    python -m sim.isadoc --write    # (re)write docs/isa.md
+    python -m sim.isadoc --check    # exit 1 with a message when docs/isa.md is stale
+
+Nothing on the page is typed here: the parameters, opcodes, field layouts, legal ranges,
+effects, regions, latencies, timing constants, error codes and counters all come from
+:mod:`sim.spec`. The documentation strings of the constants and of the error codes are read
+from the spec's source (the string literal under each assignment, as Sphinx does), the
+meanings of the parameters from the ``Attributes:`` section of :class:`~sim.spec.Params`.
+
+The region extents are functions; to print them, they are evaluated on symbols
+(:class:`Sym`) instead of numbers, with the spec's formula helpers (``vmax``, ``vselect``,
+``ceil_div``) swapped for symbolic ones for the duration of the call.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import difflib
+import inspect
+import itertools
+import re
+import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+from unittest import mock
+
+from . import spec
+from .spec import DEFAULT, InstrSpec, Mem, Params
+
+DOC_PATH = Path(__file__).resolve().parent.parent / "docs" / "isa.md"
+"""Where ``--write`` puts the page and ``--check`` looks for it."""
+
+REGENERATE = "python -m sim.isadoc --write"
+
+
+# --------------------------------------------------------------------------- reading the spec's source
+
+
+def _plain(text: str) -> str:
+    """Collapse whitespace and turn Sphinx roles (:class:`X`) into code spans (`X`)."""
+    return re.sub(r":\w+:`~?([^`]+)`", r"`\1`", " ".join(text.split()))
+
+
+def attribute_docs(source: str) -> dict[str, str]:
+    """Map each name assigned in ``source`` (module level, or ``Class.NAME`` inside a class)
+    to the string literal that follows its assignment, with whitespace collapsed. A name
+    assigned an expression rather than a literal also gets ``(= expression)`` appended."""
+    docs: dict[str, str] = {}
+
+    def scan(body: list[ast.stmt], prefix: str) -> None:
+        for stmt, nxt in itertools.pairwise(body):
+            if isinstance(stmt, ast.ClassDef):
+                continue
+            targets = stmt.targets if isinstance(stmt, ast.Assign) else (
+                [stmt.target] if isinstance(stmt, ast.AnnAssign) else [])
+            names = [t.id for t in targets if isinstance(t, ast.Name)]
+            if not names:
+                continue
+            doc = ""
+            if (isinstance(nxt, ast.Expr) and isinstance(nxt.value, ast.Constant)
+                    and isinstance(nxt.value.value, str)):
+                doc = _plain(nxt.value.value)
+            value = getattr(stmt, "value", None)
+            if isinstance(value, ast.BinOp):
+                doc = f"{doc} (= `{ast.unparse(value)}`)".strip()
+            if doc:
+                for name in names:
+                    docs[prefix + name] = doc
+        for stmt in body:
+            if isinstance(stmt, ast.ClassDef):
+                scan(stmt.body, f"{stmt.name}.")
+
+    scan(ast.parse(source).body, "")
+    return docs
+
+
+def docstring_section(doc: str, title: str) -> dict[str, str]:
+    """Entries ``name: text`` of a Google-style docstring section (``Attributes:``, ...).
+
+    An entry may continue on more-indented lines; several names may share one entry
+    (``lo, hi: ...``).
+    """
+    lines = inspect.cleandoc(doc).splitlines()
+    try:
+        start = lines.index(f"{title}:") + 1
+    except ValueError:
+        return {}
+    entries: dict[str, str] = {}
+    current: list[str] = []
+    for line in lines[start:]:
+        if not line.strip():
+            break
+        m = re.match(r"^ {4}(\w+(?:, \w+)*): (.*)$", line)
+        if m:
+            current = [n.strip() for n in m.group(1).split(",")]
+            for name in current:
+                entries[name] = m.group(2).strip()
+        elif line.startswith("        ") and current:
+            for name in current:
+                entries[name] += " " + line.strip()
+        else:
+            break
+    return entries
+
+
+# --------------------------------------------------------------------------- formulas as text
+
+
+class Sym:
+    """An integer expression kept as text, for printing the spec's formulas.
+
+    ``prec`` is the binding strength of the outermost operator (1: + -, 2: * //, 3: atom),
+    so that parentheses appear only where they are needed.
+    """
+
+    def __init__(self, text: str, prec: int = 3):
+        self.text = text
+        self.prec = prec
+
+    def __str__(self) -> str:
+        return self.text
+
+    @staticmethod
+    def of(x: Any) -> Sym:
+        return x if isinstance(x, Sym) else Sym(str(x))
+
+    def _wrap(self, prec: int, right: bool = False) -> str:
+        # a right operand of - or // needs parentheses at equal precedence too
+        need = self.prec < prec or (right and self.prec == prec)
+        return f"({self.text})" if need else self.text
+
+    def _bin(self, other: Any, op: str, prec: int, swap: bool = False) -> Sym:
+        a, b = (Sym.of(other), self) if swap else (self, Sym.of(other))
+        right_strict = op in ("-", "//")
+        sep = " " if prec == 1 else ""
+        return Sym(f"{a._wrap(prec)}{sep}{op}{sep}{b._wrap(prec, right_strict)}", prec)
+
+    def __add__(self, o: Any) -> Sym:
+        return self._bin(o, "+", 1)
+
+    def __radd__(self, o: Any) -> Sym:
+        return self._bin(o, "+", 1, swap=True)
+
+    def __sub__(self, o: Any) -> Sym:
+        return self._bin(o, "-", 1)
+
+    def __rsub__(self, o: Any) -> Sym:
+        return self._bin(o, "-", 1, swap=True)
+
+    def __mul__(self, o: Any) -> Sym:
+        return self._bin(o, "*", 2)
+
+    def __rmul__(self, o: Any) -> Sym:
+        return self._bin(o, "*", 2, swap=True)
+
+    def __floordiv__(self, o: Any) -> Sym:
+        return self._bin(o, "//", 2)
+
+
+def _sym_vmax(a: Any, b: Any) -> Sym:
+    return Sym(f"max({a}, {b})")
+
+
+def _sym_vselect(cond: Any, if_true: Any, if_false: Any) -> Sym:
+    return Sym(f"({if_true} if {cond} = 1, else {if_false})")
+
+
+def _sym_ceil_div(a: Any, n: int) -> Sym:
+    return Sym(f"ceil({a}/{n})")
+
+
+@contextmanager
+def symbolic_helpers() -> Iterator[None]:
+    """Within the block, the spec's formula helpers build text instead of numbers."""
+    with mock.patch.multiple(spec, vmax=_sym_vmax, vselect=_sym_vselect, ceil_div=_sym_ceil_div):
+        yield
+
+
+def formula(fn: Callable[..., Any], ispec: InstrSpec, *args: Any) -> str:
+    """The text of ``fn(fields, *args)`` with every field a symbol of its own name."""
+    with symbolic_helpers():
+        return str(fn({f.name: Sym(f.name) for f in ispec.fields}, *args))
+
+
+def with_values(text: str, values: dict[str, int]) -> str:
+    """Replace each whole-word name of ``values`` in ``text`` by its value."""
+    if not values:
+        return text
+    pattern = re.compile(r"\b(" + "|".join(sorted(map(re.escape, values), key=len, reverse=True)) + r")\b")
+    return pattern.sub(lambda m: str(values[m.group(1)]), text)
+
+
+# --------------------------------------------------------------------------- page sections
+
+
+def _table(header: list[str], rows: list[list[Any]]) -> list[str]:
+    out = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
+    out += ["| " + " | ".join(str(c).replace("|", "\\|") for c in row) + " |" for row in rows]
+    return [*out, ""]
+
+
+def _code(text: str) -> str:
+    return f"`{text}`"
+
+
+def _bound_text(bound: int | str | None, default: int, params: Params) -> str:
+    if bound is None:
+        return str(default)
+    if isinstance(bound, str):
+        return f"{bound} (= {getattr(params, bound)})"
+    return str(bound)
+
+
+def _mem_name(mem: Mem) -> str:
+    return "scratchpad S" if mem is Mem.SPAD else "external E"
+
+
+def _bit_span(lsb: int, width: int) -> str:
+    """Where a field lies, per 32-bit word: ``w0[19:4]``, or ``w0[31:28] w1[3:0]`` across words."""
+    parts = []
+    pos, end = lsb, lsb + width
+    while pos < end:
+        word = pos // spec.WORD_BITS
+        stop = min(end, (word + 1) * spec.WORD_BITS)
+        lo, hi = pos - word * spec.WORD_BITS, stop - 1 - word * spec.WORD_BITS
+        parts.append(f"w{word}[{hi}:{lo}]" if hi != lo else f"w{word}[{lo}]")
+        pos = stop
+    return " ".join(parts)
+
+
+def _syntax(ispec: InstrSpec) -> str:
+    if not ispec.fields:
+        return ispec.name
+    return f"{ispec.name:<4} " + " ".join(f"{f.name}=<{f.name}>" for f in ispec.fields)
+
+
+def _section_header(params: Params) -> list[str]:
+    return [
+        "# GA-2 instruction set reference",
+        "",
+        f"<!-- Generated from sim/spec.py by `{REGENERATE}`. Do not edit by hand: "
+        "a test fails when this page is stale. -->",
+        "",
+        "Everything on this page is derived from `sim/spec.py`, the single declaration of the ISA: "
+        "the parameters, the encoding, each instruction's fields, legal ranges, effect, checked "
+        "regions and latency, the timing constants, the error codes and the counters. The encoder, "
+        "the reference machine and the hardware decoder are derived from the same declaration.",
+        "",
+        "The semantics and the arithmetic are those of `shared/design/GA2.md` sections 3 and 4; "
+        "`S` is the scratchpad, `E` the external memory, `s8`/`s32` read a word as a signed "
+        "8/32-bit value. Values below are for the default parameters unless a formula names a "
+        "parameter.",
+        "",
+    ]
+
+
+def _section_params(params: Params, docs: dict[str, str]) -> list[str]:
+    meanings = docstring_section(Params.__doc__ or "", "Attributes")
+    rows = [[_code(name), getattr(params, name), meanings.get(name, "")]
+            for name in Params.__dataclass_fields__]
+    out = ["## Parameters", "", "`sim.spec.Params`; the hardware generator and the reference machine "
+           "take the same object. `Params(...)` refuses values the encoding or the hardware cannot "
+           "hold, with a message naming the parameter.", ""]
+    return out + _table(["name", "default", "meaning"], rows)
+
+
+def _section_encoding(docs: dict[str, str]) -> list[str]:
+    out = ["## Encoding", ""]
+    consts = ["WORD_BITS", "INSTR_WORDS", "INSTR_BITS", "OPCODE_BITS", "ADDR_BITS", "PC_BITS",
+              "ERROR_CODE_BITS", "COUNTER_BITS"]
+    out += _table(["constant", "value", "meaning"],
+                  [[_code(c), getattr(spec, c), docs.get(c, "")] for c in consts])
+    out += [
+        f"An instruction is {spec.INSTR_WORDS} words of {spec.WORD_BITS} bits ({spec.INSTR_BITS} bits), "
+        f"least significant word first (`w0` .. `w{spec.INSTR_WORDS - 1}` below). The opcode is "
+        f"bits {spec.OPCODE_BITS - 1}..0 of `w0`; the fields follow from bit {spec.OPCODE_BITS} "
+        "upwards, packed in the order of the instruction's field table, each an unsigned integer. "
+        "Bits above the last field are written as 0 and ignored when decoding. A field value that "
+        "fits its width but lies outside its legal range encodes, and stops the machine with "
+        "`BAD_FIELD`.",
+        "",
+        _plain(spec.Opcode.__doc__ or ""),
+        "",
+    ]
+    rows = []
+    for s in spec.INSTRUCTIONS:
+        used = spec.OPCODE_BITS + sum(f.width for f in s.fields)
+        rows.append([_code(s.name), int(s.opcode), f"0x{int(s.opcode):X}",
+                     " ".join(f.name for f in s.fields) or "-", used, s.counter or "-"])
+    out += ["### Opcodes", ""]
+    out += _table(["instruction", "opcode", "hex", "fields (in order)", "bits used", "counter"], rows)
+    return out
+
+
+def _section_instruction(s: InstrSpec, params: Params) -> list[str]:
+    out = [f"### {s.name}", "", f"`{_syntax(s)}`", "", f"**Effect:** {s.effect}.", ""]
+    if s.extra_checks_doc:
+        out += [s.extra_checks_doc, ""]
+    # fields and layout
+    offsets = s.field_offsets()
+    rows = [["`op`", 0, spec.OPCODE_BITS, _bit_span(0, spec.OPCODE_BITS), int(s.opcode), "opcode"]]
+    for f in s.fields:
+        lsb, width = offsets[f.name]
+        lo = _bound_text(f.lo, 0, params)
+        hi = _bound_text(f.hi, (1 << f.width) - 1, params)
+        rows.append([_code(f.name), lsb, width, _bit_span(lsb, width), f"{lo} .. {hi}", f.doc])
+    out += _table(["field", "lsb", "width", "bits", "legal range", "meaning"], rows)
+    # regions
+    if s.regions:
+        rows = []
+        for r in s.regions:
+            extent = formula(r.extent, s)
+            touched = r.start if extent == "1" else f"{r.start} .. {r.start} + {extent} - 1"
+            rows.append([_mem_name(r.mem), "writes" if r.writes else "reads", _code(r.start), _code(extent),
+                         _code(touched)])
+        out += ["Regions, checked in this order against the memory's size (`start + extent` must not "
+                "exceed `SPAD_WORDS` or `EXT_WORDS`):", ""]
+        out += _table(["memory", "access", "start", "extent (words)", "words touched"], rows)
+        pairs = [(w, r) for w in s.regions if w.writes for r in s.regions
+                 if not r.writes and r.mem is w.mem]
+        if not pairs:
+            out += ["Overlap check: none (the regions lie in different memories).", ""]
+        else:
+            items = ", ".join(f"`{w.start}` against `{r.start}`" for w, r in pairs)
+            rule = ("in place is allowed: a written region that starts at the same address as the read "
+                    "region may coincide with it; any other overlap is refused" if s.in_place_ok
+                    else "any overlap is refused, in place included")
+            out += [f"Overlap check, written against read regions: {items}; {rule}.", ""]
+    # latency
+    consts = {n: v for n, v in spec.TIMING_CONSTANTS.items() if re.search(rf"\b{n}\b", s.latency_doc)}
+    lat = f"`{s.latency_doc}`"
+    if consts:
+        lat += f" = `{with_values(s.latency_doc, consts)}`"
+    target = f"counter `{s.counter}` (and `cycles`)" if s.counter else "`cycles` only"
+    out += [f"**Latency (cycles):** {lat}, counted in {target}.", ""]
+    return out
+
+
+def _section_instructions(params: Params) -> list[str]:
+    out = ["## Instructions", ""]
+    rows = [[_code(s.name), _code(_syntax(s)), s.counter or "-", _code(s.latency_doc)]
+            for s in spec.INSTRUCTIONS]
+    out += _table(["instruction", "syntax", "counter", "latency (cycles)"], rows)
+    out += ["Text form (`sim.asm.disassemble` writes it, `sim.asm.assemble` reads it): the mnemonic "
+            "padded to four characters, a space, then `name=value` for every field in table order, "
+            "e.g. `MM   dst=230 A=0 B=60 M=4 K=12 N=4 tb=0 lda=12 ldb=10 ldc=10`; `HALT` alone.", ""]
+    for s in spec.INSTRUCTIONS:
+        out += _section_instruction(s, params)
+    return out
+
+
+def _section_timing(docs: dict[str, str]) -> list[str]:
+    out = ["## Timing", "",
+           "Every latency is the number of cycles from the dispatch of an instruction to the dispatch of "
+           "the next; one instruction runs at a time. A run takes "
+           "`cycles = FRONTEND_CYCLES + sum of the latencies of the instructions dispatched before the "
+           "stop + STOP_CYCLES` (the HALT's latency, or the cycle of the instruction that stopped the "
+           "machine with an error). `ceil(len/4)` is the number of beats to move `len` consecutive words "
+           "at LANES = 4 words per cycle, at any alignment.", ""]
+    rows = [[_code(n), v, docs.get(n, "")] for n, v in spec.TIMING_CONSTANTS.items()]
+    return out + _table(["constant", "cycles", "meaning"], rows)
+
+
+def _section_errors(docs: dict[str, str]) -> list[str]:
+    out = ["## Error codes", "",
+           _plain(spec.ErrorCode.__doc__ or ""), "",
+           "The reference machine raises `sim.machine.MachineError` with the code and the index of the "
+           "offending instruction (for `NO_HALT`, the program length); the RTL raises `error` with the "
+           f"code ({spec.ERROR_CODE_BITS} bits) and the pc, then halts.", ""]
+    rows = [[int(c), _code(c.name), spec.ERROR_TEXT[c], docs.get(f"ErrorCode.{c.name}", "")]
+            for c in spec.ErrorCode]
+    out += _table(["code", "name", "text", "when"], rows)
+    out += ["The checks of the instruction at pc, in the order they run (the first that fails stops "
+            "the machine):", ""]
+    for k, code in enumerate(c for c in spec.ErrorCode if c is not spec.ErrorCode.NONE):
+        out.append(f"{k + 1}. `{code.name}`: {CHECK_RULES[code.name]}")
+    return [*out, ""]
+
+
+CHECK_RULES = {
+    "BAD_OPCODE": "the opcode is not in the opcode table;",
+    "BAD_FIELD": "the first field, in the instruction's field order, outside its legal range;",
+    "SPAD_RANGE": "the first scratchpad region, in the order listed, that reaches past `SPAD_WORDS`;",
+    "EXT_RANGE": "the first external-memory region that reaches past `EXT_WORDS`;",
+    "OVERLAP": "the first written region (in order) that overlaps a read region of the same memory, "
+               "in-place excepted where allowed;",
+    "NO_HALT": "pc is one past the last instruction (no instruction to check: the program has no HALT).",
+}
+"""How ``sim.spec.check`` and the machine decide each code (the code order itself is the spec's)."""
+
+
+def _section_counters() -> list[str]:
+    out = ["## Counters", "",
+           f"{len(spec.COUNTERS)} counters of {spec.COUNTER_BITS} bits, reported in this order; all reset at "
+           "start and frozen at the stop (HALT or error).", ""]
+    rows = []
+    for c in spec.COUNTERS:
+        if c == "cycles":
+            what = "every cycle from start to the stop, front end and stop included"
+        else:
+            users = [s for s in spec.INSTRUCTIONS if s.counter == c]
+            what = "the latencies of " + ", ".join(_code(s.name) for s in users)
+        rows.append([_code(c), what])
+    return out + _table(["counter", "counts"], rows)
+
+
+def render(params: Params = DEFAULT) -> str:
+    """The whole page, as Markdown text."""
+    docs = attribute_docs(inspect.getsource(spec))
+    lines: list[str] = []
+    lines += _section_header(params)
+    lines += _section_params(params, docs)
+    lines += _section_encoding(docs)
+    lines += _section_instructions(params)
+    lines += _section_timing(docs)
+    lines += _section_errors(docs)
+    lines += _section_counters()
+    while lines and not lines[-1]:
+        lines.pop()
+    return "\n".join(lines) + "\n"
+
+
+# --------------------------------------------------------------------------- command line
+
+
+def stale_diff(path: Path = DOC_PATH) -> str:
+    """Empty when ``path`` holds exactly what :func:`render` writes; else a message with a diff."""
+    fresh = render()
+    if not path.exists():
+        return f"{path} does not exist; run `{REGENERATE}`"
+    current = path.read_text()
+    if current == fresh:
+        return ""
+    diff = difflib.unified_diff(current.splitlines(), fresh.splitlines(), str(path), "generated", lineterm="")
+    shown = list(diff)[:40]
+    return f"{path} is stale (sim/spec.py changed); run `{REGENERATE}`\n" + "\n".join(shown)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m sim.isadoc",
+        description="Generate the GA-2 ISA reference page (docs/isa.md) from sim/spec.py. "
+                    "Without an option, print it.")
+    group = parser.add_mutually_exclusive_group()
+    group.add_argument("--write", action="store_true", help="write the page to --path")
+    group.add_argument("--check", action="store_true",
+                       help="exit with status 1 and a diff when the page at --path is stale")
+    parser.add_argument("--path", type=Path, default=DOC_PATH,
+                        help="the page (default: docs/isa.md of this checkout)")
+    args = parser.parse_args(argv)
+    if args.check:
+        problem = stale_diff(args.path)
+        if problem:
+            print(problem, file=sys.stderr)
+            return 1
+        print(f"{args.path} is up to date")
+        return 0
+    text = render()
+    if args.write:
+        args.path.parent.mkdir(parents=True, exist_ok=True)
+        args.path.write_text(text)
+        print(f"wrote {args.path}")
+    else:
+        sys.stdout.write(text)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

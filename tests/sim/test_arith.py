@@ -1,0 +1,285 @@
+"""sim/arith.py on hand-worked values (GA2.md section 4), and scalar versus numpy forms."""
+
+from __future__ import annotations
+
+import itertools
+import math
+from decimal import Decimal, getcontext
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from sim import arith
+from sim.arith import (
+    EXP_LUT,
+    mantissa_shift,
+    quantize,
+    quantize_array,
+    requant,
+    requant_array,
+    round_half_away,
+    round_half_away_array,
+    sat_add,
+    sat_add_array,
+    softmax_fixed,
+    softmax_fixed_array,
+)
+
+INT32 = st.integers(-(1 << 31), (1 << 31) - 1)
+MANTISSA = st.integers(0, (1 << 24) - 1)
+SHIFT = st.integers(1, 63)
+STORED_INT8 = st.integers(-128, 127)  # a stored byte may be -128 although no operation produces it
+
+
+# --------------------------------------------------------------------------- rounding and quantize
+
+
+@pytest.mark.parametrize(("x", "expected"), [
+    (0.5, 1), (-0.5, -1), (1.5, 2), (-1.5, -2), (2.5, 3), (-2.5, -3),  # ties go away from zero
+    (0.49, 0), (-0.49, 0), (0.0, 0), (-0.0, 0), (2.4999, 2), (-2.5001, -3),
+])
+def test_round_half_away(x, expected):
+    assert round_half_away(x) == expected
+    assert round_half_away_array(np.array([x]))[0] == expected
+
+
+@pytest.mark.parametrize(("v", "scale", "expected"), [
+    (0.5, 1.0, 1), (-0.5, 1.0, -1),          # the 0.5 and -0.5 levels round away from zero
+    (0.25, 0.5, 1), (-0.25, 0.5, -1),        # the same ties through a scale
+    (1.5, 1.0, 2), (-1.5, 1.0, -2), (2.5, 1.0, 3), (-2.5, 1.0, -3),
+    (0.75, 0.5, 2), (0.74, 0.5, 1),
+    (126.5, 1.0, 127), (127.4, 1.0, 127),    # up to the top level
+    (127.5, 1.0, 127), (1000.0, 1.0, 127),   # saturation at the top
+    (-127.5, 1.0, -127), (-128.0, 1.0, -127), (-1000.0, 1.0, -127),  # and at the bottom: never -128
+    (1e30, 1.0, 127), (-1e30, 1.0, -127),    # beyond int64
+    (math.inf, 1.0, 127), (-math.inf, 1.0, -127),
+    (1.0, 1e-310, 127),                      # the quotient overflows to inf
+])
+def test_quantize_hand_values(v, scale, expected):
+    assert quantize(v, scale) == expected
+    assert quantize_array(np.array([v]), scale).tolist() == [expected]
+
+
+@pytest.mark.parametrize("scale", [0.0, -1.0, math.inf, math.nan])
+def test_quantize_refuses_a_bad_scale(scale):
+    with pytest.raises(ValueError, match="scale must be positive and finite"):
+        quantize(1.0, scale)
+    with pytest.raises(ValueError, match="scale must be positive and finite"):
+        quantize_array([1.0], scale)
+
+
+def test_quantize_refuses_nan():
+    with pytest.raises(ValueError, match="quantize"):
+        quantize(math.nan, 1.0)
+    with pytest.raises(ValueError, match="NaN"):
+        quantize_array([0.0, math.nan], 1.0)
+
+
+# --------------------------------------------------------------------------- mantissa_shift
+
+
+def test_mantissa_shift_ga2_examples():
+    # 127/65536 = 127 * 2**-16; 127 * 2**17 = 16646144 lies in [2**23, 2**24), so s = 16 + 17 = 33
+    assert mantissa_shift(127 / 65536) == (16646144, 33)
+    assert 127 * 2**17 == 16646144
+    # GA2.md's second example: the factor 12345120 / 2**32, printed there rounded as 0.00287432
+    assert mantissa_shift(12345120 / 2**32) == (12345120, 32)
+    # the rounded decimal itself: 0.00287432 * 2**32 = 12345110.398..., so m = 12345110
+    assert mantissa_shift(0.00287432) == (12345110, 32)
+
+
+@pytest.mark.parametrize(("x", "expected"), [
+    (1.0, (1 << 23, 23)),                       # 2**23 / 2**23
+    (0.5, (1 << 23, 24)),
+    (3.0, (3 << 22, 22)),                       # 12582912 / 2**22
+    (1 - 2**-24, ((1 << 24) - 1, 24)),          # x * 2**24 = 2**24 - 1 exactly: no rounding
+    (1 - 2**-25, (1 << 23, 23)),                # x * 2**24 = 2**24 - 0.5: the tie rounds up to 2**24
+    (1 - 2**-26, (1 << 23, 23)),                # x * 2**24 = 2**24 - 0.25: rounds up to 2**24
+])
+def test_mantissa_shift_hand_values(x, expected):
+    assert mantissa_shift(x) == expected
+
+
+@pytest.mark.parametrize("x", [0.0, -1.0, math.inf, math.nan])
+def test_mantissa_shift_refuses_non_positive(x):
+    with pytest.raises(ValueError, match="positive and finite"):
+        mantissa_shift(x)
+
+
+@given(st.floats(min_value=1e-12, max_value=1e6))
+def test_mantissa_shift_brackets_and_rounds(x):
+    m, s = mantissa_shift(x)
+    assert 1 << 23 <= m < 1 << 24
+    # m / 2**s is x to within half a unit of the mantissa's last place (exact rational check)
+    error = abs(Decimal(m) - Decimal(x) * (Decimal(2) ** s))
+    assert error <= Decimal("0.5")
+
+
+# --------------------------------------------------------------------------- requant
+
+
+@pytest.mark.parametrize(("a", "m", "s", "relu", "expected"), [
+    (1, 3, 1, False, 2), (-1, 3, 1, False, -2),      # 1.5 and -1.5: ties away from zero
+    (1, 1, 1, False, 1), (-1, 1, 1, False, -1),      # 0.5 and -0.5
+    (2, 1, 2, False, 1), (-2, 1, 2, False, -1),      # 0.5 and -0.5 again
+    (1, 1, 2, False, 0), (-1, 1, 2, False, 0),       # 0.25 rounds to 0
+    (3, 1, 2, False, 1), (-3, 1, 2, False, -1),      # 0.75 rounds to 1
+    (5, 1, 1, False, 3), (-5, 1, 1, False, -3),      # 2.5
+    (0, (1 << 24) - 1, 1, False, 0),
+    (1000, 16646144, 33, False, 2),                  # 1000 * 127/65536 = 1.94
+    (-1000, 16646144, 33, False, -2),
+    (254, 1, 1, False, 127), (255, 1, 1, False, 127),      # 127 and 127.5 -> 128 -> saturates
+    (-254, 1, 1, False, -127), (-255, 1, 1, False, -127),  # and at the bottom
+    ((1 << 31) - 1, (1 << 24) - 1, 1, False, 127),          # the largest product, 55 bits
+    (-(1 << 31), (1 << 24) - 1, 1, False, -127),
+    ((1 << 31) - 1, (1 << 24) - 1, 63, False, 0),           # 2**55 / 2**63 rounds to 0
+    (-10, 1, 1, True, 0), (10, 1, 1, True, 5),               # relu
+    (-1, 1, 1, True, 0), (1, 1, 1, True, 1),                 # relu after rounding the tie
+    (-(1 << 31), (1 << 24) - 1, 1, True, 0),
+])
+def test_requant_hand_values(a, m, s, relu, expected):
+    assert requant(a, m, s, relu) == expected
+    assert requant_array(np.array([a]), m, s, relu).tolist() == [expected]
+
+
+# --------------------------------------------------------------------------- saturating add
+
+
+@pytest.mark.parametrize(("a", "b", "expected"), [
+    (5, -3, 2), (100, 27, 127), (100, 28, 127), (100, 100, 127), (127, 127, 127),
+    (-100, -27, -127), (-100, -28, -127), (-100, -100, -127), (-128, 0, -127), (-128, -128, -127),
+    (127, -127, 0),
+])
+def test_sat_add(a, b, expected):
+    assert sat_add(a, b) == expected
+    assert sat_add_array(np.array([a]), np.array([b])).tolist() == [expected]
+
+
+# --------------------------------------------------------------------------- the exp table
+
+
+def test_exp_table_endpoints():
+    assert len(EXP_LUT) == 256
+    assert EXP_LUT[0] == 65536                 # exp(0) = 1.0 in Q16
+    assert EXP_LUT[1] == 61565                 # 65536 * exp(-1/16) = 61565.37
+    assert EXP_LUT[16] == 24109                # 65536 / e = 24109.13
+    assert EXP_LUT[188] == 1                   # 65536 * exp(-11.75) = 0.517
+    assert EXP_LUT[189] == 0                   # 65536 * exp(-11.8125) = 0.485
+    assert EXP_LUT[254] == 0                   # the largest gap of two int8 levels, 127 - (-127)
+    assert EXP_LUT[255] == 0                   # only from a stored -128
+
+
+def test_exp_table_against_decimal_exp():
+    getcontext().prec = 40
+    for d in range(256):
+        exact = Decimal(65536) * (Decimal(-d) / 16).exp()
+        assert EXP_LUT[d] == int((exact + Decimal("0.5")).to_integral_value(rounding="ROUND_FLOOR")), d
+    assert all(a >= b for a, b in itertools.pairwise(EXP_LUT))
+    assert arith.EXP_LUT_ARRAY.tolist() == list(EXP_LUT)
+
+
+# --------------------------------------------------------------------------- softmax
+
+
+@pytest.mark.parametrize(("n", "each"), [
+    (1, 65536), (2, 32768), (3, 21845), (4, 16384), (64, 1024),  # 65536/3 = 21845.33
+])
+@pytest.mark.parametrize("value", [-128, -5, 0, 127])
+def test_softmax_all_equal(n, each, value):
+    assert softmax_fixed([value] * n) == [each] * n
+    assert softmax_fixed_array(np.full((2, n), value)).tolist() == [[each] * n] * 2
+
+
+@pytest.mark.parametrize("value", [-128, -127, 0, 1, 127])
+def test_softmax_length_one(value):
+    assert softmax_fixed([value]) == [65536]
+
+
+def test_softmax_one_dominant():
+    # the largest gap of two int8 levels: 127 - (-127) = 254, LUT[254] = 0
+    assert softmax_fixed([127, -127]) == [65536, 0]
+    assert softmax_fixed([-127, 127]) == [0, 65536]
+    assert softmax_fixed([127] + [-127] * 63) == [65536] + [0] * 63
+    # a stored -128 gives the gap 255
+    assert softmax_fixed([127, -128]) == [65536, 0]
+    assert softmax_fixed([-128, 127, -128]) == [0, 65536, 0]
+
+
+def test_softmax_two_levels_by_hand():
+    # Q4.4 row [1.0, 0.0]: e = [65536, 24109], z = 89645, z // 2 = 44822
+    # p0 = (65536 * 65536 + 44822) // 89645 = 4295012118 // 89645 = 47911 (89645 * 47911 = 4294981595)
+    # p1 = (24109 * 65536 + 44822) // 89645 = 1580052246 // 89645 = 17625 (89645 * 17625 = 1579993125)
+    assert softmax_fixed([16, 0]) == [47911, 17625]
+    assert softmax_fixed_array(np.array([16, 0])).tolist() == [47911, 17625]
+    assert abs(47911 / 65536 - math.exp(1) / (1 + math.exp(1))) < 1e-4
+
+
+def test_softmax_equal_maxima_share():
+    # gap 16: e = [65536, 65536, 24109], z = 155181, z // 2 = 77590
+    # p0 = p1 = 4295044886 // 155181 = 27677 (155181 * 27677 = 4294944537)
+    # p2 = (24109 * 65536 + 77590) // 155181 = 1580085014 // 155181 = 10182 (155181 * 10182 = 1580052942)
+    assert softmax_fixed([5, 5, -11]) == [27677, 27677, 10182]
+
+
+def test_softmax_refuses_an_empty_row():
+    with pytest.raises(ValueError, match="empty row"):
+        softmax_fixed([])
+    with pytest.raises(ValueError, match="empty row"):
+        softmax_fixed_array(np.zeros((3, 0), dtype=np.int64))
+
+
+def _softmax_brute(row: list[int]) -> list[int]:
+    """GA2.md section 4 written out again, with the table from the exponential directly."""
+    mx = max(row)
+    e = [math.floor(65536 * math.exp(-(mx - x) / 16) + 0.5) for x in row]
+    z = sum(e)
+    return [(ei * 65536 + z // 2) // z for ei in e]
+
+
+@given(st.lists(STORED_INT8, min_size=1, max_size=64))
+def test_softmax_matches_the_definition(row):
+    p = softmax_fixed(row)
+    assert p == _softmax_brute(row)
+    assert abs(sum(p) - 65536) <= len(row)        # each p_i is rounded to the nearest unit
+
+
+# --------------------------------------------------------------------------- scalar versus numpy
+
+
+@given(st.lists(st.floats(allow_nan=False, allow_infinity=True, width=64), min_size=1, max_size=30),
+       st.floats(min_value=1e-6, max_value=1e6))
+def test_quantize_forms_agree(values, scale):
+    assert quantize_array(np.array(values), scale).tolist() == [quantize(v, scale) for v in values]
+
+
+@given(st.lists(INT32, min_size=1, max_size=30), MANTISSA, SHIFT, st.booleans())
+def test_requant_forms_agree(values, m, s, relu):
+    expected = [requant(a, m, s, relu) for a in values]
+    assert requant_array(np.array(values, dtype=np.int64), m, s, relu).tolist() == expected
+    # and the definition, with exact Python integers
+    for a, y in zip(values, expected, strict=True):
+        p = a * m
+        r = (abs(p) + 2 ** (s - 1)) // 2**s * (1 if p >= 0 else -1)
+        r = max(-127, min(127, r))
+        assert y == (max(0, r) if relu else r)
+
+
+@given(st.lists(st.tuples(STORED_INT8, STORED_INT8), min_size=1, max_size=30))
+def test_sat_add_forms_agree(pairs):
+    a, b = np.array([p[0] for p in pairs]), np.array([p[1] for p in pairs])
+    assert sat_add_array(a, b).tolist() == [sat_add(x, y) for x, y in pairs]
+
+
+@settings(max_examples=50)
+@given(st.integers(1, 5).flatmap(
+    lambda rows: st.integers(1, 64).flatmap(
+        lambda n: st.lists(st.lists(STORED_INT8, min_size=n, max_size=n), min_size=rows, max_size=rows))))
+def test_softmax_forms_agree(rows):
+    assert softmax_fixed_array(np.array(rows)).tolist() == [softmax_fixed(r) for r in rows]
+
+
+@given(st.lists(st.floats(min_value=-1e12, max_value=1e12), min_size=1, max_size=30))
+def test_round_forms_agree(values):
+    assert round_half_away_array(np.array(values)).tolist() == [round_half_away(v) for v in values]

@@ -1,0 +1,270 @@
+"""sim/asm.py: building, encoding, decoding, disassembling and assembling instructions."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from sim import spec
+from sim.asm import (
+    AsmError,
+    Instruction,
+    assemble,
+    build,
+    decode,
+    decode_program,
+    disassemble,
+    encode_program,
+    listing,
+)
+from sim.spec import Params
+
+
+def _any_width_instruction() -> st.SearchStrategy[Instruction]:
+    """Any instruction with every field anywhere in its bit width (legal range or not)."""
+    def fields_of(ispec: spec.InstrSpec) -> st.SearchStrategy[Instruction]:
+        values = {f.name: st.integers(0, (1 << f.width) - 1) for f in ispec.fields}
+        return st.fixed_dictionaries(values).map(lambda fs: build(ispec.name, strict=False, **fs))
+    return st.sampled_from(spec.INSTRUCTIONS).flatmap(fields_of)
+
+
+def _legal_instruction() -> st.SearchStrategy[Instruction]:
+    """Any instruction with every field in its legal range for the default parameters."""
+    def fields_of(ispec: spec.InstrSpec) -> st.SearchStrategy[Instruction]:
+        values = {f.name: st.integers(*f.legal_range(spec.DEFAULT)) for f in ispec.fields}
+        return st.fixed_dictionaries(values).map(lambda fs: build(ispec.name, **fs))
+    return st.sampled_from(spec.INSTRUCTIONS).flatmap(fields_of)
+
+
+# --------------------------------------------------------------------------- encoding, pinned by hand
+
+
+def _words(bits: int) -> list[int]:
+    return [(bits >> (32 * i)) & 0xFFFFFFFF for i in range(4)]
+
+
+def test_encoding_of_ld_by_hand():
+    # opcode 1 in bits 3..0, dst in 19..4, src in 35..20, len in 51..36
+    ins = build("LD", dst=5, src=0x123, len=60)
+    assert ins.encode() == _words(1 | 5 << 4 | 0x123 << 20 | 60 << 36)
+    assert ins.encode() == [0x12300051, 0x3C0, 0, 0]
+
+
+def test_encoding_of_mm_by_hand():
+    # opcode 3; dst 4, A 20, B 36 (16 bits each), M 52, K 60, N 68 (8 bits), tb 76 (1 bit),
+    # lda 77, ldb 93, ldc 109 (16 bits): 125 bits
+    ins = build("MM", dst=230, A=0, B=60, M=4, K=12, N=4, tb=1, lda=12, ldb=10, ldc=10)
+    bits = (3 | 230 << 4 | 0 << 20 | 60 << 36 | 4 << 52 | 12 << 60 | 4 << 68 | 1 << 76
+            | 12 << 77 | 10 << 93 | 10 << 109)
+    assert ins.encode() == _words(bits)
+
+
+def test_encoding_of_rq_and_halt_by_hand():
+    # RQ: opcode 4; dst 4, src 20, len 36, m 52 (24 bits), s 76 (6 bits), relu 82
+    ins = build("RQ", dst=180, src=230, len=50, m=14251070, s=31, relu=1)
+    assert ins.encode() == _words(4 | 180 << 4 | 230 << 20 | 50 << 36 | 14251070 << 52 | 31 << 76 | 1 << 82)
+    assert build("HALT").encode() == [15, 0, 0, 0]
+
+
+# --------------------------------------------------------------------------- round trips
+
+
+@given(_any_width_instruction())
+def test_encode_decode_round_trip(ins):
+    words = ins.encode()
+    assert len(words) == 4 and all(0 <= w < 1 << 32 for w in words)
+    assert decode(words) == ins
+
+
+@pytest.mark.parametrize("ispec", spec.INSTRUCTIONS, ids=lambda s: s.name)
+def test_each_field_at_full_width_stays_in_its_place(ispec):
+    # every field at its widest value alone (the others zero): it decodes back alone
+    for f in ispec.fields:
+        values = {g.name: 0 for g in ispec.fields}
+        values[f.name] = (1 << f.width) - 1
+        ins = build(ispec.name, strict=False, **values)
+        assert decode(ins.encode()).fields == values
+    # and all fields at their widest values together
+    full = {g.name: (1 << g.width) - 1 for g in ispec.fields}
+    assert decode(build(ispec.name, strict=False, **full).encode()).fields == full
+
+
+@given(st.lists(_legal_instruction(), max_size=20))
+def test_program_round_trips(program):
+    assert decode_program(encode_program(program)) == program
+    text = "\n".join(disassemble(ins) for ins in program)
+    assert assemble(text) == program
+    assert assemble(listing(program)) == program
+
+
+@given(_any_width_instruction())
+def test_assemble_of_disassemble(ins):
+    assert assemble(disassemble(ins), strict=False) == [ins]
+
+
+def test_decode_ignores_bits_above_the_last_field():
+    words = build("LD", dst=1, src=2, len=3).encode()
+    words[3] = 0xFFFFFFFF
+    assert decode(words) == build("LD", dst=1, src=2, len=3)
+
+
+@pytest.mark.parametrize("opcode", [0, 9, 10, 11, 12, 13, 14])
+def test_decode_refuses_an_unknown_opcode(opcode):
+    with pytest.raises(AsmError, match=f"unknown opcode {opcode}"):
+        decode([opcode, 0, 0, 0])
+    good = build("HALT").encode()
+    with pytest.raises(AsmError, match=f"instruction 1: unknown opcode {opcode}"):
+        decode_program([*good, opcode, 0, 0, 0])
+
+
+def test_decode_refuses_a_wrong_word_count():
+    with pytest.raises(AsmError, match="an instruction is 4 words, got 3"):
+        decode([1, 0, 0])
+    with pytest.raises(AsmError, match="multiple of 4 words, got 5"):
+        decode_program([15, 0, 0, 0, 0])
+
+
+# --------------------------------------------------------------------------- text form
+
+
+@pytest.mark.parametrize(("ins", "text"), [
+    (build("MM", dst=230, A=0, B=60, M=4, K=12, N=4, tb=0, lda=12, ldb=10, ldc=10),
+     "MM   dst=230 A=0 B=60 M=4 K=12 N=4 tb=0 lda=12 ldb=10 ldc=10"),
+    (build("LD", dst=0, src=0, len=60), "LD   dst=0 src=0 len=60"),
+    (build("RQ", dst=180, src=230, len=50, m=14251070, s=31, relu=1),
+     "RQ   dst=180 src=230 len=50 m=14251070 s=31 relu=1"),
+    (build("HALT"), "HALT"),
+    (build("ST", src=3, dst=4, len=5), "ST   src=3 dst=4 len=5"),
+    (build("SM", dst=70, src=6, len=64), "SM   dst=70 src=6 len=64"),
+    (build("VADD", dst=1, src1=2, src2=3, len=4), "VADD dst=1 src1=2 src2=3 len=4"),
+    (build("AMAX", dst=9, src=0, len=8), "AMAX dst=9 src=0 len=8"),
+    (build("UNPACK", dst=16, src=0, len=2), "UNPACK dst=16 src=0 len=2"),
+])
+def test_disassembly_text(ins, text):
+    assert disassemble(ins) == text
+    assert str(ins) == text
+    assert assemble(text) == [ins]
+
+
+def test_assemble_accepts_listings_comments_hex_and_case():
+    text = """
+        # a comment line
+        0  ld   dst=0x10 src=010 len=4   ; 010 is decimal ten
+        1  HALT                          # done
+    """
+    assert assemble(text) == [build("LD", dst=16, src=10, len=4), build("HALT")]
+    assert listing([build("LD", dst=16, src=10, len=4), build("HALT")]) == (
+        "    0  LD   dst=16 src=10 len=4\n    1  HALT")
+
+
+def test_fields_read_as_attributes():
+    ins = build("MM", dst=230, A=0, B=60, M=4, K=12, N=4, tb=0, lda=12, ldb=10, ldc=10)
+    assert (ins.M, ins.K, ins.N, ins.ldc) == (4, 12, 4, 10)
+    assert ins.fields == {"dst": 230, "A": 0, "B": 60, "M": 4, "K": 12, "N": 4, "tb": 0,
+                          "lda": 12, "ldb": 10, "ldc": 10}
+    with pytest.raises(AttributeError, match="MM has no field 'len'"):
+        _ = ins.len
+
+
+# --------------------------------------------------------------------------- builder errors
+
+
+def test_build_refuses_an_unknown_op():
+    with pytest.raises(AsmError, match="unknown instruction 'FOO'; known: LD, ST, MM"):
+        build("FOO")
+
+
+def test_build_refuses_missing_and_unknown_fields():
+    with pytest.raises(AsmError, match=r"LD: missing field\(s\) len \(fields: dst src len\)"):
+        build("LD", dst=0, src=0)
+    with pytest.raises(AsmError, match=r"LD: unknown field\(s\) size"):
+        build("LD", dst=0, src=0, len=1, size=3)
+    with pytest.raises(AsmError, match=r"missing field\(s\) len; unknown field\(s\) n"):
+        build("LD", dst=0, src=0, n=1)
+    with pytest.raises(AsmError, match=r"HALT: unknown field\(s\) x \(fields: none\)"):
+        build("HALT", x=1)
+
+
+@pytest.mark.parametrize(("op", "fields", "message"), [
+    ("LD", {"dst": 0, "src": 0, "len": 1 << 16}, r"LD field len=65536 does not fit in 16 bits \(0..65535\)"),
+    ("LD", {"dst": -1, "src": 0, "len": 1}, r"LD field dst=-1 does not fit in 16 bits"),
+    ("MM", {"dst": 0, "A": 0, "B": 0, "M": 256, "K": 1, "N": 1, "tb": 0, "lda": 0, "ldb": 0, "ldc": 0},
+     r"MM field M=256 does not fit in 8 bits \(0..255\)"),
+    ("MM", {"dst": 0, "A": 0, "B": 0, "M": 1, "K": 1, "N": 1, "tb": 2, "lda": 0, "ldb": 0, "ldc": 0},
+     r"MM field tb=2 does not fit in 1 bits \(0..1\)"),
+    ("RQ", {"dst": 0, "src": 0, "len": 1, "m": 1 << 24, "s": 1, "relu": 0},
+     r"RQ field m=16777216 does not fit in 24 bits"),
+    ("RQ", {"dst": 0, "src": 0, "len": 1, "m": 1, "s": 64, "relu": 0},
+     r"RQ field s=64 does not fit in 6 bits"),
+])
+def test_build_refuses_a_value_too_wide(op, fields, message):
+    with pytest.raises(AsmError, match=message):
+        build(op, **fields)
+    with pytest.raises(AsmError, match=message):
+        build(op, strict=False, **fields)  # the width holds even when not strict
+
+
+_MM = {"dst": 0, "A": 0, "B": 0, "M": 1, "K": 1, "N": 1, "tb": 0, "lda": 0, "ldb": 0, "ldc": 0}
+
+
+@pytest.mark.parametrize(("op", "fields", "message"), [
+    ("MM", {**_MM, "M": 0}, "MM field M=0 is outside its legal range 1..4"),
+    ("MM", {**_MM, "M": 5}, "MM field M=5 is outside its legal range 1..4"),
+    ("MM", {**_MM, "N": 5}, "MM field N=5 is outside its legal range 1..4"),
+    ("MM", {**_MM, "K": 0}, "MM field K=0 is outside its legal range 1..64"),
+    ("MM", {**_MM, "K": 65}, "MM field K=65 is outside its legal range 1..64"),
+    ("LD", {"dst": 0, "src": 0, "len": 0}, "LD field len=0 is outside its legal range 1..65535"),
+    ("SM", {"dst": 0, "src": 0, "len": 65}, "SM field len=65 is outside its legal range 1..64"),
+    ("RQ", {"dst": 0, "src": 0, "len": 1, "m": 1, "s": 0, "relu": 0},
+     "RQ field s=0 is outside its legal range 1..63"),
+])
+def test_build_refuses_out_of_legal_range_unless_not_strict(op, fields, message):
+    with pytest.raises(AsmError, match=message):
+        build(op, **fields)
+    ins = build(op, strict=False, **fields)
+    assert ins.fields == fields
+    assert decode(ins.encode()) == ins
+
+
+def test_legal_ranges_follow_the_params():
+    big = Params(T=8, K_MAX=128, SM_MAX_LEN=128)
+    assert build("MM", params=big, **{**_MM, "M": 8, "K": 128}).M == 8
+    assert build("SM", params=big, dst=0, src=200, len=128).len == 128
+    with pytest.raises(AsmError, match=r"outside its legal range 1\.\.8"):
+        build("MM", params=big, **{**_MM, "N": 9})
+
+
+def test_build_checks_value_types():
+    assert build("LD", dst=np.int64(3), src=np.uint16(4), len=True).values == (3, 4, 1)
+    with pytest.raises(AsmError, match=r"LD field len: expected an int, got 3.5"):
+        build("LD", dst=0, src=0, len=3.5)
+    with pytest.raises(AsmError, match=r"LD field len: expected an int, got '3'"):
+        build("LD", dst=0, src=0, len="3")
+    with pytest.raises(AsmError, match=r"LD field len: expected an int, got None"):
+        build("LD", dst=0, src=0, len=None)
+
+
+# --------------------------------------------------------------------------- assembler errors
+
+
+@pytest.mark.parametrize(("text", "message"), [
+    ("HALT\nFOO dst=1", r"line 2: unknown instruction 'FOO'.*: 'FOO dst=1'"),
+    ("LD dst=0 src=0", r"line 1: LD: missing field\(s\) len"),
+    ("HALT\n\nLD dst=0 src=0 len", r"line 3: expected name=value, got 'len': 'LD dst=0 src=0 len'"),
+    ("LD dst=0 src=0 len=1 len=2", r"line 1: field len given twice"),
+    ("LD dst=0 src=0 len=0", r"line 1: LD field len=0 is outside its legal range 1..65535"),
+    ("LD dst=0 src=0 len=-1", r"line 1: LD field len=-1 does not fit in 16 bits"),
+    ("LD dst=0 src=0 len=0x10000", r"line 1: LD field len=65536 does not fit"),
+    ("LD dst=0 src=0 len=1e3", r"line 1: expected name=value, got 'len=1e3'"),
+])
+def test_assemble_errors_name_the_line(text, message):
+    with pytest.raises(AsmError, match=message):
+        assemble(text)
+
+
+def test_assemble_not_strict_accepts_illegal_ranges():
+    assert assemble("MM dst=0 A=0 B=0 M=9 K=0 N=1 tb=0 lda=0 ldb=0 ldc=0", strict=False)[0].M == 9
+    with pytest.raises(AsmError, match="line 1: MM field M=9"):
+        assemble("MM dst=0 A=0 B=0 M=9 K=0 N=1 tb=0 lda=0 ldb=0 ldc=0")
