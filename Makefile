@@ -48,5 +48,8 @@ bench-sim: setup  ## reference machine speed: instructions/s and simulated cycle
 docs: setup  ## regenerate docs/isa.md from the ISA spec
 	$(PY) -m sim.isadoc --write
 
+docs-check: setup  ## fail when docs/isa.md is stale against the ISA spec
+	$(PY) -m sim.isadoc --check
+
 clean:  ## remove build outputs (keeps .venv)
 	rm -rf build .pytest_cache .hypothesis
