@@ -1,0 +1,31 @@
+"""Accuracy of a compiled program against floating point.
+
+Contract: :func:`relative_error` is, for each output that does not store an argmax, the
+Frobenius norm of (dequantized machine result - float result) divided by that of the float
+result (or by 1 when the float result is all zero); it returns the worst over the outputs
+(seed chapter 11, check (e) and the "error vs float" column).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import numpy as np
+
+from .evaluate import evaluate
+from .program import Program, RunOutcome
+
+
+def relative_error(program: Program, outcome: RunOutcome, inputs: Mapping[str, object]) -> float:
+    """Worst relative error of the outputs of one run (0.0 when only argmax is output)."""
+    graph = program.graph
+    reference = evaluate(graph, inputs)
+    worst = 0.0
+    for entry in program.ext.values():
+        if entry.kind != "output" or graph.nodes[graph.nodes[entry.node].ins[0]].op == "argmax":
+            continue
+        want = reference[entry.node]
+        got = outcome.outputs[entry.name].floats
+        denominator = float(np.sqrt(np.sum(want * want))) or 1.0
+        worst = max(worst, float(np.sqrt(np.sum((got - want) ** 2))) / denominator)
+    return worst

@@ -1,0 +1,88 @@
+"""The scratchpad allocator: first fit, with coalescing on release.
+
+Contract: the free space is a list of (start, words) pieces, sorted by start, never empty
+pieces, never two pieces that touch (they are merged). :meth:`Allocator.alloc` takes the
+first piece, lowest address first, that is large enough and cuts the buffer from its start
+(seed chapter 11: the classic malloc algorithm on the scratchpad). :meth:`Allocator.release`
+gives a range back and merges it with its neighbours. ``high`` is one more than the highest
+word ever handed out: the program's scratchpad high-water mark.
+
+Each operation costs time linear in the number of free pieces, which stays small.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .ir import CompileError
+
+
+@dataclass(frozen=True)
+class AllocEvent:
+    """One allocator operation, for a trace.
+
+    Attributes:
+        kind: "alloc" or "free".
+        addr: first word of the range.
+        words: its size.
+        what: what the range holds (given by the caller), e.g. "output of node 4".
+    """
+
+    kind: str
+    addr: int
+    words: int
+    what: str = ""
+
+
+class Allocator:
+    """First-fit allocator over ``size`` words.
+
+    Args:
+        size: words of scratchpad to manage.
+        events: if a list is given, every alloc and release appends an :class:`AllocEvent`.
+    """
+
+    def __init__(self, size: int, events: list[AllocEvent] | None = None):
+        self.size = size
+        self.free_list: list[tuple[int, int]] = [(0, size)]
+        self.high = 0
+        self.events = events
+
+    def free_words(self) -> int:
+        return sum(words for _, words in self.free_list)
+
+    def alloc(self, words: int, what: str = "") -> int:
+        """Address of a new range of ``words`` words.
+
+        Raises:
+            CompileError: no free piece is large enough; the message gives the free words
+                and the number of pieces they are in.
+        """
+        for index, (start, piece) in enumerate(self.free_list):
+            if piece >= words:
+                rest = [(start + words, piece - words)] if piece > words else []
+                self.free_list[index:index + 1] = rest
+                self.high = max(self.high, start + words)
+                self._log("alloc", start, words, what)
+                return start
+        subject = f" for {what}" if what else ""
+        raise CompileError(f"scratchpad is full: cannot place a buffer of {words} words (free: "
+                           f"{self.free_words()} words in {len(self.free_list)} pieces){subject}",
+                           "use smaller tensors or fewer alive at once (dead buffers are already "
+                           "reused); a larger model must be split into parts that fit")
+
+    def release(self, start: int, words: int, what: str = "") -> None:
+        """Give the range back; merge it with the free pieces it touches."""
+        pieces = sorted([*self.free_list, (start, words)])
+        merged: list[tuple[int, int]] = []
+        for begin, size in pieces:
+            if merged and merged[-1][0] + merged[-1][1] == begin:
+                merged[-1] = (merged[-1][0], merged[-1][1] + size)
+            else:
+                merged.append((begin, size))
+        self.free_list = merged
+        self._log("free", start, words, what)
+
+    def _log(self, kind: str, addr: int, words: int, what: str) -> None:
+        if self.events is not None:
+            self.events.append(AllocEvent(kind, addr, words, what))

@@ -1,0 +1,66 @@
+"""External memory layout: where the host puts inputs and weights and finds outputs.
+
+Contract: inputs and weights take consecutive regions from word 0, in node order (an int4
+weight takes ceil(elements / 8) packed words); the outputs follow, in node order, one word
+per element (seed chapter 11). The whole must fit the machine's EXT_WORDS.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from sim.spec import DEFAULT, Params
+
+from .ir import CompileError, Graph, Node
+from .placement import UNPACK_GROUP
+
+
+@dataclass(frozen=True)
+class ExtEntry:
+    """One named region of external memory.
+
+    Attributes:
+        name: the input's, weight's or output's name.
+        addr: first word.
+        words: length in words.
+        shape: the tensor's (rows, cols).
+        node: the node id.
+        kind: "input", "weight" or "output".
+    """
+
+    name: str
+    addr: int
+    words: int
+    shape: tuple[int, int]
+    node: int
+    kind: str
+
+
+def external_words(node: Node) -> int:
+    """Words a node's values take in external memory."""
+    if node.op == "weight" and node.bits == 4:
+        return -(-node.words // UNPACK_GROUP)
+    return node.words
+
+
+def external_layout(graph: Graph, params: Params = DEFAULT) -> tuple[dict[str, ExtEntry], int]:
+    """The layout and the number of words it uses.
+
+    Raises:
+        CompileError: the regions do not fit EXT_WORDS; the message names the first node
+            that does not fit.
+    """
+    entries: dict[str, ExtEntry] = {}
+    top = 0
+    loaded = [n for n in graph.nodes if n.op in ("input", "weight")]
+    stored = graph.outputs()
+    for node in loaded + stored:
+        words = external_words(node)
+        entries[node.name] = ExtEntry(node.name, top, words, node.shape, node.id, node.op)
+        top += words
+        if top > params.EXT_WORDS:
+            raise CompileError(f"external memory is full: {node.describe()} would end at word {top}, "
+                               f"past the {params.EXT_WORDS} words the machine has",
+                               "use fewer or smaller inputs, weights and outputs (int4 weights take "
+                               "an eighth of the space)", node.id)
+    return entries, top

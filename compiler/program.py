@@ -1,0 +1,193 @@
+"""A compiled program and what it takes to run it.
+
+Contract: a :class:`Program` holds the instructions and everything the compiler decided:
+the scale of every tensor, the requantizer parameters, where each tensor lives and where
+the host puts inputs and finds outputs. :meth:`Program.ext_image` quantizes inputs and
+weights into an external-memory image; :meth:`Program.run` runs the reference machine on it
+and reads the outputs back; :meth:`Program.read_tensor` reads any tensor still in place in
+the scratchpad after a run.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+import numpy as np
+
+from sim.arith import quantize_array
+from sim.asm import Instruction, listing
+from sim.machine import Counters, Machine, RunResult, s8, s32, to_words
+from sim.spec import Params
+
+from .calibrate import check_sample
+from .emit import RequantKey
+from .ir import CompileError, Graph
+from .layout import ExtEntry
+from .placement import UNPACK_GROUP, Placement
+from .scales import ScalePlan
+
+
+@dataclass
+class OutputValue:
+    """One output after a run.
+
+    Attributes:
+        ints: the stored integers, int64 (rows, cols): int8 levels, or row indices for
+            the output of an argmax.
+        floats: float64 (rows, cols): ints times the output's scale (indices unscaled).
+    """
+
+    ints: np.ndarray
+    floats: np.ndarray
+
+
+@dataclass
+class RunOutcome:
+    """The result of :meth:`Program.run`.
+
+    Attributes:
+        outputs: output name -> :class:`OutputValue`.
+        counters: the machine's five cycle counters.
+        state: the machine's final memories (for :meth:`Program.read_tensor`).
+    """
+
+    outputs: dict[str, OutputValue]
+    counters: Counters
+    state: RunResult
+
+
+def pack_int4(levels: np.ndarray) -> np.ndarray:
+    """Pack int4 levels (-8..7) eight to a word: element 8i+j in bits 4j+3..4j of word i
+    (GA2.md section 2). Returns int64 words, the last one padded with zeros."""
+    flat = np.asarray(levels, dtype=np.int64).ravel()
+    flat = np.concatenate([flat, np.zeros(-len(flat) % UNPACK_GROUP, dtype=np.int64)])
+    nibbles = (flat & 0xF).reshape(-1, UNPACK_GROUP)
+    return (nibbles << (4 * np.arange(UNPACK_GROUP))).sum(axis=1)
+
+
+@dataclass
+class Program:
+    """A GA-2 program compiled from a graph.
+
+    Attributes:
+        graph: the source graph.
+        code: the instructions, ending in HALT.
+        scales: node id -> scale (real value of one int8 level); argmax nodes have none.
+        params: requantizer parameters: node id -> (m, s) for a matmul or softmax,
+            (add node id, operand index) -> (m, s) for an add's rescale.
+        relu_fused: ids of the matmuls whose requantizer applies a relu.
+        plan: the scale plan (ranges, groups, pins).
+        placement: buffers and tensor locations (``addr`` is None for released buffers).
+        ext: name -> external region (inputs and weights, then outputs).
+        ext_words: external words used.
+        spad_high: scratchpad high-water mark in words.
+        notes: warnings from scale planning.
+        reuse: whether dead buffers were reused.
+        machine: the machine parameters compiled for.
+    """
+
+    graph: Graph
+    code: list[Instruction]
+    scales: dict[int, float]
+    params: dict[RequantKey, tuple[int, int]]
+    relu_fused: set[int]
+    plan: ScalePlan
+    placement: Placement
+    ext: dict[str, ExtEntry]
+    ext_words: int
+    spad_high: int
+    notes: list[str]
+    reuse: bool
+    machine: Params
+
+    def listing(self) -> str:
+        """The numbered disassembly."""
+        return listing(self.code)
+
+    def quantized_inputs(self, inputs: Mapping[str, object]) -> dict[int, np.ndarray]:
+        """input node id -> int8 levels (int64 arrays) of the given values, quantized with the
+        planned scales.
+
+        Raises:
+            ValueError: an input is missing, has the wrong shape, or is not finite.
+        """
+        try:
+            checked = check_sample(self.graph, inputs, "the run's inputs")
+        except CompileError as e:
+            raise ValueError(str(e)) from None
+        return {node.id: quantize_array(checked[node.name], self.scales[node.id])
+                for node in self.graph.inputs()}
+
+    def quantized_weight(self, nid: int) -> np.ndarray:
+        """A weight's levels (int64 array), int8 or int4 by its bits."""
+        node = self.graph.nodes[nid]
+        return quantize_array(node.array, self.scales[nid])
+
+    def ext_image(self, inputs: Mapping[str, object]) -> np.ndarray:
+        """The external memory the host loads: EXT_WORDS uint32 words with every input and
+        weight quantized at its place (int4 weights packed); outputs' regions are zero."""
+        image = np.zeros(self.machine.EXT_WORDS, dtype=np.int64)
+        levels = self.quantized_inputs(inputs)
+        for entry in self.ext.values():
+            if entry.kind == "output":
+                continue
+            node = self.graph.nodes[entry.node]
+            if entry.kind == "weight":
+                values = self.quantized_weight(node.id)
+                if node.bits == 4:
+                    values = pack_int4(values)
+            else:
+                values = levels[node.id]
+            image[entry.addr:entry.addr + entry.words] = np.ravel(values)
+        return to_words(image)
+
+    def run(self, inputs: Mapping[str, object]) -> RunOutcome:
+        """Run on the reference machine and read every output back.
+
+        Raises:
+            ValueError: bad inputs (see :meth:`quantized_inputs`).
+            sim.machine.MachineError: the program is illegal (a compiler bug).
+        """
+        state = Machine(self.machine).run(self.code, self.ext_image(inputs))
+        outputs = {}
+        for entry in self.ext.values():
+            if entry.kind != "output":
+                continue
+            words = state.ext[entry.addr:entry.addr + entry.words]
+            source = self.graph.nodes[self.graph.nodes[entry.node].ins[0]]
+            if source.op == "argmax":
+                ints = s32(words).reshape(entry.shape)
+                floats = ints.astype(np.float64)
+            else:
+                ints = s8(words).reshape(entry.shape)
+                floats = ints * self.scales[entry.node]
+            outputs[entry.name] = OutputValue(ints, floats)
+        return RunOutcome(outputs, state.counters, state)
+
+    def tensor_address(self, nid: int) -> int | None:
+        """Scratchpad address of a tensor at the end of the program, None once released."""
+        buf_id, row = self.placement.loc[nid]
+        base = self.placement.buffers[buf_id].addr
+        if base is None:
+            return None
+        return base + row * self.graph.nodes[nid].shape[1]
+
+    def read_tensor(self, outcome: RunOutcome | RunResult, nid: int) -> np.ndarray:
+        """A tensor's integers from the scratchpad after a run, int64 (rows, cols).
+
+        Every tensor is still in place only when compiled with ``reuse=False``.
+
+        Raises:
+            ValueError: the tensor's buffer was released (another may have overwritten it),
+                or the node is an output (it has no scratchpad place).
+        """
+        node = self.graph.nodes[nid]
+        if nid not in self.placement.loc:
+            raise ValueError(f"{node.describe()} has no scratchpad place")
+        addr = self.tensor_address(nid)
+        if addr is None:
+            raise ValueError(f"the buffer of {node.describe()} was released before the end of the program")
+        spad = outcome.state.spad if isinstance(outcome, RunOutcome) else outcome.spad
+        words = spad[addr:addr + node.words]
+        return (s32(words) if node.op == "argmax" else s8(words)).reshape(node.shape)

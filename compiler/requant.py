@@ -1,0 +1,56 @@
+"""Requantizer parameters: a real factor as a 24-bit mantissa and a right shift.
+
+Contract: :func:`requantizer` returns (m, s) with m / 2**s the factor to 24 significant bits
+(``sim.arith.mantissa_shift``, GA2.md section 4) and s inside the legal range of the RQ
+instruction's shift field, read from the ISA spec; a factor that needs a shift outside that
+range is refused, since the machine would stop on it.
+
+The factors (seed chapter 11):
+
+* matmul: ``factor * scale_a * scale_b / scale_out`` (int32 accumulator to int8);
+* softmax: the unit's result is in units of 1/65536, so ``(1/65536) / scale_out``;
+* add: an operand whose scale differs from the sum's is rescaled, int8 to int8, by
+  ``scale_operand / scale_sum``.
+"""
+
+from __future__ import annotations
+
+from sim.arith import Q16_ONE, mantissa_shift
+from sim.spec import BY_NAME, DEFAULT, Params
+
+from .ir import CompileError
+
+SM_OUTPUT_UNIT = 1 / Q16_ONE
+"""The real value of one unit of the softmax unit's Q16 output."""
+
+
+def shift_range(params: Params = DEFAULT) -> tuple[int, int]:
+    """The RQ instruction's legal shifts (lowest, highest), from the ISA spec."""
+    shift_field = next(f for f in BY_NAME["RQ"].fields if f.name == "s")
+    return shift_field.legal_range(params)
+
+
+def requantizer(factor: float, what: str, node: int, params: Params = DEFAULT) -> tuple[int, int]:
+    """The RQ parameters (m, s) for a real factor.
+
+    Args:
+        factor: the real multiplier, > 0.
+        what: names the requantizer in messages (``matmul node 4``).
+        node: the node it belongs to.
+        params: the machine (for the shift range).
+
+    Raises:
+        CompileError: the factor is not positive and finite, or its shift falls outside
+            the RQ field's legal range (the scales of the tensors involved are too far apart).
+    """
+    if not factor > 0 or factor == float("inf"):
+        raise CompileError(f"{what}: the requantizer factor {factor!r} is not a positive finite number",
+                           "check the calibration ranges of this node and its operands", node)
+    m, s = mantissa_shift(factor)
+    lo, hi = shift_range(params)
+    if not lo <= s <= hi:
+        raise CompileError(f"{what}: the requantizer factor {factor:.3g} needs a shift of {s}, outside "
+                           f"the RQ instruction's {lo}..{hi}",
+                           "bring the scales closer together: rescale a weight or the constant factor, "
+                           "or fix a range with ranges=", node)
+    return m, s

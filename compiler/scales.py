@@ -1,0 +1,197 @@
+"""Scale planning: one int8 scale (real value per int8 step) for every tensor.
+
+Contract: given each node's calibrated range, :func:`plan_scales` returns a positive scale
+for every node except argmax (whose result is an index), such that (seed chapter 11):
+
+* tensors that must share a scale do: the parts of a concatenation and its result (one
+  buffer), a relu's input and result, a slice and its source (views), an output and the
+  tensor it stores. These groups are found with a union-find;
+* a group's scale is its largest range / 127; the group of an add's result also covers the
+  ranges of the add's two operands, which are rescaled to the sum's scale and must not
+  clip there, even when they cancel;
+* pinned by the hardware: a softmax's input group gets 1/16, since the softmax unit reads
+  Q4.4 (GA2.md section 4), and its output group 1/127 (probability 1.0 is level 127);
+* an int4 weight's group uses the range -7..7, so its scale is range / 7 (seed chapter 13);
+* ``fixed_ranges`` (the ``ranges=`` of compile_graph) replaces the calibrated range of
+  tagged tensors (a KV cache, say, whose scale must not change between decode steps);
+* a note is written wherever a pinned scale cannot hold a calibrated range (those values
+  will saturate); a group with a range of 0 gets the scale 1/127.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from sim.arith import INT8_MAX
+
+from .ir import CompileError, Graph
+
+SOFTMAX_IN_SCALE = 1 / 16
+"""The softmax unit reads Q4.4: an int8 level is 1/16 (GA2.md section 4)."""
+PROBABILITY_SCALE = 1 / INT8_MAX
+"""A softmax result is stored as int8 probability levels: 127 means 1.0."""
+INT4_MAX = 7
+"""An int4 weight uses -7..7, the symmetric range of 4 signed bits (seed chapter 13)."""
+
+
+class UnionFind:
+    """Groups of node ids; :meth:`find` gives a group's representative."""
+
+    def __init__(self, size: int):
+        self.parent = list(range(size))
+
+    def find(self, x: int) -> int:
+        root = x
+        while self.parent[root] != root:
+            root = self.parent[root]
+        while self.parent[x] != root:  # path compression
+            self.parent[x], x = root, self.parent[x]
+        return root
+
+    def union(self, a: int, b: int) -> None:
+        self.parent[self.find(a)] = self.find(b)
+
+
+@dataclass
+class ScalePlan:
+    """The result of scale planning.
+
+    Attributes:
+        scales: node id -> scale (float > 0); argmax nodes are absent.
+        ranges: node id -> the range used (calibrated, or fixed by ``ranges=``).
+        group: node id -> representative of its scale-sharing group.
+        group_range: representative -> the range the group's scale must hold.
+        pins: node id -> why its scale is fixed by hardware, for the members of pinned groups.
+        notes: warnings, one sentence each (values that will saturate).
+    """
+
+    scales: dict[int, float]
+    ranges: dict[int, float]
+    group: dict[int, int]
+    group_range: dict[int, float]
+    pins: dict[int, str] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+
+
+def _apply_fixed_ranges(graph: Graph, ranges: dict[int, float],
+                        fixed_ranges: Mapping[str, float] | None) -> None:
+    if not fixed_ranges:
+        return
+    tags = {node.tag for node in graph.nodes if node.tag is not None}
+    for tag, value in fixed_ranges.items():
+        if tag not in tags:
+            raise CompileError(f"ranges= names '{tag}', but no tensor carries that tag "
+                               f"(tags: {', '.join(sorted(tags)) or 'none'})",
+                               "tag the tensor with Graph.tag(node, name) or fix the name")
+        if not (isinstance(value, int | float) and np.isfinite(value) and value > 0):
+            raise CompileError(f"ranges['{tag}'] = {value!r} is not a positive finite number",
+                               "give the largest |value| the tensor may take")
+    for node in graph.nodes:
+        if node.tag is not None and node.tag in fixed_ranges:
+            ranges[node.id] = float(fixed_ranges[node.tag])
+
+
+def _join_groups(graph: Graph) -> UnionFind:
+    groups = UnionFind(len(graph.nodes))
+    for node in graph.nodes:
+        if node.op == "concat":
+            groups.union(node.ins[0], node.id)
+            groups.union(node.ins[1], node.id)
+        elif node.op in ("relu", "slice", "output"):
+            groups.union(node.ins[0], node.id)
+    return groups
+
+
+def plan_scales(graph: Graph, calibrated: Mapping[int, float],
+                fixed_ranges: Mapping[str, float] | None = None) -> ScalePlan:
+    """Choose every tensor's scale.
+
+    Args:
+        graph: the graph.
+        calibrated: node id -> calibrated range (see :mod:`compiler.calibrate`).
+        fixed_ranges: tag -> range, overriding the calibrated range of tagged tensors.
+
+    Returns:
+        The :class:`ScalePlan`.
+
+    Raises:
+        CompileError: ``fixed_ranges`` names an unknown tag or a bad value; an int4 weight
+            would have to share a pinned scale.
+    """
+    ranges = dict(calibrated)
+    _apply_fixed_ranges(graph, ranges, fixed_ranges)
+    groups = _join_groups(graph)
+    group = {node.id: groups.find(node.id) for node in graph.nodes}
+
+    group_range: dict[int, float] = {}
+    for node in graph.nodes:
+        root = group[node.id]
+        if node.op != "argmax":
+            group_range[root] = max(group_range.get(root, 0.0), ranges[node.id])
+        if node.op == "add":
+            for operand in node.ins:
+                group_range[root] = max(group_range[root], ranges[operand])
+
+    plan = ScalePlan({}, ranges, group, group_range)
+    pinned: dict[int, float] = {}
+    why: dict[int, str] = {}
+    for node in graph.nodes:
+        if node.op != "softmax":
+            continue
+        source_root = group[node.ins[0]]
+        pinned[source_root] = SOFTMAX_IN_SCALE
+        why[source_root] = "softmax input, Q4.4 (1/16)"
+        limit = SOFTMAX_IN_SCALE * INT8_MAX
+        if group_range[source_root] > limit:
+            reach = group_range[source_root]
+            plan.notes.append(f"node {node.ins[0]}: the softmax input reaches {reach:.2f}, beyond the "
+                              f"{limit:.2f} that Q4.4 holds; larger values will saturate")
+        pinned[group[node.id]] = PROBABILITY_SCALE
+        why[group[node.id]] = "softmax output, a probability (1/127)"
+
+    for node in graph.nodes:
+        if node.op == "argmax":
+            continue
+        root = group[node.id]
+        if root in pinned:
+            plan.scales[node.id] = pinned[root]
+            plan.pins[node.id] = why[root]
+        else:
+            plan.scales[node.id] = (group_range[root] if group_range[root] > 0 else 1.0) / INT8_MAX
+
+    _int4_scales(graph, plan, pinned)
+    _saturation_notes(graph, plan, pinned)
+    return plan
+
+
+def _int4_scales(graph: Graph, plan: ScalePlan, pinned: Mapping[int, float]) -> None:
+    int4_roots = {}
+    for node in graph.nodes:
+        if node.op != "weight" or node.bits != 4:
+            continue
+        root = plan.group[node.id]
+        if root in pinned:
+            raise CompileError(f"{node.describe()} is an int4 weight, but its group's scale is pinned "
+                               f"({plan.pins[node.id]}), which int4's -7..7 cannot follow",
+                               "store this weight with bits=8", node.id)
+        int4_roots[root] = (plan.group_range[root] if plan.group_range[root] > 0 else 1.0) / INT4_MAX
+    if not int4_roots:
+        return
+    for member, root in plan.group.items():
+        if root in int4_roots and member in plan.scales:
+            plan.scales[member] = int4_roots[root]
+
+
+def _saturation_notes(graph: Graph, plan: ScalePlan, pinned: Mapping[int, float]) -> None:
+    softmax_inputs = {node.ins[0] for node in graph.nodes if node.op == "softmax"}
+    for node in graph.nodes:
+        root = plan.group[node.id]
+        if root not in pinned or node.id in softmax_inputs or node.op in ("argmax", "output"):
+            continue
+        holds = pinned[root] * INT8_MAX
+        if plan.ranges[node.id] > holds * 1.001:
+            plan.notes.append(f"{node.describe()} reaches {plan.ranges[node.id]:.3f}, but it shares a "
+                              f"pinned scale that holds only {holds:.3f}: it will saturate")
