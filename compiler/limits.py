@@ -21,8 +21,9 @@ def check_limits(graph: Graph, params: Params = DEFAULT) -> None:
             if k > params.K_MAX:
                 raise CompileError(f"matmul node {node.id}: inner dimension {k} exceeds the matrix unit's "
                                    f"limit of {params.K_MAX}",
-                                   f"split the product into pieces of at most {params.K_MAX} along the "
-                                   "inner dimension and add the pieces, or make the layer narrower", node.id)
+                                   f"cut the inner dimension into pieces of at most {params.K_MAX} (an input "
+                                   "and a weight per piece) and add the partial products, or make the "
+                                   "layer narrower", node.id)
         if node.op == "softmax" and node.shape[1] > params.SM_MAX_LEN:
             raise CompileError(f"softmax node {node.id}: rows of {node.shape[1]} values exceed the softmax "
                                f"unit's limit of {params.SM_MAX_LEN}",

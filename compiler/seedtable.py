@@ -1,14 +1,18 @@
-"""The seed's table of twelve fresh random graphs (seeds 100-111, seed chapter 11, section 2
-of its run script), as a reusable computation: the co-simulation runs the same programs on
-the RTL.
+"""The networks of the seed's chapter-11 run script, as reusable computations (the fidelity
+tests pin their results; the co-simulation runs the same programs on the RTL).
 
-Contract: for a seed, the graph is ``random_graph(seed)``; one ``random.Random(seed)``
-then draws 30 calibration samples and, after them, the test input; the program is compiled
-with and without buffer reuse and the reuse program is run on the test input.
+* section 1: a two-layer network with a residual add and a softmax head
+  (:func:`section1_network`);
+* section 2: twelve fresh random graphs, seeds 100-111 (:func:`compile_seed`): for a seed,
+  the graph is ``random_graph(seed)``; one ``random.Random(seed)`` then draws 30
+  calibration samples and, after them, the test input; the program is compiled with and
+  without buffer reuse and the reuse program is run on the test input;
+* section 3: six 32 x 32 relu layers that fit only with buffer reuse (:func:`six_layer_network`).
 """
 
 from __future__ import annotations
 
+import math
 import random
 from dataclasses import dataclass
 
@@ -65,6 +69,48 @@ def compile_seed(seed: int) -> SeedRun:
     outcome = program.run(test)
     error = relative_error(program, outcome, test)
     return SeedRun(seed, graph, program, program_no_reuse, test, outcome, error)
+
+
+Sample = dict[str, list[list[float]]]
+
+
+def _table(draw: random.Random, rows: int, cols: int, sd: float) -> list[list[float]]:
+    return [[draw.gauss(0, sd) for _ in range(cols)] for _ in range(rows)]
+
+
+def section1_network() -> tuple[Graph, list[Sample], Sample]:
+    """Section 1's network, its 30 calibration samples and its test input.
+
+    x (5 x 12) -> matmul w1 (12 x 10) -> relu = h; matmul w2 (10 x 10) + h = y;
+    softmax(0.5 * y w3 (10 x 3)) -> "probs"; its argmax -> "class". One Random(11) draws
+    w1, w2, w3 (N(0, 0.3)), then the samples (N(0, 1)).
+    """
+    draw = random.Random(11)
+    net = Graph()
+    x = net.input("x", (5, 12))
+    hidden = net.relu(net.matmul(x, net.weight("w1", _table(draw, 12, 10, 0.3))))
+    w2 = net.weight("w2", _table(draw, 10, 10, 0.3))
+    residual = net.add(net.matmul(hidden, w2), hidden)
+    w3 = net.weight("w3", _table(draw, 10, 3, 0.3))
+    probs = net.softmax(net.matmul(residual, w3, scale=0.5))
+    net.output(probs, "probs")
+    net.output(net.argmax(probs), "class")
+    calibration = [{"x": _table(draw, 5, 12, 1.0)} for _ in range(30)]
+    return net, calibration, {"x": _table(draw, 5, 12, 1.0)}
+
+
+def six_layer_network() -> tuple[Graph, list[Sample]]:
+    """Section 3's network and its 10 calibration samples: x (8 x 32), then six layers
+    relu(x W_k) with W_k 32 x 32, N(0, 1/32); one Random(5) draws the weights, then the
+    samples. Its weights alone (6 x 1,024 words) exceed the scratchpad."""
+    draw = random.Random(5)
+    net = Graph()
+    tip = net.input("x", (8, 32))
+    for k in range(6):
+        layer = net.weight(f"w{k}", _table(draw, 32, 32, 1 / math.sqrt(32)))
+        tip = net.relu(net.matmul(tip, layer))
+    net.output(tip, "y")
+    return net, [{"x": _table(draw, 8, 32, 1.0)} for _ in range(10)]
 
 
 def format_table(runs: list[SeedRun]) -> str:
