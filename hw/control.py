@@ -1,0 +1,271 @@
+"""Control: instruction memory, front end (fetch, decode, checks), execute stage, counters, host.
+
+Cycle by cycle (hw/README.md, "The front end and the counters"):
+
+* ``start`` (host, while idle) in cycle s resets the counters and the pc, and reads
+  instruction 0 from the instruction memory in that same cycle.
+* The front end is a pipeline with one global stall: fetch (the instruction memory's read
+  register), then the :class:`~hw.checker.Checker`'s CHECK_STAGES stages. It fetches one
+  instruction per cycle until its output register holds a checked instruction the execute
+  stage has not taken, then holds. There are no branches, so it never guesses.
+* The execute stage takes the checked instruction in the cycle it becomes free (idle, or the
+  running unit raises ``done``) and raises ``start`` for its unit in the next cycle, d. The
+  front end's output register is refilled in the same cycle, so the next instruction is
+  ready by d + 1 whatever the latency of the running one: fetch, decode and checks are hidden.
+* The first dispatch is in cycle s + FRONTEND_CYCLES = s + 1 (fetch) + CHECK_STAGES + 1
+  (the execute stage's register).
+* An instruction that fails a check, HALT, and the pc reaching ``prog_len`` (NO_HALT) are
+  taken like any instruction but dispatch nothing: the machine stops STOP_CYCLES later.
+  ``busy`` falls, ``done`` rises (and ``error`` with ``error_code`` and ``error_pc`` for a
+  fault), and the counters freeze.
+"""
+
+from __future__ import annotations
+
+from amaranth.hdl import Cat, Const, Module, Mux, Signal, Value
+from amaranth.lib import memory, wiring
+from amaranth.lib.wiring import In, Out
+
+from sim import spec
+from sim.spec import DEFAULT, ErrorCode, Params
+
+from .checker import CHECK_STAGES, Checker, pc_bits
+from .isa import FIELD_BITS
+
+UNIT_COUNTERS = spec.COUNTERS[1:]
+"""The per-class counters, after ``cycles``: an instruction's ``InstrSpec.counter`` is one."""
+
+
+
+def imem_addr_bits(params: Params) -> int:
+    """Width of the host's instruction-memory write address, in 32-bit words."""
+    return max(1, (params.IMEM_WORDS * spec.INSTR_WORDS - 1).bit_length())
+
+
+def host_members(params: Params) -> dict:
+    """The host interface, as GA-2's core exposes it (see :class:`Control`)."""
+    pcw = pc_bits(params)
+    members = {
+        "start": In(1),
+        "prog_len": In(pcw),
+        "busy": Out(1),
+        "done": Out(1),
+        "error": Out(1),
+        "error_code": Out(spec.ERROR_CODE_BITS),
+        "error_pc": Out(pcw),
+        "imem_we": In(1),
+        "imem_waddr": In(imem_addr_bits(params)),
+        "imem_wdata": In(spec.WORD_BITS),
+    }
+    for name in spec.COUNTERS:
+        members[f"count_{name}"] = Out(spec.COUNTER_BITS)
+    return members
+
+
+class Control(wiring.Component):
+    """Instruction memory, front end, execute stage, the five counters and the host interface.
+
+    Parameters:
+        params: the machine's :class:`sim.spec.Params` (IMEM_WORDS; the checks use all).
+
+    Members (host side, :func:`host_members`):
+        start In(1): a one-cycle pulse while idle starts the program at pc 0 (ignored while busy).
+        prog_len In(pc_bits): the program's length in instructions, sampled with start; the
+            pc reaching it is the NO_HALT error. Must not exceed IMEM_WORDS.
+        busy Out(1): high from the cycle after start until the machine stops.
+        done Out(1): the machine has stopped (HALT or error); held until the next start.
+        error Out(1): it stopped on an error; error_code Out(4) is the
+            :class:`sim.spec.ErrorCode` (NONE after a HALT) and error_pc Out(pc_bits) the pc
+            of the instruction that stopped it (the HALT's pc; prog_len for NO_HALT).
+        imem_we In(1), imem_waddr In(imem_addr_bits), imem_wdata In(32): host write of one
+            32-bit word of the encoded program (word w is word w % 4 of instruction w // 4).
+            Only while idle.
+        count_cycles, count_dma, count_mxu, count_vpu, count_sfu Out(32): the counters of
+            GA2.md section 5, reset by start and frozen when the machine stops.
+    Members (execute side):
+        ex_start Out(1): dispatch, one cycle; ex_opcode Out(4), ex_fields Out(FIELD_BITS):
+            the dispatched instruction, held until ex_done; ex_done In(1): the OR of the
+            units' done.
+
+    Instruction memory: ``imem[k]`` (k < INSTR_WORDS) is a ``amaranth.lib.memory.Memory`` of
+    IMEM_WORDS 32-bit words holding word k of every instruction (instruction i at row i), so a
+    test bench or a simulator backdoor writes program word w at ``imem[w % 4]`` row ``w // 4``.
+
+    Latency: FRONTEND_CYCLES from start to the first dispatch; each instruction its unit's
+    latency; STOP_CYCLES for the stop. ``count_cycles`` = FRONTEND_CYCLES + sum of latencies
+    + STOP_CYCLES = the cycles from start (inclusive) to the first cycle done is high.
+
+    Errors: ErrorCode in error_code, as :class:`sim.machine.Machine` reports them.
+
+    Raises:
+        TypeError: params is not a :class:`sim.spec.Params`.
+    """
+
+    def __init__(self, params: Params = DEFAULT):
+        if not isinstance(params, Params):
+            self._MustUse__silence = True
+            raise TypeError(f"Control: params={params!r} must be a sim.spec.Params")
+        assert spec.FRONTEND_CYCLES == 1 + CHECK_STAGES + 1, \
+            "sim.spec.FRONTEND_CYCLES must be: fetch, the checker's stages, the dispatch register"
+        assert spec.STOP_CYCLES >= 1, "sim.spec.STOP_CYCLES: a stop takes at least its own cycle"
+        self.params = params
+        members = host_members(params) | {
+            "ex_start": Out(1),
+            "ex_opcode": Out(spec.OPCODE_BITS),
+            "ex_fields": Out(FIELD_BITS),
+            "ex_done": In(1),
+        }
+        super().__init__(members)
+        self.imem = [memory.Memory(shape=spec.WORD_BITS, depth=params.IMEM_WORDS, init=[])
+                     for _ in range(spec.INSTR_WORDS)]
+        self.checker = Checker(params)
+
+    def elaborate(self, platform):
+        m = Module()
+        p = self.params
+        pcw = pc_bits(p)
+        m.submodules.checker = chk = self.checker
+        for k, bank in enumerate(self.imem):
+            m.submodules[f"imem{k}"] = bank
+
+        busy = Signal()
+        start = Signal()          # an accepted start
+        stop = Signal()           # the last cycle of a stop
+        m.d.comb += [start.eq(self.start & ~busy), self.busy.eq(busy)]
+
+        # ---- execute stage: takes the checker's output when free
+        ex_active = Signal()      # a unit is executing ex_opcode
+        stopping = Signal()
+        consume = Signal()
+        is_stop = Signal()
+        m.d.comb += [
+            consume.eq(busy & ~stopping & chk.out_valid & (~ex_active | self.ex_done)),
+            is_stop.eq((chk.out_code != ErrorCode.NONE) | (chk.out_opcode == spec.Opcode.HALT)),
+        ]
+
+        # ---- front end: fetch with a global stall
+        advance = Signal()
+        m.d.comb += advance.eq(~chk.out_valid | consume)
+        fetch_pc = Signal(pcw)
+        fetching = Signal()       # the pc has not yet reached prog_len
+        prog_len = Signal(pcw)
+        pc_now = Signal(pcw)
+        len_now = Signal(pcw)
+        issue = Signal()
+        m.d.comb += [
+            pc_now.eq(Mux(start, 0, fetch_pc)),
+            len_now.eq(Mux(start, self.prog_len, prog_len)),
+            issue.eq(start | (busy & fetching & ~stopping & advance)),
+        ]
+        f_valid, f_nohalt, f_pc = Signal(), Signal(), Signal(pcw)
+        with m.If(start):
+            m.d.sync += [prog_len.eq(self.prog_len)]
+        with m.If(issue):
+            m.d.sync += [
+                fetch_pc.eq(pc_now + 1),
+                fetching.eq(pc_now != len_now),
+                f_valid.eq(1),
+                f_nohalt.eq(pc_now == len_now),
+                f_pc.eq(pc_now),
+            ]
+        with m.Elif(stop):
+            m.d.sync += [fetching.eq(0), f_valid.eq(0)]
+        with m.Elif(advance):
+            m.d.sync += f_valid.eq(0)
+
+        row_bits = max(1, (p.IMEM_WORDS - 1).bit_length())
+        instr = []
+        for k, bank in enumerate(self.imem):
+            rd = bank.read_port(domain="sync")
+            wr = bank.write_port()
+            m.d.comb += [
+                rd.addr.eq(pc_now[:row_bits]),
+                rd.en.eq(issue),   # held while the front end stalls
+                wr.addr.eq(self.imem_waddr[2:]),
+                wr.data.eq(self.imem_wdata),
+                wr.en.eq(self.imem_we & (self.imem_waddr[:2] == k)),
+            ]
+            instr.append(rd.data)
+        m.d.comb += [
+            chk.en.eq(advance),
+            chk.flush.eq(start | stop),
+            chk.in_valid.eq(f_valid),
+            chk.in_nohalt.eq(f_nohalt),
+            chk.in_pc.eq(f_pc),
+            chk.in_instr.eq(Cat(*instr)),
+        ]
+
+        # ---- execute stage registers, the stop
+        ex_opcode = Signal(spec.OPCODE_BITS)
+        ex_fields = Signal(FIELD_BITS)
+        ex_start = Signal()
+        ex_class = Signal(len(UNIT_COUNTERS))
+        stop_left = Signal(range(spec.STOP_CYCLES + 1))
+        stop_code = Signal(spec.ERROR_CODE_BITS)
+        stop_pc = Signal(pcw)
+        cls_of_op = Cat(_is_one_of(chk.out_opcode, [s.opcode for s in spec.INSTRUCTIONS if s.counter == name])
+                        for name in UNIT_COUNTERS)
+        m.d.sync += ex_start.eq(consume & ~is_stop)
+        with m.If(start):
+            m.d.sync += [ex_active.eq(0), stopping.eq(0)]
+        with m.Elif(consume):
+            with m.If(is_stop):
+                m.d.sync += [
+                    ex_active.eq(0),
+                    stopping.eq(1),
+                    stop_left.eq(spec.STOP_CYCLES - 1),
+                    stop_code.eq(chk.out_code),
+                    stop_pc.eq(chk.out_pc),
+                ]
+            with m.Else():
+                m.d.sync += [
+                    ex_active.eq(1),
+                    ex_opcode.eq(chk.out_opcode),
+                    ex_fields.eq(chk.out_fields),
+                    ex_class.eq(cls_of_op),
+                ]
+        with m.Elif(stop):
+            m.d.sync += stopping.eq(0)
+        with m.Elif(self.ex_done):
+            m.d.sync += ex_active.eq(0)
+        with m.If(stopping & (stop_left != 0)):
+            m.d.sync += stop_left.eq(stop_left - 1)
+        m.d.comb += stop.eq(busy & stopping & (stop_left == 0))
+        m.d.comb += [
+            self.ex_start.eq(ex_start),
+            self.ex_opcode.eq(ex_opcode),
+            self.ex_fields.eq(ex_fields),
+        ]
+
+        # ---- host status
+        with m.If(start):
+            m.d.sync += [busy.eq(1), self.done.eq(0), self.error.eq(0),
+                         self.error_code.eq(0), self.error_pc.eq(0)]
+        with m.Elif(stop):
+            m.d.sync += [
+                busy.eq(0),
+                self.done.eq(1),
+                self.error.eq(stop_code != ErrorCode.NONE),
+                self.error_code.eq(stop_code),
+                self.error_pc.eq(stop_pc),
+            ]
+
+        # ---- counters: cycles from start (inclusive) to the first done cycle; per class
+        # the cycles an instruction of that class occupies the execute stage
+        counters = {name: getattr(self, f"count_{name}") for name in spec.COUNTERS}
+        with m.If(start):
+            m.d.sync += [counters["cycles"].eq(1)] + [counters[n].eq(0) for n in UNIT_COUNTERS]
+        with m.Elif(busy):
+            m.d.sync += counters["cycles"].eq(counters["cycles"] + 1)
+            for k, name in enumerate(UNIT_COUNTERS):
+                with m.If(ex_active & ex_class[k]):
+                    m.d.sync += counters[name].eq(counters[name] + 1)
+        return m
+
+
+def _is_one_of(value: Value, options) -> Value:
+    """value equals one of the options (0 for none)."""
+    out = Const(0, 1)
+    for option in options:
+        out = out | (value == int(option))
+    return out

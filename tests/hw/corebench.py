@@ -1,0 +1,134 @@
+"""Running whole programs on hw/control.py (with stub units) or on the GA-2 core, and on the
+reference machine, for tests/hw/test_control.py and tests/hw/test_core.py.
+
+One simulation runs many programs in turn, the way a host would: load the instruction memory
+(and the memories) by backdoor, pulse ``start``, wait for ``done``, read back. Everything the
+host sees is compared with :class:`sim.machine.Machine`: the stop (error code and pc), all five
+counters, and for the core every scratchpad and external-memory word.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from sim import spec
+from sim.asm import Instruction, decode
+from sim.machine import Machine, MachineError
+from sim.spec import ErrorCode, Params
+
+MAX_CYCLES = 20_000
+
+
+@dataclass
+class Case:
+    """One program to run: encoded words (INSTR_WORDS per instruction), the program length the
+    host gives (default: all the words), and the external-memory image."""
+
+    name: str
+    words: list[int]
+    prog_len: int | None = None
+    ext: np.ndarray | None = None
+
+    @property
+    def length(self) -> int:
+        return len(self.words) // spec.INSTR_WORDS if self.prog_len is None else self.prog_len
+
+
+def case(name: str, program: Sequence[Instruction | Sequence[int]], **kw) -> Case:
+    """A Case from instructions, or raw 4-word chunks for words that do not decode."""
+    words: list[int] = []
+    for ins in program:
+        words += ins.encode() if isinstance(ins, Instruction) else [int(w) for w in ins]
+    return Case(name, words, **kw)
+
+
+@dataclass
+class Outcome:
+    """What the host sees when the machine has stopped."""
+
+    code: int
+    pc: int
+    counters: tuple[int, ...]
+    dispatches: list[tuple[int, int]] = field(default_factory=list)   # (cycle after start, opcode)
+    spad: np.ndarray | None = None
+    ext: np.ndarray | None = None
+
+
+def reference(case: Case, params: Params) -> Outcome:
+    """The reference machine's outcome, with the dispatch cycle of every unit instruction."""
+    words = case.words[:case.length * spec.INSTR_WORDS]
+    try:
+        result = Machine(params).run(words, case.ext)
+        code, pc = ErrorCode.NONE, result.steps - 1
+    except MachineError as e:
+        result, code, pc = e.result, e.code, e.pc
+    dispatches = []
+    cycle = spec.FRONTEND_CYCLES
+    for k in range(pc):   # every instruction before the stop was legal and executed
+        chunk = words[k * spec.INSTR_WORDS:(k + 1) * spec.INSTR_WORDS]
+        ins = decode(chunk)
+        dispatches.append((cycle, int(ins.spec.opcode)))
+        cycle += spec.latency(ins.spec, ins.fields, params)
+    return Outcome(int(code), pc, result.counters.as_tuple(), dispatches, result.spad, result.ext)
+
+
+def load_imem(ctx, imem: Sequence, words: Sequence[int]) -> None:
+    """Backdoor: program word w goes to bank w % INSTR_WORDS, row w // INSTR_WORDS."""
+    for w, value in enumerate(words):
+        ctx.set(imem[w % spec.INSTR_WORDS].data[w // spec.INSTR_WORDS], int(value) & 0xFFFFFFFF)
+
+
+async def run_case(ctx, host, imem: Sequence, case: Case, *, ex_start=None, ex_opcode=None,
+                   via_port: bool = False) -> Outcome:
+    """Load, start, wait for done; return what the host sees.
+
+    Args:
+        host: the component with the host members (hw.control.host_members).
+        imem: the instruction-memory banks.
+        ex_start, ex_opcode: if given, dispatches are recorded (cycle after start, opcode).
+        via_port: load the program through the host write port instead of the backdoor.
+    """
+    if via_port:
+        for w, value in enumerate(case.words):
+            ctx.set(host.imem_we, 1)
+            ctx.set(host.imem_waddr, w)
+            ctx.set(host.imem_wdata, int(value))
+            await ctx.tick()
+        ctx.set(host.imem_we, 0)
+    else:
+        load_imem(ctx, imem, case.words)
+    ctx.set(host.prog_len, case.length)
+    ctx.set(host.start, 1)
+    dispatches = []
+    cycles = 0
+    while True:
+        await ctx.tick()
+        ctx.set(host.start, 0)
+        cycles += 1
+        assert cycles <= MAX_CYCLES, f"{case.name}: no done after {cycles} cycles"
+        if ex_start is not None and ctx.get(ex_start):
+            dispatches.append((cycles, ctx.get(ex_opcode)))
+        if ctx.get(host.done):
+            break
+        assert ctx.get(host.busy), f"{case.name}: not busy and not done, cycle {cycles}"
+    counters = tuple(ctx.get(getattr(host, f"count_{n}")) for n in spec.COUNTERS)
+    assert counters[0] == cycles, f"{case.name}: count_cycles={counters[0]} but done came after {cycles}"
+    assert ctx.get(host.error) == (ctx.get(host.error_code) != 0)
+    return Outcome(ctx.get(host.error_code), ctx.get(host.error_pc), counters, dispatches)
+
+
+def compare(case: Case, got: Outcome, want: Outcome, *, memories: bool = False) -> None:
+    name = case.name
+    assert (got.code, got.pc) == (want.code, want.pc), (
+        f"{name}: stopped with code {got.code} at pc {got.pc}, reference {want.code} at {want.pc}")
+    assert got.counters == want.counters, f"{name}: counters {got.counters} != reference {want.counters}"
+    if got.dispatches:
+        assert got.dispatches == want.dispatches, f"{name}: dispatches {got.dispatches} != {want.dispatches}"
+    if memories:
+        for what, g, w in (("scratchpad", got.spad, want.spad), ("external memory", got.ext, want.ext)):
+            diff = np.flatnonzero(g != w)
+            assert not len(diff), (f"{name}: {what} differs at {len(diff)} words; first at {diff[0]}: "
+                                   f"RTL {g[diff[0]]:#010x}, reference {w[diff[0]]:#010x}")
