@@ -53,3 +53,9 @@ docs-check: setup  ## fail when docs/isa.md is stale against the ISA spec
 
 clean:  ## remove build outputs (keeps .venv)
 	rm -rf build .pytest_cache .hypothesis
+
+bench-compiler: setup  ## compiler speed: battery graphs/s, compile time of 100/1,000/10,000-node chains
+	$(PY) -m compiler.bench
+
+mutants: setup  ## the compiler's mutation check: the battery must catch 27 of 27 broken compilers
+	$(PY) -m compiler.mutants --jobs 2
