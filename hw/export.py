@@ -1,0 +1,108 @@
+"""Export GA-2 to Verilog: the core, the simulation top, and a JSON description for cosim.
+
+Usage::
+
+    python -m hw.export                        # build/ga2.v, build/ga2_simtop.v, build/ga2_ports.json
+    python -m hw.export --out DIR --param SPAD_WORDS=1024
+
+``ga2.v`` holds module ``ga2`` (:class:`hw.top.GA2`, the core: host interface and the external
+bus as ports); ``ga2_simtop.v`` holds module ``ga2_simtop`` (:class:`hw.simtop.SimTop`: the core
+and an external memory). Both have a clock ``clk`` and a synchronous, active-high reset ``rst``.
+``ga2_ports.json`` lists, for each top, its ports (name, direction, width) and where its
+memories are (:mod:`hw.memmap`), plus the parameters and the timing constants used.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import sys
+from pathlib import Path
+
+from amaranth.back import verilog
+from amaranth.hdl import Shape
+from amaranth.lib import wiring
+
+from sim import spec
+from sim.spec import Params
+
+from . import memmap
+from .simtop import SimTop
+from .top import GA2
+
+TOPS = {"ga2": ("core", GA2), "ga2_simtop": ("simtop", SimTop)}
+"""Verilog module name -> (memory-map top, component class)."""
+
+CLOCK, RESET = "clk", "rst"
+
+
+def ports(component: wiring.Component) -> list[dict]:
+    """The Verilog ports of a component: name (members joined with ``__``, as Amaranth names
+    them), direction as seen from outside the module, width; clock and reset first."""
+    out = [{"name": CLOCK, "dir": "input", "width": 1}, {"name": RESET, "dir": "input", "width": 1}]
+    for path, member, _value in component.signature.flatten(component):
+        out.append({
+            "name": "__".join(str(p) for p in path),
+            "dir": "input" if member.flow == wiring.In else "output",
+            "width": Shape.cast(member.shape).width,
+        })
+    return out
+
+
+def export(params: Params, out_dir: Path, *, stub_missing: bool = False) -> dict[str, Path]:
+    """Write the Verilog of both tops and the JSON description; return name -> path written."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    written = {}
+    description = {
+        "params": dataclasses.asdict(params),
+        "timing": dict(spec.TIMING_CONSTANTS),
+        "clock": CLOCK,
+        "reset": f"{RESET} (synchronous, active high)",
+        "tops": {},
+    }
+    for name, (map_top, cls) in TOPS.items():
+        top = cls(params, stub_missing=stub_missing)
+        text = verilog.convert(top, name=name)
+        path = out_dir / f"{name}.v"
+        path.write_text(text)
+        written[name] = path
+        description["tops"][name] = {
+            "file": path.name,
+            "ports": ports(top),
+            "memories": memmap.describe(params, top=map_top),
+        }
+    path = out_dir / "ga2_ports.json"
+    path.write_text(json.dumps(description, indent=2) + "\n")
+    written["json"] = path
+    return written
+
+
+def _param(text: str) -> tuple[str, int]:
+    name, _, value = text.partition("=")
+    if name not in {f.name for f in dataclasses.fields(Params)} or not value.lstrip("-").isdigit():
+        raise argparse.ArgumentTypeError(f"expected NAME=INT with NAME a Params field, got {text!r}")
+    return name, int(value)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m hw.export", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--out", type=Path, default=Path("build"), help="output folder (default: build)")
+    parser.add_argument("--param", type=_param, action="append", default=[], metavar="NAME=VALUE",
+                        help="override a sim.spec.Params field (repeatable)")
+    parser.add_argument("--stub-missing", action="store_true",
+                        help="let a latency stub stand in for units that do not exist yet")
+    args = parser.parse_args(argv)
+    try:
+        params = Params(**dict(args.param))
+        written = export(params, args.out, stub_missing=args.stub_missing)
+    except ValueError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 1
+    for path in written.values():
+        print(f"wrote {path}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

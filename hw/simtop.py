@@ -1,0 +1,71 @@
+"""``SimTop(params)``: the GA-2 core plus an external memory, for simulation (cosim).
+
+The external memory is a :class:`~hw.banked.BankedMemory` of EXT_WORDS words with one read
+port, on the core's external bus (read data one cycle after ``rd_en``, EXT_READ_LATENCY). A
+test bench loads the instruction memory and the external memory through their arrays
+(hw/memmap.py names them), pulses ``start``, waits for ``done`` and reads the memories and
+the counters back.
+"""
+
+from __future__ import annotations
+
+from amaranth.hdl import Module
+from amaranth.lib import wiring
+
+from sim import spec
+from sim.spec import DEFAULT, Params
+
+from .banked import BankedMemory
+from .control import host_members
+from .top import GA2, UNIT_MODULES
+
+
+class SimTop(wiring.Component):
+    """GA-2 with its external memory.
+
+    Parameters:
+        params: the machine's :class:`sim.spec.Params`.
+        stub_missing, modules: passed to :class:`~hw.top.GA2`.
+
+    Members: the host interface of the core (``hw.control.host_members``).
+
+    Attributes: core (the :class:`~hw.top.GA2`), ext (the external :class:`~hw.banked.BankedMemory`).
+
+    Latency: as the core; the external memory answers reads in EXT_READ_LATENCY cycle.
+
+    Raises:
+        TypeError: params is not a :class:`sim.spec.Params`.
+    """
+
+    def __init__(self, params: Params = DEFAULT, *, stub_missing: bool = False,
+                 modules: tuple[str, ...] = UNIT_MODULES):
+        if not isinstance(params, Params):
+            self._MustUse__silence = True
+            raise TypeError(f"SimTop: params={params!r} must be a sim.spec.Params")
+        assert spec.EXT_READ_LATENCY == 1, "the BankedMemory external memory answers in one cycle"
+        self.params = params
+        super().__init__(host_members(params))
+        self.core = GA2(params, stub_missing=stub_missing, modules=modules)
+        self.ext = BankedMemory(params.EXT_WORDS, n_read=1, lanes=params.LANES)
+
+    def elaborate(self, platform):
+        m = Module()
+        m.submodules.core = core = self.core
+        m.submodules.ext = ext = self.ext
+        for name in host_members(self.params):
+            ours, theirs = getattr(self, name), getattr(core, name)
+            if self.signature.members[name].flow == wiring.In:
+                m.d.comb += theirs.eq(ours)
+            else:
+                m.d.comb += ours.eq(theirs)
+        bus = core.ext
+        m.d.comb += [
+            ext.rd0.en.eq(bus.rd_en),
+            ext.rd0.addr.eq(bus.addr),
+            bus.rd_data.eq(ext.rd0.data),
+            ext.wr.en.eq(bus.wr_en),
+            ext.wr.addr.eq(bus.addr),
+            ext.wr.mask.eq(bus.wr_mask),
+            ext.wr.data.eq(bus.wr_data),
+        ]
+        return m

@@ -1,0 +1,172 @@
+"""``GA2(params)``: the core. Scratchpad, control, and one unit per instruction kind.
+
+The units share the scratchpad's two read ports and its write port, and the DMA drives the
+external bus. Only one instruction executes at a time and an idle unit drives 0 on every
+output (hw/README.md), so the requests are simply ORed; read data goes to every unit.
+
+The units are found in :data:`UNIT_MODULES`: each module defines one ``wiring.Component``
+with an ``OPCODES`` attribute naming the instructions it executes, built as ``cls(params)``.
+"""
+
+from __future__ import annotations
+
+import importlib
+from functools import reduce
+from operator import or_
+
+from amaranth.hdl import Module
+from amaranth.lib import wiring
+from amaranth.lib.wiring import Out
+
+from sim import spec
+from sim.spec import DEFAULT, Params
+
+from .banked import BankedMemory
+from .control import Control, host_members
+from .ports import ExtPort, addr_bits
+from .stub import LatencyStub
+
+UNIT_MODULES = ("hw.dma", "hw.mxu", "hw.requant", "hw.vector", "hw.softmax")
+"""Where the units live (hw/README.md's block table)."""
+
+UNIT_OPCODES = tuple(s.name for s in spec.INSTRUCTIONS if s.counter is not None)
+"""Every instruction that some unit executes (all but HALT)."""
+
+
+def unit_classes(modules: tuple[str, ...] = UNIT_MODULES) -> dict[str, type]:
+    """Instruction name -> the unit class that executes it, for those of the modules that exist.
+
+    Raises:
+        ValueError: two units claim the same instruction, or a unit claims an unknown one.
+    """
+    found: dict[str, type] = {}
+    for module_name in modules:
+        try:
+            module = importlib.import_module(module_name)
+        except ModuleNotFoundError as e:
+            if e.name != module_name:
+                raise
+            continue
+        for obj in vars(module).values():
+            if (isinstance(obj, type) and issubclass(obj, wiring.Component) and obj.__module__ == module_name
+                    and hasattr(obj, "OPCODES")):
+                for name in obj.OPCODES:
+                    if name not in UNIT_OPCODES:
+                        raise ValueError(f"{obj.__name__}.OPCODES names {name!r}, not a unit instruction")
+                    if name in found:
+                        raise ValueError(f"{name} is claimed by {found[name].__name__} and {obj.__name__}")
+                    found[name] = obj
+    return found
+
+
+def missing_units(modules: tuple[str, ...] = UNIT_MODULES) -> list[str]:
+    """The instructions no unit module executes yet (empty in the finished core)."""
+    have = unit_classes(modules)
+    return [name for name in UNIT_OPCODES if name not in have]
+
+
+class GA2(wiring.Component):
+    """The GA-2 core.
+
+    Parameters:
+        params: the machine's :class:`sim.spec.Params`.
+        stub_missing: let a :class:`~hw.stub.LatencyStub` (exact timing, no effect on memory)
+            stand in for instructions whose unit does not exist yet; for tests while the core
+            is being built. False (the default) refuses to build an incomplete core.
+        modules: the modules to take the units from (default :data:`UNIT_MODULES`; tests of a
+            part of the core name fewer).
+
+    Members:
+        the host interface of :class:`~hw.control.Control` (``hw.control.host_members``):
+            start, prog_len, busy, done, error, error_code, error_pc, imem_we, imem_waddr,
+            imem_wdata, count_cycles, count_dma, count_mxu, count_vpu, count_sfu;
+        ext Out(ExtPort(addr_bits(EXT_WORDS))): the external-memory bus (the DMA's),
+            read data EXT_READ_LATENCY = 1 cycle after rd_en.
+
+    Attributes (for test benches and the Verilog memory map, hw/memmap.py):
+        control, spad (the scratchpad :class:`~hw.banked.BankedMemory`), units (name -> unit).
+
+    Latency: per instruction as ``sim.spec``; FRONTEND_CYCLES before the first, STOP_CYCLES
+    after the last.
+
+    Errors: as :class:`~hw.control.Control`.
+
+    Raises:
+        TypeError: params is not a :class:`sim.spec.Params`.
+        ValueError: an instruction has no unit (and stub_missing is False).
+    """
+
+    def __init__(self, params: Params = DEFAULT, *, stub_missing: bool = False,
+                 modules: tuple[str, ...] = UNIT_MODULES):
+        if not isinstance(params, Params):
+            self._MustUse__silence = True
+            raise TypeError(f"GA2: params={params!r} must be a sim.spec.Params")
+        classes = unit_classes(modules)
+        missing = [name for name in UNIT_OPCODES if name not in classes]
+        if missing and not stub_missing:
+            self._MustUse__silence = True
+            raise ValueError(f"GA2: no unit executes {', '.join(missing)} "
+                             f"(looked in {', '.join(modules)}); stub_missing=True builds without")
+        self.params = params
+        ext = ExtPort(addr_bits(params.EXT_WORDS), params.LANES)
+        super().__init__(host_members(params) | {"ext": Out(ext)})
+        self.control = Control(params)
+        self.spad = BankedMemory(params.SPAD_WORDS, n_read=2, lanes=params.LANES)
+        self.units: dict[str, wiring.Component] = {}
+        self.opcodes: dict[str, tuple[str, ...]] = {}
+        for cls in dict.fromkeys(classes.values()):
+            name = cls.__module__.rsplit(".", 1)[-1]
+            self.units[name] = cls(params)
+            self.opcodes[name] = tuple(cls.OPCODES)
+        if missing:
+            self.units["stub"] = LatencyStub(params)
+            self.opcodes["stub"] = tuple(missing)
+        self.missing = tuple(missing)
+
+    def elaborate(self, platform):
+        m = Module()
+        m.submodules.control = ctl = self.control
+        m.submodules.spad = spad = self.spad
+        for name, unit in self.units.items():
+            m.submodules[name] = unit
+
+        # the host interface is the control's
+        for name in host_members(self.params):
+            ours, theirs = getattr(self, name), getattr(ctl, name)
+            if self.signature.members[name].flow == wiring.In:
+                m.d.comb += theirs.eq(ours)
+            else:
+                m.d.comb += ours.eq(theirs)
+
+        # dispatch: start to the unit of the opcode; the opcode and fields to all
+        for name, unit in self.units.items():
+            mine = reduce(or_, [ctl.ex_opcode == int(spec.BY_NAME[op].opcode) for op in self.opcodes[name]])
+            m.d.comb += [unit.start.eq(ctl.ex_start & mine), unit.opcode.eq(ctl.ex_opcode),
+                         unit.fields.eq(ctl.ex_fields)]
+        m.d.comb += ctl.ex_done.eq(reduce(or_, [unit.done for unit in self.units.values()]))
+
+        # shared ports: requests ORed, read data to every unit
+        def users(port: str) -> list:
+            return [getattr(u, port) for u in self.units.values() if port in u.signature.members]
+
+        for k in range(spad.n_read):
+            ports = users(f"rd{k}")
+            target = spad.rd[k]
+            m.d.comb += [target.en.eq(_any(p.en for p in ports)), target.addr.eq(_any(p.addr for p in ports))]
+            m.d.comb += [p.data.eq(target.data) for p in ports]
+        ports = users("wr")
+        m.d.comb += [spad.wr.en.eq(_any(p.en for p in ports)), spad.wr.addr.eq(_any(p.addr for p in ports)),
+                     spad.wr.mask.eq(_any(p.mask for p in ports)),
+                     spad.wr.data.eq(_any(p.data.as_value() for p in ports))]
+        ports = users("ext")
+        for member in ("addr", "rd_en", "wr_en", "wr_mask"):
+            m.d.comb += getattr(self.ext, member).eq(_any(getattr(p, member) for p in ports))
+        m.d.comb += self.ext.wr_data.eq(_any(p.wr_data.as_value() for p in ports))
+        m.d.comb += [p.rd_data.eq(self.ext.rd_data) for p in ports]
+        return m
+
+
+def _any(values):
+    """The OR of the values (0 when there are none)."""
+    values = list(values)
+    return reduce(or_, values) if values else 0

