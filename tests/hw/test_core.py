@@ -7,10 +7,16 @@ external memory and the program by backdoor, clear the scratchpad, pulse start, 
 
 from __future__ import annotations
 
+import importlib.util
+import random
+from pathlib import Path
+
 import numpy as np
 import pytest
 from amaranth.sim import Simulator
 
+from compiler import compile_graph
+from compiler.seedtable import compile_seed
 from hw.simtop import SimTop
 from hw.top import UNIT_MODULES, missing_units
 from sim import spec
@@ -181,3 +187,29 @@ def test_default_params():
     ext = _image(7, DEFAULT.EXT_WORDS, "int32")
     program = [b("LD", DEFAULT, dst=4090, src=8180, len=6), b("ST", DEFAULT, src=4089, dst=8187, len=5), HALT]
     run_core([case("default", program, ext=ext)], params=DEFAULT)
+
+
+# --------------------------------------------------------------------------- compiled graphs
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _example_a() -> Case:
+    """Running example A (examples/attention_step.py), compiled as the example does."""
+    loader = importlib.util.spec_from_file_location("attention_step", ROOT / "examples" / "attention_step.py")
+    example = importlib.util.module_from_spec(loader)
+    loader.loader.exec_module(example)
+    rng = random.Random(3)
+    calibration = [example.draw_sample(rng) for _ in range(20)]
+    program = compile_graph(example.build_graph(), calibration)
+    return case("example A", program.code, ext=program.ext_image(example.draw_sample(rng)))
+
+
+def _seed(seed: int) -> Case:
+    run = compile_seed(seed)
+    return case(f"seed {seed}", run.program.code, ext=run.program.ext_image(run.test_inputs))
+
+
+@pytest.mark.parametrize("which", ["A", 100, 104])
+def test_compiled_graph(which):
+    run_core([_example_a() if which == "A" else _seed(which)], params=DEFAULT)
