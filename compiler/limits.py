@@ -19,8 +19,8 @@ def check_limits(graph: Graph, params: Params = DEFAULT) -> None:
         if node.op == "matmul":
             k = graph.nodes[node.ins[0]].shape[1]
             if k > params.K_MAX:
-                raise CompileError(f"matmul node {node.id}: inner dimension {k} exceeds the matrix unit's "
-                                   f"limit of {params.K_MAX}",
+                raise CompileError(f"matmul node {node.id}: its inner dimension is {k}, more than the "
+                                   f"K_MAX = {params.K_MAX} one MM instruction takes",
                                    f"cut the inner dimension into pieces of at most {params.K_MAX} (an input "
                                    "and a weight per piece) and add the partial products, or make the "
                                    "layer narrower", node.id)

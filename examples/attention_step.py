@@ -143,9 +143,9 @@ def main(argv: list[str] | None = None) -> int:
     want = evaluate(g, test)[out_node]
     same = bool(np.array_equal(outcome.outputs["out"].ints, ints[out_node]))
     error = float(np.linalg.norm(got - want) / np.linalg.norm(want))
-    print(f"  machine output equals the interpreter's integers: {same}")
-    print(f"  relative error against floating point: {100 * error:.2f}%")
-    print(f"  stage-wise real-number check: {stagewise_problems(program, ints) or 'no problems'}")
+    print(f"  machine == integer interpreter, every output value: {same}")
+    print(f"  error of the output against float, relative: {100 * error:.2f}%")
+    print(f"  real-number check, node by node: {stagewise_problems(program, ints) or 'no problems'}")
     print("  output (float):", [round(float(v), 3) for v in got[0]])
     print("  reference     :", [round(float(v), 3) for v in want[0]])
     return 0 if same else 1

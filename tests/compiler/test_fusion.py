@@ -1,0 +1,32 @@
+"""compiler/fusion.py: a relu becomes its matmul's requantizer flag, or is refused."""
+
+import numpy as np
+import pytest
+
+from compiler import CompileError, Graph
+from compiler.fusion import fuse_relus
+
+
+def test_relu_after_a_single_reader_matmul_is_fused():
+    g = Graph()
+    m = g.matmul(g.input("x", (1, 2)), g.weight("w", np.eye(2)))
+    g.output(g.relu(m), "y")
+    assert fuse_relus(g, g.consumers()) == {m}
+
+
+def test_relu_after_an_add_is_refused_naming_both_nodes():
+    g = Graph()
+    x = g.input("x", (1, 2))
+    g.relu(g.add(x, x))
+    with pytest.raises(CompileError) as info:
+        fuse_relus(g, g.consumers())
+    assert "relu node 2 reads node 1 (add)" in info.value.problem
+    assert "directly after a matmul" in info.value.fix and info.value.node == 2
+
+
+def test_relu_on_a_matmul_with_another_reader_is_refused():
+    g = Graph()
+    m = g.matmul(g.input("x", (1, 2)), g.weight("w", np.eye(2)))
+    g.add(g.relu(m), m)
+    with pytest.raises(CompileError, match="node 4 also reads"):
+        fuse_relus(g, g.consumers())

@@ -1,0 +1,107 @@
+"""compiler/ir.py: graph building, shape checks, refusals naming the node and the fix."""
+
+import numpy as np
+import pytest
+
+from compiler import CompileError, Graph
+
+
+def test_shapes_of_each_operation():
+    g = Graph()
+    a = g.input("a", (2, 3))
+    w = g.weight("w", np.ones((3, 5)))
+    assert g.nodes[g.matmul(a, w)].shape == (2, 5)
+    b = g.input("b", (4, 3))
+    assert g.nodes[g.matmul(a, b, transpose_b=True)].shape == (2, 4)
+    assert g.nodes[g.concat_rows(a, b)].shape == (6, 3)
+    assert g.nodes[g.slice_rows(b, 1, 2)].shape == (2, 3)
+    assert g.nodes[g.argmax(b)].shape == (4, 1)
+    assert g.nodes[g.softmax(b)].shape == (4, 3)
+    assert [n.id for n in g.nodes] == list(range(len(g.nodes)))
+
+
+def test_matmul_keeps_factor_and_transpose():
+    g = Graph()
+    a, b = g.input("a", (1, 4)), g.input("b", (3, 4))
+    node = g.nodes[g.matmul(a, b, transpose_b=True, scale=0.25)]
+    assert (node.ins, node.transpose_b, node.factor) == ((0, 1), True, 0.25)
+
+
+def test_consumers_lists_every_read():
+    g = Graph()
+    x = g.input("x", (2, 2))
+    s = g.add(x, x)
+    g.output(s, "y")
+    assert g.consumers() == {0: [1, 1], 1: [2], 2: []}
+
+
+def test_errors_name_the_nodes_and_give_a_fix():
+    g = Graph()
+    a = g.input("a", (2, 3))
+    w = g.weight("w", np.ones((4, 4)))
+    with pytest.raises(CompileError) as info:
+        g.matmul(a, w)
+    e = info.value
+    assert "node 0 (input 'a')" in e.problem and "node 1 (weight 'w')" in e.problem
+    assert "3 and 4" in e.problem and "transpose_b" in e.fix
+    assert str(e) == f"{e.problem}. Fix: {e.fix}"
+
+
+@pytest.mark.parametrize("build, words", [
+    (lambda g: g.add(g.input("a", (2, 3)), g.input("b", (3, 2))), "shapes differ"),
+    (lambda g: g.concat_rows(g.input("a", (2, 3)), g.input("b", (2, 4))), "widths differ"),
+    (lambda g: g.slice_rows(g.input("a", (3, 4)), 2, 2), "rows 2..3"),
+    (lambda g: g.slice_rows(g.input("a", (3, 4)), 1, 0), "3 rows"),
+    (lambda g: g.slice_rows(g.input("a", (3, 4)), -1, 1), "3 rows"),
+    (lambda g: g.weight("w", np.ones((2, 2)), bits=5), "bits=5"),
+    (lambda g: g.weight("w", [[1.0, float("nan")]]), "NaN"),
+    (lambda g: g.weight("w", [1.0, 2.0]), "2-D"),
+    (lambda g: g.input("a", (0, 3)), "at least 1"),
+    (lambda g: g.input("a", (2, 3, 4)), "(rows, cols)"),
+    (lambda g: g.matmul(g.input("a", (1, 2)), g.input("b", (2, 2)), scale=-1.0), "positive"),
+    (lambda g: g.matmul(g.input("a", (1, 2)), g.input("b", (2, 2)), scale=0.0), "positive"),
+    (lambda g: g.relu(7), "not a node"),
+])
+def test_bad_calls_are_refused(build, words):
+    with pytest.raises(CompileError) as info:
+        build(Graph())
+    assert words in info.value.problem
+    assert info.value.fix
+
+
+def test_names_must_be_unique_across_inputs_weights_and_outputs():
+    g = Graph()
+    x = g.input("x", (1, 2))
+    with pytest.raises(CompileError, match="already used by node 0"):
+        g.weight("x", np.ones((2, 2)))
+    with pytest.raises(CompileError, match="already used by node 0"):
+        g.output(x, "x")
+
+
+def test_an_output_is_not_an_operand_and_an_argmax_feeds_only_outputs():
+    g = Graph()
+    x = g.input("x", (2, 2))
+    y = g.output(x, "y")
+    with pytest.raises(CompileError, match="is an output") as info:
+        g.relu(y)
+    assert "node 0" in info.value.fix
+    index = g.argmax(x)
+    with pytest.raises(CompileError, match="row indices"):
+        g.add(index, index)
+    g.output(index, "tok")
+
+
+def test_tag_names_a_tensor():
+    g = Graph()
+    x = g.input("x", (1, 2))
+    assert g.tag(x, "cache") == x
+    assert g.nodes[x].tag == "cache"
+
+
+def test_weights_are_copied_and_read_only():
+    values = np.ones((2, 2))
+    g = Graph()
+    w = g.weight("w", values)
+    values[0, 0] = 5
+    assert g.nodes[w].array[0, 0] == 1
+    assert not g.nodes[w].array.flags.writeable

@@ -1,0 +1,79 @@
+"""compiler/program.py: external image, int4 packing, running, reading tensors back."""
+
+import numpy as np
+import pytest
+
+from compiler import Graph, compile_graph
+from compiler.program import pack_int4
+from sim.asm import build, listing
+from sim.machine import Machine, s8
+
+from .conftest import single_matmul
+
+
+def test_pack_int4_by_hand():
+    words = pack_int4([1, -1, 2, -8, 7, 0, 3, -2, 5])
+    assert words.tolist() == [0xE30782F1, 0x5]
+
+
+def test_the_machine_unpacks_what_pack_int4_packed():
+    levels = np.array([-7, -3, 0, 1, 7, 6, -8, 2, 4, -1])
+    packed = pack_int4(levels)
+    program = [build("LD", dst=0, src=0, len=2), build("UNPACK", dst=8, src=0, len=2), build("HALT")]
+    state = Machine().run(program, packed)
+    assert s8(state.spad[8:18]).tolist() == levels.tolist()
+
+
+def test_ext_image_holds_quantized_inputs_and_weights_at_their_addresses():
+    g = single_matmul(1, 2, 1, weight=np.array([[1.0], [0.5]]))
+    program = compile_graph(g, [{"x": [[1.27, -0.5]]}])   # x: scale 0.01; w: scale 1/127
+    image = program.ext_image({"x": [[1.27, -0.5]]})
+    x, w = program.ext["x"], program.ext["w"]
+    assert image.dtype == np.uint32 and len(image) == 8192
+    assert s8(image[x.addr:x.addr + 2]).tolist() == [127, -50]
+    assert s8(image[w.addr:w.addr + 2]).tolist() == [127, 64]   # 63.5 rounds away from zero
+
+
+def test_run_reads_outputs_as_ints_and_floats():
+    g = single_matmul(1, 2, 1, weight=np.array([[1.0], [0.5]]))
+    program = compile_graph(g, [{"x": [[1.0, -1.0]]}])
+    # x levels (127, -127) at 1/127; w levels (127, 64) at 1/127; the product 0.5 has scale
+    # 0.5/127; accumulator 127*127 - 127*64 = 8001; factor 2/127 gives 126.
+    out = program.run({"x": [[1.0, -1.0]]}).outputs["y"]
+    assert out.ints.tolist() == [[126]]
+    assert out.floats.tolist() == [[126 * program.scales[program.ext["y"].node]]]
+
+
+def test_argmax_outputs_are_indices_unscaled():
+    g = Graph()
+    g.output(g.argmax(g.input("x", (2, 3))), "tok")
+    program = compile_graph(g, [{"x": [[0, 1, 0], [2, 0, 2]]}])
+    out = program.run({"x": [[0, 1, 0], [2, 0, 2]]}).outputs["tok"]
+    assert out.ints.tolist() == [[1], [0]] and out.floats.tolist() == [[1.0], [0.0]]
+
+
+def test_read_tensor_needs_an_unreleased_buffer():
+    g = single_matmul(2, 3, 2)
+    sample = {"x": np.ones((2, 3))}
+    reused = compile_graph(g, [sample])
+    with pytest.raises(ValueError, match="released"):
+        reused.read_tensor(reused.run(sample), 2)
+    kept = compile_graph(g, [sample], reuse=False)
+    outcome = kept.run(sample)
+    assert kept.read_tensor(outcome, 2).tolist() == outcome.outputs["y"].ints.tolist()
+    with pytest.raises(ValueError, match="no scratchpad place"):
+        kept.read_tensor(outcome, 3)
+
+
+def test_run_refuses_bad_inputs_with_value_error():
+    program = compile_graph(single_matmul(1, 2, 1), [{"x": [[1.0, 1.0]]}])
+    with pytest.raises(ValueError, match="has no value for input 'x'"):
+        program.run({})
+    with pytest.raises(ValueError, match="NaN"):
+        program.run({"x": [[1.0, float("nan")]]})
+
+
+def test_listing_is_the_numbered_disassembly():
+    program = compile_graph(single_matmul(1, 2, 1), [{"x": [[1.0, 1.0]]}])
+    assert program.listing() == listing(program.code)
+    assert program.listing().splitlines()[-1].split() == [str(len(program.code) - 1), "HALT"]

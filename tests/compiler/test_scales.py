@@ -1,0 +1,111 @@
+"""compiler/scales.py: groups, pins, add operands, int4, ranges=, notes (hand-worked)."""
+
+import numpy as np
+import pytest
+
+from compiler import CompileError, Graph
+from compiler.scales import plan_scales
+
+
+def test_concat_parts_and_result_share_the_largest_range():
+    g = Graph()
+    a, b = g.input("a", (1, 2)), g.input("b", (1, 2))
+    c = g.concat_rows(a, b)
+    plan = plan_scales(g, {a: 1.0, b: 2.54, c: 2.54})
+    assert plan.scales == {a: 2.54 / 127, b: 2.54 / 127, c: 2.54 / 127}
+
+
+def test_relu_output_and_slice_share_with_their_source():
+    g = Graph()
+    x = g.input("x", (2, 2))
+    m = g.matmul(x, g.weight("w", np.eye(2)))
+    r = g.relu(m)
+    s = g.slice_rows(r, 0, 1)
+    o = g.output(s, "o")
+    plan = plan_scales(g, {x: 1.27, 1: 1.0, m: 12.7, r: 6.35, s: 1.27, o: 1.27})
+    assert [plan.scales[n] for n in (m, r, s, o)] == [12.7 / 127] * 4
+    assert plan.scales[x] == 1.27 / 127
+
+
+def test_softmax_pins_input_to_q4_4_and_output_to_1_over_127():
+    g = Graph()
+    x = g.input("x", (1, 4))
+    p = g.softmax(x)
+    plan = plan_scales(g, {x: 3.0, p: 0.9})
+    assert plan.scales == {x: 1 / 16, p: 1 / 127}
+    assert "Q4.4" in plan.pins[x] and "probability" in plan.pins[p]
+    assert plan.notes == []
+
+
+def test_scores_beyond_q4_4_give_a_note():
+    g = Graph()
+    x = g.input("x", (1, 4))
+    g.softmax(x)
+    plan = plan_scales(g, {0: 10.0, 1: 1.0})
+    assert len(plan.notes) == 1 and "10.00" in plan.notes[0] and "7.94" in plan.notes[0]
+
+
+def test_a_member_of_a_pinned_group_that_saturates_gets_a_note():
+    g = Graph()
+    a, b = g.input("a", (1, 4)), g.input("b", (1, 4))
+    c = g.concat_rows(a, b)
+    g.softmax(c)
+    plan = plan_scales(g, {a: 9.0, b: 1.0, c: 9.0, 3: 1.0})
+    assert any("node 0 (input 'a') reaches 9.000" in n for n in plan.notes)
+
+
+def test_an_add_scale_also_holds_both_operands():
+    g = Graph()
+    x, y = g.input("x", (1, 2)), g.input("y", (1, 2))
+    s = g.add(x, y)
+    plan = plan_scales(g, {x: 3.0, y: 2.0, s: 0.1})
+    assert plan.scales[s] == 3.0 / 127
+
+
+def test_int4_weight_uses_range_over_7_with_its_slices():
+    g = Graph()
+    w = g.weight("w", np.ones((3, 3)), bits=4)
+    s = g.slice_rows(w, 1, 1)
+    plan = plan_scales(g, {w: 1.4, s: 0.7})
+    assert plan.scales == {w: 1.4 / 7, s: 1.4 / 7}
+
+
+def test_int4_weight_under_a_pin_is_refused():
+    g = Graph()
+    w = g.weight("w", np.ones((2, 2)), bits=4)
+    g.softmax(w)
+    with pytest.raises(CompileError, match="int4 weight") as info:
+        plan_scales(g, {0: 1.0, 1: 1.0})
+    assert "bits=8" in info.value.fix
+
+
+def test_fixed_ranges_replace_the_calibrated_range_of_tagged_tensors():
+    g = Graph()
+    a, b = g.input("a", (1, 2)), g.input("b", (1, 2))
+    g.tag(a, "cache")
+    c = g.concat_rows(a, b)
+    plan = plan_scales(g, {a: 1.0, b: 1.0, c: 1.0}, {"cache": 12.7})
+    assert plan.scales[b] == 12.7 / 127 and plan.ranges[a] == 12.7
+
+
+@pytest.mark.parametrize("ranges, words", [({"kv": 1.0}, "no tensor carries"), ({"cache": -1.0}, "positive")])
+def test_bad_fixed_ranges_are_refused(ranges, words):
+    g = Graph()
+    g.tag(g.input("a", (1, 2)), "cache")
+    with pytest.raises(CompileError, match=words):
+        plan_scales(g, {0: 1.0}, ranges)
+
+
+def test_a_zero_range_gets_scale_1_over_127():
+    g = Graph()
+    x = g.input("x", (1, 2))
+    assert plan_scales(g, {x: 0.0}).scales[x] == 1 / 127
+
+
+def test_argmax_has_no_scale_but_its_output_has_a_nominal_one():
+    g = Graph()
+    x = g.input("x", (1, 3))
+    m = g.argmax(x)
+    o = g.output(m, "tok")
+    plan = plan_scales(g, {x: 1.0, m: 2.0, o: 2.0})
+    assert m not in plan.scales and plan.scales[o] == 2.0 / 127
