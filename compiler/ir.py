@@ -114,12 +114,16 @@ class Graph:
     """
 
     nodes: list[Node] = field(default_factory=list)
+    names: dict[str, int] = field(default_factory=dict, repr=False)
+    """external name -> node id (inputs, weights and outputs share one namespace)."""
 
     # ------------------------------------------------------------------ helpers
 
     def _new(self, op: str, ins: tuple[int, ...], shape: Shape, **attrs: Any) -> int:
         node = Node(len(self.nodes), op, ins, shape, **attrs)
         self.nodes.append(node)
+        if node.name:
+            self.names[node.name] = node.id
         return node.id
 
     def _operand(self, nid: int, user: str) -> Node:
@@ -141,11 +145,11 @@ class Graph:
         if not isinstance(name, str) or not name:
             raise CompileError(f"{kind}: the name must be a non-empty string, got {name!r}",
                                "give every input, weight and output a name")
-        for node in self.nodes:
-            if node.name == name:
-                raise CompileError(f"{kind} '{name}': the name is already used by {node.describe()}; "
-                                   "external memory is laid out by name",
-                                   "choose a name no other input, weight or output has", node.id)
+        if name in self.names:
+            other = self.nodes[self.names[name]]
+            raise CompileError(f"{kind} '{name}': the name is already used by {other.describe()}; "
+                               "external memory is laid out by name",
+                               "choose a name no other input, weight or output has", other.id)
 
     @staticmethod
     def _check_shape(shape: Any, kind: str) -> Shape:
