@@ -306,10 +306,15 @@ cycle + b and written two cycles later (hw/dma.py)."""
 ST_OVERHEAD = 2
 """ST: scratchpad read latency (1) and the data register; beat b is read in the dispatch
 cycle + b and written two cycles later (hw/dma.py)."""
-MM_OVERHEAD = 5
-"""MM: dispatch, scratchpad read latency, operand register, multiply, accumulate."""
-RQ_OVERHEAD = 6
-"""RQ: dispatch, scratchpad read latency, the four-stage requantizer pipeline."""
+MM_OVERHEAD = 3
+"""MM: scratchpad read latency (1), the multiplier input registers (1), the product register (1);
+step t enters the array tb*(N-1) + 1 + t cycles after the dispatch, row i is written as its
+sums become final, one row per cycle, the last K + M + tb*(N-1) + 2 cycles after the dispatch
+(hw/mxu.py)."""
+RQ_OVERHEAD = 7
+"""RQ: scratchpad read latency (1) and the six-stage requantizer pipeline (inputs, partial
+products, partial sums, product, shift, round-and-saturate); beat b is read in the dispatch
+cycle + b and written seven cycles later (hw/requant.py)."""
 VADD_OVERHEAD = 3
 """VADD: dispatch, scratchpad read latency, add-and-saturate register."""
 AMAX_OVERHEAD = 4
@@ -329,9 +334,9 @@ def _beats(n: Any, params: Params) -> Any:
     return ceil_div(n, params.LANES)
 
 
-def _mm_first_chunk(f: Mapping[str, Any]) -> Any:
-    # rows of A (and, when tb = 1, rows of the transposed B) loaded before the first step
-    return vselect(f["tb"], vmax(f["M"], f["N"]), f["M"])
+def _mm_skew(f: Mapping[str, Any]) -> Any:
+    # tb = 1: the first step waits for the first chunk of all N rows of B^T, read one per cycle
+    return vselect(f["tb"], f["N"] - 1, 0)
 
 
 # --------------------------------------------------------------------------- the instructions
@@ -380,8 +385,8 @@ INSTRUCTIONS: tuple[InstrSpec, ...] = (
                                   (f["K"] - 1) * f["ldb"] + f["N"]),
                 writes=False),
          Region(Mem.SPAD, "dst", lambda f: (f["M"] - 1) * f["ldc"] + f["N"], writes=True)),
-        lambda f, p: _mm_first_chunk(f) + f["K"] + f["M"] + MM_OVERHEAD,
-        "max(M, tb*N) + K + M + MM_OVERHEAD",
+        lambda f, p: f["K"] + f["M"] + _mm_skew(f) + MM_OVERHEAD,
+        "K + M + tb*(N-1) + MM_OVERHEAD",
     ),
     InstrSpec(
         "RQ", Opcode.RQ,

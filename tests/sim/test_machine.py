@@ -196,13 +196,13 @@ def test_counters_of_a_hand_computed_program():
     """
     s = spec
     ld = math.ceil(60 / 4) + s.LD_OVERHEAD                 # 15 + 3
-    mm1 = 4 + 12 + 4 + s.MM_OVERHEAD                      # max(M, 0) + K + M
-    rq = math.ceil(50 / 4) + s.RQ_OVERHEAD                 # 13 + 6
+    mm1 = 12 + 4 + s.MM_OVERHEAD                          # tb = 0: K + M
+    rq = math.ceil(50 / 4) + s.RQ_OVERHEAD                 # 13 + 7
     sm = 2 * math.ceil(10 / 4) + 10 + s.SM_OVERHEAD        # 6 + 10 + 26
     vadd = math.ceil(7 / 4) + s.VADD_OVERHEAD              # 2 + 3
     amax = math.ceil(9 / 4) + s.AMAX_OVERHEAD              # 3 + 4
     unpack = 2 * 2 + s.UNPACK_OVERHEAD                     # 4 + 3
-    mm2 = max(2, 3) + 5 + 2 + s.MM_OVERHEAD                # tb = 1: max(M, N) + K + M
+    mm2 = 5 + 2 + (3 - 1) + s.MM_OVERHEAD                  # tb = 1: K + M + N - 1
     st_ = math.ceil(5 / 4) + s.ST_OVERHEAD                 # 2 + 3
     expected = Counters(
         cycles=s.FRONTEND_CYCLES + ld + mm1 + rq + sm + vadd + amax + unpack + mm2 + st_ + s.STOP_CYCLES,

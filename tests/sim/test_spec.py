@@ -136,9 +136,9 @@ def test_latencies_by_hand():
     assert latency(c.BY_NAME["LD"], {"dst": 0, "src": 0, "len": 61}) == 16 + c.LD_OVERHEAD
     assert latency(c.BY_NAME["ST"], {"src": 0, "dst": 0, "len": 1}) == 1 + c.ST_OVERHEAD
     mm = {"dst": 0, "A": 0, "B": 0, "M": 4, "K": 12, "N": 4, "tb": 0, "lda": 0, "ldb": 0, "ldc": 0}
-    assert latency(c.BY_NAME["MM"], mm) == 4 + 12 + 4 + c.MM_OVERHEAD                          # M + K + M
-    assert latency(c.BY_NAME["MM"], {**mm, "M": 2, "K": 3, "tb": 1}) == 4 + 3 + 2 + c.MM_OVERHEAD  # max(M, N)
-    assert latency(c.BY_NAME["MM"], {**mm, "M": 3, "N": 1, "K": 3, "tb": 1}) == 3 + 3 + 3 + c.MM_OVERHEAD
+    assert latency(c.BY_NAME["MM"], mm) == 12 + 4 + c.MM_OVERHEAD                              # K + M
+    assert latency(c.BY_NAME["MM"], {**mm, "M": 2, "K": 3, "tb": 1}) == 3 + 2 + 3 + c.MM_OVERHEAD  # + N - 1
+    assert latency(c.BY_NAME["MM"], {**mm, "M": 3, "N": 1, "K": 3, "tb": 1}) == 3 + 3 + 0 + c.MM_OVERHEAD
     rq = {"dst": 0, "src": 0, "len": 50, "m": 1, "s": 1, "relu": 0}
     assert latency(c.BY_NAME["RQ"], rq) == 13 + c.RQ_OVERHEAD
     assert latency(c.BY_NAME["SM"], {"dst": 0, "src": 0, "len": 10}) == 2 * 3 + 10 + c.SM_OVERHEAD
