@@ -19,6 +19,7 @@ reference machine and on Amaranth values for the hardware alike.
 from __future__ import annotations
 
 import enum
+import functools
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -266,7 +267,7 @@ class InstrSpec:
     in_place_ok: bool = False
     extra_checks_doc: str = ""
 
-    @property
+    @functools.cached_property
     def field_names(self) -> tuple[str, ...]:
         return tuple(f.name for f in self.fields)
 
