@@ -1,0 +1,273 @@
+"""The matrix unit: MM on the T x T output-stationary array (hw/systolic.py).
+
+``S[dst + i*ldc + j] = sum_t s8(S[A + i*lda + t]) * s8(Bv(t, j))`` for i < M, j < N, t < K, with
+Bv(t, j) = S[B + t*ldb + j] (tb = 0) or S[B + j*ldb + t] (tb = 1); rows written in increasing i.
+
+Schedule, in cycles after the dispatch cycle d (tau = 0 is d itself; every first address comes
+straight from ``fields`` in the dispatch cycle), with D = tb * (N - 1):
+
+* A, on ``rd0``: the K steps are cut in chunks of LANES = 4. Chunk c of row i (words
+  A + i*lda + 4c ..) is read at tau = D + 4c + i, so each row gets its next chunk exactly as it
+  shifts out the last element of the previous one (M <= T <= 4 reads per 4 steps).
+* B, on ``rd1``: with tb = 0, row t of B (N words at B + t*ldb) is read at tau = t and enters
+  the array as it returns. With tb = 1, chunk c of row j of B^T (words B + j*ldb + 4c ..) is read
+  at tau = 4c + j into a double-buffered chunk register per column; step t = 4c + k enters the
+  array at tau = D + 1 + t, built from the N columns' chunk registers (column N - 1's chunk c is
+  taken straight from the read data in the cycle it returns). Chunk c + 1 arrives while chunk
+  c is still being used, hence two buffers.
+* Step t enters row 0 at tau = D + 1 + t and row i one cycle later per row; row i's sums are
+  final at tau = D + K + 3 + i (SystolicArray.LATENCY = 3 after its last step), and are written
+  then: row i, N lanes, at dst + i*ldc. The rows finish one per cycle, so the writes drain as
+  fast as the write port takes them.
+
+Latency: the last write, row M - 1, is at tau = D + K + M + 2, so
+L = K + M + tb*(N - 1) + MM_OVERHEAD, MM_OVERHEAD = 3 (the read latency, the multiplier input
+registers, the product register; the accumulate lands in the cycle of the write).
+
+Timing: every read enable and address leaves a register (the decisions for cycle tau are made in
+cycle tau - 1 by comparing a cycle counter with per-instruction bounds), except in the dispatch
+cycle, where the first addresses come from ``fields`` through one multiplexer. Read data passes
+one multiplexer (or none, for A) before a register; the multipliers sit between registers.
+"""
+
+from __future__ import annotations
+
+from amaranth.hdl import Cat, Module, Mux, Signal, Value
+from amaranth.lib import data, wiring
+
+from sim import spec
+from sim.spec import DEFAULT, Params
+
+from .isa import fields_view
+from .ports import addr_bits, unit_members
+from .systolic import OPERAND_BITS, SystolicArray
+
+
+class MatrixUnit(wiring.Component):
+    """The MM unit: one T x T tile of int8 x int8 -> int32 products per instruction.
+
+    Parameters:
+        params: the machine's :class:`sim.spec.Params` (T <= LANES, K_MAX, SPAD_WORDS).
+
+    Members (``hw.ports.unit_members(params, n_read=2, write=True)``):
+        start In(1), opcode In(4), fields In(124), done Out(1): the execute-stage contract.
+        rd0 Out(ReadPort): A, one row chunk (LANES words) per cycle.
+        rd1 Out(ReadPort): B, one row per cycle (tb = 0) or one B^T row chunk per cycle (tb = 1).
+        wr Out(WritePort): the results, one output row per cycle, lanes j < N, int32 (the
+            accumulator, accumulator_bits(K_MAX) wide, sign-extended).
+        An idle unit (from the cycle after ``done`` to the next ``start``) drives every output
+        to 0; while it executes, an address whose enable is low is don't-care.
+
+    Latency: K + M + tb*(N - 1) + MM_OVERHEAD cycles, MM_OVERHEAD = 3 (see the module
+    docstring for the schedule). Resources: T*T 8 x 8 multipliers (16 DSP blocks for T = 4).
+
+    Errors: none; the execute stage dispatches only checked instructions (M, N in 1..T, K in
+    1..K_MAX, every region inside the scratchpad, dst disjoint from A and B).
+
+    Raises:
+        TypeError: params is not a :class:`sim.spec.Params`.
+        ValueError: params.T > params.LANES (a row of B or of the output would need more than one
+            access, and M reads per chunk more than LANES cycles; not built).
+    """
+
+    OPCODES = ("MM",)
+    """The instructions this unit executes."""
+    OVERHEAD = 3
+    """Cycles of the schedule beyond K + M + tb*(N-1): sim.spec.MM_OVERHEAD must equal it."""
+
+    def __init__(self, params: Params = DEFAULT):
+        if not isinstance(params, Params):
+            self._MustUse__silence = True
+            raise TypeError(f"MatrixUnit: params={params!r} must be a sim.spec.Params")
+        if params.T > params.LANES:
+            self._MustUse__silence = True
+            raise ValueError(f"MatrixUnit: params.T={params.T} must be at most params.LANES={params.LANES} "
+                             "(one access per row of B and of the output)")
+        assert spec.MM_OVERHEAD == self.OVERHEAD, "sim.spec.MM_OVERHEAD must be what hw/mxu.py realises"
+        assert spec.SPAD_READ_LATENCY == 1
+        self.params = params
+        super().__init__(unit_members(params, n_read=2, write=True))
+
+    def elaborate(self, platform):
+        m = Module()
+        p = self.params
+        t_size, lanes = p.T, p.LANES
+        lane_bits = (lanes - 1).bit_length()
+        abits = addr_bits(p.SPAD_WORDS)
+        f = fields_view("MM", self.fields)
+        m.submodules.array = array = SystolicArray(t_size, p.K_MAX, lanes)
+
+        # ---------------------------------------------------------------- the timeline
+        # tau counts cycles from the dispatch (tau = 0 in the dispatch cycle itself). Every
+        # decision of cycle tau is computed in cycle tau - 1 and registered, so that the memory
+        # requests leave registers (or, in the dispatch cycle, come straight from ``fields``).
+        busy = Signal()
+        cycle = Signal(range(p.K_MAX + 3 * t_size + 8))
+        active = Signal()
+        m.d.comb += active.eq(self.start | busy)
+        with m.If(self.start):
+            m.d.sync += [busy.eq(1), cycle.eq(1)]
+        with m.Elif(self.done):
+            m.d.sync += [busy.eq(0), cycle.eq(0)]
+        with m.Elif(busy):
+            m.d.sync += cycle.eq(cycle + 1)
+
+        # Per-instruction bounds, from the fields in the dispatch cycle, so that the decisions
+        # below compare the cycle counter with registers (one carry chain each), never with sums.
+        delay = Signal(range(t_size))                  # D = tb * (N - 1)
+        chunks = Signal(range(p.K_MAX // lanes + 2))   # ceil(K / LANES)
+        m.d.comb += [delay.eq(Mux(f.tb, f.N - 1, 0)), chunks.eq((f.K + lanes - 1) >> lane_bits)]
+        width = len(cycle) + 1
+        bounds = {
+            "delay": delay,                                   # step t enters at tau = D + 1 + t
+            "a_begin": Mux(delay == 0, 0, delay - 1),         # A reads from tau = D ...
+            "a_end": chunks * lanes + delay - 1,              # ... to tau < D + 4 * chunks
+            "b_end": Mux(f.tb, chunks * lanes - 1, f.K - 1),  # B reads to tau < 4*chunks or K
+            "s_end": delay + f.K,
+            "s_last": delay + f.K - 1,
+        }
+        bound = {}
+        for name, value in bounds.items():
+            bound[name] = Signal(width, name=f"{name}_q")
+            with m.If(self.start):
+                m.d.sync += bound[name].eq(value)
+
+        def decisions_next(c):
+            """What the unit does in cycle tau + 1, from the counter c = tau >= 1 and the bounds."""
+            a_row = (c + 1 - bound["delay"])[:lane_bits]
+            s_tau = (c - bound["delay"])[:lane_bits + 1]
+            return {
+                "a_on": c >= bound["a_begin"],
+                "a_row": a_row,
+                "a_go": (c >= bound["a_begin"]) & (a_row < f.M) & (c < bound["a_end"]),
+                "b_go": (c < bound["b_end"]) & (~f.tb | ((c + 1)[:lane_bits] < f.N)),
+                "step": (c >= bound["delay"]) & (c < bound["s_end"]),
+                "first": c == bound["delay"],
+                "last": c == bound["s_last"],
+                "s_k": s_tau[:lane_bits],
+                "s_slot": s_tau[lane_bits],
+            }
+
+        # The same for the dispatch cycle (tau = 0) and the one after it (tau = 1), from the fields.
+        first_step_at_1 = delay == 0
+        at_0 = {"a_on": delay == 0, "a_row": 0, "a_go": delay == 0, "b_go": 1,
+                "step": 0, "first": 0, "last": 0, "s_k": 0, "s_slot": 0}
+        a_row_1 = (1 - delay)[:lane_bits]
+        at_1 = {"a_on": delay <= 1, "a_row": a_row_1, "a_go": (delay <= 1) & (a_row_1 < f.M),
+                "b_go": Mux(f.tb, f.N > 1, f.K > 1), "step": first_step_at_1, "first": first_step_at_1,
+                "last": first_step_at_1 & (f.K == 1), "s_k": 0, "s_slot": 0}
+        now = {}
+        for name, value in decisions_next(cycle).items():
+            reg = Signal(Value.cast(value).shape(), name=f"{name}_q")
+            with m.If(self.start):
+                m.d.sync += reg.eq(at_1[name])
+            with m.Elif(busy & ~self.done):
+                m.d.sync += reg.eq(value)
+            with m.Else():
+                m.d.sync += reg.eq(0)
+            now[name] = Signal(reg.shape(), name=name)
+            m.d.comb += now[name].eq(Mux(self.start, at_0[name], reg))
+
+        # ---------------------------------------------------------------- A on rd0
+        # The read pointer walks the rows of a chunk by lda and jumps to the next chunk's row 0
+        # (base + 4) after LANES phases.
+        a_addr = self._walker(m, "a", f.A, f.lda, advance=now["a_on"], wrap=now["a_row"] == lanes - 1,
+                              chunked=1)
+        m.d.comb += [self.rd0.en.eq(now["a_go"]), self.rd0.addr.eq(a_addr)]
+
+        a_back, a_back_row = Signal(), Signal(lane_bits)   # the read returns the next cycle
+        m.d.sync += [a_back.eq(now["a_go"]), a_back_row.eq(now["a_row"])]
+        m.d.comb += [
+            array.a_load.eq(Cat(a_back & (a_back_row == i) for i in range(t_size))),
+            array.a_chunk.eq(Cat(self.rd0.data[k][:OPERAND_BITS] for k in range(lanes))),
+        ]
+
+        # ---------------------------------------------------------------- B on rd1
+        # tb = 0: row t at tau = t. tb = 1: column j of chunk c at tau = 4c + j.
+        tau = Mux(self.start, 0, cycle)
+        b_col = tau[:lane_bits]
+        b_addr = self._walker(m, "b", f.B, f.ldb, advance=active, wrap=b_col == lanes - 1, chunked=f.tb)
+        m.d.comb += [self.rd1.en.eq(now["b_go"]), self.rd1.addr.eq(b_addr)]
+
+        b_back, b_back_col, b_back_slot = Signal(), Signal(lane_bits), Signal()
+        m.d.sync += [b_back.eq(now["b_go"] & f.tb), b_back_col.eq(b_col), b_back_slot.eq(tau[lane_bits])]
+        b_data = [self.rd1.data[k][:OPERAND_BITS] for k in range(lanes)]
+        operand_chunk = data.ArrayLayout(OPERAND_BITS, lanes)
+        b_chunks = [[Signal(operand_chunk, name=f"bt_chunk{j}_{slot}") for slot in range(2)]
+                    for j in range(t_size)]
+        for j in range(t_size):
+            for slot in range(2):
+                with m.If(b_back & (b_back_col == j) & (b_back_slot == slot)):
+                    m.d.sync += b_chunks[j][slot].eq(Cat(b_data))
+
+        # ---------------------------------------------------------------- steps into the array
+        # Step t = 4c + k enters at tau = D + 1 + t.
+        s_k, s_slot = now["s_k"], now["s_slot"]
+        m.d.comb += [
+            array.step.eq(now["step"]),
+            array.first.eq(now["first"]),
+            array.last.eq(now["last"]),
+            array.rows.eq(f.M),
+        ]
+        # The read data (late: block RAM and rotation) passes one multiplexer before the array's
+        # input register: lane j (tb = 0), lane 0 (tb = 1, a chunk used as it arrives, which happens
+        # only for its element 0), or a value selected from registers only.
+        for j in range(t_size):
+            arriving = b_back & (b_back_col == j) & (b_back_slot == s_slot)
+            buffered = Mux(s_slot, b_chunks[j][1].as_value(), b_chunks[j][0].as_value())
+            from_buffer = buffered.word_select(s_k, OPERAND_BITS)
+            with m.If(~f.tb):
+                m.d.comb += array.b[j].eq(b_data[j])
+            with m.Elif(arriving):
+                m.d.comb += array.b[j].eq(b_data[0])
+            with m.Else():
+                m.d.comb += array.b[j].eq(from_buffer)
+
+        # ---------------------------------------------------------------- results on wr
+        # Row i is written in the cycle its sums become final; rows finish one per cycle.
+        rows = [array.row_done[i] for i in range(t_size)]   # only rows i < M signal
+        write = Signal()
+        last_row = Cat(rows[i] & (i + 1 == f.M) for i in range(t_size)).any()
+        m.d.comb += [write.eq(Cat(rows).any()), self.done.eq(last_row)]
+        dst = Signal(abits)
+        with m.If(self.start):
+            m.d.sync += dst.eq(f.dst)
+        with m.Elif(write):
+            m.d.sync += dst.eq(dst + f.ldc)
+        m.d.comb += [
+            self.wr.en.eq(write),
+            self.wr.addr.eq(Mux(write, dst, 0)),
+            self.wr.mask.eq(Mux(write, Cat(j < f.N for j in range(lanes)), 0)),
+        ]
+        for j in range(t_size):
+            word = 0
+            for i in range(t_size):
+                word = word | Mux(rows[i], array.acc[i][j], 0)
+            m.d.comb += self.wr.data[j].eq(word)
+        return m
+
+    def _walker(self, m: Module, name: str, start_addr, stride, *, advance, wrap, chunked):
+        """The address of a strided walk: start_addr, + stride each cycle; when ``chunked``, it
+        walks the rows of a chunk and at ``wrap`` goes to the next chunk's first row (+ LANES).
+
+        The first address comes straight from ``fields`` in the dispatch cycle; then a register
+        holds the address of the current cycle. It takes the next one whenever ``advance`` is
+        high and holds otherwise, and it returns to 0 with ``done`` (an idle unit drives 0).
+        """
+        abits = addr_bits(self.params.SPAD_WORDS)
+        ptr_q = Signal(abits, name=f"{name}_ptr")
+        base_q = Signal(abits, name=f"{name}_base")
+        ptr = Signal(abits, name=f"{name}_addr")
+        base = Signal(abits, name=f"{name}_chunk")
+        m.d.comb += [ptr.eq(Mux(self.start, start_addr, ptr_q)), base.eq(Mux(self.start, start_addr, base_q))]
+        next_chunk = base + self.params.LANES
+        with m.If(self.done):
+            m.d.sync += [ptr_q.eq(0), base_q.eq(0)]
+        with m.Elif(advance):
+            with m.If(chunked & wrap):
+                m.d.sync += [ptr_q.eq(next_chunk), base_q.eq(next_chunk)]
+            with m.Else():
+                m.d.sync += [ptr_q.eq(ptr + stride), base_q.eq(base)]
+        with m.Else():
+            m.d.sync += [ptr_q.eq(ptr), base_q.eq(base)]
+        return ptr

@@ -1,0 +1,215 @@
+"""hw/mxu.py (and hw/systolic.py): MM tiles against the reference machine, latencies from the spec.
+
+Every scratchpad word holds 32 random bits: MM must read only the low byte, as a signed int8.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from amaranth.sim import Simulator
+
+from hw.mxu import MatrixUnit
+from hw.systolic import SystolicArray, accumulator_bits
+from sim import spec
+from sim.asm import Instruction, build
+from sim.spec import Params
+
+from .harness import UnitBench, check_unit, run_unit
+
+P = Params(SPAD_WORDS=1024)
+OPERANDS = 512
+"""Operands live below this address, results above it (MM's dst may not overlap A or B)."""
+
+
+def _random_words(rng: np.random.Generator, n: int) -> np.ndarray:
+    return rng.integers(0, 1 << 32, n, dtype=np.int64)
+
+
+def _with_low_bytes(rng: np.random.Generator, n: int, values) -> np.ndarray:
+    """Words whose low byte is drawn from ``values`` and whose upper 24 bits are random."""
+    return (_random_words(rng, n) & ~0xFF) | (rng.choice(values, n) & 0xFF)
+
+
+class _Tiles:
+    """Builds MMs with operands below OPERANDS and each result in its own region above it."""
+
+    def __init__(self, params: Params = P):
+        self.params = params
+        self.dst = OPERANDS
+        self.program: list[Instruction] = []
+
+    def add(self, rng: np.random.Generator, *, M: int, N: int, K: int, tb: int,
+            lda: int | None = None, ldb: int | None = None, ldc: int | None = None,
+            dst_align: int | None = None) -> None:
+        lanes = self.params.LANES
+        if lda is None:   # random, as long as the operands fit below OPERANDS
+            lda = int(rng.integers(0, min(2 * K + 3, (OPERANDS - K) // max(M - 1, 1) + 1)))
+        if ldb is None:
+            rows, row = (N, K) if tb else (K, N)
+            ldb = int(rng.integers(0, min(2 * row + 3, (OPERANDS - row) // max(rows - 1, 1) + 1)))
+        ldc = int(rng.integers(N, N + 5)) if ldc is None else ldc
+        a_extent = (M - 1) * lda + K
+        b_extent = (N - 1) * ldb + K if tb else (K - 1) * ldb + N
+        A = int(rng.integers(0, OPERANDS - a_extent + 1))
+        B = int(rng.integers(0, OPERANDS - b_extent + 1))
+        align = int(rng.integers(lanes)) if dst_align is None else dst_align
+        dst = (self.dst + lanes - 1) // lanes * lanes + align
+        self.program.append(build("MM", dst=dst, A=A, B=B, M=M, K=K, N=N, tb=tb, lda=lda, ldb=ldb, ldc=ldc,
+                                  params=self.params))
+        self.dst = dst + (M - 1) * ldc + N + 1
+        assert self.dst <= self.params.SPAD_WORDS, "too many tiles for the scratchpad"
+
+
+@pytest.mark.parametrize("tb", [0, 1])
+def test_every_shape(tb: int):
+    """M and N from 1 to T, K = 1, a middle K and K_MAX (and K = 4c + r for every r), random
+    strides (odd ones included), operand and result alignments, back to back."""
+    params = Params(SPAD_WORDS=2048)
+    rng = np.random.default_rng(tb)
+    tiles = _Tiles(params)
+    for M in range(1, params.T + 1):
+        for N in range(1, params.T + 1):
+            for K in (1, int(rng.integers(2, 16)),
+                      params.K_MAX if (M + N) % 3 == 0 else int(rng.integers(16, 40))):
+                tiles.add(rng, M=M, N=N, K=K, tb=tb)
+    check_unit(lambda: MatrixUnit(params), tiles.program, spad=_random_words(rng, params.SPAD_WORDS),
+               params=params)
+
+
+@pytest.mark.parametrize("tb", [0, 1])
+def test_extreme_operands_at_k_max(tb: int):
+    """-128 and 127 everywhere: the largest sums (+-2**20 and -128*127*64) and their signs survive
+    the accumulator (accumulator_bits) and the sign extension to 32 bits."""
+    rng = np.random.default_rng(10 + tb)
+    spad = np.zeros(P.SPAD_WORDS, dtype=np.int64)
+    # [0, 64): -128, [64, 128): 127, [128, 256): a mix of both, upper bits random throughout
+    spad[:64] = _with_low_bytes(rng, 64, [-128])
+    spad[64:128] = _with_low_bytes(rng, 64, [127])
+    spad[128:OPERANDS] = _with_low_bytes(rng, OPERANDS - 128, [-128, 127])
+    k = P.K_MAX
+    program = [
+        # stride 0: every row (and every column of B) the same 64 operands
+        build("MM", dst=600, A=0, B=0, M=4, K=k, N=4, tb=tb, lda=0, ldb=0, ldc=4, params=P),
+        build("MM", dst=620, A=0, B=64, M=4, K=k, N=4, tb=tb, lda=0, ldb=0, ldc=5, params=P),
+        build("MM", dst=640, A=64, B=64, M=4, K=k, N=4, tb=tb, lda=0, ldb=0, ldc=4, params=P),
+        build("MM", dst=660, A=128, B=200, M=4, K=k, N=4, tb=tb, lda=1, ldb=1, ldc=4, params=P),
+    ]
+    got, _, _ = run_unit(lambda: MatrixUnit(P), program, spad=spad, params=P)
+    assert accumulator_bits(P.K_MAX) == 22
+    assert got[600] == 1 << 20 and got[620] == (-128 * 127 * 64) & 0xFFFFFFFF and got[640] == 127 * 127 * 64
+    check_unit(lambda: MatrixUnit(P), program, spad=spad, params=P)
+
+
+@pytest.mark.parametrize("tb", [0, 1])
+def test_strides_that_overlap_and_alignments(tb: int):
+    """lda = 0 and ldb = 0 (rows shared), ldc < N (output rows overlap: the later row wins) and
+    ldc = 0, large odd strides; A, B and dst at every alignment mod 4."""
+    rng = np.random.default_rng(20 + tb)
+    tiles = _Tiles()
+    shapes = [(4, 4, 9, 0, 0, 4), (4, 3, 5, 1, 1, 1), (3, 4, 7, 3, 5, 2), (4, 4, 6, 2, 2, 0),
+              (2, 4, 13, 31, 29, 7), (4, 2, 3, 1, 63, 3), (1, 1, 64, 0, 0, 0)]
+    for M, N, K, lda, ldb, ldc in shapes:
+        tiles.add(rng, M=M, N=N, K=K, tb=tb, lda=lda, ldb=ldb, ldc=ldc)
+    lanes = P.LANES
+    for a_align in range(lanes):
+        for b_align in range(lanes):
+            tiles.add(rng, M=4, N=4, K=int(rng.integers(1, 12)), tb=tb, lda=11, ldb=7, ldc=5,
+                      dst_align=(a_align + b_align) % lanes)
+            last = tiles.program[-1]
+            fields = dict(last.fields)
+            fields["A"] = fields["A"] // lanes * lanes + a_align
+            fields["B"] = fields["B"] // lanes * lanes + b_align
+            tiles.program[-1] = build("MM", params=P, **fields)
+    check_unit(lambda: MatrixUnit(P), tiles.program, spad=_random_words(rng, P.SPAD_WORDS), params=P)
+
+
+def test_back_to_back_reading_the_previous_result():
+    """Each MM reads (the low bytes of) the previous one's output, written up to the cycle before
+    its dispatch; tb alternates."""
+    rng = np.random.default_rng(30)
+    program = [build("MM", dst=300, A=0, B=100, M=4, K=4, N=4, tb=0, lda=4, ldb=4, ldc=4, params=P)]
+    dst = 300
+    for step in range(8):
+        tb = step % 2
+        src, dst = dst, 300 + 40 * (step + 1)
+        # A = the previous 4 x 4 result; B = the same result (as B, or as B^T)
+        program.append(build("MM", dst=dst, A=src, B=src, M=4, K=4, N=4, tb=tb, lda=4, ldb=4, ldc=4,
+                             params=P))
+        program.append(build("MM", dst=dst + 20, A=src + 1, B=200 + step, M=3, K=3, N=2, tb=tb, lda=4, ldb=3,
+                             ldc=2, params=P))
+    spad = _with_low_bytes(rng, P.SPAD_WORDS, np.arange(-8, 8))
+    check_unit(lambda: MatrixUnit(P), program, spad=spad, params=P)
+
+
+@pytest.mark.parametrize("t", [1, 2, 3])
+def test_smaller_arrays(t: int):
+    params = Params(T=t, SPAD_WORDS=1024)
+    rng = np.random.default_rng(40 + t)
+    tiles = _Tiles(params)
+    for tb in (0, 1):
+        for M in range(1, t + 1):
+            for N in range(1, t + 1):
+                tiles.add(rng, M=M, N=N, K=int(rng.integers(1, 20)), tb=tb)
+    check_unit(lambda: MatrixUnit(params), tiles.program, spad=_random_words(rng, params.SPAD_WORDS),
+               params=params)
+
+
+def test_latency_formula():
+    shapes = [(1, 1, 1), (4, 4, 1), (2, 3, 5), (4, 1, 64), (1, 4, 64), (3, 3, 8)]
+    program = [build("MM", dst=500, A=0, B=100, M=M, K=K, N=N, tb=tb, lda=K, ldb=K if tb else N, ldc=N,
+                     params=P)
+               for tb in (0, 1) for M, N, K in shapes]
+    _, _, got = run_unit(lambda: MatrixUnit(P), program, params=P)
+    assert spec.MM_OVERHEAD == MatrixUnit.OVERHEAD == 3
+    assert got == [ins.K + ins.M + ins.tb * (ins.N - 1) + spec.MM_OVERHEAD for ins in program]
+
+
+def test_idle_outputs_are_zero():
+    """The top ORs the units' requests: the unit drives 0 on every output whenever it is not
+    executing an instruction, from the cycle after its ``done`` on. (While it executes, an
+    address without its enable is don't-care.)"""
+    program = [build("MM", dst=600, A=3, B=101, M=3, K=9, N=2, tb=tb, lda=10, ldb=9, ldc=3, params=P)
+               for tb in (0, 1)]
+    bench = UnitBench(MatrixUnit(P), P)
+    unit = bench.unit
+    seen = {"reads": 0, "writes": 0}
+
+    async def testbench(ctx):
+        def check_idle():
+            outputs = [unit.rd0.en, unit.rd0.addr, unit.rd1.en, unit.rd1.addr, unit.wr.en, unit.wr.addr,
+                       unit.wr.mask, unit.wr.data.as_value(), unit.done]
+            assert [ctx.get(v) for v in outputs] == [0] * len(outputs)
+
+        for _ in range(3):
+            check_idle()
+            await ctx.tick()
+        for ins in program:
+            encoded = sum(w << (32 * i) for i, w in enumerate(ins.encode()))
+            ctx.set(unit.opcode, encoded & ((1 << spec.OPCODE_BITS) - 1))
+            ctx.set(unit.fields, encoded >> spec.OPCODE_BITS)
+            ctx.set(unit.start, 1)
+            for _ in range(spec.latency(ins.spec, ins.fields, P)):
+                seen["reads"] += ctx.get(unit.rd0.en) + ctx.get(unit.rd1.en)
+                seen["writes"] += ctx.get(unit.wr.en)
+                await ctx.tick()
+                ctx.set(unit.start, 0)
+            for _ in range(6):   # idle after each instruction (fields still held)
+                check_idle()
+                await ctx.tick()
+
+    sim = Simulator(bench)
+    sim.add_clock(1e-8)
+    sim.add_testbench(testbench)
+    sim.run()
+    # tb = 0: 3 chunks x 3 rows of A + 9 rows of B; tb = 1: 3 x 3 of A + 3 x 2 of B^T; 3 row writes each
+    assert seen == {"reads": 18 + 15, "writes": 6}
+
+
+def test_rejects_bad_params():
+    with pytest.raises(TypeError, match="params=4"):
+        MatrixUnit(4)
+    with pytest.raises(ValueError, match=r"params.T=8 must be at most params.LANES=4"):
+        MatrixUnit(Params(T=8))
+    with pytest.raises(ValueError, match="k_max=0"):
+        SystolicArray(4, 0)
