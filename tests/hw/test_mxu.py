@@ -142,6 +142,20 @@ def test_back_to_back_reading_the_previous_result():
     check_unit(lambda: MatrixUnit(P), program, spad=spad, params=P)
 
 
+def test_regions_at_the_end_of_the_scratchpad():
+    """Operands and results that end at the last word: chunk reads run past the end (and wrap)
+    in lanes that are not used."""
+    p = Params(SPAD_WORDS=256)
+    rng = np.random.default_rng(50)
+    program = [
+        build("MM", dst=0, A=256 - 3 * 9 - 7, B=100, M=4, K=7, N=3, tb=0, lda=9, ldb=5, ldc=3, params=p),
+        build("MM", dst=150, A=20, B=256 - 3 * 10 - 6, M=3, K=6, N=4, tb=1, lda=7, ldb=10, ldc=6, params=p),
+        build("MM", dst=256 - 2 * 6 - 4, A=20, B=100, M=3, K=6, N=4, tb=1, lda=7, ldb=10, ldc=6, params=p),
+        build("MM", dst=50, A=255, B=254, M=1, K=1, N=2, tb=0, lda=0, ldb=0, ldc=0, params=p),
+    ]
+    check_unit(lambda: MatrixUnit(p), program, spad=_random_words(rng, p.SPAD_WORDS), params=p)
+
+
 @pytest.mark.parametrize("t", [1, 2, 3])
 def test_smaller_arrays(t: int):
     params = Params(T=t, SPAD_WORDS=1024)
