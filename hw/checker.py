@@ -10,10 +10,15 @@ unit test compares the two on random and edge instructions.
 
 The checks are pipelined (Fmax target: 100 MHz on ECP5, hw/README.md):
 
-* stage A, on the instruction memory's output: opcode decode, field ranges;
-* stage B: region extents (the one multiply, ``(M-1)*lda``, lives here);
-* stage C: region ends (start + extent) and the scratchpad / external-memory bounds;
-* stage D, combinational on stage C's registers: overlaps and the error-code priority.
+* stage R: the instruction memory's output, registered (an ECP5 block RAM's clock-to-output
+  is about 6 ns of the 10 ns budget; nothing else fits behind it);
+* stages E (END_STAGES of them): the end (start + extent) of every region, evaluated by
+  :mod:`hw.formula` with a register after every multiply (``A + (M-1)*lda + K``: subtract;
+  multiply; the two adds); opcode decode and field ranges in the first, carried along;
+* stage C: the scratchpad / external-memory bounds and the overlaps, for the kind the opcode
+  names;
+* stage D, combinational on stage C's registers: the error-code priority (a few gates; the
+  execute stage registers the result).
 
 A field's legal maximum bounds the value the extent formulas see: the extents only matter
 when no field is out of range (BAD_FIELD comes first), so each field enters them narrowed to
@@ -23,17 +28,31 @@ the multiplier and the adders small without changing any result.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
+from typing import Any
+
 from amaranth.hdl import Const, Module, Mux, Signal, Value
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
 from sim import spec
-from sim.spec import DEFAULT, ErrorCode, InstrSpec, Mem, Params
+from sim.spec import DEFAULT, ErrorCode, InstrSpec, Mem, Params, Region
 
+from . import formula
 from .isa import FIELD_BITS, fields_view
 
-CHECK_STAGES = 3
-"""Register stages from ``in_*`` to ``out_*`` (A, B, C; D is combinational after C)."""
+
+def _end(region: Region) -> Callable[[Mapping[str, Any]], Any]:
+    """The formula of one past the region's last word: its start field plus its extent."""
+    return lambda f: f[region.start] + region.extent(f)
+
+
+END_STAGES = max(1, *(formula.depth(_end(r), list(s.field_names))
+                      for s in spec.INSTRUCTIONS for r in s.regions))
+"""Stages from the registered instruction to the registered ends (start + extent) of every
+region (at least one: the field-range flags are registered too)."""
+CHECK_STAGES = 1 + END_STAGES + 1
+"""Register stages from ``in_*`` to ``out_*``: R, the ends, C (D is combinational after C)."""
 
 PRIORITY = (ErrorCode.NO_HALT, *(c for c in ErrorCode if c not in (ErrorCode.NONE, ErrorCode.NO_HALT)))
 """The order in which faults are reported. NO_HALT first: the reference machine compares the
@@ -71,14 +90,14 @@ class Checker(wiring.Component):
             global stall).
         flush In(1): clear every stage (takes precedence over en).
         in_valid In(1), in_nohalt In(1), in_pc In(pc_bits), in_instr In(INSTR_BITS): the
-            instruction entering stage A (the instruction memory's read data), its pc, and
+            instruction entering stage R (the instruction memory's read data), its pc, and
             whether that pc equals the program length (then in_instr is ignored).
         out_valid Out(1), out_pc Out(pc_bits), out_opcode Out(OPCODE_BITS),
         out_fields Out(FIELD_BITS): the instruction leaving stage C.
         out_code Out(ERROR_CODE_BITS): its :class:`sim.spec.ErrorCode`, NONE when legal
             (combinational from the stage C registers).
 
-    Latency: CHECK_STAGES (3) cycles from in_* to out_* while en is high.
+    Latency: CHECK_STAGES (4) cycles from in_* to out_* while en is high.
 
     Errors: reports, never raises; out_code is the code :func:`sim.spec.check` (or, for an
     unknown opcode or the end of the program, :class:`sim.machine.Machine`) gives.
@@ -125,8 +144,13 @@ class Checker(wiring.Component):
                     m.d.sync += reg.eq(value)
             return regs
 
-        # ---- stage A: opcode, field ranges
-        instr = self.in_instr
+        # ---- stage R: the memory's output, registered
+        r = stage("r", {"valid": self.in_valid, "nohalt": self.in_nohalt, "pc": self.in_pc,
+                        "instr": self.in_instr})
+
+        # ---- stage 0 of the extent pipeline (on R's registers): opcode, field ranges
+        pipe = formula.Pipeline(m, self.en, name="extent")
+        instr = r["instr"]
         op = instr[:spec.OPCODE_BITS]
         known = Const(0, 1)
         bad_field = {}
@@ -142,64 +166,61 @@ class Checker(wiring.Component):
                 if hi < (1 << f.width) - 1:
                     flag = flag | (value > hi)
             bad_field[ispec.name] = flag
-        a = stage("a", {
-            "valid": self.in_valid, "nohalt": self.in_nohalt, "pc": self.in_pc, "instr": instr,
-            "bad_opcode": ~known, "bad_field": _select(op, bad_field),
-        })
+        carried = {
+            "nohalt": pipe.input(r["nohalt"]), "pc": pipe.input(r["pc"]), "instr": pipe.input(instr),
+            "bad_opcode": formula.Term(pipe, ~known, 0, fresh=False).registered(),
+            "bad_field": formula.Term(pipe, _select(op, bad_field), 0, fresh=False).registered(),
+        }
 
-        # ---- stage B: extents of every region of every kind
-        extents = {}
-        for ispec in spec.INSTRUCTIONS:
-            fields = _narrowed(ispec, a["instr"][spec.OPCODE_BITS:], p)
-            for k, region in enumerate(ispec.regions):
-                extents[f"ext_{ispec.name}_{k}"] = Value.cast(region.extent(fields))
-        carried = ("valid", "nohalt", "pc", "instr", "bad_opcode", "bad_field")
-        b = stage("b", {key: a[key] for key in carried} | extents)
-
-        # ---- stage C: ends (start + extent), bounds
-        op_b = b["instr"][:spec.OPCODE_BITS]
+        # ---- the end (start + extent) of every region of every kind, END_STAGES later
         ends = {}
-        out_of = {Mem.SPAD: {}, Mem.EXT: {}}
         for ispec in spec.INSTRUCTIONS:
-            view = fields_view(ispec.name, b["instr"][spec.OPCODE_BITS:])
-            flags = {Mem.SPAD: Const(0, 1), Mem.EXT: Const(0, 1)}
+            narrowed = _narrowed(ispec, instr[spec.OPCODE_BITS:], p)
+            fields = {name: pipe.input(value) for name, value in narrowed.items()}
             for k, region in enumerate(ispec.regions):
-                end = Value.cast(getattr(view, region.start)) + b[f"ext_{ispec.name}_{k}"]
-                ends[f"end_{ispec.name}_{k}"] = end
-                flags[region.mem] = flags[region.mem] | (end > _mem_words(region.mem, p))
-            for mem in (Mem.SPAD, Mem.EXT):
-                out_of[mem][ispec.name] = flags[mem]
-        c = stage("c", {key: b[key] for key in carried}
-                  | {"spad_range": _select(op_b, out_of[Mem.SPAD]),
-                     "ext_range": _select(op_b, out_of[Mem.EXT])}
-                  | ends)
+                ends[f"end_{ispec.name}_{k}"] = formula.evaluate(pipe, _end(region), fields)
+        b = {key: term.at(END_STAGES).value for key, term in (carried | ends).items()}
+        valid = r["valid"]
+        for k in range(END_STAGES):   # the valid bits, cleared by flush
+            valid = stage(f"e{k}", {"valid": valid})["valid"]
+        b["valid"] = valid
 
-        # ---- stage D (combinational): overlaps, then the first fault in PRIORITY order
-        op_c = c["instr"][:spec.OPCODE_BITS]
+        # ---- stage C: bounds and overlaps, for the kind the opcode names
+        op_b = b["instr"][:spec.OPCODE_BITS]
+        out_of = {Mem.SPAD: {}, Mem.EXT: {}}
         overlap = {}
         for ispec in spec.INSTRUCTIONS:
-            view = fields_view(ispec.name, c["instr"][spec.OPCODE_BITS:])
-            flag = Const(0, 1)
+            view = fields_view(ispec.name, b["instr"][spec.OPCODE_BITS:])
+            end = [b[f"end_{ispec.name}_{k}"] for k in range(len(ispec.regions))]
+            for mem in (Mem.SPAD, Mem.EXT):
+                out_of[mem][ispec.name] = _any(end[k] > _mem_words(mem, p)
+                                               for k, region in enumerate(ispec.regions) if region.mem is mem)
+            hits = []
             for w, wr in enumerate(ispec.regions):
-                if not wr.writes:
-                    continue
                 for r, rd in enumerate(ispec.regions):
-                    if rd.writes or rd.mem is not wr.mem:
+                    if not wr.writes or rd.writes or rd.mem is not wr.mem:
                         continue
                     w_start = Value.cast(getattr(view, wr.start))
                     r_start = Value.cast(getattr(view, rd.start))
-                    hit = (w_start < c[f"end_{ispec.name}_{r}"]) & (r_start < c[f"end_{ispec.name}_{w}"])
+                    hit = (w_start < end[r]) & (r_start < end[w])
                     if ispec.in_place_ok:
                         hit = hit & (w_start != r_start)
-                    flag = flag | hit
-            overlap[ispec.name] = flag
+                    hits.append(hit)
+            overlap[ispec.name] = _any(hits)
+        c = stage("c", {key: b[key] for key in ("valid", *carried)}
+                  | {"spad_range": _select(op_b, out_of[Mem.SPAD]),
+                     "ext_range": _select(op_b, out_of[Mem.EXT]),
+                     "overlap": _select(op_b, overlap)})
+
+        # ---- stage D (combinational): the first fault in PRIORITY order
+        op_c = c["instr"][:spec.OPCODE_BITS]
         faults = {
             ErrorCode.NO_HALT: c["nohalt"],
             ErrorCode.BAD_OPCODE: c["bad_opcode"],
             ErrorCode.BAD_FIELD: c["bad_field"],
             ErrorCode.SPAD_RANGE: c["spad_range"],
             ErrorCode.EXT_RANGE: c["ext_range"],
-            ErrorCode.OVERLAP: _select(op_c, overlap),
+            ErrorCode.OVERLAP: c["overlap"],
         }
         assert set(faults) == set(PRIORITY), "every ErrorCode has its fault signal"
         code = Const(int(ErrorCode.NONE), spec.ERROR_CODE_BITS)
@@ -214,6 +235,14 @@ class Checker(wiring.Component):
             self.out_code.eq(code),
         ]
         return m
+
+
+def _any(flags) -> Value:
+    """The OR of the flags (0 for none)."""
+    out = Const(0, 1)
+    for flag in flags:
+        out = out | flag
+    return out
 
 
 def _select(op: Value, flags: dict[str, Value]) -> Value:

@@ -209,21 +209,19 @@ class Control(wiring.Component):
         with m.If(start):
             m.d.sync += [ex_active.eq(0), stopping.eq(0)]
         with m.Elif(consume):
-            with m.If(is_stop):
-                m.d.sync += [
-                    ex_active.eq(0),
-                    stopping.eq(1),
-                    stop_left.eq(spec.STOP_CYCLES - 1),
-                    stop_code.eq(chk.out_code),
-                    stop_pc.eq(chk.out_pc),
-                ]
-            with m.Else():
-                m.d.sync += [
-                    ex_active.eq(1),
-                    ex_opcode.eq(chk.out_opcode),
-                    ex_fields.eq(chk.out_fields),
-                    ex_class.eq(cls_of_op),
-                ]
+            # loaded whether or not the instruction stops the machine, so that their enables
+            # do not wait for the checker's last (combinational) stage; only the few state
+            # bits below depend on the error code
+            m.d.sync += [
+                ex_opcode.eq(chk.out_opcode),
+                ex_fields.eq(chk.out_fields),
+                ex_class.eq(Mux(is_stop, 0, cls_of_op)),
+                ex_active.eq(~is_stop),
+                stopping.eq(is_stop),
+                stop_left.eq(spec.STOP_CYCLES - 1),
+                stop_code.eq(chk.out_code),
+                stop_pc.eq(chk.out_pc),
+            ]
         with m.Elif(stop):
             m.d.sync += stopping.eq(0)
         with m.Elif(self.ex_done):

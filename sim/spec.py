@@ -294,10 +294,11 @@ SPAD_READ_LATENCY = 1
 """Cycles from a scratchpad read request to its data (banked block RAM, rotation after it)."""
 EXT_READ_LATENCY = 1
 """Cycles from an external-memory read request to its data (the bus of hw/ports.ExtPort)."""
-FRONTEND_CYCLES = 5
-"""Cycles from start to the first dispatch: instruction-memory read (1), the checker's three
-pipeline stages (decode and field ranges; extents; ends and bounds), the dispatch register (1).
-The front end then works ahead: later instructions cost only their own latency (hw/control.py)."""
+FRONTEND_CYCLES = 7
+"""Cycles from start to the first dispatch: instruction-memory read (1), the checker's five
+pipeline stages (the read register; three computing every region's end, a register after each
+multiply; bounds and overlaps), the dispatch register (1). The front end then works ahead:
+later instructions cost only their own latency (hw/control.py, hw/checker.py)."""
 STOP_CYCLES = 1
 """Cycles taken by HALT, or by an instruction that stops the machine with an error: the cycle
 after the execute stage takes it, at whose end done (and error) rise (hw/control.py)."""

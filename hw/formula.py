@@ -1,0 +1,166 @@
+"""The spec's formulas as pipelined hardware: a register after every multiply.
+
+:mod:`sim.spec` writes region extents (and latencies) with ``+ - * //`` and the helpers
+``vmax``, ``vselect`` and ``ceil_div``, so that they evaluate on Python ints and on Amaranth
+values alike. Evaluated on plain Amaranth values, an extent such as ``(M-1)*lda + K`` is one
+combinational path: subtract, multiply (an ECP5 DSP, about 4 ns), add. That does not fit in a
+10 ns cycle. :func:`evaluate` evaluates the same formula on :class:`Term`\\ s instead: values that
+know the pipeline stage they are valid in. Additions, subtractions and multiplexers stay
+combinational; a multiply gets registered operands and a registered product; operands of
+different stages are aligned with delay registers. The formula's text is not touched.
+
+:func:`depth` gives the number of stages a formula takes, without building anything.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from contextlib import contextmanager
+from typing import Any
+from unittest import mock
+
+from amaranth.hdl import Module, Mux, Signal, Value
+
+from sim import spec
+
+
+class Pipeline:
+    """Where a formula's registers go: a module and the enable they load on.
+
+    ``Pipeline(None)`` is a dry run: terms carry stages only, no hardware is built.
+    """
+
+    def __init__(self, m: Module | None, en: Value | int = 1, name: str = "p"):
+        self.m = m
+        self.en = en
+        self.name = name
+        self._count = 0
+        self._delays: dict[tuple[int, int], Value] = {}
+
+    @property
+    def dry(self) -> bool:
+        return self.m is None
+
+    def register(self, value: Value | None) -> Value | None:
+        """value, one cycle later (loaded when en)."""
+        if self.dry:
+            return None
+        value = Value.cast(value)
+        reg = Signal(value.shape(), name=f"{self.name}_r{self._count}")
+        self._count += 1
+        with self.m.If(self.en):
+            self.m.d.sync += reg.eq(value)
+        return reg
+
+    def input(self, value: Value | None, stage: int = 0) -> Term:
+        """A register output (or a formula input) valid at ``stage``."""
+        return Term(self, value, stage, fresh=True)
+
+
+class Term:
+    """A value in a pipelined formula: valid in pipeline stage ``stage`` (None for a constant,
+    valid in every stage); ``fresh`` when it is a register output (no logic after its last
+    register)."""
+
+    def __init__(self, pipe: Pipeline, value: Value | None, stage: int | None, fresh: bool):
+        self.pipe = pipe
+        self.value = value
+        self.stage = stage
+        self.fresh = fresh
+        self._later: Term | None = None   # this term one stage later (its delay register)
+
+    def at(self, stage: int) -> Term:
+        """This term delayed to a later stage (a term's delay registers serve all its uses)."""
+        if self.stage is None:
+            return Term(self.pipe, self.value, stage, fresh=True)
+        if stage < self.stage:
+            raise ValueError(f"cannot move a term from stage {self.stage} back to stage {stage}")
+        term = self
+        while term.stage < stage:
+            if term._later is None:
+                term._later = Term(self.pipe, self.pipe.register(term.value), term.stage + 1, fresh=True)
+            term = term._later
+        return term
+
+    def registered(self) -> Term:
+        """A register output: this term if fresh, else its value registered."""
+        if self.fresh:
+            return self
+        return Term(self.pipe, self.pipe.register(self.value), self.stage + 1, fresh=True)
+
+    def _combine(self, others: tuple[Any, ...], fn: Callable[..., Value], *, multiply: bool = False) -> Term:
+        """fn over this term and the others (terms or ints), at the latest of their stages. A
+        multiply takes registered operands and registers its product."""
+        operands = [self, *others]
+        if multiply:
+            operands = [o.registered() if isinstance(o, Term) else o for o in operands]
+        stages = [o.stage for o in operands if isinstance(o, Term) and o.stage is not None]
+        stage = max(stages) if stages else None
+        values = [(o.at(stage) if stage is not None else o).value if isinstance(o, Term) else o
+                  for o in operands]
+        out = Term(self.pipe, None if self.pipe.dry else fn(*values), stage, fresh=stage is None)
+        return out.registered() if multiply and stage is not None else out
+
+    def __add__(self, o: Any) -> Term:
+        return self._combine((o,), lambda a, b: a + b)
+
+    def __radd__(self, o: Any) -> Term:
+        return self._combine((o,), lambda a, b: b + a)
+
+    def __sub__(self, o: Any) -> Term:
+        return self._combine((o,), lambda a, b: a - b)
+
+    def __rsub__(self, o: Any) -> Term:
+        return self._combine((o,), lambda a, b: b - a)
+
+    def __mul__(self, o: Any) -> Term:
+        return self._combine((o,), lambda a, b: a * b, multiply=isinstance(o, Term))
+
+    def __rmul__(self, o: Any) -> Term:
+        return self._combine((o,), lambda a, b: b * a, multiply=isinstance(o, Term))
+
+    def __floordiv__(self, o: Any) -> Term:
+        if not isinstance(o, int):
+            raise TypeError("a pipelined formula divides by constants only")
+        return self._combine((o,), lambda a, b: a // b)
+
+
+def _vmax(a: Any, b: Any) -> Any:
+    if isinstance(a, Term):
+        return a._combine((b,), lambda x, y: Mux(x > y, x, y))
+    if isinstance(b, Term):
+        return b._combine((a,), lambda y, x: Mux(x > y, x, y))
+    return max(a, b)
+
+
+def _vselect(cond: Any, if_true: Any, if_false: Any) -> Any:
+    if not isinstance(cond, Term):
+        return if_true if cond else if_false
+    return cond._combine((if_true, if_false), lambda c, t, f: Mux(c, t, f))
+
+
+def _ceil_div(a: Any, n: int) -> Any:
+    return (a + (n - 1)) // n
+
+
+@contextmanager
+def _pipelined_helpers():
+    with mock.patch.multiple(spec, vmax=_vmax, vselect=_vselect, ceil_div=_ceil_div):
+        yield
+
+
+def evaluate(pipe: Pipeline, fn: Callable[..., Any], fields: Mapping[str, Term], *args: Any) -> Term:
+    """``fn(fields, *args)`` (a spec formula) on terms of ``pipe``; the result is a register
+    output, or a constant (stage None) when the formula does not depend on its fields."""
+    with _pipelined_helpers():
+        out = fn(fields, *args)
+    if not isinstance(out, Term):
+        return Term(pipe, None if pipe.dry else Value.cast(out), None, fresh=True)
+    return out.registered()
+
+
+def depth(fn: Callable[..., Any], field_names: list[str], *args: Any) -> int:
+    """Stages ``evaluate`` takes for this formula, its inputs at stage 0 (0: the result is an
+    input, or a constant)."""
+    pipe = Pipeline(None)
+    return evaluate(pipe, fn, {name: pipe.input(None) for name in field_names}, *args).stage or 0
