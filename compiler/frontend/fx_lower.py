@@ -1,0 +1,627 @@
+"""The lowering rules of the PyTorch front end: a traced fx graph -> a Capra graph.
+
+:func:`compiler.frontend.torch_fx.from_torch` traces the module and runs it on example
+inputs (so every node carries its shape, and shape arithmetic its value, in ``node.meta``);
+:class:`Lowering` then visits the nodes in order, and each rule turns one node into Capra
+operations or refuses it.
+
+Contract: a rule either returns what its node lowered to, or raises :class:`Refuse` with the
+reason, or :class:`Upstream` when an operand was refused already (so a refusal is reported
+once, at its cause). Rules check what they can without their operands first, so that a node
+with its own problem is reported even downstream of another. A Capra ``CompileError`` raised
+while building becomes the node's refusal too. Nothing is approximated: a rule lowers its
+node exactly or refuses it.
+"""
+
+from __future__ import annotations
+
+import math
+import operator
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from torch import fx, nn
+
+from sim.spec import Params
+
+from ..fusion import fuse_relus
+from ..ir import CompileError, Graph
+from ..layout import external_layout
+from ..limits import check_limits
+from ..placement import place
+
+SUPPORTED = ("nn.Linear, matmul (@), a positive constant factor on a product, relu, softmax(dim=-1), "
+             "+, cat(dim=0) and argmax(dim=-1)")
+"""What the front end lowers, as the refusals quote it."""
+
+STATIC = "capra_static"
+"""node.meta key: the non-tensor result (shape arithmetic) a node gave on the example inputs."""
+
+
+@dataclass(frozen=True)
+class Refusal:
+    """One node the front end cannot lower.
+
+    Attributes:
+        node: the fx node's name (``fc1``, ``sigmoid``, ``output``).
+        what: the operation: ``Linear module 'fc1'``, ``torch.sigmoid``, ``Tensor.view()``.
+        why: the reason, in a sentence.
+    """
+
+    node: str
+    what: str
+    why: str
+
+    def line(self) -> str:
+        """``REFUSED <node>: <what>: <why>``."""
+        return f"REFUSED {self.node}: {self.what}: {self.why}"
+
+
+class Refuse(Exception):
+    """Raised by a lowering rule: the node is refused, for the reason given."""
+
+    def __init__(self, why: str):
+        super().__init__(why)
+        self.why = why
+
+
+class Upstream(Exception):
+    """Raised by a lowering rule: an operand was refused already, so stay silent."""
+
+
+# --------------------------------------------------------------------------- helpers
+
+
+def flatten(value: Any) -> list[Any]:
+    """A (nested) tuple or list of results, flattened depth first; anything else as one item."""
+    if isinstance(value, tuple | list):
+        return [leaf for item in value for leaf in flatten(item)]
+    return [value]
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def _is_plain(value: Any) -> bool:
+    """A non-tensor result the front end can treat as a compile-time constant."""
+    if isinstance(value, tuple | list):  # torch.Size is a tuple
+        return all(_is_plain(v) for v in value)
+    return isinstance(value, int | float | bool)
+
+
+_OPERATOR_SYMBOLS = {operator.add: "+", operator.sub: "-", operator.mul: "*", operator.truediv: "/",
+                     operator.floordiv: "//", operator.matmul: "@", operator.pow: "**",
+                     operator.neg: "unary -", operator.getitem: "[]"}
+
+
+def _function_name(fn: Any) -> str:
+    if fn in _OPERATOR_SYMBOLS:
+        return f"operator {_OPERATOR_SYMBOLS[fn]}"
+    name = getattr(fn, "__name__", repr(fn))
+    module = getattr(fn, "__module__", None) or ""
+    if module.startswith("torch._C._nn") or module == "torch.nn.functional":
+        return f"torch.nn.functional.{name}"
+    if module.startswith("torch"):
+        return f"torch.{name}"
+    if module in ("builtins", "_operator", "math"):
+        return name if module == "builtins" else f"{module.lstrip('_')}.{name}"
+    return f"{module}.{name}" if module else name
+
+
+def describe(node: fx.Node, traced: fx.GraphModule) -> str:
+    """The operation of an fx node, as a refusal names it."""
+    if node.op == "call_module":
+        return f"{type(traced.get_submodule(node.target)).__name__} module '{node.target}'"
+    if node.op == "call_method":
+        return f"Tensor.{node.target}()"
+    if node.op == "call_function":
+        return _function_name(node.target)
+    if node.op == "placeholder":
+        return f"input '{node.target}'"
+    if node.op == "get_attr":
+        return f"attribute '{node.target}'"
+    return node.op
+
+
+# --------------------------------------------------------------------------- lowering rules
+
+_REQUIRED = object()
+
+_SIGNATURES: dict[str, tuple[tuple[str, Any], ...]] = {
+    "matmul": (("input", _REQUIRED), ("other", _REQUIRED)),
+    "mul": (("input", _REQUIRED), ("other", _REQUIRED)),
+    "div": (("input", _REQUIRED), ("other", _REQUIRED), ("rounding_mode", None)),
+    "add": (("input", _REQUIRED), ("other", _REQUIRED), ("alpha", 1)),
+    "relu": (("input", _REQUIRED), ("inplace", False)),
+    "softmax": (("input", _REQUIRED), ("dim", None), ("_stacklevel", 3), ("dtype", None)),
+    "cat": (("tensors", _REQUIRED), ("dim", 0)),
+    "argmax": (("input", _REQUIRED), ("dim", None), ("keepdim", False)),
+    "transpose": (("input", _REQUIRED), ("dim0", _REQUIRED), ("dim1", _REQUIRED)),
+    "t": (("input", _REQUIRED),),
+    "getattr": (("input", _REQUIRED), ("name", _REQUIRED)),
+}
+"""Each rule's arguments, in PyTorch's positional order, with defaults."""
+
+_FUNCTIONS: dict[Any, str] = {
+    operator.matmul: "matmul", torch.matmul: "matmul", torch.mm: "matmul",
+    operator.mul: "mul", torch.mul: "mul",
+    operator.truediv: "div", torch.div: "div",
+    operator.add: "add", torch.add: "add",
+    torch.relu: "relu", F.relu: "relu",
+    torch.softmax: "softmax", F.softmax: "softmax",
+    torch.cat: "cat", torch.concat: "cat", torch.concatenate: "cat",
+    torch.argmax: "argmax",
+    torch.transpose: "transpose", torch.t: "t",
+    getattr: "getattr",
+}
+"""call_function targets -> rule."""
+
+_METHODS = {"matmul": "matmul", "mm": "matmul", "mul": "mul", "div": "div", "add": "add", "relu": "relu",
+            "softmax": "softmax", "argmax": "argmax", "transpose": "transpose", "t": "t"}
+"""call_method targets (Tensor methods) -> rule."""
+
+_SHAPE_QUERIES = {("call_method", "size"), ("call_method", "dim")}
+"""Nodes that read a tensor's shape, not its values (as does ``getattr(x, "shape")``): their
+results are compile-time constants."""
+
+
+@dataclass
+class _Value:
+    """What an fx node lowered to.
+
+    kind is one of: "tensor" (a Capra tensor ``nid``), "product" (a Capra matmul ``nid`` that
+    nothing but this node's users reads, so a relu or a constant factor can still join it),
+    "transposed" (Capra tensor ``nid`` read transposed), "constant" (a parameter or buffer,
+    ``array`` float64, named ``name``, not yet a Capra weight), "indices" (an argmax ``nid``),
+    "static" (a Python value ``number`` known at compile time).
+    """
+
+    kind: str
+    nid: int = -1
+    array: np.ndarray | None = None
+    name: str = ""
+    number: Any = None
+
+
+class Lowering:
+    """One pass over the traced graph that builds the Capra graph and collects refusals."""
+
+    def __init__(self, traced: fx.GraphModule, params: Params):
+        self.traced = traced
+        self.params = params
+        self.graph = Graph()
+        self.values: dict[fx.Node, _Value] = {}
+        self.refusals: list[Refusal] = []
+        self.origin: dict[int, fx.Node] = {}
+        self.folded: dict[fx.Node, fx.Node] = {}
+        self.weights: dict[str, int] = {}
+        self.inputs: list[str] = []
+        self.outputs: list[str] = []
+        self.output_shapes: list[tuple[int, ...]] = []
+        self.current: fx.Node | None = None
+
+    # ---------------------------------------------------------------- driver
+
+    def run(self) -> None:
+        for node in self.traced.graph.nodes:
+            self.current = node
+            try:
+                value = self.lower(node)
+            except Upstream:
+                continue
+            except Refuse as r:
+                self.refuse(node, r.why)
+                continue
+            except CompileError as e:
+                self.refuse(node, f"Capra refuses it: {e}")
+                continue
+            if value is not None:
+                self.values[node] = value
+
+    def refuse(self, node: fx.Node, why: str) -> None:
+        self.refusals.append(Refusal(node.name, describe(node, self.traced), why))
+
+    def check_structure(self) -> Refusal | None:
+        """Run the compiler's structural passes (unit limits, relu fusion, placement, external
+        layout) on the finished graph; their refusal, named by the fx node at fault, or None."""
+        graph = self.graph
+        try:
+            check_limits(graph, self.params)
+            consumers = graph.consumers()
+            fuse_relus(graph, consumers)
+            place(graph, consumers)
+            external_layout(graph, self.params)
+        except CompileError as e:
+            node = self.origin.get(e.node) if e.node is not None else None
+            if node is None:
+                return Refusal("(graph)", "the whole model", f"Capra refuses it: {e}")
+            return Refusal(node.name, describe(node, self.traced), f"Capra refuses it: {e}")
+        return None
+
+    def lower(self, node: fx.Node) -> _Value | None:
+        if node.op == "output":
+            self.lower_output(node)
+            return None
+        static = node.op not in ("placeholder", "get_attr") and STATIC in node.meta
+        if static and _is_plain(node.meta[STATIC]):
+            return self.lower_static(node)
+        meta = node.meta.get("tensor_meta")
+        rule = self.rule_of(node)
+        if meta is not None and node.op != "get_attr" and rule != "argmax" and len(meta.shape) != 2:
+            raise Refuse(f"its result has shape {tuple(meta.shape)}; Capra tensors are 2-D (rows, cols)")
+        if node.op == "placeholder":
+            return self.lower_input(node)
+        if node.op == "get_attr":
+            return self.lower_attribute(node)
+        if node.op == "call_module":
+            return self.lower_module(node)
+        if rule is None:
+            raise Refuse(f"GA-2 has no operation for it; the front end lowers {SUPPORTED}")
+        return getattr(self, f"op_{rule}")(node, **self.bind(node, rule))
+
+    def rule_of(self, node: fx.Node) -> str | None:
+        if node.op == "call_function":
+            try:
+                return _FUNCTIONS.get(node.target)
+            except TypeError:  # an unhashable target
+                return None
+        if node.op == "call_method":
+            return _METHODS.get(node.target)
+        return None
+
+    @staticmethod
+    def bind(node: fx.Node, rule: str) -> dict[str, Any]:
+        """The node's arguments by name, defaults filled in; unknown keywords are refused."""
+        signature = _SIGNATURES[rule]
+        names = [name for name, _ in signature]
+        if len(node.args) > len(names):
+            raise Refuse(f"takes {len(node.args)} positional arguments, more than the {len(names)} "
+                         f"({', '.join(names)}) the lowering reads")
+        bound = dict(zip(names, node.args, strict=False))
+        for key, value in node.kwargs.items():
+            if key not in names:
+                raise Refuse(f"passes {key}={value!r}, an argument the lowering does not take")
+            bound[key] = value
+        for name, default in signature:
+            if name not in bound:
+                if default is _REQUIRED:
+                    raise Refuse(f"lacks its argument '{name}'")
+                bound[name] = default
+        return bound
+
+    # ---------------------------------------------------------------- operands
+
+    def own(self, nid: int) -> int:
+        """Note that Capra node ``nid`` comes from the current fx node."""
+        self.origin.setdefault(nid, self.current)
+        return nid
+
+    def value(self, arg: Any) -> _Value:
+        if isinstance(arg, fx.Node):
+            if arg not in self.values:
+                raise Upstream
+            return self.values[arg]
+        if _is_plain(arg):
+            return _Value("static", number=arg)
+        raise Refuse(f"takes {arg!r} as an operand, which is neither a tensor nor a number")
+
+    def tensor(self, arg: Any, role: str) -> int:
+        """The Capra id of a tensor operand; a constant becomes a weight here."""
+        v = self.value(arg)
+        if v.kind in ("tensor", "product"):
+            return v.nid
+        if v.kind == "constant":
+            return self.weight(v.name, v.array)
+        if v.kind == "transposed":
+            raise Refuse(f"reads {arg.name}, a transposed view, as its {role}; GA-2 reads a transpose "
+                         "only as the second operand of a matmul (MM's tb flag)")
+        if v.kind == "indices":
+            raise Refuse(f"reads {arg.name}, the indices an argmax returns, as its {role}; indices have "
+                         "no int8 scale, so only an output may take them")
+        raise Refuse(f"takes the number {v.number!r} as its {role}, where a tensor is needed")
+
+    def weight(self, name: str, array: np.ndarray) -> int:
+        """A Capra weight for a constant; the same name and values give the same weight."""
+        array = np.asarray(array, dtype=np.float64)
+        if array.ndim != 2:
+            raise Refuse(f"uses the constant '{name}' of shape {array.shape} as a tensor; Capra tensors are "
+                         "2-D (rows, cols)")
+        unique, k = name, 1
+        while unique in self.weights or unique in self.graph.names:
+            known = self.weights.get(unique)
+            if known is not None and np.array_equal(self.graph.nodes[known].array, array):
+                return known
+            k += 1
+            unique = f"{name}#{k}"
+        nid = self.own(self.graph.weight(unique, array))
+        self.weights[unique] = nid
+        return nid
+
+    def shape_of(self, node: fx.Node) -> tuple[int, ...]:
+        return tuple(node.meta["tensor_meta"].shape)
+
+    def producer_hint(self, arg: fx.Node) -> str:
+        """Why a node's value is not a bare matmul product, for refusals that need one."""
+        if arg.op == "call_module" and isinstance(self.traced.get_submodule(arg.target), nn.Linear):
+            return (f"{arg.name} is a Linear with a bias, whose result is the product plus the bias; "
+                    "build that layer with bias=False")
+        return f"{arg.name} ({describe(arg, self.traced)}) is not the result of a matmul"
+
+    # ---------------------------------------------------------------- sources and sinks
+
+    def lower_static(self, node: fx.Node) -> _Value:
+        """Shape arithmetic: a value fixed by the traced shapes, not by tensor values."""
+        if (node.op, node.target) in _SHAPE_QUERIES or (
+                node.op == "call_function" and node.target is getattr and node.args[1:2] == ("shape",)):
+            return _Value("static", number=node.meta[STATIC])
+        for arg in node.all_input_nodes:
+            if self.value(arg).kind != "static":
+                raise Refuse(f"turns the tensor {arg.name} into the Python value {node.meta[STATIC]!r}, "
+                             "which would be fixed at compile time to what the example inputs gave")
+        return _Value("static", number=node.meta[STATIC])
+
+    def lower_input(self, node: fx.Node) -> _Value:
+        meta = node.meta["tensor_meta"]
+        if not meta.dtype.is_floating_point:
+            raise Refuse(f"has dtype {meta.dtype}; Capra's inputs are float tensors, which the "
+                         "compiler quantizes")
+        nid = self.own(self.graph.input(node.name, self.shape_of(node)))
+        self.inputs.append(node.name)
+        return _Value("tensor", nid)
+
+    def lower_attribute(self, node: fx.Node) -> _Value:
+        owner: Any = self.traced
+        for part in node.target.split("."):
+            owner = getattr(owner, part)
+        if not isinstance(owner, torch.Tensor) or not owner.is_floating_point():
+            raise Refuse("is not a float tensor, so it cannot become a weight")
+        return _Value("constant", array=owner.detach().cpu().double().numpy(), name=node.target)
+
+    def lower_output(self, node: fx.Node) -> None:
+        problems = []
+        for item in flatten(node.args[0]):
+            if not isinstance(item, fx.Node):
+                problems.append(f"returns {item!r}, which is not a tensor the model computes")
+                continue
+            try:
+                v = self.value(item)
+            except Upstream:
+                continue
+            if v.kind in ("constant", "static"):
+                problems.append(f"returns {item.name}, a value fixed at compile time; nothing on GA-2 "
+                                "computes it")
+                continue
+            if v.kind == "transposed":
+                problems.append(f"returns {item.name}, a transposed view; GA-2 stores a tensor row by row "
+                                "as it was computed, so transpose it on the host")
+                continue
+            name, k = item.name, 1
+            while name in self.graph.names:
+                k += 1
+                name = f"{item.name}#{k}"
+            self.own(self.graph.output(v.nid, name))
+            self.outputs.append(name)
+            self.output_shapes.append(self.shape_of(item))
+        if problems:
+            raise Refuse("; ".join(problems))
+
+    def lower_module(self, node: fx.Node) -> _Value:
+        module = self.traced.get_submodule(node.target)
+        if len(node.args) != 1 or node.kwargs:
+            raise Refuse("is called with other than one tensor argument")
+        (x,) = node.args
+        if isinstance(module, nn.Linear):
+            return self.linear(node, module, x)
+        if isinstance(module, nn.ReLU):
+            return self.op_relu(node, x, inplace=module.inplace)
+        if isinstance(module, nn.Softmax):
+            return self.op_softmax(node, x, dim=module.dim)
+        if isinstance(module, nn.Dropout | nn.Identity):
+            raise Refuse(f"a {type(module).__name__} layer is the identity at inference, but the front end "
+                         "lowers only what it can compute; leave it out of the module you compile")
+        raise Refuse(f"GA-2 has no operation for a {type(module).__name__} layer; the front end lowers "
+                     f"{SUPPORTED}")
+
+    # ---------------------------------------------------------------- the operations
+
+    def linear(self, node: fx.Node, module: nn.Linear, x: Any) -> _Value:
+        if module.in_features > self.params.K_MAX:
+            raise self.too_deep(module.in_features)
+        source = self.tensor(x, "input")
+        w = module.weight.detach().cpu().double().numpy()  # (out_features, in_features)
+        transposed = self.weight(f"{node.target}.weight.T", w.T)
+        if module.bias is None:
+            product = self.graph.matmul(source, transposed, scale=self.folded_factor(node))
+            return _Value("product", self.own(product))
+        product = self.own(self.graph.matmul(source, transposed))
+        rows = self.graph.nodes[source].shape[0]
+        bias = np.tile(module.bias.detach().cpu().double().numpy(), (rows, 1))
+        return _Value("tensor", self.own(self.graph.add(product, self.weight(f"{node.target}.bias", bias))))
+
+    def too_deep(self, k: int) -> Refuse:
+        return Refuse(f"its inner dimension is {k}, more than the {self.params.K_MAX} that one MM "
+                      "instruction sums (K_MAX); split the layer into pieces of at most "
+                      f"{self.params.K_MAX} and add them")
+
+    def op_matmul(self, node: fx.Node, input: Any, other: Any) -> _Value:
+        first = self.tensor(input, "first operand")
+        second_value = self.value(other)
+        if second_value.kind == "transposed":
+            second, transpose_b = second_value.nid, True
+        else:
+            second, transpose_b = self.tensor(other, "second operand"), False
+        k = self.graph.nodes[first].shape[1]
+        if k > self.params.K_MAX:
+            raise self.too_deep(k)
+        product = self.graph.matmul(first, second, transpose_b=transpose_b, scale=self.folded_factor(node))
+        return _Value("product", self.own(product))
+
+    def folded_factor(self, product: fx.Node) -> float:
+        """The product of the positive constants that multiply (or divide) a matmul's result
+        before anything else reads it; each such mul/div is noted in ``self.folded``."""
+        factor, current = 1.0, product
+        while len(current.users) == 1:
+            user = next(iter(current.users))
+            constant = self.constant_factor(user, current)
+            if constant is None:
+                break
+            factor *= constant
+            self.folded[user] = product
+            current = user
+        return factor
+
+    def constant_factor(self, node: fx.Node, operand: fx.Node) -> float | None:
+        """c if ``node`` is operand * c, c * operand or operand / (1/c), c positive and finite."""
+        rule = self.rule_of(node)
+        if rule not in ("mul", "div") or node.kwargs.get("rounding_mode") is not None:
+            return None
+        args = list(node.args[:2])
+        if len(args) != 2 or operand not in args or (rule == "div" and args[0] is not operand):
+            return None
+        other = args[1] if args[0] is operand else args[0]
+        if isinstance(other, fx.Node):
+            other = other.meta.get(STATIC)
+        if not _is_number(other) or not (math.isfinite(other) and other > 0):
+            return None
+        return float(other) if rule == "mul" else 1.0 / float(other)
+
+    def op_mul(self, node: fx.Node, input: Any, other: Any) -> _Value:
+        return self.scaled(node, input, other, "multiplies")
+
+    def op_div(self, node: fx.Node, input: Any, other: Any, rounding_mode: Any) -> _Value:
+        if rounding_mode is not None:
+            raise Refuse(f"rounds the quotient (rounding_mode={rounding_mode!r}); only an exact division by "
+                         "a constant folds into a matmul")
+        return self.scaled(node, input, other, "divides")
+
+    def scaled(self, node: fx.Node, input: Any, other: Any, verb: str) -> _Value:
+        """A mul or div: either folded into the matmul before it, or refused with the reason."""
+        for literal in (input, other):  # a number written in the code: checked before the operands
+            if not isinstance(literal, fx.Node):
+                self.check_factor(literal)
+        values = [self.value(arg) for arg in (input, other)]  # raises Upstream if one was refused
+        if node in self.folded:
+            return self.value(self.folded[node])
+        constants = [v for v in values if v.kind == "static"]
+        if not constants:
+            raise Refuse(f"{verb} two tensors element by element; GA-2 has no elementwise product, only a "
+                         "constant factor on a matmul's result")
+        if verb == "divides" and values[1].kind != "static":
+            raise Refuse("divides by a tensor; GA-2 has no reciprocal, only a constant factor on a matmul's "
+                         "result")
+        self.check_factor(constants[0].number)
+        arg = input if values[0].kind != "static" else other
+        v = self.value(arg)
+        if v.kind != "product":
+            hint = self.producer_hint(arg) if isinstance(arg, fx.Node) else ""
+            raise Refuse(f"a constant factor only folds into the matmul whose result it scales, and {hint}")
+        readers = [u.name for u in arg.users if u is not node]
+        raise Refuse(f"{arg.name} is also read by {', '.join(readers)}, which need(s) it without the "
+                     "factor; the factor is folded into the matmul's requantizer, so it would change "
+                     "them too")
+
+    @staticmethod
+    def check_factor(c: Any) -> None:
+        if not _is_number(c) or not (math.isfinite(c) and c > 0):
+            raise Refuse(f"the factor {c!r} is not a positive number; it can only become a matmul's factor, "
+                         "and the requantizer's multiplier is unsigned")
+
+    def op_relu(self, node: fx.Node, input: Any, inplace: bool) -> _Value:
+        nid = self.tensor(input, "operand")
+        if self.value(input).kind != "product":
+            raise Refuse("GA-2 has no relu instruction: a relu is the flag of the requantizer that ends a "
+                         f"matmul, and {self.producer_hint(input)}")
+        readers = [u.name for u in input.users if u is not node]
+        if readers:
+            raise Refuse(f"{input.name} is also read by {', '.join(readers)}; fused into the matmul's "
+                         "requantizer, the relu would change what they read")
+        return _Value("tensor", self.own(self.graph.relu(nid)))
+
+    def op_softmax(self, node: fx.Node, input: Any, dim: Any, _stacklevel: Any = 3,
+                   dtype: Any = None) -> _Value:
+        if dim is None:
+            raise Refuse("has no dim; GA-2's softmax unit normalises each row, so give dim=-1")
+        if dtype is not None:
+            raise Refuse(f"asks for dtype {dtype}; the softmax unit reads int8 and writes probabilities")
+        if dim not in (-1, 1):
+            raise Refuse(f"normalises over dim={dim}; GA-2's softmax unit normalises each row (dim=-1) only")
+        nid = self.tensor(input, "operand")
+        length = self.graph.nodes[nid].shape[1]
+        if length > self.params.SM_MAX_LEN:
+            raise Refuse(f"its rows hold {length} values, more than the softmax unit's "
+                         f"{self.params.SM_MAX_LEN} (SM_MAX_LEN)")
+        return _Value("tensor", self.own(self.graph.softmax(nid)))
+
+    def op_add(self, node: fx.Node, input: Any, other: Any, alpha: Any) -> _Value:
+        if alpha != 1:
+            raise Refuse(f"scales its second operand by alpha={alpha!r}; GA-2's add has no factor")
+        shape = self.shape_of(node)
+        parts = []
+        for arg in (input, other):
+            v = self.value(arg)
+            if v.kind in ("constant", "static"):
+                constant = v.array if v.kind == "constant" else v.number
+                if not (v.kind == "constant" or _is_number(constant)):
+                    raise Refuse(f"adds {constant!r}, which is not a number")
+                name = v.name or f"{node.name}.constant"
+                array = np.asarray(constant, dtype=np.float64)
+                parts.append(self.weight(name, np.broadcast_to(array, shape)))
+                continue
+            nid = self.tensor(arg, "operand")
+            if self.graph.nodes[nid].shape != shape:
+                raise Refuse(f"broadcasts {arg.name} {self.graph.nodes[nid].shape} to {shape}; GA-2 adds "
+                             "tensors of one shape, and only a constant is broadcast (at compile time)")
+            parts.append(nid)
+        return _Value("tensor", self.own(self.graph.add(*parts)))
+
+    def op_cat(self, node: fx.Node, tensors: Any, dim: Any) -> _Value:
+        if dim not in (0, -2):
+            raise Refuse(f"joins along dim={dim}; GA-2 concatenates rows only (dim=0), placing the "
+                         "parts one below the other in one buffer")
+        if not isinstance(tensors, tuple | list) or not tensors:
+            raise Refuse("is not given a list of tensors")
+        parts = [self.tensor(t, f"part {k}") for k, t in enumerate(tensors)]
+        result = parts[0]
+        for part in parts[1:]:
+            result = self.own(self.graph.concat_rows(result, part))
+        return _Value("tensor", result)
+
+    def op_argmax(self, node: fx.Node, input: Any, dim: Any, keepdim: Any) -> _Value:
+        if dim is None:
+            raise Refuse("has no dim, so it would index the flattened tensor; GA-2's argmax works on each "
+                         "row: give dim=-1")
+        if dim not in (-1, 1):
+            raise Refuse(f"searches along dim={dim}; GA-2's argmax works on each row (dim=-1) only")
+        return _Value("indices", self.own(self.graph.argmax(self.tensor(input, "operand"))))
+
+    def op_transpose(self, node: fx.Node, input: Any, dim0: Any, dim1: Any) -> _Value:
+        axes = {d % 2 if isinstance(d, int) and -2 <= d <= 1 else d for d in (dim0, dim1)}
+        if not axes <= {0, 1}:
+            raise Refuse(f"swaps dims {dim0} and {dim1} of a 2-D tensor")
+        if len(axes) == 1:
+            return self.value(input)
+        return self.transposed(input)
+
+    def op_t(self, node: fx.Node, input: Any) -> _Value:
+        return self.transposed(input)
+
+    def op_getattr(self, node: fx.Node, input: Any, name: Any) -> _Value:
+        if name in ("T", "mT"):
+            return self.transposed(input)
+        raise Refuse(f"reads the attribute '{name}', which the lowering does not know")
+
+    def transposed(self, arg: Any) -> _Value:
+        v = self.value(arg)
+        if v.kind == "constant":
+            array = v.array.T if v.array.ndim == 2 else v.array
+            return _Value("constant", array=array, name=f"{v.name}.T")
+        if v.kind in ("tensor", "product"):
+            return _Value("transposed", v.nid)
+        if v.kind == "transposed":
+            return _Value("tensor", v.nid)
+        self.tensor(arg, "operand")  # refuses indices and numbers with the reason
+        raise AssertionError("unreachable")
