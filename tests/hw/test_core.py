@@ -167,6 +167,40 @@ def test_every_kind_in_one_program():
     run_core([case("every kind", program, ext=ext)])
 
 
+def _random_instruction(rng: random.Random, op: str, params: Params):
+    """A legal instruction of kind op with random fields (lengths kept short)."""
+    ispec = spec.BY_NAME[op]
+    while True:
+        fields = {}
+        for f in ispec.fields:
+            lo, hi = f.legal_range(params)
+            if f.name == "len":
+                hi = min(hi, 8 if op == "UNPACK" else 40)
+            elif f.name in ("lda", "ldb", "ldc"):
+                hi = 12
+            elif f.name == "K":
+                hi = min(hi, 20)
+            elif f.width == spec.ADDR_BITS:
+                external = (op, f.name) in (("LD", "src"), ("ST", "dst"))
+                hi = (params.EXT_WORDS if external else params.SPAD_WORDS) - 1
+            fields[f.name] = rng.randint(lo, hi)
+        if spec.check(ispec, fields, params)[0] is spec.ErrorCode.NONE:
+            return build(op, params=params, **fields)
+
+
+def test_random_programs():
+    """Random legal programs over every kind whose unit exists: units back to back, sharing ports."""
+    rng = random.Random(2024)
+    kinds = [s.name for s in spec.INSTRUCTIONS if s.counter and s.name not in missing_units(MODULES)]
+    cases = []
+    for k in range(5):
+        program = [b("LD", dst=0, src=0, len=SMALL.SPAD_WORDS)]
+        program += [_random_instruction(rng, rng.choice(kinds), SMALL) for _ in range(14)]
+        program += [b("ST", src=0, dst=0, len=SMALL.SPAD_WORDS), HALT]
+        cases.append(case(f"random {k}", program, ext=_image(100 + k, SMALL.EXT_WORDS, "int32")))
+    run_core(cases)
+
+
 # --------------------------------------------------------------------------- stops
 
 
