@@ -1,0 +1,525 @@
+"""The PyTorch front end (compiler/frontend/torch_fx.py and its rules, fx_lower.py).
+
+Every supported operation is lowered from a small module and checked three ways: the Capra
+graph evaluated in float against PyTorch (the lowering is exact: 1e-5), the reference
+machine against the integer interpreter (exactly the same integers), and the machine's
+result against PyTorch (a relative error bound for int8). Every refusal is checked for its
+line: the node's name, its operation and the reason.
+"""
+
+from __future__ import annotations
+
+import inspect
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+
+import torch.nn.functional as F  # noqa: E402
+from torch import nn  # noqa: E402
+
+from compiler import CompileError, compile_graph  # noqa: E402
+from compiler.evaluate import evaluate  # noqa: E402
+from compiler.frontend import TorchGraph, UnsupportedModel, from_torch, run_torch  # noqa: E402
+from compiler.interpret import interpret  # noqa: E402
+
+pytestmark = pytest.mark.torch
+
+
+class Layers(nn.Module):
+    """Holds a test's layers (modules) and parameters (tensors), and the function to trace."""
+
+    def __init__(self, fn, **layers: nn.Module | torch.Tensor):
+        super().__init__()
+        self.fn = fn
+        for name, layer in layers.items():
+            if isinstance(layer, nn.Module):
+                self.add_module(name, layer)
+            else:
+                self.register_parameter(name, nn.Parameter(layer))
+
+
+def Wrap(fn, **layers: nn.Module | torch.Tensor) -> nn.Module:
+    """A module whose forward is ``fn(module, *inputs)``. forward takes the parameters of fn
+    after the first, by name (torch.fx traces named arguments, not *args), so ``lambda m, q, k:``
+    gives a module with inputs q and k."""
+    names = ", ".join(list(inspect.signature(fn).parameters)[1:])
+    namespace: dict = {}
+    exec(f"def forward(self, {names}):\n    return self.fn(self, {names})\n", namespace)
+    return type("Wrap", (Layers,), {"forward": namespace["forward"]})(fn, **layers)
+
+
+def seeded(make):
+    torch.manual_seed(0)
+    return make()
+
+
+def lin(n_in: int, n_out: int, bias: bool = False) -> nn.Linear:
+    return nn.Linear(n_in, n_out, bias=bias)
+
+
+def check(module: nn.Module, *shapes: tuple[int, int], bound: float = 0.05, samples: int = 24,
+          seed: int = 0) -> TorchGraph:
+    """Lower, compile and run; assert float exactness, machine == interpreter, int8 error < bound.
+
+    The inputs are unit Gaussians. The sample run is one of the calibration samples, so that
+    no value saturates and the error measured is int8 rounding alone (how well a calibration
+    set covers new data is the compiler's business, not the front end's).
+    """
+    lowered = from_torch(module, *shapes)
+    rng = np.random.default_rng(seed)
+
+    def draw():
+        return [rng.normal(size=shape) for shape in shapes]
+
+    values = draw()
+    feed = lowered.feed(*values)
+    program = compile_graph(lowered.graph, [feed] + [lowered.feed(*draw()) for _ in range(samples)])
+    want = run_torch(module, *values)
+
+    floats = evaluate(lowered.graph, feed)
+    outcome = program.run(feed)
+    ints = interpret(program, feed)
+    got = lowered.unpack(outcome)
+    assert len(got) == len(want)
+    for name, shape, g, w in zip(lowered.outputs, lowered.output_shapes, got, want, strict=True):
+        node = lowered.graph.names[name]
+        assert g.shape == w.shape == shape
+        assert np.array_equal(outcome.outputs[name].ints, ints[node]), name
+        if w.dtype == np.int64:  # argmax: the float graph's indices are PyTorch's
+            assert np.array_equal(floats[node].reshape(shape), w), name
+            continue
+        assert np.allclose(floats[node], w, rtol=1e-5, atol=1e-5), name
+        error = np.linalg.norm(g - w) / np.linalg.norm(w)
+        assert error < bound, f"{name}: relative error {error:.4f}"
+    return lowered
+
+
+def ops(lowered: TorchGraph) -> list[str]:
+    return [node.op for node in lowered.graph.nodes]
+
+
+# ------------------------------------------------------------------ nn.Linear
+
+
+def test_linear_without_bias_is_a_matmul_by_the_transposed_weight():
+    layer = seeded(lambda: lin(16, 8))
+    lowered = check(Wrap(lambda m, x: m.fc(x), fc=layer), (4, 16))
+    assert ops(lowered) == ["input", "weight", "matmul", "output"]
+    weight = lowered.graph.nodes[1]
+    assert weight.name == "fc.weight.T" and weight.shape == (16, 8)
+    assert np.array_equal(weight.array, layer.weight.detach().double().numpy().T)
+    assert not lowered.graph.nodes[2].transpose_b
+
+
+def test_linear_with_bias_adds_the_bias_repeated_over_the_rows():
+    layer = seeded(lambda: lin(16, 8, bias=True))
+    lowered = check(Wrap(lambda m, x: m.fc(x), fc=layer), (4, 16))
+    assert ops(lowered) == ["input", "weight", "matmul", "weight", "add", "output"]
+    bias = lowered.graph.nodes[3]
+    assert bias.name == "fc.bias" and bias.shape == (4, 8)
+    assert np.array_equal(bias.array, np.tile(layer.bias.detach().double().numpy(), (4, 1)))
+
+
+def test_a_linear_called_twice_shares_its_weight():
+    layer = seeded(lambda: lin(8, 8))
+    lowered = check(Wrap(lambda m, x: m.fc(x) + m.fc(x), fc=layer), (4, 8))
+    assert [n.name for n in lowered.graph.nodes if n.op == "weight"] == ["fc.weight.T"]
+
+
+# ------------------------------------------------------------------ matmul and its second operand
+
+MATMULS = {
+    "@ parameter": lambda m, x: x @ m.w,
+    "torch.matmul parameter.T": lambda m, x: torch.matmul(x, m.wt.T),
+    "torch.mm parameter.t()": lambda m, x: torch.mm(x, m.wt.t()),
+    "Tensor.matmul parameter.mT": lambda m, x: x.matmul(m.wt.mT),
+}
+
+
+@pytest.mark.parametrize("fn", MATMULS.values(), ids=MATMULS.keys())
+def test_matmul_by_a_parameter_or_its_transpose(fn):
+    w = seeded(lambda: torch.randn(12, 6) / 4)
+    lowered = check(Wrap(fn, w=w, wt=w.T.contiguous()), (5, 12))
+    matmul = next(n for n in lowered.graph.nodes if n.op == "matmul")
+    assert not matmul.transpose_b  # a parameter's transpose is taken at compile time
+    assert lowered.graph.nodes[matmul.ins[1]].shape == (12, 6)
+
+
+TRANSPOSED = {
+    ".T": lambda m, q, k: q @ k.T,
+    ".mT": lambda m, q, k: q @ k.mT,
+    ".t()": lambda m, q, k: q @ k.t(),
+    ".transpose(-2, -1)": lambda m, q, k: q @ k.transpose(-2, -1),
+    "torch.transpose(k, 0, 1)": lambda m, q, k: torch.matmul(q, torch.transpose(k, 0, 1)),
+    ".T.T.T": lambda m, q, k: q @ k.T.T.T,
+}
+
+
+@pytest.mark.parametrize("fn", TRANSPOSED.values(), ids=TRANSPOSED.keys())
+def test_a_transposed_second_operand_sets_transpose_b(fn):
+    lowered = check(Wrap(fn), (4, 8), (6, 8))
+    assert ops(lowered) == ["input", "input", "matmul", "output"]
+    assert lowered.graph.nodes[2].transpose_b
+
+
+def test_matmul_of_two_computed_tensors():
+    a, b = seeded(lambda: (lin(8, 8), lin(8, 6)))
+    lowered = check(Wrap(lambda m, x, y: m.a(x) @ m.b(y), a=a, b=b), (4, 8), (8, 8))
+    assert ops(lowered).count("matmul") == 3
+
+
+# ------------------------------------------------------------------ a constant factor on a product
+
+FACTORS = {
+    "product * 0.25": (lambda m, q, k: q @ k.T * 0.25, 0.25),
+    "0.5 * product": (lambda m, q, k: 0.5 * (q @ k.T), 0.5),
+    "product / 4": (lambda m, q, k: (q @ k.T) / 4, 0.25),
+    "torch.mul": (lambda m, q, k: torch.mul(q @ k.T, 3.0), 3.0),
+    "Tensor.div": (lambda m, q, k: (q @ k.T).div(2), 0.5),
+    "shape arithmetic": (lambda m, q, k: q @ k.T * q.shape[-1] ** -0.5, 8 ** -0.5),
+    "size() arithmetic": (lambda m, q, k: q @ k.T / q.size(1), 1 / 8),
+    "a chain": (lambda m, q, k: (q @ k.T) * 2 * 0.125 / 0.5, 0.5),
+}
+
+
+@pytest.mark.parametrize("fn, factor", FACTORS.values(), ids=FACTORS.keys())
+def test_a_positive_constant_becomes_the_matmul_factor(fn, factor):
+    lowered = check(Wrap(fn), (4, 8), (6, 8))
+    assert ops(lowered) == ["input", "input", "matmul", "output"]
+    assert lowered.graph.nodes[2].factor == pytest.approx(factor, rel=1e-12)
+
+
+def test_a_factor_on_a_linear_without_bias():
+    layer = seeded(lambda: lin(16, 8))
+    lowered = check(Wrap(lambda m, x: m.fc(x) * 0.5, fc=layer), (4, 16))
+    assert lowered.graph.nodes[2].factor == 0.5
+
+
+# ------------------------------------------------------------------ relu
+
+RELUS = {
+    "torch.relu": lambda m, x: torch.relu(m.fc(x)),
+    "F.relu": lambda m, x: F.relu(m.fc(x)),
+    "F.relu inplace": lambda m, x: F.relu(m.fc(x), inplace=True),
+    "nn.ReLU": lambda m, x: m.act(m.fc(x)),
+    "Tensor.relu": lambda m, x: m.fc(x).relu(),
+    "after a factor": lambda m, x: torch.relu(m.fc(x) * 2.0),
+    "of a matmul": lambda m, x: torch.relu(x @ m.fc.weight.T),
+}
+
+
+@pytest.mark.parametrize("fn", RELUS.values(), ids=RELUS.keys())
+def test_relu_of_a_product(fn):
+    layer = seeded(lambda: lin(16, 8))
+    lowered = check(Wrap(fn, fc=layer, act=nn.ReLU()), (4, 16))
+    assert ops(lowered) == ["input", "weight", "matmul", "relu", "output"]
+
+
+def test_an_mlp_with_relu_and_a_biased_output_layer():
+    a, b = seeded(lambda: (lin(16, 12), lin(12, 5, bias=True)))
+    lowered = check(Wrap(lambda m, x: m.b(torch.relu(m.a(x))), a=a, b=b), (8, 16))
+    assert ops(lowered) == ["input", "weight", "matmul", "relu", "weight", "matmul", "weight", "add",
+                            "output"]
+
+
+# ------------------------------------------------------------------ softmax
+
+SOFTMAXES = {
+    "torch.softmax(-1)": lambda m, q, k: torch.softmax(q @ k.T, -1),
+    "F.softmax(dim=-1)": lambda m, q, k: F.softmax(q @ k.T, dim=-1),
+    "nn.Softmax(dim=-1)": lambda m, q, k: m.sm(q @ k.T),
+    "Tensor.softmax(-1)": lambda m, q, k: (q @ k.T).softmax(-1),
+    "dim=1 of a 2-D tensor": lambda m, q, k: F.softmax(q @ k.T, dim=1),
+}
+
+
+@pytest.mark.parametrize("fn", SOFTMAXES.values(), ids=SOFTMAXES.keys())
+def test_softmax_of_each_row(fn):
+    lowered = check(Wrap(fn, sm=nn.Softmax(dim=-1)), (4, 8), (6, 8), bound=0.06)
+    assert ops(lowered) == ["input", "input", "matmul", "softmax", "output"]
+
+
+# ------------------------------------------------------------------ add
+
+ADDS = {
+    "two products": lambda m, x, y: m.a(x) + m.a(y),
+    "torch.add": lambda m, x, y: torch.add(m.a(x), y),
+    "Tensor.add": lambda m, x, y: m.a(x).add(y),
+    "a 1-D parameter, broadcast": lambda m, x, y: m.a(x) + m.b,
+    "a number, broadcast": lambda m, x, y: 0.5 + m.a(x),
+    "two inputs": lambda m, x, y: x + y,
+}
+
+
+@pytest.mark.parametrize("fn", ADDS.values(), ids=ADDS.keys())
+def test_add(fn):
+    a = seeded(lambda: lin(8, 8))
+    lowered = check(Wrap(fn, a=a, b=torch.linspace(-1, 1, 8)), (4, 8), (4, 8))
+    assert "add" in ops(lowered)
+
+
+def test_a_broadcast_constant_is_a_weight_of_the_full_shape():
+    a = seeded(lambda: lin(8, 8))
+    lowered = check(Wrap(lambda m, x: m.a(x) + m.b, a=a, b=torch.linspace(-1, 1, 8)), (4, 8))
+    bias = next(n for n in lowered.graph.nodes if n.name == "b")
+    assert bias.shape == (4, 8) and np.allclose(bias.array[3], np.linspace(-1, 1, 8))
+
+
+# ------------------------------------------------------------------ cat, argmax, outputs
+
+CATS = {
+    "torch.cat dim=0": lambda m, x, y: torch.cat([x, y], dim=0) @ m.w,
+    "torch.cat positional 0": lambda m, x, y: torch.cat((x, y), 0) @ m.w,
+    "torch.concat dim=-2": lambda m, x, y: torch.concat([x, y], dim=-2) @ m.w,
+    "three parts": lambda m, x, y: torch.cat([x, y, m.c], dim=0) @ m.w,
+}
+
+
+@pytest.mark.parametrize("fn", CATS.values(), ids=CATS.keys())
+def test_cat_of_rows(fn):
+    w, c = seeded(lambda: (torch.randn(8, 4) / 3, torch.randn(2, 8)))
+    lowered = check(Wrap(fn, w=w, c=c), (3, 8), (4, 8))
+    assert "concat" in ops(lowered)
+
+
+def test_cat_feeding_a_transposed_matmul_like_a_kv_cache():
+    lowered = check(Wrap(lambda m, q, kc, kn: F.softmax(q @ torch.cat([kc, kn]).T * 0.35, dim=-1)),
+                    (1, 8), (5, 8), (1, 8), bound=0.06)
+    assert ops(lowered) == ["input", "input", "input", "concat", "matmul", "softmax", "output"]
+
+
+ARGMAXES = {
+    "Tensor.argmax(dim=-1)": lambda m, x: (x @ m.w).argmax(dim=-1),
+    "torch.argmax(x, 1)": lambda m, x: torch.argmax(x @ m.w, 1),
+    "keepdim=True": lambda m, x: torch.argmax(x @ m.w, dim=-1, keepdim=True),
+}
+
+
+@pytest.mark.parametrize("fn", ARGMAXES.values(), ids=ARGMAXES.keys())
+def test_argmax_of_each_row(fn):
+    w = seeded(lambda: torch.randn(8, 6))
+    lowered = check(Wrap(fn, w=w), (16, 8))
+    assert ops(lowered)[-2:] == ["argmax", "output"]
+
+
+def test_tuple_outputs_nested_keep_their_order_names_and_shapes():
+    a = seeded(lambda: lin(8, 6, bias=True))
+
+    def fn(m, x):
+        logits = m.a(x)
+        return logits, (logits.argmax(dim=-1), F.softmax(logits, dim=-1))
+
+    lowered = check(Wrap(fn, a=a), (4, 8), bound=0.06)
+    assert lowered.outputs == ("a", "argmax", "softmax")
+    assert lowered.output_shapes == ((4, 6), (4,), (4, 6))
+
+
+def test_an_output_named_like_an_input_is_renamed():
+    lowered = check(Wrap(lambda m, x: (x @ m.w, x), w=seeded(lambda: torch.randn(8, 4))), (4, 8))
+    assert lowered.outputs == ("matmul", "x#2")
+
+
+# ------------------------------------------------------------------ the API
+
+
+def test_shapes_by_batch_by_full_shape_and_by_example_tensor_agree():
+    model = Wrap(lambda m, x: m.fc(x), fc=seeded(lambda: lin(16, 8)))
+    graphs = [from_torch(model, (16,), batch=4), from_torch(model, (4, 16)),
+              from_torch(model, torch.ones(4, 16))]
+    assert {g.graph.nodes[0].shape for g in graphs} == {(4, 16)}
+
+
+def test_feed_and_unpack():
+    lowered = from_torch(Wrap(lambda m, q, k: (q @ k.T).argmax(dim=-1)), (2, 3), (4, 3))
+    feed = lowered.feed(torch.ones(2, 3), [[1.0] * 3] * 4)
+    assert set(feed) == {"q", "k"} and feed["k"].dtype == np.float64
+    with pytest.raises(ValueError, match="takes 2 input"):
+        lowered.feed(torch.ones(2, 3))
+
+
+def test_the_module_is_left_untouched():
+    layer = seeded(lambda: lin(8, 4))
+    before = layer.weight.detach().clone()
+    model = Wrap(lambda m, x: m.fc(x), fc=layer)
+    model.train()
+    from_torch(model, (2, 8))
+    assert model.training and torch.equal(layer.weight, before)
+
+
+def test_examples_that_do_not_fit_forward():
+    model = Wrap(lambda m, x, y: x + y)
+    with pytest.raises(CompileError, match="takes 2 input"):
+        from_torch(model, (2, 3))
+    with pytest.raises(CompileError, match=r"does not run on inputs of shape \(2, 3\), \(4, 3\)"):
+        from_torch(model, (2, 3), (4, 3))
+    with pytest.raises(CompileError, match="batch= is given too"):
+        from_torch(model, torch.ones(2, 3), torch.ones(2, 3), batch=2)
+
+
+def test_a_module_fx_cannot_trace():
+    def fn(m, x):
+        if x.sum() > 0:  # control flow on a tensor's value
+            return x
+        return x + x
+
+    with pytest.raises(CompileError, match=r"torch\.fx cannot trace Wrap") as caught:
+        from_torch(Wrap(fn), (2, 3))
+    assert not isinstance(caught.value, UnsupportedModel)
+
+
+# ------------------------------------------------------------------ refusals
+
+
+def refusal_lines(module: nn.Module, *shapes, **kwargs) -> list[str]:
+    with pytest.raises(UnsupportedModel) as caught:
+        from_torch(module, *shapes, **kwargs)
+    error = caught.value
+    assert isinstance(error, CompileError)
+    lines = str(error).splitlines()
+    assert lines[0].startswith(f"{type(module).__name__}: {len(error.refusals)} node")
+    assert lines[1:] == [r.line() for r in error.refusals]
+    return lines[1:]
+
+
+REFUSALS = {
+    "sigmoid": (lambda m, x: torch.sigmoid(m.fc(x)), {},
+                "REFUSED sigmoid: torch.sigmoid: GA-2 has no operation for it; the front end lowers "
+                "nn.Linear"),
+    "gelu": (lambda m, x: F.gelu(m.fc(x)), {},
+             "REFUSED gelu: torch.nn.functional.gelu: GA-2 has no operation"),
+    "subtraction": (lambda m, x: m.fc(x) - x, {}, "REFUSED sub: operator -: GA-2 has no operation"),
+    "dropout": (lambda m, x: m.drop(m.fc(x)), {"drop": nn.Dropout(0.1)},
+                "REFUSED drop: Dropout module 'drop': a Dropout layer is the identity at inference"),
+    "layer norm": (lambda m, x: m.norm(x), {"norm": nn.LayerNorm(16)},
+                   "REFUSED norm: LayerNorm module 'norm': GA-2 has no operation for a LayerNorm layer"),
+    "relu after a biased Linear": (
+        lambda m, x: torch.relu(m.biased(x)), {"biased": nn.Linear(16, 16)},
+        "REFUSED relu: torch.relu: GA-2 has no relu instruction: a relu is the flag of the requantizer that "
+        "ends a matmul, and biased is a Linear with a bias, whose result is the product plus the bias; build "
+        "that layer with bias=False"),
+    "relu of an input": (lambda m, x: F.relu(x), {},
+                         "REFUSED relu: torch.nn.functional.relu: GA-2 has no relu instruction: a relu is "
+                         "the flag of the requantizer that ends a matmul, and x (input 'x') is not the "
+                         "result of a matmul"),
+    "relu of a product read twice": (
+        lambda m, x: (torch.relu(h := m.fc(x)), h), {},
+        "REFUSED relu: torch.relu: fc is also read by output; fused into the matmul's requantizer, the relu "
+        "would change what they read"),
+    "softmax over dim 0": (lambda m, x: F.softmax(m.fc(x), dim=0), {},
+                           "REFUSED softmax: torch.nn.functional.softmax: normalises over dim=0; GA-2's "
+                           "softmax unit normalises each row (dim=-1) only"),
+    "nn.Softmax over dim 0": (lambda m, x: m.sm(m.fc(x)), {"sm": nn.Softmax(dim=0)},
+                              "REFUSED sm: Softmax module 'sm': normalises over dim=0"),
+    "softmax with a dtype": (lambda m, x: torch.softmax(m.fc(x), -1, dtype=torch.float64), {},
+                             "REFUSED softmax: torch.softmax: asks for dtype torch.float64; the softmax unit "
+                             "reads int8 and writes probabilities"),
+    "a negative factor": (lambda m, x: m.fc(x) * -0.5, {},
+                          "REFUSED mul: operator *: the factor -0.5 is not a positive number; it can only "
+                          "become a matmul's factor, and the requantizer's multiplier is unsigned"),
+    "a factor on an input": (lambda m, x: m.fc(x * 0.5), {},
+                             "REFUSED mul: operator *: a constant factor only folds into the matmul whose "
+                             "result it scales, and x (input 'x') is not the result of a matmul"),
+    "a factor on a product read twice": (
+        lambda m, x: ((h := m.fc(x)) * 0.5, h), {},
+        "REFUSED mul: operator *: fc is also read by output, which need(s) it without the factor"),
+    "an elementwise product": (lambda m, x: m.fc(x) * x, {},
+                               "REFUSED mul: operator *: multiplies two tensors element by element; GA-2 has "
+                               "no elementwise product"),
+    "a division by a tensor": (lambda m, x: m.fc(x) / x, {},
+                               "REFUSED truediv: operator /: divides by a tensor; GA-2 has no reciprocal"),
+    "add with alpha": (lambda m, x: torch.add(m.fc(x), x, alpha=2), {},
+                       "REFUSED add: torch.add: scales its second operand by alpha=2; GA-2's add has no "
+                       "factor"),
+    "slicing": (lambda m, x: m.fc(x)[0:2], {}, "REFUSED getitem: operator []: GA-2 has no operation for it"),
+    "cat along columns": (lambda m, x: torch.cat([x, x], dim=1) @ m.w2, {},
+                          "REFUSED cat: torch.cat: joins along dim=1; GA-2 concatenates rows only (dim=0)"),
+    "argmax without dim": (lambda m, x: torch.argmax(m.fc(x)), {},
+                           "REFUSED argmax: torch.argmax: has no dim, so it would index the flattened "
+                           "tensor; GA-2's argmax works on each row: give dim=-1"),
+    "argmax over dim 0": (lambda m, x: m.fc(x).argmax(dim=0), {},
+                          "REFUSED argmax: Tensor.argmax(): searches along dim=0; GA-2's argmax works on "
+                          "each row (dim=-1) only"),
+    "argmax read by an add": (lambda m, x: m.fc(x).argmax(dim=-1, keepdim=True) + 1, {},
+                              "REFUSED add: operator +: reads argmax, the indices an argmax returns, as its "
+                              "operand; indices have no int8 scale, so only an output may take them"),
+    "a transposed first operand": (lambda m, x: x.T @ m.fc(x), {},
+                                   "REFUSED matmul: operator @: reads getattr_1, a transposed view, as its "
+                                   "first operand; GA-2 reads a transpose only as the second operand of a "
+                                   "matmul"),
+    "a transposed output": (lambda m, x: m.fc(x).T, {},
+                            "REFUSED output: output: returns getattr_1, a transposed view; GA-2 stores a "
+                            "tensor row by row as it was computed, so transpose it on the host"),
+    "a parameter as output": (lambda m, x: (m.fc(x), m.w), {},
+                              "REFUSED output: output: returns w, a value fixed at compile time; nothing on "
+                              "GA-2 computes it"),
+    "a 3-D result": (lambda m, x: m.fc(x).unsqueeze(0), {},
+                     "REFUSED unsqueeze: Tensor.unsqueeze(): its result has shape (1, 4, 16); Capra "
+                     "tensors are 2-D (rows, cols)"),
+    "reshape": (lambda m, x: m.fc(x).reshape(8, 8), {},
+                "REFUSED reshape: Tensor.reshape(): GA-2 has no operation"),
+}
+
+
+@pytest.mark.parametrize("fn, layers, expected", REFUSALS.values(), ids=REFUSALS.keys())
+def test_a_refusal_names_the_node_its_operation_and_why(fn, layers, expected):
+    fc, w, w2 = seeded(lambda: (lin(16, 16), torch.randn(16, 4), torch.randn(32, 4)))
+    lines = refusal_lines(Wrap(fn, fc=fc, w=w, w2=w2, **layers), (4, 16))
+    assert any(line.startswith(expected) for line in lines), "\n".join(lines)
+
+
+def test_every_refused_node_is_listed_once_and_its_users_stay_silent():
+    def fn(m, x):
+        h = torch.sigmoid(m.fc(x))        # refused
+        y = F.softmax(h, dim=-1)          # reads a refused node: silent
+        z = torch.cat([y, y], dim=1)      # refused on its own (dim), despite its operand
+        return z, torch.tanh(x), m.fc(x) * -1.0
+
+    lines = refusal_lines(Wrap(fn, fc=seeded(lambda: lin(16, 16))), (4, 16))
+    assert [line.split(":")[0] for line in lines] == ["REFUSED sigmoid", "REFUSED cat", "REFUSED tanh",
+                                                       "REFUSED mul"]
+
+
+def test_a_computed_tensor_is_not_broadcast():
+    model = Wrap(lambda m, x, r: x @ m.w + r, w=seeded(lambda: torch.randn(16, 4)))
+    lines = refusal_lines(model, (4, 16), (1, 4))
+    assert lines == ["REFUSED add: operator +: broadcasts r (1, 4) to (4, 4); GA-2 adds tensors of one "
+                     "shape, and only a constant is broadcast (at compile time)"]
+
+
+def test_an_inner_dimension_beyond_k_max():
+    lines = refusal_lines(Wrap(lambda m, x: m.deep(x), deep=lin(65, 4)), (4, 65))
+    assert lines == ["REFUSED deep: Linear module 'deep': its inner dimension is 65, more than the 64 that "
+                     "one MM instruction sums (K_MAX); split the layer into pieces of at most 64 and add "
+                     "them"]
+    lines = refusal_lines(Wrap(lambda m, x, y: x @ y), (4, 65), (65, 3))
+    assert lines[0].startswith("REFUSED matmul: operator @: its inner dimension is 65")
+
+
+def test_a_softmax_row_longer_than_the_unit_takes():
+    lines = refusal_lines(Wrap(lambda m, x: F.softmax(x @ x.T, dim=-1)), (65, 4))
+    assert lines == ["REFUSED softmax: torch.nn.functional.softmax: its rows hold 65 values, more than the "
+                     "softmax unit's 64 (SM_MAX_LEN)"]
+
+
+def test_an_integer_input():
+    lines = refusal_lines(Wrap(lambda m, x: x + x), torch.ones(2, 3, dtype=torch.int64))
+    assert lines[0].startswith("REFUSED x: input 'x': has dtype torch.int64; Capra's inputs are float")
+
+
+def test_the_compilers_structural_refusals_are_named_by_the_fx_node():
+    # one tensor as a part of two concatenations: placement cannot make it a view of both
+    def fn(m, x, y, z):
+        return torch.cat([x, y]) @ m.w, torch.cat([x, z]) @ m.w
+
+    lines = refusal_lines(Wrap(fn, w=seeded(lambda: torch.randn(3, 2))), (2, 3), (2, 3), (2, 3))
+    assert len(lines) == 1 and lines[0].startswith("REFUSED ")
+    assert "Capra refuses it: " in lines[0] and "concatenation" in lines[0]
+
+
+def test_a_graph_too_large_for_external_memory():
+    big = seeded(lambda: lin(64, 64))
+    model = Wrap(lambda m, x: m.a(m.b(m.c(x))), a=big, b=lin(64, 64), c=lin(64, 64))
+    lines = refusal_lines(model, (64, 64))
+    assert lines[0].startswith("REFUSED b: Linear module 'b': Capra refuses it: external memory is full")
