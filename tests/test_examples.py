@@ -3,6 +3,7 @@
 Add an entry per example: (script, arguments for a quick run, texts the output must hold).
 """
 
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -29,6 +30,22 @@ RUNS = [
 ]
 
 
+TORCH_RUNS = [
+    ("digits.py", ["--quick"], [
+        "machine == integer interpreter on the first batch, both outputs: True",
+        "MXU utilisation: 18944 multiply-adds",
+        "RTL bit-exact on 0 images",
+    ]),
+    ("attention_block.py", ["--tests", "4"], [
+        "%7  = matmul  %2, %4    -> (8, 8)    ^T x0.2500",
+        "machine == integer interpreter, every output value of every run: True",
+    ]),
+]
+"""Examples that need the optional torch extra (torch and scikit-learn)."""
+
+DIGITS_LAST_LINE = r"digits: float (\d+\.\d)%, GA-2 (\d+\.\d)%, agree \d+\.\d%, RTL bit-exact on \d+ images"
+
+
 @pytest.mark.parametrize("script, args, expected", RUNS, ids=[r[0] for r in RUNS])
 def test_example_runs(script, args, expected):
     done = subprocess.run([sys.executable, str(EXAMPLES / script), *args], capture_output=True, text=True,
@@ -38,7 +55,24 @@ def test_example_runs(script, args, expected):
         assert text in done.stdout, text
 
 
-@pytest.mark.parametrize("script", sorted({r[0] for r in RUNS}))
+@pytest.mark.torch
+@pytest.mark.parametrize("script, args, expected", TORCH_RUNS, ids=[r[0] for r in TORCH_RUNS])
+def test_torch_example_runs(script, args, expected):
+    pytest.importorskip("torch")
+    pytest.importorskip("sklearn")
+    done = subprocess.run([sys.executable, str(EXAMPLES / script), *args], capture_output=True, text=True,
+                          timeout=600)
+    assert done.returncode == 0, done.stderr
+    for text in expected:
+        assert text in done.stdout, text
+    if script == "digits.py":  # the last line's format, and GA-2 within 1.5 points of float
+        last = done.stdout.strip().splitlines()[-1]
+        match = re.fullmatch(DIGITS_LAST_LINE, last)
+        assert match, last
+        assert abs(float(match[1]) - float(match[2])) <= 1.5, last
+
+
+@pytest.mark.parametrize("script", sorted({r[0] for r in RUNS + TORCH_RUNS}))
 def test_example_help(script):
     done = subprocess.run([sys.executable, str(EXAMPLES / script), "--help"], capture_output=True, text=True,
                           timeout=120)
