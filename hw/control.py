@@ -124,7 +124,7 @@ class Control(wiring.Component):
         m = Module()
         p = self.params
         pcw = pc_bits(p)
-        m.submodules.checker = chk = self.checker
+        m.submodules.checks = chk = self.checker   # not `checker`: a SystemVerilog keyword
         for k, bank in enumerate(self.imem):
             m.submodules[f"imem{k}"] = bank
 
