@@ -17,6 +17,15 @@ outside. The names are the Amaranth submodule names (``hw/top.py``, ``hw/simtop.
 ``hw/control.py``, ``hw/banked.py``), which Amaranth's Verilog keeps as instance and array names;
 ``tests/hw/test_export.py`` checks them in the generated Verilog. ``python -m hw.export`` also
 writes them to ``build/ga2_ports.json``.
+
+Notes for a test bench driving the Verilog (``tests/hw/test_export.py`` does all of this):
+
+* the clock is ``clk``, the reset ``rst`` (synchronous, active high); under Icarus let ``rst``
+  rise after time 0 (``reg rst = 0; initial #1 rst = 1;``) and hold it for two clock edges:
+  Icarus does not run Yosys' ``always @*`` blocks at time 0, so a reset that is already high
+  then loads X into the registers;
+* write the arrays after time 0 too (Amaranth's ``initial`` blocks zero them at time 0);
+* the instance names avoid SystemVerilog keywords (the checker is ``core.control.checks``).
 """
 
 from __future__ import annotations
