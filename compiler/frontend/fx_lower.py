@@ -112,6 +112,18 @@ def _function_name(fn: Any) -> str:
     return f"{module}.{name}" if module else name
 
 
+def _is_shape_query(node: fx.Node) -> bool:
+    """True for a node that reads a tensor's shape, not its values."""
+    if (node.op, node.target) in _SHAPE_QUERIES:
+        return True
+    return node.op == "call_function" and node.target is getattr and node.args[1:2] == ("shape",)
+
+
+def _value_readers(node: fx.Node) -> list[fx.Node]:
+    """The users of a node that read its values (shape queries do not)."""
+    return [user for user in node.users if not _is_shape_query(user)]
+
+
 def describe(node: fx.Node, traced: fx.GraphModule) -> str:
     """The operation of an fx node, as a refusal names it."""
     if node.op == "call_module":
@@ -355,8 +367,7 @@ class Lowering:
 
     def lower_static(self, node: fx.Node) -> _Value:
         """Shape arithmetic: a value fixed by the traced shapes, not by tensor values."""
-        if (node.op, node.target) in _SHAPE_QUERIES or (
-                node.op == "call_function" and node.target is getattr and node.args[1:2] == ("shape",)):
+        if _is_shape_query(node):
             return _Value("static", number=node.meta[STATIC])
         for arg in node.all_input_nodes:
             if self.value(arg).kind != "static":
@@ -369,8 +380,9 @@ class Lowering:
         if not meta.dtype.is_floating_point:
             raise Refuse(f"has dtype {meta.dtype}; Capra's inputs are float tensors, which the "
                          "compiler quantizes")
-        nid = self.own(self.graph.input(node.name, self.shape_of(node)))
-        self.inputs.append(node.name)
+        name = str(node.target)  # the argument's name (node.name may differ: input_1 for input)
+        nid = self.own(self.graph.input(name, self.shape_of(node)))
+        self.inputs.append(name)
         return _Value("tensor", nid)
 
     def lower_attribute(self, node: fx.Node) -> _Value:
@@ -464,8 +476,8 @@ class Lowering:
         """The product of the positive constants that multiply (or divide) a matmul's result
         before anything else reads it; each such mul/div is noted in ``self.folded``."""
         factor, current = 1.0, product
-        while len(current.users) == 1:
-            user = next(iter(current.users))
+        while len(readers := _value_readers(current)) == 1:
+            user = readers[0]
             constant = self.constant_factor(user, current)
             if constant is None:
                 break
@@ -506,20 +518,20 @@ class Lowering:
         values = [self.value(arg) for arg in (input, other)]  # raises Upstream if one was refused
         if node in self.folded:
             return self.value(self.folded[node])
-        constants = [v for v in values if v.kind == "static"]
-        if not constants:
-            raise Refuse(f"{verb} two tensors element by element; GA-2 has no elementwise product, only a "
-                         "constant factor on a matmul's result")
         if verb == "divides" and values[1].kind != "static":
             raise Refuse("divides by a tensor; GA-2 has no reciprocal, only a constant factor on a matmul's "
                          "result")
+        constants = [v for v in values if v.kind == "static"]
+        if not constants:
+            raise Refuse("multiplies two tensors element by element; GA-2 has no elementwise product, only "
+                         "a constant factor on a matmul's result")
         self.check_factor(constants[0].number)
         arg = input if values[0].kind != "static" else other
         v = self.value(arg)
         if v.kind != "product":
             hint = self.producer_hint(arg) if isinstance(arg, fx.Node) else ""
             raise Refuse(f"a constant factor only folds into the matmul whose result it scales, and {hint}")
-        readers = [u.name for u in arg.users if u is not node]
+        readers = [u.name for u in _value_readers(arg) if u is not node]
         raise Refuse(f"{arg.name} is also read by {', '.join(readers)}, which need(s) it without the "
                      "factor; the factor is folded into the matmul's requantizer, so it would change "
                      "them too")
@@ -535,7 +547,7 @@ class Lowering:
         if self.value(input).kind != "product":
             raise Refuse("GA-2 has no relu instruction: a relu is the flag of the requantizer that ends a "
                          f"matmul, and {self.producer_hint(input)}")
-        readers = [u.name for u in input.users if u is not node]
+        readers = [u.name for u in _value_readers(input) if u is not node]
         if readers:
             raise Refuse(f"{input.name} is also read by {', '.join(readers)}; fused into the matmul's "
                          "requantizer, the relu would change what they read")

@@ -331,6 +331,15 @@ def test_shapes_by_batch_by_full_shape_and_by_example_tensor_agree():
     assert {g.graph.nodes[0].shape for g in graphs} == {(4, 16)}
 
 
+def test_inputs_are_named_after_forwards_arguments():
+    class Named(nn.Module):
+        def forward(self, input, k):  # fx calls the first node input_1; the Capra input is "input"
+            return input @ k.T
+
+    lowered = check(Named(), (2, 4), (3, 4))
+    assert lowered.inputs == ("input", "k")
+
+
 def test_feed_and_unpack():
     lowered = from_torch(Wrap(lambda m, q, k: (q @ k.T).argmax(dim=-1)), (2, 3), (4, 3))
     feed = lowered.feed(torch.ones(2, 3), [[1.0] * 3] * 4)
@@ -523,3 +532,4 @@ def test_a_graph_too_large_for_external_memory():
     model = Wrap(lambda m, x: m.a(m.b(m.c(x))), a=big, b=lin(64, 64), c=lin(64, 64))
     lines = refusal_lines(model, (64, 64))
     assert lines[0].startswith("REFUSED b: Linear module 'b': Capra refuses it: external memory is full")
+
