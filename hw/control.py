@@ -174,6 +174,7 @@ class Control(wiring.Component):
             m.d.sync += f_valid.eq(0)
 
         row_bits = max(1, (p.IMEM_WORDS - 1).bit_length())
+        bank_bits = (spec.INSTR_WORDS - 1).bit_length()   # the host writes word w to bank w % INSTR_WORDS
         instr = []
         for k, bank in enumerate(self.imem):
             rd = bank.read_port(domain="sync")
@@ -181,9 +182,9 @@ class Control(wiring.Component):
             m.d.comb += [
                 rd.addr.eq(pc_now[:row_bits]),
                 rd.en.eq(issue),   # held while the front end stalls
-                wr.addr.eq(self.imem_waddr[2:]),
+                wr.addr.eq(self.imem_waddr[bank_bits:]),
                 wr.data.eq(self.imem_wdata),
-                wr.en.eq(self.imem_we & (self.imem_waddr[:2] == k)),
+                wr.en.eq(self.imem_we & (self.imem_waddr[:bank_bits] == k)),
             ]
             instr.append(rd.data)
         m.d.comb += [
