@@ -489,12 +489,18 @@ class Lowering:
     def constant_factor(self, node: fx.Node, operand: fx.Node) -> float | None:
         """c if ``node`` is operand * c, c * operand or operand / (1/c), c positive and finite."""
         rule = self.rule_of(node)
-        if rule not in ("mul", "div") or node.kwargs.get("rounding_mode") is not None:
+        if rule not in ("mul", "div"):
             return None
-        args = list(node.args[:2])
-        if len(args) != 2 or operand not in args or (rule == "div" and args[0] is not operand):
+        try:
+            bound = self.bind(node, rule)
+        except Refuse:
             return None
-        other = args[1] if args[0] is operand else args[0]
+        first, second = bound["input"], bound["other"]
+        if bound.get("rounding_mode") is not None or operand not in (first, second):
+            return None
+        if rule == "div" and first is not operand:
+            return None
+        other = second if first is operand else first
         if isinstance(other, fx.Node):
             other = other.meta.get(STATIC)
         if not _is_number(other) or not (math.isfinite(other) and other > 0):
@@ -532,6 +538,8 @@ class Lowering:
             hint = self.producer_hint(arg) if isinstance(arg, fx.Node) else ""
             raise Refuse(f"a constant factor only folds into the matmul whose result it scales, and {hint}")
         readers = [u.name for u in _value_readers(arg) if u is not node]
+        if not readers:
+            raise AssertionError(f"{node.name}: a foldable factor was not folded")
         raise Refuse(f"{arg.name} is also read by {', '.join(readers)}, which need(s) it without the "
                      "factor; the factor is folded into the matmul's requantizer, so it would change "
                      "them too")
@@ -580,8 +588,12 @@ class Lowering:
                 if not (v.kind == "constant" or _is_number(constant)):
                     raise Refuse(f"adds {constant!r}, which is not a number")
                 name = v.name or f"{node.name}.constant"
-                array = np.asarray(constant, dtype=np.float64)
-                parts.append(self.weight(name, np.broadcast_to(array, shape)))
+                try:
+                    array = np.broadcast_to(np.asarray(constant, dtype=np.float64), shape)
+                except ValueError:
+                    raise Refuse(f"adds the constant {name} of shape {np.shape(constant)}, which does not "
+                                 f"broadcast to {shape}") from None
+                parts.append(self.weight(name, array))
                 continue
             nid = self.tensor(arg, "operand")
             if self.graph.nodes[nid].shape != shape:

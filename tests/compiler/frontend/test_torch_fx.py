@@ -181,6 +181,7 @@ FACTORS = {
     "shape arithmetic": (lambda m, q, k: q @ k.T * q.shape[-1] ** -0.5, 8 ** -0.5),
     "size() arithmetic": (lambda m, q, k: q @ k.T / q.size(1), 1 / 8),
     "a chain": (lambda m, q, k: (q @ k.T) * 2 * 0.125 / 0.5, 0.5),
+    "keyword arguments": (lambda m, q, k: torch.mul(input=q @ k.T, other=0.5), 0.5),
 }
 
 
