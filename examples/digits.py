@@ -16,7 +16,9 @@ The data is scikit-learn's bundled digits set (1797 images of 8 x 8 pixels with 
 5. runs the whole test split on the reference machine, 8 images per run (the last batch is
    padded with blank images, whose results are ignored), and checks the first batch
    against the integer interpreter;
-6. runs the first ``--rtl N`` test images (rounded up to whole batches) on the RTL under
+6. shows what the front end says about two variants it refuses (a bias before the relu, a
+   sigmoid and a softmax over the batch);
+7. runs the first ``--rtl N`` test images (rounded up to whole batches) on the RTL under
    Icarus and Verilator (the cosim package) and compares memories and counters with the
    reference machine.
 
@@ -103,6 +105,42 @@ def make_models(seed: int):
     torch.manual_seed(seed)
     mlp = DigitsMLP()
     return mlp, Classifier(mlp)
+
+
+def show_refusals() -> None:
+    """Two variants of the MLP that GA-2 cannot run as written, and what the front end says."""
+    import torch
+    from torch import nn
+
+    from compiler.frontend import UnsupportedModel, from_torch
+
+    class BiasedHidden(nn.Module):
+        """The MLP with the default bias=True on the hidden layer."""
+
+        def __init__(self) -> None:
+            super().__init__()
+            self.hidden = nn.Linear(PIXELS, HIDDEN)
+            self.out = nn.Linear(HIDDEN, CLASSES)
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            return self.out(torch.relu(self.hidden(x)))
+
+    class Sigmoid(nn.Module):
+        """A sigmoid hidden layer and a softmax over the batch instead of over the classes."""
+
+        def __init__(self) -> None:
+            super().__init__()
+            self.hidden = nn.Linear(PIXELS, HIDDEN, bias=False)
+            self.out = nn.Linear(HIDDEN, CLASSES)
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            return torch.softmax(self.out(torch.sigmoid(self.hidden(x))), dim=0)
+
+    for model in (BiasedHidden(), Sigmoid()):
+        try:
+            from_torch(model, (PIXELS,), batch=BATCH)
+        except UnsupportedModel as refused:
+            print("  " + str(refused).replace("\n", "\n    "))
 
 
 def train(mlp, split: Split, epochs: int, seed: int) -> float:
@@ -266,6 +304,9 @@ def main(argv: list[str] | None = None) -> int:
         operands = ", ".join(f"%{i}" for i in node.ins)
         print(f"  %{node.id:<2d} = {node.op:7s} {operands:9s} -> {node.shape!s:8s} {node.name}"
               f"   (from {lowered.origin[node.id]})")
+
+    print("\n== variants GA-2 cannot run as written (nothing is compiled for them)")
+    show_refusals()
 
     calibration = [lowered.feed(b) for b in batches(split.train_x)[:len(split.train_x) // BATCH]]
     program = compile_graph(lowered.graph, calibration)
