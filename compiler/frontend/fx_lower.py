@@ -176,6 +176,9 @@ _METHODS = {"matmul": "matmul", "mm": "matmul", "mul": "mul", "div": "div", "add
             "softmax": "softmax", "argmax": "argmax", "transpose": "transpose", "t": "t"}
 """call_method targets (Tensor methods) -> rule."""
 
+_MODULES = ((nn.Linear, "linear"), (nn.ReLU, "relu"), (nn.Softmax, "softmax"))
+"""call_module targets (layers, by class) -> rule."""
+
 _SHAPE_QUERIES = {("call_method", "size"), ("call_method", "dim")}
 """Nodes that read a tensor's shape, not its values (as does ``getattr(x, "shape")``): their
 results are compile-time constants."""
@@ -261,21 +264,24 @@ class Lowering:
         static = node.op not in ("placeholder", "get_attr") and STATIC in node.meta
         if static and _is_plain(node.meta[STATIC]):
             return self.lower_static(node)
-        meta = node.meta.get("tensor_meta")
-        rule = self.rule_of(node)
-        if meta is not None and node.op != "get_attr" and rule != "argmax" and len(meta.shape) != 2:
-            raise Refuse(f"its result has shape {tuple(meta.shape)}; Capra tensors are 2-D (rows, cols)")
         if node.op == "placeholder":
             return self.lower_input(node)
         if node.op == "get_attr":
             return self.lower_attribute(node)
-        if node.op == "call_module":
-            return self.lower_module(node)
+        rule = self.rule_of(node)
         if rule is None:
-            raise Refuse(f"GA-2 has no operation for it; the front end lowers {SUPPORTED}")
+            raise Refuse(self.unsupported(node))
+        meta = node.meta.get("tensor_meta")
+        if meta is not None and rule != "argmax" and len(meta.shape) != 2:
+            if any(arg not in self.values for arg in node.all_input_nodes):
+                raise Upstream  # its operand's shape was refused already
+            raise Refuse(f"its result has shape {tuple(meta.shape)}; Capra tensors are 2-D (rows, cols)")
+        if node.op == "call_module":
+            return self.lower_module(node, rule)
         return getattr(self, f"op_{rule}")(node, **self.bind(node, rule))
 
     def rule_of(self, node: fx.Node) -> str | None:
+        """The rule that lowers a call, or None when there is none."""
         if node.op == "call_function":
             try:
                 return _FUNCTIONS.get(node.target)
@@ -283,7 +289,20 @@ class Lowering:
                 return None
         if node.op == "call_method":
             return _METHODS.get(node.target)
+        if node.op == "call_module":
+            module = self.traced.get_submodule(node.target)
+            return next((rule for kind, rule in _MODULES if isinstance(module, kind)), None)
         return None
+
+    def unsupported(self, node: fx.Node) -> str:
+        """Why a call without a rule is refused."""
+        if node.op == "call_module":
+            kind = type(self.traced.get_submodule(node.target))
+            if issubclass(kind, nn.Dropout | nn.Identity):
+                return (f"a {kind.__name__} layer is the identity at inference, but the front end lowers "
+                        "only what it can compute; leave it out of the module you compile")
+            return f"GA-2 has no operation for a {kind.__name__} layer; the front end lowers {SUPPORTED}"
+        return f"GA-2 has no operation for it; the front end lowers {SUPPORTED}"
 
     @staticmethod
     def bind(node: fx.Node, rule: str) -> dict[str, Any]:
@@ -377,6 +396,8 @@ class Lowering:
 
     def lower_input(self, node: fx.Node) -> _Value:
         meta = node.meta["tensor_meta"]
+        if len(meta.shape) != 2:
+            raise Refuse(f"has shape {tuple(meta.shape)}; Capra tensors are 2-D (rows, cols)")
         if not meta.dtype.is_floating_point:
             raise Refuse(f"has dtype {meta.dtype}; Capra's inputs are float tensors, which the "
                          "compiler quantizes")
@@ -421,22 +442,16 @@ class Lowering:
         if problems:
             raise Refuse("; ".join(problems))
 
-    def lower_module(self, node: fx.Node) -> _Value:
+    def lower_module(self, node: fx.Node, rule: str) -> _Value:
         module = self.traced.get_submodule(node.target)
         if len(node.args) != 1 or node.kwargs:
             raise Refuse("is called with other than one tensor argument")
         (x,) = node.args
-        if isinstance(module, nn.Linear):
+        if rule == "linear":
             return self.linear(node, module, x)
-        if isinstance(module, nn.ReLU):
+        if rule == "relu":
             return self.op_relu(node, x, inplace=module.inplace)
-        if isinstance(module, nn.Softmax):
-            return self.op_softmax(node, x, dim=module.dim)
-        if isinstance(module, nn.Dropout | nn.Identity):
-            raise Refuse(f"a {type(module).__name__} layer is the identity at inference, but the front end "
-                         "lowers only what it can compute; leave it out of the module you compile")
-        raise Refuse(f"GA-2 has no operation for a {type(module).__name__} layer; the front end lowers "
-                     f"{SUPPORTED}")
+        return self.op_softmax(node, x, dim=module.dim)
 
     # ---------------------------------------------------------------- the operations
 

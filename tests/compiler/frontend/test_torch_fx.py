@@ -22,6 +22,7 @@ from torch import nn  # noqa: E402
 from compiler import CompileError, compile_graph  # noqa: E402
 from compiler.evaluate import evaluate  # noqa: E402
 from compiler.frontend import TorchGraph, UnsupportedModel, from_torch, run_torch  # noqa: E402
+from compiler.frontend.fx_lower import SUPPORTED  # noqa: E402
 from compiler.interpret import interpret  # noqa: E402
 
 pytestmark = pytest.mark.torch
@@ -464,9 +465,11 @@ REFUSALS = {
     "a parameter as output": (lambda m, x: (m.fc(x), m.w), {},
                               "REFUSED output: output: returns w, a value fixed at compile time; nothing on "
                               "GA-2 computes it"),
-    "a 3-D result": (lambda m, x: m.fc(x).unsqueeze(0), {},
-                     "REFUSED unsqueeze: Tensor.unsqueeze(): its result has shape (1, 4, 16); Capra "
-                     "tensors are 2-D (rows, cols)"),
+    "a 3-D result": (lambda m, x: x @ m.stack, {"stack": torch.ones(2, 16, 4)},
+                     "REFUSED matmul: operator @: its result has shape (2, 4, 4); Capra tensors are 2-D "
+                     "(rows, cols)"),
+    "unsqueeze": (lambda m, x: m.fc(x).unsqueeze(0), {},
+                  "REFUSED unsqueeze: Tensor.unsqueeze(): GA-2 has no operation for it"),
     "reshape": (lambda m, x: m.fc(x).reshape(8, 8), {},
                 "REFUSED reshape: Tensor.reshape(): GA-2 has no operation"),
 }
@@ -489,6 +492,27 @@ def test_every_refused_node_is_listed_once_and_its_users_stay_silent():
     lines = refusal_lines(Wrap(fn, fc=seeded(lambda: lin(16, 16))), (4, 16))
     assert [line.split(":")[0] for line in lines] == ["REFUSED sigmoid", "REFUSED cat", "REFUSED tanh",
                                                        "REFUSED mul"]
+
+
+def test_a_4d_input_and_a_convolution():
+    class TinyCNN(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.conv = nn.Conv2d(1, 4, 3)
+            self.fc = nn.Linear(144, 10)
+
+        def forward(self, x):
+            return self.fc(torch.flatten(F.relu(self.conv(x)), 1))
+
+    lines = refusal_lines(seeded(TinyCNN), (8, 1, 8, 8))
+    assert lines == [
+        "REFUSED x: input 'x': has shape (8, 1, 8, 8); Capra tensors are 2-D (rows, cols)",
+        f"REFUSED conv: Conv2d module 'conv': GA-2 has no operation for a Conv2d layer; the front end "
+        f"lowers {SUPPORTED}",
+        f"REFUSED flatten: torch.flatten: GA-2 has no operation for it; the front end lowers {SUPPORTED}",
+        "REFUSED fc: Linear module 'fc': its inner dimension is 144, more than the 64 that one MM "
+        "instruction sums (K_MAX); split the layer into pieces of at most 64 and add them",
+    ]  # the relu of the refused convolution is not reported: its operand was refused
 
 
 def test_a_computed_tensor_is_not_broadcast():
