@@ -323,12 +323,18 @@ AMAX_OVERHEAD = 4
 """AMAX: dispatch, scratchpad read latency, lane compare, final write."""
 UNPACK_OVERHEAD = 3
 """UNPACK: dispatch, scratchpad read latency, write."""
-SM_PASS_OVERHEAD = 3
-"""SM: cycles between the last read of one pass and the first read of the next."""
-SM_DIV_LATENCY = 17
-"""SM: latency of the pipelined divider (one quotient bit per stage, 17-bit quotients)."""
-SM_OVERHEAD = 1 + 2 * SM_PASS_OVERHEAD + SM_DIV_LATENCY + 2
-"""SM: dispatch, two pass turnarounds, the divider, exp look-up and write."""
+SM_PASS_OVERHEAD = 1
+"""SM: idle read cycles between pass 0 (max) and pass 1 (exp and sum): the row maximum is
+final two register stages after pass 0's last data (lane pairs, then the running maximum).
+Pass 2 (divide) follows pass 1 directly (hw/softmax.py)."""
+SM_DIV_LATENCY = 9
+"""SM: stages of the pipelined divider, radix 4 (two quotient bits per stage, 18 bits with the
+rounding bit; hw/divider.py)."""
+SM_OVERHEAD = SPAD_READ_LATENCY + 2 + SM_PASS_OVERHEAD + SM_DIV_LATENCY
+"""SM: scratchpad read latency (1), the data register (1), the exp register (1), the pass gap,
+the divider. With n = ceil(len/4) beats per pass, beat k of pass 0 is read in the dispatch
+cycle + k, of pass p > 0 in the dispatch cycle + p*n + SM_PASS_OVERHEAD + k, and pass 2's beat
+k is written SM_OVERHEAD - SM_PASS_OVERHEAD cycles after its read (hw/softmax.py)."""
 
 
 def _beats(n: Any, params: Params) -> Any:
@@ -413,8 +419,8 @@ INSTRUCTIONS: tuple[InstrSpec, ...] = (
         "sfu", "S[dst..dst+len-1] = softmax_fixed(s8(S[src..src+len-1]))",
         (Region(Mem.SPAD, "src", lambda f: f["len"], writes=False),
          Region(Mem.SPAD, "dst", lambda f: f["len"], writes=True)),
-        lambda f, p: 2 * _beats(f["len"], p) + f["len"] + SM_OVERHEAD,
-        "2*ceil(len/4) + len + SM_OVERHEAD",
+        lambda f, p: 3 * _beats(f["len"], p) + SM_OVERHEAD,
+        "3*ceil(len/4) + SM_OVERHEAD",
     ),
     InstrSpec(
         "VADD", Opcode.VADD,

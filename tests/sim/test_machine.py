@@ -198,7 +198,7 @@ def test_counters_of_a_hand_computed_program():
     ld = math.ceil(60 / 4) + s.LD_OVERHEAD                 # 15 + 3
     mm1 = 12 + 4 + s.MM_OVERHEAD                          # tb = 0: K + M
     rq = math.ceil(50 / 4) + s.RQ_OVERHEAD                 # 13 + 7
-    sm = 2 * math.ceil(10 / 4) + 10 + s.SM_OVERHEAD        # 6 + 10 + 26
+    sm = 3 * math.ceil(10 / 4) + s.SM_OVERHEAD             # 9 + 13
     vadd = math.ceil(7 / 4) + s.VADD_OVERHEAD              # 2 + 3
     amax = math.ceil(9 / 4) + s.AMAX_OVERHEAD              # 3 + 4
     unpack = 2 * 2 + s.UNPACK_OVERHEAD                     # 4 + 3

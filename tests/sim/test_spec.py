@@ -141,8 +141,8 @@ def test_latencies_by_hand():
     assert latency(c.BY_NAME["MM"], {**mm, "M": 3, "N": 1, "K": 3, "tb": 1}) == 3 + 3 + 0 + c.MM_OVERHEAD
     rq = {"dst": 0, "src": 0, "len": 50, "m": 1, "s": 1, "relu": 0}
     assert latency(c.BY_NAME["RQ"], rq) == 13 + c.RQ_OVERHEAD
-    assert latency(c.BY_NAME["SM"], {"dst": 0, "src": 0, "len": 10}) == 2 * 3 + 10 + c.SM_OVERHEAD
-    assert c.SM_OVERHEAD == 1 + 2 * c.SM_PASS_OVERHEAD + c.SM_DIV_LATENCY + 2
+    assert latency(c.BY_NAME["SM"], {"dst": 0, "src": 0, "len": 10}) == 3 * 3 + c.SM_OVERHEAD
+    assert c.SM_OVERHEAD == c.SPAD_READ_LATENCY + 2 + c.SM_PASS_OVERHEAD + c.SM_DIV_LATENCY
     assert latency(c.BY_NAME["VADD"], {"dst": 0, "src1": 0, "src2": 0, "len": 4}) == 1 + c.VADD_OVERHEAD
     assert latency(c.BY_NAME["AMAX"], {"dst": 0, "src": 0, "len": 5}) == 2 + c.AMAX_OVERHEAD
     assert latency(c.BY_NAME["UNPACK"], {"dst": 0, "src": 0, "len": 3}) == 6 + c.UNPACK_OVERHEAD

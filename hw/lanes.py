@@ -1,0 +1,57 @@
+"""Small combinational helpers shared by the units that stream LANES words per cycle.
+
+A *beat* is one scratchpad access of LANES consecutive words; lane i is the word at addr + i.
+A unit walking a row of ``len`` elements keeps ``left``, the elements not yet consumed counting
+the current beat; the beat's valid lanes and whether it is the last follow from that count.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from amaranth.hdl import Cat, Const, Value
+
+
+def lane_mask(left: Value, lanes: int) -> Value:
+    """The valid lanes of a beat with ``left`` elements remaining: bit i = (left > i)."""
+    return Cat(*(left > i for i in range(lanes)))
+
+
+def last_beat(left: Value, lanes: int) -> Value:
+    """True on the last beat of a row: at most ``lanes`` elements remain."""
+    return left <= lanes
+
+
+def first_maximum(values: Sequence[Value], valid: Sequence[Value] | None = None) -> list[Value]:
+    """One-hot selector of the first maximum among the valid ``values`` (same shape each).
+
+    Candidate i wins when it is valid, greater than every earlier valid candidate and at least
+    every later valid one, so exactly one bit is set when any candidate is valid. Validity is
+    folded into the comparisons' results rather than into the values, so the comparators take
+    their operands straight from registers: one comparator level, then two LUT levels.
+    """
+    if valid is None:
+        valid = [Const(1, 1)] * len(values)
+    wins = []
+    for i, vi in enumerate(values):
+        win = valid[i]
+        for j, vj in enumerate(values):
+            if j != i:
+                beats = vi > vj if j < i else vi >= vj
+                win = win & (beats | ~valid[j])
+        wins.append(win)
+    return wins
+
+
+def select(onehot: Sequence[Value], values: Sequence[Value]) -> Value:
+    """OR of ``values[i]`` gated by the one-hot ``onehot[i]`` (an AND-OR multiplexer)."""
+    out = None
+    for sel, v in zip(onehot, values, strict=True):
+        term = v.as_unsigned() & sel.replicate(len(v))
+        out = term if out is None else out | term
+    return out
+
+
+def carry_save(a: Value, b: Value, c: Value) -> tuple[Value, Value]:
+    """A 3:2 compressor: (sum, carry) with a + b + c == sum + carry, one LUT level per bit."""
+    return a ^ b ^ c, ((a & b) | (a & c) | (b & c)) << 1

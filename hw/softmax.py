@@ -1,0 +1,243 @@
+"""The softmax unit: SM dst src len, GA2.md sections 3 and 4, exactly.
+
+For the int8 Q4.4 row x (the low byte of each word, signed): mx = max x_i,
+e_i = EXP_LUT[mx - x_i] (a stored -128 gives a difference up to 255), z = sum e_i, and
+p_i = floor((e_i * 65536 + floor(z / 2)) / z), written as unsigned Q16 words.
+
+The unit streams the row from the scratchpad three times, LANES words per beat, each beat's
+data taken into a register untouched on arrival (the block RAM and the rotation network use up
+that cycle):
+
+* pass 0, max: the maxima of the lane pairs (tail lanes excluded), then mx <- max(mx, both),
+  two register stages of one comparator level and a multiplexer each;
+* pass 1, exp and sum: e_i = EXP_LUT[mx - x_i] (LUT logic), then z <- z + the four e_i
+  (three carry-save levels and one adder);
+* pass 2, divide: the same e_i go to LANES pipelined dividers (hw/divider.py, radix 4), one per
+  lane, each with z as its divisor; the beat's four quotients are written together.
+
+One idle read cycle (SM_PASS_OVERHEAD) separates passes 0 and 1, so that pass 1's first beat
+reaches the exp stage just as mx becomes final; pass 2 follows pass 1 with no gap, its first
+beat reaching the dividers just as z becomes final. Re-reading the row costs no latency and
+saves holding up to SM_MAX_LEN elements in registers.
+
+The rounding: floor((e * 65536 + floor(z / 2)) / z) = floor(e * 65536 / z + 1/2) for every
+z >= 1 (with e * 65536 = a*z + r, both sides are a + [r >= z/2]), which the divider computes
+as (floor(2 * e * 65536 / z) + 1) >> 1 without an adder in front of it.
+"""
+
+from __future__ import annotations
+
+from amaranth.hdl import Module, Mux, Signal, signed
+from amaranth.lib import data, wiring
+
+from sim import arith, spec
+
+from .divider import Divider
+from .exp_lut import INDEX_BITS, VALUE_BITS, ExpLUT
+from .isa import fields_view
+from .lanes import carry_save, lane_mask, last_beat
+from .ports import SPAD_READ_LATENCY, unit_members
+
+Q16_BITS = (arith.Q16_ONE - 1).bit_length()
+"""e * 65536: the exp value shifted into the dividend's upper bits (16)."""
+DIVIDER_DIGIT_BITS = 2
+"""Quotient bits per divider stage (radix 4): 9 stages, about 140 MHz alone on the ECP5-85F."""
+
+PASSES = 3
+
+
+def _tag_layout(lanes: int) -> data.StructLayout:
+    return data.StructLayout({
+        "valid": 1,
+        "pass_": 2,      # 0 max, 1 exp and sum, 2 divide
+        "mask": lanes,   # the lanes that hold row elements
+        "last": 1,       # the last beat of its pass
+    })
+
+
+class SoftmaxUnit(wiring.Component):
+    """SM: the row at src (int8 Q4.4) becomes its fixed-point softmax at dst (unsigned Q16).
+
+    Parameters:
+        params: the machine's parameters (``sim.spec.Params``): LANES, SPAD_WORDS (address
+            width) and SM_MAX_LEN (width of the sum z, at most SM_MAX_LEN * 65536).
+
+    Members (``hw.ports.unit_members(params, n_read=1, write=True)``):
+        start In(1), opcode In(4), fields In(124): the instruction, dispatched as hw/README.md
+            says (fields viewed as ``SM``: dst, src, len).
+        done Out(1): high in cycle d + L - 1, the cycle of the last write.
+        rd0 Out(ReadPort): the row, LANES words per beat; data registered on arrival.
+        wr Out(WritePort): the probabilities, LANES per beat, unsigned Q16 in the low 17 bits.
+        Every output is 0 when the unit is idle.
+
+    Latency: L = 3 * ceil(len / 4) + SM_OVERHEAD cycles, SM_OVERHEAD = SPAD_READ_LATENCY (1)
+    + data register (1) + exp register (1) + SM_PASS_OVERHEAD (1) + SM_DIV_LATENCY (9) = 13.
+    With n = ceil(len / 4), beat k of pass 0 is read in cycle d + k, of pass p > 0 in cycle
+    d + p*n + 1 + k; pass 2's beat k is written 12 cycles after its read; done rises with the
+    last write.
+
+    Timing: about 113 MHz on the ECP5-85F (speed 6) with the scratchpad's read path taken out
+    (nextpnr, the unit with a scratchpad and four ORed request sources); about 8,000 LUTs, most
+    of them the four dividers.
+
+    The ISA checks guarantee 1 <= len <= SM_MAX_LEN, both rows inside the scratchpad and no
+    overlap between src and dst; the unit relies on them.
+
+    Raises:
+        ValueError: params is not a ``sim.spec.Params``.
+    """
+
+    OPCODES = ("SM",)
+
+    def __init__(self, params: spec.Params = spec.DEFAULT):
+        if not isinstance(params, spec.Params):
+            self._MustUse__silence = True  # no "created but never used" warning for a refused unit
+            raise ValueError(f"SoftmaxUnit: params={params!r} must be a sim.spec.Params")
+        self.params = params
+        super().__init__(unit_members(params, n_read=1, write=True))
+        self.sum_bits = (params.SM_MAX_LEN * arith.Q16_ONE).bit_length()
+        self.dividers = [
+            Divider(divisor_bits=self.sum_bits, max_quotient=arith.Q16_ONE,
+                    digit_bits=DIVIDER_DIGIT_BITS, rounded=True)
+            for _ in range(params.LANES)
+        ]
+        div = self.dividers[0]
+        # the schedule below assumes these; the spec's constants are the contract
+        assert div.latency == spec.SM_DIV_LATENCY, (div.latency, spec.SM_DIV_LATENCY)
+        assert spec.SM_PASS_OVERHEAD == 1, "the maximum is final two stages after pass 0's last data"
+        assert SPAD_READ_LATENCY + 2 + spec.SM_PASS_OVERHEAD + div.latency == spec.SM_OVERHEAD
+
+    def elaborate(self, platform):
+        m = Module()
+        lanes = self.params.LANES
+        f = fields_view("SM", self.fields)
+        tag_layout = _tag_layout(lanes)
+        start = self.start  # the top raises it only for SM
+
+        # ---------------------------------------------------------------- read sequencer
+        # the first read leaves in the dispatch cycle, straight from the fields
+        reading = Signal()                 # a read follows this cycle's (after the first)
+        gap = Signal(range(spec.SM_PASS_OVERHEAD + 1))  # idle read cycles left before pass 1
+        rd_pass = Signal(2)
+        rd_left = Signal(len(f.len))       # elements of the pass left, counting this beat
+        rd_addr = Signal(len(self.rd0.addr))
+
+        cur_left = Signal.like(rd_left)
+        cur_pass = Signal.like(rd_pass)
+        cur_addr = Signal.like(rd_addr)
+        issue = Signal()
+        m.d.comb += [
+            issue.eq(start | (reading & (gap == 0))),
+            cur_left.eq(Mux(start, f.len, rd_left)),
+            cur_pass.eq(Mux(start, 0, rd_pass)),
+            cur_addr.eq(Mux(start, f.src, rd_addr)),
+            self.rd0.en.eq(issue),
+            self.rd0.addr.eq(cur_addr),  # rd_addr is 0 when the unit is idle
+        ]
+        rd_tag = Signal(tag_layout)
+        m.d.comb += [
+            rd_tag.valid.eq(issue),
+            rd_tag.pass_.eq(cur_pass),
+            rd_tag.mask.eq(lane_mask(cur_left, lanes)),
+            rd_tag.last.eq(last_beat(cur_left, lanes)),
+        ]
+        with m.If(issue):
+            with m.If(~rd_tag.last):
+                m.d.sync += [
+                    reading.eq(1),
+                    rd_pass.eq(cur_pass),
+                    rd_left.eq(cur_left - lanes),
+                    rd_addr.eq(cur_addr + lanes),
+                ]
+            with m.Elif(cur_pass != PASSES - 1):
+                m.d.sync += [
+                    reading.eq(1),
+                    rd_pass.eq(cur_pass + 1),
+                    rd_left.eq(f.len),
+                    rd_addr.eq(f.src),
+                    gap.eq(Mux(cur_pass == 0, spec.SM_PASS_OVERHEAD, 0)),
+                ]
+            with m.Else():
+                m.d.sync += [reading.eq(0), rd_pass.eq(0), rd_left.eq(0), rd_addr.eq(0)]
+        with m.Elif(gap != 0):
+            m.d.sync += gap.eq(gap - 1)
+
+        # ---------------------------------------------------------------- data register
+        # the scratchpad's data comes late in its cycle (block RAM, then the rotation): take it
+        # into a register untouched, with its tag delayed by the read latency plus one
+        tag_q = Signal(tag_layout)
+        tag_x = Signal(tag_layout)
+        m.d.sync += [tag_q.eq(rd_tag), tag_x.eq(tag_q)]
+        x = [Signal(8, name=f"x{i}") for i in range(lanes)]
+        for i in range(lanes):
+            m.d.sync += x[i].eq(self.rd0.data[i][:8])
+        xs = [xi.as_signed() for xi in x]
+        tag_e = Signal(tag_layout)  # one stage later: the exp values, the running maximum
+        m.d.sync += tag_e.eq(tag_x)
+
+        # ---------------------------------------------------------------- pass 0: max
+        # two register stages, each a comparator level and a multiplexer: the maxima of the lane
+        # pairs (tail lanes excluded), then the running maximum of those and mx
+        int8_min = -(1 << 7)
+        pair = [Signal(signed(8), name=f"max{2 * k}{2 * k + 1}") for k in range(lanes // 2)]
+        for k, pk in enumerate(pair):
+            a, b = xs[2 * k], xs[2 * k + 1]
+            valid_a, valid_b = tag_x.mask[2 * k], tag_x.mask[2 * k + 1]
+            m.d.sync += pk.eq(Mux(valid_a, Mux(valid_b & (b > a), b, a), int8_min))
+        mx = Signal(signed(8), init=int8_min)
+        with m.If(start):
+            m.d.sync += mx.eq(int8_min)
+        with m.Elif(tag_e.valid & (tag_e.pass_ == 0)):
+            # max(mx, p0, p1): three comparators side by side, then two multiplexer levels
+            p0, p1 = pair
+            m.d.sync += mx.eq(Mux((mx >= p0) & (mx >= p1), mx, Mux(p1 > p0, p1, p0)))
+
+        # ---------------------------------------------------------------- exp look-up
+        # e_i = EXP_LUT[mx - x_i]; the difference is 0..255, so 8-bit wrap-around is exact
+        e = [Signal(VALUE_BITS, name=f"e{i}") for i in range(lanes)]
+        for i in range(lanes):
+            lut = ExpLUT()
+            m.submodules[f"exp{i}"] = lut
+            m.d.comb += lut.index.eq((mx - xs[i])[:INDEX_BITS])
+            m.d.sync += e[i].eq(Mux(tag_x.mask[i], lut.value, 0))
+
+        # ---------------------------------------------------------------- pass 1: sum
+        z = Signal(self.sum_bits)
+        with m.If(start):
+            m.d.sync += z.eq(0)
+        with m.Elif(tag_e.valid & (tag_e.pass_ == 1)):
+            s, c = carry_save(z, e[0], e[1])
+            for i in range(2, lanes):
+                s, c = carry_save(s, c, e[i])
+            m.d.sync += z.eq(s + c)
+
+        # ---------------------------------------------------------------- pass 2: divide
+        for i, div in enumerate(self.dividers):
+            m.submodules[f"div{i}"] = div
+            m.d.comb += [
+                div.divisor.eq(z),
+                div.dividend.eq(e[i] << Q16_BITS),
+            ]
+        tag_w = tag_e
+        for stage in range(self.dividers[0].latency):
+            delayed = Signal(tag_layout, name=f"tag_div{stage}")
+            m.d.sync += delayed.eq(tag_w)
+            tag_w = delayed
+
+        # ---------------------------------------------------------------- write
+        writing = tag_w.valid & (tag_w.pass_ == 2)
+        wr_addr = Signal.like(self.wr.addr)
+        with m.If(start):
+            m.d.sync += wr_addr.eq(f.dst)
+        with m.Elif(writing):
+            m.d.sync += wr_addr.eq(Mux(tag_w.last, 0, wr_addr + lanes))
+        m.d.comb += [
+            self.wr.en.eq(writing),
+            self.wr.addr.eq(wr_addr),
+            self.wr.mask.eq(Mux(writing, tag_w.mask, 0)),
+            self.done.eq(writing & tag_w.last),
+        ]
+        for i, div in enumerate(self.dividers):
+            m.d.comb += self.wr.data[i].eq(Mux(writing, div.quotient, 0))
+        return m
+
