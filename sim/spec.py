@@ -318,11 +318,15 @@ RQ_OVERHEAD = 7
 products, partial sums, product, shift, round-and-saturate); beat b is read in the dispatch
 cycle + b and written seven cycles later (hw/requant.py)."""
 VADD_OVERHEAD = 3
-"""VADD: dispatch, scratchpad read latency, add-and-saturate register."""
+"""VADD: scratchpad read latency (1), the data registers, the add-and-saturate register; beat k
+is read in the dispatch cycle + k and written three cycles later (hw/vector.py)."""
 AMAX_OVERHEAD = 4
-"""AMAX: dispatch, scratchpad read latency, lane compare, final write."""
-UNPACK_OVERHEAD = 3
-"""UNPACK: dispatch, scratchpad read latency, write."""
+"""AMAX: scratchpad read latency (1), the data registers, the lane-pair maxima, the running
+maximum; beat k is read in the dispatch cycle + k, the index written three cycles after the
+last beat's data arrives (hw/vector.py)."""
+UNPACK_OVERHEAD = 2
+"""UNPACK: scratchpad read latency (1) and the data register; packed word i is read in the
+dispatch cycle + 2i and written as two beats two and three cycles later (hw/vector.py)."""
 SM_PASS_OVERHEAD = 1
 """SM: idle read cycles between pass 0 (max) and pass 1 (exp and sum): the row maximum is
 final two register stages after pass 0's last data (lane pairs, then the running maximum).

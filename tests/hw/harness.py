@@ -11,8 +11,9 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 import numpy as np
-from amaranth.hdl import Elaboratable, Module
+from amaranth.hdl import Elaboratable, Module, Value
 from amaranth.lib import wiring
+from amaranth.lib.wiring import Out
 from amaranth.sim import Simulator
 
 from hw.banked import BankedMemory
@@ -154,6 +155,43 @@ def check_unit(make_unit: Callable[[], wiring.Component], program: Sequence[Inst
         diff = np.flatnonzero(got != want)
         assert not len(diff), (f"{name} differs at {len(diff)} words; first at {diff[0]}: "
                                f"RTL {got[diff[0]]:#010x}, reference {want[diff[0]]:#010x}")
+
+
+def check_idle_outputs(make_unit: Callable[[], wiring.Component], program: Sequence[Instruction],
+                       spad=None, params: Params = DEFAULT, idle_cycles: int = 40) -> None:
+    """Assert that every output of the unit is 0 while it is idle (hw/README.md: the top ORs
+    the units' requests): for a few cycles before the program and for ``idle_cycles`` cycles
+    after its last instruction, when the unit's pipelines may still be draining."""
+    bench = UnitBench(make_unit(), params)
+    unit = bench.unit
+    outputs = [Value.cast(v) for _, member, v in unit.signature.flatten(unit) if member.flow == Out]
+    spad0 = _image(spad, params.SPAD_WORDS)
+
+    def assert_idle(ctx, when: str) -> None:
+        busy = [f"{v.name}={ctx.get(v):#x}" for v in outputs if ctx.get(v)]
+        assert not busy, f"{when}: outputs not 0 while idle: {', '.join(busy)}"
+
+    async def testbench(ctx):
+        _set_memory(ctx, bench.spad, spad0)
+        for cycle in range(3):
+            assert_idle(ctx, f"{cycle} cycles after reset")
+            await ctx.tick()
+        for ins in program:
+            encoded = sum(w << (32 * i) for i, w in enumerate(ins.encode()))
+            ctx.set(unit.opcode, encoded & ((1 << spec.OPCODE_BITS) - 1))
+            ctx.set(unit.fields, encoded >> spec.OPCODE_BITS)
+            ctx.set(unit.start, 1)
+            await ctx.tick()
+            ctx.set(unit.start, 0)
+            await ctx.tick().repeat(spec.latency(ins.spec, ins.fields, params) - 1)
+        for cycle in range(idle_cycles):
+            assert_idle(ctx, f"{cycle} cycles after the last instruction")
+            await ctx.tick()
+
+    sim = Simulator(bench)
+    sim.add_clock(1e-8)
+    sim.add_testbench(testbench)
+    sim.run()
 
 
 def _image(values, depth: int) -> np.ndarray:

@@ -201,7 +201,7 @@ def test_counters_of_a_hand_computed_program():
     sm = 3 * math.ceil(10 / 4) + s.SM_OVERHEAD             # 9 + 13
     vadd = math.ceil(7 / 4) + s.VADD_OVERHEAD              # 2 + 3
     amax = math.ceil(9 / 4) + s.AMAX_OVERHEAD              # 3 + 4
-    unpack = 2 * 2 + s.UNPACK_OVERHEAD                     # 4 + 3
+    unpack = 2 * 2 + s.UNPACK_OVERHEAD                     # 4 + 2
     mm2 = 5 + 2 + (3 - 1) + s.MM_OVERHEAD                  # tb = 1: K + M + N - 1
     st_ = math.ceil(5 / 4) + s.ST_OVERHEAD                 # 2 + 3
     expected = Counters(

@@ -1,0 +1,269 @@
+"""The vector unit: VADD, AMAX and UNPACK (GA2.md section 3), four elements per cycle.
+
+* VADD dst src1 src2 len: S[dst+i] = clamp(s8(S[src1+i]) + s8(S[src2+i]), -127, 127). Beat k of
+  src1 on ``rd0`` and of src2 on ``rd1`` in the same cycle. In place (dst == src1 or src2) is
+  safe: beat k is written three cycles after its read, while beat k+3 is read.
+* AMAX dst src len: S[dst] = the index of the first maximum of s8(S[src+i]). The maxima of the
+  lane pairs (the earlier lane wins a tie), then the running (maximum, index), the earlier
+  winning a tie again; one write at the end.
+* UNPACK dst src len: packed word i (element 8i+j, a signed int4, in bits 4j+3..4j) becomes
+  eight int8 words at dst+8i, four per cycle: the word is read every other cycle and written
+  as two beats (nibbles 0..3, then 4..7), its sign extension being wiring only.
+
+Every beat's data is taken into a register untouched on arrival (the block RAM and the rotation
+network use up that cycle), so a beat read in cycle d' is worked on in cycle d'+2.
+"""
+
+from __future__ import annotations
+
+from amaranth.hdl import Cat, Const, Module, Mux, Signal, signed
+from amaranth.lib import data, wiring
+
+from sim import arith, spec
+
+from .isa import fields_view, opcode
+from .lanes import lane_mask, last_beat
+from .ports import SPAD_READ_LATENCY, unit_members
+
+INT4_PER_WORD = 8
+"""Packed int4 values per 32-bit word (GA2.md section 2)."""
+
+# dst, and src of AMAX and UNPACK, sit where VADD's dst and src1 do: one address path for all
+_OFFSETS = {name: spec.BY_NAME[name].field_offsets() for name in ("VADD", "AMAX", "UNPACK")}
+assert _OFFSETS["AMAX"]["src"] == _OFFSETS["UNPACK"]["src"] == _OFFSETS["VADD"]["src1"]
+assert _OFFSETS["AMAX"]["dst"] == _OFFSETS["UNPACK"]["dst"] == _OFFSETS["VADD"]["dst"]
+
+
+def _tag_layout(lanes: int) -> data.StructLayout:
+    # a beat's tag travels with it: the tail of one instruction is still in the pipeline when
+    # the next is dispatched, so each stage reads the operation from the tag, not the opcode
+    return data.StructLayout({
+        "vadd": 1,
+        "amax": 1,
+        "unpack": 1,
+        "mask": lanes,   # the lanes that hold elements (VADD, AMAX)
+        "last": 1,       # the last beat (VADD, AMAX) or packed word (UNPACK)
+    })
+
+
+class VectorUnit(wiring.Component):
+    """VADD, AMAX and UNPACK, LANES elements per cycle.
+
+    Parameters:
+        params: the machine's parameters (``sim.spec.Params``): LANES and SPAD_WORDS.
+
+    Members (``hw.ports.unit_members(params, n_read=2, write=True)``):
+        start In(1), opcode In(4), fields In(124): the instruction, dispatched as hw/README.md
+            says (the opcode selects the operation; fields viewed as VADD: dst, src1, src2,
+            len, or AMAX / UNPACK: dst, src, len).
+        done Out(1): high in cycle d + L - 1, the cycle of the last write.
+        rd0 Out(ReadPort): src1 (VADD), src (AMAX, UNPACK); rd1 Out(ReadPort): src2 (VADD).
+        wr Out(WritePort): results as 32-bit words (int8 sign-extended; the AMAX index
+            zero-extended).
+        Every output is 0 when the unit is idle.
+
+    Latency, with n = ceil(len / 4), dispatch in cycle d:
+        VADD: beat k read at d+k, added and saturated at d+k+2, written at d+k+3:
+            L = n + VADD_OVERHEAD, VADD_OVERHEAD = 3.
+        AMAX: beat k read at d+k; pair maxima at d+k+2, running maximum at d+k+3; the index
+            written at d+n+3: L = n + AMAX_OVERHEAD, AMAX_OVERHEAD = 4.
+        UNPACK: word i read at d+2i, written at d+2i+2 and d+2i+3:
+            L = 2*len + UNPACK_OVERHEAD, UNPACK_OVERHEAD = 2.
+
+    The ISA checks guarantee len >= 1, the rows inside the scratchpad and no partial overlap
+    of dst with a source; the unit relies on them.
+
+    Raises:
+        ValueError: params is not a ``sim.spec.Params``.
+    """
+
+    OPCODES = ("VADD", "AMAX", "UNPACK")
+
+    def __init__(self, params: spec.Params = spec.DEFAULT):
+        if not isinstance(params, spec.Params):
+            self._MustUse__silence = True  # no "created but never used" warning for a refused unit
+            raise ValueError(f"VectorUnit: params={params!r} must be a sim.spec.Params")
+        self.params = params
+        super().__init__(unit_members(params, n_read=2, write=True))
+        # the schedules below realise these; the spec's constants are the contract
+        assert SPAD_READ_LATENCY + 2 == spec.VADD_OVERHEAD
+        assert SPAD_READ_LATENCY + 3 == spec.AMAX_OVERHEAD
+        assert SPAD_READ_LATENCY + 1 == spec.UNPACK_OVERHEAD
+
+    def elaborate(self, platform):
+        m = Module()
+        lanes = self.params.LANES
+        vadd_f = fields_view("VADD", self.fields)
+        amax_f = fields_view("AMAX", self.fields)
+        unpack_f = fields_view("UNPACK", self.fields)
+        is_vadd = self.opcode == opcode("VADD")
+        is_amax = self.opcode == opcode("AMAX")
+        is_unpack = self.opcode == opcode("UNPACK")
+        start = self.start  # the top raises it only for this unit's instructions
+        length = Mux(is_vadd, vadd_f.len, Mux(is_amax, amax_f.len, unpack_f.len))
+
+        # ---------------------------------------------------------------- read sequencer
+        # beat k (VADD, AMAX: LANES elements; UNPACK: one packed word) read at d+k (UNPACK:
+        # d+2k); the first address straight from the fields
+        reading = Signal()                    # more reads follow (after the first)
+        pause = Signal()                      # UNPACK: the cycle between two reads
+        left = Signal(len(vadd_f.len))        # elements (packed words) left, counting this read
+        addr0 = Signal(len(self.rd0.addr))
+        addr1 = Signal(len(self.rd1.addr))
+        step = Mux(is_unpack, 1, lanes)
+
+        issue = Signal()
+        cur_left = Signal.like(left)
+        cur_addr0 = Signal.like(addr0)
+        cur_addr1 = Signal.like(addr1)
+        m.d.comb += [
+            issue.eq(start | (reading & ~pause)),
+            cur_left.eq(Mux(start, length, left)),
+            cur_addr0.eq(Mux(start, vadd_f.src1, addr0)),
+            cur_addr1.eq(Mux(start, vadd_f.src2, addr1)),  # any value while rd1.en is low
+            self.rd0.en.eq(issue),
+            self.rd0.addr.eq(cur_addr0),      # addr0, addr1 are 0 when the unit is idle
+            self.rd1.en.eq(issue & is_vadd),
+            self.rd1.addr.eq(cur_addr1),
+        ]
+        rd_tag = Signal(_tag_layout(lanes))
+        m.d.comb += [
+            rd_tag.vadd.eq(issue & is_vadd),
+            rd_tag.amax.eq(issue & is_amax),
+            rd_tag.unpack.eq(issue & is_unpack),
+            rd_tag.mask.eq(lane_mask(cur_left, lanes)),
+            rd_tag.last.eq(Mux(is_unpack, cur_left == 1, last_beat(cur_left, lanes))),
+        ]
+        with m.If(issue):
+            with m.If(rd_tag.last):
+                m.d.sync += [reading.eq(0), left.eq(0), addr0.eq(0), addr1.eq(0)]
+            with m.Else():
+                m.d.sync += [
+                    reading.eq(1),
+                    pause.eq(is_unpack),
+                    left.eq(cur_left - step),
+                    addr0.eq(cur_addr0 + step),
+                    addr1.eq(Mux(is_vadd, cur_addr1 + step, 0)),
+                ]
+        with m.Else():
+            m.d.sync += pause.eq(0)
+
+        # ---------------------------------------------------------------- data registers
+        tag_q = Signal.like(rd_tag)
+        tag_x = Signal.like(rd_tag)     # the beat in its data registers
+        tag_y = Signal.like(rd_tag)     # one stage later
+        m.d.sync += [tag_q.eq(rd_tag), tag_x.eq(tag_q), tag_y.eq(tag_x)]
+        a = [Signal(spec.WORD_BITS, name=f"a{i}") for i in range(lanes)]
+        b = [Signal(8, name=f"b{i}") for i in range(lanes)]
+        with m.If(tag_q.vadd | tag_q.amax | tag_q.unpack):  # UNPACK holds its word two cycles
+            for i in range(lanes):
+                m.d.sync += [a[i].eq(self.rd0.data[i]), b[i].eq(self.rd1.data[i][:8])]
+        a8 = [ai[:8].as_signed() for ai in a]
+        b8 = [bi.as_signed() for bi in b]
+
+        # ---------------------------------------------------------------- the write port
+        # each operation offers (valid, lane mask, lane words); at most one is valid at a time
+        writes: list[tuple] = []
+        wr_addr = Signal.like(self.wr.addr)
+        with m.If(start):
+            m.d.sync += wr_addr.eq(vadd_f.dst)
+        all_lanes = Const((1 << lanes) - 1, lanes)
+
+        # VADD: add and saturate in the cycle the data sits in its registers, write the next
+        sums = [Signal(signed(8), name=f"sum{i}") for i in range(lanes)]
+        for i in range(lanes):
+            m.d.sync += sums[i].eq(Mux(tag_x.vadd, _saturate(a8[i] + b8[i]), 0))  # 0 when idle
+        vadd_write = tag_y.vadd
+        writes.append((vadd_write, tag_y.mask, sums))
+
+        # UNPACK: nibbles 0..3 in the data's first cycle, 4..7 in the next (tag_y)
+        unpack_low = tag_x.unpack
+        unpack_high = tag_y.unpack
+        packed = a[0]
+        nibbles = [Mux(unpack_high, packed[4 * (j + lanes):4 * (j + lanes + 1)], packed[4 * j:4 * (j + 1)])
+                   for j in range(lanes)]
+        writes.append((unpack_low | unpack_high, all_lanes, [n.as_signed() for n in nibbles]))
+
+        # AMAX: lane-pair maxima (value, lane), then the running first maximum
+        beat = Signal(len(vadd_f.len))  # beats through the data registers so far
+        with m.If(start):
+            m.d.sync += beat.eq(0)
+        with m.Elif(tag_x.amax):
+            m.d.sync += beat.eq(beat + 1)
+        int8_min = arith.INT8_MIN - 1   # -128: no element is smaller
+        index_bits = len(vadd_f.len)
+        lane_bits = (lanes - 1).bit_length()
+        pairs = []
+        for k in range(lanes // 2):
+            lo, hi = 2 * k, 2 * k + 1
+            hi_wins = tag_x.mask[hi] & (a8[hi] > a8[lo])  # the earlier lane wins a tie
+            value = Signal(signed(8), name=f"pair{k}_max")
+            index = Signal(index_bits, name=f"pair{k}_index")
+            valid = Signal(name=f"pair{k}_valid")
+            lane = Mux(hi_wins, Const(hi, lane_bits), Const(lo, lane_bits))
+            m.d.sync += [
+                value.eq(Mux(hi_wins, a8[hi], a8[lo])),
+                index.eq(Cat(lane, beat)),  # 4 * beat + lane
+                valid.eq(tag_x.mask[lo]),
+            ]
+            pairs.append((value, index, valid))
+        best = Signal(signed(8), init=int8_min)
+        best_index = Signal(index_bits)
+        with m.If(start):
+            m.d.sync += [best.eq(int8_min), best_index.eq(0)]
+        with m.Elif(tag_y.amax):
+            (v0, i0, _), (v1, i1, ok1) = pairs
+            # the running best is the earliest, then pair 0, then pair 1: ties go to the earlier
+            keep = (best >= v0) & (~ok1 | (best >= v1))
+            later = ok1 & (v1 > v0)
+            m.d.sync += [
+                best.eq(Mux(keep, best, Mux(later, v1, v0))),
+                best_index.eq(Mux(keep, best_index, Mux(later, i1, i0))),
+            ]
+        amax_write = Signal()
+        m.d.sync += amax_write.eq(tag_y.amax & tag_y.last)
+        writes.append((amax_write, Const(1, lanes), [best_index] + [Const(0, 1)] * (lanes - 1)))
+
+        # one write at a time: each operation's words gated by its own valid, then ORed
+        m.d.comb += [
+            self.wr.en.eq(_or(valid for valid, _, _ in writes)),
+            self.wr.addr.eq(wr_addr),
+            self.wr.mask.eq(_or(Mux(valid, bits, 0) for valid, bits, _ in writes)),
+        ]
+        for i in range(lanes):
+            m.d.comb += self.wr.data[i].eq(_or(_word(values[i]) & valid.replicate(spec.WORD_BITS)
+                                               for valid, _, values in writes))
+        any_write = self.wr.en
+
+        last_write = (vadd_write & tag_y.last) | (unpack_high & tag_y.last) | amax_write
+        with m.If(last_write):
+            m.d.sync += wr_addr.eq(0)
+        with m.Elif(any_write):
+            m.d.sync += wr_addr.eq(wr_addr + lanes)
+        m.d.comb += self.done.eq(last_write)
+        return m
+
+
+def _or(values):
+    """The OR of the values."""
+    out = None
+    for v in values:
+        out = v if out is None else out | v
+    return out
+
+
+def _word(v):
+    """v as a 32-bit word: sign-extended when signed (int8 results), zero-extended otherwise."""
+    if v.shape().signed:
+        return Cat(v, v[-1].replicate(spec.WORD_BITS - len(v)))
+    return v
+
+
+def _saturate(total):
+    """clamp(total, -127, 127) for the 9-bit sum of two int8 values (GA2.md section 4), from the
+    sum's top bits rather than with comparators: above 127 when bits 8..7 are 01, below -127
+    when they are 10, or 11 with the rest zero (-128)."""
+    sign, top, low = total[8], total[7], total[:7]
+    over = ~sign & top
+    under = sign & (~top | (low == 0))
+    return Mux(over, arith.INT8_MAX, Mux(under, arith.INT8_MIN, total[:8].as_signed())).as_signed()
