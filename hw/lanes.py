@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from amaranth.hdl import Cat, Const, Value
+from amaranth.hdl import Cat, Const, Signal, Value
 
 
 def lane_mask(left: Value, lanes: int) -> Value:
@@ -50,6 +50,15 @@ def select(onehot: Sequence[Value], values: Sequence[Value]) -> Value:
         term = v.as_unsigned() & sel.replicate(len(v))
         out = term if out is None else out | term
     return out
+
+
+def delay(m, value: Value, cycles: int, name: str) -> Signal:
+    """``value`` delayed by ``cycles`` registers (a tag travelling beside its beat's data)."""
+    for k in range(cycles):
+        reg = Signal.like(value, name=f"{name}_{k}")
+        m.d.sync += reg.eq(value)
+        value = reg
+    return value
 
 
 def carry_save(a: Value, b: Value, c: Value) -> tuple[Value, Value]:

@@ -35,7 +35,7 @@ from sim import arith, spec
 from .divider import Divider
 from .exp_lut import INDEX_BITS, VALUE_BITS, ExpLUT
 from .isa import fields_view
-from .lanes import carry_save, lane_mask, last_beat
+from .lanes import carry_save, delay, lane_mask, last_beat
 from .ports import SPAD_READ_LATENCY, unit_members
 
 Q16_BITS = (arith.Q16_ONE - 1).bit_length()
@@ -165,9 +165,8 @@ class SoftmaxUnit(wiring.Component):
         # ---------------------------------------------------------------- data register
         # the scratchpad's data comes late in its cycle (block RAM, then the rotation): take it
         # into a register untouched, with its tag delayed by the read latency plus one
-        tag_q = Signal(tag_layout)
-        tag_x = Signal(tag_layout)
-        m.d.sync += [tag_q.eq(rd_tag), tag_x.eq(tag_q)]
+        tag_arrive = delay(m, rd_tag, SPAD_READ_LATENCY, "tag_read")  # the data's cycle
+        tag_x = delay(m, tag_arrive, 1, "tag_x")                        # in its registers
         x = [Signal(8, name=f"x{i}") for i in range(lanes)]
         for i in range(lanes):
             m.d.sync += x[i].eq(self.rd0.data[i][:8])

@@ -22,7 +22,7 @@ from amaranth.lib import data, wiring
 from sim import arith, spec
 
 from .isa import fields_view, opcode
-from .lanes import lane_mask, last_beat
+from .lanes import delay, lane_mask, last_beat
 from .ports import SPAD_READ_LATENCY, unit_members
 
 INT4_PER_WORD = 8
@@ -149,13 +149,12 @@ class VectorUnit(wiring.Component):
             m.d.sync += pause.eq(0)
 
         # ---------------------------------------------------------------- data registers
-        tag_q = Signal.like(rd_tag)
-        tag_x = Signal.like(rd_tag)     # the beat in its data registers
-        tag_y = Signal.like(rd_tag)     # one stage later
-        m.d.sync += [tag_q.eq(rd_tag), tag_x.eq(tag_q), tag_y.eq(tag_x)]
+        tag_arrive = delay(m, rd_tag, SPAD_READ_LATENCY, "tag_read")  # the data's cycle
+        tag_x = delay(m, tag_arrive, 1, "tag_x")    # the beat in its data registers
+        tag_y = delay(m, tag_x, 1, "tag_y")         # one stage later
         a = [Signal(spec.WORD_BITS, name=f"a{i}") for i in range(lanes)]
         b = [Signal(8, name=f"b{i}") for i in range(lanes)]
-        with m.If(tag_q.vadd | tag_q.amax | tag_q.unpack):  # UNPACK holds its word two cycles
+        with m.If(tag_arrive.vadd | tag_arrive.amax | tag_arrive.unpack):  # UNPACK: held 2 cycles
             for i in range(lanes):
                 m.d.sync += [a[i].eq(self.rd0.data[i]), b[i].eq(self.rd1.data[i][:8])]
         a8 = [ai[:8].as_signed() for ai in a]
