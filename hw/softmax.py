@@ -171,8 +171,7 @@ class SoftmaxUnit(wiring.Component):
         for i in range(lanes):
             m.d.sync += x[i].eq(self.rd0.data[i][:8])
         xs = [xi.as_signed() for xi in x]
-        tag_e = Signal(tag_layout)  # one stage later: the exp values, the running maximum
-        m.d.sync += tag_e.eq(tag_x)
+        tag_e = delay(m, tag_x, 1, "tag_e")  # one stage later: the exp values, the running maximum
 
         # ---------------------------------------------------------------- pass 0: max
         # two register stages, each a comparator level and a multiplexer: the maxima of the lane
@@ -217,11 +216,7 @@ class SoftmaxUnit(wiring.Component):
                 div.divisor.eq(z),
                 div.dividend.eq(e[i] << Q16_BITS),
             ]
-        tag_w = tag_e
-        for stage in range(self.dividers[0].latency):
-            delayed = Signal(tag_layout, name=f"tag_div{stage}")
-            m.d.sync += delayed.eq(tag_w)
-            tag_w = delayed
+        tag_w = delay(m, tag_e, self.dividers[0].latency, "tag_div")  # beside the quotients
 
         # ---------------------------------------------------------------- write
         writing = tag_w.valid & (tag_w.pass_ == 2)
