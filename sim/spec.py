@@ -317,14 +317,14 @@ RQ_OVERHEAD = 7
 """RQ: scratchpad read latency (1) and the six-stage requantizer pipeline (inputs, partial
 products, partial sums, product, shift, round-and-saturate); beat b is read in the dispatch
 cycle + b and written seven cycles later (hw/requant.py)."""
-VADD_OVERHEAD = 3
+VADD_OVERHEAD = SPAD_READ_LATENCY + 2
 """VADD: scratchpad read latency (1), the data registers, the add-and-saturate register; beat k
 is read in the dispatch cycle + k and written three cycles later (hw/vector.py)."""
-AMAX_OVERHEAD = 4
+AMAX_OVERHEAD = SPAD_READ_LATENCY + 3
 """AMAX: scratchpad read latency (1), the data registers, the lane-pair maxima, the running
 maximum; beat k is read in the dispatch cycle + k, the index written three cycles after the
 last beat's data arrives (hw/vector.py)."""
-UNPACK_OVERHEAD = 2
+UNPACK_OVERHEAD = SPAD_READ_LATENCY + 1
 """UNPACK: scratchpad read latency (1) and the data register; packed word i is read in the
 dispatch cycle + 2i and written as two beats two and three cycles later (hw/vector.py)."""
 SM_PASS_OVERHEAD = 1
