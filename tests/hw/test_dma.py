@@ -10,7 +10,7 @@ from sim import spec
 from sim.asm import build
 from sim.spec import Params
 
-from .harness import check_unit, run_unit
+from .harness import check_idle_outputs, check_unit, run_unit
 
 LENGTHS = range(1, 41)
 SMALL = Params(SPAD_WORDS=256, EXT_WORDS=256)
@@ -87,6 +87,13 @@ def test_latency_formula():
     want = [-(-ins.len // p.LANES) + (spec.LD_OVERHEAD if ins.op == "LD" else spec.ST_OVERHEAD)
             for ins in program]
     assert got == want
+
+
+def test_idle_outputs_are_zero():
+    rng = np.random.default_rng(9)
+    program = [build("LD", dst=5, src=7, len=13, params=SMALL),
+               build("ST", src=2, dst=30, len=9, params=SMALL)]
+    check_idle_outputs(lambda: DMA(SMALL), program, spad=_random_words(rng, 256), params=SMALL)
 
 
 def test_rejects_bad_params():
