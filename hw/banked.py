@@ -42,7 +42,8 @@ class BankedMemory(wiring.Component):
 
     def __init__(self, depth: int, n_read: int = 1, lanes: int = 4, init=()):
         if depth < lanes or depth & (depth - 1) or depth % lanes:
-            raise ValueError(f"BankedMemory: depth={depth} must be a power of two and a multiple of lanes={lanes}")
+            raise ValueError(f"BankedMemory: depth={depth} must be a power of two "
+                             f"and a multiple of lanes={lanes}")
         if n_read < 1:
             raise ValueError(f"BankedMemory: n_read={n_read} must be at least 1")
         init = list(init)

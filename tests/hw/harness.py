@@ -115,7 +115,8 @@ def run_unit(make_unit: Callable[[], wiring.Component], program: Sequence[Instru
                 await ctx.tick()
                 ctx.set(unit.start, 0)
                 cycles += 1
-                assert cycles <= MAX_CYCLES_PER_INSTRUCTION, f"instruction {pc} {ins}: no done after {cycles} cycles"
+                assert cycles <= MAX_CYCLES_PER_INSTRUCTION, (
+                    f"instruction {pc} {ins}: no done after {cycles} cycles")
             await ctx.tick()
             ctx.set(unit.start, 0)
             latencies.append(cycles)
