@@ -1,0 +1,126 @@
+"""Run GA-2 programs on the RTL and compare them with the reference machine.
+
+    from cosim.api import run_programs, compare
+    runs = run_programs([(program, ext_image)], "verilator")
+    assert compare((program, ext_image), runs[0]) == []
+
+A job is a :class:`cosim.jobs.Job` or a tuple ``(program, ext)`` / ``(program, ext, name)``:
+the program a list of :class:`sim.asm.Instruction` (or encoded words), ``ext`` the external-
+memory image (numpy uint32, up to EXT_WORDS words). :func:`run_programs` runs all of them in
+one launch of the simulator, back to back, and returns one :class:`cosim.jobs.RtlRun` each
+(memories, counters, error outputs); :func:`compare` lists how a run differs from the
+reference machine (:class:`sim.machine.Machine`): an empty list means bit-exact, every
+memory word and all five counters, and the same error code and pc.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+import numpy as np
+
+from sim import spec
+from sim.spec import ErrorCode
+
+from . import runner
+from .jobs import Job, JobLike, RtlRun, as_job
+from .runner import CosimError, Simulation
+
+__all__ = ["CosimError", "Job", "RtlRun", "compare", "run_programs", "simulate"]
+
+SHOWN = 3
+"""Differing words shown per memory by :func:`compare`."""
+
+
+def simulate(jobs: Sequence[JobLike], simulator: str, *, verilog: Path | None = None,
+             waves: bool = False, build_root: Path | None = None, keep: bool = False,
+             progress: Callable[[int], None] | None = None,
+             say: Callable[[str], None] = print) -> Simulation:
+    """Build if needed, then run the jobs in one launch; with the build and timing details.
+
+    Args:
+        jobs: the jobs (see the module docstring).
+        simulator: ``icarus`` or ``verilator``.
+        verilog: the Verilog of ``ga2_simtop`` (default: ``build/ga2_simtop.v``, exported again
+            when the generator's sources are newer); its machine parameters come from the
+            ``ga2_ports.json`` beside it.
+        waves: record a waveform (the :class:`~cosim.runner.Simulation` says where).
+        build_root: where the cached builds live (default ``build/cosim``).
+        keep: keep the launch's folder (jobs, results, simulator log).
+        progress: called with the number of finished jobs.
+        say: where notes go (an export of the Verilog).
+
+    Raises:
+        cosim.runner.CosimError: no simulator, a failed build or simulation.
+    """
+    batch = [as_job(job, k) for k, job in enumerate(jobs)]
+    source = runner.fresh_verilog(verilog, say=say)
+    params = runner.verilog_params(source)
+    built = runner.build(simulator, source, waves=waves, root=build_root)
+    return runner.run_batch(built, batch, params, keep=keep, progress=progress)
+
+
+def run_programs(jobs: Sequence[JobLike], simulator: str = "verilator", **options) -> list[RtlRun]:
+    """Run the jobs on the RTL under one simulator; one :class:`RtlRun` per job, in order.
+
+    Takes the keyword options of :func:`simulate`.
+
+    Raises:
+        cosim.runner.CosimError: no simulator, a failed build or simulation.
+    """
+    return simulate(jobs, simulator, **options).runs
+
+
+def _word(value: int, unresolved: bool = False) -> str:
+    if unresolved:
+        return "X"
+    signed = value - (1 << 32) if value >= 1 << 31 else value
+    return f"0x{value:08x} ({signed})"
+
+
+def _code(code: int) -> str:
+    if code < 0:
+        return "X"
+    try:
+        return f"{code} ({spec.ERROR_TEXT[ErrorCode(code)]})"
+    except ValueError:
+        return f"{code} (not an error code)"
+
+
+def compare(job: JobLike, run: RtlRun, *, shown: int = SHOWN) -> list[str]:
+    """How the RTL's run of a job differs from the reference machine's; empty when bit-exact.
+
+    Checks, in this order: that the RTL stopped within the cycle limit; the error code and pc
+    (and that ``error`` agrees with the code); each of the five counters; every external-memory
+    word, then every scratchpad word (an unresolved word is a difference). Each line names
+    what differs with the RTL's and the reference's values; a memory line gives the number of
+    differing words and the first ``shown`` addresses.
+    """
+    job = as_job(job)
+    want = job.expected(run.params)
+    out = []
+    if not run.finished:
+        out.append(f"no stop within the cycle limit of {run.limit} cycles (the reference stops after "
+                   f"{want.counters.cycles}); the RTL's counters then: {run.counters}")
+    if (run.error_code, run.error_pc) != (int(want.error_code), want.error_pc):
+        reason = f": {want.detail}" if want.detail else ""
+        out.append(f"stop: RTL error_code {_code(run.error_code)} at pc {run.error_pc}, reference "
+                   f"{_code(int(want.error_code))} at pc {want.error_pc}{reason}")
+    if run.error != int(want.error_code != ErrorCode.NONE):
+        out.append(f"error output: RTL {'X' if run.error < 0 else run.error}, reference "
+                   f"{int(want.error_code != ErrorCode.NONE)}")
+    for name, got, expected in zip(spec.COUNTERS, run.counters.as_tuple(), want.counters.as_tuple(),
+                                   strict=True):
+        if name in run.counters_x:
+            out.append(f"counter {name}: RTL X, reference {expected}")
+        elif got != expected:
+            out.append(f"counter {name}: RTL {got}, reference {expected} ({got - expected:+d})")
+    for memory, got, unresolved, expected in (("ext", run.ext, run.ext_x, want.ext),
+                                              ("spad", run.spad, run.spad_x, want.spad)):
+        bad = np.flatnonzero((got != expected) | unresolved)
+        if len(bad):
+            first = "; ".join(f"[{a}] RTL {_word(int(got[a]), bool(unresolved[a]))}, reference "
+                              f"{_word(int(expected[a]))}" for a in bad[:shown])
+            out.append(f"{memory}: {len(bad)} word{'s' if len(bad) > 1 else ''} differ; first {first}")
+    return out

@@ -1,0 +1,283 @@
+"""Jobs, expected results and RTL results, and the files that carry them into the simulator.
+
+A *job* is one program and the external-memory image the host loads with it. The host side
+(:mod:`cosim.api`) writes a batch of jobs to a ``.npz`` file; the cocotb test bench
+(:mod:`cosim.tb`), which runs inside the simulator's process, reads it, runs every job back to
+back and writes the results to another ``.npz`` file, which the host reads back as
+:class:`RtlRun` objects.
+
+This module needs numpy and :mod:`sim` only (no cocotb), so both sides import it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from sim import spec
+from sim.asm import Instruction, encode_program
+from sim.machine import Counters, Machine, MachineError, RunResult, to_words
+from sim.spec import DEFAULT, ErrorCode, Params
+
+LIMIT_FACTOR = 2
+LIMIT_SLACK = 200
+"""A job's cycle limit is LIMIT_FACTOR x the reference's cycles + LIMIT_SLACK (the RTL must
+reach exactly the reference's count; the margin only decides when to give up waiting)."""
+
+X = -1
+"""Stands for an unresolved value (X or Z) in the int64 arrays of a results file."""
+
+
+@dataclass
+class Expected:
+    """What the reference machine (:class:`sim.machine.Machine`) does with a job.
+
+    Attributes:
+        spad, ext: the memories when it stopped (uint32).
+        counters: the five counters.
+        error_code: :class:`~sim.spec.ErrorCode` (NONE after a HALT).
+        error_pc: the pc of the instruction that stopped it: the HALT's, the faulting one's,
+            or the program length for NO_HALT (what the RTL's ``error_pc`` shows).
+        detail: the reference's message for an error ("" after a HALT).
+    """
+
+    spad: np.ndarray
+    ext: np.ndarray
+    counters: Counters
+    error_code: ErrorCode
+    error_pc: int
+    detail: str = ""
+
+
+@dataclass
+class Job:
+    """One program to run on the RTL.
+
+    Attributes:
+        program: the instructions (:class:`sim.asm.Instruction`), or the encoded 32-bit words
+            (INSTR_WORDS per instruction; for programs holding an unknown opcode).
+        ext: the external-memory image, at most EXT_WORDS words (padded with zeros).
+        name: how reports name it (a seed, a file, an index).
+        limit: cycles to wait for ``done`` before giving up; None: from the reference's
+            cycle count (:data:`LIMIT_FACTOR`, :data:`LIMIT_SLACK`).
+    """
+
+    program: Sequence[Instruction] | Sequence[int]
+    ext: np.ndarray | Sequence[int]
+    name: str = ""
+    limit: int | None = None
+    _expected: dict = field(default_factory=dict, repr=False, compare=False)
+
+    @property
+    def words(self) -> np.ndarray:
+        """The encoded program (uint32)."""
+        if len(self.program) and isinstance(self.program[0], Instruction):
+            return np.asarray(encode_program(self.program), dtype=np.uint32)
+        return (np.asarray(self.program, dtype=np.int64) & 0xFFFFFFFF).astype(np.uint32)
+
+    @property
+    def length(self) -> int:
+        """The program's length in instructions (``prog_len``)."""
+        return len(self.words) // spec.INSTR_WORDS
+
+    def ext_image(self, params: Params = DEFAULT) -> np.ndarray:
+        """The full external-memory image, EXT_WORDS uint32 words.
+
+        Raises:
+            ValueError: the image is longer than EXT_WORDS or not one-dimensional.
+        """
+        values = np.asarray(self.ext, dtype=np.int64)
+        if values.ndim != 1 or len(values) > params.EXT_WORDS:
+            raise ValueError(f"{self.name}: external-memory image of shape {values.shape} does not fit "
+                             f"EXT_WORDS={params.EXT_WORDS}")
+        image = np.zeros(params.EXT_WORDS, dtype=np.uint32)
+        image[:len(values)] = to_words(values)
+        return image
+
+    def expected(self, params: Params = DEFAULT) -> Expected:
+        """The reference machine's run of this job (computed once per params)."""
+        if params not in self._expected:
+            self._expected[params] = reference(self.program, self.ext, params)
+        return self._expected[params]
+
+    def cycle_limit(self, params: Params = DEFAULT) -> int:
+        if self.limit is not None:
+            return self.limit
+        return LIMIT_FACTOR * self.expected(params).counters.cycles + LIMIT_SLACK
+
+
+JobLike = Job | tuple
+"""A :class:`Job`, or a tuple (program, ext) or (program, ext, name)."""
+
+
+def as_job(job: JobLike, index: int = 0) -> Job:
+    """Accept a :class:`Job` or a (program, ext[, name]) tuple; unnamed jobs are named by index."""
+    if isinstance(job, Job):
+        if not job.name:
+            job.name = f"job {index}"
+        return job
+    if isinstance(job, tuple) and len(job) in (2, 3):
+        name = job[2] if len(job) == 3 else f"job {index}"
+        return Job(job[0], job[1], str(name))
+    raise TypeError(f"job {index}: expected a cosim.jobs.Job or a (program, ext[, name]) tuple, "
+                    f"got {type(job).__name__}")
+
+
+def reference(program: Sequence[Instruction] | Sequence[int], ext, params: Params = DEFAULT) -> Expected:
+    """Run a program on the reference machine; an illegal program's error becomes part of the result."""
+    try:
+        result: RunResult = Machine(params).run(program, ext)
+    except MachineError as stop:
+        r = stop.result
+        return Expected(r.spad, r.ext, r.counters, stop.code, stop.pc, stop.detail)
+    return Expected(result.spad, result.ext, result.counters, ErrorCode.NONE, result.steps - 1)
+
+
+@dataclass
+class RtlRun:
+    """One job as the RTL ran it (read back through the simulator's backdoor).
+
+    Attributes:
+        name: the job's name.
+        simulator: ``icarus`` or ``verilator``.
+        params: the machine the Verilog was generated for.
+        finished: ``done`` rose within the cycle limit.
+        limit: the cycle limit the test bench waited for.
+        waited: clock cycles from ``start`` until ``done`` rose (the limit when it did not).
+        ext, spad: the memories after the stop (uint32; an unresolved word reads 0 here and is
+            flagged in ``ext_x`` / ``spad_x``).
+        counters: ``count_cycles`` .. ``count_sfu``.
+        error: the ``error`` output; error_code, error_pc as the RTL reports them (-1: X/Z).
+        ext_x, spad_x: True where a word held X or Z bits.
+        counters_x: the names of counters that held X or Z bits.
+        seconds: wall time the test bench spent on the job (load, run, read back).
+    """
+
+    name: str
+    simulator: str
+    params: Params
+    finished: bool
+    limit: int
+    waited: int
+    ext: np.ndarray
+    spad: np.ndarray
+    counters: Counters
+    error: int
+    error_code: int
+    error_pc: int
+    ext_x: np.ndarray
+    spad_x: np.ndarray
+    counters_x: tuple[str, ...] = ()
+    seconds: float = 0.0
+
+
+# --------------------------------------------------------------------------- files
+
+
+def params_to_json(params: Params) -> str:
+    return json.dumps(dataclasses.asdict(params), sort_keys=True)
+
+
+def params_from_json(text: str) -> Params:
+    return Params(**json.loads(text))
+
+
+def write_jobs(path: Path, jobs: Sequence[Job], params: Params) -> None:
+    """The batch file the test bench reads (see :func:`read_jobs`)."""
+    words = [job.words for job in jobs]
+    for job, w in zip(jobs, words, strict=True):
+        if len(w) % spec.INSTR_WORDS:
+            raise ValueError(f"{job.name}: {len(w)} program words, not a multiple of {spec.INSTR_WORDS}")
+        if len(w) // spec.INSTR_WORDS > params.IMEM_WORDS:
+            raise ValueError(f"{job.name}: {len(w) // spec.INSTR_WORDS} instructions do not fit "
+                             f"IMEM_WORDS={params.IMEM_WORDS}")
+    offsets = np.cumsum([0, *(len(w) for w in words)]).astype(np.int64)
+    np.savez(
+        path,
+        params=np.array(params_to_json(params)),
+        names=np.array([job.name for job in jobs], dtype=str),
+        words=np.concatenate(words) if words else np.zeros(0, np.uint32),
+        offsets=offsets,
+        ext=np.stack([job.ext_image(params) for job in jobs]) if jobs
+        else np.zeros((0, params.EXT_WORDS), np.uint32),
+        limit=np.array([job.cycle_limit(params) for job in jobs], dtype=np.int64),
+    )
+
+
+@dataclass
+class JobBatch:
+    """A batch as the test bench sees it."""
+
+    params: Params
+    names: list[str]
+    words: list[np.ndarray]
+    ext: np.ndarray
+    limit: list[int]
+
+    def __len__(self) -> int:
+        return len(self.names)
+
+
+def read_jobs(path: Path) -> JobBatch:
+    with np.load(path) as f:
+        offsets = f["offsets"]
+        words = f["words"]
+        return JobBatch(
+            params=params_from_json(str(f["params"])),
+            names=[str(n) for n in f["names"]],
+            words=[words[offsets[k]:offsets[k + 1]] for k in range(len(offsets) - 1)],
+            ext=f["ext"],
+            limit=[int(v) for v in f["limit"]],
+        )
+
+
+RESULT_ARRAYS = ("finished", "waited", "ext", "spad", "ext_x", "spad_x", "counters", "counters_x",
+                 "error", "error_code", "error_pc", "seconds")
+"""The arrays of a results file, one row per job, as :func:`write_results` stores them."""
+
+
+def empty_results(n: int, params: Params) -> dict[str, np.ndarray]:
+    """Result arrays for n jobs, to be filled row by row by the test bench."""
+    return {
+        "finished": np.zeros(n, bool),
+        "waited": np.zeros(n, np.int64),
+        "ext": np.zeros((n, params.EXT_WORDS), np.uint32),
+        "spad": np.zeros((n, params.SPAD_WORDS), np.uint32),
+        "ext_x": np.zeros((n, params.EXT_WORDS), bool),
+        "spad_x": np.zeros((n, params.SPAD_WORDS), bool),
+        "counters": np.zeros((n, len(spec.COUNTERS)), np.int64),
+        "counters_x": np.zeros((n, len(spec.COUNTERS)), bool),
+        "error": np.full(n, X, np.int64),
+        "error_code": np.full(n, X, np.int64),
+        "error_pc": np.full(n, X, np.int64),
+        "seconds": np.zeros(n, np.float64),
+    }
+
+
+def write_results(path: Path, results: dict[str, np.ndarray]) -> None:
+    np.savez(path, **results)
+
+
+def read_results(path: Path, batch_names: Sequence[str], limits: Sequence[int], simulator: str,
+                 params: Params) -> list[RtlRun]:
+    """The results file as :class:`RtlRun` objects, in job order."""
+    with np.load(path) as f:
+        r = {name: f[name] for name in RESULT_ARRAYS}
+    runs = []
+    for k, name in enumerate(batch_names):
+        counters = Counters(*(int(v) for v in r["counters"][k]))
+        runs.append(RtlRun(
+            name=name, simulator=simulator, params=params,
+            finished=bool(r["finished"][k]), limit=int(limits[k]), waited=int(r["waited"][k]),
+            ext=r["ext"][k].copy(), spad=r["spad"][k].copy(), counters=counters,
+            error=int(r["error"][k]), error_code=int(r["error_code"][k]), error_pc=int(r["error_pc"][k]),
+            ext_x=r["ext_x"][k].copy(), spad_x=r["spad_x"][k].copy(),
+            counters_x=tuple(n for n, bad in zip(spec.COUNTERS, r["counters_x"][k], strict=True) if bad),
+            seconds=float(r["seconds"][k]),
+        ))
+    return runs
