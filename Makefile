@@ -43,6 +43,12 @@ test: setup  ## run the whole test suite (what CI runs)
 test-fast: setup  ## the tests without the slow ones
 	$(PY) -m pytest -q -n 2 -m "not slow"
 
+cosim: setup  ## compiled graphs SEEDS=100-111 (or 3,7,20-25) on the RTL vs the reference; SIM=icarus|verilator|both, WAVES=1
+	$(PY) -m cosim seeds $(SEEDS) --sim $(SIM) $(if $(filter 1,$(WAVES)),--waves)
+
+stress: setup  ## N random ISA programs from SEED (every instruction, every error code) on the RTL vs the reference
+	$(PY) -m cosim stress --n $(N) --seed $(SEED) --sim $(SIM) $(if $(filter 1,$(WAVES)),--waves)
+
 bench-sim: setup  ## reference machine speed: instructions/s and simulated cycles/s
 	$(PY) -m sim.bench
 

@@ -155,7 +155,8 @@ class RtlRun:
         error: the ``error`` output; error_code, error_pc as the RTL reports them (-1: X/Z).
         ext_x, spad_x: True where a word held X or Z bits.
         counters_x: the names of counters that held X or Z bits.
-        seconds: wall time the test bench spent on the job (load, run, read back).
+        seconds: wall time the test bench spent on the job (reset, load, run, read back).
+        sim_seconds: the part of it spent simulating from ``start`` to ``done``.
     """
 
     name: str
@@ -174,6 +175,7 @@ class RtlRun:
     spad_x: np.ndarray
     counters_x: tuple[str, ...] = ()
     seconds: float = 0.0
+    sim_seconds: float = 0.0
 
 
 # --------------------------------------------------------------------------- files
@@ -237,7 +239,7 @@ def read_jobs(path: Path) -> JobBatch:
 
 
 RESULT_ARRAYS = ("finished", "waited", "ext", "spad", "ext_x", "spad_x", "counters", "counters_x",
-                 "error", "error_code", "error_pc", "seconds")
+                 "error", "error_code", "error_pc", "seconds", "sim_seconds")
 """The arrays of a results file, one row per job, as :func:`write_results` stores them."""
 
 
@@ -256,6 +258,7 @@ def empty_results(n: int, params: Params) -> dict[str, np.ndarray]:
         "error_code": np.full(n, X, np.int64),
         "error_pc": np.full(n, X, np.int64),
         "seconds": np.zeros(n, np.float64),
+        "sim_seconds": np.zeros(n, np.float64),
     }
 
 
@@ -278,6 +281,6 @@ def read_results(path: Path, batch_names: Sequence[str], limits: Sequence[int], 
             error=int(r["error"][k]), error_code=int(r["error_code"][k]), error_pc=int(r["error_pc"][k]),
             ext_x=r["ext_x"][k].copy(), spad_x=r["spad_x"][k].copy(),
             counters_x=tuple(n for n, bad in zip(spec.COUNTERS, r["counters_x"][k], strict=True) if bad),
-            seconds=float(r["seconds"][k]),
+            seconds=float(r["seconds"][k]), sim_seconds=float(r["sim_seconds"][k]),
         ))
     return runs

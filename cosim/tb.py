@@ -201,7 +201,9 @@ async def run_jobs(dut: HierarchyObject) -> None:
         t0 = time.perf_counter()
         await tb.reset()
         written = tb.load(batch.words[k], batch.ext[k])
+        t1 = time.perf_counter()
         finished, waited = await tb.run(len(batch.words[k]) // spec.INSTR_WORDS, batch.limit[k])
+        results["sim_seconds"][k] = time.perf_counter() - t1
         tb.read_state(results, k)
         results["finished"][k] = finished
         results["waited"][k] = waited

@@ -1,0 +1,87 @@
+"""Deliberately broken copies of the generated Verilog, to show that co-simulation catches them.
+
+``python -m cosim seeds 100-111 --mutant rq-round`` runs the seed programs on a copy of
+``build/ga2_simtop.v`` whose requantizer truncates instead of rounding; it must print FAIL
+with the first differing words. Each mutant is a text edit of the exported Verilog that must
+apply (a mutant that no longer finds its pattern raises, so a changed RTL cannot silently
+turn the check into a no-op).
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from .runner import PORTS_JSON
+
+
+class MutantError(ValueError):
+    """A mutant's pattern is not in the Verilog (the RTL changed), or the mutant is unknown."""
+
+
+def _module(text: str, suffix: str) -> tuple[int, int]:
+    """(start, end) of the Verilog module whose name ends with ``suffix``."""
+    m = re.search(rf"^module \\?\S*{re.escape(suffix)} \(.*?^endmodule", text, re.S | re.M)
+    if not m:
+        raise MutantError(f"no module named *{suffix} in the Verilog")
+    return m.start(), m.end()
+
+
+def _requant_truncates(text: str) -> tuple[str, int]:
+    # hw/requant.py stage 6: rounded = (q - corr + 1) >> 1; Amaranth writes the "+ 1" as
+    # `$signed(\$N ) + (* src = ".../requant.py:L" *) $signed(2'h1);`, one per lane
+    start, end = _module(text, ".requant.lanes")
+    body, n = re.subn(r"(\+ \(\* src = \"[^\"]*requant\.py:\d+\" \*\) \$signed\()2'h1(\);)", r"\g<1>2'h0\2",
+                      text[start:end])
+    return text[:start] + body + text[end:], n
+
+
+@dataclass(frozen=True)
+class Mutant:
+    """A named break of the RTL.
+
+    Attributes:
+        name: how the command line names it.
+        unit: the RTL unit it breaks.
+        what: what the broken unit does instead.
+        edit: text -> (mutated text, number of places changed).
+    """
+
+    name: str
+    unit: str
+    what: str
+    edit: Callable[[str], tuple[str, int]]
+
+
+MUTANTS = {m.name: m for m in (
+    Mutant("rq-round", "hw/requant.py (Requantizer, stage 6)",
+           "truncates (q - corr) >> 1 instead of rounding half away from zero", _requant_truncates),
+)}
+
+
+def mutate(verilog: Path, name: str, out_dir: Path) -> Path:
+    """Write the mutant's copy of ``verilog`` (and the ga2_ports.json beside it) into out_dir.
+
+    Returns:
+        The mutated Verilog file.
+
+    Raises:
+        MutantError: unknown mutant, or its pattern is not in the Verilog.
+    """
+    if name not in MUTANTS:
+        raise MutantError(f"mutant {name!r}: known mutants are {', '.join(MUTANTS)}")
+    mutant = MUTANTS[name]
+    text, changed = mutant.edit(Path(verilog).read_text())
+    if not changed:
+        raise MutantError(f"mutant {name!r}: its pattern in {mutant.unit} is not in {verilog} "
+                          "(the RTL changed; update cosim/mutants.py)")
+    out_dir.mkdir(parents=True, exist_ok=True)
+    target = out_dir / Path(verilog).name
+    target.write_text(text)
+    ports = Path(verilog).with_name(PORTS_JSON)
+    if ports.is_file():
+        shutil.copyfile(ports, out_dir / PORTS_JSON)
+    return target

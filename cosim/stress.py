@@ -1,0 +1,367 @@
+"""``make stress N=200 SEED=1``: random programs from the ISA spec on the RTL, against the reference.
+
+The programs are not compiled graphs: :class:`Generator` draws them from :mod:`sim.spec` (the
+instructions, their fields and legal ranges, their memory regions and the checks), so they
+reach what the compiler never emits:
+
+* every instruction, with random lengths (1 word up to 512) at random alignments, in a
+  scratchpad window small enough that instructions read each other's results;
+* MM with tb = 0 and 1, odd and overlapping strides (rows of A or of the output that overlap,
+  stride 0), K = 1 and K = K_MAX; SM rows of length 1 and SM_MAX_LEN; RQ and VADD in place;
+  UNPACK; RQ shifts 1 and 63 and extreme mantissas;
+* programs that end in each error code: an unknown opcode, a field out of range, a scratchpad
+  or external-memory region past the end (large strides included), a destination that partly
+  overlaps a source, and running off the end without HALT (NO_HALT). Instructions after the
+  fault must never run.
+
+Program k of a run is made from ``random.Random(k)`` alone, for k = SEED .. SEED+N-1, and
+how it ends is fixed by k % 10 (four in ten HALT, one each of the six errors), so any ten
+consecutive seeds hold every ending, and ``make stress SEED=k N=1`` reruns program k alone
+(``python -m cosim stress --seed k --n 1 --show`` also prints its listing).
+"""
+
+from __future__ import annotations
+
+import random
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from sim import spec
+from sim.asm import AsmError, Instruction, build, decode, disassemble, encode_program
+from sim.spec import DEFAULT, ErrorCode, Mem, Params
+
+from . import batch, runner
+from .jobs import Job
+
+HALT = "HALT"
+ENDINGS: tuple[str, ...] = (HALT, HALT, HALT, HALT, *(c.name for c in ErrorCode if c is not ErrorCode.NONE))
+"""How program k ends: ENDINGS[k % len(ENDINGS)]."""
+KINDS = tuple(s.name for s in spec.INSTRUCTIONS if s.counter is not None)
+"""The instructions a body draws from (all but HALT)."""
+BODY_MAX = 16
+"""Most instructions in a body (between the loads and the ending)."""
+LEN_MAX = 512
+"""Longest LD/ST/RQ/VADD/AMAX."""
+WINDOWS = (128, 512, 2048)
+"""Sizes of the scratchpad window a program works in (or the whole scratchpad)."""
+WHAT = "memory, all five counters, error code and pc"
+
+
+@dataclass
+class StressProgram:
+    """One generated program.
+
+    Attributes:
+        seed: it is made from random.Random(seed) alone.
+        ending: HALT or the ErrorCode name it was made to end in.
+        job: the program and its external-memory image.
+        features: what it exercises (for the coverage summary).
+    """
+
+    seed: int
+    ending: str
+    job: Job
+    features: Counter = field(default_factory=Counter)
+
+
+class Generator:
+    """Random GA-2 programs from the ISA spec (see the module docstring).
+
+    Args:
+        seed: the program's seed.
+        params: the machine (sizes, T, K_MAX, SM_MAX_LEN).
+    """
+
+    def __init__(self, seed: int, params: Params = DEFAULT):
+        self.seed = seed
+        self.rng = random.Random(seed)
+        self.p = params
+        self.features: Counter = Counter()
+        size = self.rng.choice((*WINDOWS, params.SPAD_WORDS))
+        size = min(size, params.SPAD_WORDS)
+        self.window = (self.rng.randrange(0, params.SPAD_WORDS - size + 1), size)
+
+    # ------------------------------------------------------------------ values
+
+    def _length(self, hi: int) -> int:
+        r = self.rng.random()
+        if r < 0.3:
+            return self.rng.randint(1, min(8, hi))
+        if r < 0.7:
+            return self.rng.randint(1, min(64, hi))
+        return self.rng.randint(1, hi)
+
+    def _stride(self, packed: int) -> int:
+        """A row stride for rows of ``packed`` elements: packed or nearly, odd, overlapping
+        (smaller than a row, 0 included) or long."""
+        r = self.rng.random()
+        if r < 0.5:
+            return packed + self.rng.randint(0, 3)
+        if r < 0.75:
+            return self.rng.randint(0, 2 * packed + 8) | 1
+        if r < 0.88:
+            return self.rng.randint(0, max(0, packed - 1))
+        return self.rng.randrange(packed, packed + 200) | 1
+
+    def _values(self, kind: str) -> dict[str, int]:
+        """The fields of ``kind`` that are not region starts, legal."""
+        p, rng = self.p, self.rng
+        vector = min(LEN_MAX, self.window[1])
+        if kind in ("LD", "ST", "VADD", "AMAX"):
+            return {"len": self._length(vector)}
+        if kind == "MM":
+            r = rng.random()
+            k = 1 if r < 0.15 else p.K_MAX if r < 0.3 else rng.randint(1, p.K_MAX)
+            m, n, tb = rng.randint(1, p.T), rng.randint(1, p.T), rng.randint(0, 1)
+            return {"M": m, "K": k, "N": n, "tb": tb, "lda": self._stride(k),
+                    "ldb": self._stride(k if tb else n), "ldc": self._stride(n)}
+        if kind == "RQ":
+            r = rng.random()
+            mant = (0 if r < 0.05 else (1 << 24) - 1 if r < 0.15 else rng.randint(1, 1 << 23) if r < 0.3
+                    else rng.randrange(1 << 23, 1 << 24))
+            r = rng.random()
+            s = 1 if r < 0.1 else 63 if r < 0.2 else rng.randint(16, 40) if r < 0.7 else rng.randint(1, 63)
+            return {"len": self._length(vector), "m": mant, "s": s, "relu": rng.randint(0, 1)}
+        if kind == "SM":
+            r = rng.random()
+            return {"len": 1 if r < 0.2 else p.SM_MAX_LEN if r < 0.4 else rng.randint(1, p.SM_MAX_LEN)}
+        if kind == "UNPACK":
+            hi = max(1, min(64, self.window[1] // 9))
+            return {"len": rng.randint(1, min(4, hi)) if rng.random() < 0.3 else rng.randint(1, hi)}
+        raise AssertionError(f"no values for {kind}")
+
+    # ------------------------------------------------------------------ placement
+
+    def _start(self, mem: Mem, extent: int) -> int | None:
+        if mem is Mem.EXT:
+            size = self.p.EXT_WORDS
+            return self.rng.randrange(0, size - extent + 1) if extent <= size else None
+        base, size = self.window
+        if extent > size:
+            base, size = 0, self.p.SPAD_WORDS
+        return base + self.rng.randrange(0, size - extent + 1) if extent <= size else None
+
+    def _place(self, kind: str, values: dict[str, int]) -> dict[str, int] | None:
+        """Starts for every region of ``kind`` (destinations in place sometimes, where allowed)."""
+        ispec = spec.BY_NAME[kind]
+        fields = dict(values)
+        for region in ispec.regions:
+            fields.setdefault(region.start, 0)
+        for region in ispec.regions:
+            start = self._start(region.mem, region.extent(fields))
+            if start is None:
+                return None
+            fields[region.start] = start
+        if ispec.in_place_ok and self.rng.random() < 0.35:
+            sources = [r.start for r in ispec.regions if not r.writes]
+            fields["dst"] = fields[sources[0]]
+            if len(sources) > 1 and self.rng.random() < 0.5:
+                fields[sources[1]] = fields[sources[0]]
+        return fields
+
+    def legal(self, kind: str, *, note: bool = True) -> Instruction:
+        """A random legal instruction of ``kind`` (counted in ``features`` when ``note``)."""
+        for _ in range(500):
+            fields = self._place(kind, self._values(kind))
+            if fields is not None and spec.check(spec.BY_NAME[kind], fields, self.p)[0] is ErrorCode.NONE:
+                if note:
+                    self._note(kind, fields)
+                return build(kind, params=self.p, **fields)
+        raise AssertionError(f"seed {self.seed}: no legal {kind} found")
+
+    def _note(self, kind: str, f: dict[str, int]) -> None:
+        self.features[kind] += 1
+        if kind == "MM":
+            if f["tb"]:
+                self.features["MM tb=1"] += 1
+                if f["lda"] % 2 or f["ldb"] % 2:
+                    self.features["MM tb=1, odd strides"] += 1
+            if f["K"] == 1:
+                self.features["MM K=1"] += 1
+            if f["K"] == self.p.K_MAX:
+                self.features["MM K=K_MAX"] += 1
+            if f["M"] > 1 and f["ldc"] < f["N"]:
+                self.features["MM output rows overlap"] += 1
+        elif kind == "SM" and f["len"] in (1, self.p.SM_MAX_LEN):
+            self.features[f"SM len={'1' if f['len'] == 1 else 'SM_MAX_LEN'}"] += 1
+        elif kind == "RQ" and f["dst"] == f["src"]:
+            self.features["RQ in place"] += 1
+        elif kind == "VADD" and f["dst"] in (f["src1"], f["src2"]):
+            self.features["VADD in place"] += 1
+
+    # ------------------------------------------------------------------ faults
+
+    def _faulty(self, code: ErrorCode) -> Instruction | list[int]:
+        """One instruction that stops the machine with ``code`` (encoded words for BAD_OPCODE)."""
+        if code is ErrorCode.BAD_OPCODE:
+            unused = [op for op in range(1 << spec.OPCODE_BITS) if op not in spec.BY_OPCODE]
+            words = [self.rng.getrandbits(spec.WORD_BITS) for _ in range(spec.INSTR_WORDS)]
+            words[0] = (words[0] & ~((1 << spec.OPCODE_BITS) - 1)) | self.rng.choice(unused)
+            return words
+        make = {ErrorCode.BAD_FIELD: self._bad_field, ErrorCode.SPAD_RANGE: self._spad_range,
+                ErrorCode.EXT_RANGE: self._ext_range, ErrorCode.OVERLAP: self._overlap}[code]
+        for _ in range(500):
+            fields = make()
+            if fields is None:
+                continue
+            kind, f = fields
+            if spec.check(spec.BY_NAME[kind], f, self.p)[0] is code:
+                return build(kind, params=self.p, strict=False, **f)
+        raise AssertionError(f"seed {self.seed}: no instruction found that fails with {code.name}")
+
+    def _legal_fields(self, kinds: Sequence[str]) -> tuple[str, dict[str, int]]:
+        kind = self.rng.choice(list(kinds))
+        return kind, dict(self.legal(kind, note=False).fields)
+
+    def _bad_field(self) -> tuple[str, dict[str, int]] | None:
+        kind, f = self._legal_fields(KINDS)
+        bounded = [fl for fl in spec.BY_NAME[kind].fields if fl.lo is not None or fl.hi is not None]
+        fl = self.rng.choice(bounded)
+        lo, hi = fl.legal_range(self.p)
+        top = (1 << fl.width) - 1
+        options = ([self.rng.randint(0, lo - 1)] if lo > 0 else []) + \
+                  ([hi + 1, self.rng.randint(hi + 1, top)] if hi < top else [])
+        if not options:
+            return None
+        f[fl.name] = self.rng.choice(options)
+        return kind, f
+
+    def _spad_range(self) -> tuple[str, dict[str, int]] | None:
+        kind, f = self._legal_fields([k for k in KINDS if any(r.mem is Mem.SPAD
+                                                               for r in spec.BY_NAME[k].regions)])
+        if kind == "MM" and self.rng.random() < 0.4:
+            # a stride so long that the region's end needs more than 16 bits
+            f["M"] = max(f["M"], 2)
+            f["lda"] = self.rng.choice([self.p.SPAD_WORDS, (1 << spec.ADDR_BITS) - 1,
+                                        self.rng.randrange(self.p.SPAD_WORDS, 1 << spec.ADDR_BITS)])
+            return kind, f
+        region = self.rng.choice([r for r in spec.BY_NAME[kind].regions if r.mem is Mem.SPAD])
+        extent = region.extent(f)
+        lowest = max(0, self.p.SPAD_WORDS - extent + 1)
+        f[region.start] = self.rng.choice([lowest, self.rng.randint(lowest, (1 << spec.ADDR_BITS) - 1)])
+        return kind, f
+
+    def _ext_range(self) -> tuple[str, dict[str, int]]:
+        kind, f = self._legal_fields(["LD", "ST"])
+        ext = "src" if kind == "LD" else "dst"
+        lowest = max(0, self.p.EXT_WORDS - f["len"] + 1)
+        f[ext] = self.rng.choice([lowest, self.rng.randint(lowest, (1 << spec.ADDR_BITS) - 1)])
+        return kind, f
+
+    def _overlap(self) -> tuple[str, dict[str, int]] | None:
+        kind, f = self._legal_fields(["MM", "RQ", "SM", "VADD", "AMAX", "UNPACK"])
+        regions = spec.BY_NAME[kind].regions
+        write = next(r for r in regions if r.writes)
+        read = self.rng.choice([r for r in regions if not r.writes])
+        w_ext, r_ext = write.extent(f), read.extent(f)
+        start = f[read.start] + self.rng.randint(-(w_ext - 1), r_ext - 1)
+        if not 0 <= start <= self.p.SPAD_WORDS - w_ext:
+            return None
+        f[write.start] = start
+        return kind, f
+
+    # ------------------------------------------------------------------ programs
+
+    def ext_image(self) -> np.ndarray:
+        """Random external memory in chunks of 64 words: int8, int16, full 32-bit, small values."""
+        draw = np.random.default_rng(self.seed)
+        chunks = []
+        for kind in draw.integers(0, 4, self.p.EXT_WORDS // 64):
+            bounds = ((-128, 128), (-(1 << 15), 1 << 15), (-(1 << 31), 1 << 31), (-8, 9))[kind]
+            chunks.append(draw.integers(*bounds, 64, dtype=np.int64))
+        return (np.concatenate(chunks) & 0xFFFFFFFF).astype(np.uint32)
+
+    def program(self) -> StressProgram:
+        """Loads into the window, a random body, then the ending of ENDINGS[seed % 10]."""
+        rng = self.rng
+        ending = ENDINGS[self.seed % len(ENDINGS)]
+        body: list[Instruction | list[int]] = []
+        base, size = self.window
+        for _ in range(rng.choice((0, 1, 2, 3, 3))):
+            n = rng.randint(max(1, min(size, LEN_MAX) // 4), min(size, LEN_MAX))
+            body.append(build("LD", params=self.p, dst=base + rng.randrange(0, size - n + 1),
+                              src=rng.randrange(0, self.p.EXT_WORDS - n + 1), len=n))
+            self.features["LD"] += 1
+        body += [self.legal(rng.choice(KINDS)) for _ in range(rng.randint(0, BODY_MAX))]
+        if ending == HALT:
+            body.append(build("HALT"))
+        elif ending != ErrorCode.NO_HALT.name:
+            body.append(self._faulty(ErrorCode[ending]))
+            body += [self.legal(rng.choice(KINDS)) for _ in range(rng.randint(0, 2))]
+            body.append(build("HALT"))
+        self.features[f"ends {ending}"] += 1
+        if any(isinstance(ins, list) for ins in body):
+            program: list[Instruction] | list[int] = [w for ins in body for w in
+                                                      (ins if isinstance(ins, list) else ins.encode())]
+        else:
+            program = body
+        job = Job(program, self.ext_image(), name=f"seed {self.seed}")
+        return StressProgram(self.seed, ending, job, self.features)
+
+
+def generate(first: int, n: int, params: Params = DEFAULT) -> list[StressProgram]:
+    """Programs for seeds first .. first+n-1."""
+    return [Generator(seed, params).program() for seed in range(first, first + n)]
+
+
+def listing(program: Sequence[Instruction] | Sequence[int]) -> str:
+    """A numbered listing; an unknown opcode shows as its raw words."""
+    words = [int(w) for w in program] if len(program) and not isinstance(program[0], Instruction) \
+        else encode_program(program)
+    lines = []
+    for k in range(0, len(words), spec.INSTR_WORDS):
+        chunk = words[k:k + spec.INSTR_WORDS]
+        try:
+            text = disassemble(decode(chunk))
+        except AsmError:
+            text = f"???? opcode {chunk[0] & 0xF} (words {' '.join(f'{w:08x}' for w in chunk)})"
+        lines.append(f"{k // spec.INSTR_WORDS:5d}  {text}")
+    return "\n".join(lines)
+
+
+def coverage(programs: Sequence[StressProgram], params: Params) -> list[str]:
+    """What the programs exercise: instructions and cases, and how the reference stopped them."""
+    total: Counter = Counter()
+    for prog in programs:
+        total.update(prog.features)
+    stops = Counter(prog.job.expected(params).error_code.name for prog in programs)
+    instructions = sum(prog.job.length for prog in programs)
+    cases = ["MM tb=1", "MM tb=1, odd strides", "MM K=1", "MM K=K_MAX", "MM output rows overlap",
+             "SM len=1", "SM len=SM_MAX_LEN", "RQ in place", "VADD in place"]
+    return [
+        f"{len(programs)} programs (seeds {programs[0].seed}..{programs[-1].seed}), "
+        f"{instructions} instructions",
+        "instructions: " + ", ".join(f"{k} {total[k]}" for k in KINDS),
+        "cases: " + ", ".join(f"{c} {total[c]}" for c in cases),
+        "stops (reference): " + ", ".join(f"{c.name} {stops[c.name]}" for c in ErrorCode),
+    ]
+
+
+def main(first: int, n: int, choice: str, *, waves: bool = False, verilog: Path | None = None,
+         keep: bool = False, show: bool = False) -> int:
+    """The whole command; returns the exit status."""
+    params = runner.verilog_params(runner.fresh_verilog(verilog))
+    programs = generate(first, n, params)
+    if show:
+        for prog in programs:
+            batch.emit([f"{prog.job.name} (ends {prog.ending}):", listing(prog.job.program), ""])
+    jobs = [prog.job for prog in programs]
+    outcomes = batch.run_batch(jobs, choice, verilog=verilog, waves=waves, keep=keep)
+    lines = []
+    for o in outcomes:
+        lines += batch.verdict(o, jobs, WHAT)
+    failing = sorted({programs[k].seed for o in outcomes for k in o.failed})
+    if failing:
+        lines.append("")
+        lines.append("rerun a failing program alone (add --show to print its listing):")
+        lines += [f"    make stress SEED={s} N=1 SIM={choice}"
+                  f"    # python -m cosim stress --seed {s} --n 1 --show" for s in failing[:10]]
+    lines += ["", *coverage(programs, params), "", *batch.timing(outcomes), *batch.waves_lines(outcomes)]
+    batch.emit(lines)
+    if any(o.error for o in outcomes):
+        return 2
+    return 0 if all(o.ok for o in outcomes) else 1
