@@ -46,7 +46,8 @@ def simulate(jobs: Sequence[JobLike], simulator: str, *, verilog: Path | None = 
             when the generator's sources are newer); its machine parameters come from the
             ``ga2_ports.json`` beside it.
         waves: record a waveform (the :class:`~cosim.runner.Simulation` says where).
-        build_root: where the cached builds live (default ``build/cosim``).
+        build_root: where the cached builds live (default: ``build/cosim`` for the default
+            Verilog, :func:`cosim.runner.default_root` for another file).
         keep: keep the launch's folder (jobs, results, simulator log).
         progress: called with the number of finished jobs.
         say: where notes go (an export of the Verilog).

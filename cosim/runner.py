@@ -269,6 +269,18 @@ def _recipe(simulator: str, waves: bool) -> str:
                        "makeflags": _verilator_makeflags() if simulator == "verilator" else ""})
 
 
+def default_root(verilog: Path) -> Path:
+    """Where the builds of a Verilog file live: ``build/cosim`` for ``build/ga2_simtop.v``; the
+    file's own folder when it is inside ``build/cosim`` (mutants); else a folder of
+    ``build/cosim/other`` named by the file's path. A copy never overwrites the main builds."""
+    verilog = Path(verilog).resolve()
+    if verilog == VERILOG.resolve():
+        return COSIM_BUILD
+    if COSIM_BUILD.resolve() in verilog.parents:
+        return verilog.parent
+    return COSIM_BUILD / "other" / hashlib.sha256(str(verilog).encode()).hexdigest()[:12]
+
+
 def build(simulator: str, verilog: Path, *, waves: bool = False, root: Path | None = None) -> Build:
     """Build (or find in the cache) the simulator's model of the Verilog's ``ga2_simtop``.
 
@@ -276,7 +288,7 @@ def build(simulator: str, verilog: Path, *, waves: bool = False, root: Path | No
         simulator: ``icarus`` or ``verilator``.
         verilog: the Verilog file (:func:`fresh_verilog`).
         waves: build for waveform recording (a separate folder, ``<sim>-waves``).
-        root: where the build folders live (default ``build/cosim``).
+        root: where the build folders live (default: :func:`default_root`).
 
     Raises:
         SimulatorMissing, BuildError.
@@ -285,7 +297,7 @@ def build(simulator: str, verilog: Path, *, waves: bool = False, root: Path | No
 
     t0 = time.perf_counter()
     check_simulator(simulator)
-    root = Path(root) if root is not None else COSIM_BUILD
+    root = Path(root) if root is not None else default_root(verilog)
     directory = root / (f"{simulator}-waves" if waves else simulator)
     text = Path(verilog).read_bytes()
     digest = hashlib.sha256(text + _recipe(simulator, waves).encode()).hexdigest()

@@ -1,0 +1,70 @@
+"""cosim/api.py: compare() against the reference machine (on made-up RTL runs), and the
+RTL runs themselves through run_programs (tests/cosim/test_tb.py)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from cosim.api import compare
+from cosim.jobs import Job, RtlRun
+from sim.asm import build
+from sim.machine import Counters
+from sim.spec import DEFAULT
+
+PROGRAM = [build("LD", dst=4, src=0, len=6), build("RQ", dst=20, src=4, len=6, m=1 << 23, s=23, relu=0),
+           build("ST", src=20, dst=50, len=6), build("HALT")]
+JOB = Job(PROGRAM, [3, -7, 100, 200, -300, 5], "example")
+
+
+def exact_run(job: Job = JOB) -> RtlRun:
+    """An RTL run that agrees with the reference in everything."""
+    want = job.expected()
+    return RtlRun(name=job.name, simulator="made-up", params=DEFAULT, finished=True, limit=job.cycle_limit(),
+                  waited=want.counters.cycles, ext=want.ext.copy(), spad=want.spad.copy(),
+                  counters=Counters(*want.counters.as_tuple()), error=int(want.error_code != 0),
+                  error_code=int(want.error_code), error_pc=want.error_pc,
+                  ext_x=np.zeros(DEFAULT.EXT_WORDS, bool), spad_x=np.zeros(DEFAULT.SPAD_WORDS, bool))
+
+
+def test_exact_run_has_no_differences():
+    assert compare(JOB, exact_run()) == []
+    assert compare((PROGRAM, JOB.ext), exact_run()) == []
+
+
+def test_memory_differences_name_the_first_addresses_and_values():
+    run = exact_run()
+    run.ext[52] ^= 1
+    run.spad[21] = 0xFFFFFF80
+    run.spad[300] = 9
+    found = compare(JOB, run)
+    assert found[0] == "ext: 1 word differ; first [52] RTL 0x00000065 (101), reference 0x00000064 (100)"
+    assert found[1].startswith("spad: 2 words differ; first [21] RTL 0xffffff80 (-128), "
+                               "reference 0xfffffff9 (-7)")
+    assert "[300] RTL 0x00000009 (9), reference 0x00000000 (0)" in found[1]
+
+
+def test_unresolved_words_are_differences():
+    run = exact_run()
+    run.spad_x[7] = True
+    assert compare(JOB, run) == ["spad: 1 word differ; first [7] RTL X, reference 0x000000c8 (200)"]
+
+
+def test_counters_and_stop():
+    run = exact_run()
+    run.counters.vpu += 2
+    run.error_code, run.error_pc, run.error = 5, 1, 1
+    found = compare(JOB, run)
+    assert found[0] == ("stop: RTL error_code 5 (destination partly overlaps a source) at pc 1, "
+                        "reference 0 (no error) at pc 3")
+    assert found[1] == "error output: RTL 1, reference 0"
+    assert found[2] == f"counter vpu: RTL {run.counters.vpu}, reference {run.counters.vpu - 2} (+2)"
+
+
+def test_a_run_that_did_not_stop_says_so_first():
+    run = exact_run()
+    run.finished = False
+    run.counters_x = ("cycles",)
+    found = compare(JOB, run)
+    assert found[0].startswith(f"no stop within the cycle limit of {run.limit} cycles (the reference stops "
+                               f"after {JOB.expected().counters.cycles})")
+    assert found[1] == f"counter cycles: RTL X, reference {JOB.expected().counters.cycles}"

@@ -1,0 +1,41 @@
+"""cosim/mutants.py: a broken requantizer in a copy of the Verilog, and the co-simulation
+catching it (make cosim prints FAIL with the first differing words)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+from cosim import mutants, runner
+
+
+def test_rq_round_changes_every_lane(tmp_path):
+    source = runner.fresh_verilog()
+    target = mutants.mutate(source, "rq-round", tmp_path)
+    before, after = source.read_text().splitlines(), target.read_text().splitlines()
+    changed = [(a, b) for a, b in zip(before, after, strict=True) if a != b]
+    assert len(changed) == 4  # one per lane
+    assert all("requant.py" in a and "2'h1" in a and "2'h0" in b for a, b in changed)
+    assert (tmp_path / runner.PORTS_JSON).is_file()
+
+
+def test_a_mutant_that_no_longer_applies_is_an_error(tmp_path):
+    (tmp_path / "in.v").write_text("module \\x.requant.lanes (a);\nendmodule\n")
+    with pytest.raises(mutants.MutantError, match=r"its pattern in hw/requant\.py .* is not in"):
+        mutants.mutate(tmp_path / "in.v", "rq-round", tmp_path / "out")
+    with pytest.raises(mutants.MutantError, match="known mutants are rq-round"):
+        mutants.mutate(tmp_path / "in.v", "nope", tmp_path / "out")
+
+
+@pytest.mark.rtl
+def test_broken_requantizer_fails_the_seed_run(icarus):
+    command = [sys.executable, "-m", "cosim", "seeds", "100", "--sim", icarus, "--mutant", "rq-round"]
+    done = subprocess.run(command, capture_output=True, text=True, cwd=runner.ROOT, timeout=600)
+    assert done.returncode == 1, done.stdout + done.stderr
+    lines = done.stdout.splitlines()
+    assert lines[0].startswith("mutant rq-round: hw/requant.py (Requantizer, stage 6) truncates")
+    assert lines[1] == "icarus     FAIL: 1 of 1 programs differ from the reference"
+    assert lines[2].startswith("    seed 100: ext: 7 words differ; first [150] RTL 0x00000001 (1), "
+                               "reference 0x00000002 (2)")

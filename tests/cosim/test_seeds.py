@@ -1,0 +1,34 @@
+"""cosim/seeds.py: the SEEDS syntax, and make cosim's output on each simulator."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+from cosim import runner
+from cosim.seeds import parse_seeds
+
+
+def test_parse_seeds():
+    assert parse_seeds("100-111") == list(range(100, 112))
+    assert parse_seeds("3,7,20-25") == [3, 7, 20, 21, 22, 23, 24, 25]
+    assert parse_seeds("5, 5,4-6") == [5, 4, 6]
+    for bad in ("", "1-", "9-3", "a", "1,,2"):
+        with pytest.raises(ValueError, match="is not N or N-M"):
+            parse_seeds(bad)
+
+
+def test_cosim_prints_pass_and_the_table(simulator):
+    done = subprocess.run([sys.executable, "-m", "cosim", "seeds", "100-101", "--sim", simulator],
+                          capture_output=True, text=True, cwd=runner.ROOT, timeout=900)
+    assert done.returncode == 0, done.stdout + done.stderr
+    lines = done.stdout.splitlines()
+    assert lines[0] == (f"{simulator:<10} PASS: 2 programs match the reference (memory and all five "
+                        "counters), 617 cycles in total")
+    assert lines[2].split() == ["seed", "nodes", "instr", "scratchpad", "words", "(reuse)", "(no", "reuse)",
+                                "cycles", "error", "vs", "float"]
+    assert lines[3].split() == ["100", "15", "20", "240", "282", "230", "2.92%"]
+    assert lines[4].split() == ["101", "21", "40", "184", "325", "387", "2.62%"]
+    assert lines[6].startswith(f"{simulator:<10} build ") and "cycles/s simulated" in lines[6]
