@@ -74,6 +74,20 @@ def test_torch_example_runs(script, args, expected):
         assert abs(float(match[1]) - float(match[2])) <= 1.5, last
 
 
+@pytest.mark.torch
+@pytest.mark.rtl
+@pytest.mark.slow
+def test_digits_on_the_rtl():
+    pytest.importorskip("torch")
+    pytest.importorskip("sklearn")
+    done = subprocess.run([sys.executable, str(EXAMPLES / "digits.py"), "--quick", "--rtl", "8"],
+                          capture_output=True, text=True, timeout=900)
+    assert done.returncode == 0, done.stderr
+    for simulator in ("icarus", "verilator"):
+        assert f"{simulator:9s}: 1 run bit-exact" in done.stdout, simulator
+    assert done.stdout.strip().endswith("RTL bit-exact on 8 images")
+
+
 @pytest.mark.parametrize("script", sorted({r[0] for r in RUNS + TORCH_RUNS}))
 def test_example_help(script):
     done = subprocess.run([sys.executable, str(EXAMPLES / script), "--help"], capture_output=True, text=True,
