@@ -47,10 +47,12 @@ Contract: nothing is approximated. A node that has no exact counterpart (another
 another ``dim``, a relu that cannot ride on a matmul's requantizer, a tensor that is not
 2-D, ...) is refused, and every refused node is collected before :class:`UnsupportedModel`
 is raised, one ``REFUSED <node>: <op>: <why>`` line per node. A node is reported for a
-problem of its own only (a refused operand does not make it refused, a wrong ``dim`` does). When every node lowers, the compiler's structural passes
-(unit limits, relu fusion, placement, external layout) run on the graph at once, so that a
-model they refuse fails here too, named by its fx node; no code is emitted in either case.
+problem of its own only (a refused operand does not make it refused, a wrong ``dim`` does).
+When every node lowers, the compiler's structural passes (unit limits, relu fusion,
+placement, external layout) run on the graph at once, so that a model they refuse fails
+here too, named by its fx node; no code is emitted in either case.
 """
+
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
