@@ -28,6 +28,10 @@ from . import batch
 from .jobs import Job
 
 WHAT = "memory and all five counters"
+COLUMNS = (("seed", 5), ("nodes", 6), ("instr", 6), ("scratchpad words (reuse)", 25), ("(no reuse)", 11),
+           ("cycles", 8), ("error vs float", 15))
+"""The table's columns and their widths."""
+HEADER = " ".join(f"{title:>{width}}" for title, width in COLUMNS)
 
 
 def parse_seeds(text: str) -> list[int]:
@@ -70,8 +74,7 @@ def table(cases: list[SeedCase], outcomes: list[batch.Outcome]) -> list[str]:
     """The seed table. Cycles are the RTL's (the first simulator that ran); a value that
     differs from the reference's is followed by the reference's in parentheses."""
     rtl = next((o.simulation.runs for o in outcomes if o.simulation is not None), None)
-    lines = [f"{'seed':>5} {'nodes':>6} {'instr':>6} {'scratchpad words (reuse)':>25} {'(no reuse)':>11} "
-             f"{'cycles':>8} {'error vs float':>15}"]
+    lines = [HEADER]
     for k, case in enumerate(cases):
         seed, nodes, instr, high, high0, error = case.run.row
         want = case.job.expected().counters.cycles
