@@ -281,7 +281,8 @@ def default_root(verilog: Path) -> Path:
     return COSIM_BUILD / "other" / hashlib.sha256(str(verilog).encode()).hexdigest()[:12]
 
 
-def build(simulator: str, verilog: Path, *, waves: bool = False, root: Path | None = None) -> Build:
+def build(simulator: str, verilog: Path, *, waves: bool = False, root: Path | None = None,
+          starting: Callable[[], None] | None = None) -> Build:
     """Build (or find in the cache) the simulator's model of the Verilog's ``ga2_simtop``.
 
     Args:
@@ -289,6 +290,7 @@ def build(simulator: str, verilog: Path, *, waves: bool = False, root: Path | No
         verilog: the Verilog file (:func:`fresh_verilog`).
         waves: build for waveform recording (a separate folder, ``<sim>-waves``).
         root: where the build folders live (default: :func:`default_root`).
+        starting: called when a build really starts (not when the cache has it).
 
     Raises:
         SimulatorMissing, BuildError.
@@ -305,6 +307,8 @@ def build(simulator: str, verilog: Path, *, waves: bool = False, root: Path | No
     with _flock(root / f"{directory.name}.lock", exclusive=True):
         if stamp.is_file() and stamp.read_text().strip() == digest:
             return Build(simulator, directory, digest, waves, True, time.perf_counter() - t0)
+        if starting is not None:
+            starting()
         if directory.exists():
             shutil.rmtree(directory)
         directory.mkdir(parents=True)
