@@ -144,8 +144,10 @@ def verdict(outcome: Outcome, jobs: Sequence[Job], what: str, *, listed: int = 1
     n = len(jobs)
     failed = outcome.failed
     if not failed:
-        return [f"{label}PASS: {n} programs match the reference ({what}), {outcome.cycles} cycles in total"]
-    out = [f"{label}FAIL: {len(failed)} of {n} programs differ from the reference"]
+        programs = "1 program matches" if n == 1 else f"{n} programs match"
+        return [f"{label}PASS: {programs} the reference ({what}), {outcome.cycles} cycles in total"]
+    differ = "differs" if len(failed) == 1 else "differ"
+    out = [f"{label}FAIL: {len(failed)} of {n} program{'s' if n > 1 else ''} {differ} from the reference"]
     for k in failed[:listed]:
         first, *rest = outcome.differences[k][:lines_each]
         out.append(f"    {jobs[k].name}: {first}")

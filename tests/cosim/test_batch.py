@@ -30,6 +30,14 @@ def test_fail_lines_name_the_programs_and_their_first_differences():
     ]
 
 
+def test_pass_line_and_singular():
+    o = Outcome("icarus", differences=[[]])
+    want = "icarus     PASS: 1 program matches the reference (memory), 0 cycles in total"
+    assert verdict(o, JOBS[:1], "memory") == [want]
+    o.differences = [["spad: ..."]]
+    assert verdict(o, JOBS[:1], "memory")[0] == "icarus     FAIL: 1 of 1 program differs from the reference"
+
+
 def test_error_line():
     assert verdict(Outcome("verilator", error="verilator: building x failed"), JOBS, "memory") == [
         "verilator  ERROR: verilator: building x failed"]
