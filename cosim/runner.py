@@ -229,11 +229,22 @@ def fresh_verilog(verilog: Path | None = None, say: Callable[[str], None] = prin
     return VERILOG
 
 
+@contextmanager
+def _reading(verilog: Path) -> Iterator[None]:
+    """Hold off :func:`fresh_verilog`'s export while ``build/ga2_simtop.v`` is read."""
+    if Path(verilog).resolve() == VERILOG.resolve():
+        with _flock(COSIM_BUILD / "verilog.lock", exclusive=False):
+            yield
+    else:
+        yield
+
+
 def verilog_params(verilog: Path) -> Params:
     """The parameters the Verilog was generated with (ga2_ports.json beside it; else DEFAULT)."""
     ports = Path(verilog).with_name(PORTS_JSON)
-    if ports.is_file():
-        return Params(**json.loads(ports.read_text())["params"])
+    with _reading(verilog):
+        if ports.is_file():
+            return Params(**json.loads(ports.read_text())["params"])
     return DEFAULT
 
 
@@ -306,7 +317,8 @@ def build(simulator: str, verilog: Path, *, waves: bool = False, root: Path | No
     check_simulator(simulator)
     root = Path(root) if root is not None else default_root(verilog)
     directory = root / (f"{simulator}-waves" if waves else simulator)
-    text = Path(verilog).read_bytes()
+    with _reading(verilog):
+        text = Path(verilog).read_bytes()
     digest = hashlib.sha256(text + _recipe(simulator, waves).encode()).hexdigest()
     stamp = directory / "stamp.sha256"
     with _flock(root / f"{directory.name}.lock", exclusive=True):

@@ -13,13 +13,15 @@ from cosim import mutants, runner
 
 
 def test_rq_round_changes_every_lane(tmp_path):
-    source = runner.fresh_verilog()
-    target = mutants.mutate(source, "rq-round", tmp_path)
+    source = tmp_path / "ga2_simtop.v"     # a copy: the export may be redone meanwhile
+    source.write_bytes(runner.fresh_verilog().read_bytes())
+    (tmp_path / runner.PORTS_JSON).write_text("{}")
+    target = mutants.mutate(source, "rq-round", tmp_path / "mutant")
     before, after = source.read_text().splitlines(), target.read_text().splitlines()
     changed = [(a, b) for a, b in zip(before, after, strict=True) if a != b]
     assert len(changed) == 4  # one per lane
     assert all("requant.py" in a and "2'h1" in a and "2'h0" in b for a, b in changed)
-    assert (tmp_path / runner.PORTS_JSON).is_file()
+    assert (tmp_path / "mutant" / runner.PORTS_JSON).is_file()
 
 
 def test_a_mutant_that_no_longer_applies_is_an_error(tmp_path):

@@ -32,11 +32,16 @@ def test_unknown_simulator_and_missing_verilog(tmp_path):
         runner.fresh_verilog(tmp_path / "none.v")
 
 
-def test_build_is_cached(icarus):
-    source = runner.fresh_verilog()
-    runner.build(icarus, source)
-    again = runner.build(icarus, source)
-    assert again.cached and (again.directory / "stamp.sha256").read_text().strip() == again.digest
+def test_build_is_cached(icarus, tmp_path):
+    # a copy: build/ga2_simtop.v is exported again whenever hw/ changes, maybe by another test
+    source = tmp_path / "ga2_simtop.v"
+    source.write_bytes(runner.fresh_verilog().read_bytes())
+    first = runner.build(icarus, source, root=tmp_path / "builds")
+    again = runner.build(icarus, source, root=tmp_path / "builds")
+    assert not first.cached and again.cached
+    assert (again.directory / "stamp.sha256").read_text().strip() == again.digest
+    source.write_text(source.read_text() + "// changed\n")
+    assert not runner.build(icarus, source, root=tmp_path / "builds").cached
 
 
 def test_build_failure_names_the_log(icarus, tmp_path):
