@@ -49,6 +49,9 @@ cosim: setup  ## compiled graphs SEEDS=100-111 (or 3,7,20-25) on the RTL vs the 
 stress: setup  ## N random ISA programs from SEED (every instruction, every error code) on the RTL vs the reference
 	$(PY) -m cosim stress --n $(N) --seed $(SEED) --sim $(SIM) $(if $(filter 1,$(WAVES)),--waves)
 
+bench: setup  ## GA-2 cycles on the seed's programs vs the seed chip, MXU utilisation (seeds 100-111 headline)
+	$(PY) -m compiler.perf
+
 bench-sim: setup  ## reference machine speed: instructions/s and simulated cycles/s
 	$(PY) -m sim.bench
 

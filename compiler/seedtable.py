@@ -7,7 +7,8 @@ tests pin their results; the co-simulation runs the same programs on the RTL).
   the graph is ``random_graph(seed)``; one ``random.Random(seed)`` then draws 30
   calibration samples and, after them, the test input; the program is compiled with and
   without buffer reuse and the reuse program is run on the test input;
-* section 3: six 32 x 32 relu layers that fit only with buffer reuse (:func:`six_layer_network`).
+* section 3: six 32 x 32 relu layers that fit only with buffer reuse (:func:`six_layer_network`);
+* running example A: one decode step of an attention head (:func:`attention_step_network`).
 """
 
 from __future__ import annotations
@@ -111,6 +112,36 @@ def six_layer_network() -> tuple[Graph, list[Sample]]:
         tip = net.relu(net.matmul(tip, layer))
     net.output(tip, "y")
     return net, [{"x": _table(draw, 8, 32, 1.0)} for _ in range(10)]
+
+
+def attention_step_graph(dim: int = 8, cache: int = 5) -> Graph:
+    """Running example A's graph: softmax(q [kc; kn]^T / sqrt(dim)) [vc; vn].
+
+    q is (1, dim); the key and value caches kc, vc are (cache, dim) and this step's kn, vn
+    (1, dim) are concatenated below them; the output "out" is (1, dim).
+    """
+    net = Graph()
+    q = net.input("q", (1, dim))
+    keys = net.concat_rows(net.input("kc", (cache, dim)), net.input("kn", (1, dim)))
+    scores = net.matmul(q, keys, transpose_b=True, scale=1 / math.sqrt(dim))
+    weights = net.softmax(scores)
+    values = net.concat_rows(net.input("vc", (cache, dim)), net.input("vn", (1, dim)))
+    net.output(net.matmul(weights, values), "out")
+    return net
+
+
+def attention_step_sample(draw: random.Random, dim: int = 8, cache: int = 5) -> Sample:
+    """One set of unit-Gaussian inputs for :func:`attention_step_graph`, drawn q, kc, kn, vc, vn."""
+    rows = {"q": 1, "kc": cache, "kn": 1, "vc": cache, "vn": 1}
+    return {name: _table(draw, count, dim, 1.0) for name, count in rows.items()}
+
+
+def attention_step_network(seed: int = 3, samples: int = 20) -> tuple[Graph, list[Sample], Sample]:
+    """Running example A as the seed runs it: the graph, 20 calibration samples and the test
+    input, all drawn from one Random(3)."""
+    draw = random.Random(seed)
+    calibration = [attention_step_sample(draw) for _ in range(samples)]
+    return attention_step_graph(), calibration, attention_step_sample(draw)
 
 
 def format_table(runs: list[SeedRun]) -> str:

@@ -14,7 +14,6 @@ Usage: python examples/attention_step.py [--dim 8] [--cache 5] [--samples 20] [-
 from __future__ import annotations
 
 import argparse
-import math
 import random
 import sys
 
@@ -26,25 +25,8 @@ from compiler.emit import tiles
 from compiler.evaluate import evaluate
 from compiler.interpret import interpret
 from compiler.realcheck import stagewise_problems
-
-
-def build_graph(dim: int = 8, cache: int = 5) -> Graph:
-    """The attention step: softmax(q [kc; kn]^T / sqrt(dim)) [vc; vn]."""
-    g = Graph()
-    q = g.input("q", (1, dim))
-    keys = g.concat_rows(g.input("kc", (cache, dim)), g.input("kn", (1, dim)))
-    scores = g.matmul(q, keys, transpose_b=True, scale=1 / math.sqrt(dim))
-    weights = g.softmax(scores)
-    values = g.concat_rows(g.input("vc", (cache, dim)), g.input("vn", (1, dim)))
-    g.output(g.matmul(weights, values), "out")
-    return g
-
-
-def draw_sample(rng: random.Random, dim: int = 8, cache: int = 5) -> dict[str, list[list[float]]]:
-    """One set of unit-Gaussian inputs, drawn q, kc, kn, vc, vn, row by row."""
-    def rows(n: int) -> list[list[float]]:
-        return [[rng.gauss(0, 1) for _ in range(dim)] for _ in range(n)]
-    return {"q": rows(1), "kc": rows(cache), "kn": rows(1), "vc": rows(cache), "vn": rows(1)}
+from compiler.seedtable import attention_step_graph as build_graph
+from compiler.seedtable import attention_step_sample as draw_sample
 
 
 def describe(g: Graph) -> list[str]:

@@ -16,7 +16,7 @@ from compiler.allocator import AllocEvent
 from compiler.evaluate import evaluate
 from compiler.interpret import interpret
 from compiler.realcheck import stagewise_problems
-from compiler.seedtable import compile_seed, section1_network, six_layer_network
+from compiler.seedtable import attention_step_network, compile_seed, section1_network, six_layer_network
 
 from .conftest import load_example
 
@@ -52,11 +52,7 @@ A_EVENTS = [("alloc", 0, 48), ("alloc", 48, 8), ("alloc", 56, 6), ("alloc", 62, 
 
 @pytest.fixture(scope="module")
 def example_a():
-    module = load_example("attention_step")
-    graph = module.build_graph()
-    rng = random.Random(3)
-    calibration = [module.draw_sample(rng) for _ in range(20)]
-    test = module.draw_sample(rng)
+    graph, calibration, test = attention_step_network()
     events: list[AllocEvent] = []
     program = compile_graph(graph, calibration, events=events)
     return graph, calibration, test, program, events

@@ -1,0 +1,37 @@
+"""compiler.perf (make bench): the figures add up and the headline has its fixed form."""
+
+import re
+
+from compiler.perf import SEED_CHIP_CYCLES, format_report, measure, useful_macs
+from sim import spec
+from sim.asm import build
+
+
+def test_seed_chip_figures_are_ga2_md_section_6():
+    # GA2.md section 6: twelve graphs, 17,022 cycles in total
+    assert len(SEED_CHIP_CYCLES) == 12
+    assert sum(SEED_CHIP_CYCLES.values()) == 17022
+
+
+def test_useful_macs_counts_only_mm():
+    code = [
+        build("LD", dst=0, src=0, len=60),
+        build("MM", dst=230, A=0, B=60, M=4, K=12, N=4, tb=0, lda=12, ldb=10, ldc=10),  # 4*4*12 = 192
+        build("MM", dst=238, A=0, B=68, M=1, K=12, N=2, tb=0, lda=12, ldb=10, ldc=10),  # 1*2*12 = 24
+        build("HALT"),
+    ]
+    assert useful_macs(code) == 216
+
+
+def test_report_adds_up_and_ends_with_the_headline():
+    rows, example = measure()
+    lines = format_report(rows, example)
+    for row in [*rows, example]:
+        c = row.counters
+        # every cycle is the front end, one unit's latency, or the final HALT
+        assert c.cycles == spec.FRONTEND_CYCLES + c.dma + c.mxu + c.vpu + c.sfu + spec.STOP_CYCLES
+    total = sum(row.counters.cycles for row in rows)
+    match = re.fullmatch(r"seeds 100-111: (\d+) cycles \(seed chip 17022, (\d+\.\d\d)x fewer\)", lines[-1])
+    assert match, lines[-1]
+    assert int(match.group(1)) == total
+    assert float(match.group(2)) == round(17022 / total, 2)
