@@ -18,8 +18,11 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
+import numpy as np
+
 from . import spec
 from .spec import DEFAULT, INSTR_WORDS, OPCODE_BITS, WORD_BITS, InstrSpec, Params
+from .words import as_words
 
 
 class AsmError(ValueError):
@@ -81,7 +84,9 @@ def build(op: str, *, params: Params = DEFAULT, strict: bool = True, **fields: i
         AsmError: unknown mnemonic, a missing or unknown field, a value that is not an int,
             does not fit the field's width, or (strict) lies outside the legal range.
     """
-    ispec = spec.BY_NAME.get(op)
+    if not isinstance(params, Params):
+        raise AsmError(f"build: params must be a sim.spec.Params, got {params!r}")
+    ispec = spec.BY_NAME.get(op) if isinstance(op, str) else None
     if ispec is None:
         raise AsmError(f"unknown instruction {op!r}; known: {', '.join(spec.BY_NAME)}")
     missing = [n for n in ispec.field_names if n not in fields]
@@ -96,15 +101,9 @@ def build(op: str, *, params: Params = DEFAULT, strict: bool = True, **fields: i
     values = []
     for f in ispec.fields:
         v = fields[f.name]
-        if isinstance(v, bool):
-            v = int(v)
-        if not isinstance(v, int):
-            try:
-                v = int(v)  # numpy integers
-            except (TypeError, ValueError):
-                raise AsmError(f"{op} field {f.name}: expected an int, got {v!r}") from None
-            if v != fields[f.name]:
-                raise AsmError(f"{op} field {f.name}: expected an int, got {fields[f.name]!r}")
+        if not isinstance(v, (int, np.integer)):  # bools are ints: tb=True means 1
+            raise AsmError(f"{op} field {f.name}: expected an int, got {v!r}")
+        v = int(v)
         if not 0 <= v < 1 << f.width:
             raise AsmError(f"{op} field {f.name}={v} does not fit in {f.width} bits "
                            f"(0..{(1 << f.width) - 1})")
@@ -120,13 +119,18 @@ def decode(words: Sequence[int]) -> Instruction:
     """Decode INSTR_WORDS words into an instruction (bits above the last field are ignored).
 
     Raises:
-        AsmError: the word count is wrong or the opcode is unknown.
+        AsmError: not a list of 32-bit integers, the word count is wrong, or the opcode is
+            unknown.
     """
-    if len(words) != INSTR_WORDS:
-        raise AsmError(f"an instruction is {INSTR_WORDS} words, got {len(words)}")
+    try:
+        checked = as_words(words, "instruction")
+    except (TypeError, ValueError) as e:
+        raise AsmError(str(e)) from None
+    if len(checked) != INSTR_WORDS:
+        raise AsmError(f"an instruction is {INSTR_WORDS} words, got {len(checked)}")
     bits = 0
-    for i, w in enumerate(words):
-        bits |= (int(w) & ((1 << WORD_BITS) - 1)) << (WORD_BITS * i)
+    for i, w in enumerate(checked):
+        bits |= int(w) << (WORD_BITS * i)
     opcode = bits & ((1 << OPCODE_BITS) - 1)
     ispec = spec.BY_OPCODE.get(opcode)
     if ispec is None:
@@ -147,6 +151,10 @@ def decode_program(words: Sequence[int]) -> list[Instruction]:
         AsmError: the word count is not a multiple of INSTR_WORDS, or an opcode is unknown
             (the message gives the instruction index).
     """
+    try:
+        words = [int(w) for w in as_words(words, "encoded program")]
+    except (TypeError, ValueError) as e:
+        raise AsmError(str(e)) from None
     if len(words) % INSTR_WORDS:
         raise AsmError(f"a program is a multiple of {INSTR_WORDS} words, got {len(words)}")
     out = []
@@ -180,6 +188,8 @@ def assemble(text: str, *, params: Params = DEFAULT, strict: bool = True) -> lis
         AsmError: a line does not parse or an instruction is invalid; the message gives the
             line number and the line.
     """
+    if not isinstance(text, str):
+        raise AsmError(f"assemble takes the program as one str, got {type(text).__name__}")
     program = []
     for lineno, raw in enumerate(text.splitlines(), start=1):
         line = re.split(r"[#;]", raw, maxsplit=1)[0].strip()

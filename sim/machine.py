@@ -19,8 +19,7 @@ import numpy as np
 from . import arith, spec
 from .asm import AsmError, Instruction, decode
 from .spec import DEFAULT, INSTR_WORDS, ErrorCode, Params
-
-WORD_MASK = 0xFFFFFFFF
+from .words import WORD_MASK, as_words
 
 
 @dataclass
@@ -100,24 +99,25 @@ _Decoded = tuple[spec.InstrSpec | None, dict[str, int] | int]
 
 
 def _normalise(program: Sequence[Instruction] | Sequence[int]) -> list[_Decoded]:
-    if len(program) and isinstance(program[0], Instruction):
+    if isinstance(program, np.ndarray) or (len(program) and not isinstance(program[0], Instruction)):
+        words = [int(w) for w in as_words(program, "encoded program")]
+        if len(words) % INSTR_WORDS:
+            raise ValueError(f"an encoded program is a multiple of {INSTR_WORDS} words, got {len(words)}")
         out: list[_Decoded] = []
-        for k, ins in enumerate(program):
-            if not isinstance(ins, Instruction):
-                raise TypeError(f"program[{k}] is {type(ins).__name__}, expected Instruction")
-            out.append((ins.spec, ins.fields))
+        for i in range(0, len(words), INSTR_WORDS):
+            chunk = words[i:i + INSTR_WORDS]
+            try:
+                ins = decode(chunk)
+                out.append((ins.spec, ins.fields))
+            except AsmError:
+                out.append((None, chunk[0] & ((1 << spec.OPCODE_BITS) - 1)))
         return out
-    words = [int(w) for w in program]
-    if len(words) % INSTR_WORDS:
-        raise ValueError(f"an encoded program is a multiple of {INSTR_WORDS} words, got {len(words)}")
     out = []
-    for i in range(0, len(words), INSTR_WORDS):
-        chunk = words[i:i + INSTR_WORDS]
-        try:
-            ins = decode(chunk)
-            out.append((ins.spec, ins.fields))
-        except AsmError:
-            out.append((None, chunk[0] & ((1 << spec.OPCODE_BITS) - 1)))
+    for k, ins in enumerate(program):
+        if not isinstance(ins, Instruction):
+            raise TypeError(f"program[{k}] is {type(ins).__name__}: a program is all Instructions "
+                            "or all 32-bit words, not a mix")
+        out.append((ins.spec, ins.fields))
     return out
 
 
@@ -129,6 +129,8 @@ class Machine:
     """
 
     def __init__(self, params: Params = DEFAULT):
+        if not isinstance(params, Params):
+            raise TypeError(f"Machine(params): expected sim.spec.Params, got {params!r}")
         self.params = params
 
     def run(self, program: Sequence[Instruction] | Sequence[int],
@@ -156,6 +158,13 @@ class Machine:
             StepLimit: more than max_steps instructions ran.
         """
         p = self.params
+        if isinstance(program, (str, bytes)) or not hasattr(program, "__iter__"):
+            raise TypeError("program must be a list of Instructions or of 32-bit words, "
+                            f"got {type(program).__name__} (sim.asm.assemble turns text into Instructions)")
+        if not isinstance(program, (Sequence, np.ndarray)):
+            program = list(program)  # a generator or another iterable
+        if max_steps is not None and (isinstance(max_steps, bool) or not isinstance(max_steps, int)):
+            raise TypeError(f"max_steps must be an int or None, got {max_steps!r}")
         decoded = _normalise(program)
         if len(decoded) > p.IMEM_WORDS:
             raise ValueError(f"program of {len(decoded)} instructions does not fit IMEM_WORDS={p.IMEM_WORDS}")
@@ -185,14 +194,11 @@ class Machine:
     def _ext_image(self, ext: Sequence[int] | np.ndarray | None) -> np.ndarray:
         image = np.zeros(self.params.EXT_WORDS, dtype=np.uint32)
         if ext is not None:
-            values = np.asarray(ext, dtype=np.int64)
-            if values.ndim != 1 or len(values) > self.params.EXT_WORDS:
-                raise ValueError(f"external-memory image of shape {values.shape} does not fit "
+            words = as_words(ext, "external-memory image")
+            if len(words) > self.params.EXT_WORDS:
+                raise ValueError(f"external-memory image of {len(words)} words does not fit "
                                  f"EXT_WORDS={self.params.EXT_WORDS}")
-            if len(values) and (values.min() < -(1 << 31) or values.max() > WORD_MASK):
-                raise ValueError(f"external-memory image values must be 32-bit (signed or unsigned), "
-                                 f"got {values.min()}..{values.max()}")
-            image[:len(values)] = to_words(values)
+            image[:len(words)] = words
         return image
 
     @staticmethod

@@ -268,3 +268,37 @@ def test_assemble_not_strict_accepts_illegal_ranges():
     assert assemble("MM dst=0 A=0 B=0 M=9 K=0 N=1 tb=0 lda=0 ldb=0 ldc=0", strict=False)[0].M == 9
     with pytest.raises(AsmError, match="line 1: MM field M=9"):
         assemble("MM dst=0 A=0 B=0 M=9 K=0 N=1 tb=0 lda=0 ldb=0 ldc=0")
+
+
+@pytest.mark.parametrize("words, message", [
+    ([1.9, 0, 0, 0], "instruction must hold integers"),
+    (None, "instruction must be a list"),
+    (5, "instruction must be a list"),
+    (["a", "b", "c", "d"], "instruction must hold integers"),
+    ([1 << 32, 0, 0, 0], r"instruction\[0\] = 4294967296 does not fit 32 bits"),
+])
+def test_decode_refuses_words_that_are_not_32_bit_integers(words, message):
+    with pytest.raises(AsmError, match=message):
+        decode(words)
+
+
+@pytest.mark.parametrize("text", [None, b"HALT", ["HALT"]])
+def test_assemble_takes_a_str(text):
+    with pytest.raises(AsmError, match="assemble takes the program as one str"):
+        assemble(text)
+
+
+@pytest.mark.parametrize("value", [float("inf"), 1.0, "3", None])
+def test_build_refuses_non_integer_fields(value):
+    with pytest.raises(AsmError, match="LD field dst: expected an int"):
+        build("LD", dst=value, src=0, len=1)
+
+
+def test_build_accepts_numpy_integers_and_bools():
+    assert build("LD", dst=np.int64(3), src=np.uint16(4), len=1).fields == {"dst": 3, "src": 4, "len": 1}
+    assert build("MM", dst=0, A=16, B=32, M=1, K=1, N=1, tb=True, lda=1, ldb=1, ldc=1).tb == 1
+
+
+def test_build_refuses_bad_params():
+    with pytest.raises(AsmError, match=r"params must be a sim\.spec\.Params"):
+        build("HALT", params="x")

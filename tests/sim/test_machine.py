@@ -361,20 +361,54 @@ def test_image_and_program_limits():
     halt = [build("HALT")]
     with pytest.raises(ValueError, match="does not fit EXT_WORDS=8192"):
         m.run(halt, [0] * 8193)
-    with pytest.raises(ValueError, match="does not fit EXT_WORDS"):
-        m.run(halt, np.zeros((2, 2)))
-    with pytest.raises(ValueError, match="must be 32-bit"):
-        m.run(halt, [1 << 32])
-    with pytest.raises(ValueError, match="must be 32-bit"):
+    with pytest.raises(ValueError, match="one-dimensional"):
+        m.run(halt, np.zeros((2, 2), dtype=int))
+    with pytest.raises(ValueError, match=r"image\[1\] = 4294967296 does not fit 32 bits"):
+        m.run(halt, [0, 1 << 32])
+    with pytest.raises(ValueError, match="does not fit 32 bits"):
         m.run(halt, [-(1 << 31) - 1])
+    with pytest.raises(ValueError, match=r"image\[0\] = 18446744073709551616"):
+        m.run(halt, [1 << 64])
     r = m.run(halt, [0xFFFFFFFF, -(1 << 31)] + [0] * 8190)            # both ends of 32 bits, full size
     assert r.ext[:2].tolist() == [0xFFFFFFFF, 0x80000000]
     with pytest.raises(ValueError, match="does not fit IMEM_WORDS=4096"):
         m.run(halt * 4097)
     with pytest.raises(ValueError, match="multiple of 4 words, got 5"):
         m.run([15, 0, 0, 0, 0])
+
+
+@pytest.mark.parametrize("image", [[1.7, 2.2], [1.0], [float("nan")], [float("inf")], [1j], ["3"]])
+def test_non_integer_images_are_refused_not_truncated(image):
+    with pytest.raises(TypeError, match="external-memory image must hold integers"):
+        Machine().run([build("HALT")], image)
+
+
+@pytest.mark.parametrize("program, message", [
+    (None, "program must be a list"),
+    ("HALT", "program must be a list"),
+    ([15.7, 0, 0, 0], "encoded program must hold integers"),
+    ([15 + (1 << 32), 0, 0, 0], r"encoded program\[0\] = 4294967311 does not fit 32 bits"),
+    ([build("HALT"), 15], "not a mix"),
+])
+def test_bad_programs_are_refused(program, message):
+    with pytest.raises((TypeError, ValueError), match=message):
+        Machine().run(program)
+
+
+def test_an_encoded_program_may_be_signed_or_unsigned_words():
+    # -1 is the 32-bit pattern 0xFFFFFFFF: opcode 15 (HALT) in the low bits
+    assert Machine().run([-1, 0, 0, 0]).counters == Machine().run([0xFFFFFFFF, 0, 0, 0]).counters
+    halt = build("HALT").encode()
+    assert Machine().run(iter(halt)).steps == 1          # any iterable of words
+
+
+def test_bad_arguments_are_refused():
+    with pytest.raises(TypeError, match=r"expected sim\.spec\.Params"):
+        Machine("x")
+    with pytest.raises(TypeError, match="max_steps must be an int"):
+        Machine().run([build("HALT")], max_steps="5")
     with pytest.raises(TypeError, match=r"program\[1\] is int"):
-        m.run([build("HALT"), 15])
+        Machine().run([build("HALT"), 15])
 
 
 # --------------------------------------------------------------------------- against a plain interpreter
