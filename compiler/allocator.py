@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .ir import CompileError
+from .ir import CompileError, plural
 
 
 @dataclass(frozen=True)
@@ -66,8 +66,9 @@ class Allocator:
                 self._log("alloc", start, words, what)
                 return start
         subject = f" for {what}" if what else ""
-        raise CompileError(f"scratchpad is full: cannot place a buffer of {words} words (free: "
-                           f"{self.free_words()} words in {len(self.free_list)} pieces){subject}",
+        raise CompileError(f"scratchpad is full: cannot place a buffer of {plural(words, 'word')} (free: "
+                           f"{plural(self.free_words(), 'word')} in {plural(len(self.free_list), 'piece')})"
+                           f"{subject}",
                            "use smaller tensors or fewer alive at once (dead buffers are already "
                            "reused); a larger model must be split into parts that fit")
 

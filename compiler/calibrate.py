@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 
 from .evaluate import evaluate_batch
-from .ir import CompileError, Graph
+from .ir import CompileError, Graph, plural
 
 
 def check_sample(graph: Graph, sample: object, where: str,
@@ -48,8 +48,8 @@ def check_sample(graph: Graph, sample: object, where: str,
                         node.id) from None
         if values.shape != node.shape:
             raise error(f"{where}: input '{node.name}' has shape {values.shape}, the graph declares "
-                        f"{node.shape}", f"give '{node.name}' exactly {node.shape[0]} rows of "
-                        f"{node.shape[1]} values", node.id)
+                        f"{node.shape}", f"give '{node.name}' exactly {plural(node.shape[0], 'row')} of "
+                        f"{plural(node.shape[1], 'value')}", node.id)
         if not np.isfinite(values).all():
             raise error(f"{where}: input '{node.name}' contains NaN or infinity",
                         "replace the non-finite values (they have no int8 level)", node.id)

@@ -41,6 +41,17 @@ VALID_WEIGHT_BITS = (4, 8)
 """int8 weights, one per word, or int4 weights packed eight to a word (GA2.md section 2)."""
 
 
+def plural(count: int, noun: str) -> str:
+    """``1 piece``, ``2 pieces``, ``0 pieces``: a count with its noun, for messages."""
+    return f"{count} {noun}" if count == 1 else f"{count} {noun}s"
+
+
+def shown(value: object) -> str:
+    """A bad argument for a message: its repr, cut short, and its type (``'x' (a str)``)."""
+    text = repr(value)
+    return f"{text if len(text) <= 60 else text[:57] + '...'} (a {type(value).__name__})"
+
+
 class CompileError(Exception):
     """Capra refuses a graph, its calibration data or its inputs.
 
@@ -129,7 +140,7 @@ class Graph:
     def _operand(self, nid: int, user: str) -> Node:
         if not isinstance(nid, int | np.integer) or not 0 <= nid < len(self.nodes):
             raise CompileError(f"{user}: operand {nid!r} is not a node of this graph "
-                               f"(it has {len(self.nodes)} nodes)",
+                               f"(it has {plural(len(self.nodes), 'node')})",
                                "pass the id a Graph method returned")
         node = self.nodes[int(nid)]
         if node.op == "output":
@@ -247,8 +258,8 @@ class Graph:
         rows = na.shape[0]
         ints = isinstance(start, int | np.integer) and isinstance(count, int | np.integer)
         if not ints or count < 1 or start < 0 or start + count > rows:
-            raise CompileError(f"slice_rows of {na.describe()}: rows {start}..{start + count - 1} "
-                               f"(start={start!r}, count={count!r}) do not lie inside its {rows} rows",
+            raise CompileError(f"slice_rows of {na.describe()}: rows {start}..{start + count - 1} (start="
+                               f"{start!r}, count={count!r}) do not lie inside its {plural(rows, 'row')}",
                                f"take 0 <= start and start + count <= {rows}, with count >= 1")
         return self._new("slice", (na.id,), (int(count), na.shape[1]), start=int(start), count=int(count))
 

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 from sim.spec import DEFAULT, Params
 
-from .ir import CompileError, Graph, Node
+from .ir import CompileError, Graph, Node, plural
 from .placement import UNPACK_GROUP
 
 
@@ -60,7 +60,7 @@ def external_layout(graph: Graph, params: Params = DEFAULT) -> tuple[dict[str, E
         top += words
         if top > params.EXT_WORDS:
             raise CompileError(f"external memory is full: {node.describe()} would end at word {top}, "
-                               f"past the {params.EXT_WORDS} words the machine has",
+                               f"past the {plural(params.EXT_WORDS, 'word')} the machine has",
                                "use fewer or smaller inputs, weights and outputs (int4 weights take "
                                "an eighth of the space)", node.id)
     return entries, top

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from sim.spec import DEFAULT, Params
 
-from .ir import CompileError, Graph
+from .ir import CompileError, Graph, plural
 
 
 def check_limits(graph: Graph, params: Params = DEFAULT) -> None:
@@ -27,4 +27,4 @@ def check_limits(graph: Graph, params: Params = DEFAULT) -> None:
         if node.op == "softmax" and node.shape[1] > params.SM_MAX_LEN:
             raise CompileError(f"softmax node {node.id}: rows of {node.shape[1]} values exceed the softmax "
                                f"unit's limit of {params.SM_MAX_LEN}",
-                               f"use rows of at most {params.SM_MAX_LEN} values", node.id)
+                               f"use rows of at most {plural(params.SM_MAX_LEN, 'value')}", node.id)

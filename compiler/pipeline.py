@@ -10,13 +10,15 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
+import numpy as np
+
 from sim.spec import DEFAULT, Params
 
 from .allocator import AllocEvent
 from .calibrate import calibration_ranges
 from .emit import emit
 from .fusion import fuse_relus
-from .ir import Graph
+from .ir import CompileError, Graph, shown
 from .layout import external_layout
 from .lifetimes import release_schedule
 from .limits import check_limits
@@ -42,9 +44,12 @@ def compile_graph(graph: Graph, calibration: Sequence[Mapping[str, object]], reu
         events: if a list is given, the allocator's alloc and free events are appended.
 
     Raises:
-        CompileError: the graph, the calibration data or ``ranges`` is refused; the message
-            names the node or input at fault and says how to fix it.
+        CompileError: the graph, the calibration data or ``ranges`` is refused, or an
+            argument has the wrong type; the message names the node, input or argument at
+            fault and says how to fix it.
     """
+    check_arguments(graph, reuse, ranges, params, events)
+    reuse = bool(reuse)
     check_limits(graph, params)
     consumers = graph.consumers()
     fused = fuse_relus(graph, consumers)
@@ -56,3 +61,32 @@ def compile_graph(graph: Graph, calibration: Sequence[Mapping[str, object]], reu
     return Program(graph=graph, code=emission.code, scales=plan.scales, params=emission.requant,
                    relu_fused=fused, plan=plan, placement=placement, ext=ext, ext_words=ext_words,
                    spad_high=emission.spad_high, notes=plan.notes, reuse=reuse, machine=params)
+
+
+def check_arguments(graph: object, reuse: object, ranges: object, params: object, events: object) -> None:
+    """Refuse arguments of compile_graph of the wrong type, naming the argument and its value
+    (the calibration data is checked by :mod:`compiler.calibrate`).
+
+    Raises:
+        CompileError: the argument at fault, its value and what it should be.
+    """
+    if not isinstance(graph, Graph):
+        raise CompileError(f"compile_graph: graph = {shown(graph)} is not a compiler.Graph",
+                           "build the graph with compiler.Graph() and its methods and pass it first")
+    if not isinstance(reuse, bool | np.bool_):
+        raise CompileError(f"compile_graph: reuse = {shown(reuse)} is not True or False",
+                           "pass reuse=True (release dead buffers) or reuse=False (keep every tensor)")
+    if ranges is not None:
+        if not isinstance(ranges, Mapping):
+            raise CompileError(f"compile_graph: ranges = {shown(ranges)} is not a dict",
+                               "pass a dict from tag to range, e.g. ranges={'cache': 4.0}")
+        for tag in ranges:
+            if not isinstance(tag, str):
+                raise CompileError(f"compile_graph: ranges has the key {shown(tag)}, not a tag name",
+                                   "key ranges= by the names given with Graph.tag(node, name)")
+    if not isinstance(params, Params):
+        raise CompileError(f"compile_graph: params = {shown(params)} is not a sim.spec.Params",
+                           "pass sim.spec.Params(T=..., ...) or leave params out for the default machine")
+    if events is not None and not isinstance(events, list):
+        raise CompileError(f"compile_graph: events = {shown(events)} is not a list",
+                           "pass an empty list to collect the allocator's events, or leave events out")

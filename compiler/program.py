@@ -22,7 +22,7 @@ from sim.spec import Params
 
 from .calibrate import check_sample
 from .emit import RequantKey
-from .ir import CompileError, Graph
+from .ir import CompileError, Graph, Node, plural, shown
 from .layout import ExtEntry
 from .placement import UNPACK_GROUP, Placement
 from .scales import ScalePlan
@@ -166,12 +166,18 @@ class Program:
         return RunOutcome(outputs, state.counters, state)
 
     def tensor_address(self, nid: int) -> int | None:
-        """Scratchpad address of a tensor at the end of the program, None once released."""
-        buf_id, row = self.placement.loc[nid]
+        """Scratchpad address of a tensor at the end of the program, None once released.
+
+        Raises:
+            ValueError: ``nid`` is not a node of the graph, or the node has no scratchpad
+                place (an output).
+        """
+        self._tensor_node(nid)
+        buf_id, row = self.placement.loc[int(nid)]
         base = self.placement.buffers[buf_id].addr
         if base is None:
             return None
-        return base + row * self.graph.nodes[nid].shape[1]
+        return base + row * self.graph.nodes[int(nid)].shape[1]
 
     def read_tensor(self, outcome: RunOutcome | RunResult, nid: int) -> np.ndarray:
         """A tensor's integers from the scratchpad after a run, int64 (rows, cols).
@@ -179,15 +185,32 @@ class Program:
         Every tensor is still in place only when compiled with ``reuse=False``.
 
         Raises:
-            ValueError: the tensor's buffer was released (another may have overwritten it),
+            ValueError: ``outcome`` is not what :meth:`run` returned, ``nid`` is not a node of
+                the graph, the tensor's buffer was released (another may have overwritten it),
                 or the node is an output (it has no scratchpad place).
         """
-        node = self.graph.nodes[nid]
-        if nid not in self.placement.loc:
-            raise ValueError(f"{node.describe()} has no scratchpad place")
+        if not isinstance(outcome, RunOutcome | RunResult):
+            raise ValueError(f"read_tensor: outcome = {shown(outcome)} is not what Program.run returned. "
+                             "Fix: pass outcome = program.run(inputs)")
+        node = self._tensor_node(nid)
         addr = self.tensor_address(nid)
         if addr is None:
             raise ValueError(f"the buffer of {node.describe()} was released before the end of the program")
         spad = outcome.state.spad if isinstance(outcome, RunOutcome) else outcome.spad
         words = spad[addr:addr + node.words]
         return (s32(words) if node.op == "argmax" else s8(words)).reshape(node.shape)
+
+    def _tensor_node(self, nid: object) -> Node:
+        """The node ``nid`` names, if it has a scratchpad place; else a ValueError that says why."""
+        count = len(self.graph.nodes)
+        if isinstance(nid, bool | np.bool_) or not isinstance(nid, int | np.integer) or not 0 <= nid < count:
+            ids = f", ids 0..{count - 1}" if count else ""
+            raise ValueError(f"node id {shown(nid)} is not a node of this graph (it has "
+                             f"{plural(count, 'node')}{ids}). Fix: pass an id a Graph method returned")
+        node = self.graph.nodes[int(nid)]
+        if node.op == "output":
+            raise ValueError(f"{node.describe()} is an output and has no scratchpad place. Fix: read "
+                             f"outcome.outputs['{node.name}'], or the tensor it stores, node {node.ins[0]}")
+        if int(nid) not in self.placement.loc:
+            raise ValueError(f"{node.describe()} has no scratchpad place")
+        return node

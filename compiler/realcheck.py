@@ -18,6 +18,7 @@ import numpy as np
 from sim.arith import INT8_MAX, INT8_MIN, round_half_away_array
 
 from .evaluate import softmax_rows
+from .ir import plural
 from .program import Program
 
 
@@ -33,7 +34,7 @@ def stagewise_problems(program: Program, ints: Mapping[int, np.ndarray]) -> list
         ints: node id -> int64 array of the tensor's integers.
 
     Returns:
-        Problems, e.g. ``node 4 (matmul): 3 values more than 1 level(s) from the
+        Problems, e.g. ``node 4 (matmul): 3 values more than 1 level from the
         real-number result``; empty when every tensor passes.
     """
     scales = program.scales
@@ -58,6 +59,6 @@ def stagewise_problems(program: Program, ints: Mapping[int, np.ndarray]) -> list
         tolerance = 2 if node.op == "add" else 1
         bad = int(np.count_nonzero(np.abs(ints[node.id] - want) > tolerance))
         if bad:
-            problems.append(f"{node.describe()}: {bad} values more than {tolerance} level(s) from the "
-                            "real-number result")
+            problems.append(f"{node.describe()}: {plural(bad, 'value')} more than "
+                            f"{plural(tolerance, 'level')} from the real-number result")
     return problems

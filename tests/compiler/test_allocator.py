@@ -33,7 +33,7 @@ def test_an_exact_fit_leaves_no_empty_piece():
     assert a.free_list == []
     with pytest.raises(CompileError) as info:
         a.alloc(1)
-    assert "cannot place a buffer of 1 words (free: 0 words in 0 pieces)" in info.value.problem
+    assert "cannot place a buffer of 1 word (free: 0 words in 0 pieces)" in info.value.problem
 
 
 def test_the_full_message_counts_free_words_and_pieces_and_names_the_user():

@@ -20,7 +20,7 @@ from compiler.seedtable import attention_step_network, compile_seed, section1_ne
 
 from .conftest import load_example
 
-FULL = re.compile(r"buffer of (\d+) words \(free: (\d+) words in (\d+) pieces\)")
+FULL = re.compile(r"buffer of (\d+) words? \(free: (\d+) words? in (\d+) pieces?\)")
 
 
 def rel_error(got: np.ndarray, want: np.ndarray) -> float:

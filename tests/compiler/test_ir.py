@@ -105,3 +105,14 @@ def test_weights_are_copied_and_read_only():
     values[0, 0] = 5
     assert g.nodes[w].array[0, 0] == 1
     assert not g.nodes[w].array.flags.writeable
+
+
+def test_counts_in_messages_agree_with_their_nouns():
+    from compiler.ir import plural
+    assert [plural(n, "piece") for n in (0, 1, 2)] == ["0 pieces", "1 piece", "2 pieces"]
+    g = Graph()
+    x = g.input("x", (1, 3))
+    with pytest.raises(CompileError, match=r"inside its 1 row\."):
+        g.slice_rows(x, 0, 2)
+    with pytest.raises(CompileError, match=r"it has 1 node\)"):
+        g.relu(5)

@@ -33,3 +33,27 @@ def test_events_params_and_ranges_pass_through():
     assert program.machine is machine and program.scales[0] == 12.7 / 127
     assert sum(e.kind == "alloc" for e in events) == 4          # x, w, y, accumulator
     assert sum(i.op == "MM" for i in program.code) == 1          # one 2 x 2 tile
+
+
+@pytest.mark.parametrize("kwargs, words", [
+    ({"graph": None}, "graph = None (a NoneType) is not a compiler.Graph"),
+    ({"graph": "g"}, "graph = 'g' (a str) is not a compiler.Graph"),
+    ({"params": "x"}, "params = 'x' (a str) is not a sim.spec.Params"),
+    ({"ranges": [("h", 1.0)]}, "ranges = [('h', 1.0)] (a list) is not a dict"),
+    ({"ranges": {0: 1.0}}, "ranges has the key 0 (a int), not a tag name"),
+    ({"reuse": "no"}, "reuse = 'no' (a str) is not True or False"),
+    ({"events": ()}, "events = () (a tuple) is not a list"),
+])
+def test_arguments_of_the_wrong_type_are_refused_by_name(kwargs, words):
+    g = single_matmul(2, 3, 2)
+    g.tag(2, "h")
+    arguments = {"graph": g, "calibration": [{"x": np.ones((2, 3))}], **kwargs}
+    with pytest.raises(CompileError) as info:
+        compile_graph(**arguments)
+    assert info.value.problem == f"compile_graph: {words}"
+    assert info.value.fix
+
+
+def test_a_numpy_bool_is_a_good_reuse():
+    program = compile_graph(single_matmul(2, 3, 2), [{"x": np.ones((2, 3))}], reuse=np.bool_(False))
+    assert program.reuse is False

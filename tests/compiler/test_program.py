@@ -77,3 +77,30 @@ def test_listing_is_the_numbered_disassembly():
     program = compile_graph(single_matmul(1, 2, 1), [{"x": [[1.0, 1.0]]}])
     assert program.listing() == listing(program.code)
     assert program.listing().splitlines()[-1].split() == [str(len(program.code) - 1), "HALT"]
+
+
+@pytest.mark.parametrize("nid, words", [
+    (99, "node id 99 (a int) is not a node of this graph (it has 4 nodes, ids 0..3)"),
+    (-1, "node id -1 (a int) is not a node"),
+    ("2", "node id '2' (a str) is not a node"),
+    (True, "node id True (a bool) is not a node"),
+    (3, "node 3 (output 'y') is an output and has no scratchpad place. Fix: read outcome.outputs['y']"),
+])
+def test_read_tensor_names_a_bad_node_id(nid, words):
+    sample = {"x": np.ones((2, 3))}
+    program = compile_graph(single_matmul(2, 3, 2), [sample], reuse=False)
+    outcome = program.run(sample)
+    with pytest.raises(ValueError) as info:
+        program.read_tensor(outcome, nid)
+    assert str(info.value).startswith(words)
+    with pytest.raises(ValueError):
+        program.tensor_address(nid)
+
+
+def test_read_tensor_takes_numpy_ids_and_refuses_a_bad_outcome():
+    sample = {"x": np.ones((2, 3))}
+    program = compile_graph(single_matmul(2, 3, 2), [sample], reuse=False)
+    outcome = program.run(sample)
+    assert program.read_tensor(outcome, np.int64(2)).tolist() == outcome.outputs["y"].ints.tolist()
+    with pytest.raises(ValueError, match="outcome = None"):
+        program.read_tensor(None, 2)
