@@ -3,8 +3,8 @@
 All layouts come from :mod:`sim.spec`. Text form (one instruction per line)::
 
     LD   dst=0 src=0 len=60
-    MM   dst=230 A=0 B=60 M=4 K=12 N=4 tb=0 lda=12 ldb=10 ldc=10
-    RQ   dst=180 src=230 len=50 m=14251070 s=31 relu=1
+    MM   dst=240 A=8 B=72 M=3 K=10 N=4 tb=0 lda=10 ldb=9 ldc=11
+    RQ   dst=180 src=240 len=50 m=12345678 s=30 relu=1
     HALT
 
 The mnemonic is padded to four characters, then the fields follow in the order of GA2.md's

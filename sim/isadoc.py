@@ -351,7 +351,7 @@ def _section_instructions(params: Params) -> list[str]:
     out += _table(["instruction", "syntax", "counter", "latency (cycles)"], rows)
     out += ["Text form (`sim.asm.disassemble` writes it, `sim.asm.assemble` reads it): the mnemonic "
             "padded to four characters, a space, then `name=value` for every field in table order, "
-            "e.g. `MM   dst=230 A=0 B=60 M=4 K=12 N=4 tb=0 lda=12 ldb=10 ldc=10`; `HALT` alone.", ""]
+            "e.g. `MM   dst=240 A=8 B=72 M=3 K=10 N=4 tb=0 lda=10 ldb=9 ldc=11`; `HALT` alone.", ""]
     for s in spec.INSTRUCTIONS:
         out += _section_instruction(s, params)
     return out

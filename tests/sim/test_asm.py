@@ -55,16 +55,16 @@ def test_encoding_of_ld_by_hand():
 def test_encoding_of_mm_by_hand():
     # opcode 3; dst 4, A 20, B 36 (16 bits each), M 52, K 60, N 68 (8 bits), tb 76 (1 bit),
     # lda 77, ldb 93, ldc 109 (16 bits): 125 bits
-    ins = build("MM", dst=230, A=0, B=60, M=4, K=12, N=4, tb=1, lda=12, ldb=10, ldc=10)
-    bits = (3 | 230 << 4 | 0 << 20 | 60 << 36 | 4 << 52 | 12 << 60 | 4 << 68 | 1 << 76
-            | 12 << 77 | 10 << 93 | 10 << 109)
+    ins = build("MM", dst=240, A=8, B=72, M=3, K=10, N=4, tb=1, lda=10, ldb=9, ldc=11)
+    bits = (3 | 240 << 4 | 8 << 20 | 72 << 36 | 3 << 52 | 10 << 60 | 4 << 68 | 1 << 76
+            | 10 << 77 | 9 << 93 | 11 << 109)
     assert ins.encode() == _words(bits)
 
 
 def test_encoding_of_rq_and_halt_by_hand():
     # RQ: opcode 4; dst 4, src 20, len 36, m 52 (24 bits), s 76 (6 bits), relu 82
-    ins = build("RQ", dst=180, src=230, len=50, m=14251070, s=31, relu=1)
-    assert ins.encode() == _words(4 | 180 << 4 | 230 << 20 | 50 << 36 | 14251070 << 52 | 31 << 76 | 1 << 82)
+    ins = build("RQ", dst=180, src=240, len=50, m=12345678, s=30, relu=1)
+    assert ins.encode() == _words(4 | 180 << 4 | 240 << 20 | 50 << 36 | 12345678 << 52 | 30 << 76 | 1 << 82)
     assert build("HALT").encode() == [15, 0, 0, 0]
 
 
@@ -130,11 +130,11 @@ def test_decode_refuses_a_wrong_word_count():
 
 
 @pytest.mark.parametrize(("ins", "text"), [
-    (build("MM", dst=230, A=0, B=60, M=4, K=12, N=4, tb=0, lda=12, ldb=10, ldc=10),
-     "MM   dst=230 A=0 B=60 M=4 K=12 N=4 tb=0 lda=12 ldb=10 ldc=10"),
+    (build("MM", dst=240, A=8, B=72, M=3, K=10, N=4, tb=0, lda=10, ldb=9, ldc=11),
+     "MM   dst=240 A=8 B=72 M=3 K=10 N=4 tb=0 lda=10 ldb=9 ldc=11"),
     (build("LD", dst=0, src=0, len=60), "LD   dst=0 src=0 len=60"),
-    (build("RQ", dst=180, src=230, len=50, m=14251070, s=31, relu=1),
-     "RQ   dst=180 src=230 len=50 m=14251070 s=31 relu=1"),
+    (build("RQ", dst=180, src=240, len=50, m=12345678, s=30, relu=1),
+     "RQ   dst=180 src=240 len=50 m=12345678 s=30 relu=1"),
     (build("HALT"), "HALT"),
     (build("ST", src=3, dst=4, len=5), "ST   src=3 dst=4 len=5"),
     (build("SM", dst=70, src=6, len=64), "SM   dst=70 src=6 len=64"),
@@ -160,10 +160,10 @@ def test_assemble_accepts_listings_comments_hex_and_case():
 
 
 def test_fields_read_as_attributes():
-    ins = build("MM", dst=230, A=0, B=60, M=4, K=12, N=4, tb=0, lda=12, ldb=10, ldc=10)
-    assert (ins.M, ins.K, ins.N, ins.ldc) == (4, 12, 4, 10)
-    assert ins.fields == {"dst": 230, "A": 0, "B": 60, "M": 4, "K": 12, "N": 4, "tb": 0,
-                          "lda": 12, "ldb": 10, "ldc": 10}
+    ins = build("MM", dst=240, A=8, B=72, M=3, K=10, N=4, tb=0, lda=10, ldb=9, ldc=11)
+    assert (ins.M, ins.K, ins.N, ins.ldc) == (3, 10, 4, 11)
+    assert ins.fields == {"dst": 240, "A": 8, "B": 72, "M": 3, "K": 10, "N": 4, "tb": 0,
+                          "lda": 10, "ldb": 9, "ldc": 11}
     with pytest.raises(AttributeError, match="MM has no field 'len'"):
         _ = ins.len
 

@@ -184,19 +184,19 @@ def test_unpack_negative_nibbles():
 def test_counters_of_a_hand_computed_program():
     text = """
         LD   dst=0 src=0 len=60
-        MM   dst=230 A=0 B=60 M=4 K=12 N=4 tb=0 lda=12 ldb=10 ldc=10
-        RQ   dst=180 src=230 len=50 m=14251070 s=31 relu=1
+        MM   dst=240 A=8 B=72 M=3 K=10 N=4 tb=0 lda=10 ldb=9 ldc=11
+        RQ   dst=180 src=240 len=50 m=12345678 s=30 relu=1
         SM   dst=300 src=180 len=10
         VADD dst=400 src1=180 src2=190 len=7
         AMAX dst=410 src=180 len=9
         UNPACK dst=420 src=0 len=2
         MM   dst=500 A=0 B=100 M=2 K=5 N=3 tb=1 lda=5 ldb=5 ldc=3
-        ST   src=230 dst=1000 len=5
+        ST   src=240 dst=1000 len=5
         HALT
     """
     s = spec
     ld = math.ceil(60 / 4) + s.LD_OVERHEAD                 # 15 + 3
-    mm1 = 12 + 4 + s.MM_OVERHEAD                          # tb = 0: K + M
+    mm1 = 10 + 3 + s.MM_OVERHEAD                          # tb = 0: K + M
     rq = math.ceil(50 / 4) + s.RQ_OVERHEAD                 # 13 + 7
     sm = 3 * math.ceil(10 / 4) + s.SM_OVERHEAD             # 9 + 13
     vadd = math.ceil(7 / 4) + s.VADD_OVERHEAD              # 2 + 3

@@ -222,12 +222,12 @@ def test_bounds_follow_the_params():
     assert code_of("LD", small, dst=1020, len=8, src=0) is SPAD_RANGE
 
 
-_MM = {"dst": 2000, "A": 0, "B": 1000, "M": 4, "K": 12, "N": 4, "tb": 0, "lda": 12, "ldb": 10, "ldc": 10}
+_MM = {"dst": 2000, "A": 0, "B": 1000, "M": 4, "K": 12, "N": 4, "tb": 0, "lda": 13, "ldb": 10, "ldc": 10}
 
 
 @pytest.mark.parametrize(("change", "expected"), [
-    # A spans (M-1)*lda + K = 3*12 + 12 = 48 words
-    ({"A": 4096 - 48}, NONE), ({"A": 4096 - 47}, SPAD_RANGE),
+    # A spans (M-1)*lda + K = 3*13 + 12 = 51 words
+    ({"A": 4096 - 51}, NONE), ({"A": 4096 - 50}, SPAD_RANGE),
     # tb = 0: B spans (K-1)*ldb + N = 11*10 + 4 = 114 words
     ({"B": 4096 - 114}, NONE), ({"B": 4096 - 113}, SPAD_RANGE),
     # tb = 1: B spans (N-1)*ldb + K = 3*10 + 12 = 42 words
@@ -247,8 +247,8 @@ def test_mm_spans(change, expected):
 
 
 @pytest.mark.parametrize(("change", "expected"), [
-    ({"dst": 47}, OVERLAP),            # A is words 0..47: dst on its last word
-    ({"dst": 48}, NONE),               # just after A
+    ({"dst": 50}, OVERLAP),            # A is words 0..50: dst on its last word
+    ({"dst": 51}, NONE),               # just after A
     ({"dst": 1000 - 34}, NONE),        # the output (34 words) ends just before B
     ({"dst": 1000 - 33}, OVERLAP),     # its last word is B's first
     ({"dst": 1000 + 113}, OVERLAP),    # tb = 0: B is words 1000..1113
