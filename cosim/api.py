@@ -6,7 +6,10 @@
 
 A job is a :class:`cosim.jobs.Job` or a tuple ``(program, ext)`` / ``(program, ext, name)``:
 the program a list of :class:`sim.asm.Instruction` (or encoded words), ``ext`` the external-
-memory image (numpy uint32, up to EXT_WORDS words). :func:`run_programs` runs all of them in
+memory image (integers of 32 bits, signed or unsigned, up to EXT_WORDS words; None for all
+zeros, as :meth:`sim.machine.Machine.run` takes it). Every job is checked before a simulator
+starts; a bad one raises TypeError or ValueError naming it (``job 3 (its name): ...``).
+:func:`run_programs` runs all of them in
 one launch of the simulator, back to back, and returns one :class:`cosim.jobs.RtlRun` each
 (memories, counters, error outputs); :func:`compare` lists how a run differs from the
 reference machine (:class:`sim.machine.Machine`): an empty list means bit-exact, every
@@ -24,7 +27,7 @@ from sim import spec
 from sim.spec import ErrorCode
 
 from . import runner
-from .jobs import Job, JobLike, RtlRun, as_job
+from .jobs import Job, JobLike, RtlRun, as_job, as_jobs
 from .runner import CosimError, Simulation
 
 __all__ = ["CosimError", "Job", "RtlRun", "compare", "run_programs", "simulate"]
@@ -53,11 +56,13 @@ def simulate(jobs: Sequence[JobLike], simulator: str, *, verilog: Path | None = 
         say: where notes go (an export of the Verilog).
 
     Raises:
+        TypeError, ValueError: a bad job (named), or an unknown simulator.
         cosim.runner.CosimError: no simulator, a failed build or simulation.
     """
-    batch = [as_job(job, k) for k, job in enumerate(jobs)]
+    runner.check_simulator(simulator)
     source = runner.fresh_verilog(verilog, say=say)
     params = runner.verilog_params(source)
+    batch = as_jobs(jobs, params)
     built = runner.build(simulator, source, waves=waves, root=build_root)
     return runner.run_batch(built, batch, params, keep=keep, progress=progress)
 
@@ -68,6 +73,7 @@ def run_programs(jobs: Sequence[JobLike], simulator: str = "verilator", **option
     Takes the keyword options of :func:`simulate`.
 
     Raises:
+        TypeError, ValueError: a bad job (named), or an unknown simulator.
         cosim.runner.CosimError: no simulator, a failed build or simulation.
     """
     return simulate(jobs, simulator, **options).runs
@@ -97,8 +103,21 @@ def compare(job: JobLike, run: RtlRun, *, shown: int = SHOWN) -> list[str]:
     word, then every scratchpad word (an unresolved word is a difference). Each line names
     what differs with the RTL's and the reference's values; a memory line gives the number of
     differing words and the first ``shown`` addresses.
+
+    Raises:
+        TypeError, ValueError: the job is bad (as :func:`run_programs` checks it), or ``run``
+            is not an :class:`RtlRun`.
     """
+    if not isinstance(run, RtlRun):
+        hint = " (run_programs returns a list: compare each job with its own run)" \
+            if isinstance(run, (list, tuple)) else ""
+        raise TypeError(f"run must be a cosim.jobs.RtlRun (one of run_programs' results), "
+                        f"got {type(run).__name__}{hint}")
     job = as_job(job)
+    try:
+        job.check(run.params)
+    except (TypeError, ValueError) as e:
+        raise type(e)(f"{job.name}: {e}") from None
     want = job.expected(run.params)
     out = []
     if not run.finished:

@@ -61,24 +61,28 @@ class Job:
     Attributes:
         program: the instructions (:class:`sim.asm.Instruction`), or the encoded 32-bit words
             (INSTR_WORDS per instruction; for programs holding an unknown opcode).
-        ext: the external-memory image, at most EXT_WORDS words (padded with zeros).
+        ext: the external-memory image, at most EXT_WORDS words (padded with zeros); None:
+            all zero (as :meth:`sim.machine.Machine.run` takes it).
         name: how reports name it (a seed, a file, an index).
         limit: cycles to wait for ``done`` before giving up; None: from the reference's
             cycle count (:data:`LIMIT_FACTOR`, :data:`LIMIT_SLACK`).
     """
 
     program: Sequence[Instruction] | Sequence[int]
-    ext: np.ndarray | Sequence[int]
+    ext: np.ndarray | Sequence[int] | None = None
     name: str = ""
     limit: int | None = None
     _expected: dict = field(default_factory=dict, repr=False, compare=False)
 
     @property
     def words(self) -> np.ndarray:
-        """The encoded program (uint32)."""
-        if len(self.program) and isinstance(self.program[0], Instruction):
-            return np.asarray(encode_program(self.program), dtype=np.uint32)
-        return (np.asarray(self.program, dtype=np.int64) & 0xFFFFFFFF).astype(np.uint32)
+        """The encoded program (uint32).
+
+        Raises:
+            TypeError: the program is not a list of Instructions or of integers.
+            ValueError: a word does not fit 32 bits, or the words are not whole instructions.
+        """
+        return program_words(self.program)
 
     @property
     def length(self) -> int:
@@ -89,20 +93,42 @@ class Job:
         """The full external-memory image, EXT_WORDS uint32 words.
 
         Raises:
-            ValueError: the image is longer than EXT_WORDS or not one-dimensional.
+            TypeError: the image is not a list or array of integers.
+            ValueError: it is longer than EXT_WORDS, not one-dimensional, or a value does not
+                fit 32 bits.
         """
-        values = np.asarray(self.ext, dtype=np.int64)
-        if values.ndim != 1 or len(values) > params.EXT_WORDS:
-            raise ValueError(f"{self.name}: external-memory image of shape {values.shape} does not fit "
-                             f"EXT_WORDS={params.EXT_WORDS}")
         image = np.zeros(params.EXT_WORDS, dtype=np.uint32)
-        image[:len(values)] = to_words(values)
+        if self.ext is None:
+            return image
+        values = int_words(self.ext, "the external-memory image", params.EXT_WORDS)
+        image[:len(values)] = values
         return image
+
+    def check(self, params: Params = DEFAULT) -> None:
+        """Everything :func:`write_jobs` and the reference need, checked before any simulator
+        starts: the program's words, its length, the image, the limit.
+
+        Raises:
+            TypeError, ValueError: what is wrong (without the job's name: see :func:`as_jobs`).
+        """
+        words = self.words
+        if len(words) % spec.INSTR_WORDS:
+            raise ValueError(f"the program has {len(words)} words, not a multiple of {spec.INSTR_WORDS} "
+                             "(one instruction is that many words)")
+        if len(words) // spec.INSTR_WORDS > params.IMEM_WORDS:
+            raise ValueError(f"the program's {len(words) // spec.INSTR_WORDS} instructions do not fit "
+                             f"IMEM_WORDS={params.IMEM_WORDS}")
+        self.ext_image(params)
+        if self.limit is not None and (isinstance(self.limit, bool) or not isinstance(self.limit, int)
+                                       or self.limit < 1):
+            raise ValueError(f"limit={self.limit!r}: a cycle limit is a positive int (or None: from the "
+                             "reference's cycles)")
 
     def expected(self, params: Params = DEFAULT) -> Expected:
         """The reference machine's run of this job (computed once per params)."""
         if params not in self._expected:
-            self._expected[params] = reference(self.program, self.ext, params)
+            program = self.program if _is_instructions(self.program) else self.words
+            self._expected[params] = reference(program, self.ext_image(params), params)
         return self._expected[params]
 
     def cycle_limit(self, params: Params = DEFAULT) -> int:
@@ -112,11 +138,15 @@ class Job:
 
 
 JobLike = Job | tuple
-"""A :class:`Job`, or a tuple (program, ext) or (program, ext, name)."""
+"""A :class:`Job`, or a tuple (program, ext) or (program, ext, name); ext may be None."""
 
 
 def as_job(job: JobLike, index: int = 0) -> Job:
-    """Accept a :class:`Job` or a (program, ext[, name]) tuple; unnamed jobs are named by index."""
+    """Accept a :class:`Job` or a (program, ext[, name]) tuple; unnamed jobs are named by index.
+
+    Raises:
+        TypeError: anything else (the message names the job by its index).
+    """
     if isinstance(job, Job):
         if not job.name:
             job.name = f"job {index}"
@@ -124,8 +154,114 @@ def as_job(job: JobLike, index: int = 0) -> Job:
     if isinstance(job, tuple) and len(job) in (2, 3):
         name = job[2] if len(job) == 3 else f"job {index}"
         return Job(job[0], job[1], str(name))
+    got = f"a tuple of {len(job)}" if isinstance(job, tuple) else type(job).__name__
+    hint = ""
+    if isinstance(job, (list, np.ndarray, Instruction, int)):
+        hint = " (a list of jobs holds tuples: [(program, ext), ...], not the program itself)"
+    elif isinstance(job, str):
+        hint = " (sim.asm.assemble turns text into Instructions)"
     raise TypeError(f"job {index}: expected a cosim.jobs.Job or a (program, ext[, name]) tuple, "
-                    f"got {type(job).__name__}")
+                    f"got {got}{hint}")
+
+
+def label(job: Job, index: int) -> str:
+    """How an error names a job: ``job 3``, or ``job 3 (its name)``."""
+    return f"job {index}" if job.name in ("", f"job {index}") else f"job {index} ({job.name})"
+
+
+def as_jobs(jobs: Sequence[JobLike], params: Params = DEFAULT) -> list[Job]:
+    """Every job as a :class:`Job`, checked (:meth:`Job.check`) against the machine.
+
+    Raises:
+        TypeError, ValueError: the first bad job, named (``job 3 (its name): ...``).
+    """
+    if isinstance(jobs, (Job, str, bytes, dict)) or not hasattr(jobs, "__iter__"):
+        raise TypeError(f"jobs must be a list of jobs (a Job or a (program, ext[, name]) tuple each), "
+                        f"got {type(jobs).__name__}")
+    out = []
+    for k, item in enumerate(jobs):
+        job = as_job(item, k)
+        try:
+            job.check(params)
+        except (TypeError, ValueError) as e:
+            raise type(e)(f"{label(job, k)}: {e}") from None
+        out.append(job)
+    return out
+
+
+def _is_instructions(program) -> bool:
+    return len(program) > 0 and all(isinstance(ins, Instruction) for ins in program)
+
+
+def int_words(values, what: str, max_len: int | None = None) -> np.ndarray:
+    """A one-dimensional list or array of integers, each within 32 bits (signed or unsigned),
+    as uint32 words (two's complement).
+
+    Raises:
+        TypeError: not a list, tuple or array, or an element that is not an integer.
+        ValueError: not one-dimensional, longer than max_len, or a value outside
+            -2**31 .. 2**32 - 1.
+    """
+    if isinstance(values, (str, bytes)) or not isinstance(values, (Sequence, np.ndarray)):
+        raise TypeError(f"{what} must be a list or 1-D array of integers, got {type(values).__name__}")
+    try:
+        array = np.asarray(values)
+    except ValueError:
+        raise ValueError(f"{what} must be a flat list of integers (it is ragged)") from None
+    if array.size == 0:
+        return np.zeros(0, np.uint32)
+    if array.ndim != 1:
+        raise ValueError(f"{what} must be one-dimensional, got shape {array.shape}")
+    if max_len is not None and len(array) > max_len:
+        raise ValueError(f"{what} has {len(array)} words, more than the {max_len} that fit")
+    if array.dtype.kind == "O":
+        bad = next((k for k, v in enumerate(array)
+                    if isinstance(v, bool) or not isinstance(v, (int, np.integer))), None)
+        if bad is not None:
+            raise TypeError(f"{what}[{bad}] = {array[bad]!r} is not an integer")
+        numbers = [int(v) for v in array]
+    elif array.dtype.kind in "iu":
+        numbers = None
+    else:
+        hint = " (np.asarray(values, dtype=np.int64) when they are whole numbers)" \
+            if array.dtype.kind == "f" else ""
+        raise TypeError(f"{what} must hold integers, got {array.dtype} values "
+                        f"(e.g. {array[0].item()!r} at index 0){hint}")
+    if numbers is not None:
+        bad = next((k for k, v in enumerate(numbers) if not -(1 << 31) <= v < 1 << 32), None)
+        if bad is None:
+            return np.array([v & 0xFFFFFFFF for v in numbers], dtype=np.uint32)
+    else:
+        over = array > 0xFFFFFFFF
+        under = array < -(1 << 31) if array.dtype.kind == "i" else np.zeros(len(array), bool)
+        wrong = np.flatnonzero(over | under)
+        bad = int(wrong[0]) if len(wrong) else None
+        if bad is None:
+            return to_words(array)
+        numbers = array.tolist()
+    raise ValueError(f"{what}[{bad}] = {numbers[bad]} does not fit 32 bits "
+                     f"({-(1 << 31)} .. {(1 << 32) - 1}, signed or unsigned)")
+
+
+def program_words(program: Sequence[Instruction] | Sequence[int]) -> np.ndarray:
+    """A program (Instructions, or encoded words) as its uint32 words.
+
+    Raises:
+        TypeError: not a list of Instructions or of integers (or a mix of both).
+        ValueError: a word does not fit 32 bits.
+    """
+    if isinstance(program, str):
+        raise TypeError("the program must be a list of sim.asm.Instruction or of 32-bit words, got str "
+                        "(sim.asm.assemble turns text into Instructions)")
+    if isinstance(program, (Sequence, np.ndarray)) and not isinstance(program, bytes):
+        if _is_instructions(program):
+            return np.asarray(encode_program(program), dtype=np.uint32)
+        if any(isinstance(ins, Instruction) for ins in program):
+            raise TypeError("the program mixes Instructions and words: give one or the other "
+                            "(Instruction.encode() gives an instruction's words)")
+    elif isinstance(program, Instruction):
+        raise TypeError("the program is one Instruction, not a list of them")
+    return int_words(program, "the program")
 
 
 def reference(program: Sequence[Instruction] | Sequence[int], ext, params: Params = DEFAULT) -> Expected:
@@ -191,13 +327,12 @@ def params_from_json(text: str) -> Params:
 
 def write_jobs(path: Path, jobs: Sequence[Job], params: Params) -> None:
     """The batch file the test bench reads (see :func:`read_jobs`)."""
+    for k, job in enumerate(jobs):
+        try:
+            job.check(params)
+        except (TypeError, ValueError) as e:
+            raise type(e)(f"{job.name or label(job, k)}: {e}") from None
     words = [job.words for job in jobs]
-    for job, w in zip(jobs, words, strict=True):
-        if len(w) % spec.INSTR_WORDS:
-            raise ValueError(f"{job.name}: {len(w)} program words, not a multiple of {spec.INSTR_WORDS}")
-        if len(w) // spec.INSTR_WORDS > params.IMEM_WORDS:
-            raise ValueError(f"{job.name}: {len(w) // spec.INSTR_WORDS} instructions do not fit "
-                             f"IMEM_WORDS={params.IMEM_WORDS}")
     offsets = np.cumsum([0, *(len(w) for w in words)]).astype(np.int64)
     np.savez(
         path,

@@ -383,12 +383,16 @@ def run_batch(b: Build, jobs: Sequence[Job], params: Params, *, keep: bool = Fal
         keep: keep the launch's folder (jobs, results, simulator log); waves builds always do.
         progress: called with the number of finished jobs as they finish.
 
+    No jobs: no launch (an empty :class:`Simulation`).
+
     Raises:
         SimulationError: the simulator or the test bench failed (the message names the log).
     """
     from cocotb_tools.runner import get_runner
 
     t0 = time.perf_counter()
+    if not jobs:
+        return Simulation([], b, 0.0)
     runs_root = b.directory / "runs"
     runs_root.mkdir(parents=True, exist_ok=True)
     run_dir = Path(tempfile.mkdtemp(prefix=time.strftime("%H%M%S-"), dir=runs_root))

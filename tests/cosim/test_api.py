@@ -4,8 +4,9 @@ RTL runs themselves through run_programs (tests/cosim/test_tb.py)."""
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
-from cosim.api import compare
+from cosim.api import compare, run_programs
 from cosim.jobs import Job, RtlRun
 from sim.asm import build
 from sim.machine import Counters
@@ -68,3 +69,22 @@ def test_a_run_that_did_not_stop_says_so_first():
     assert found[0].startswith(f"no stop within the cycle limit of {run.limit} cycles (the reference stops "
                                f"after {JOB.expected().counters.cycles})")
     assert found[1] == f"counter cycles: RTL X, reference {JOB.expected().counters.cycles}"
+
+
+def test_compare_checks_its_arguments():
+    with pytest.raises(TypeError, match=r"must be a cosim\.jobs\.RtlRun .* got list \(run_programs returns"):
+        compare(JOB, [exact_run()])
+    with pytest.raises(TypeError, match="example: the external-memory image must hold integers"):
+        compare(Job(PROGRAM, [0.5], "example"), exact_run())
+
+
+def test_a_bad_job_is_refused_before_the_simulator_starts(icarus):
+    with pytest.raises(ValueError, match=r"job 1 \(wide\): the external-memory image\[2\] = -2147483649"):
+        run_programs([(PROGRAM, None), (PROGRAM, [0, 0, -(1 << 31) - 1], "wide")], icarus)
+
+
+def test_no_image_and_no_program_on_the_rtl(icarus):
+    jobs = [(PROGRAM, None), ([], None, "empty"), ([build("HALT")], None)]
+    runs = run_programs(jobs, icarus)
+    assert [compare(job, run) for job, run in zip(jobs, runs, strict=True)] == [[], [], []]
+    assert run_programs([], icarus) == []

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from cosim import jobs
-from cosim.jobs import Job, as_job, read_jobs, reference, write_jobs
+from cosim.jobs import Job, as_job, as_jobs, read_jobs, reference, write_jobs
 from sim.asm import build, encode_program
 from sim.spec import DEFAULT, ErrorCode, Params
 
@@ -32,8 +32,40 @@ def test_ext_image_pads_and_refuses_oversize():
     image = Job(PROGRAM, [-1, 5]).ext_image()
     assert image.dtype == np.uint32 and len(image) == DEFAULT.EXT_WORDS
     assert image[0] == 0xFFFFFFFF and image[1] == 5 and not image[2:].any()
-    with pytest.raises(ValueError, match="does not fit EXT_WORDS=8192"):
-        Job(PROGRAM, np.zeros(DEFAULT.EXT_WORDS + 1), name="big").ext_image()
+    with pytest.raises(ValueError, match="has 8193 words, more than the 8192 that fit"):
+        Job(PROGRAM, np.zeros(DEFAULT.EXT_WORDS + 1, np.int64), name="big").ext_image()
+
+
+def test_no_image_means_all_zeros_as_for_the_machine():
+    job = as_job((PROGRAM, None))
+    assert not job.ext_image().any() and len(job.ext_image()) == DEFAULT.EXT_WORDS
+    assert job.expected().error_code is ErrorCode.NONE
+    assert as_job(([], None)).expected().error_code is ErrorCode.NO_HALT
+
+
+@pytest.mark.parametrize(("bad", "error", "message"), [
+    ((PROGRAM, [1.5]), TypeError, r"job 1: the external-memory image must hold integers, got float64"),
+    ((PROGRAM, [1 << 32], "big"), ValueError, r"job 1 \(big\): the external-memory image\[0\] = 4294967296 "
+                                               r"does not fit 32 bits"),
+    ((PROGRAM, np.zeros((2, 3), np.int64)), ValueError, "job 1: the external-memory image must be one-dim"),
+    ((PROGRAM, "0123"), TypeError, "job 1: the external-memory image must be a list or 1-D array"),
+    (("HALT", None), TypeError, r"job 1: the program must be .* got str \(sim\.asm\.assemble"),
+    (([1, 2, 3], None), ValueError, "job 1: the program has 3 words, not a multiple of 4"),
+    (([None] * 4, None), TypeError, r"job 1: the program\[0\] = None is not an integer"),
+    (([*PROGRAM[:1], 15, 0, 0, 0], None), TypeError, "job 1: the program mixes Instructions and words"),
+    (([build("HALT")] * 4097, None), ValueError, "job 1: the program's 4097 instructions do not fit IMEM"),
+    (Job(PROGRAM, None, "lim", limit=0), ValueError, r"job 1 \(lim\): limit=0: a cycle limit is a positive"),
+    ((PROGRAM, None, "a", "b"), TypeError, "job 1: expected a cosim.jobs.Job or .* got a tuple of 4"),
+    (PROGRAM, TypeError, r"job 1: .* got list \(a list of jobs holds tuples"),
+])
+def test_bad_jobs_are_named(bad, error, message):
+    with pytest.raises(error, match=message):
+        as_jobs([(PROGRAM, None), bad])
+
+
+def test_jobs_must_be_a_list():
+    with pytest.raises(TypeError, match="jobs must be a list of jobs"):
+        as_jobs(Job(PROGRAM, None))
 
 
 def test_reference_reports_halt_pc_and_errors():
@@ -66,5 +98,5 @@ def test_jobs_file_round_trip(tmp_path):
 def test_jobs_file_refuses_a_program_longer_than_imem(tmp_path):
     small = Params(SPAD_WORDS=256, EXT_WORDS=512)
     long = Job([build("HALT")] * (small.IMEM_WORDS + 1), [], "long", limit=10)
-    with pytest.raises(ValueError, match="long: 4097 instructions do not fit IMEM_WORDS=4096"):
+    with pytest.raises(ValueError, match="long: the program's 4097 instructions do not fit IMEM_WORDS=4096"):
         write_jobs(tmp_path / "jobs.npz", [long], small)
