@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 
 from .evaluate import evaluate_batch
-from .ir import CompileError, Graph, plural
+from .ir import CompileError, Graph, first_non_finite, float_array, plural
 
 
 def check_sample(graph: Graph, sample: object, where: str,
@@ -40,18 +40,17 @@ def check_sample(graph: Graph, sample: object, where: str,
         if node.name not in sample:
             raise error(f"{where} has no value for input '{node.name}' ({node.describe()})",
                         f"give '{node.name}' a {node.shape[0]} x {node.shape[1]} array", node.id)
-        try:
-            values = np.asarray(sample[node.name], dtype=np.float64)
-        except (TypeError, ValueError):
-            raise error(f"{where}: the value of input '{node.name}' is not a numeric array",
+        values, why = float_array(sample[node.name])
+        if values is None:
+            raise error(f"{where}: the value of input '{node.name}' is not a numeric array ({why})",
                         f"give '{node.name}' a {node.shape[0]} x {node.shape[1]} array of numbers",
-                        node.id) from None
+                        node.id)
         if values.shape != node.shape:
             raise error(f"{where}: input '{node.name}' has shape {values.shape}, the graph declares "
                         f"{node.shape}", f"give '{node.name}' exactly {plural(node.shape[0], 'row')} of "
                         f"{plural(node.shape[1], 'value')}", node.id)
         if not np.isfinite(values).all():
-            raise error(f"{where}: input '{node.name}' contains NaN or infinity",
+            raise error(f"{where}: input '{node.name}' contains NaN or infinity ({first_non_finite(values)})",
                         "replace the non-finite values (they have no int8 level)", node.id)
         checked[node.name] = values
     known = {node.name for node in inputs}
@@ -90,12 +89,27 @@ def calibration_ranges(graph: Graph, calibration: Sequence[Mapping[str, object]]
         largest index, which the output of an argmax keeps as a nominal scale).
 
     Raises:
-        CompileError: bad calibration data (see :func:`check_calibration`).
+        CompileError: bad calibration data (see :func:`check_calibration`), or a tensor
+            whose values overflow float64 on a sample (the message names the first such
+            node, the sample, and what its operands reach there).
     """
     stacked = check_calibration(graph, calibration)
-    values = evaluate_batch(graph, stacked)
+    with np.errstate(over="ignore", invalid="ignore"):   # an overflow is reported below, by node
+        values = evaluate_batch(graph, stacked)
     ranges = {}
     for nid, v in values.items():
         per_sample = np.abs(v).max(axis=(-2, -1))
+        if not np.isfinite(per_sample).all():
+            _overflow(graph, values, nid, int(np.argmin(np.isfinite(per_sample))))
         ranges[nid] = float(per_sample.max())
     return ranges
+
+
+def _overflow(graph: Graph, values: Mapping[int, np.ndarray], nid: int, sample: int) -> None:
+    node = graph.nodes[nid]
+    reach = ", ".join(f"{graph.nodes[i].describe()} reaches {float(np.abs(values[i][sample]).max()):.3g}"
+                      for i in node.ins)
+    raise CompileError(f"calibration sample {sample}: {node.describe()} overflows: its values go beyond the "
+                       f"largest float ({np.finfo(np.float64).max:.3g}) or become NaN ({reach})",
+                       "scale the calibration data and the inputs down (or the weights): every tensor's "
+                       "values must stay finite", nid)

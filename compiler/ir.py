@@ -30,6 +30,7 @@ an output node is not a tensor, so nothing may read it.
 
 from __future__ import annotations
 
+import numbers
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -50,6 +51,51 @@ def shown(value: object) -> str:
     """A bad argument for a message: its repr, cut short, and its type (``'x' (a str)``)."""
     text = repr(value)
     return f"{text if len(text) <= 60 else text[:57] + '...'} (a {type(value).__name__})"
+
+
+def float_array(raw: Any) -> tuple[np.ndarray | None, str]:
+    """``raw`` (an array-like of real numbers) as a float64 array, or None and why not.
+
+    Refused, where ``np.asarray(raw, dtype=float)`` would quietly turn them into numbers or
+    NaN: text (``"1"``), complex numbers (the imaginary part would be dropped), and elements
+    that are not numbers (None, objects). The reason is a phrase such as ``it holds text``
+    or ``element [0, 1] is None, not a number``; non-finite values are left to the caller.
+    """
+    try:
+        plain = np.asarray(raw)
+    except (TypeError, ValueError, RuntimeError) as e:   # ragged rows; a tensor that needs grad
+        if "inhomogeneous" in str(e):
+            return None, "its rows have different lengths"
+        return None, _first_line(e)
+    kind = plain.dtype.kind
+    if kind in "USa":
+        return None, "it holds text, not numbers"
+    if kind == "c":
+        return None, "it holds complex numbers"
+    if kind == "O":
+        for index, item in np.ndenumerate(plain):
+            if not isinstance(item, numbers.Real):
+                return None, f"element {list(index)} is {item!r}, not a number"
+    elif kind not in "biuf":
+        return None, f"it holds {plain.dtype} values, not numbers"
+    try:
+        return plain.astype(np.float64), ""
+    except (TypeError, ValueError, OverflowError) as e:
+        return None, _first_line(e)
+
+
+def _first_line(error: Exception) -> str:
+    text = str(error).strip()
+    return text.splitlines()[0].rstrip(".") if text else type(error).__name__
+
+
+def first_non_finite(values: np.ndarray) -> str:
+    """``element [0, 1] is nan``: where the first NaN or infinity of ``values`` is ('' if none)."""
+    bad = np.argwhere(~np.isfinite(values))
+    if len(bad) == 0:
+        return ""
+    index = tuple(int(i) for i in bad[0])
+    return f"element {list(index)} is {float(values[index])}"
 
 
 class CompileError(Exception):
@@ -188,16 +234,16 @@ class Graph:
         if bits not in VALID_WEIGHT_BITS:
             raise CompileError(f"weight '{name}': bits={bits!r} is not supported",
                                "use bits=8 (int8) or bits=4 (packed int4)")
-        try:
-            values = np.array(array, dtype=np.float64)
-        except (TypeError, ValueError):
-            raise CompileError(f"weight '{name}': the values are not a numeric 2-D array",
-                               "pass a list of equal-length rows of numbers or a 2-D numpy array") from None
+        converted, why = float_array(array)
+        if converted is None:
+            raise CompileError(f"weight '{name}': the values are not a numeric 2-D array ({why})",
+                               "pass a list of equal-length rows of numbers or a 2-D numpy array")
+        values = np.array(converted, dtype=np.float64)   # a private copy
         if values.ndim != 2 or values.size == 0:
             raise CompileError(f"weight '{name}': expected a non-empty 2-D array, got shape {values.shape}",
                                "write a vector as a single row, [[...]]")
         if not np.isfinite(values).all():
-            raise CompileError(f"weight '{name}': contains NaN or infinity",
+            raise CompileError(f"weight '{name}': contains NaN or infinity ({first_non_finite(values)})",
                                "replace the non-finite values")
         values.setflags(write=False)
         shape = (int(values.shape[0]), int(values.shape[1]))

@@ -20,6 +20,7 @@ for every node except argmax (whose result is an index), such that (seed chapter
 
 from __future__ import annotations
 
+import numbers
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
@@ -27,7 +28,7 @@ import numpy as np
 
 from sim.arith import INT8_MAX
 
-from .ir import CompileError, Graph
+from .ir import CompileError, Graph, shown
 
 SOFTMAX_IN_SCALE = 1 / 16
 """The softmax unit reads Q4.4: an int8 level is 1/16 (GA2.md section 4)."""
@@ -86,9 +87,15 @@ def _apply_fixed_ranges(graph: Graph, ranges: dict[int, float],
             raise CompileError(f"ranges= names '{tag}', but no tensor carries that tag "
                                f"(tags: {', '.join(sorted(tags)) or 'none'})",
                                "tag the tensor with Graph.tag(node, name) or fix the name")
-        if not (isinstance(value, int | float) and np.isfinite(value) and value > 0):
-            raise CompileError(f"ranges['{tag}'] = {value!r} is not a positive finite number",
-                               "give the largest |value| the tensor may take")
+        if isinstance(value, bool | np.bool_) or not isinstance(value, numbers.Real):
+            raise CompileError(f"ranges['{tag}'] = {shown(value)} is not a number",
+                               "give the largest |value| the tensor may take, e.g. 4.0")
+        if not np.isfinite(float(value)):
+            raise CompileError(f"ranges['{tag}'] = {value!r} is not finite",
+                               "give the largest |value| the tensor may take, a finite number")
+        if not value > 0:
+            raise CompileError(f"ranges['{tag}'] = {value!r} is not positive",
+                               "give the largest |value| the tensor may take, a number above 0")
     for node in graph.nodes:
         if node.tag is not None and node.tag in fixed_ranges:
             ranges[node.id] = float(fixed_ranges[node.tag])

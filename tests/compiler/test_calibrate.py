@@ -1,5 +1,7 @@
 """compiler/calibrate.py: bad calibration data is refused, naming the input; ranges by hand."""
 
+import warnings
+
 import numpy as np
 import pytest
 
@@ -32,6 +34,9 @@ def test_ranges_are_largest_absolute_values_over_all_samples():
     ([{"x": [[1.0, float("nan")]], "y": [[0, 0]]}], "input 'x' contains NaN or infinity"),
     ([{"x": [[1.0, 2.0]], "y": [[float("inf"), 0]]}], "input 'y' contains NaN or infinity"),
     ([{"x": [["a", "b"]], "y": [[0, 0]]}], "input 'x' is not a numeric array"),
+    ([{"x": [[1.0, None]], "y": [[0, 0]]}], "not a numeric array (element [0, 1] is None, not a number)"),
+    ([{"x": [[1.0, 1j]], "y": [[0, 0]]}], "input 'x' is not a numeric array (it holds complex numbers)"),
+    ([{"x": [[1.0, 2.0]], "y": [[0.0, -float("inf")]]}], "contains NaN or infinity (element [0, 1] is -inf)"),
     ([{**GOOD, "z": [[1.0, 1.0]]}], "'z', which is not an input"),
     ([[1.0, 2.0]], "not a dict"),
 ])
@@ -46,3 +51,17 @@ def test_the_refusal_carries_the_node_of_the_input():
     with pytest.raises(CompileError) as info:
         compile_graph(two_inputs(), [{"x": np.zeros((1, 2))}])
     assert info.value.node == 1
+
+
+def test_an_overflow_in_calibration_names_the_node_the_sample_and_its_operands():
+    g = Graph()
+    x = g.input("x", (1, 2))
+    g.output(g.matmul(x, g.weight("w", [[2.0], [2.0]])), "y")
+    samples = [{"x": [[1.0, 1.0]]}, {"x": [[1e308, 1e308]]}]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")          # no numpy RuntimeWarning on the way
+        with pytest.raises(CompileError) as info:
+            compile_graph(g, samples)
+    assert info.value.problem.startswith("calibration sample 1: node 2 (matmul) overflows")
+    assert "node 0 (input 'x') reaches 1e+308, node 1 (weight 'w') reaches 2" in info.value.problem
+    assert info.value.node == 2 and "scale" in info.value.fix

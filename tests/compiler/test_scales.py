@@ -88,12 +88,20 @@ def test_fixed_ranges_replace_the_calibrated_range_of_tagged_tensors():
     assert plan.scales[b] == 12.7 / 127 and plan.ranges[a] == 12.7
 
 
-@pytest.mark.parametrize("ranges, words", [({"kv": 1.0}, "no tensor carries"), ({"cache": -1.0}, "positive")])
+@pytest.mark.parametrize("ranges, words", [
+    ({"kv": 1.0}, "no tensor carries"),
+    ({"cache": -1.0}, "ranges['cache'] = -1.0 is not positive"),
+    ({"cache": 0}, "ranges['cache'] = 0 is not positive"),
+    ({"cache": float("nan")}, "ranges['cache'] = nan is not finite"),
+    ({"cache": "1"}, "ranges['cache'] = '1' (a str) is not a number"),
+    ({"cache": True}, "ranges['cache'] = True (a bool) is not a number"),
+])
 def test_bad_fixed_ranges_are_refused(ranges, words):
     g = Graph()
     g.tag(g.input("a", (1, 2)), "cache")
-    with pytest.raises(CompileError, match=words):
+    with pytest.raises(CompileError) as info:
         plan_scales(g, {0: 1.0}, ranges)
+    assert words in info.value.problem
 
 
 def test_a_zero_range_gets_scale_1_over_127():
@@ -109,3 +117,11 @@ def test_argmax_has_no_scale_but_its_output_has_a_nominal_one():
     o = g.output(m, "tok")
     plan = plan_scales(g, {x: 1.0, m: 2.0, o: 2.0})
     assert m not in plan.scales and plan.scales[o] == 2.0 / 127
+
+
+@pytest.mark.parametrize("value", [np.float32(1.5), np.float64(1.5), np.int64(3), 3])
+def test_numpy_numbers_are_good_fixed_ranges(value):
+    g = Graph()
+    g.tag(g.input("a", (1, 2)), "cache")
+    plan = plan_scales(g, {0: 1.0}, {"cache": value})
+    assert plan.ranges[0] == float(value) and isinstance(plan.ranges[0], float)
