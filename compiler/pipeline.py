@@ -38,7 +38,16 @@ def compile_graph(graph: Graph, calibration: Sequence[Mapping[str, object]], reu
             each tensor's scale comes from the largest |value| it takes on them.
         reuse: release a buffer after its last reader (False keeps every buffer alive: a
             larger footprint, but every tensor can be read back after a run).
-        ranges: tag -> range, fixing the range of tensors tagged with ``Graph.tag``.
+        ranges: tag -> range (a positive number), replacing the calibrated range of the
+            tensors tagged with ``Graph.tag``. A tensor shares its scale with the other
+            members of its group (see :mod:`compiler.scales`: concatenation parts, a relu,
+            slices, and the outputs that store it), and a group's scale holds its largest
+            range, the members' calibrated ranges included. So a fixed range can widen a
+            scale but never narrow it below another member's range; in particular
+            ``g.output(t, ...)`` of a tagged tensor ``t`` keeps t's calibrated range (the tag
+            is on t, not on the output), and ``ranges`` can only raise t's scale. Whenever the
+            scale does not hold the fixed range, ``Program.notes`` says so, naming the tag,
+            the range the scale holds and the member that set it.
         params: the machine to compile for (tile size T, K_MAX, SPAD_WORDS, EXT_WORDS,
             SM_MAX_LEN, IMEM_WORDS).
         events: if a list is given, the allocator's alloc and free events are appended.

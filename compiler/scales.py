@@ -13,7 +13,10 @@ for every node except argmax (whose result is an index), such that (seed chapter
   Q4.4 (GA2.md section 4), and its output group 1/127 (probability 1.0 is level 127);
 * an int4 weight's group uses the range -7..7, so its scale is range / 7 (seed chapter 13);
 * ``fixed_ranges`` (the ``ranges=`` of compile_graph) replaces the calibrated range of
-  tagged tensors (a KV cache, say, whose scale must not change between decode steps);
+  tagged tensors (a KV cache, say, whose scale must not change between decode steps); the
+  group still takes its members' largest range, so a fixed range widens a group's scale but
+  cannot narrow it below an untagged member's calibrated range (an output of the tensor is
+  such a member), and a pinned group keeps its pin: a note says so, naming the tag;
 * a note is written wherever a pinned scale cannot hold a calibrated range (those values
   will saturate); a group with a range of 0 gets the scale 1/127.
 """
@@ -171,7 +174,58 @@ def plan_scales(graph: Graph, calibrated: Mapping[int, float],
 
     _int4_scales(graph, plan, pinned)
     _saturation_notes(graph, plan, pinned)
+    _fixed_range_notes(graph, plan, pinned, fixed_ranges)
     return plan
+
+
+def _largest_member(graph: Graph, plan: ScalePlan, root: int) -> tuple[int, str]:
+    """The node whose range is its group's range, and how it enters the group (for notes)."""
+    top = plan.group_range[root]
+    for node in graph.nodes:
+        if plan.group[node.id] == root and node.op != "argmax" and plan.ranges[node.id] == top:
+            return node.id, ""
+    for node in graph.nodes:
+        if plan.group[node.id] == root and node.op == "add":
+            for operand in node.ins:
+                if plan.ranges[operand] == top:
+                    return operand, f", as an operand of {node.describe()}"
+    return root, ""
+
+
+def _fixed_range_notes(graph: Graph, plan: ScalePlan, pinned: Mapping[int, float],
+                       fixed_ranges: Mapping[str, float] | None) -> None:
+    """A note for each tagged tensor whose scale does not hold the range ``ranges=`` gave it:
+    its group's largest range is another member's (an output of the tensor keeps its
+    calibrated range), or the group's scale is pinned by the hardware."""
+    if not fixed_ranges:
+        return
+    for node in graph.nodes:
+        if node.tag is None or node.tag not in fixed_ranges:
+            continue
+        fixed = plan.ranges[node.id]
+        root = plan.group[node.id]
+        start = f"ranges['{node.tag}'] = {fixed:.4g} does not set the scale of {node.describe()}:"
+        if root in pinned:
+            holds = pinned[root] * INT8_MAX
+            if fixed < holds / 1.001:   # a larger fixed range already has a saturation note
+                plan.notes.append(f"{start} the hardware pins it ({plan.pins[node.id]}), so it holds "
+                                  f"{holds:.4g}")
+            continue
+        holds = plan.group_range[root]
+        if holds <= fixed * 1.001:
+            continue
+        setter, how = _largest_member(graph, plan, root)
+        member = graph.nodes[setter]
+        fixed_too = member.tag is not None and member.tag in fixed_ranges
+        source = (f"range {holds:.4g} (ranges['{member.tag}'])" if fixed_too
+                  else f"calibrated range {holds:.4g}")
+        note = (f"{start} it shares its scale with {member.describe()}{how}, whose {source} is larger, "
+                f"and a shared scale holds its members' largest range; the scale is "
+                f"{plan.scales[node.id]:.4g} and holds {holds:.4g}")
+        if member.op == "output" and member.ins[0] == node.id:
+            note += (" (an output keeps the calibrated range of the tensor it stores, so ranges= can widen "
+                     "this tensor's scale but not narrow it)")
+        plan.notes.append(note)
 
 
 def _int4_scales(graph: Graph, plan: ScalePlan, pinned: Mapping[int, float]) -> None:

@@ -57,3 +57,15 @@ def test_arguments_of_the_wrong_type_are_refused_by_name(kwargs, words):
 def test_a_numpy_bool_is_a_good_reuse():
     program = compile_graph(single_matmul(2, 3, 2), [{"x": np.ones((2, 3))}], reuse=np.bool_(False))
     assert program.reuse is False
+
+
+def test_ranges_on_a_tensor_that_is_also_an_output_gives_a_note_naming_the_tag():
+    g = Graph()
+    m = g.matmul(g.input("x", (2, 2)), g.weight("w", np.eye(2)))
+    g.tag(m, "h")
+    g.output(m, "y")
+    program = compile_graph(g, [{"x": [[3.0, 0.0], [0.0, -1.0]]}], ranges={"h": 0.5})
+    assert program.plan.ranges[m] == 0.5 and program.scales[m] * 127 == 3.0
+    assert len(program.notes) == 1
+    assert program.notes[0].startswith("ranges['h'] = 0.5 does not set the scale of node 2 (matmul)")
+    assert "node 3 (output 'y'), whose calibrated range 3 is larger" in program.notes[0]

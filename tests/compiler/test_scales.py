@@ -125,3 +125,49 @@ def test_numpy_numbers_are_good_fixed_ranges(value):
     g.tag(g.input("a", (1, 2)), "cache")
     plan = plan_scales(g, {0: 1.0}, {"cache": value})
     assert plan.ranges[0] == float(value) and isinstance(plan.ranges[0], float)
+
+
+def test_a_fixed_range_below_its_outputs_calibrated_range_keeps_the_seed_rule_and_says_so():
+    g = Graph()
+    x = g.input("x", (1, 2))
+    m = g.matmul(x, g.weight("w", np.eye(2)))
+    g.tag(m, "h")
+    o = g.output(m, "y")
+    plan = plan_scales(g, {x: 1.0, 1: 1.0, m: 4.0, o: 4.0}, {"h": 0.5})
+    assert plan.ranges[m] == 0.5 and plan.scales[m] == plan.scales[o] == 4.0 / 127   # the seed's rule
+    assert plan.notes == [
+        "ranges['h'] = 0.5 does not set the scale of node 2 (matmul): it shares its scale with node 3 "
+        "(output 'y'), whose calibrated range 4 is larger, and a shared scale holds its members' largest "
+        "range; the scale is 0.0315 and holds 4 (an output keeps the calibrated range of the tensor it "
+        "stores, so ranges= can widen this tensor's scale but not narrow it)"]
+
+
+def test_a_fixed_range_that_widens_the_group_gives_no_note():
+    g = Graph()
+    x = g.input("x", (1, 2))
+    g.tag(x, "h")
+    o = g.output(x, "y")
+    plan = plan_scales(g, {x: 1.0, o: 1.0}, {"h": 2.54})
+    assert plan.scales[o] == 2.54 / 127 and plan.notes == []
+
+
+def test_a_fixed_range_under_an_add_operand_names_the_operand():
+    g = Graph()
+    a, b = g.input("a", (1, 2)), g.input("b", (1, 2))
+    s = g.add(a, b)
+    g.tag(s, "sum")
+    plan = plan_scales(g, {a: 3.0, b: 1.0, s: 2.0}, {"sum": 0.5})
+    assert len(plan.notes) == 1
+    words = "node 0 (input 'a'), as an operand of node 2 (add), whose calibrated range 3 is larger"
+    assert words in plan.notes[0]
+
+
+def test_a_fixed_range_in_a_pinned_group_says_the_pin_wins():
+    g = Graph()
+    x = g.input("x", (1, 4))
+    g.tag(x, "scores")
+    g.softmax(x)
+    plan = plan_scales(g, {x: 1.0, 1: 1.0}, {"scores": 2.0})
+    assert plan.scales[x] == 1 / 16
+    assert plan.notes == ["ranges['scores'] = 2 does not set the scale of node 0 (input 'x'): the hardware "
+                          "pins it (softmax input, Q4.4 (1/16)), so it holds 7.938"]
