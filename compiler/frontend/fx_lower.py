@@ -3,7 +3,9 @@
 :func:`compiler.frontend.torch_fx.from_torch` traces the module and runs it on example
 inputs (so every node carries its shape, and shape arithmetic its value, in ``node.meta``);
 :class:`Lowering` then visits the nodes in order, and each rule turns one node into Capra
-operations or refuses it.
+operations or refuses it. Before any of that, :func:`inplace_refusals` refuses the operations
+that change a tensor in place (torch.fx records such a change as a node whose result nothing
+need read, which the dead-code elimination drops).
 
 Contract: a rule either returns what its node lowered to, or raises :class:`Refuse` with the
 reason, or :class:`Upstream` when an operand was refused already (so a refusal is reported
@@ -15,6 +17,7 @@ node exactly or refuses it.
 
 from __future__ import annotations
 
+import inspect
 import math
 import operator
 from dataclasses import dataclass
@@ -98,6 +101,20 @@ _OPERATOR_SYMBOLS = {operator.add: "+", operator.sub: "-", operator.mul: "*", op
                      operator.neg: "unary -", operator.getitem: "[]"}
 
 
+def article(word: str) -> str:
+    """``a`` or ``an`` for a word as it is read aloud: an Identity, a Linear, an LSTM, a GRU.
+
+    Vowels take ``an``; so does an abbreviation read letter by letter (two capitals, the
+    second not a vowel) that starts with a letter named with a vowel sound (F H L M N R S X).
+    """
+    if not word:
+        return "a"
+    if word[0] in "AEIOUaeiou":
+        return "an"
+    spelled = len(word) > 1 and word[:2].isupper() and word[1] not in "AEIOU"
+    return "an" if spelled and word[0] in "FHLMNRSX" else "a"
+
+
 def _function_name(fn: Any) -> str:
     if fn in _OPERATOR_SYMBOLS:
         return f"operator {_OPERATOR_SYMBOLS[fn]}"
@@ -137,6 +154,7 @@ def describe(node: fx.Node, traced: fx.GraphModule) -> str:
     if node.op == "get_attr":
         return f"attribute '{node.target}'"
     return node.op
+
 
 
 # --------------------------------------------------------------------------- lowering rules
@@ -182,6 +200,120 @@ _MODULES = ((nn.Linear, "linear"), (nn.ReLU, "relu"), (nn.Softmax, "softmax"))
 _SHAPE_QUERIES = {("call_method", "size"), ("call_method", "dim")}
 """Nodes that read a tensor's shape, not its values (as does ``getattr(x, "shape")``): their
 results are compile-time constants."""
+
+
+def rule_of(node: fx.Node, traced: fx.GraphModule) -> str | None:
+    """The rule that lowers a call, or None when there is none."""
+    if node.op == "call_function":
+        try:
+            return _FUNCTIONS.get(node.target)
+        except TypeError:  # an unhashable target
+            return None
+    if node.op == "call_method":
+        return _METHODS.get(node.target)
+    if node.op == "call_module":
+        module = traced.get_submodule(node.target)
+        return next((rule for kind, rule in _MODULES if isinstance(module, kind)), None)
+    return None
+
+
+# --------------------------------------------------------------------------- in-place operations
+
+_FRESH = ("linear", "matmul", "mul", "div", "add", "relu", "softmax", "cat")
+"""Rules whose result is a new tensor (not a view of, nor the same tensor as, an operand)."""
+
+_AUGMENTED = {operator.iadd: "+=", operator.isub: "-=", operator.imul: "*=", operator.itruediv: "/=",
+              operator.ifloordiv: "//=", operator.imatmul: "@=", operator.ipow: "**=", operator.iand: "&=",
+              operator.ior: "|=", operator.ixor: "^=", operator.imod: "%="}
+
+
+def _name_of(fn: Any) -> str:
+    return getattr(fn, "__name__", "") or ""
+
+
+def _inplace_flag(node: fx.Node, traced: fx.GraphModule) -> bool:
+    """True for a call told to overwrite its operand: ``inplace=True`` as an argument (F.relu)
+    or as the layer's setting (nn.ReLU(inplace=True))."""
+    if node.op == "call_module":
+        return getattr(traced.get_submodule(node.target), "inplace", False) is True
+    if node.kwargs.get("inplace") is True:
+        return True
+    if node.op != "call_function":
+        return False
+    try:
+        bound = inspect.signature(node.target).bind(*node.args, **node.kwargs)
+    except (TypeError, ValueError):  # a builtin without a signature, or arguments that do not bind
+        return False
+    return bound.arguments.get("inplace") is True
+
+
+def _operand(node: fx.Node) -> Any:
+    if node.args:
+        return node.args[0]
+    return next(iter(node.kwargs.values()), None)
+
+
+def _why_visible(operand: Any, node: fx.Node, traced: fx.GraphModule) -> str | None:
+    """Why a change to ``operand`` made by ``node`` could reach a value the model returns, or
+    None when nothing but ``node`` can see it (a fresh result that only ``node`` reads)."""
+    if not isinstance(operand, fx.Node):
+        return f"its operand {operand!r} is not a tensor the model computes"
+    if operand.op == "placeholder":
+        return f"{operand.name} is an input of forward, which the caller would see changed"
+    if operand.op == "get_attr":
+        return f"{operand.name} is a parameter or buffer of the module, which would stay changed"
+    others = [user.name for user in operand.users if user is not node]
+    if others:
+        return (f"{operand.name} is also read by {', '.join(others)}; in PyTorch a read after the change "
+                "sees the changed values, in the compiled graph it would not")
+    if rule_of(operand, traced) not in _FRESH:
+        return (f"{operand.name} ({describe(operand, traced)}) may share its memory with another tensor, "
+                "which would change too")
+    return None
+
+
+def inplace_refusals(traced: fx.GraphModule) -> list[Refusal]:
+    """The operations that change a tensor in place, refused, in graph order.
+
+    Run on the traced graph before dead-code elimination: torch.fx records ``h.add_(y)`` as a
+    node whose result nobody reads, so the elimination would drop it and the compiled program
+    would compute ``h`` unchanged. Refused: every Tensor method or torch function whose name
+    ends in ``_`` (``add_``, ``relu_``, ``torch.relu_``), every call with ``out=``, and a call
+    with ``inplace=True`` (F.relu, nn.ReLU(inplace=True), ...) whose change another node
+    could see. ``inplace=True`` on a fresh result that nothing else reads is lowered as the
+    out-of-place operation: its value is the same and no other tensor changes.
+    """
+    refusals = []
+    for node in traced.graph.nodes:
+        if node.op not in ("call_function", "call_method", "call_module"):
+            continue
+        what = describe(node, traced)
+        operand = _operand(node)
+        shown = operand.name if isinstance(operand, fx.Node) else repr(operand)
+        name = node.target if node.op == "call_method" else _name_of(node.target)
+        if node.op == "call_function" and node.target in _AUGMENTED:
+            symbol = _AUGMENTED[node.target]
+            why = (f"changes {shown} in place ({symbol}); the front end compiles values, not changes to "
+                   f"them: write the out-of-place form, h = h {symbol[:-1]} y")
+        elif node.op != "call_module" and name.endswith("_") and not name.startswith("_"):
+            base = name[:-1]
+            written = f"h = h.{base}(...)" if node.op == "call_method" else f"h = torch.{base}(h, ...)"
+            why = (f"changes {shown} in place; the front end compiles values, not changes to them, so a "
+                   f"later read of {shown} would get the old values and a result nothing reads would be "
+                   f"dropped: write the out-of-place form, {written}")
+        elif node.op != "call_module" and node.kwargs.get("out") is not None:
+            target = node.kwargs["out"]
+            target = target.name if isinstance(target, fx.Node) else repr(target)
+            why = (f"writes its result into {target} (out=); the front end compiles values, not changes "
+                   "to them: drop out= and assign the result, y = f(...)")
+        elif _inplace_flag(node, traced) and (reason := _why_visible(operand, node, traced)) is not None:
+            fix = ("build the layer without it (the default inplace=False)" if node.op == "call_module"
+                   else "drop inplace=True and use the result")
+            why = f"changes {shown} in place (inplace=True), and {reason}: {fix}"
+        else:
+            continue
+        refusals.append(Refusal(node.name, what, why))
+    return refusals
 
 
 @dataclass
@@ -282,26 +414,17 @@ class Lowering:
 
     def rule_of(self, node: fx.Node) -> str | None:
         """The rule that lowers a call, or None when there is none."""
-        if node.op == "call_function":
-            try:
-                return _FUNCTIONS.get(node.target)
-            except TypeError:  # an unhashable target
-                return None
-        if node.op == "call_method":
-            return _METHODS.get(node.target)
-        if node.op == "call_module":
-            module = self.traced.get_submodule(node.target)
-            return next((rule for kind, rule in _MODULES if isinstance(module, kind)), None)
-        return None
+        return rule_of(node, self.traced)
 
     def unsupported(self, node: fx.Node) -> str:
         """Why a call without a rule is refused."""
         if node.op == "call_module":
             kind = type(self.traced.get_submodule(node.target))
+            layer = f"{article(kind.__name__)} {kind.__name__} layer"
             if issubclass(kind, nn.Dropout | nn.Identity):
-                return (f"a {kind.__name__} layer is the identity at inference, but the front end lowers "
-                        "only what it can compute; leave it out of the module you compile")
-            return f"GA-2 has no operation for a {kind.__name__} layer; the front end lowers {SUPPORTED}"
+                return (f"{layer} is the identity at inference, but the front end lowers only what it can "
+                        "compute; leave it out of the module you compile")
+            return f"GA-2 has no operation for {layer}; the front end lowers {SUPPORTED}"
         return f"GA-2 has no operation for it; the front end lowers {SUPPORTED}"
 
     @staticmethod
@@ -533,20 +656,24 @@ class Lowering:
 
     def scaled(self, node: fx.Node, input: Any, other: Any, verb: str) -> _Value:
         """A mul or div: either folded into the matmul before it, or refused with the reason."""
+        dividing = verb == "divides"
+        if dividing and not isinstance(input, fx.Node):
+            raise Refuse(f"divides the number {input!r} by a tensor; GA-2 has no reciprocal, only a constant "
+                         "factor on a matmul's result")
         for literal in (input, other):  # a number written in the code: checked before the operands
             if not isinstance(literal, fx.Node):
-                self.check_factor(literal)
+                self.check_factor(literal, dividing)
         values = [self.value(arg) for arg in (input, other)]  # raises Upstream if one was refused
         if node in self.folded:
             return self.value(self.folded[node])
-        if verb == "divides" and values[1].kind != "static":
+        if dividing and values[1].kind != "static":
             raise Refuse("divides by a tensor; GA-2 has no reciprocal, only a constant factor on a matmul's "
                          "result")
         constants = [v for v in values if v.kind == "static"]
         if not constants:
             raise Refuse("multiplies two tensors element by element; GA-2 has no elementwise product, only "
                          "a constant factor on a matmul's result")
-        self.check_factor(constants[0].number)
+        self.check_factor(constants[0].number, dividing)
         arg = input if values[0].kind != "static" else other
         v = self.value(arg)
         if v.kind != "product":
@@ -560,10 +687,18 @@ class Lowering:
                      "them too")
 
     @staticmethod
-    def check_factor(c: Any) -> None:
-        if not _is_number(c) or not (math.isfinite(c) and c > 0):
+    def check_factor(c: Any, divisor: bool = False) -> None:
+        """Refuse a constant that cannot become a matmul's factor: c for a mul, 1 / c for a div."""
+        if _is_number(c) and math.isfinite(c) and c > 0:
+            return
+        if not divisor:
             raise Refuse(f"the factor {c!r} is not a positive number; it can only become a matmul's factor, "
                          "and the requantizer's multiplier is unsigned")
+        if _is_number(c) and c == 0:
+            raise Refuse("the divisor is 0, so every value would become infinite or NaN; GA-2 divides only "
+                         "by a positive number, which becomes the matmul's factor 1 / divisor")
+        raise Refuse(f"the divisor {c!r} is not a positive number; a division can only become the matmul's "
+                     "factor 1 / divisor, and the requantizer's multiplier is unsigned")
 
     def op_relu(self, node: fx.Node, input: Any, inplace: bool) -> _Value:
         nid = self.tensor(input, "operand")

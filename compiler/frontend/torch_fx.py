@@ -8,10 +8,13 @@
     outcome = program.run(lowered.feed(images))      # images: 8 x 64, a tensor or an array
     logits, classes = lowered.unpack(outcome)        # shaped as the module returns them
 
-How: ``torch.fx.symbolic_trace`` records ``forward`` as a graph of nodes; the graph is run
-once on example inputs of the given shapes (torch.fx's ``ShapeProp``), which fixes every
-tensor's shape and evaluates shape arithmetic (``q.shape[-1] ** -0.5``); unused nodes are
-dropped; then every node is lowered, in order, to :class:`compiler.Graph` operations:
+How: ``torch.fx.symbolic_trace`` records ``forward`` (of a copy of the module) as a graph of
+nodes; an operation that changes a tensor in place is refused at once (see below); the graph
+is run once on random example inputs of the given shapes (torch.fx's ``ShapeProp``), which
+fixes every tensor's shape and evaluates shape arithmetic (``q.shape[-1] ** -0.5``), and
+``forward`` itself is run on the same inputs: a trace that computes something else is
+refused; unused nodes are dropped; then every node is lowered, in order, to
+:class:`compiler.Graph` operations:
 
 =============================================== ===============================================
 PyTorch                                         Capra
@@ -39,6 +42,17 @@ with ``dim=0``
 the returned tensor(s), a tuple too             one ``output`` each, named after the fx node
 =============================================== ===============================================
 
+In-place operations: torch.fx records ``h.add_(y)`` as a node whose result nothing reads,
+which the dead-code elimination would drop, so the program would compute ``h`` unchanged. So
+a Tensor method or torch function whose name ends in ``_``, a call with ``out=``, and a
+call with ``inplace=True`` (``F.relu``, ``nn.ReLU(inplace=True)``, ...) whose change
+another node could see (its operand is an input, a parameter, a view, or read by another
+node too) are refused, each with the out-of-place form to write instead; ``inplace=True``
+on a fresh result nothing else reads (``nn.ReLU(inplace=True)`` after a ``Linear``) is
+lowered as the operation itself. ``h += y`` is traced as ``h = h + y``, which is right
+unless another name still refers to the old ``h``; the run of ``forward`` beside the trace
+catches that case.
+
 The rules themselves are in :mod:`.fx_lower`. Inputs become Capra inputs named after
 ``forward``'s arguments, in their order (:attr:`TorchGraph.inputs`); every tensor is 2-D
 (rows, cols).
@@ -55,6 +69,12 @@ here too, named by its fx node; no code is emitted in either case.
 
 from __future__ import annotations
 
+import contextlib
+import copy
+import io
+import math
+import sys
+import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -73,7 +93,7 @@ from sim.spec import DEFAULT, Params
 
 from ..ir import CompileError, Graph
 from ..program import OutputValue, RunOutcome
-from .fx_lower import STATIC, Lowering, Refusal, flatten
+from .fx_lower import STATIC, Lowering, Refusal, article, describe, flatten, inplace_refusals
 
 __all__ = ["Refusal", "TorchGraph", "UnsupportedModel", "from_torch", "run_torch"]
 
@@ -186,10 +206,10 @@ def from_torch(module: nn.Module, *examples: torch.Tensor | Sequence[int], batch
     """Trace a module and lower it to a Capra graph for inputs of the given shapes.
 
     Args:
-        module: the model. Its ``forward`` takes 2-D float tensors.
-        examples: one per argument of ``forward``: an example tensor (its shape is used), or a
-            shape. With ``batch``, a shape is that of one row: ``(64,)`` with ``batch=8``
-            means (8, 64); without it a shape is complete: ``(8, 64)``.
+        module: the model. Its ``forward`` takes 2-D float tensors, each a named argument.
+        examples: one per argument of ``forward``: an example tensor (its shape and dtype are
+            used, not its values), or a shape. With ``batch``, a shape is that of one row:
+            ``(64,)`` with ``batch=8`` means (8, 64); without it a shape is complete: ``(8, 64)``.
         batch: rows of every input given by shape (the batch the program is compiled for).
         params: the machine the graph is meant for (its K_MAX and SM_MAX_LEN are checked).
 
@@ -197,26 +217,38 @@ def from_torch(module: nn.Module, *examples: torch.Tensor | Sequence[int], batch
         The :class:`TorchGraph`.
 
     Raises:
-        UnsupportedModel: nodes GA-2 cannot run; the message has one line per node.
-        CompileError: the module cannot be traced, or the examples do not fit ``forward``.
+        UnsupportedModel: nodes GA-2 cannot run; the message has one line per node. Raised
+            before the module runs at all when it changes a tensor in place.
+        CompileError: not a module, or one torch.fx cannot trace (or traces into a graph that
+            computes something else than forward), or examples that do not fit ``forward``.
+
+    The module is left untouched: the trace and both runs on the example inputs (the traced
+    graph, and ``forward`` itself to check that the trace computes what it does) work on
+    copies of it, and the global random state is restored after them.
     """
+    if not isinstance(module, nn.Module):
+        kind = type(module).__name__
+        raise CompileError(f"from_torch takes a torch.nn.Module, not {article(kind)} {kind} ({module!r:.60})",
+                           "wrap the computation in a module: class Model(nn.Module) whose forward(self, x) "
+                           "computes it")
     model = type(module).__name__
     try:
-        traced = fx.symbolic_trace(module)
+        working = copy.deepcopy(module)
+    except Exception:  # a module that cannot be copied is traced as it is
+        working = module
+    try:
+        traced = fx.symbolic_trace(working)
     except Exception as e:  # torch.fx raises TraceError, TypeError, NotImplementedError, ...
         raise CompileError(f"torch.fx cannot trace {model}: {type(e).__name__}: {_first_line(e)}",
-                           "keep forward free of Python control flow that depends on tensor values") from e
+                           _trace_fix(e)) from e
+    refusals = inplace_refusals(traced)
+    if refusals:  # before anything runs: the model must not change the user's tensors
+        raise UnsupportedModel(model, refusals)
+    tensors = _example_tensors(module, traced, examples, batch)
+    traced_outputs = _propagate(model, traced, tensors)
+    _check_trace(module, working, traced, tensors, traced_outputs)
     traced.graph.eliminate_dead_code()
     traced.recompile()
-    tensors = _example_tensors(module, traced, examples, batch)
-    try:
-        with torch.no_grad():
-            _ShapeRecorder(traced).propagate(*tensors)
-    except Exception as e:  # whatever forward raises on inputs of these shapes
-        shapes = ", ".join(str(tuple(t.shape)) for t in tensors)
-        cause = e.__cause__ or e
-        raise CompileError(f"{model} does not run on inputs of shape {shapes}: {_first_line(cause)}",
-                           "give the shapes forward expects (batch= adds the rows)") from e
     lowering = Lowering(traced, params)
     lowering.run()
     if lowering.refusals:
@@ -227,6 +259,115 @@ def from_torch(module: nn.Module, *examples: torch.Tensor | Sequence[int], batch
     return TorchGraph(graph=lowering.graph, inputs=tuple(lowering.inputs), outputs=tuple(lowering.outputs),
                       output_shapes=tuple(lowering.output_shapes),
                       origin={nid: n.name for nid, n in lowering.origin.items()}, traced=traced)
+
+
+def _trace_fix(error: Exception) -> str:
+    if "item assignment" in str(error):
+        return ("build the tensor out of place instead of assigning into it (h[0] = 0): torch.fx cannot "
+                "record it")
+    return "keep forward free of Python control flow that depends on tensor values"
+
+
+def _propagate(model: str, traced: fx.GraphModule, tensors: list[torch.Tensor]) -> Any:
+    """Run the traced graph on the example inputs, recording every node's shape; its result.
+
+    torch.fx prints the traceback of a failing node to stderr; it is held back, and the
+    CompileError names the node and carries the cause's first line instead. Warnings printed
+    by a successful run are passed on.
+    """
+    recorder = _ShapeRecorder(traced)
+    printed = io.StringIO()
+    try:
+        with torch.no_grad(), contextlib.redirect_stderr(printed), torch.random.fork_rng(devices=[]):
+            torch.manual_seed(0)
+            result = recorder.propagate(*tensors)
+    except Exception as e:  # whatever forward raises on inputs of these shapes
+        shapes = ", ".join(str(tuple(t.shape)) for t in tensors)
+        cause = e.__cause__ or e
+        where = ""
+        if recorder.node is not None:
+            where = f"{recorder.node.name} ({describe(recorder.node, traced)}) raises "
+        raise CompileError(f"{model} does not run on inputs of shape {shapes}: {where}"
+                           f"{type(cause).__name__}: {_first_line(cause)}",
+                           "give the shapes forward expects (batch= adds the rows)") from e
+    sys.stderr.write(printed.getvalue())
+    return result
+
+
+def _check_trace(module: nn.Module, working: nn.Module, traced: fx.GraphModule, tensors: list[torch.Tensor],
+                 traced_outputs: Any) -> None:
+    """Run forward itself on the example inputs and compare with what the traced graph gave.
+
+    torch.fx can record a graph that computes something else than forward: it records
+    ``h += y`` as ``h = h + y``, so another name for the old ``h`` keeps the old values in the
+    graph, while in PyTorch it sees the sum. Such a difference is refused here, naming the
+    nodes whose results nothing reads (the usual trace of it).
+    """
+    model = type(module).__name__
+    try:
+        reference = copy.deepcopy(module) if working is not module else module
+    except Exception:
+        reference = module
+    saved = {name: t.detach().clone() for name, t in reference.state_dict(keep_vars=True).items()
+             if isinstance(t, torch.Tensor)}
+    inputs = [t.clone() for t in tensors]
+    try:
+        with torch.no_grad(), torch.random.fork_rng(devices=[]), warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # the traced run has shown them already
+            torch.manual_seed(0)
+            wanted = reference(*inputs)
+    except Exception as e:  # the traced graph ran; forward itself does not
+        raise CompileError(f"{model}.forward raises {type(e).__name__} on inputs of shape "
+                           f"{', '.join(str(tuple(t.shape)) for t in tensors)} where its torch.fx trace "
+                           f"runs: {_first_line(e)}",
+                           "run the module on inputs of these shapes in PyTorch to see why") from e
+    finally:
+        if reference is module:  # put back what forward changed
+            with torch.no_grad():
+                for name, t in reference.state_dict(keep_vars=True).items():
+                    if name in saved:
+                        t.copy_(saved[name])
+    got, want = ([v.detach() if isinstance(v, torch.Tensor) else v for v in flatten(result)]
+                 for result in (traced_outputs, wanted))
+    names = [item.name if isinstance(item, fx.Node) else repr(item)
+             for item in flatten(next(n for n in traced.graph.nodes if n.op == "output").args[0])]
+    problems = []
+    if len(got) != len(want):
+        problems.append(f"the trace returns {len(got)} value(s), forward {len(want)}")
+    for k, (g, w) in enumerate(zip(got, want, strict=False)):
+        if not (isinstance(g, torch.Tensor) and isinstance(w, torch.Tensor)):
+            continue
+        if g.shape != w.shape:
+            problems.append(f"output {k} ({names[k]}) has shape {tuple(g.shape)} in the trace, "
+                            f"{tuple(w.shape)} in forward")
+        elif (largest := _difference(g, w)) is not None:
+            problems.append(f"output {k} ({names[k]}) differs from forward's by up to {largest:.3g}")
+    if not problems:
+        return
+    unread = [f"{n.name} ({describe(n, traced)})" for n in traced.graph.nodes
+              if n.op in ("call_function", "call_method", "call_module") and not n.users]
+    hint = (f"; nothing reads the result of {', '.join(unread)}" if unread else "")
+    raise CompileError(f"{model}: the graph torch.fx traced computes something else than forward on the "
+                       f"same inputs: {'; '.join(problems)}{hint}. torch.fx records an augmented assignment "
+                       "(h += y, h *= c) as h = h + y: another name for the old h keeps its old values in "
+                       "the graph, while in PyTorch it sees the change",
+                       "write h = h + y (out of place) and read the name you mean; nothing was compiled")
+
+
+def _difference(got: torch.Tensor, want: torch.Tensor) -> float | None:
+    """None when two results agree (float: to 1e-4 of the largest, NaN where NaN); else the
+    largest difference."""
+    inexact = got.is_floating_point() or got.is_complex()
+    wide = torch.complex128 if got.is_complex() or want.is_complex() else torch.float64
+    got, want = got.to(wide), want.to(wide)
+    if inexact:
+        finite = want[torch.isfinite(want)]
+        scale = max(float(finite.abs().max()), 1.0) if finite.numel() else 1.0
+        if torch.allclose(got, want, rtol=1e-4, atol=1e-5 * scale, equal_nan=True):
+            return None
+    elif torch.equal(got, want):
+        return None
+    return float((got - want).abs().nan_to_num(nan=math.inf).max())
 
 
 # --------------------------------------------------------------------------- helpers
@@ -252,36 +393,70 @@ def _as_array(value: Any) -> np.ndarray:
 
 def _example_tensors(module: nn.Module, traced: fx.GraphModule, examples: Sequence[Any],
                      batch: int | None) -> list[torch.Tensor]:
-    placeholders = [n.target for n in traced.graph.nodes if n.op == "placeholder"]
+    """Random tensors (seeded, unit Gaussian for floats) of the examples' shapes and dtypes."""
+    model = type(module).__name__
+    placeholders = [n for n in traced.graph.nodes if n.op == "placeholder"]
+    for node in placeholders:
+        if str(node.target).startswith("*"):
+            raise CompileError(f"{model}.forward takes {node.target}; torch.fx traces named arguments only",
+                               "name each input: def forward(self, x, y)")
+    names = [str(n.target) for n in placeholders]
     if len(examples) != len(placeholders):
-        raise CompileError(f"{type(module).__name__}.forward takes {len(placeholders)} input(s) "
-                           f"({', '.join(placeholders)}), {len(examples)} example(s) given",
-                           "give one example tensor or shape per input")
-    if batch is not None and not (isinstance(batch, int) and batch >= 1):
-        raise CompileError(f"batch={batch!r} is not a positive number of rows", "pass batch=8, say")
+        problem = (f"{model}.forward takes {len(placeholders)} input(s) ({', '.join(names)}), "
+                   f"{len(examples)} example(s) given")
+        defaults = [f"'{n.target}' (default {n.args[0]!r})" for n in placeholders[len(examples):] if n.args]
+        if defaults and len(examples) < len(placeholders):
+            problem += (f"; {', '.join(defaults)} cannot be left at its default: the front end traces every "
+                        "argument of forward as a tensor input")
+            raise CompileError(problem, "give one example per argument, or make a setting such as a scale "
+                               "an attribute set in __init__ (self.scale = 2.0) rather than an argument of "
+                               "forward")
+        raise CompileError(problem, "give one example tensor or shape per input")
+    if batch is not None and not _is_size(batch):
+        raise CompileError(f"batch={batch!r} is not a positive whole number of rows", "pass batch=8, say")
+    generator = torch.Generator().manual_seed(0)
     tensors = []
-    for name, example in zip(placeholders, examples, strict=True):
+    for name, example in zip(names, examples, strict=True):
         if isinstance(example, torch.Tensor):
             if batch is not None:
                 raise CompileError(f"input '{name}': an example tensor already has its rows, and batch= "
                                    "is given too", "pass a shape with batch=, or the tensor alone")
-            tensors.append(example.detach())
-            continue
-        try:
-            shape = tuple(int(d) for d in example)
-        except (TypeError, ValueError):
-            raise CompileError(f"input '{name}': example {example!r} is neither a tensor nor a shape",
-                               "pass a tensor or a tuple of sizes") from None
-        if batch is not None:
-            shape = (batch, *shape)
-        tensors.append(torch.zeros(shape, dtype=_parameter_dtype(module)))
+            shape, dtype = tuple(example.shape), example.dtype
+        else:
+            if isinstance(example, str | bytes) or not isinstance(example, Sequence | torch.Size):
+                raise CompileError(f"input '{name}': example {example!r:.60} is neither a tensor nor a shape",
+                                   "pass a tensor or a tuple of sizes") from None
+            shape, dtype = tuple(example), _parameter_dtype(module)
+            if batch is not None:
+                shape = (batch, *shape)
+        bad = [d for d in shape if not _is_size(d)]
+        if bad:
+            raise CompileError(f"input '{name}': example shape {shape} has the size {bad[0]!r}, which is not "
+                               "a positive whole number", "give every size as an integer of at least 1")
+        tensors.append(_random(tuple(int(d) for d in shape), dtype, generator))
     return tensors
+
+
+def _is_size(value: Any) -> bool:
+    return isinstance(value, int | np.integer) and not isinstance(value, bool) and value >= 1
+
+
+def _random(shape: tuple[int, ...], dtype: torch.dtype, generator: torch.Generator) -> torch.Tensor:
+    if dtype.is_floating_point or dtype.is_complex:
+        return torch.randn(shape, generator=generator).to(dtype)
+    if dtype == torch.bool:
+        return torch.randint(0, 2, shape, generator=generator).bool()
+    return torch.randint(-4, 5, shape, generator=generator).to(dtype)
 
 
 class _ShapeRecorder(ShapeProp):
     """ShapeProp that also keeps each node's non-tensor result (shape arithmetic) in its meta."""
 
+    node: fx.Node | None = None
+    """The node being run (the one at fault when the run fails)."""
+
     def run_node(self, n: fx.Node) -> Any:
+        self.node = n
         result = super().run_node(n)
         if n.op != "output" and not isinstance(result, torch.Tensor):
             n.meta[STATIC] = result

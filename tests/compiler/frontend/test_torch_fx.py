@@ -22,7 +22,7 @@ from torch import nn  # noqa: E402
 from compiler import CompileError, compile_graph  # noqa: E402
 from compiler.evaluate import evaluate  # noqa: E402
 from compiler.frontend import TorchGraph, UnsupportedModel, from_torch, run_torch  # noqa: E402
-from compiler.frontend.fx_lower import SUPPORTED  # noqa: E402
+from compiler.frontend.fx_lower import SUPPORTED, article  # noqa: E402
 from compiler.interpret import interpret  # noqa: E402
 
 pytestmark = pytest.mark.torch
@@ -209,13 +209,14 @@ RELUS = {
     "Tensor.relu": lambda m, x: m.fc(x).relu(),
     "after a factor": lambda m, x: torch.relu(m.fc(x) * 2.0),
     "of a matmul": lambda m, x: torch.relu(x @ m.fc.weight.T),
+    "nn.ReLU(inplace=True)": lambda m, x: m.act_inplace(m.fc(x)),
 }
 
 
 @pytest.mark.parametrize("fn", RELUS.values(), ids=RELUS.keys())
 def test_relu_of_a_product(fn):
     layer = seeded(lambda: lin(16, 8))
-    lowered = check(Wrap(fn, fc=layer, act=nn.ReLU()), (4, 16))
+    lowered = check(Wrap(fn, fc=layer, act=nn.ReLU(), act_inplace=nn.ReLU(inplace=True)), (4, 16))
     assert ops(lowered) == ["input", "weight", "matmul", "relu", "output"]
 
 
@@ -558,3 +559,370 @@ def test_a_graph_too_large_for_external_memory():
     lines = refusal_lines(model, (64, 64))
     assert lines[0].startswith("REFUSED b: Linear module 'b': Capra refuses it: external memory is full")
 
+
+
+# ------------------------------------------------------------------ in-place operations
+
+
+def add_in_place(m, x):
+    h = m.fc(x)
+    h.add_(m.fc2(x))  # the result is not used: torch.fx's dead-code elimination would drop it
+    return h
+
+
+def mul_in_place(m, x):
+    h = m.fc(x)
+    h.mul_(2.0)
+    return h
+
+
+def relu_in_place_unused(m, x):
+    h = m.fc(x)
+    F.relu(h, inplace=True)
+    return h
+
+
+def input_scaled_in_place(m, x):
+    x.mul_(3.0)
+    return m.fc(x)
+
+
+def layer_in_place_on_an_input(m, x):
+    return m.fc(m.act_inplace(x))
+
+
+def relu_in_place_read_twice(m, x):
+    h = m.fc(x)
+    return F.relu(h, inplace=True), h
+
+
+def writes_into_out(m, x):
+    h = m.fc(x)
+    torch.add(h, h, out=h)
+    return h
+
+
+INPLACE = {
+    "Tensor.add_, result unused": (
+        add_in_place,
+        "REFUSED add_: Tensor.add_(): changes fc in place; the front end compiles values, not changes to "
+        "them, so a later read of fc would get the old values and a result nothing reads would be dropped: "
+        "write the out-of-place form, h = h.add(...)"),
+    "Tensor.mul_, result unused": (
+        mul_in_place,
+        "REFUSED mul_: Tensor.mul_(): changes fc in place; the front end compiles values, not changes to "
+        "them, so a later read of fc would get the old values and a result nothing reads would be dropped: "
+        "write the out-of-place form, h = h.mul(...)"),
+    "Tensor.mul_, result returned": (
+        lambda m, x: m.fc(x).mul_(2.0),
+        "REFUSED mul_: Tensor.mul_(): changes fc in place;"),
+    "Tensor.relu_": (
+        lambda m, x: m.fc(x).relu_(),
+        "REFUSED relu_: Tensor.relu_(): changes fc in place; the front end compiles values, not changes to "
+        "them, so a later read of fc would get the old values and a result nothing reads would be dropped: "
+        "write the out-of-place form, h = h.relu(...)"),
+    "torch.relu_": (
+        lambda m, x: torch.relu_(m.fc(x)),
+        "REFUSED relu_: torch.relu_: changes fc in place; the front end compiles values, not changes to "
+        "them, so a later read of fc would get the old values and a result nothing reads would be dropped: "
+        "write the out-of-place form, h = torch.relu(h, ...)"),
+    "F.relu(inplace=True), result unused": (
+        relu_in_place_unused,
+        "REFUSED relu: torch.nn.functional.relu: changes fc in place (inplace=True), and fc is also read by "
+        "output; in PyTorch a read after the change sees the changed values, in the compiled graph it would "
+        "not: drop inplace=True and use the result"),
+    "F.relu(inplace=True), operand read again": (
+        relu_in_place_read_twice,
+        "REFUSED relu: torch.nn.functional.relu: changes fc in place (inplace=True), and fc is also read by "
+        "output;"),
+    "Tensor.mul_ on an input": (
+        input_scaled_in_place,
+        "REFUSED mul_: Tensor.mul_(): changes x in place; the front end compiles values, not changes to "
+        "them, so a later read of x would get the old values"),
+    "nn.ReLU(inplace=True) on an input": (
+        layer_in_place_on_an_input,
+        "REFUSED act_inplace: ReLU module 'act_inplace': changes x in place (inplace=True), and x is an "
+        "input of forward, which the caller would see changed: build the layer without it (the default "
+        "inplace=False)"),
+    "out=": (
+        writes_into_out,
+        "REFUSED add: torch.add: writes its result into fc (out=); the front end compiles values, not "
+        "changes to them: drop out= and assign the result, y = f(...)"),
+}
+
+
+@pytest.mark.parametrize("fn, expected", INPLACE.values(), ids=INPLACE.keys())
+def test_an_operation_in_place_is_refused_not_dropped(fn, expected):
+    fc, fc2 = seeded(lambda: (lin(8, 4), lin(8, 4)))
+    model = Wrap(fn, fc=fc, fc2=fc2, act_inplace=nn.ReLU(inplace=True))
+    lines = refusal_lines(model, (4, 8))
+    assert len(lines) == 1 and lines[0].startswith(expected), lines[0]
+
+
+def test_the_refused_in_place_ops_change_what_pytorch_returns():
+    # what the compiled program would have computed had the in-place node been dropped
+    fc, fc2 = seeded(lambda: (lin(8, 4), lin(8, 4)))
+    x = np.random.default_rng(0).normal(size=(4, 8))
+    (plain,) = run_torch(Wrap(lambda m, x: m.fc(x), fc=fc), x)
+    for fn in (add_in_place, mul_in_place, relu_in_place_unused):
+        (want,) = run_torch(Wrap(fn, fc=fc, fc2=fc2), x)
+        assert not np.allclose(plain, want), fn.__name__
+
+
+def test_an_in_place_op_refused_before_the_module_runs():
+    class Scales(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.w = nn.Parameter(torch.ones(8, 4))
+
+        def forward(self, x):
+            self.w.mul_(2.0)
+            return x @ self.w
+
+    model = Scales()
+    lines = refusal_lines(model, (4, 8))
+    assert lines[0].startswith("REFUSED mul_: Tensor.mul_(): changes w in place;")
+    assert torch.equal(model.w.detach(), torch.ones(8, 4))
+
+
+def augmented_add(m, x):
+    h = m.fc(x)
+    h += m.fc2(x)
+    return h
+
+
+def augmented_mul(m, x):
+    h = m.fc(x)
+    h *= 0.5
+    return h
+
+
+@pytest.mark.parametrize("fn", [augmented_add, augmented_mul])
+def test_an_augmented_assignment_is_its_out_of_place_form(fn):
+    fc, fc2 = seeded(lambda: (lin(8, 4), lin(8, 4)))
+    lowered = check(Wrap(fn, fc=fc, fc2=fc2), (4, 8))
+    assert ops(lowered).count("matmul") == (2 if fn is augmented_add else 1)
+
+
+def test_the_out_of_place_rewrite_of_a_refused_op_compiles():
+    def rewritten(m, x):
+        h = m.fc(x)
+        h = h.add(m.fc2(x))
+        return h
+
+    fc, fc2 = seeded(lambda: (lin(8, 4), lin(8, 4)))
+    check(Wrap(rewritten, fc=fc, fc2=fc2), (4, 8))
+
+
+def aliased_augmented_add(m, x):
+    h = m.fc(x)
+    g = h           # g and h are one tensor: in PyTorch h += ... changes g too
+    h += m.fc2(x)   # torch.fx records h = h + fc2(x), and g stays fc(x)
+    return g
+
+
+def test_an_augmented_assignment_to_an_aliased_tensor_is_refused():
+    fc, fc2 = seeded(lambda: (lin(8, 4), lin(8, 4)))
+    model = Wrap(aliased_augmented_add, fc=fc, fc2=fc2)
+    with pytest.raises(CompileError) as caught:
+        from_torch(model, (4, 8))
+    assert not isinstance(caught.value, UnsupportedModel)
+    message = str(caught.value)
+    assert message.startswith("Wrap: the graph torch.fx traced computes something else than forward on the "
+                              "same inputs: output 0 (fc) differs from forward's by up to ")
+    assert ("; nothing reads the result of add (operator +). torch.fx records an augmented assignment "
+            "(h += y, h *= c) as h = h + y") in message
+    assert message.endswith("Fix: write h = h + y (out of place) and read the name you mean; nothing was "
+                            "compiled")
+    # what PyTorch returns is the sum, which the traced graph would not have computed
+    x = np.random.default_rng(0).normal(size=(4, 8))
+    (want,) = run_torch(model, x)
+    (alone,) = run_torch(Wrap(lambda m, x: m.fc(x), fc=fc), x)
+    assert not np.allclose(want, alone)
+
+
+def test_an_augmented_assignment_to_a_parameter_leaves_the_module_untouched():
+    class Bumps(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.w = nn.Parameter(torch.ones(8, 4))
+
+        def forward(self, x):
+            w = self.w
+            w += 1.0  # changes the parameter in PyTorch; torch.fx records w = w + 1
+            return x @ self.w
+
+    model = Bumps()
+    with pytest.raises(CompileError, match=r"output 0 \(matmul\) differs from forward's by up to "):
+        from_torch(model, (4, 8))
+    assert torch.equal(model.w.detach(), torch.ones(8, 4))
+
+
+# ------------------------------------------------------------------ arguments from_torch refuses
+
+
+def test_not_a_module():
+    with pytest.raises(CompileError) as caught:
+        from_torch(lambda x: x, (8,), batch=4)
+    assert str(caught.value).startswith("from_torch takes a torch.nn.Module, not a function (<function ")
+    assert str(caught.value).endswith("Fix: wrap the computation in a module: class Model(nn.Module) whose "
+                                      "forward(self, x) computes it")
+
+
+BAD_SHAPES = {
+    "negative": (((-8,),), {"batch": 4}, "input 'x': example shape (4, -8) has the size -8"),
+    "zero": (((8, 0),), {}, "input 'x': example shape (8, 0) has the size 0"),
+    "a float": (((8, 2.0),), {}, "input 'x': example shape (8, 2.0) has the size 2.0"),
+    "a bool": (((8, True),), {}, "input 'x': example shape (8, True) has the size True"),
+    "an empty tensor": ((torch.ones(0, 8),), {}, "input 'x': example shape (0, 8) has the size 0"),
+}
+
+
+@pytest.mark.parametrize("examples, kwargs, expected", BAD_SHAPES.values(), ids=BAD_SHAPES.keys())
+def test_an_example_size_that_is_not_a_positive_integer(examples, kwargs, expected):
+    with pytest.raises(CompileError) as caught:
+        from_torch(Wrap(lambda m, x: x @ m.w, w=torch.ones(8, 2)), *examples, **kwargs)
+    assert str(caught.value) == (f"{expected}, which is not a positive whole number. Fix: give every size "
+                                 "as an integer of at least 1")
+
+
+@pytest.mark.parametrize("batch", [0, -1, 2.0, True, "4"])
+def test_a_batch_that_is_not_a_positive_integer(batch):
+    with pytest.raises(CompileError) as caught:
+        from_torch(Wrap(lambda m, x: x @ m.w, w=torch.ones(8, 2)), (8,), batch=batch)
+    assert str(caught.value) == (f"batch={batch!r} is not a positive whole number of rows. Fix: pass "
+                                 "batch=8, say")
+
+
+@pytest.mark.parametrize("example", ["88", 8, None])
+def test_an_example_that_is_neither_a_tensor_nor_a_shape(example):
+    with pytest.raises(CompileError) as caught:
+        from_torch(Wrap(lambda m, x: x @ m.w, w=torch.ones(8, 2)), example)
+    assert str(caught.value) == (f"input 'x': example {example!r} is neither a tensor nor a shape. Fix: pass "
+                                 "a tensor or a tuple of sizes")
+
+
+def test_a_forward_with_star_arguments():
+    class Star(nn.Module):
+        def forward(self, *xs):
+            return xs[0]
+
+    class Keywords(nn.Module):
+        def forward(self, x, **options):
+            return x
+
+    for model, star in ((Star(), "*xs"), (Keywords(), "**options")):
+        with pytest.raises(CompileError) as caught:
+            from_torch(model, (4, 8))
+        assert str(caught.value) == (f"{type(model).__name__}.forward takes {star}; torch.fx traces named "
+                                     "arguments only. Fix: name each input: def forward(self, x, y)")
+
+
+def test_a_forward_with_a_number_as_a_default_argument():
+    class Scaled(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.fc = nn.Linear(8, 4, bias=False)
+
+        def forward(self, x, scale: float = 2.0):
+            return self.fc(x) * scale
+
+    with pytest.raises(CompileError) as caught:
+        from_torch(Scaled(), (4, 8))
+    assert str(caught.value) == (
+        "Scaled.forward takes 2 input(s) (x, scale), 1 example(s) given; 'scale' (default 2.0) cannot be "
+        "left at its default: the front end traces every argument of forward as a tensor input. Fix: give "
+        "one example per argument, or make a setting such as a scale an attribute set in __init__ "
+        "(self.scale = 2.0) rather than an argument of forward")
+
+
+def test_a_model_that_fails_on_the_example_shape_says_why_in_one_line(capfd):
+    model = Wrap(lambda m, x: m.fc(x), fc=seeded(lambda: lin(8, 4)))
+    with pytest.raises(CompileError) as caught:
+        from_torch(model, (7,), batch=4)
+    assert str(caught.value) == (
+        "Wrap does not run on inputs of shape (4, 7): fc (Linear module 'fc') raises RuntimeError: mat1 and "
+        "mat2 shapes cannot be multiplied (4x7 and 8x4). Fix: give the shapes forward expects (batch= adds "
+        "the rows)")
+    out, err = capfd.readouterr()
+    assert out == "" and err == ""  # torch.fx's own traceback is held back
+
+
+def test_tensors_that_require_grad_are_taken_as_values():
+    layer = seeded(lambda: lin(8, 4))
+    model = Wrap(lambda m, x: m.fc(x), fc=layer)
+    lowered = from_torch(model, torch.ones(4, 8, requires_grad=True))
+    rng = np.random.default_rng(0)
+    samples = [torch.tensor(rng.normal(size=(4, 8)), dtype=torch.float32, requires_grad=True)
+               for _ in range(8)]
+    program = compile_graph(lowered.graph, [lowered.feed(s) for s in samples])
+    feed = lowered.feed(samples[0])
+    outcome = program.run(feed)
+    (got,) = lowered.unpack(outcome)
+    (want,) = run_torch(model, samples[0])
+    assert np.array_equal(outcome.outputs["fc"].ints, interpret(program, feed)[lowered.graph.names["fc"]])
+    assert np.allclose(want, samples[0].detach().double().numpy() @ layer.weight.detach().double().numpy().T,
+                       atol=1e-5)
+    assert np.linalg.norm(got - want) / np.linalg.norm(want) < 0.05
+
+
+def test_the_global_random_state_is_kept():  # the runs on the example inputs seed their own
+    model = Wrap(lambda m, x: F.dropout(m.fc(x), 0.5, training=True), fc=seeded(lambda: lin(8, 4)))
+    torch.manual_seed(123)
+    expected = torch.rand(3)
+    torch.manual_seed(123)
+    lines = refusal_lines(model, torch.zeros(4, 8))
+    assert lines[0].startswith("REFUSED dropout: torch.nn.functional.dropout: GA-2 has no operation for it")
+    assert torch.equal(torch.rand(3), expected)
+
+
+# ------------------------------------------------------------------ messages
+
+
+DIVISIONS = {
+    "by a shape expression equal to 0": (
+        lambda m, x: m.fc(x) / (x.shape[0] - 4),
+        "REFUSED truediv: operator /: the divisor is 0, so every value would become infinite or NaN; GA-2 "
+        "divides only by a positive number, which becomes the matmul's factor 1 / divisor"),
+    "by a literal 0": (
+        lambda m, x: m.fc(x) / 0,
+        "REFUSED truediv: operator /: the divisor is 0, so every value would become infinite or NaN"),
+    "by a negative number": (
+        lambda m, x: m.fc(x) / -2.0,
+        "REFUSED truediv: operator /: the divisor -2.0 is not a positive number; a division can only become "
+        "the matmul's factor 1 / divisor, and the requantizer's multiplier is unsigned"),
+    "a number by a tensor": (
+        lambda m, x: -2.0 / m.fc(x),
+        "REFUSED truediv: operator /: divides the number -2.0 by a tensor; GA-2 has no reciprocal, only a "
+        "constant factor on a matmul's result"),
+    "a factor of 0 stays a factor": (
+        lambda m, x: m.fc(x) * 0,
+        "REFUSED mul: operator *: the factor 0 is not a positive number; it can only become a matmul's "
+        "factor, and the requantizer's multiplier is unsigned"),
+}
+
+
+@pytest.mark.parametrize("fn, expected", DIVISIONS.values(), ids=DIVISIONS.keys())
+def test_a_divisor_is_called_a_divisor(fn, expected):
+    lines = refusal_lines(Wrap(fn, fc=seeded(lambda: lin(8, 4))), (4, 8))
+    assert len(lines) == 1 and lines[0].startswith(expected), lines[0]
+
+
+def test_a_layer_is_named_with_the_right_article():
+    lines = refusal_lines(nn.Sequential(lin(8, 16), nn.Identity(), nn.ELU(), nn.Hardtanh()), (4, 8))
+    assert lines == [
+        "REFUSED _1: Identity module '1': an Identity layer is the identity at inference, but the front end "
+        "lowers only what it can compute; leave it out of the module you compile",
+        f"REFUSED _2: ELU module '2': GA-2 has no operation for an ELU layer; the front end lowers "
+        f"{SUPPORTED}",
+        f"REFUSED _3: Hardtanh module '3': GA-2 has no operation for a Hardtanh layer; the front end lowers "
+        f"{SUPPORTED}",
+    ]
+
+
+@pytest.mark.parametrize("word, expected", [
+    ("Identity", "an"), ("Linear", "a"), ("Embedding", "an"), ("Upsample", "an"), ("LSTM", "an"),
+    ("RNN", "an"), ("GRU", "a"), ("SELU", "a"), ("ELU", "an"), ("MSELoss", "an"), ("Conv2d", "a"),
+    ("Hardtanh", "a"), ("", "a")])
+def test_article(word, expected):
+    assert article(word) == expected
