@@ -33,7 +33,7 @@ from .allocator import Allocator, AllocEvent
 from .ir import CompileError, Graph, Node
 from .layout import ExtEntry
 from .placement import Placement
-from .requant import SM_OUTPUT_UNIT, requantizer
+from .requant import SM_OUTPUT_UNIT, exact_factor, product_underflows, requantizer
 
 ADD_SAME_SCALE = 1e-9
 """An add operand whose scale is within this relative distance of the sum's is not rescaled."""
@@ -157,6 +157,9 @@ class _Emitter:
             self.put("MM", dst=acc + i0 * n + j0, A=a_addr + i0 * k, B=b_tile, M=tile_rows, K=k, N=tile_cols,
                      tb=int(transpose), lda=k, ldb=(k if transpose else n), ldc=n)
         factor = node.factor * self.scales[a_id] * self.scales[b_id] / self.scales[node.id]
+        pieces = (node.factor, self.scales[a_id], self.scales[b_id])
+        if product_underflows(*pieces) or product_underflows(factor):
+            factor = exact_factor(pieces, self.scales[node.id])   # tiny or huge scales: no lost bits
         m_, s_ = requantizer(factor, f"matmul node {node.id}", node.id, self.params)
         self.out.requant[node.id] = (m_, s_)
         self.put("RQ", dst=out, src=acc, len=m * n, m=m_, s=s_, relu=int(node.id in self.fused))
@@ -217,8 +220,12 @@ def emit(graph: Graph, scales: Mapping[int, float], fused: set[int], placement: 
             buffer to the end, for differential tests and for reading every tensor back).
         params: the machine. events: if given, the allocator's trace is appended to it.
 
+    A matmul's factor is the float product ``factor * scale_a * scale_b / scale_out``; when
+    that product would leave the normal floats on the way (tiny or huge scales), it is
+    computed exactly instead (:func:`compiler.requant.exact_factor`).
+
     Raises:
-        CompileError: the scratchpad is full, a requantizer's shift is out of range, or
-            the program does not fit the instruction memory.
+        CompileError: the scratchpad is full, a requantizer's shift is out of range or its
+            factor underflows or overflows, or the program does not fit the instruction memory.
     """
     return _Emitter(graph, scales, fused, placement, schedule, ext, reuse, params, events).run()

@@ -15,6 +15,10 @@ The factors (seed chapter 11):
 
 from __future__ import annotations
 
+import math
+import sys
+from fractions import Fraction
+
 from sim.arith import Q16_ONE, mantissa_shift
 from sim.spec import BY_NAME, DEFAULT, Params
 
@@ -22,6 +26,30 @@ from .ir import CompileError
 
 SM_OUTPUT_UNIT = 1 / Q16_ONE
 """The real value of one unit of the softmax unit's Q16 output."""
+
+
+def product_underflows(factor: float, *scales: float) -> bool:
+    """Whether ``factor * scales[0] * scales[1] * ...`` (the left-to-right float product the
+    emitter forms) leaves the normal floats on the way, losing precision or becoming 0 or inf."""
+    product = factor
+    for scale in scales:
+        product *= scale
+        if not sys.float_info.min <= product <= sys.float_info.max:
+            return True
+    return False
+
+
+def exact_factor(numerators: tuple[float, ...], denominator: float) -> float:
+    """prod(numerators) / denominator, computed exactly and rounded once (inf if it overflows),
+    for factors whose float product would underflow or overflow on the way."""
+    value = Fraction(1)
+    for number in numerators:
+        value *= Fraction(number)
+    value /= Fraction(denominator)
+    try:
+        return float(value)
+    except OverflowError:
+        return math.inf
 
 
 def shift_range(params: Params = DEFAULT) -> tuple[int, int]:
@@ -43,6 +71,11 @@ def requantizer(factor: float, what: str, node: int, params: Params = DEFAULT) -
         CompileError: the factor is not positive and finite, or its shift falls outside
             the RQ field's legal range (the scales of the tensors involved are too far apart).
     """
+    if factor == 0 or factor == math.inf:
+        way = "underflows to 0" if factor == 0 else "overflows to infinity"
+        raise CompileError(f"{what}: the requantizer factor {way}: the scales involved are too far apart",
+                           "bring the scales closer together: rescale a weight or the constant factor, "
+                           "or fix a range with ranges=", node)
     if not factor > 0 or factor == float("inf"):
         raise CompileError(f"{what}: the requantizer factor {factor!r} is not a positive finite number",
                            "check the calibration ranges of this node and its operands", node)

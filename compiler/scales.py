@@ -18,7 +18,10 @@ for every node except argmax (whose result is an index), such that (seed chapter
   cannot narrow it below an untagged member's calibrated range (an output of the tensor is
   such a member), and a pinned group keeps its pin: a note says so, naming the tag;
 * a note is written wherever a pinned scale cannot hold a calibrated range (those values
-  will saturate); a group with a range of 0 gets the scale 1/127.
+  will saturate); a group with a range of 0 gets the stand-in scale 1/127, with a note when
+  its values come from the run's inputs (calibration never saw them other than 0);
+* a scale below the smallest normal float (about 2.2e-308, a range under about 2.8e-306)
+  has lost precision: it is refused.
 """
 
 from __future__ import annotations
@@ -129,7 +132,7 @@ def plan_scales(graph: Graph, calibrated: Mapping[int, float],
 
     Raises:
         CompileError: ``fixed_ranges`` names an unknown tag or a bad value; an int4 weight
-            would have to share a pinned scale.
+            would have to share a pinned scale; a scale would be below the normal floats.
     """
     ranges = dict(calibrated)
     _apply_fixed_ranges(graph, ranges, fixed_ranges)
@@ -175,6 +178,8 @@ def plan_scales(graph: Graph, calibrated: Mapping[int, float],
     _int4_scales(graph, plan, pinned)
     _saturation_notes(graph, plan, pinned)
     _fixed_range_notes(graph, plan, pinned, fixed_ranges)
+    _zero_range_notes(graph, plan, pinned)
+    _check_precision(graph, plan, fixed_ranges)
     return plan
 
 
@@ -226,6 +231,53 @@ def _fixed_range_notes(graph: Graph, plan: ScalePlan, pinned: Mapping[int, float
             note += (" (an output keeps the calibrated range of the tensor it stores, so ranges= can widen "
                      "this tensor's scale but not narrow it)")
         plan.notes.append(note)
+
+
+def _zero_range_notes(graph: Graph, plan: ScalePlan, pinned: Mapping[int, float]) -> None:
+    """A note for each group whose range is 0 although its values come from the run's inputs:
+    its scale is a stand-in that calibration never tested. (A group computed from weights
+    alone is 0 at run time too, so its stand-in scale is harmless and not noted.)"""
+    from_inputs: set[int] = set()
+    for node in graph.nodes:
+        if node.op == "input" or any(i in from_inputs for i in node.ins):
+            from_inputs.add(node.id)
+    noted: set[int] = set()
+    for node in graph.nodes:
+        root = plan.group[node.id]
+        if (root in noted or root in pinned or node.op == "argmax" or node.id not in from_inputs
+                or plan.group_range[root] > 0):
+            continue
+        noted.add(root)
+        members = [m for m in graph.nodes if plan.group[m.id] == root and m.op != "argmax"]
+        names = ", ".join(m.describe() for m in members[:3]) + (", ..." if len(members) > 3 else "")
+        holds = plan.scales[node.id] * (INT4_MAX if node.op == "weight" and node.bits == 4 else INT8_MAX)
+        plan.notes.append(f"{names}: every calibration value is 0, so the range is 0 and the scale "
+                          f"{plan.scales[node.id]:.4g} is a stand-in (it holds {holds:.4g}); at run time "
+                          f"larger values will saturate. Calibrate with samples where it is not 0, or give "
+                          "its range with Graph.tag and ranges=")
+
+
+SMALLEST_NORMAL = float(np.finfo(np.float64).tiny)
+"""Below this (about 2.2e-308) a float64 is subnormal: it keeps fewer than 53 significant bits."""
+
+
+def _check_precision(graph: Graph, plan: ScalePlan, fixed_ranges: Mapping[str, float] | None) -> None:
+    """Refuse a scale too small to be a normal float: it would have lost precision (a weight
+    of 1e-320, say, would be quantized tens of percent off)."""
+    for node in graph.nodes:
+        scale = plan.scales.get(node.id)
+        if scale is None or scale >= SMALLEST_NORMAL:
+            continue
+        fixed = node.tag is not None and fixed_ranges is not None and node.tag in fixed_ranges
+        where = (f"ranges['{node.tag}']" if fixed else "its values" if node.op == "weight"
+                 else "calibration")
+        raise CompileError(f"{node.describe()}: its range {plan.group_range[plan.group[node.id]]:.3g} (from "
+                           f"{where}) gives the scale {scale:.3g}, below the smallest normal float "
+                           f"({SMALLEST_NORMAL:.3g}); such a scale has lost precision and the quantized "
+                           "values would be wrong",
+                           "scale the values up by a power of two (weights times 2**k, say, with scale=2**-k "
+                           "on the matmul that reads them; or larger inputs), or give a larger range",
+                           node.id)
 
 
 def _int4_scales(graph: Graph, plan: ScalePlan, pinned: Mapping[int, float]) -> None:

@@ -1,10 +1,13 @@
 """compiler/emit.py: tiles, instruction fields per operation, order, limits."""
 
+from fractions import Fraction
+
 import numpy as np
 import pytest
 
 from compiler import CompileError, Graph, compile_graph
 from compiler.emit import tiles
+from sim.arith import mantissa_shift
 from sim.spec import Params
 
 from .conftest import single_matmul
@@ -105,3 +108,16 @@ def test_a_program_longer_than_the_instruction_memory_is_refused():
     g.output(tip, "y")
     with pytest.raises(CompileError, match="4204 instructions, more than the 4096"):
         compile_graph(g, [{"x": np.ones((1, 4))}])
+
+
+def test_a_matmul_factor_whose_float_product_would_overflow_is_computed_exactly():
+    # x and w reach 1e154, so scale_x * scale_w * 1e5 passes 1.8e308 on the way, but the rows
+    # nearly cancel: the product, and so the factor, are ordinary numbers.
+    g = Graph()
+    x = g.input("x", (1, 2))
+    m = g.matmul(x, g.weight("w", [[1e154], [-1e154 * (1 - 1e-8)]]), scale=1e5)
+    g.output(m, "y")
+    program = compile_graph(g, [{"x": [[1e154, 1e154]]}])
+    scales = [Fraction(program.scales[n]) for n in (x, 1, m)]
+    exact = Fraction(1e5) * scales[0] * scales[1] / scales[2]
+    assert program.params[m] == mantissa_shift(float(exact))

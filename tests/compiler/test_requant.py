@@ -30,3 +30,22 @@ def test_a_shift_outside_1_to_63_is_refused(factor, shift):
 def test_the_extremes_of_the_legal_range():
     assert requantizer(2.0 ** -40, "x", 0) == (1 << 23, 63)
     assert requantizer(2.0 ** 22, "x", 0) == (1 << 23, 1)
+
+
+@pytest.mark.parametrize("factor, words", [(0.0, "underflows to 0"), (float("inf"), "overflows to infinity")])
+def test_a_factor_that_underflows_or_overflows_says_so(factor, words):
+    with pytest.raises(CompileError) as info:
+        requantizer(factor, "matmul node 4", 4)
+    assert info.value.problem == (f"matmul node 4: the requantizer factor {words}: the scales involved are "
+                                  "too far apart")
+
+
+def test_underflow_detection_and_the_exact_product():
+    from compiler.requant import exact_factor, product_underflows
+    assert not product_underflows(0.5, 0.02, 0.03)
+    assert product_underflows(2.0**20, 2.0**500, 2.0**600)        # 2**1120 on the way: infinity
+    assert product_underflows(2.0**-30, 2.0**-500, 2.0**-600)      # 2**-1130 on the way: 0
+    assert product_underflows(2.0**-30, 2.0**-500, 2.0**-520)      # 2**-1050: subnormal, bits lost
+    assert exact_factor((2.0**20, 2.0**500, 2.0**600), 2.0**1000) == 2.0**120
+    assert exact_factor((2.0**-30, 2.0**-500, 2.0**-600), 2.0**-1000) == 2.0**-130
+    assert exact_factor((1e300, 1e300), 1.0) == float("inf")

@@ -171,3 +171,38 @@ def test_a_fixed_range_in_a_pinned_group_says_the_pin_wins():
     assert plan.scales[x] == 1 / 16
     assert plan.notes == ["ranges['scores'] = 2 does not set the scale of node 0 (input 'x'): the hardware "
                           "pins it (softmax input, Q4.4 (1/16)), so it holds 7.938"]
+
+
+def test_a_group_that_calibration_saw_only_at_zero_gets_a_note():
+    g = Graph()
+    x = g.input("x", (1, 2))
+    m = g.matmul(x, g.weight("w", np.eye(2)))
+    g.output(m, "y")
+    plan = plan_scales(g, {x: 0.0, 1: 1.0, m: 0.0, 3: 0.0})
+    assert plan.scales[x] == plan.scales[m] == 1 / 127                  # the seed's stand-in
+    assert len(plan.notes) == 2
+    assert plan.notes[0].startswith("node 0 (input 'x'): every calibration value is 0, so the range is 0 "
+                                    "and the scale 0.007874 is a stand-in (it holds 1)")
+    assert plan.notes[1].startswith("node 2 (matmul), node 3 (output 'y'): every calibration value is 0")
+    assert "ranges=" in plan.notes[1]
+
+
+def test_a_zero_weight_and_what_only_weights_feed_get_no_note():
+    g = Graph()
+    w = g.weight("w", np.zeros((2, 2)))
+    m = g.matmul(w, g.weight("v", np.eye(2)))
+    plan = plan_scales(g, {w: 0.0, 1: 1.0, m: 0.0})
+    assert plan.scales[m] == 1 / 127 and plan.notes == []
+
+
+@pytest.mark.parametrize("ranges, where", [(None, "its values"), ({"w": 1e-306}, "ranges['w']")])
+def test_a_scale_below_the_normal_floats_is_refused(ranges, where):
+    g = Graph()
+    w = g.weight("w", np.full((2, 2), 1e-320))
+    g.tag(w, "w")
+    with pytest.raises(CompileError) as info:
+        plan_scales(g, {w: 1e-320}, ranges)
+    assert info.value.problem.startswith("node 0 (weight 'w'): its range ")
+    assert f"(from {where}) gives the scale" in info.value.problem
+    assert "below the smallest normal float (2.23e-308)" in info.value.problem
+    assert "power of two" in info.value.fix and info.value.node == w
