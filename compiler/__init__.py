@@ -19,6 +19,6 @@ result is a :class:`Program`. For testing: :mod:`.interpret`, :mod:`.realcheck`,
 
 from .ir import CompileError, Graph
 from .pipeline import compile_graph
-from .program import Program
+from .program import Program, SaturationWarning
 
-__all__ = ["CompileError", "Graph", "Program", "compile_graph"]
+__all__ = ["CompileError", "Graph", "Program", "SaturationWarning", "compile_graph"]

@@ -3,19 +3,21 @@
 Contract: a :class:`Program` holds the instructions and everything the compiler decided:
 the scale of every tensor, the requantizer parameters, where each tensor lives and where
 the host puts inputs and finds outputs. :meth:`Program.ext_image` quantizes inputs and
-weights into an external-memory image; :meth:`Program.run` runs the reference machine on it
-and reads the outputs back; :meth:`Program.read_tensor` reads any tensor still in place in
-the scratchpad after a run.
+weights into an external-memory image (values beyond a scale's range saturate at -127 or
+127); :meth:`Program.run` runs the reference machine on it, counts the clipped input values
+(a :class:`SaturationWarning` names them) and reads the outputs back;
+:meth:`Program.read_tensor` reads any tensor still in place in the scratchpad after a run.
 """
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
-from sim.arith import quantize_array
+from sim.arith import INT8_MAX, quantize_array
 from sim.asm import Instruction, listing
 from sim.machine import Counters, Machine, RunResult, s8, s32, to_words
 from sim.spec import Params
@@ -42,6 +44,15 @@ class OutputValue:
     floats: np.ndarray
 
 
+class SaturationWarning(UserWarning):
+    """:meth:`Program.run` clipped input values that lie beyond the range their scale holds
+    to the int8 levels -127..127 (the run goes on with the clipped values).
+
+    Silence it with ``warnings.simplefilter("ignore", SaturationWarning)``; the counts are in
+    :attr:`RunOutcome.clipped` either way.
+    """
+
+
 @dataclass
 class RunOutcome:
     """The result of :meth:`Program.run`.
@@ -50,11 +61,15 @@ class RunOutcome:
         outputs: output name -> :class:`OutputValue`.
         counters: the machine's five cycle counters.
         state: the machine's final memories (for :meth:`Program.read_tensor`).
+        clipped: input name -> how many of its values were clipped to -127 or 127 because
+            they lie beyond the range the input's scale holds (0 for most runs; see
+            :meth:`Program.clipped_inputs`).
     """
 
     outputs: dict[str, OutputValue]
     counters: Counters
     state: RunResult
+    clipped: dict[str, int] = field(default_factory=dict)
 
 
 def pack_int4(levels: np.ndarray) -> np.ndarray:
@@ -119,6 +134,37 @@ class Program:
         return {node.id: quantize_array(checked[node.name], self.scales[node.id])
                 for node in self.graph.inputs()}
 
+    def clipped_inputs(self, inputs: Mapping[str, object]) -> dict[str, int]:
+        """input name -> how many of the given values quantize beyond -127..127 and are
+        clipped (saturated) there: those beyond the input's range, 127 times its scale.
+
+        Raises:
+            ValueError: bad inputs (see :meth:`quantized_inputs`).
+        """
+        try:
+            checked = check_sample(self.graph, inputs, "the run's inputs")
+        except CompileError as e:
+            raise ValueError(str(e)) from None
+        counts = {}
+        for node in self.graph.inputs():
+            with np.errstate(over="ignore"):
+                levels = np.abs(checked[node.name]) / self.scales[node.id]
+            counts[node.name] = int(np.count_nonzero(np.floor(levels + 0.5) > INT8_MAX))
+        return counts
+
+    def _clipping_message(self, inputs: Mapping[str, object], clipped: Mapping[str, int]) -> str:
+        parts = []
+        for node in self.graph.inputs():
+            if clipped[node.name]:
+                largest = float(np.max(np.abs(np.asarray(inputs[node.name], dtype=np.float64))))
+                holds = self.scales[node.id] * INT8_MAX
+                parts.append(f"input '{node.name}': {clipped[node.name]} of {plural(node.words, 'value')} "
+                             f"lie beyond the range {holds:.4g} that its scale holds (largest |value| "
+                             f"{largest:.4g})")
+        return ("Program.run clipped input values to the int8 levels -127..127: " + "; ".join(parts)
+                + ". Calibrate with samples that cover such inputs, or fix the input's range with "
+                "Graph.tag and compile_graph(ranges=...)")
+
     def quantized_weight(self, nid: int) -> np.ndarray:
         """A weight's levels (int64 array), int8 or int4 by its bits."""
         node = self.graph.nodes[nid]
@@ -142,13 +188,21 @@ class Program:
             image[entry.addr:entry.addr + entry.words] = np.ravel(values)
         return to_words(image)
 
-    def run(self, inputs: Mapping[str, object]) -> RunOutcome:
+    def run(self, inputs: Mapping[str, object], *, warn: bool = True) -> RunOutcome:
         """Run on the reference machine and read every output back.
+
+        Input values beyond the range an input's scale holds are clipped to -127 or 127, as
+        in any int8 quantization; the outcome's ``clipped`` counts them per input, and a
+        :class:`SaturationWarning` (``warnings`` module) names the inputs when any were,
+        unless ``warn`` is False (test harnesses that run held-out data on purpose).
 
         Raises:
             ValueError: bad inputs (see :meth:`quantized_inputs`).
             sim.machine.MachineError: the program is illegal (a compiler bug).
         """
+        clipped = self.clipped_inputs(inputs)
+        if warn and any(clipped.values()):
+            warnings.warn(self._clipping_message(inputs, clipped), SaturationWarning, stacklevel=2)
         state = Machine(self.machine).run(self.code, self.ext_image(inputs))
         outputs = {}
         for entry in self.ext.values():
@@ -163,7 +217,7 @@ class Program:
                 ints = s8(words).reshape(entry.shape)
                 floats = ints * self.scales[entry.node]
             outputs[entry.name] = OutputValue(ints, floats)
-        return RunOutcome(outputs, state.counters, state)
+        return RunOutcome(outputs, state.counters, state, clipped)
 
     def tensor_address(self, nid: int) -> int | None:
         """Scratchpad address of a tensor at the end of the program, None once released.

@@ -67,7 +67,7 @@ def compile_seed(seed: int) -> SeedRun:
     test = sample_inputs(names, rng)
     program = compile_graph(graph, calibration)
     program_no_reuse = compile_graph(graph, calibration, reuse=False)
-    outcome = program.run(test)
+    outcome = program.run(test, warn=False)   # the seed's held-out sample may clip, as in the seed
     error = relative_error(program, outcome, test)
     return SeedRun(seed, graph, program, program_no_reuse, test, outcome, error)
 

@@ -23,4 +23,5 @@ def test_argmax_outputs_are_not_judged():
     g = Graph()
     g.output(g.argmax(g.input("x", (1, 3))), "tok")
     program = compile_graph(g, [{"x": [[0.0, 1.0, 0.5]]}])
-    assert relative_error(program, program.run({"x": [[3.0, 1.0, 0.5]]}), {"x": [[3.0, 1.0, 0.5]]}) == 0.0
+    outcome = program.run({"x": [[3.0, 1.0, 0.5]]}, warn=False)   # 3.0 clips: the argmax still holds
+    assert relative_error(program, outcome, {"x": [[3.0, 1.0, 0.5]]}) == 0.0

@@ -1,9 +1,11 @@
 """compiler/program.py: external image, int4 packing, running, reading tensors back."""
 
+import warnings
+
 import numpy as np
 import pytest
 
-from compiler import Graph, compile_graph
+from compiler import Graph, SaturationWarning, compile_graph
 from compiler.program import pack_int4
 from sim.asm import build, listing
 from sim.machine import Machine, s8
@@ -104,3 +106,25 @@ def test_read_tensor_takes_numpy_ids_and_refuses_a_bad_outcome():
     assert program.read_tensor(outcome, np.int64(2)).tolist() == outcome.outputs["y"].ints.tolist()
     with pytest.raises(ValueError, match="outcome = None"):
         program.read_tensor(None, 2)
+
+
+def test_run_counts_clipped_inputs_and_warns():
+    program = compile_graph(single_matmul(1, 3, 1), [{"x": [[1.0, -1.0, 0.5]]}])   # x holds 1.0
+    quiet = program.run({"x": [[1.0, -1.0, 1.003]]})       # 127.4 levels rounds to 127: not clipped
+    assert quiet.clipped == {"x": 0}
+    with pytest.warns(SaturationWarning) as caught:
+        loud = program.run({"x": [[2.0, -1.0, -1.004]]})   # 254 and -127.5 levels are clipped
+    assert loud.clipped == {"x": 2}
+    assert str(caught[0].message).startswith("Program.run clipped input values to the int8 levels -127..127: "
+                                             "input 'x': 2 of 3 values lie beyond the range 1 that its scale "
+                                             "holds (largest |value| 2)")
+    clipped_by_hand = program.run({"x": [[1.0, -1.0, -1.0]]})
+    assert loud.outputs["y"].ints.tolist() == clipped_by_hand.outputs["y"].ints.tolist()   # values unchanged
+
+
+def test_run_without_warning_still_counts():
+    program = compile_graph(single_matmul(1, 2, 1), [{"x": [[1.0, 1.0]]}])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert program.run({"x": [[5.0, 1.0]]}, warn=False).clipped == {"x": 1}
+    assert program.clipped_inputs({"x": [[5.0, -5.0]]}) == {"x": 2}
