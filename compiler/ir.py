@@ -184,7 +184,8 @@ class Graph:
         return node.id
 
     def _operand(self, nid: int, user: str) -> Node:
-        if not isinstance(nid, int | np.integer) or not 0 <= nid < len(self.nodes):
+        if (isinstance(nid, bool | np.bool_) or not isinstance(nid, int | np.integer)
+                or not 0 <= nid < len(self.nodes)):
             raise CompileError(f"{user}: operand {nid!r} is not a node of this graph "
                                f"(it has {plural(len(self.nodes), 'node')})",
                                "pass the id a Graph method returned")
@@ -211,7 +212,8 @@ class Graph:
     @staticmethod
     def _check_shape(shape: Any, kind: str) -> Shape:
         ok = (isinstance(shape, tuple | list) and len(shape) == 2
-              and all(isinstance(d, int | np.integer) and d >= 1 for d in shape))
+              and all(isinstance(d, int | np.integer) and not isinstance(d, bool | np.bool_) and d >= 1
+                      for d in shape))
         if not ok:
             raise CompileError(f"{kind}: shape {shape!r} is not (rows, cols) with both at least 1",
                                "tensors are 2-D; write a vector as (1, n)")
@@ -231,7 +233,8 @@ class Graph:
         packed eight to a word in external memory, expanded by UNPACK after the load.
         """
         self._check_name(name, "weight")
-        if bits not in VALID_WEIGHT_BITS:
+        whole = isinstance(bits, int | np.integer) and not isinstance(bits, bool | np.bool_)
+        if not whole or bits not in VALID_WEIGHT_BITS:
             raise CompileError(f"weight '{name}': bits={bits!r} is not supported",
                                "use bits=8 (int8) or bits=4 (packed int4)")
         converted, why = float_array(array)
@@ -247,7 +250,7 @@ class Graph:
                                "replace the non-finite values")
         values.setflags(write=False)
         shape = (int(values.shape[0]), int(values.shape[1]))
-        return self._new("weight", (), shape, name=name, array=values, bits=bits)
+        return self._new("weight", (), shape, name=name, array=values, bits=int(bits))
 
     def matmul(self, a: int, b: int, transpose_b: bool = False, scale: float = 1.0) -> int:
         """scale * (a @ b), or scale * (a @ b^T) with ``transpose_b``."""
@@ -261,8 +264,13 @@ class Graph:
                 f"inner dimensions {k} and {k2} differ",
                 "make the columns of the first operand match the rows of the second, or pass "
                 "transpose_b=True to use the second operand's transpose")
+        if not isinstance(transpose_b, bool | np.bool_):
+            raise CompileError(f"matmul of {na.describe()} by {nb.describe()}: transpose_b = "
+                               f"{shown(transpose_b)} is not True or False",
+                               "pass transpose_b=True to use the second operand's transpose, or leave it "
+                               "out")
         try:
-            factor = float(scale)
+            factor = float("nan") if isinstance(scale, str | bytes | bool | np.bool_) else float(scale)
         except (TypeError, ValueError):
             factor = float("nan")
         if not (np.isfinite(factor) and factor > 0):
@@ -324,7 +332,9 @@ class Graph:
         """Give tensor a a name by which ``compile_graph(ranges={name: r})`` fixes its range."""
         na = self._operand(a, "tag")
         if not isinstance(name, str) or not name:
-            raise CompileError(f"tag of {na.describe()}: the tag must be a non-empty string", "")
+            raise CompileError(f"tag of {na.describe()}: the tag must be a non-empty string, got "
+                               f"{shown(name)}",
+                               "name the tensor as compile_graph(ranges={name: ...}) will, e.g. 'cache'")
         na.tag = name
         return na.id
 

@@ -66,6 +66,14 @@ def test_errors_name_the_nodes_and_give_a_fix():
     (lambda g: g.matmul(g.input("a", (1, 2)), g.input("b", (2, 2)), scale=-1.0), "positive"),
     (lambda g: g.matmul(g.input("a", (1, 2)), g.input("b", (2, 2)), scale=0.0), "positive"),
     (lambda g: g.relu(7), "not a node"),
+    (lambda g: g.relu(g.input("a", (1, 2)) > -1), "operand True is not a node"),
+    (lambda g: g.input("a", (True, 2)), "shape (True, 2)"),
+    (lambda g: g.weight("w", [[1.0]], bits=8.0), "bits=8.0"),
+    (lambda g: g.weight("w", [[1.0]], bits="8"), "bits='8'"),
+    (lambda g: g.matmul(g.input("a", (1, 2)), g.input("b", (2, 2)), scale="2"), "factor '2'"),
+    (lambda g: g.matmul(g.input("a", (1, 2)), g.input("b", (2, 2)), transpose_b="no"),
+     "transpose_b = 'no' (a str) is not True or False"),
+    (lambda g: g.tag(g.input("a", (1, 2)), ""), "got '' (a str)"),
 ])
 def test_bad_calls_are_refused(build, words):
     with pytest.raises(CompileError) as info:
