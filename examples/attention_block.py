@@ -16,6 +16,10 @@ ways: against PyTorch's float output (relative error, ||got - want|| / ||want|| 
 whole output) and against the integer interpreter (the same integers, exactly).
 
 Usage: python examples/attention_block.py [--seq 8] [--dim 16] [--samples 32] [--tests 16] [--seed 0]
+
+Sizes the machine cannot take (``--seq 65``: softmax rows longer than SM_MAX_LEN; ``--dim 65``:
+an inner dimension beyond K_MAX; or more than the memories hold) are refused: the script
+prints the refusal, which names the node at fault and the fix, and exits with status 2.
 """
 
 from __future__ import annotations
@@ -24,6 +28,26 @@ import argparse
 import sys
 
 import numpy as np
+
+
+def positive(text: str) -> int:
+    """argparse type: a whole number of at least 1 (argparse names the flag when it is not)."""
+    return _at_least(text, 1)
+
+
+def _at_least(text: str, low: int) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if value < low:
+        raise argparse.ArgumentTypeError(f"{value} is too small: give a whole number of at least {low}")
+    return value
+
+
+def non_negative(text: str) -> int:
+    """argparse type: a whole number of at least 0."""
+    return _at_least(text, 0)
 
 
 def make_block(dim: int, seed: int):
@@ -58,13 +82,25 @@ def make_block(dim: int, seed: int):
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description="Compile a PyTorch attention block with Capra and "
                                      "check it against PyTorch and the integer interpreter.")
-    parser.add_argument("--seq", type=int, default=8, help="sequence length, rows of x (default 8)")
-    parser.add_argument("--dim", type=int, default=16, help="model width, columns of x (default 16)")
-    parser.add_argument("--samples", type=int, default=32, help="calibration sequences (default 32)")
-    parser.add_argument("--tests", type=int, default=16, help="test sequences (default 16)")
-    parser.add_argument("--seed", type=int, default=0, help="seed of the weights and the data (default 0)")
+    parser.add_argument("--seq", type=positive, default=8, help="sequence length, rows of x (default 8)")
+    parser.add_argument("--dim", type=positive, default=16, help="model width, columns of x (default 16)")
+    parser.add_argument("--samples", type=positive, default=32, help="calibration sequences (default 32)")
+    parser.add_argument("--tests", type=positive, default=16, help="test sequences (default 16)")
+    parser.add_argument("--seed", type=non_negative, default=0,
+                        help="seed of the weights and the data (default 0)")
     args = parser.parse_args(argv)
 
+    from compiler import CompileError
+
+    try:
+        return run(args)
+    except CompileError as refused:  # the message names the node at fault and the fix
+        print(f"error: {refused}", file=sys.stderr)
+        return 2
+
+
+def run(args: argparse.Namespace) -> int:
+    """Lower, compile, run and check the block; 0 when the machine matches the interpreter."""
     from compiler import compile_graph
     from compiler.frontend import from_torch, run_torch
     from compiler.interpret import interpret

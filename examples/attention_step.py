@@ -9,6 +9,10 @@ pairs, tiles, the allocator's events as they happen, the program) and then check
 program against the integer interpreter, the real-number meaning and floating point.
 
 Usage: python examples/attention_step.py [--dim 8] [--cache 5] [--samples 20] [--seed 3]
+
+A size Capra refuses (``--dim 100``: beyond K_MAX; ``--cache 100``: softmax rows beyond
+SM_MAX_LEN) stops the script after the graph: it prints the refusal, which names the node
+at fault and the fix, and exits with status 2.
 """
 
 from __future__ import annotations
@@ -19,7 +23,7 @@ import sys
 
 import numpy as np
 
-from compiler import Graph, compile_graph
+from compiler import CompileError, Graph, compile_graph
 from compiler.allocator import AllocEvent
 from compiler.emit import tiles
 from compiler.evaluate import evaluate
@@ -27,6 +31,21 @@ from compiler.interpret import interpret
 from compiler.realcheck import stagewise_problems
 from compiler.seedtable import attention_step_graph as build_graph
 from compiler.seedtable import attention_step_sample as draw_sample
+
+
+def positive(text: str) -> int:
+    """argparse type: a whole number of at least 1 (argparse names the flag when it is not)."""
+    return _at_least(text, 1)
+
+
+def _at_least(text: str, low: int) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if value < low:
+        raise argparse.ArgumentTypeError(f"{value} is too small: give a whole number of at least {low}")
+    return value
 
 
 def describe(g: Graph) -> list[str]:
@@ -57,12 +76,20 @@ def allocator_lines(events: list[AllocEvent]) -> list[str]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description="Compile one attention decode step with Capra, "
                                      "printing what every pass decides.")
-    parser.add_argument("--dim", type=int, default=8, help="head dimension (default 8)")
-    parser.add_argument("--cache", type=int, default=5, help="rows already in the KV cache (default 5)")
-    parser.add_argument("--samples", type=int, default=20, help="calibration samples (default 20)")
+    parser.add_argument("--dim", type=positive, default=8, help="head dimension (default 8)")
+    parser.add_argument("--cache", type=positive, default=5, help="rows already in the KV cache (default 5)")
+    parser.add_argument("--samples", type=positive, default=20, help="calibration samples (default 20)")
     parser.add_argument("--seed", type=int, default=3, help="random seed of the data (default 3)")
     args = parser.parse_args(argv)
+    try:
+        return run(args)
+    except CompileError as refused:  # the message names the node at fault and the fix
+        print(f"error: {refused}", file=sys.stderr)
+        return 2
 
+
+def run(args: argparse.Namespace) -> int:
+    """Compile the step pass by pass, printing each, and check it; 0 when machine == interpreter."""
     g = build_graph(args.dim, args.cache)
     rng = random.Random(args.seed)
     calibration = [draw_sample(rng, args.dim, args.cache) for _ in range(args.samples)]

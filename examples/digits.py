@@ -53,6 +53,26 @@ PIXEL_MAX = 16.0
 SIMULATORS = ("icarus", "verilator")
 
 
+def positive(text: str) -> int:
+    """argparse type: a whole number of at least 1 (argparse names the flag when it is not)."""
+    return _at_least(text, 1)
+
+
+def _at_least(text: str, low: int) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if value < low:
+        raise argparse.ArgumentTypeError(f"{value} is too small: give a whole number of at least {low}")
+    return value
+
+
+def non_negative(text: str) -> int:
+    """argparse type: a whole number of at least 0."""
+    return _at_least(text, 0)
+
+
 @dataclass
 class Split:
     """Images (float32, n x 64, values 0..1) and labels (int64, n)."""
@@ -263,10 +283,10 @@ def run_reference(lowered, program, split: Split, float_logits: np.ndarray,
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description="Train a digits MLP in PyTorch, compile it with Capra "
                                      "through torch.fx and run it on GA-2 (reference machine and RTL).")
-    parser.add_argument("--rtl", type=int, default=None, metavar="N",
+    parser.add_argument("--rtl", type=non_negative, default=None, metavar="N",
                         help="test images to run on the RTL under Icarus and Verilator, rounded up to "
                         "whole batches of 8 (default 16, 0 with --quick; 0 skips the RTL)")
-    parser.add_argument("--epochs", type=int, default=None,
+    parser.add_argument("--epochs", type=positive, default=None,
                         help="training epochs (default 60, 8 with --quick)")
     parser.add_argument("--quick", action="store_true",
                         help="a quick check: fewer epochs, the first 64 test images, no RTL unless --rtl")

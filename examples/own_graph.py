@@ -52,6 +52,21 @@ def build(batch: int = 4, d_in: int = 16, hidden: int = 32, d_out: int = 8,
     return net, {"x": (batch, d_in)}
 
 
+def positive(text: str) -> int:
+    """argparse type: a whole number of at least 1 (argparse names the flag when it is not)."""
+    return _at_least(text, 1)
+
+
+def _at_least(text: str, low: int) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if value < low:
+        raise argparse.ArgumentTypeError(f"{value} is too small: give a whole number of at least {low}")
+    return value
+
+
 def draw_inputs(shapes: Shapes, rng: random.Random) -> dict[str, list[list[float]]]:
     """Unit-Gaussian values for every input, row by row."""
     return {name: [[rng.gauss(0, 1) for _ in range(cols)] for _ in range(rows)]
@@ -170,7 +185,7 @@ def refusals() -> list[tuple[str, CompileError]]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description="Compile your own network with Capra: run it, sweep its "
                                      "hidden width, and see what the compiler refuses.")
-    parser.add_argument("--widths", type=int, nargs="*", default=[8, 16, 32, 48, 64],
+    parser.add_argument("--widths", type=positive, nargs="+", default=[8, 16, 32, 48, 64],
                         help="hidden widths to sweep (default 8 16 32 48 64)")
     parser.add_argument("--no-refusals", action="store_true", help="skip the refused graphs")
     args = parser.parse_args(argv)

@@ -88,6 +88,95 @@ def test_digits_on_the_rtl():
     assert done.stdout.strip().endswith("RTL bit-exact on 8 images")
 
 
+def too_small(script: str, flag: str, value: int, low: int) -> str:
+    return f"{script}: error: argument {flag}: {value} is too small: give a whole number of at least {low}"
+
+
+BAD_FLAGS = [
+    ("attention_block.py", ["--tests", "0"], too_small("attention_block.py", "--tests", 0, 1)),
+    ("attention_block.py", ["--seq", "-2"], too_small("attention_block.py", "--seq", -2, 1)),
+    ("attention_block.py", ["--seq", "0"], too_small("attention_block.py", "--seq", 0, 1)),
+    ("attention_block.py", ["--dim", "0"], too_small("attention_block.py", "--dim", 0, 1)),
+    ("attention_block.py", ["--samples", "0"], too_small("attention_block.py", "--samples", 0, 1)),
+    ("attention_block.py", ["--seed", "-1"], too_small("attention_block.py", "--seed", -1, 0)),
+    ("attention_block.py", ["--seq", "8.5"],
+     "attention_block.py: error: argument --seq: '8.5' is not a whole number"),
+    ("attention_step.py", ["--dim", "0"], too_small("attention_step.py", "--dim", 0, 1)),
+    ("attention_step.py", ["--cache", "0"], too_small("attention_step.py", "--cache", 0, 1)),
+    ("attention_step.py", ["--cache", "-1"], too_small("attention_step.py", "--cache", -1, 1)),
+    ("attention_step.py", ["--samples", "0"], too_small("attention_step.py", "--samples", 0, 1)),
+    ("own_graph.py", ["--widths", "8", "0"], too_small("own_graph.py", "--widths", 0, 1)),
+    ("own_graph.py", ["--widths", "-4"], too_small("own_graph.py", "--widths", -4, 1)),
+    ("own_graph.py", ["--widths"], "own_graph.py: error: argument --widths: expected at least one argument"),
+    ("digits.py", ["--rtl", "-1"], too_small("digits.py", "--rtl", -1, 0)),
+    ("digits.py", ["--epochs", "0"], too_small("digits.py", "--epochs", 0, 1)),
+    ("digits.py", ["--epochs", "-3"], too_small("digits.py", "--epochs", -3, 1)),
+]
+"""A flag out of range: argparse's usage and one line naming the flag, status 2, nothing run."""
+
+
+def ids(runs: list) -> list[str]:
+    return [" ".join([script, *args]) for script, args, _ in runs]
+
+
+@pytest.mark.parametrize("script, args, expected", BAD_FLAGS, ids=ids(BAD_FLAGS))
+def test_a_bad_flag_is_refused_by_name(script, args, expected):
+    done = subprocess.run([sys.executable, str(EXAMPLES / script), *args], capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode == 2 and done.stdout == ""
+    assert done.stderr.startswith("usage: ") and done.stderr.splitlines()[-1] == expected, done.stderr
+
+
+REFUSED_RUNS = [
+    ("attention_step.py", ["--dim", "100"], ["error: matmul node 4: its inner dimension is 100"]),
+    ("attention_step.py", ["--cache", "100"], ["error: softmax node 5: rows of 101 values"]),
+]
+"""A size the compiler refuses: the refusal's message on stderr (the first lines of it, as it
+starts), status 2, no traceback."""
+
+TORCH_REFUSED_RUNS = [
+    ("attention_block.py", ["--seq", "65"], [
+        "error: AttentionBlock: 1 node cannot run on GA-2; nothing was compiled",
+        "REFUSED softmax: torch.nn.functional.softmax: its rows hold 65 values, more than the softmax unit's "
+        "64 (SM_MAX_LEN)"]),
+    ("attention_block.py", ["--dim", "65"], [
+        "error: AttentionBlock: 4 nodes cannot run on GA-2; nothing was compiled",
+        "REFUSED query: Linear module 'query': its inner dimension is 65, more than the 64 that one MM "
+        "instruction sums (K_MAX); split the layer into pieces of at most 64 and add them"]),
+    ("attention_block.py", ["--seq", "64", "--samples", "2", "--tests", "1"], ["error: scratchpad is full"]),
+]
+
+
+def check_refused(script: str, args: list[str], expected: list[str]) -> None:
+    done = subprocess.run([sys.executable, str(EXAMPLES / script), *args], capture_output=True, text=True,
+                          timeout=600)
+    assert done.returncode == 2, done.stderr
+    assert "Traceback" not in done.stderr
+    lines = done.stderr.splitlines()
+    assert len(lines) >= len(expected), done.stderr
+    for line, start in zip(lines, expected, strict=False):
+        assert line.startswith(start), done.stderr
+
+
+@pytest.mark.parametrize("script, args, expected", REFUSED_RUNS, ids=ids(REFUSED_RUNS))
+def test_a_refused_size_prints_the_refusal(script, args, expected):
+    check_refused(script, args, expected)
+
+
+@pytest.mark.torch
+@pytest.mark.parametrize("script, args, expected", TORCH_REFUSED_RUNS, ids=ids(TORCH_REFUSED_RUNS))
+def test_a_refused_size_prints_the_refusal_torch(script, args, expected):
+    pytest.importorskip("torch")
+    check_refused(script, args, expected)
+
+
+def test_own_graph_reports_a_refused_width_in_its_sweep():
+    done = subprocess.run([sys.executable, str(EXAMPLES / "own_graph.py"), "--no-refusals", "--widths",
+                           "100"], capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr
+    assert "    100  refused: matmul node 5: its inner dimension is 100" in done.stdout
+
+
 @pytest.mark.parametrize("script", sorted({r[0] for r in RUNS + TORCH_RUNS}))
 def test_example_help(script):
     done = subprocess.run([sys.executable, str(EXAMPLES / script), "--help"], capture_output=True, text=True,
