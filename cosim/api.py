@@ -29,6 +29,7 @@ from sim.spec import ErrorCode
 from . import runner
 from .jobs import Job, JobLike, RtlRun, as_job, as_jobs
 from .runner import CosimError, Simulation
+from .text import counted, verb
 
 __all__ = ["CosimError", "Job", "RtlRun", "compare", "run_programs", "simulate"]
 
@@ -142,5 +143,6 @@ def compare(job: JobLike, run: RtlRun, *, shown: int = SHOWN) -> list[str]:
         if len(bad):
             first = "; ".join(f"[{a}] RTL {_word(int(got[a]), bool(unresolved[a]))}, reference "
                               f"{_word(int(expected[a]))}" for a in bad[:shown])
-            out.append(f"{memory}: {len(bad)} word{'s' if len(bad) > 1 else ''} differ; first {first}")
+            out.append(f"{memory}: {counted(len(bad), 'word')} {verb(len(bad), 'differs', 'differ')}; "
+                       f"first {first}")
     return out

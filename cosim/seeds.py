@@ -14,33 +14,63 @@ addresses and values and the differing counters; then the table (seed, nodes, in
 scratchpad words with and without reuse, cycles, error against floating point); then the
 build and run times. Exit status 0 when every simulator matches, 1 on any difference, 2 when
 a simulator could not run.
+
+Any number of seeds up to MAX_SEEDS (1,000,000) runs in constant memory: the seeds are compiled
+and run a hundred at a time (cosim/batch.py), and the table lists the first TABLE_ROWS (100)
+seeds and then totals over all of them. From LONG_RUN (10,000) seeds on, a note says how
+long it will take (about 0.2 s per seed on Icarus, half that on Verilator: 100,000 seeds are
+hours); more than MAX_SEEDS is refused.
 """
 
 from __future__ import annotations
 
+import bisect
 import re
-from dataclasses import dataclass
+import sys
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from itertools import chain
 from pathlib import Path
 
-from compiler.seedtable import SeedRun, compile_seed
+from compiler.seedtable import compile_seed
+from sim.spec import Params
 
 from . import batch
-from .jobs import Job
+from .jobs import Job, RtlRun
+from .text import counted
 
 WHAT = "memory and all five counters"
 COLUMNS = (("seed", 5), ("nodes", 6), ("instr", 6), ("scratchpad words (reuse)", 25), ("(no reuse)", 11),
            ("cycles", 8), ("error vs float", 15))
-"""The table's columns and their widths."""
-HEADER = " ".join(f"{title:>{width}}" for title, width in COLUMNS)
+"""The table's columns and their widths (the seed column widens for longer seeds)."""
+MAX_SEEDS = 1_000_000
+"""The most seeds one run takes (about a day on Icarus); more is refused."""
+LONG_RUN = 10_000
+"""From this many seeds on, a note says how long the run will take."""
+SECONDS_PER_SEED = {"icarus": 0.2, "verilator": 0.1}
+"""Rough cost of one seed (compile, reference, simulation) on a 2-core machine, for that note."""
+TABLE_ROWS = 100
+"""Seeds the table lists one per row; beyond them it gives totals."""
 
 
-def parse_seeds(text: str) -> list[int]:
-    """``"100-111"``, ``"3,7,20-25"`` -> the seeds, in order, each once.
+def header(seed_width: int = COLUMNS[0][1]) -> str:
+    """The table's header, its seed column ``seed_width`` wide."""
+    widths = (seed_width, *(w for _, w in COLUMNS[1:]))
+    return " ".join(f"{title:>{width}}" for (title, _), width in zip(COLUMNS, widths, strict=True))
+
+
+HEADER = header()
+
+
+def seed_ranges(text: str) -> list[range]:
+    """``"100-111"``, ``"3,7,20-25"`` -> ranges holding the seeds in order, each seed once
+    (a seed already named earlier is left out), without listing them.
 
     Raises:
         ValueError: a part is not N or N-M with N <= M (the message shows it).
     """
-    seeds: list[int] = []
+    out: list[range] = []
+    taken: list[tuple[int, int]] = []   # sorted, disjoint (first, last) of the parts so far
     for part in text.replace(" ", "").split(","):
         m = re.fullmatch(r"(\d+)(?:-(\d+))?", part)
         if not m or (m[2] is not None and int(m[2]) < int(m[1])):
@@ -48,54 +78,154 @@ def parse_seeds(text: str) -> list[int]:
                              "e.g. 100-111 or 3,7,20-25")
         lo = int(m[1])
         hi = int(m[2]) if m[2] is not None else lo
-        seeds += [s for s in range(lo, hi + 1) if s not in seeds]
-    return seeds
+        i = bisect.bisect_left(taken, (lo,))
+        if i and taken[i - 1][1] >= lo:
+            i -= 1
+        j, at = i, lo
+        while j < len(taken) and taken[j][0] <= hi:
+            if taken[j][0] > at:
+                out.append(range(at, taken[j][0]))
+            at = max(at, taken[j][1] + 1)
+            j += 1
+        if at <= hi:
+            out.append(range(at, hi + 1))
+        merged = (min(lo, taken[i][0]), max(hi, taken[j - 1][1])) if j > i else (lo, hi)
+        taken[i:j] = [merged]
+    return out
+
+
+def parse_seeds(text: str) -> list[int]:
+    """``"100-111"``, ``"3,7,20-25"`` -> the seeds, in order, each once (see :func:`seed_ranges`).
+
+    Raises:
+        ValueError: a part is not N or N-M with N <= M.
+    """
+    return list(chain.from_iterable(seed_ranges(text)))
+
+
+def check_count(n: int, what: str = "seeds") -> None:
+    """Refuse more than MAX_SEEDS.
+
+    Raises:
+        ValueError: with how many were asked for and what to do instead.
+    """
+    if n > MAX_SEEDS:
+        raise ValueError(f"{n:,} {what} in one run is more than the {MAX_SEEDS:,} allowed (that many "
+                         f"take about {duration(MAX_SEEDS * SECONDS_PER_SEED['icarus'])} on Icarus); "
+                         "split it into several runs")
+
+
+def duration(seconds: float) -> str:
+    """``5400`` -> ``1.5 hours``, ``90`` -> ``2 minutes``."""
+    if seconds >= 5400:
+        return f"{seconds / 3600:.1f} hours"
+    return f"{max(1, round(seconds / 60))} minutes"
+
+
+def long_run_note(n: int, simulators: tuple[str, ...], what: str = "seeds") -> str | None:
+    """For LONG_RUN or more: how long the run will take (the slowest simulator sets the pace)."""
+    if n < LONG_RUN:
+        return None
+    seconds = n * max(SECONDS_PER_SEED[s] for s in simulators)
+    return (f"note: {n:,} {what} take about {duration(seconds)} on {' and '.join(simulators)}; progress "
+            f"is shown as they run (Ctrl-C stops)")
 
 
 @dataclass
-class SeedCase:
-    """A seed's compiled graph (the table's row) and its job."""
+class Row:
+    """A seed's row of the table: the compiled graph's figures and the reference's cycles."""
 
-    run: SeedRun
-    job: Job
+    seed: int
+    nodes: int
+    instr: int
+    high: int
+    high0: int
+    cycles: int
+    error: float
+    rtl: dict[str, int] = field(default_factory=dict)
+    """The RTL's cycles, per simulator."""
 
 
-def prepare(seeds: list[int]) -> list[SeedCase]:
-    """Compile every seed (compiler.seedtable.compile_seed) and make its job."""
-    cases = []
+@dataclass
+class Totals:
+    """What the table says about all the seeds, beyond its rows."""
+
+    seeds: int = 0
+    instr: int = 0
+    error_sum: float = 0.0
+    error_max: float = 0.0
+    error_max_seed: int | None = None
+
+    def add(self, seed: int, instr: int, error: float) -> None:
+        self.seeds += 1
+        self.instr += instr
+        self.error_sum += error
+        if self.error_max_seed is None or error > self.error_max:
+            self.error_max, self.error_max_seed = error, seed
+
+
+def compiled(seeds: Iterator[int], params: Params, rows: list[Row], totals: Totals) -> Iterator[Job]:
+    """Compile each seed (compiler.seedtable.compile_seed) as it is asked for and yield its job;
+    the first TABLE_ROWS rows go to ``rows``, every seed into ``totals``."""
     for seed in seeds:
         run = compile_seed(seed)
-        image = run.program.ext_image(run.test_inputs)
-        cases.append(SeedCase(run, Job(run.program.code, image, name=f"seed {seed}")))
-    return cases
+        job = Job(run.program.code, run.program.ext_image(run.test_inputs), name=f"seed {seed}")
+        _, nodes, instr, high, high0, error = run.row
+        totals.add(seed, instr, error)
+        if len(rows) < TABLE_ROWS:
+            rows.append(Row(seed, nodes, instr, high, high0, job.expected(params).counters.cycles, error))
+        yield job
 
 
-def table(cases: list[SeedCase], outcomes: list[batch.Outcome]) -> list[str]:
-    """The seed table. Cycles are the RTL's (the first simulator that ran); a value that
-    differs from the reference's is followed by the reference's in parentheses."""
-    rtl = next((o.simulation.runs for o in outcomes if o.simulation is not None), None)
-    lines = [HEADER]
-    for k, case in enumerate(cases):
-        seed, nodes, instr, high, high0, error = case.run.row
-        want = case.job.expected().counters.cycles
-        cycles = f"{want:8d}" if rtl is None else f"{rtl[k].counters.cycles:8d}"
-        if rtl is not None and rtl[k].counters.cycles != want:
-            cycles += f" (ref {want})"
-        lines.append(f"{seed:5d} {nodes:6d} {instr:6d} {high:25d} {high0:11d} {cycles} {100 * error:14.2f}%")
+def table(rows: list[Row], totals: Totals, simulators: tuple[str, ...]) -> list[str]:
+    """The seed table. Cycles are the RTL's (the first simulator that ran the seed); a value that
+    differs from the reference's is followed by the reference's in parentheses. Beyond
+    TABLE_ROWS seeds, a line of totals."""
+    width = max([COLUMNS[0][1], *(len(str(row.seed)) for row in rows)])
+    lines = [header(width)]
+    for row in rows:
+        rtl = next((row.rtl[s] for s in simulators if s in row.rtl), None)
+        cycles = f"{row.cycles if rtl is None else rtl:8d}"
+        if rtl is not None and rtl != row.cycles:
+            cycles += f" (ref {row.cycles})"
+        lines.append(f"{row.seed:{width}d} {row.nodes:6d} {row.instr:6d} {row.high:25d} {row.high0:11d} "
+                     f"{cycles} {100 * row.error:14.2f}%")
+    if totals.seeds > len(rows):
+        mean, top = 100 * totals.error_sum / totals.seeds, 100 * totals.error_max
+        lines.append(f"... {counted(totals.seeds - len(rows), 'more seed')} (the table lists the first "
+                     f"{len(rows)}); over all {totals.seeds:,}: {totals.instr:,} instructions, error vs "
+                     f"float mean {mean:.2f}%, max {top:.2f}% (seed {totals.error_max_seed})")
     return lines
 
 
 def main(seed_text: str, choice: str, *, waves: bool = False, verilog: Path | None = None,
          keep: bool = False) -> int:
-    """The whole command; returns the exit status."""
-    seeds = parse_seeds(seed_text)
-    cases = prepare(seeds)
-    jobs = [case.job for case in cases]
-    outcomes = batch.run_batch(jobs, choice, verilog=verilog, waves=waves, keep=keep)
+    """The whole command; returns the exit status.
+
+    Raises:
+        ValueError: bad SEEDS, or more than MAX_SEEDS.
+    """
+    ranges = seed_ranges(seed_text)
+    n = sum(len(r) for r in ranges)
+    check_count(n)
+    note = long_run_note(n, batch.simulators(choice))
+    if note:
+        print(note, file=sys.stderr, flush=True)
+    rows: list[Row] = []
+    totals = Totals()
+
+    def seen(simulator: str, index: int, run: RtlRun, differences: list[str]) -> None:
+        if index < len(rows):
+            rows[index].rtl[simulator] = run.counters.cycles
+
+    outcomes = batch.run_stream(lambda params: compiled(chain.from_iterable(ranges), params, rows, totals),
+                                n, choice, making="compiling", noun="seed", verilog=verilog, waves=waves,
+                                keep=keep, seen=seen)
     lines = []
     for o in outcomes:
-        lines += batch.verdict(o, jobs, WHAT)
-    lines += ["", *table(cases, outcomes), "", *batch.timing(outcomes), *batch.waves_lines(outcomes)]
+        lines += batch.verdict(o, WHAT)
+    lines += ["", *table(rows, totals, batch.simulators(choice)), "", *batch.timing(outcomes),
+              *batch.waves_lines(outcomes)]
     batch.emit(lines)
     if any(o.error for o in outcomes):
         return 2

@@ -23,8 +23,10 @@ consecutive seeds hold every ending, and ``make stress SEED=k N=1`` reruns progr
 from __future__ import annotations
 
 import random
+import shlex
+import sys
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -34,8 +36,9 @@ from sim import spec
 from sim.asm import AsmError, Instruction, build, decode, disassemble, encode_program
 from sim.spec import DEFAULT, ErrorCode, Mem, Params
 
-from . import batch, runner
+from . import batch, seeds
 from .jobs import Job
+from .text import counted
 
 HALT = "HALT"
 ENDINGS: tuple[str, ...] = (HALT, HALT, HALT, HALT, *(c.name for c in ErrorCode if c is not ErrorCode.NONE))
@@ -305,7 +308,13 @@ class Generator:
 
 def generate(first: int, n: int, params: Params = DEFAULT) -> list[StressProgram]:
     """Programs for seeds first .. first+n-1."""
-    return [Generator(seed, params).program() for seed in range(first, first + n)]
+    return list(programs(first, n, params))
+
+
+def programs(first: int, n: int, params: Params = DEFAULT) -> Iterator[StressProgram]:
+    """Programs for seeds first .. first+n-1, each drawn when it is asked for."""
+    for seed in range(first, first + n):
+        yield Generator(seed, params).program()
 
 
 def listing(program: Sequence[Instruction] | Sequence[int]) -> str:
@@ -323,44 +332,105 @@ def listing(program: Sequence[Instruction] | Sequence[int]) -> str:
     return "\n".join(lines)
 
 
+@dataclass
+class Coverage:
+    """What a run's programs exercise, summed as they are drawn (:meth:`add`)."""
+
+    programs: int = 0
+    first: int | None = None
+    last: int | None = None
+    instructions: int = 0
+    features: Counter = field(default_factory=Counter)
+    stops: Counter = field(default_factory=Counter)
+
+    def add(self, prog: StressProgram, params: Params) -> None:
+        self.programs += 1
+        self.first = prog.seed if self.first is None else self.first
+        self.last = prog.seed
+        self.instructions += prog.job.length
+        self.features.update(prog.features)
+        self.stops[stop_name(prog.job.expected(params).error_code)] += 1
+
+    def seeds(self) -> str:
+        return f"seed {self.first}" if self.first == self.last else f"seeds {self.first}..{self.last}"
+
+    def lines(self) -> list[str]:
+        """Instructions and cases, and how the reference stopped the programs."""
+        cases = ["MM tb=1", "MM tb=1, odd strides", "MM K=1", "MM K=K_MAX", "MM output rows overlap",
+                 "SM len=1", "SM len=SM_MAX_LEN", "RQ in place", "VADD in place"]
+        return [
+            f"{counted(self.programs, 'program')} ({self.seeds()}), "
+            f"{counted(self.instructions, 'instruction')}",
+            "instructions: " + ", ".join(f"{k} {self.features[k]:,}" for k in KINDS),
+            "cases: " + ", ".join(f"{c} {self.features[c]:,}" for c in cases),
+            "stops (reference): " + ", ".join(f"{name} {self.stops[name]:,}" for name in STOPS),
+        ]
+
+
+def stop_name(code: ErrorCode) -> str:
+    """How the coverage names a stop: HALT for a normal one, else the error code's name."""
+    return HALT if code is ErrorCode.NONE else code.name
+
+
+STOPS = tuple(stop_name(c) for c in ErrorCode)
+"""The stops, in the order the coverage lists them."""
+
+
 def coverage(programs: Sequence[StressProgram], params: Params) -> list[str]:
     """What the programs exercise: instructions and cases, and how the reference stopped them."""
-    total: Counter = Counter()
+    total = Coverage()
     for prog in programs:
-        total.update(prog.features)
-    stops = Counter(prog.job.expected(params).error_code.name for prog in programs)
-    instructions = sum(prog.job.length for prog in programs)
-    cases = ["MM tb=1", "MM tb=1, odd strides", "MM K=1", "MM K=K_MAX", "MM output rows overlap",
-             "SM len=1", "SM len=SM_MAX_LEN", "RQ in place", "VADD in place"]
-    return [
-        f"{len(programs)} programs (seeds {programs[0].seed}..{programs[-1].seed}), "
-        f"{instructions} instructions",
-        "instructions: " + ", ".join(f"{k} {total[k]}" for k in KINDS),
-        "cases: " + ", ".join(f"{c} {total[c]}" for c in cases),
-        "stops (reference): " + ", ".join(f"{c.name} {stops[c.name]}" for c in ErrorCode),
-    ]
+        total.add(prog, params)
+    return total.lines()
+
+
+def rerun_lines(seeds: Sequence[int], choice: str, options: Sequence[str] = ()) -> list[str]:
+    """How to rerun each failing program alone, exactly as it failed.
+
+    Args:
+        seeds: the failing programs' seeds.
+        choice: the simulators of the run (``--sim``).
+        options: the other command-line options that changed the run (``--mutant rq-round``,
+            ``--verilog file``); make stress cannot pass them, so only the python command is
+            given then.
+    """
+    extra = "".join(f" {shlex.quote(o)}" for o in options)
+    out = ["rerun a failing program alone (add --show to print its listing):"]
+    for s in seeds:
+        python = f"python -m cosim stress --seed {s} --n 1 --sim {choice}{extra}"
+        make = f"make stress SEED={s} N=1 SIM={choice}"
+        out.append(f"    {python}" if options else f"    {make}    # or: {python}")
+    return out
 
 
 def main(first: int, n: int, choice: str, *, waves: bool = False, verilog: Path | None = None,
-         keep: bool = False, show: bool = False) -> int:
-    """The whole command; returns the exit status."""
-    params = runner.verilog_params(runner.fresh_verilog(verilog))
-    programs = generate(first, n, params)
-    if show:
-        for prog in programs:
-            batch.emit([f"{prog.job.name} (ends {prog.ending}):", listing(prog.job.program), ""])
-    jobs = [prog.job for prog in programs]
-    outcomes = batch.run_batch(jobs, choice, verilog=verilog, waves=waves, keep=keep)
+         keep: bool = False, show: bool = False, options: Sequence[str] = ()) -> int:
+    """The whole command; returns the exit status.
+
+    ``options`` are the command-line options besides --seed, --n and --sim that change the run
+    (for the rerun hint: :func:`rerun_lines`).
+    """
+    note = seeds.long_run_note(n, batch.simulators(choice), "programs")
+    if note:
+        print(note, file=sys.stderr, flush=True)
+    total = Coverage()
+
+    def drawn(params: Params) -> Iterator[Job]:
+        for prog in programs(first, n, params):
+            total.add(prog, params)
+            if show:
+                batch.emit([f"{prog.job.name} (ends {prog.ending}):", listing(prog.job.program), ""])
+            yield prog.job
+
+    outcomes = batch.run_stream(drawn, n, choice, making="drawing programs", verilog=verilog, waves=waves,
+                                keep=keep)
     lines = []
     for o in outcomes:
-        lines += batch.verdict(o, jobs, WHAT)
-    failing = sorted({programs[k].seed for o in outcomes for k in o.failed})
+        lines += batch.verdict(o, WHAT)
+    failing = sorted({first + f.index for o in outcomes for f in o.failures})
     if failing:
-        lines.append("")
-        lines.append("rerun a failing program alone (add --show to print its listing):")
-        lines += [f"    make stress SEED={s} N=1 SIM={choice}"
-                  f"    # python -m cosim stress --seed {s} --n 1 --show" for s in failing[:10]]
-    lines += ["", *coverage(programs, params), "", *batch.timing(outcomes), *batch.waves_lines(outcomes)]
+        lines += ["", *rerun_lines(failing[:10], choice, options)]
+    lines += ["", *total.lines(), "", *batch.timing(outcomes), *batch.waves_lines(outcomes)]
     batch.emit(lines)
     if any(o.error for o in outcomes):
         return 2

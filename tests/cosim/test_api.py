@@ -38,7 +38,7 @@ def test_memory_differences_name_the_first_addresses_and_values():
     run.spad[21] = 0xFFFFFF80
     run.spad[300] = 9
     found = compare(JOB, run)
-    assert found[0] == "ext: 1 word differ; first [52] RTL 0x00000065 (101), reference 0x00000064 (100)"
+    assert found[0] == "ext: 1 word differs; first [52] RTL 0x00000065 (101), reference 0x00000064 (100)"
     assert found[1].startswith("spad: 2 words differ; first [21] RTL 0xffffff80 (-128), "
                                "reference 0xfffffff9 (-7)")
     assert "[300] RTL 0x00000009 (9), reference 0x00000000 (0)" in found[1]
@@ -47,7 +47,7 @@ def test_memory_differences_name_the_first_addresses_and_values():
 def test_unresolved_words_are_differences():
     run = exact_run()
     run.spad_x[7] = True
-    assert compare(JOB, run) == ["spad: 1 word differ; first [7] RTL X, reference 0x000000c8 (200)"]
+    assert compare(JOB, run) == ["spad: 1 word differs; first [7] RTL X, reference 0x000000c8 (200)"]
 
 
 def test_counters_and_stop():

@@ -9,16 +9,43 @@ import pytest
 
 from compiler.seedtable import compile_seed
 from cosim import runner, seeds
-from cosim.seeds import parse_seeds
+from cosim.seeds import Row, Totals, parse_seeds, seed_ranges
 
 
 def test_parse_seeds():
     assert parse_seeds("100-111") == list(range(100, 112))
     assert parse_seeds("3,7,20-25") == [3, 7, 20, 21, 22, 23, 24, 25]
     assert parse_seeds("5, 5,4-6") == [5, 4, 6]
-    for bad in ("", "1-", "9-3", "a", "1,,2"):
+    assert parse_seeds("10-20,5-12,15,19-25,1-30") == [*range(10, 21), *range(5, 10), *range(21, 26),
+                                                       *range(1, 5), *range(26, 31)]
+    for bad in ("", "1-", "9-3", "a", "1,,2", "-1"):
         with pytest.raises(ValueError, match="is not N or N-M"):
             parse_seeds(bad)
+
+
+def test_a_huge_range_is_counted_without_listing_it():
+    assert seed_ranges("1-100000000000,5") == [range(1, 100000000001)]
+    with pytest.raises(ValueError, match=r"100,000,000,000 seeds in one run is more than the 1,000,000 "):
+        seeds.check_count(sum(len(r) for r in seed_ranges("1-100000000000")))
+    seeds.check_count(seeds.MAX_SEEDS)
+    assert seeds.long_run_note(seeds.LONG_RUN - 1, ("icarus",)) is None
+    note = seeds.long_run_note(100_000, ("icarus", "verilator"))
+    assert note.startswith("note: 100,000 seeds take about 5.6 hours on icarus and verilator")
+
+
+def test_the_table_widens_for_long_seeds_and_totals_beyond_its_rows():
+    big = 12345678901234567890
+    rows = [Row(7, 10, 20, 30, 40, 500, 0.0123, {"verilator": 501}), Row(big, 1, 2, 3, 4, 5, 0.5)]
+    totals = Totals()
+    for seed, instr, error in ((7, 20, 0.0123), (big, 2, 0.5), (9, 8, 0.01)):
+        totals.add(seed, instr, error)
+    lines = seeds.table(rows, totals, ("icarus", "verilator"))
+    assert lines[0] == seeds.header(20) and lines[0].endswith(seeds.HEADER[5:])
+    assert len(lines[0]) == len(lines[2]) and lines[2].startswith(f"{big} ")
+    assert lines[1].split() == ["7", "10", "20", "30", "40", "501", "(ref", "500)", "1.23%"]
+    mean = 100 * (0.0123 + 0.5 + 0.01) / 3
+    assert lines[3] == ("... 1 more seed (the table lists the first 2); over all 3: 30 instructions, "
+                        f"error vs float mean {mean:.2f}%, max 50.00% (seed {big})")
 
 
 def test_cosim_prints_pass_and_the_table(simulator):
@@ -29,10 +56,11 @@ def test_cosim_prints_pass_and_the_table(simulator):
     lines = done.stdout.splitlines()
     cycles = [row.outcome.counters.cycles for row in rows]
     assert lines[0] == (f"{simulator:<10} PASS: 2 programs match the reference (memory and all five "
-                        f"counters), {sum(cycles)} cycles in total")
+                        f"counters), {sum(cycles):,} cycles in total")
     assert lines[2] == seeds.HEADER
     for line, row, count in zip(lines[3:5], rows, cycles, strict=True):
         seed, nodes, instr, high, high0, error = row.row
         want = [str(v) for v in (seed, nodes, instr, high, high0, count)] + [f"{100 * error:.2f}%"]
         assert line.split() == want
-    assert lines[6].startswith(f"{simulator:<10} build ") and "cycles/s simulated" in lines[6]
+    assert lines[6].startswith((f"{simulator:<10} build cached; run ", f"{simulator:<10} built in "))
+    assert "s for 2 programs: " in lines[6] and "cycles/s simulated" in lines[6]

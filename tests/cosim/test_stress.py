@@ -53,8 +53,9 @@ def test_coverage_of_sixty_programs(programs):
         assert total[feature] > 0, feature
     lines = stress.coverage(programs, DEFAULT)
     assert lines[0].startswith("60 programs (seeds 1..60), ")
-    assert lines[3] == ("stops (reference): NONE 24, BAD_OPCODE 6, BAD_FIELD 6, SPAD_RANGE 6, EXT_RANGE 6, "
+    assert lines[3] == ("stops (reference): HALT 24, BAD_OPCODE 6, BAD_FIELD 6, SPAD_RANGE 6, EXT_RANGE 6, "
                         "OVERLAP 6, NO_HALT 6")
+    assert stress.coverage(programs[:1], DEFAULT)[0].startswith("1 program (seed 1), ")
 
 
 def test_listing_shows_an_unknown_opcode():
@@ -71,4 +72,14 @@ def test_short_stress_run(simulator):
     lines = done.stdout.splitlines()
     assert lines[0].startswith(f"{simulator:<10} PASS: 20 programs match the reference (memory, all five "
                                "counters, error code and pc), ")
-    assert "stops (reference): NONE 8, BAD_OPCODE 2, BAD_FIELD 2" in done.stdout
+    assert "stops (reference): HALT 8, BAD_OPCODE 2, BAD_FIELD 2" in done.stdout
+
+
+def test_rerun_lines_carry_every_option_that_changes_the_run():
+    assert stress.rerun_lines([5], "icarus") == [
+        "rerun a failing program alone (add --show to print its listing):",
+        "    make stress SEED=5 N=1 SIM=icarus    # or: python -m cosim stress --seed 5 --n 1 --sim icarus"]
+    assert stress.rerun_lines([5, 10], "both", ["--mutant", "rq-round", "--verilog", "my dir/x.v"])[1:] == [
+        "    python -m cosim stress --seed 5 --n 1 --sim both --mutant rq-round --verilog 'my dir/x.v'",
+        "    python -m cosim stress --seed 10 --n 1 --sim both --mutant rq-round --verilog 'my dir/x.v'"]
+
