@@ -2,7 +2,7 @@
 
 Commands (``make cosim`` and ``make stress`` call the first two):
 
-  seeds SEEDS     Capra-compiled random graphs of the given seeds (``100-111``, ``3,7,20-25``),
+  seeds SEEDS     Capra-compiled random graphs of the given seeds (100-111, 3,7,20-25),
                   as the seed document's chapter 11 runs them (cosim/seeds.py)
   stress          random programs drawn from the ISA spec, every instruction and every error
                   code (cosim/stress.py)
@@ -16,8 +16,13 @@ could not run: not installed, build failed; the message names the log).
 
 Builds are cached in build/cosim/<sim>/ and redone only when the Verilog changes (SHA-256 of
 build/ga2_simtop.v, which is exported again when hw/ or sim/ is newer). A cold build takes
-about 25 s for Verilator and a few seconds for Icarus; `--waves` builds separately
+about 25 s for Verilator and a few seconds for Icarus; --waves builds separately
 (build/cosim/<sim>-waves/) and prints where the FST (Icarus) or VCD (Verilator) file went.
+
+Any number of programs runs in constant memory, a hundred per simulator launch; progress goes
+to stderr (a bar on a terminal, else a plain line every 10 s). One run takes at most 1,000,000
+seeds or programs; from 10,000 on it first says how long it will take (hours: about 0.2 s a
+program on Icarus).
 """
 
 from __future__ import annotations
@@ -27,13 +32,65 @@ import sys
 from pathlib import Path
 
 from . import batch, mutants, runner, seeds, stress
+from .text import plain
+
+SWITCH = {**dict.fromkeys(("1", "yes", "true", "on"), True),
+          **dict.fromkeys(("0", "no", "false", "off"), False)}
+"""The values --waves (and make's WAVES) takes, in any case."""
+
+
+def switch(text: str) -> bool:
+    """``--waves=yes`` and friends (:data:`SWITCH`); anything else is refused."""
+    try:
+        return SWITCH[text.strip().lower()]
+    except KeyError:
+        raise argparse.ArgumentTypeError(f"expected 1, yes, true or on (or 0, no, false, off), "
+                                         f"got {text!r}") from None
+
+
+def _whole(text: str, least: int, what: str) -> int:
+    wrong = f"expected a whole number of at least {least}, got {text!r}"
+    try:
+        value = int(text.replace("_", "").replace(",", ""))
+    except ValueError:
+        raise argparse.ArgumentTypeError(wrong) from None
+    if value < least:
+        raise argparse.ArgumentTypeError(wrong)
+    if what and value > seeds.MAX_SEEDS:
+        raise argparse.ArgumentTypeError(f"{value:,} {what} in one run is more than the {seeds.MAX_SEEDS:,} "
+                                         "allowed; split it into several runs")
+    return value
+
+
+def program_count(text: str) -> int:
+    """--n: 1 .. MAX_SEEDS programs."""
+    return _whole(text, 1, "programs")
+
+
+def first_seed(text: str) -> int:
+    """--seed: 0 or more."""
+    return _whole(text, 0, "")
+
+
+def seed_text(text: str) -> str:
+    """SEEDS: valid (:func:`cosim.seeds.seed_ranges`) and at most MAX_SEEDS of them."""
+    try:
+        seeds.check_count(sum(len(r) for r in seeds.seed_ranges(text)))
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e).removeprefix("SEEDS: ")) from None
+    return text
+
+
+def _waves(parser: argparse.ArgumentParser, what: str) -> None:
+    parser.add_argument("--waves", type=switch, nargs="?", const=True, default=False, metavar="on|off",
+                        help=f"{what}; --waves alone is --waves=on (also 1, yes, true; 0, no, false, off)")
 
 
 def _common(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--sim", choices=batch.SIM_CHOICES, default=batch.BOTH,
                         help="simulator(s) to run (default: both, at the same time)")
-    parser.add_argument("--waves", action="store_true",
-                        help="record waveforms (FST under Icarus, VCD under Verilator) and print where")
+    _waves(parser, "record waveforms (FST under Icarus, VCD under Verilator, one file per launch of "
+                   "100 programs) and print where")
     parser.add_argument("--verilog", type=Path, default=None,
                         help="the Verilog of ga2_simtop to run (default: build/ga2_simtop.v, exported "
                              "again when stale); its parameters come from ga2_ports.json beside it")
@@ -43,6 +100,26 @@ def _common(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--keep", action="store_true",
                         help="keep each launch's folder (jobs, results, simulator log) under "
                              "build/cosim/<sim>/runs/")
+
+
+def _bare_waves(argv: list[str]) -> list[str]:
+    """``--waves`` not followed by a value of :data:`SWITCH` is ``--waves=on`` (so that
+    ``seeds --waves 100-111`` does not read 100-111 as the switch's value)."""
+    out = []
+    for k, arg in enumerate(argv):
+        bare = arg == "--waves" and (k + 1 == len(argv) or argv[k + 1].strip().lower() not in SWITCH)
+        out.append("--waves=on" if bare else arg)
+    return out
+
+
+def _options(args: argparse.Namespace) -> list[str]:
+    """The options besides --seed, --n, --sim that change what runs (for a rerun command)."""
+    out = []
+    if args.verilog is not None:
+        out += ["--verilog", str(args.verilog)]
+    if args.mutant is not None:
+        out += ["--mutant", args.mutant]
+    return out
 
 
 def _verilog(args: argparse.Namespace) -> tuple[Path | None, str | None]:
@@ -56,31 +133,37 @@ def _verilog(args: argparse.Namespace) -> tuple[Path | None, str | None]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m cosim", description=__doc__.split("\n\n")[0],
-                                     epilog="\n\n".join(__doc__.split("\n\n")[1:]),
+    doc = plain(__doc__)
+    parser = argparse.ArgumentParser(prog="python -m cosim", description=doc.split("\n\n")[0],
+                                     epilog="\n\n".join(doc.split("\n\n")[1:]),
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = parser.add_subparsers(dest="command", required=True, metavar="{seeds,stress,build,mutants}")
 
     p = sub.add_parser("seeds", help="compiled random graphs on the RTL (make cosim SEEDS=...)",
-                       description=seeds.__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("seeds", nargs="?", default="100-111",
-                   help="seeds: N, N-M, or a comma-separated list of those (default 100-111)")
+                       description=plain(seeds.__doc__),
+                       formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("seeds", nargs="?", default="100-111", type=seed_text, metavar="SEEDS",
+                   help="seeds: N, N-M, or a comma-separated list of those (default 100-111); at most "
+                        f"{seeds.MAX_SEEDS:,}")
     _common(p)
 
     p = sub.add_parser("stress", help="random ISA programs on the RTL (make stress N=... SEED=...)",
-                       description=stress.__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--n", type=int, default=200, help="number of programs (default 200)")
-    p.add_argument("--seed", type=int, default=1, help="seed of the first program (default 1)")
+                       description=plain(stress.__doc__),
+                       formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--n", type=program_count, default=200,
+                   help=f"number of programs, 1 to {seeds.MAX_SEEDS:,} (default 200)")
+    p.add_argument("--seed", type=first_seed, default=1,
+                   help="seed of the first program, 0 or more (default 1)")
     p.add_argument("--show", action="store_true", help="print every program's listing first")
     _common(p)
 
     p = sub.add_parser("build", help="build the simulators (or find them in the cache) and stop")
     p.add_argument("--sim", choices=batch.SIM_CHOICES, default=batch.BOTH)
-    p.add_argument("--waves", action="store_true", help="the waveform-recording builds")
+    _waves(p, "the waveform-recording builds")
 
     sub.add_parser("mutants", help="list the broken RTL variants --mutant accepts")
 
-    args = parser.parse_args(argv)
+    args = parser.parse_args(_bare_waves(list(sys.argv[1:] if argv is None else argv)))
     try:
         if args.command == "mutants":
             for m in mutants.MUTANTS.values():
@@ -90,24 +173,22 @@ def main(argv: list[str] | None = None) -> int:
             source = runner.fresh_verilog()
             for name in batch.simulators(args.sim):
                 b = runner.build(name, source, waves=args.waves)
-                print(f"{name:10s} {'cached' if b.cached else 'built'} in {b.seconds:.1f} s: {b.directory}")
+                done = "build cached" if b.cached else f"built in {b.seconds:.1f} s"
+                print(f"{name:10s} {done}: {b.directory}")
             return 0
         verilog, note = _verilog(args)
         if note:
             print(note)
         if args.command == "seeds":
-            try:
-                seeds.parse_seeds(args.seeds)
-            except ValueError as e:
-                parser.error(str(e))
             return seeds.main(args.seeds, args.sim, waves=args.waves, verilog=verilog, keep=args.keep)
-        if args.n < 1 or args.seed < 0:
-            parser.error("--n must be at least 1 and --seed at least 0")
         return stress.main(args.seed, args.n, args.sim, waves=args.waves, verilog=verilog, keep=args.keep,
-                           show=args.show)
+                           show=args.show, options=_options(args))
     except (runner.CosimError, mutants.MutantError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:
+        print("interrupted (a simulator launch that was running may finish on its own)", file=sys.stderr)
+        return 130
 
 
 if __name__ == "__main__":

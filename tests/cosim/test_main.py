@@ -5,8 +5,10 @@ from __future__ import annotations
 import subprocess
 import sys
 
+import pytest
+
 from cosim import runner
-from cosim.__main__ import main
+from cosim.__main__ import _bare_waves, main, switch
 
 
 def run(*args: str) -> subprocess.CompletedProcess:
@@ -31,4 +33,37 @@ def test_mutants_are_listed(capsys):
 
 def test_bad_seeds_are_refused():
     done = run("seeds", "9-3")
-    assert done.returncode == 2 and "'9-3' in '9-3' is not N or N-M" in done.stderr
+    assert done.returncode == 2 and "argument SEEDS: '9-3' in '9-3' is not N or N-M" in done.stderr
+
+
+def test_help_is_plain_text():
+    for args in (["--help"], ["seeds", "--help"], ["stress", "--help"]):
+        text = run(*args).stdout
+        for markup in ("``", ":func:", ":mod:", ":class:", ":meth:"):
+            assert markup not in text, (args, markup)
+    seeds = run("seeds", "--help").stdout
+    assert "1,000,000" in seeds and "--waves [on|off]" in seeds
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (["stress", "--n", "-1"], "argument --n: expected a whole number of at least 1, got '-1'"),
+    (["stress", "--n", ""], "argument --n: expected a whole number of at least 1, got ''"),
+    (["stress", "--n", "2000000"], "argument --n: 2,000,000 programs in one run is more than the 1,000,000"),
+    (["stress", "--seed", "-3"], "argument --seed: expected a whole number of at least 0, got '-3'"),
+    (["seeds", ""], "argument SEEDS: '' in '' is not N or N-M"),
+    (["seeds", "1-10000000"], "argument SEEDS: 10,000,000 seeds in one run is more than the 1,000,000"),
+    (["seeds", "--waves=maybe"], "argument --waves: expected 1, yes, true or on (or 0, no, false, off), "
+                                 "got 'maybe'"),
+])
+def test_bad_options_are_named_under_their_command(args, message):
+    done = run(*args)
+    assert done.returncode == 2 and message in done.stderr, done.stderr
+    assert f"usage: python -m cosim {args[0]} " in done.stderr
+
+
+def test_waves_values():
+    values = ("1", "yes", "TRUE", "On", "0", "no", "false", "OFF")
+    assert [switch(v) for v in values] == [True] * 4 + [False] * 4
+    assert _bare_waves(["seeds", "--waves", "100-111"]) == ["seeds", "--waves=on", "100-111"]
+    assert _bare_waves(["seeds", "--waves", "yes"]) == ["seeds", "--waves", "yes"]
+    assert _bare_waves(["stress", "--waves"]) == ["stress", "--waves=on"]

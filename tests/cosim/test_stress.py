@@ -83,3 +83,17 @@ def test_rerun_lines_carry_every_option_that_changes_the_run():
         "    python -m cosim stress --seed 5 --n 1 --sim both --mutant rq-round --verilog 'my dir/x.v'",
         "    python -m cosim stress --seed 10 --n 1 --sim both --mutant rq-round --verilog 'my dir/x.v'"]
 
+
+@pytest.mark.rtl
+def test_the_rerun_command_of_a_mutant_fails_again(icarus):
+    command = [sys.executable, "-m", "cosim", "stress", "--n", "6", "--seed", "5", "--sim", icarus,
+               "--mutant", "rq-round"]
+    done = subprocess.run(command, capture_output=True, text=True, cwd=runner.ROOT, timeout=900)
+    assert done.returncode == 1, done.stdout + done.stderr
+    hint = done.stdout.splitlines().index("rerun a failing program alone (add --show to print its listing):")
+    rerun = done.stdout.splitlines()[hint + 1].split()
+    assert rerun[:3] == ["python", "-m", "cosim"] and rerun[-2:] == ["--mutant", "rq-round"]
+    again = subprocess.run([sys.executable, *rerun[1:]], capture_output=True, text=True, cwd=runner.ROOT,
+                           timeout=900)
+    assert again.returncode == 1, again.stdout + again.stderr
+    assert again.stdout.splitlines()[1] == f"{icarus:<10} FAIL: 1 of 1 program differs from the reference"
