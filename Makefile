@@ -43,11 +43,11 @@ test: setup  ## run the whole test suite (what CI runs)
 test-fast: setup  ## the tests without the slow ones
 	$(PY) -m pytest -q -n 2 -m "not slow"
 
-cosim: setup  ## compiled graphs SEEDS=100-111 (or 3,7,20-25) on the RTL vs the reference; SIM=icarus|verilator|both, WAVES=1
-	$(PY) -m cosim seeds $(SEEDS) --sim $(SIM) $(if $(filter 1,$(WAVES)),--waves)
+cosim: setup  ## compiled graphs SEEDS=100-111 (or 3,7,20-25) on the RTL vs the reference; SIM=icarus|verilator|both, WAVES=1 (yes, on)
+	$(PY) -m cosim seeds '$(SEEDS)' --sim '$(SIM)' $(if $(filter-out 0,$(WAVES)),--waves='$(WAVES)')
 
 stress: setup  ## N random ISA programs from SEED (every instruction, every error code) on the RTL vs the reference
-	$(PY) -m cosim stress --n $(N) --seed $(SEED) --sim $(SIM) $(if $(filter 1,$(WAVES)),--waves)
+	$(PY) -m cosim stress --n '$(N)' --seed '$(SEED)' --sim '$(SIM)' $(if $(filter-out 0,$(WAVES)),--waves='$(WAVES)')
 
 bench: setup  ## GA-2 cycles on the seed's programs vs the seed chip, MXU utilisation (seeds 100-111 headline)
 	$(PY) -m compiler.perf
