@@ -67,8 +67,11 @@ def seed_ranges(text: str) -> list[range]:
     (a seed already named earlier is left out), without listing them.
 
     Raises:
-        ValueError: a part is not N or N-M with N <= M (the message shows it).
+        ValueError: empty, or a part is not N or N-M with N <= M (the message shows it).
     """
+    if not text.strip():
+        raise ValueError("SEEDS: empty; give N, N-M or a comma-separated list of those, e.g. 100-111 "
+                         "or 3,7,20-25")
     out: list[range] = []
     taken: list[tuple[int, int]] = []   # sorted, disjoint (first, last) of the parts so far
     for part in text.replace(" ", "").split(","):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shlex
 import subprocess
 import sys
 
@@ -50,7 +51,7 @@ def test_help_is_plain_text():
     (["stress", "--n", ""], "argument --n: expected a whole number of at least 1, got ''"),
     (["stress", "--n", "2000000"], "argument --n: 2,000,000 programs in one run is more than the 1,000,000"),
     (["stress", "--seed", "-3"], "argument --seed: expected a whole number of at least 0, got '-3'"),
-    (["seeds", ""], "argument SEEDS: '' in '' is not N or N-M"),
+    (["seeds", ""], "argument SEEDS: empty; give N, N-M or a comma-separated list of those"),
     (["seeds", "1-10000000"], "argument SEEDS: 10,000,000 seeds in one run is more than the 1,000,000"),
     (["seeds", "--waves=maybe"], "argument --waves: expected 1, yes, true or on (or 0, no, false, off), "
                                  "got 'maybe'"),
@@ -67,3 +68,31 @@ def test_waves_values():
     assert _bare_waves(["seeds", "--waves", "100-111"]) == ["seeds", "--waves=on", "100-111"]
     assert _bare_waves(["seeds", "--waves", "yes"]) == ["seeds", "--waves", "yes"]
     assert _bare_waves(["stress", "--waves"]) == ["stress", "--waves=on"]
+
+
+def _make(*variables: str) -> list[str]:
+    """The python command make would run (make -n), as arguments."""
+    done = subprocess.run(["make", "-n", "--no-print-directory", *variables], capture_output=True, text=True,
+                          cwd=runner.ROOT, timeout=60)
+    line = next(ln for ln in done.stdout.splitlines() if " -m cosim " in ln)
+    return shlex.split(line)[3:]
+
+
+@pytest.mark.parametrize(("variables", "refused"), [
+    (("cosim", "SEEDS="), "argument SEEDS: empty; give N, N-M"),
+    (("cosim", "WAVES=maybe"), "argument --waves: expected 1, yes, true or on (or 0, no, false, off)"),
+    (("stress", "N="), "argument --n: expected a whole number of at least 1, got ''"),
+    (("stress", "N=-1"), "argument --n: expected a whole number of at least 1, got '-1'"),
+])
+def test_make_passes_bad_variables_on_to_be_refused(variables, refused):
+    args = _make(*variables)
+    assert args[0] == ("seeds" if variables[0] == "cosim" else "stress")
+    done = run(*args)
+    assert done.returncode == 2 and refused in done.stderr and "usage: python -m cosim" in done.stderr
+
+
+def test_make_waves_values():
+    assert _make("cosim", "WAVES=yes")[-1] == "--waves=yes"
+    assert _make("stress", "WAVES=1")[-1] == "--waves=1"
+    assert not any(a.startswith("--waves") for a in _make("cosim"))
+    assert _make("cosim", "SEEDS=3,7")[:2] == ["seeds", "3,7"]

@@ -18,9 +18,12 @@ def test_parse_seeds():
     assert parse_seeds("5, 5,4-6") == [5, 4, 6]
     assert parse_seeds("10-20,5-12,15,19-25,1-30") == [*range(10, 21), *range(5, 10), *range(21, 26),
                                                        *range(1, 5), *range(26, 31)]
-    for bad in ("", "1-", "9-3", "a", "1,,2", "-1"):
+    for bad in ("1-", "9-3", "a", "1,,2", "-1"):
         with pytest.raises(ValueError, match="is not N or N-M"):
             parse_seeds(bad)
+    for empty in ("", " "):
+        with pytest.raises(ValueError, match="SEEDS: empty; give N, N-M or a comma-separated list"):
+            parse_seeds(empty)
 
 
 def test_a_huge_range_is_counted_without_listing_it():
