@@ -155,3 +155,11 @@ def test_a_failure_while_making_stops_the_run(stand_in):
 
     with pytest.raises(RuntimeError, match="seed 2 does not compile"):
         batch.run_stream(make, 2, "both", console=Console(file=io.StringIO()), chunk=1)
+
+
+def test_notes_are_not_wrapped_on_a_pipe():
+    out = io.StringIO()
+    board = batch._Board(Console(file=out, width=80), 1, "compiling", ("icarus",), "seed")
+    text = "exporting the Verilog (build/ga2_simtop.v older than hw/top.py): python -m hw.export --out build"
+    board.note(text)
+    assert out.getvalue() == text + "\n"
