@@ -6,7 +6,8 @@ values alike. Evaluated on plain Amaranth values, an extent such as ``(M-1)*lda 
 combinational path: subtract, multiply (an ECP5 DSP, about 4 ns), add. That does not fit in a
 10 ns cycle. :func:`evaluate` evaluates the same formula on :class:`Term`\\ s instead: values that
 know the pipeline stage they are valid in. Additions, subtractions and multiplexers stay
-combinational; a multiply gets registered operands and a registered product; operands of
+combinational; a multiply of two terms gets registered operands and a registered product; a
+multiply by a constant becomes shifts and adds (``3 * ceil(len/4)`` in SM's latency); operands of
 different stages are aligned with delay registers. The formula's text is not touched.
 
 :func:`depth` gives the number of stages a formula takes, without building anything.
@@ -114,15 +115,30 @@ class Term:
         return self._combine((o,), lambda a, b: b - a)
 
     def __mul__(self, o: Any) -> Term:
-        return self._combine((o,), lambda a, b: a * b, multiply=isinstance(o, Term))
+        if isinstance(o, int):
+            return self._combine((o,), _times_constant)
+        return self._combine((o,), lambda a, b: a * b, multiply=True)
 
     def __rmul__(self, o: Any) -> Term:
-        return self._combine((o,), lambda a, b: b * a, multiply=isinstance(o, Term))
+        return self.__mul__(o)
 
     def __floordiv__(self, o: Any) -> Term:
         if not isinstance(o, int):
             raise TypeError("a pipelined formula divides by constants only")
         return self._combine((o,), lambda a, b: a // b)
+
+
+def _times_constant(value: Value, factor: int) -> Value:
+    """value * factor as shifts and adds (``3 * x`` is ``x + (x << 1)``): Yosys would otherwise
+    give a constant factor a DSP block, a combinational 4 ns on the ECP5, unregistered."""
+    if factor < 0:
+        raise ValueError(f"a pipelined formula multiplies by non-negative constants only, not {factor}")
+    value = Value.cast(value)
+    terms = [value << k for k in range(factor.bit_length()) if factor >> k & 1]
+    out = terms[0] if terms else Value.cast(0)
+    for term in terms[1:]:
+        out = out + term
+    return out
 
 
 def _vmax(a: Any, b: Any) -> Any:
