@@ -11,7 +11,29 @@ from amaranth.hdl import Module, Signal
 from amaranth.lib import memory, wiring
 from amaranth.lib.wiring import In
 
+from sim import spec
+
 from .ports import ReadPort, WritePort, addr_bits
+
+NO_RW_CHECK = {"no_rw_check": 1}
+"""Memory attributes telling Yosys that a read of a word in the cycle it is written may return
+anything. GA-2 never uses such a read (the ISA's overlap checks and the units' schedules keep a
+unit from reading a word in the cycle it is written; only lanes beyond a row's end may collide,
+and their data is discarded), so Yosys need not build the read-old-data behaviour of the
+simulation model around each block RAM (about 300 flip-flops and a path from the read address
+through the bank's address adder per memory)."""
+
+LATENCIES = (1, 2, 3)
+"""The read latencies a BankedMemory can have, in cycles:
+
+1. the block RAM's read alone (its address register), then the rotation network;
+2. a register on the block RAM's output, before the rotation network;
+3. and registers on the requests (read enables and addresses, the write port) before the
+   banks' address adders and the write rotation network.
+
+A write takes effect one cycle later with request registers, but so does every read: what a
+read returns is the same at every latency (a read issued after a write sees it; a read issued
+in the same cycle does not)."""
 
 
 class BankedMemory(wiring.Component):
@@ -26,39 +48,52 @@ class BankedMemory(wiring.Component):
         n_read: number of read ports.
         lanes: words per access (4).
         init: optional initial contents, a sequence of at most depth 32-bit words.
+        latency: read latency in cycles, one of :data:`LATENCIES` (default
+            ``spec.SPAD_READ_LATENCY``; the external memories of the tops take
+            ``spec.EXT_READ_LATENCY``). On the ECP5 at 100 MHz the scratchpad needs 3: a block
+            RAM's clock-to-output (about 5.8 ns without its output register) leaves no room for
+            the rotation and a unit's logic in the same cycle, and the units' requests, ORed
+            together across the chip, leave none for the address adders and the write rotation.
 
     Members:
         rd: list of ``n_read`` read ports (``In(ReadPort(...))``): ``en``, ``addr`` in cycle c,
-            ``data`` in cycle c + 1, lane i = word addr + i. Non-transparent: a write to the
-            same word in cycle c is not seen.
+            ``data`` in cycle c + latency, lane i = word addr + i. Non-transparent: a write to
+            the same word in cycle c is not seen. ``data`` is only meaningful in the cycle it
+            arrives (it may change in the cycles after).
         wr: one write port (``In(WritePort(...))``): lanes with their ``mask`` bit set are
             written at the end of the cycle.
 
-    Latency: reads 1 cycle (spec.SPAD_READ_LATENCY); writes 0.
+    Latency: reads ``latency`` cycles; writes 0.
 
     Raises:
-        ValueError: depth is not a power of two or not a multiple of lanes, or init is too long.
+        ValueError: depth is not a power of two or not a multiple of lanes, init is too long,
+            or latency is not one of :data:`LATENCIES`.
     """
 
-    def __init__(self, depth: int, n_read: int = 1, lanes: int = 4, init=()):
+    def __init__(self, depth: int, n_read: int = 1, lanes: int = 4, init=(), *,
+                 latency: int = spec.SPAD_READ_LATENCY):
         if depth < lanes or depth & (depth - 1) or depth % lanes:
             raise ValueError(f"BankedMemory: depth={depth} must be a power of two "
                              f"and a multiple of lanes={lanes}")
         if n_read < 1:
             raise ValueError(f"BankedMemory: n_read={n_read} must be at least 1")
+        if latency not in LATENCIES:
+            raise ValueError(f"BankedMemory: latency={latency!r} must be one of {LATENCIES}")
         init = list(init)
         if len(init) > depth:
             raise ValueError(f"BankedMemory: init has {len(init)} words, more than depth={depth}")
         self.depth = depth
         self.lanes = lanes
         self.n_read = n_read
+        self.latency = latency
         self.abits = addr_bits(depth)
         members = {f"rd{k}": In(ReadPort(self.abits, lanes)) for k in range(n_read)}
         members["wr"] = In(WritePort(self.abits, lanes))
         super().__init__(members)
         rows = depth // lanes
         self.banks = [
-            memory.Memory(shape=32, depth=rows, init=[w & 0xFFFFFFFF for w in init[b::lanes]])
+            memory.Memory(shape=32, depth=rows, init=[w & 0xFFFFFFFF for w in init[b::lanes]],
+                          attrs=NO_RW_CHECK)
             for b in range(lanes)
         ]
 
@@ -78,36 +113,56 @@ class BankedMemory(wiring.Component):
         for b, bank in enumerate(self.banks):
             m.submodules[f"bank{b}"] = bank
 
+        # Requests, registered when latency is 3 (the write enable and the read enables reset).
+        def request(value, name: str, *, reset: bool = False):
+            if self.latency < 3:
+                return value
+            reg = Signal.like(value, name=f"{name}_q", reset_less=not reset)
+            m.d.sync += reg.eq(value)
+            return reg
+
         # Write: bank b takes the lane i with (addr + i) % lanes == b, at row (addr + i) // lanes.
-        wr = self.wr
-        wr_phase = wr.addr[:lane_bits]
-        wr_row = wr.addr[lane_bits:]
+        wr_en = request(self.wr.en, "wr_en", reset=True)
+        wr_addr = request(self.wr.addr, "wr_addr")
+        wr_mask = request(self.wr.mask, "wr_mask")
+        wr_data = request(self.wr.data, "wr_data")
+        wr_phase = wr_addr[:lane_bits]
+        wr_row = wr_addr[lane_bits:]
         for b, bank in enumerate(self.banks):
             port = bank.write_port()
             lane = Signal(lane_bits, name=f"wr_lane{b}")
             m.d.comb += [
                 lane.eq(b - wr_phase),  # (b - addr) mod lanes
                 port.addr.eq(wr_row + (b < wr_phase)),
-                port.data.eq(wr.data[lane]),
-                port.en.eq(wr.en & wr.mask.bit_select(lane, 1)),
+                port.data.eq(wr_data[lane]),
+                port.en.eq(wr_en & wr_mask.bit_select(lane, 1)),
             ]
 
         # Reads: the same bank selection for the address; the rotation back to lanes after the
-        # one-cycle read, with the phase delayed to match.
+        # read (and the output registers, if any), with the phase delayed to match.
         for k, rd in enumerate(self.rd):
-            phase = rd.addr[:lane_bits]
-            phase_q = Signal(lane_bits, name=f"rd{k}_phase_q")
-            m.d.sync += phase_q.eq(phase)
+            rd_en = request(rd.en, f"rd{k}_en", reset=True)
+            rd_addr = request(rd.addr, f"rd{k}_addr")
+            phase = rd_addr[:lane_bits]
+            for stage in range(min(self.latency, 2)):
+                phase_q = Signal(lane_bits, name=f"rd{k}_phase_{stage}")
+                m.d.sync += phase_q.eq(phase)
+                phase = phase_q
             outs = []
             for b, bank in enumerate(self.banks):
                 port = bank.read_port(domain="sync")
                 m.d.comb += [
-                    port.addr.eq(rd.addr[lane_bits:] + (b < phase)),
-                    port.en.eq(rd.en),
+                    port.addr.eq(rd_addr[lane_bits:] + (b < rd_addr[:lane_bits])),
+                    port.en.eq(rd_en),
                 ]
-                outs.append(port.data)
+                out = port.data
+                if self.latency >= 2:
+                    # no reset and no enable: nothing but wire between the RAM and this register
+                    out = Signal(32, name=f"rd{k}_bank{b}_q", reset_less=True)
+                    m.d.sync += out.eq(port.data)
+                outs.append(out)
             for i in range(lanes):
-                with m.Switch((phase_q + i)[:lane_bits]):
+                with m.Switch((phase + i)[:lane_bits]):
                     for b in range(lanes):
                         with m.Case(b):
                             m.d.comb += rd.data[i].eq(outs[b])

@@ -16,7 +16,8 @@ The checks are pipelined (Fmax target: 100 MHz on ECP5, hw/README.md):
   :mod:`hw.formula` with a register after every multiply (``A + (M-1)*lda + K``: subtract;
   multiply; the two adds); opcode decode and field ranges in the first, carried along;
 * stage C: the scratchpad / external-memory bounds and the overlaps, for the kind the opcode
-  names;
+  names, and the instruction's latency (its spec formula, evaluated beside the extents), which
+  the execute stage counts down instead of waiting for the unit's ``done``;
 * stage D, combinational on stage C's registers: the error-code priority (a few gates; the
   execute stage registers the result).
 
@@ -47,10 +48,19 @@ def _end(region: Region) -> Callable[[Mapping[str, Any]], Any]:
     return lambda f: f[region.start] + region.extent(f)
 
 
+def _latency(ispec: InstrSpec, params: Params) -> Callable[[Mapping[str, Any]], Any]:
+    """The formula of the instruction's latency (``InstrSpec.latency``) for these parameters."""
+    return lambda f: ispec.latency(f, params)
+
+
+UNIT_INSTRUCTIONS = tuple(s for s in spec.INSTRUCTIONS if s.counter is not None)
+"""The instructions a unit executes (all but HALT): the ones with a latency to count down."""
+
 END_STAGES = max(1, *(formula.depth(_end(r), list(s.field_names))
-                      for s in spec.INSTRUCTIONS for r in s.regions))
+                      for s in spec.INSTRUCTIONS for r in s.regions),
+                 *(formula.depth(_latency(s, DEFAULT), list(s.field_names)) for s in UNIT_INSTRUCTIONS))
 """Stages from the registered instruction to the registered ends (start + extent) of every
-region (at least one: the field-range flags are registered too)."""
+region and the registered latencies (at least one: the field-range flags are registered too)."""
 CHECK_STAGES = 1 + END_STAGES + 1
 """Register stages from ``in_*`` to ``out_*``: R, the ends, C (D is combinational after C)."""
 
@@ -96,6 +106,8 @@ class Checker(wiring.Component):
         out_fields Out(FIELD_BITS): the instruction leaving stage C.
         out_code Out(ERROR_CODE_BITS): its :class:`sim.spec.ErrorCode`, NONE when legal
             (combinational from the stage C registers).
+        out_latency Out(latency_bits(params)): its ``sim.spec.latency`` in cycles, when it is
+            legal and not HALT (a register of stage C).
 
     Latency: CHECK_STAGES (4) cycles from in_* to out_* while en is high.
 
@@ -124,6 +136,7 @@ class Checker(wiring.Component):
             "out_opcode": Out(spec.OPCODE_BITS),
             "out_fields": Out(FIELD_BITS),
             "out_code": Out(spec.ERROR_CODE_BITS),
+            "out_latency": Out(latency_bits(params)),
         })
 
     def elaborate(self, platform):
@@ -179,6 +192,8 @@ class Checker(wiring.Component):
             fields = {name: pipe.input(value) for name, value in narrowed.items()}
             for k, region in enumerate(ispec.regions):
                 ends[f"end_{ispec.name}_{k}"] = formula.evaluate(pipe, _end(region), fields)
+            if ispec.counter is not None:
+                ends[f"latency_{ispec.name}"] = formula.evaluate(pipe, _latency(ispec, p), fields)
         b = {key: term.at(END_STAGES).value for key, term in (carried | ends).items()}
         valid = r["valid"]
         for k in range(END_STAGES):   # the valid bits, cleared by flush
@@ -210,7 +225,9 @@ class Checker(wiring.Component):
         c = stage("c", {key: b[key] for key in ("valid", *carried)}
                   | {"spad_range": _select(op_b, out_of[Mem.SPAD]),
                      "ext_range": _select(op_b, out_of[Mem.EXT]),
-                     "overlap": _select(op_b, overlap)})
+                     "overlap": _select(op_b, overlap),
+                     "latency": _select_value(op_b, {s.name: b[f"latency_{s.name}"]
+                                                     for s in UNIT_INSTRUCTIONS}, latency_bits(p))})
 
         # ---- stage D (combinational): the first fault in PRIORITY order
         op_c = c["instr"][:spec.OPCODE_BITS]
@@ -233,6 +250,7 @@ class Checker(wiring.Component):
             self.out_opcode.eq(op_c),
             self.out_fields.eq(c["instr"][spec.OPCODE_BITS:]),
             self.out_code.eq(code),
+            self.out_latency.eq(c["latency"]),
         ]
         return m
 
@@ -243,6 +261,23 @@ def _any(flags) -> Value:
     for flag in flags:
         out = out | flag
     return out
+
+
+def latency_bits(params: Params) -> int:
+    """Width of the latency the checker reports: enough for the longest legal instruction."""
+    longest = 0
+    for ispec in UNIT_INSTRUCTIONS:
+        fields = {f.name: f.legal_range(params)[1] for f in ispec.fields}
+        longest = max(longest, spec.latency(ispec, fields, params))
+    return longest.bit_length()
+
+
+def _select_value(op: Value, values: dict[str, Value], width: int) -> Value:
+    """The value of the instruction kind that ``op`` names (0 for an unknown opcode or HALT)."""
+    out = Const(0, width)
+    for name, value in values.items():
+        out = out | Mux(op == int(spec.BY_NAME[name].opcode), value, 0)
+    return out[:width]
 
 
 def _select(op: Value, flags: dict[str, Value]) -> Value:

@@ -5,15 +5,23 @@ Cycle by cycle (hw/README.md, "The front end and the counters"):
 * ``start`` (host, while idle) in cycle s resets the counters and the pc, and reads
   instruction 0 from the instruction memory in that same cycle.
 * The front end is a pipeline with one global stall: fetch (the instruction memory's read
-  register), then the :class:`~hw.checker.Checker`'s CHECK_STAGES stages. It fetches one
-  instruction per cycle until its output register holds a checked instruction the execute
-  stage has not taken, then holds. There are no branches, so it never guesses.
-* The execute stage takes the checked instruction in the cycle it becomes free (idle, or the
-  running unit raises ``done``) and raises ``start`` for its unit in the next cycle, d. The
-  front end's output register is refilled in the same cycle, so the next instruction is
-  ready by d + 1 whatever the latency of the running one: fetch, decode and checks are hidden.
-* The first dispatch is in cycle s + FRONTEND_CYCLES = s + 1 (fetch) + CHECK_STAGES + 1
-  (the execute stage's register).
+  register), then the :class:`~hw.checker.Checker`'s CHECK_STAGES stages, then a queue of
+  QUEUE_SLOTS checked instructions. It advances while a slot of the queue is free (a
+  register's decision), so it fetches one instruction per cycle until the queue is full,
+  then holds. There are no branches, so it never guesses.
+* The execute stage takes the queue's head in the cycle it becomes free (idle, or the last
+  cycle of the running instruction) and issues it: ``issue`` with ``issue_opcode`` and
+  ``issue_fields`` in that cycle, d - 1; the dispatch registers at the unit
+  (:func:`dispatch_registers`) raise its ``start`` in the next cycle, d.
+* It knows the last cycle, d + L - 1, without listening to the unit: the checker computes
+  each instruction's latency L from the spec's formula, and a countdown register says one
+  cycle ahead that the stage will be free (the unit's ``done``, far away on the chip and at
+  the end of its own logic, would otherwise start the longest path of the core). The unit
+  raises its ``done`` in that same cycle; the unit tests and tests/hw/test_core.py hold the
+  two together. The queue holds the next instruction by then, so it is issued in d + L - 1
+  whatever the latency of the running one: fetch, decode and checks are hidden.
+* The first dispatch is in cycle s + FRONTEND_CYCLES = s + 1 (fetch) + CHECK_STAGES + 1 (a
+  slot of the queue between the checker and the execute stage) + 1 (the dispatch registers).
 * An instruction that fails a check, HALT, and the pc reaching ``prog_len`` (NO_HALT) are
   taken like any instruction but dispatch nothing: the machine stops STOP_CYCLES later.
   ``busy`` falls, ``done`` rises (and ``error`` with ``error_code`` and ``error_pc`` for a
@@ -23,14 +31,18 @@ Cycle by cycle (hw/README.md, "The front end and the counters"):
 from __future__ import annotations
 
 from amaranth.hdl import Cat, Const, Module, Mux, Signal, Value
-from amaranth.lib import memory, wiring
+from amaranth.lib import data, memory, wiring
 from amaranth.lib.wiring import In, Out
 
 from sim import spec
 from sim.spec import DEFAULT, ErrorCode, Params
 
+from .banked import NO_RW_CHECK
 from .checker import CHECK_STAGES, Checker, pc_bits
 from .isa import FIELD_BITS
+
+QUEUE_SLOTS = 2
+"""Checked instructions waiting between the checker and the execute stage (hw/README.md)."""
 
 UNIT_COUNTERS = spec.COUNTERS[1:]
 """The per-class counters, after ``cycles``: an instruction's ``InstrSpec.counter`` is one."""
@@ -83,9 +95,12 @@ class Control(wiring.Component):
         count_cycles, count_dma, count_mxu, count_vpu, count_sfu Out(32): the counters of
             GA2.md section 5, reset by start and frozen when the machine stops.
     Members (execute side):
-        ex_start Out(1): dispatch, one cycle; ex_opcode Out(4), ex_fields Out(FIELD_BITS):
-            the dispatched instruction, held until ex_done; ex_done In(1): the OR of the
-            units' done.
+        issue Out(1): high for one cycle, the cycle before an instruction's dispatch d;
+        issue_opcode Out(4), issue_fields Out(FIELD_BITS): that instruction, valid with issue
+            (combinational: :func:`dispatch_registers` registers them at each unit, which sees
+            start in cycle d and the instruction held from d until its next dispatch);
+        ex_last Out(1): high in the last cycle d + L - 1 of the executing instruction, when
+            its unit raises ``done``.
 
     Instruction memory: ``imem[k]`` (k < INSTR_WORDS) is a ``amaranth.lib.memory.Memory`` of
     IMEM_WORDS 32-bit words holding word k of every instruction (instruction i at row i), so a
@@ -105,18 +120,22 @@ class Control(wiring.Component):
         if not isinstance(params, Params):
             self._MustUse__silence = True
             raise TypeError(f"Control: params={params!r} must be a sim.spec.Params")
-        assert spec.FRONTEND_CYCLES == 1 + CHECK_STAGES + 1, \
-            "sim.spec.FRONTEND_CYCLES must be: fetch, the checker's stages, the dispatch register"
+        assert spec.FRONTEND_CYCLES == 1 + CHECK_STAGES + 1 + 1, \
+            "sim.spec.FRONTEND_CYCLES: fetch, the checker's stages, a queue slot, the dispatch register"
         assert spec.STOP_CYCLES >= 1, "sim.spec.STOP_CYCLES: a stop takes at least its own cycle"
+        shortest = min(spec.latency(s, {f.name: f.legal_range(params)[0] for f in s.fields}, params)
+                       for s in spec.INSTRUCTIONS if s.counter is not None)
+        assert shortest >= 2, "the execute stage's countdown takes every latency to be at least 2"
         self.params = params
         members = host_members(params) | {
-            "ex_start": Out(1),
-            "ex_opcode": Out(spec.OPCODE_BITS),
-            "ex_fields": Out(FIELD_BITS),
-            "ex_done": In(1),
+            "issue": Out(1),
+            "issue_opcode": Out(spec.OPCODE_BITS),
+            "issue_fields": Out(FIELD_BITS),
+            "ex_last": Out(1),
         }
         super().__init__(members)
-        self.imem = [memory.Memory(shape=spec.WORD_BITS, depth=params.IMEM_WORDS, init=[])
+        # the host writes only while the machine is idle: no read sees a write (NO_RW_CHECK)
+        self.imem = [memory.Memory(shape=spec.WORD_BITS, depth=params.IMEM_WORDS, init=[], attrs=NO_RW_CHECK)
                      for _ in range(spec.INSTR_WORDS)]
         self.checker = Checker(params)
 
@@ -133,19 +152,68 @@ class Control(wiring.Component):
         stop = Signal()           # the last cycle of a stop
         m.d.comb += [start.eq(self.start & ~busy), self.busy.eq(busy)]
 
-        # ---- execute stage: takes the checker's output when free
-        ex_active = Signal()      # a unit is executing ex_opcode
-        stopping = Signal()
-        consume = Signal()
-        is_stop = Signal()
-        m.d.comb += [
-            consume.eq(busy & ~stopping & chk.out_valid & (~ex_active | self.ex_done)),
-            is_stop.eq((chk.out_code != ErrorCode.NONE) | (chk.out_opcode == spec.Opcode.HALT)),
-        ]
-
-        # ---- front end: fetch with a global stall
+        # ---- the queue: two slots of checked instructions between the checker and the execute
+        # stage. The front end advances whenever a slot is free, a register's decision: the
+        # stall never waits on the execute stage's choice of the cycle (which would put the
+        # queue's logic and ~1,000 enables of the fetch and checker registers behind it).
+        entry = data.StructLayout({
+            "opcode": spec.OPCODE_BITS, "fields": FIELD_BITS, "pc": pcw, "code": spec.ERROR_CODE_BITS,
+            "stop": 1, "cls": len(UNIT_COUNTERS), "latency": len(chk.out_latency),
+        })
+        slots = [Signal(entry, name=f"slot{k}") for k in range(QUEUE_SLOTS)]
+        count = Signal(range(QUEUE_SLOTS + 1))       # instructions in the queue
+        rd_slot = Signal()
+        wr_slot = Signal()
         advance = Signal()
-        m.d.comb += advance.eq(~chk.out_valid | consume)
+        push = Signal()
+        consume = Signal()
+        m.d.comb += [advance.eq(count != QUEUE_SLOTS), push.eq(advance & chk.out_valid)]
+        checked = Signal(entry)
+        is_stop = (chk.out_code != ErrorCode.NONE) | (chk.out_opcode == spec.Opcode.HALT)
+        m.d.comb += [
+            checked.opcode.eq(chk.out_opcode),
+            checked.fields.eq(chk.out_fields),
+            checked.pc.eq(chk.out_pc),
+            checked.code.eq(chk.out_code),
+            checked.stop.eq(is_stop),
+            checked.cls.eq(Mux(is_stop, 0, Cat(
+                _is_one_of(chk.out_opcode, [s.opcode for s in spec.INSTRUCTIONS if s.counter == name])
+                for name in UNIT_COUNTERS))),
+            checked.latency.eq(chk.out_latency),
+        ]
+        for k, slot in enumerate(slots):
+            with m.If(push & (wr_slot == k)):
+                m.d.sync += slot.eq(checked)
+        head = Signal(entry)
+        m.d.comb += head.eq(Mux(rd_slot, slots[1].as_value(), slots[0].as_value()))
+        with m.If(start | stop):
+            m.d.sync += [count.eq(0), rd_slot.eq(0), wr_slot.eq(0)]
+        with m.Else():
+            m.d.sync += count.eq(count + push - consume)
+            with m.If(push):
+                m.d.sync += wr_slot.eq(~wr_slot)
+            with m.If(consume):
+                m.d.sync += rd_slot.eq(~rd_slot)
+
+        # ---- execute stage: takes the queue's head when free
+        ex_active = Signal()      # a unit is executing an instruction
+        stopping = Signal()
+        # The countdown: taken in cycle c with latency L, the instruction is dispatched in c + 1
+        # and its last cycle is c + L, in which the stage takes the next one. ``free`` is a
+        # register: high in the last cycle of an instruction, and while none runs.
+        remain = Signal(len(chk.out_latency))   # cycles left after this one
+        free = Signal(init=1)
+        m.d.comb += consume.eq(busy & ~stopping & (count != 0) & free)
+        with m.If(start):
+            m.d.sync += [remain.eq(0), free.eq(1)]
+        with m.Elif(consume & ~head.stop):
+            m.d.sync += [remain.eq(head.latency - 1), free.eq(0)]   # every L >= 2
+        with m.Elif(remain != 0):
+            m.d.sync += [remain.eq(remain - 1), free.eq(remain == 1)]
+        with m.Else():
+            m.d.sync += free.eq(1)
+
+        # ---- front end: fetch with a global stall (advance: a slot of the queue is free)
         fetch_pc = Signal(pcw)
         fetching = Signal()       # the pc has not yet reached prog_len
         prog_len = Signal(pcw)
@@ -196,45 +264,35 @@ class Control(wiring.Component):
             chk.in_instr.eq(Cat(*instr)),
         ]
 
-        # ---- execute stage registers, the stop
-        ex_opcode = Signal(spec.OPCODE_BITS)
-        ex_fields = Signal(FIELD_BITS)
-        ex_start = Signal()
+        # ---- the issue (the dispatch registers sit at the units), the stop
         ex_class = Signal(len(UNIT_COUNTERS))
         stop_left = Signal(range(spec.STOP_CYCLES + 1))
         stop_code = Signal(spec.ERROR_CODE_BITS)
         stop_pc = Signal(pcw)
-        cls_of_op = Cat(_is_one_of(chk.out_opcode, [s.opcode for s in spec.INSTRUCTIONS if s.counter == name])
-                        for name in UNIT_COUNTERS)
-        m.d.sync += ex_start.eq(consume & ~is_stop)
+        m.d.comb += [
+            self.issue.eq(consume & ~head.stop),
+            self.issue_opcode.eq(head.opcode),
+            self.issue_fields.eq(head.fields),
+        ]
         with m.If(start):
             m.d.sync += [ex_active.eq(0), stopping.eq(0)]
         with m.Elif(consume):
-            # loaded whether or not the instruction stops the machine, so that their enables
-            # do not wait for the checker's last (combinational) stage; only the few state
-            # bits below depend on the error code
             m.d.sync += [
-                ex_opcode.eq(chk.out_opcode),
-                ex_fields.eq(chk.out_fields),
-                ex_class.eq(Mux(is_stop, 0, cls_of_op)),
-                ex_active.eq(~is_stop),
-                stopping.eq(is_stop),
+                ex_class.eq(head.cls),
+                ex_active.eq(~head.stop),
+                stopping.eq(head.stop),
                 stop_left.eq(spec.STOP_CYCLES - 1),
-                stop_code.eq(chk.out_code),
-                stop_pc.eq(chk.out_pc),
+                stop_code.eq(head.code),
+                stop_pc.eq(head.pc),
             ]
         with m.Elif(stop):
             m.d.sync += stopping.eq(0)
-        with m.Elif(self.ex_done):
+        with m.Elif(free):
             m.d.sync += ex_active.eq(0)
         with m.If(stopping & (stop_left != 0)):
             m.d.sync += stop_left.eq(stop_left - 1)
         m.d.comb += stop.eq(busy & stopping & (stop_left == 0))
-        m.d.comb += [
-            self.ex_start.eq(ex_start),
-            self.ex_opcode.eq(ex_opcode),
-            self.ex_fields.eq(ex_fields),
-        ]
+        m.d.comb += self.ex_last.eq(ex_active & free)
 
         # ---- host status
         with m.If(start):
@@ -260,6 +318,27 @@ class Control(wiring.Component):
                 with m.If(ex_active & ex_class[k]):
                     m.d.sync += counters[name].eq(counters[name] + 1)
         return m
+
+
+def dispatch_registers(m: Module, control: Control, unit: wiring.Component, opcodes, name: str) -> None:
+    """The dispatch registers of one unit: its ``start`` rises in the cycle after the control
+    issues one of ``opcodes``, and its ``opcode`` and ``fields`` hold that instruction from then
+    until the unit's next instruction is issued.
+
+    They belong to the unit, not to the control: the control's issue logic (a handful of
+    registers and two LUT levels) is the only thing before the route across the chip, and each
+    unit's first cycle of work starts from registers beside it.
+    """
+    mine = _is_one_of(control.issue_opcode, [spec.BY_NAME[op].opcode for op in opcodes])
+    take = Signal(name=f"{name}_take")
+    start = Signal(name=f"{name}_start")
+    opcode = Signal(spec.OPCODE_BITS, name=f"{name}_opcode")
+    fields = Signal(FIELD_BITS, name=f"{name}_fields")
+    m.d.comb += take.eq(control.issue & mine)
+    m.d.sync += start.eq(take)
+    with m.If(take):
+        m.d.sync += [opcode.eq(control.issue_opcode), fields.eq(control.issue_fields)]
+    m.d.comb += [unit.start.eq(start), unit.opcode.eq(opcode), unit.fields.eq(fields)]
 
 
 def _is_one_of(value: Value, options) -> Value:

@@ -8,14 +8,26 @@ below the remaining length.
 
 from __future__ import annotations
 
-from amaranth.hdl import Cat, Module, Mux, Signal
-from amaranth.lib import wiring
+from amaranth.hdl import Module, Mux, Signal
+from amaranth.lib import data, wiring
 
 from sim import spec
 from sim.spec import DEFAULT, Params
 
 from .isa import fields_view, opcode
+from .lanes import delay, lane_mask, last_beat
 from .ports import unit_members, words
+
+
+def _tag_layout(lanes: int) -> data.StructLayout:
+    """A beat's tag, travelling beside its read."""
+    return data.StructLayout({
+        "valid": 1,
+        "ld": 1,                  # an LD beat (scratchpad write), else ST (external write)
+        "last": 1,                # the instruction's last beat
+        "addr": spec.ADDR_BITS,   # where the beat is written
+        "mask": lanes,            # its lanes below len
+    })
 
 
 class DMA(wiring.Component):
@@ -33,12 +45,13 @@ class DMA(wiring.Component):
 
     Schedule, with d the dispatch cycle and n = ceil(len / LANES) beats:
         beat b is read in cycle d + b (external memory for LD, scratchpad rd0 for ST; the first
-        address comes straight from ``fields`` in the dispatch cycle), its data returns one
-        cycle later (EXT_READ_LATENCY = SPAD_READ_LATENCY = 1) and is registered, and it is
-        written in cycle d + b + 2. ``done`` is the cycle of the last write, d + n + 1.
+        address comes straight from ``fields`` in the dispatch cycle), its data returns
+        EXT_READ_LATENCY (LD) or SPAD_READ_LATENCY (ST) cycles later and is registered
+        straight off the port, and it is written in the cycle after that. ``done`` is the
+        cycle of the last write.
 
-    Latency: n + LD_OVERHEAD (LD), n + ST_OVERHEAD (ST) cycles, both overheads 2: the read
-    latency and the data register.
+    Latency: n + LD_OVERHEAD (LD), n + ST_OVERHEAD (ST) cycles: the read latency of the memory
+    read, plus one for the data register.
 
     Errors: none; the execute stage dispatches only checked instructions (len >= 1, both
     regions inside their memories).
@@ -54,8 +67,8 @@ class DMA(wiring.Component):
         if not isinstance(params, Params):
             self._MustUse__silence = True  # no "created but never used" warning for a refused unit
             raise TypeError(f"DMA: params={params!r} must be a sim.spec.Params")
-        assert spec.LD_OVERHEAD == 2 and spec.ST_OVERHEAD == 2, "hw/dma.py realises overheads of 2"
-        assert spec.EXT_READ_LATENCY == 1 and spec.SPAD_READ_LATENCY == 1
+        assert spec.LD_OVERHEAD == spec.EXT_READ_LATENCY + 1, "hw/dma.py: LD = ext read, data register"
+        assert spec.ST_OVERHEAD == spec.SPAD_READ_LATENCY + 1, "hw/dma.py: ST = spad read, data register"
         self.params = params
         super().__init__(unit_members(params, n_read=1, write=True, ext=True))
 
@@ -90,8 +103,8 @@ class DMA(wiring.Component):
             spad_addr.eq(Mux(self.start, spad_field, spad_q)),
             ext_addr.eq(Mux(self.start, ext_field, ext_q)),
             left.eq(Mux(self.start, len_field, left_q)),
-            mask.eq(Cat(left > i for i in range(lanes))),
-            last.eq(left <= lanes),
+            mask.eq(lane_mask(left, lanes)),
+            last.eq(last_beat(left, lanes)),
         ]
         with m.If(issue):
             m.d.sync += [
@@ -102,47 +115,47 @@ class DMA(wiring.Component):
                 left_q.eq(left - lanes),
             ]
 
-        # Stage 1: the read data arrives. Stage 2: the registered data is written.
-        s1_valid, s1_ld, s1_last = Signal(), Signal(), Signal()
-        s1_addr, s1_mask = Signal(spec.ADDR_BITS), Signal(lanes)
-        s2_valid, s2_ld, s2_last = Signal(), Signal(), Signal()
-        s2_addr, s2_mask = Signal(spec.ADDR_BITS), Signal(lanes)
-        # the returning data is registered straight off each port (no multiplexer between the
-        # block RAM's output and this register: about 6 ns of the cycle are the RAM's)
-        s2_from_ext = Signal(words(lanes), reset_less=True)
-        s2_from_spad = Signal(words(lanes), reset_less=True)
-        m.d.sync += [
-            s1_valid.eq(issue),
-            s1_ld.eq(issue_ld),
-            s1_last.eq(issue & last),
-            s1_addr.eq(Mux(issue_ld, spad_addr, ext_addr)),   # where the beat is written
-            s1_mask.eq(mask),
-            s2_valid.eq(s1_valid),
-            s2_ld.eq(s1_ld),
-            s2_last.eq(s1_last),
-            s2_addr.eq(s1_addr),
-            s2_mask.eq(Mux(s1_valid, s1_mask, 0)),
-            s2_from_ext.eq(self.ext.rd_data),
-            s2_from_spad.eq(self.rd0.data),
+        # The beat's tag travels beside the read: it is written one cycle after its data arrives,
+        # EXT_READ_LATENCY (LD) or SPAD_READ_LATENCY (ST) cycles after the read.
+        tag = Signal(_tag_layout(lanes))
+        m.d.comb += [
+            tag.valid.eq(issue),
+            tag.ld.eq(issue_ld),
+            tag.last.eq(issue & last),
+            tag.addr.eq(Mux(issue_ld, spad_addr, ext_addr)),   # where the beat is written
+            tag.mask.eq(Mux(issue, mask, 0)),
         ]
+        at_ld_write = delay(m, tag, spec.EXT_READ_LATENCY + 1, "ld_tag")
+        at_st_write = (at_ld_write if spec.SPAD_READ_LATENCY == spec.EXT_READ_LATENCY
+                       else delay(m, tag, spec.SPAD_READ_LATENCY + 1, "st_tag"))
+        # the returning data is registered straight off each port (no multiplexer between the
+        # memory's output and this register); the scratchpad's only when an ST beat arrives: a
+        # register of the shared read data without an enable would be one Yosys merges with the
+        # other units' (one copy, far from most of its loads)
+        from_ext = Signal(words(lanes), reset_less=True)
+        from_spad = Signal(words(lanes), reset_less=True)
+        st_arrives = delay(m, tag.valid & ~tag.ld, spec.SPAD_READ_LATENCY, "st_arrives")
+        m.d.sync += from_ext.eq(self.ext.rd_data)
+        with m.If(st_arrives):
+            m.d.sync += from_spad.eq(self.rd0.data)
 
         # Requests, gated to 0 when not in use.
         read_ext = issue & issue_ld
         read_spad = issue & ~issue_ld
-        write_spad = s2_valid & s2_ld
-        write_ext = s2_valid & ~s2_ld
+        write_spad = at_ld_write.valid & at_ld_write.ld
+        write_ext = at_st_write.valid & ~at_st_write.ld
         m.d.comb += [
             self.ext.rd_en.eq(read_ext),
             self.ext.wr_en.eq(write_ext),
-            self.ext.addr.eq(Mux(read_ext, ext_addr, 0) | Mux(write_ext, s2_addr, 0)),
-            self.ext.wr_mask.eq(Mux(write_ext, s2_mask, 0)),
-            self.ext.wr_data.eq(Mux(write_ext, s2_from_spad, 0)),
+            self.ext.addr.eq(Mux(read_ext, ext_addr, 0) | Mux(write_ext, at_st_write.addr, 0)),
+            self.ext.wr_mask.eq(Mux(write_ext, at_st_write.mask, 0)),
+            self.ext.wr_data.eq(Mux(write_ext, from_spad, 0)),
             self.rd0.en.eq(read_spad),
             self.rd0.addr.eq(Mux(read_spad, spad_addr, 0)),
             self.wr.en.eq(write_spad),
-            self.wr.addr.eq(Mux(write_spad, s2_addr, 0)),
-            self.wr.mask.eq(Mux(write_spad, s2_mask, 0)),
-            self.wr.data.eq(Mux(write_spad, s2_from_ext, 0)),
-            self.done.eq(s2_valid & s2_last),
+            self.wr.addr.eq(Mux(write_spad, at_ld_write.addr, 0)),
+            self.wr.mask.eq(Mux(write_spad, at_ld_write.mask, 0)),
+            self.wr.data.eq(Mux(write_spad, from_ext, 0)),
+            self.done.eq((write_spad & at_ld_write.last) | (write_ext & at_st_write.last)),
         ]
         return m

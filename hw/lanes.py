@@ -13,13 +13,27 @@ from amaranth.hdl import Cat, Const, Signal, Value
 
 
 def lane_mask(left: Value, lanes: int) -> Value:
-    """The valid lanes of a beat with ``left`` elements remaining: bit i = (left > i)."""
-    return Cat(*(left > i for i in range(lanes)))
+    """The valid lanes of a beat with ``left`` elements remaining: bit i = (left > i).
+
+    Written on the bits (``left`` is at least ``lanes`` when any bit from log2(lanes) up is set)
+    so that it is a few LUTs, not a carry chain per lane: it sits in the dispatch cycle's path.
+    """
+    bits = _lane_bits(lanes)
+    many = left[bits:].any()
+    return Cat(*(many | (left[:bits] > i) for i in range(lanes)))
 
 
 def last_beat(left: Value, lanes: int) -> Value:
-    """True on the last beat of a row: at most ``lanes`` elements remain."""
-    return left <= lanes
+    """True on the last beat of a row: at most ``lanes`` elements remain (``left <= lanes``,
+    written on the bits, as :func:`lane_mask`)."""
+    bits = _lane_bits(lanes)
+    return ~left[bits + 1:].any() & (~left[bits] | ~left[:bits].any())
+
+
+def _lane_bits(lanes: int) -> int:
+    if lanes < 1 or lanes & (lanes - 1):
+        raise ValueError(f"lanes={lanes} must be a power of two")
+    return (lanes - 1).bit_length()
 
 
 def first_maximum(values: Sequence[Value], valid: Sequence[Value] | None = None) -> list[Value]:

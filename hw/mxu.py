@@ -4,25 +4,27 @@
 Bv(t, j) = S[B + t*ldb + j] (tb = 0) or S[B + j*ldb + t] (tb = 1); rows written in increasing i.
 
 Schedule, in cycles after the dispatch cycle d (tau = 0 is d itself; every first address comes
-straight from ``fields`` in the dispatch cycle), with D = tb * (N - 1):
+straight from ``fields`` in the dispatch cycle), with D = tb * (N - 1) and R = SPAD_READ_LATENCY
+(the cycles from a read to its data):
 
 * A, on ``rd0``: the K steps are cut in chunks of LANES = 4. Chunk c of row i (words
   A + i*lda + 4c ..) is read at tau = D + 4c + i, so each row gets its next chunk exactly as it
-  shifts out the last element of the previous one (M <= T <= 4 reads per 4 steps).
+  shifts out the last element of the previous one (M <= T <= 4 reads per 4 steps); the chunk
+  register loads the data as it returns, R cycles after the read.
 * B, on ``rd1``: with tb = 0, row t of B (N words at B + t*ldb) is read at tau = t and enters
   the array as it returns. With tb = 1, chunk c of row j of B^T (words B + j*ldb + 4c ..) is read
   at tau = 4c + j into a double-buffered chunk register per column; step t = 4c + k enters the
-  array at tau = D + 1 + t, built from the N columns' chunk registers (column N - 1's chunk c is
+  array at tau = D + R + t, built from the N columns' chunk registers (column N - 1's chunk c is
   taken straight from the read data in the cycle it returns). Chunk c + 1 arrives while chunk
   c is still being used, hence two buffers.
-* Step t enters row 0 at tau = D + 1 + t and row i one cycle later per row; row i's sums are
-  final at tau = D + K + 3 + i (SystolicArray.LATENCY = 3 after its last step), and are written
-  then: row i, N lanes, at dst + i*ldc. The rows finish one per cycle, so the writes drain as
-  fast as the write port takes them.
+* Step t enters row 0 at tau = D + R + t and row i one cycle later per row; row i's sums are
+  final at tau = D + K + R + 2 + i (SystolicArray.LATENCY = 3 after its last step), and are
+  written then: row i, N lanes, at dst + i*ldc. The rows finish one per cycle, so the writes
+  drain as fast as the write port takes them.
 
-Latency: the last write, row M - 1, is at tau = D + K + M + 2, so
-L = K + M + tb*(N - 1) + MM_OVERHEAD, MM_OVERHEAD = 3 (the read latency, the multiplier input
-registers, the product register; the accumulate lands in the cycle of the write).
+Latency: the last write, row M - 1, is at tau = D + K + M + R + 1, so
+L = K + M + tb*(N - 1) + MM_OVERHEAD, MM_OVERHEAD = R + 2 (the read latency, the multiplier
+input registers, the product register; the accumulate lands in the cycle of the write).
 
 Timing: every read enable and address leaves a register (the decisions for cycle tau are made in
 cycle tau - 1 by comparing a cycle counter with per-instruction bounds), except in the dispatch
@@ -39,6 +41,7 @@ from sim import spec
 from sim.spec import DEFAULT, Params
 
 from .isa import fields_view
+from .lanes import delay
 from .ports import addr_bits, unit_members
 from .systolic import OPERAND_BITS, SystolicArray
 
@@ -58,8 +61,8 @@ class MatrixUnit(wiring.Component):
         An idle unit (from the cycle after ``done`` to the next ``start``) drives every output
         to 0; while it executes, an address whose enable is low is don't-care.
 
-    Latency: K + M + tb*(N - 1) + MM_OVERHEAD cycles, MM_OVERHEAD = 3 (see the module
-    docstring for the schedule). Resources: T*T 8 x 8 multipliers (16 DSP blocks for T = 4).
+    Latency: K + M + tb*(N - 1) + MM_OVERHEAD cycles, MM_OVERHEAD = SPAD_READ_LATENCY + 2 (see
+    the module docstring for the schedule). Resources: T*T 8 x 8 multipliers (16 DSP blocks for T = 4).
 
     Errors: none; the execute stage dispatches only checked instructions (M, N in 1..T, K in
     1..K_MAX, every region inside the scratchpad, dst disjoint from A and B).
@@ -72,7 +75,7 @@ class MatrixUnit(wiring.Component):
 
     OPCODES = ("MM",)
     """The instructions this unit executes."""
-    OVERHEAD = 3
+    OVERHEAD = spec.SPAD_READ_LATENCY + 2
     """Cycles of the schedule beyond K + M + tb*(N-1): sim.spec.MM_OVERHEAD must equal it."""
 
     def __init__(self, params: Params = DEFAULT):
@@ -84,7 +87,6 @@ class MatrixUnit(wiring.Component):
             raise ValueError(f"MatrixUnit: params.T={params.T} must be at most params.LANES={params.LANES} "
                              "(one access per row of B and of the output)")
         assert spec.MM_OVERHEAD == self.OVERHEAD, "sim.spec.MM_OVERHEAD must be what hw/mxu.py realises"
-        assert spec.SPAD_READ_LATENCY == 1
         self.params = params
         super().__init__(unit_members(params, n_read=2, write=True))
 
@@ -114,17 +116,17 @@ class MatrixUnit(wiring.Component):
 
         # Per-instruction bounds, from the fields in the dispatch cycle, so that the decisions
         # below compare the cycle counter with registers (one carry chain each), never with sums.
-        delay = Signal(range(t_size))                  # D = tb * (N - 1)
-        chunks = Signal(range(p.K_MAX // lanes + 2))   # ceil(K / LANES)
-        m.d.comb += [delay.eq(Mux(f.tb, f.N - 1, 0)), chunks.eq((f.K + lanes - 1) >> lane_bits)]
+        skew = Signal(range(t_size))                  # D = tb * (N - 1)
+        chunks = Signal(range(p.K_MAX // lanes + 2))  # ceil(K / LANES)
+        m.d.comb += [skew.eq(Mux(f.tb, f.N - 1, 0)), chunks.eq((f.K + lanes - 1) >> lane_bits)]
         width = len(cycle) + 1
         bounds = {
-            "delay": delay,                                   # step t enters at tau = D + 1 + t
-            "a_begin": Mux(delay == 0, 0, delay - 1),         # A reads from tau = D ...
-            "a_end": chunks * lanes + delay - 1,              # ... to tau < D + 4 * chunks
+            "skew": skew,                                     # step t decided for tau = D + 1 + t
+            "a_begin": Mux(skew == 0, 0, skew - 1),           # A reads from tau = D ...
+            "a_end": chunks * lanes + skew - 1,               # ... to tau < D + 4 * chunks
             "b_end": Mux(f.tb, chunks * lanes - 1, f.K - 1),  # B reads to tau < 4*chunks or K
-            "s_end": delay + f.K,
-            "s_last": delay + f.K - 1,
+            "s_end": skew + f.K,
+            "s_last": skew + f.K - 1,
         }
         bound = {}
         for name, value in bounds.items():
@@ -134,26 +136,26 @@ class MatrixUnit(wiring.Component):
 
         def decisions_next(c):
             """What the unit does in cycle tau + 1, from the counter c = tau >= 1 and the bounds."""
-            a_row = (c + 1 - bound["delay"])[:lane_bits]
-            s_tau = (c - bound["delay"])[:lane_bits + 1]
+            a_row = (c + 1 - bound["skew"])[:lane_bits]
+            s_tau = (c - bound["skew"])[:lane_bits + 1]
             return {
                 "a_on": c >= bound["a_begin"],
                 "a_row": a_row,
                 "a_go": (c >= bound["a_begin"]) & (a_row < f.M) & (c < bound["a_end"]),
                 "b_go": (c < bound["b_end"]) & (~f.tb | ((c + 1)[:lane_bits] < f.N)),
-                "step": (c >= bound["delay"]) & (c < bound["s_end"]),
-                "first": c == bound["delay"],
+                "step": (c >= bound["skew"]) & (c < bound["s_end"]),
+                "first": c == bound["skew"],
                 "last": c == bound["s_last"],
                 "s_k": s_tau[:lane_bits],
                 "s_slot": s_tau[lane_bits],
             }
 
         # The same for the dispatch cycle (tau = 0) and the one after it (tau = 1), from the fields.
-        first_step_at_1 = delay == 0
-        at_0 = {"a_on": delay == 0, "a_row": 0, "a_go": delay == 0, "b_go": 1,
+        first_step_at_1 = skew == 0
+        at_0 = {"a_on": skew == 0, "a_row": 0, "a_go": skew == 0, "b_go": 1,
                 "step": 0, "first": 0, "last": 0, "s_k": 0, "s_slot": 0}
-        a_row_1 = (1 - delay)[:lane_bits]
-        at_1 = {"a_on": delay <= 1, "a_row": a_row_1, "a_go": (delay <= 1) & (a_row_1 < f.M),
+        a_row_1 = (1 - skew)[:lane_bits]
+        at_1 = {"a_on": skew <= 1, "a_row": a_row_1, "a_go": (skew <= 1) & (a_row_1 < f.M),
                 "b_go": Mux(f.tb, f.N > 1, f.K > 1), "step": first_step_at_1, "first": first_step_at_1,
                 "last": first_step_at_1 & (f.K == 1), "s_k": 0, "s_slot": 0}
         now = {}
@@ -175,8 +177,9 @@ class MatrixUnit(wiring.Component):
                               chunked=1)
         m.d.comb += [self.rd0.en.eq(now["a_go"]), self.rd0.addr.eq(a_addr)]
 
-        a_back, a_back_row = Signal(), Signal(lane_bits)   # the read returns the next cycle
-        m.d.sync += [a_back.eq(now["a_go"]), a_back_row.eq(now["a_row"])]
+        # the read returns SPAD_READ_LATENCY cycles later
+        a_back = delay(m, now["a_go"], spec.SPAD_READ_LATENCY, "a_back")
+        a_back_row = delay(m, now["a_row"], spec.SPAD_READ_LATENCY, "a_back_row")
         m.d.comb += [
             array.a_load.eq(Cat(a_back & (a_back_row == i) for i in range(t_size))),
             array.a_chunk.eq(Cat(self.rd0.data[k][:OPERAND_BITS] for k in range(lanes))),
@@ -189,8 +192,9 @@ class MatrixUnit(wiring.Component):
         b_addr = self._walker(m, "b", f.B, f.ldb, advance=active, wrap=b_col == lanes - 1, chunked=f.tb)
         m.d.comb += [self.rd1.en.eq(now["b_go"]), self.rd1.addr.eq(b_addr)]
 
-        b_back, b_back_col, b_back_slot = Signal(), Signal(lane_bits), Signal()
-        m.d.sync += [b_back.eq(now["b_go"] & f.tb), b_back_col.eq(b_col), b_back_slot.eq(tau[lane_bits])]
+        b_back = delay(m, now["b_go"] & f.tb, spec.SPAD_READ_LATENCY, "b_back")
+        b_back_col = delay(m, b_col, spec.SPAD_READ_LATENCY, "b_back_col")
+        b_back_slot = delay(m, tau[lane_bits], spec.SPAD_READ_LATENCY, "b_back_slot")
         b_data = [self.rd1.data[k][:OPERAND_BITS] for k in range(lanes)]
         operand_chunk = data.ArrayLayout(OPERAND_BITS, lanes)
         b_chunks = [[Signal(operand_chunk, name=f"bt_chunk{j}_{slot}") for slot in range(2)]
@@ -201,12 +205,15 @@ class MatrixUnit(wiring.Component):
                     m.d.sync += b_chunks[j][slot].eq(Cat(b_data))
 
         # ---------------------------------------------------------------- steps into the array
-        # Step t = 4c + k enters at tau = D + 1 + t.
-        s_k, s_slot = now["s_k"], now["s_slot"]
+        # Step t = 4c + k enters at tau = D + SPAD_READ_LATENCY + t: the decisions above place it
+        # at D + 1 + t, and registers hold them back by the rest of the read latency.
+        late = {name: delay(m, now[name], spec.SPAD_READ_LATENCY - 1, f"{name}_late")
+                for name in ("step", "first", "last", "s_k", "s_slot")}
+        s_k, s_slot = late["s_k"], late["s_slot"]
         m.d.comb += [
-            array.step.eq(now["step"]),
-            array.first.eq(now["first"]),
-            array.last.eq(now["last"]),
+            array.step.eq(late["step"]),
+            array.first.eq(late["first"]),
+            array.last.eq(late["last"]),
             array.rows.eq(f.M),
         ]
         # The read data (late: block RAM and rotation) passes one multiplexer before the array's
@@ -225,19 +232,26 @@ class MatrixUnit(wiring.Component):
 
         # ---------------------------------------------------------------- results on wr
         # Row i is written in the cycle its sums become final; rows finish one per cycle.
+        # The fields they need are registered at the dispatch (the execute stage's registers are
+        # across the chip): which row is the last (one-hot), the columns, the row stride.
         rows = [array.row_done[i] for i in range(t_size)]   # only rows i < M signal
+        last_of = Signal(t_size)
+        columns = Signal(lanes)
+        ldc = Signal.like(f.ldc)
+        with m.If(self.start):
+            m.d.sync += [last_of.eq(Cat(i + 1 == f.M for i in range(t_size))),
+                         columns.eq(Cat(j < f.N for j in range(lanes))), ldc.eq(f.ldc)]
         write = Signal()
-        last_row = Cat(rows[i] & (i + 1 == f.M) for i in range(t_size)).any()
-        m.d.comb += [write.eq(Cat(rows).any()), self.done.eq(last_row)]
+        m.d.comb += [write.eq(Cat(rows).any()), self.done.eq((Cat(rows) & last_of).any())]
         dst = Signal(abits)
         with m.If(self.start):
             m.d.sync += dst.eq(f.dst)
         with m.Elif(write):
-            m.d.sync += dst.eq(dst + f.ldc)
+            m.d.sync += dst.eq(dst + ldc)
         m.d.comb += [
             self.wr.en.eq(write),
             self.wr.addr.eq(Mux(write, dst, 0)),
-            self.wr.mask.eq(Mux(write, Cat(j < f.N for j in range(lanes)), 0)),
+            self.wr.mask.eq(Mux(write, columns, 0)),
         ]
         for j in range(t_size):
             word = 0

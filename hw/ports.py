@@ -6,7 +6,7 @@ DMA towards external memory); the memory side uses ``.flip()``.
 Conventions (hw/README.md gives the full timing contract):
 
 * A memory access moves LANES consecutive 32-bit words starting at any word address; lane i
-  is the word at ``addr + i``. Reads return ``data`` SPAD_READ_LATENCY (1) cycle after
+  is the word at ``addr + i``. Reads return ``data`` SPAD_READ_LATENCY (2) cycles after
   ``en``; writes take effect at the end of the cycle in which ``en`` is high, for the lanes
   whose ``mask`` bit is set.
 * Only one instruction executes at a time, and an idle unit drives every output to 0, so the
@@ -62,7 +62,7 @@ class ExtPort(wiring.Signature):
     """The DMA's external-memory bus: one LANES-wide access per cycle, read or write.
 
     Members: addr Out(ext addr width), rd_en Out(1), rd_data In(words) valid
-    EXT_READ_LATENCY cycle after rd_en, wr_en Out(1), wr_mask Out(lanes), wr_data Out(words).
+    EXT_READ_LATENCY cycles after rd_en, wr_en Out(1), wr_mask Out(lanes), wr_data Out(words).
     """
 
     def __init__(self, addr_width: int, lanes: int = 4):

@@ -19,7 +19,7 @@ s+8 up all equal its sign bit) in parallel with the shift.
 
 from __future__ import annotations
 
-from amaranth.hdl import Cat, Module, Mux, Signal, signed
+from amaranth.hdl import Cat, Module, Mux, Signal, Value, signed
 from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 
@@ -27,6 +27,7 @@ from sim import arith, spec
 from sim.spec import DEFAULT, Params
 
 from .isa import fields_view
+from .lanes import delay, lane_mask, last_beat
 from .ports import unit_members
 
 A_BITS = spec.WORD_BITS
@@ -59,6 +60,9 @@ class Requantizer(wiring.Component):
         m In(24), unsigned: the mantissa, sampled with a.
         s In(6), unsigned: the shift, 1..63 (0 gives an undefined result), sampled with a.
         relu In(1): clamp negative results to 0, sampled with a.
+        en In(1), 1 unless driven: a is sampled only in cycles with en high (the RQ unit
+            samples its beats only, so that Yosys cannot merge the input registers with another
+            unit's register of the scratchpad's read data).
         y Out(ArrayLayout(signed(8), lanes)): the results, -127..127, LATENCY cycles after
             their inputs were presented (a registered output).
 
@@ -66,20 +70,22 @@ class Requantizer(wiring.Component):
         1. inputs a, m, s, relu (the multiplier inputs);
         2. the four partial products a_lo*m_lo, a_lo*m_hi, a_hi*m_lo, a_hi*m_hi (18 x 18 each,
            four DSP blocks per lane); the masks of the bits below s-1 and from s+8 up;
-        3. two partial sums, x = a_lo*m (unsigned) and z = a_hi*m (signed), one adder each;
-        4. p = x + z * 2**17, one adder;
-        5. q = p >> (s-1) (low 10 bits, a barrel shifter), the saturation test (do p's bits
+        3. the partial products again (a register at the DSP block, one at the adders);
+        4. two partial sums, x = a_lo*m (unsigned) and z = a_hi*m (signed), one adder each;
+        5. p = x + z * 2**17, one adder;
+        6. q = p >> (s-1) (low 10 bits, a barrel shifter), the saturation test (do p's bits
            from s+8 up all equal its sign?) and the tie correction (p < 0 with its low s-1
            bits zero), side by side;
-        6. y = (q - corr + 1) >> 1 on 11 bits, saturated to -127..127, relu.
+        7. y = (q - corr + 1) >> 1, saturated to -127..127 (the saturation read off q and
+           corr beside the add), relu.
 
-    Latency: LATENCY = 6 cycles, one result per lane per cycle.
+    Latency: LATENCY = 7 cycles, one result per lane per cycle.
 
     Raises:
         ValueError: lanes is not a positive int.
     """
 
-    LATENCY = 6
+    LATENCY = 7
     """Cycles from a, m, s, relu presented to y valid."""
 
     def __init__(self, lanes: int = DEFAULT.LANES):
@@ -92,37 +98,40 @@ class Requantizer(wiring.Component):
             "m": In(M_BITS),
             "s": In(S_BITS),
             "relu": In(1),
+            "en": In(1, init=1),
             "y": Out(data.ArrayLayout(signed(8), lanes)),
         })
 
     def elaborate(self, platform):
         m = Module()
 
-        # The factor, one copy per stage (shared by the lanes).
-        s1, s2, s3, s4 = (Signal(S_BITS, name=f"s{k}") for k in range(1, 5))
-        relu1, relu2, relu3, relu4, relu5 = (Signal(name=f"relu{k}") for k in range(1, 6))
+        # The factor, shared by the lanes, delayed to the stage that uses it: m in stage 2, s
+        # in stage 6 (the shift), relu in stage 7.
+        s1 = Signal(S_BITS)
+        relu1 = Signal()
         m1 = Signal(M_BITS)
-        m.d.sync += [s1.eq(self.s), s2.eq(s1), s3.eq(s2), s4.eq(s3),
-                     relu1.eq(self.relu), relu2.eq(relu1), relu3.eq(relu2), relu4.eq(relu3),
-                     relu5.eq(relu4), m1.eq(self.m)]
+        m.d.sync += [s1.eq(self.s), relu1.eq(self.relu), m1.eq(self.m)]
+        s_shift = delay(m, s1, 4, "s")
+        relu_last = delay(m, relu1, 5, "relu")
 
-        # Stage 2 masks (from s1), used in stage 5: bit k of low_mask is set for k < s-1, bit k
-        # of high_mask for k >= s+8. Stage 3 and 4 registers carry them along.
-        low_mask2, low_mask3, low_mask4 = (Signal(P_BITS, name=f"low_mask{k}") for k in (2, 3, 4))
-        high_mask2, high_mask3, high_mask4 = (Signal(P_BITS, name=f"high_mask{k}") for k in (2, 3, 4))
+        # The masks (from s1, registered in stage 2), used in stage 6: bit k of low_mask is set for
+        # k < s-1, bit k of high_mask for k >= s+8.
+        low_mask2 = Signal(P_BITS)
+        high_mask2 = Signal(P_BITS)
         m.d.sync += [
             low_mask2.eq(Cat(s1 > k + 1 for k in range(P_BITS))),
             high_mask2.eq(Cat(s1 + (Q_BITS - 2) <= k for k in range(P_BITS))),
-            low_mask3.eq(low_mask2), low_mask4.eq(low_mask3),
-            high_mask3.eq(high_mask2), high_mask4.eq(high_mask3),
         ]
+        low_mask = delay(m, low_mask2, 3, "low_mask")
+        high_mask = delay(m, high_mask2, 3, "high_mask")
         m_lo = m1[:SPLIT]
         m_hi = m1[SPLIT:]
 
         for lane in range(self.lanes):
             # 1: the multiplier inputs
             a1 = Signal(signed(A_BITS), name=f"a1_{lane}")
-            m.d.sync += a1.eq(self.a[lane])
+            with m.If(self.en):
+                m.d.sync += a1.eq(self.a[lane])
             a_lo = a1[:SPLIT]                       # unsigned
             a_hi = a1[SPLIT:].as_signed()           # signed
 
@@ -135,40 +144,66 @@ class Requantizer(wiring.Component):
             m.d.sync += [pp_ll.eq(a_lo * m_lo), pp_lh.eq(a_lo * m_hi),
                          pp_hl.eq(a_hi * m_lo), pp_hh.eq(a_hi * m_hi)]
 
-            # 3: x = a_lo * m, z = a_hi * m
+            # 3: the products once more, so that the DSP block's output register can sit at the
+            # block and the adders anywhere (the route from a DSP tile costs up to 3 ns)
+            pp_ll, pp_lh, pp_hl, pp_hh = (delay(m, pp, 1, f"{pp.name}_q")
+                                          for pp in (pp_ll, pp_lh, pp_hl, pp_hh))
+
+            # 4: x = a_lo * m, z = a_hi * m
             x = Signal(SPLIT + M_BITS, name=f"x{lane}")
             z = Signal(signed(A_BITS - SPLIT + M_BITS + 1), name=f"z{lane}")
             m.d.sync += [x.eq(pp_ll + (pp_lh << SPLIT)), z.eq(pp_hl + (pp_hh << SPLIT))]
 
-            # 4: the exact product
+            # 5: the exact product
             p = Signal(signed(P_BITS), name=f"p{lane}")
             m.d.sync += p.eq(x + (z << SPLIT))
 
-            # 5: shift, saturation test, tie correction
+            # 6: shift, saturation test, tie correction
             q = Signal(signed(Q_BITS), name=f"q{lane}")
             in_range = Signal(name=f"in_range{lane}")
             negative = Signal(name=f"negative{lane}")
             corr = Signal(name=f"corr{lane}")
             shift = Signal(S_BITS, name=f"shift{lane}")
             sign_bits = Mux(p[-1], (1 << P_BITS) - 1, 0)
-            m.d.comb += shift.eq(s4 - 1)
+            m.d.comb += shift.eq(s_shift - 1)
             m.d.sync += [
                 q.eq(p >> shift),
-                in_range.eq(((p.as_unsigned() ^ sign_bits) & high_mask4) == 0),
+                in_range.eq(((p.as_unsigned() ^ sign_bits) & high_mask) == 0),
                 negative.eq(p[-1]),
-                corr.eq(p[-1] & ((p.as_unsigned() & low_mask4) == 0)),
+                corr.eq(p[-1] & ((p.as_unsigned() & low_mask) == 0)),
             ]
 
-            # 6: round, saturate, relu
-            rounded = Signal(signed(Q_BITS + 1), name=f"rounded{lane}")
-            m.d.comb += rounded.eq((q - corr + 1) >> 1)
+            # 7: round, saturate, relu. The rounding add and the saturation tests run side by
+            # side: whether (q - corr + 1) >> 1 leaves -127..127 is read off q and corr with
+            # constant comparisons (LUTs), not off the sum (a carry chain after a carry chain).
             limit = arith.INT8_MAX
-            saturated = Mux(rounded > limit, limit, Mux(rounded < -limit, -limit, rounded))
-            clamped = Mux(in_range, saturated, Mux(negative, -limit, limit))
+            rounded = Signal(signed(8), name=f"rounded{lane}")   # its low 8 bits suffice
+            m.d.comb += rounded.eq((q - corr + 1) >> 1)
+            above, below = _beyond_int8(q, corr)
+            high = Mux(in_range, above, ~negative)     # the result is 127
+            low = Mux(in_range, below, negative)       # the result is -127
+            value = Mux(high, limit, Mux(low, -limit, rounded))
+            is_negative = low | (~high & rounded[-1])
             y = Signal(signed(8), name=f"y{lane}")
-            m.d.sync += y.eq(Mux(relu5 & (clamped < 0), 0, clamped))
+            m.d.sync += y.eq(Mux(relu_last & is_negative, 0, value))
             m.d.comb += self.y[lane].eq(y)
         return m
+
+
+def _beyond_int8(q: Value, corr: Value) -> tuple[Value, Value]:
+    """(y > 127, y < -127) for y = (q - corr + 1) >> 1, q a signed Q_BITS value, corr 0 or 1.
+
+    y > 127 when q - corr >= 255: q >= 256, or q = 255 without the correction; y < -127 when
+    q - corr <= -256: q <= -256, or q = -255 with the correction. Each test looks at q's bits
+    against a constant (LUT logic, no carry chain).
+    """
+    top = Q_BITS - 1
+    low = q[:top - 1].as_unsigned()                         # the bits below the top two
+    at_least_256 = ~q[top] & q[top - 1]                     # 256 <= q <= 511
+    at_most_minus_256 = q[top] & (~q[top - 1] | (low == 0))  # -512 <= q <= -256
+    is_255 = ~q[top] & ~q[top - 1] & (low == (1 << (top - 1)) - 1)
+    is_minus_255 = q[top] & q[top - 1] & (low == 1)
+    return at_least_256 | (is_255 & ~corr), at_most_minus_256 | (is_minus_255 & corr)
 
 
 class RequantUnit(wiring.Component):
@@ -186,13 +221,13 @@ class RequantUnit(wiring.Component):
 
     Schedule, with d the dispatch cycle and n = ceil(len / LANES) beats:
         beat b is read in cycle d + b (the first address straight from ``fields``), its data
-        enters the :class:`Requantizer` one cycle later (SPAD_READ_LATENCY) and leaves it
-        Requantizer.LATENCY = 6 cycles after that; it is written in cycle d + b + 7, in
-        order. ``done`` is the cycle of the last write, d + n + 6. In place (dst == src) is
-        safe: a beat is written 7 cycles after it is read, and the beats read later lie
-        further on.
+        enters the :class:`Requantizer` SPAD_READ_LATENCY cycles later and leaves it
+        Requantizer.LATENCY = 7 cycles after that; it is written in cycle d + b + RQ_OVERHEAD,
+        in order. ``done`` is the cycle of the last write, d + n + RQ_OVERHEAD - 1. In place
+        (dst == src) is safe: a beat is written RQ_OVERHEAD cycles after it is read, and the
+        beats read later lie further on.
 
-    Latency: n + RQ_OVERHEAD cycles, RQ_OVERHEAD = SPAD_READ_LATENCY + Requantizer.LATENCY = 7.
+    Latency: n + RQ_OVERHEAD cycles, RQ_OVERHEAD = SPAD_READ_LATENCY + Requantizer.LATENCY.
 
     Errors: none; the execute stage dispatches only checked instructions (len >= 1,
     1 <= s <= 63, both regions inside the scratchpad, dst == src or disjoint).
@@ -231,7 +266,7 @@ class RequantUnit(wiring.Component):
             issue.eq(self.start | running),
             src.eq(Mux(self.start, rq.src, src_q)),
             left.eq(Mux(self.start, rq.len, left_q)),
-            last.eq(left <= lanes),
+            last.eq(last_beat(left, lanes)),
             self.rd0.en.eq(issue),
             self.rd0.addr.eq(Mux(issue, src, 0)),
         ]
@@ -240,7 +275,9 @@ class RequantUnit(wiring.Component):
 
         # The beat's data enters the lanes when it returns; its write lanes and whether it is the
         # last beat follow it down a delay line as long as the read latency plus the pipeline.
+        arrives = delay(m, issue, spec.SPAD_READ_LATENCY, "arrives")
         m.d.comb += [
+            lanes_.en.eq(arrives),
             lanes_.a.eq(self.rd0.data.as_value()),
             lanes_.m.eq(rq.m),
             lanes_.s.eq(rq.s),
@@ -249,7 +286,7 @@ class RequantUnit(wiring.Component):
         depth = spec.SPAD_READ_LATENCY + Requantizer.LATENCY
         valid = [issue] + [Signal(name=f"valid{k}") for k in range(1, depth + 1)]
         final = [issue & last] + [Signal(name=f"last{k}") for k in range(1, depth + 1)]
-        mask = [Mux(issue, Cat(left > i for i in range(lanes)), 0)]
+        mask = [Mux(issue, lane_mask(left, lanes), 0)]
         mask += [Signal(lanes, name=f"mask{k}") for k in range(1, depth + 1)]
         for k in range(depth):
             m.d.sync += [valid[k + 1].eq(valid[k]), final[k + 1].eq(final[k]), mask[k + 1].eq(mask[k])]

@@ -1,7 +1,7 @@
 """``SimTop(params)``: the GA-2 core plus an external memory, for simulation (cosim).
 
 The external memory is a :class:`~hw.banked.BankedMemory` of EXT_WORDS words with one read
-port, on the core's external bus (read data one cycle after ``rd_en``, EXT_READ_LATENCY). A
+port, on the core's external bus (read data EXT_READ_LATENCY cycles after ``rd_en``). A
 test bench loads the instruction memory and the external memory through their arrays
 (hw/memmap.py names them), pulses ``start``, waits for ``done`` and reads the memories and
 the counters back.
@@ -31,7 +31,7 @@ class SimTop(wiring.Component):
 
     Attributes: core (the :class:`~hw.top.GA2`), ext (the external :class:`~hw.banked.BankedMemory`).
 
-    Latency: as the core; the external memory answers reads in EXT_READ_LATENCY cycle.
+    Latency: as the core; the external memory answers reads in EXT_READ_LATENCY cycles.
 
     Raises:
         TypeError: params is not a :class:`sim.spec.Params`.
@@ -42,11 +42,11 @@ class SimTop(wiring.Component):
         if not isinstance(params, Params):
             self._MustUse__silence = True
             raise TypeError(f"SimTop: params={params!r} must be a sim.spec.Params")
-        assert spec.EXT_READ_LATENCY == 1, "the BankedMemory external memory answers in one cycle"
         self.params = params
         super().__init__(host_members(params))
         self.core = GA2(params, stub_missing=stub_missing, modules=modules)
-        self.ext = BankedMemory(params.EXT_WORDS, n_read=1, lanes=params.LANES)
+        self.ext = BankedMemory(params.EXT_WORDS, n_read=1, lanes=params.LANES,
+                                latency=spec.EXT_READ_LATENCY)
 
     def elaborate(self, platform):
         m = Module()

@@ -70,11 +70,11 @@ class SoftmaxUnit(wiring.Component):
         wr Out(WritePort): the probabilities, LANES per beat, unsigned Q16 in the low 17 bits.
         Every output is 0 when the unit is idle.
 
-    Latency: L = 3 * ceil(len / 4) + SM_OVERHEAD cycles, SM_OVERHEAD = SPAD_READ_LATENCY (1)
-    + data register (1) + exp register (1) + SM_PASS_OVERHEAD (1) + SM_DIV_LATENCY (9) = 13.
+    Latency: L = 3 * ceil(len / 4) + SM_OVERHEAD cycles, SM_OVERHEAD = SPAD_READ_LATENCY (3)
+    + data register (1) + exp register (1) + SM_PASS_OVERHEAD (1) + SM_DIV_LATENCY (9) = 15.
     With n = ceil(len / 4), beat k of pass 0 is read in cycle d + k, of pass p > 0 in cycle
-    d + p*n + 1 + k; pass 2's beat k is written 12 cycles after its read; done rises with the
-    last write.
+    d + p*n + 1 + k; pass 2's beat k is written SM_OVERHEAD - 1 cycles after its read; done
+    rises with the last write.
 
     Timing: about 113 MHz on the ECP5-85F (speed 6) with the scratchpad's read path taken out
     (nextpnr, the unit with a scratchpad and four ORed request sources); about 8,000 LUTs, most
@@ -168,8 +168,9 @@ class SoftmaxUnit(wiring.Component):
         tag_arrive = delay(m, rd_tag, SPAD_READ_LATENCY, "tag_read")  # the data's cycle
         tag_x = delay(m, tag_arrive, 1, "tag_x")                        # in its registers
         x = [Signal(8, name=f"x{i}") for i in range(lanes)]
-        for i in range(lanes):
-            m.d.sync += x[i].eq(self.rd0.data[i][:8])
+        with m.If(tag_arrive.valid):   # an enable of its own: Yosys would merge an unconditional
+            for i in range(lanes):     # register of the shared read data with other units'
+                m.d.sync += x[i].eq(self.rd0.data[i][:8])
         xs = [xi.as_signed() for xi in x]
         tag_e = delay(m, tag_x, 1, "tag_e")  # one stage later: the exp values, the running maximum
 

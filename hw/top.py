@@ -22,7 +22,7 @@ from sim import spec
 from sim.spec import DEFAULT, Params
 
 from .banked import BankedMemory
-from .control import Control, host_members
+from .control import Control, dispatch_registers, host_members
 from .ports import ExtPort, addr_bits
 from .stub import LatencyStub
 
@@ -81,7 +81,7 @@ class GA2(wiring.Component):
             start, prog_len, busy, done, error, error_code, error_pc, imem_we, imem_waddr,
             imem_wdata, count_cycles, count_dma, count_mxu, count_vpu, count_sfu;
         ext Out(ExtPort(addr_bits(EXT_WORDS))): the external-memory bus (the DMA's),
-            read data EXT_READ_LATENCY = 1 cycle after rd_en.
+            read data EXT_READ_LATENCY cycles after rd_en.
 
     Attributes (for test benches and the Verilog memory map, hw/memmap.py):
         control, spad (the scratchpad :class:`~hw.banked.BankedMemory`), units (name -> unit).
@@ -111,7 +111,8 @@ class GA2(wiring.Component):
         ext = ExtPort(addr_bits(params.EXT_WORDS), params.LANES)
         super().__init__(host_members(params) | {"ext": Out(ext)})
         self.control = Control(params)
-        self.spad = BankedMemory(params.SPAD_WORDS, n_read=2, lanes=params.LANES)
+        self.spad = BankedMemory(params.SPAD_WORDS, n_read=2, lanes=params.LANES,
+                                 latency=spec.SPAD_READ_LATENCY)
         self.units: dict[str, wiring.Component] = {}
         self.opcodes: dict[str, tuple[str, ...]] = {}
         for cls in dict.fromkeys(classes.values()):
@@ -138,12 +139,11 @@ class GA2(wiring.Component):
             else:
                 m.d.comb += ours.eq(theirs)
 
-        # dispatch: start to the unit of the opcode; the opcode and fields to all
+        # dispatch: each unit's start, opcode and fields from registers beside it
         for name, unit in self.units.items():
-            mine = reduce(or_, [ctl.ex_opcode == int(spec.BY_NAME[op].opcode) for op in self.opcodes[name]])
-            m.d.comb += [unit.start.eq(ctl.ex_start & mine), unit.opcode.eq(ctl.ex_opcode),
-                         unit.fields.eq(ctl.ex_fields)]
-        m.d.comb += ctl.ex_done.eq(reduce(or_, [unit.done for unit in self.units.values()]))
+            dispatch_registers(m, ctl, unit, self.opcodes[name], name)
+        # the units' done is not needed: the execute stage counts each instruction's latency
+        # down itself (hw/control.py); tests/hw/test_core.py checks that the two agree
 
         # shared ports: requests ORed, read data to every unit
         def users(port: str) -> list:

@@ -11,7 +11,8 @@
   as two beats (nibbles 0..3, then 4..7), its sign extension being wiring only.
 
 Every beat's data is taken into a register untouched on arrival (the block RAM and the rotation
-network use up that cycle), so a beat read in cycle d' is worked on in cycle d'+2.
+network use up that cycle), so a beat read in cycle d' is worked on in cycle d'+R+1, R =
+SPAD_READ_LATENCY (3).
 """
 
 from __future__ import annotations
@@ -63,12 +64,13 @@ class VectorUnit(wiring.Component):
         Every output is 0 when the unit is idle.
 
     Latency, with n = ceil(len / 4), dispatch in cycle d:
-        VADD: beat k read at d+k, added and saturated at d+k+2, written at d+k+3:
-            L = n + VADD_OVERHEAD, VADD_OVERHEAD = 3.
-        AMAX: beat k read at d+k; pair maxima at d+k+2, running maximum at d+k+3; the index
-            written at d+n+3: L = n + AMAX_OVERHEAD, AMAX_OVERHEAD = 4.
-        UNPACK: word i read at d+2i, written at d+2i+2 and d+2i+3:
-            L = 2*len + UNPACK_OVERHEAD, UNPACK_OVERHEAD = 2.
+        VADD: beat k read at d+k, added and saturated at d+k+R+1, written at d+k+R+2:
+            L = n + VADD_OVERHEAD, VADD_OVERHEAD = R + 2.
+        AMAX: beat k read at d+k; pair maxima at d+k+R+1, running maximum at d+k+R+2; the
+            index written at d+n+R+2: L = n + AMAX_OVERHEAD, AMAX_OVERHEAD = R + 3.
+        UNPACK: word i read at d+2i, written at d+2i+R+1 and d+2i+R+2:
+            L = 2*len + UNPACK_OVERHEAD, UNPACK_OVERHEAD = R + 1.
+        (R = SPAD_READ_LATENCY.)
 
     The ISA checks guarantee len >= 1, the rows inside the scratchpad and no partial overlap
     of dst with a source; the unit relies on them.

@@ -290,43 +290,49 @@ class InstrSpec:
 # before the first dispatch. These constants are the pipeline depths the RTL realises; they are
 # the contract between hw/ and the reference machine (tests/hw assert each unit against them).
 
-SPAD_READ_LATENCY = 1
-"""Cycles from a scratchpad read request to its data (banked block RAM, rotation after it)."""
+SPAD_READ_LATENCY = 3
+"""Cycles from a scratchpad read request to its data: the request register (the units'
+requests, ORed, registered before the banks' address adders), the block RAM's read, a register
+on its output, then the rotation network (hw/banked.py; timing on the ECP5: hw/README.md).
+Writes pass the same request register, so a read sees every write issued before it."""
 EXT_READ_LATENCY = 1
 """Cycles from an external-memory read request to its data (the bus of hw/ports.ExtPort)."""
-FRONTEND_CYCLES = 7
+FRONTEND_CYCLES = 8
 """Cycles from start to the first dispatch: instruction-memory read (1), the checker's five
-pipeline stages (the read register; three computing every region's end, a register after each
-multiply; bounds and overlaps), the dispatch register (1). The front end then works ahead:
-later instructions cost only their own latency (hw/control.py, hw/checker.py)."""
+pipeline stages (the read register; three computing every region's end and the latency, a
+register after each multiply; bounds and overlaps), a slot of the queue in front of the execute
+stage (1), the dispatch register (1). The front end then works ahead: later instructions cost
+only their own latency (hw/control.py, hw/checker.py)."""
 STOP_CYCLES = 1
 """Cycles taken by HALT, or by an instruction that stops the machine with an error: the cycle
 after the execute stage takes it, at whose end done (and error) rise (hw/control.py)."""
-LD_OVERHEAD = 2
-"""LD: external-memory read latency (1) and the data register; beat b is read in the dispatch
-cycle + b and written two cycles later (hw/dma.py)."""
-ST_OVERHEAD = 2
-"""ST: scratchpad read latency (1) and the data register; beat b is read in the dispatch
-cycle + b and written two cycles later (hw/dma.py)."""
-MM_OVERHEAD = 3
-"""MM: scratchpad read latency (1), the multiplier input registers (1), the product register (1);
-step t enters the array tb*(N-1) + 1 + t cycles after the dispatch, row i is written as its
-sums become final, one row per cycle, the last K + M + tb*(N-1) + 2 cycles after the dispatch
-(hw/mxu.py)."""
-RQ_OVERHEAD = 7
-"""RQ: scratchpad read latency (1) and the six-stage requantizer pipeline (inputs, partial
-products, partial sums, product, shift, round-and-saturate); beat b is read in the dispatch
-cycle + b and written seven cycles later (hw/requant.py)."""
+LD_OVERHEAD = EXT_READ_LATENCY + 1
+"""LD: external-memory read latency and the data register; beat b is read in the dispatch
+cycle + b and written LD_OVERHEAD cycles later (hw/dma.py)."""
+ST_OVERHEAD = SPAD_READ_LATENCY + 1
+"""ST: scratchpad read latency and the data register; beat b is read in the dispatch cycle + b
+and written ST_OVERHEAD cycles later (hw/dma.py)."""
+MM_OVERHEAD = SPAD_READ_LATENCY + 2
+"""MM: scratchpad read latency, the multiplier input registers (1), the product register (1);
+step t enters the array tb*(N-1) + SPAD_READ_LATENCY + t cycles after the dispatch, row i is
+written as its sums become final, one row per cycle, the last K + M + tb*(N-1) + MM_OVERHEAD - 1
+cycles after the dispatch (hw/mxu.py)."""
+RQ_OVERHEAD = SPAD_READ_LATENCY + 7
+"""RQ: scratchpad read latency and the seven-stage requantizer pipeline (inputs, partial
+products at the DSP blocks, the products again at the adders, partial sums, product, shift,
+round-and-saturate); beat b is read in the dispatch cycle + b and written RQ_OVERHEAD cycles
+later (hw/requant.py)."""
 VADD_OVERHEAD = SPAD_READ_LATENCY + 2
-"""VADD: scratchpad read latency (1), the data registers, the add-and-saturate register; beat k
-is read in the dispatch cycle + k and written three cycles later (hw/vector.py)."""
+"""VADD: scratchpad read latency, the data registers, the add-and-saturate register; beat k
+is read in the dispatch cycle + k and written VADD_OVERHEAD cycles later (hw/vector.py)."""
 AMAX_OVERHEAD = SPAD_READ_LATENCY + 3
-"""AMAX: scratchpad read latency (1), the data registers, the lane-pair maxima, the running
+"""AMAX: scratchpad read latency, the data registers, the lane-pair maxima, the running
 maximum; beat k is read in the dispatch cycle + k, the index written three cycles after the
-last beat's data arrives (hw/vector.py)."""
+last beat's data arrives, AMAX_OVERHEAD after its read (hw/vector.py)."""
 UNPACK_OVERHEAD = SPAD_READ_LATENCY + 1
-"""UNPACK: scratchpad read latency (1) and the data register; packed word i is read in the
-dispatch cycle + 2i and written as two beats two and three cycles later (hw/vector.py)."""
+"""UNPACK: scratchpad read latency and the data register; packed word i is read in the
+dispatch cycle + 2i and written as two beats UNPACK_OVERHEAD and UNPACK_OVERHEAD + 1
+cycles later (hw/vector.py)."""
 SM_PASS_OVERHEAD = 1
 """SM: idle read cycles between pass 0 (max) and pass 1 (exp and sum): the row maximum is
 final two register stages after pass 0's last data (lane pairs, then the running maximum).
@@ -335,7 +341,7 @@ SM_DIV_LATENCY = 9
 """SM: stages of the pipelined divider, radix 4 (two quotient bits per stage, 18 bits with the
 rounding bit; hw/divider.py)."""
 SM_OVERHEAD = SPAD_READ_LATENCY + 2 + SM_PASS_OVERHEAD + SM_DIV_LATENCY
-"""SM: scratchpad read latency (1), the data register (1), the exp register (1), the pass gap,
+"""SM: scratchpad read latency, the data register (1), the exp register (1), the pass gap,
 the divider. With n = ceil(len/4) beats per pass, beat k of pass 0 is read in the dispatch
 cycle + k, of pass p > 0 in the dispatch cycle + p*n + SM_PASS_OVERHEAD + k, and pass 2's beat
 k is written SM_OVERHEAD - SM_PASS_OVERHEAD cycles after its read (hw/softmax.py)."""

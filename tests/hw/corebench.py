@@ -81,15 +81,19 @@ def load_imem(ctx, imem: Sequence, words: Sequence[int]) -> None:
         ctx.set(imem[w % spec.INSTR_WORDS].data[w // spec.INSTR_WORDS], int(value) & 0xFFFFFFFF)
 
 
-async def run_case(ctx, host, imem: Sequence, case: Case, *, ex_start=None, ex_opcode=None,
-                   via_port: bool = False) -> Outcome:
+async def run_case(ctx, host, imem: Sequence, case: Case, *, issue=None, issue_opcode=None,
+                   via_port: bool = False, last: tuple | None = None) -> Outcome:
     """Load, start, wait for done; return what the host sees.
 
     Args:
         host: the component with the host members (hw.control.host_members).
         imem: the instruction-memory banks.
-        ex_start, ex_opcode: if given, dispatches are recorded (cycle after start, opcode).
+        issue, issue_opcode: if given, dispatches are recorded (cycle after start, opcode): an
+            instruction issued in one cycle is dispatched in the next.
         via_port: load the program through the host write port instead of the backdoor.
+        last: (the control's ``ex_last``, the units' ``done`` signals): asserted equal, the
+            one against the OR of the others, in every cycle (the execute stage counts each
+            latency down itself; the units must finish in that very cycle).
     """
     if via_port:
         for w, value in enumerate(case.words):
@@ -109,8 +113,14 @@ async def run_case(ctx, host, imem: Sequence, case: Case, *, ex_start=None, ex_o
         ctx.set(host.start, 0)
         cycles += 1
         assert cycles <= MAX_CYCLES, f"{case.name}: no done after {cycles} cycles"
-        if ex_start is not None and ctx.get(ex_start):
-            dispatches.append((cycles, ctx.get(ex_opcode)))
+        if issue is not None and ctx.get(issue):
+            dispatches.append((cycles + 1, ctx.get(issue_opcode)))
+        if last is not None:
+            ex_last, dones = last
+            unit_done = any(ctx.get(done) for done in dones)
+            assert ctx.get(ex_last) == unit_done, (
+                f"{case.name}: cycle {cycles}: the execute stage's last cycle is {ctx.get(ex_last)}, "
+                f"a unit's done is {int(unit_done)}")
         if ctx.get(host.done):
             break
         assert ctx.get(host.busy), f"{case.name}: not busy and not done, cycle {cycles}"

@@ -32,9 +32,13 @@ class UnitBench(Elaboratable):
     def __init__(self, unit: wiring.Component, params: Params = DEFAULT):
         self.unit = unit
         self.params = params
-        self.spad = BankedMemory(params.SPAD_WORDS, n_read=2, lanes=params.LANES)
+        self.spad = BankedMemory(params.SPAD_WORDS, n_read=2, lanes=params.LANES,
+                                 latency=spec.SPAD_READ_LATENCY)
         members = unit.signature.members
-        self.ext = BankedMemory(params.EXT_WORDS, n_read=1, lanes=params.LANES) if "ext" in members else None
+        self.ext = None
+        if "ext" in members:
+            self.ext = BankedMemory(params.EXT_WORDS, n_read=1, lanes=params.LANES,
+                                    latency=spec.EXT_READ_LATENCY)
 
     def elaborate(self, platform):
         m = Module()
@@ -120,6 +124,7 @@ def run_unit(make_unit: Callable[[], wiring.Component], program: Sequence[Instru
             await ctx.tick()
             ctx.set(unit.start, 0)
             latencies.append(cycles)
+        await ctx.tick()   # a write issued in the last done cycle passes the memory's request register
         result["latencies"] = latencies
         result["spad"] = _get_memory(ctx, bench.spad)
         result["ext"] = _get_memory(ctx, bench.ext) if bench.ext is not None else ext0

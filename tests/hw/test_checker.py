@@ -10,7 +10,7 @@ from amaranth.sim import Simulator
 
 from hw.checker import CHECK_STAGES, Checker, pc_bits
 from sim import spec
-from sim.asm import build
+from sim.asm import build, decode
 from sim.spec import DEFAULT, ErrorCode, Params
 
 SMALL = Params(SPAD_WORDS=256, EXT_WORDS=512)
@@ -57,8 +57,9 @@ def _used_bits(ispec: spec.InstrSpec) -> int:
     return spec.OPCODE_BITS + sum(f.width for f in ispec.fields)
 
 
-def _run(params: Params, stream: list[tuple[int, int, bool]], stalls: bool) -> list[tuple[int, int, int]]:
-    """Feed (instr, pc, nohalt) one per cycle (with random stalls); collect (pc, opcode, code) out."""
+def _run(params: Params, stream: list[tuple[int, int, bool]], stalls: bool) -> list[tuple[int, ...]]:
+    """Feed (instr, pc, nohalt) one per cycle (with random stalls); collect (pc, opcode, code,
+    latency) out."""
     dut = Checker(params)
     out = []
 
@@ -77,7 +78,8 @@ def _run(params: Params, stream: list[tuple[int, int, bool]], stalls: bool) -> l
             else:
                 ctx.set(dut.in_valid, 0)
             if en and ctx.get(dut.out_valid):
-                out.append((ctx.get(dut.out_pc), ctx.get(dut.out_opcode), ctx.get(dut.out_code)))
+                out.append((ctx.get(dut.out_pc), ctx.get(dut.out_opcode), ctx.get(dut.out_code),
+                            ctx.get(dut.out_latency)))
             if en:
                 k += 1
             await ctx.tick()
@@ -101,7 +103,12 @@ def test_matches_spec_check(params: Params):
     got = _run(params, stream, stalls=params is SMALL)
     assert len(got) == len(want)
     for g, w, (bits, _, _) in zip(got, want, stream, strict=True):
-        assert g == w, f"pc {w[0]}: RTL code {g[2]}, reference {w[2]} for {bits:#034x}"
+        assert g[:3] == w, f"pc {w[0]}: RTL code {g[2]}, reference {w[2]} for {bits:#034x}"
+        ispec = spec.BY_OPCODE.get(bits & 0xF)
+        if w[2] == ErrorCode.NONE and ispec.counter is not None:   # the execute stage counts it down
+            words = [(bits >> (spec.WORD_BITS * i)) & 0xFFFFFFFF for i in range(spec.INSTR_WORDS)]
+            want_latency = spec.latency(ispec, decode(words).fields, params)
+            assert g[3] == want_latency, f"pc {w[0]}: latency {g[3]}, spec {want_latency} for {bits:#034x}"
     # the stream must have provoked every code, for every kind that can raise it
     seen = Counter((w[1], w[2]) for w in want)
     for ispec in spec.INSTRUCTIONS:

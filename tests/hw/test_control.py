@@ -10,7 +10,7 @@ import pytest
 from amaranth.hdl import Elaboratable, Module
 from amaranth.sim import Simulator
 
-from hw.control import Control, host_members, imem_addr_bits
+from hw.control import Control, dispatch_registers, host_members, imem_addr_bits
 from hw.stub import LatencyStub
 from sim import spec
 from sim.asm import build
@@ -52,8 +52,7 @@ class ControlBench(Elaboratable):
         m = Module()
         m.submodules.control = c = self.control
         m.submodules.stub = s = self.stub
-        m.d.comb += [s.start.eq(c.ex_start), s.opcode.eq(c.ex_opcode), s.fields.eq(c.ex_fields),
-                     c.ex_done.eq(s.done)]
+        dispatch_registers(m, c, s, [op.name for op in spec.INSTRUCTIONS if op.counter is not None], "stub")
         return m
 
 
@@ -63,8 +62,8 @@ def run_all(cases: list[Case], params: Params = SMALL, via_port: bool = False) -
 
     async def testbench(ctx):
         for c in cases:
-            got = await run_case(ctx, ctl, ctl.imem, c, ex_start=ctl.ex_start, ex_opcode=ctl.ex_opcode,
-                                 via_port=via_port)
+            got = await run_case(ctx, ctl, ctl.imem, c, issue=ctl.issue, issue_opcode=ctl.issue_opcode,
+                                 via_port=via_port, last=(ctl.ex_last, [bench.stub.done]))
             compare(c, got, reference(c, params))
 
     sim = Simulator(bench)

@@ -58,7 +58,8 @@ def run_core(cases: list[Case], params: Params = SMALL) -> None:
                 ext0[:len(c.ext)] = np.asarray(c.ext, dtype=np.int64) & 0xFFFFFFFF
             _set_banked(ctx, dut.ext, ext0)
             _set_banked(ctx, core.spad, np.zeros(params.SPAD_WORDS, dtype=np.uint32))
-            got = await run_case(ctx, dut, core.control.imem, c)
+            got = await run_case(ctx, dut, core.control.imem, c,
+                                 last=(core.control.ex_last, [u.done for u in core.units.values()]))
             got.spad = _get_banked(ctx, core.spad)
             got.ext = _get_banked(ctx, dut.ext)
             compare(c, got, reference(c, params), memories=True)

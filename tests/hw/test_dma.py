@@ -87,6 +87,7 @@ def test_latency_formula():
     want = [-(-ins.len // p.LANES) + (spec.LD_OVERHEAD if ins.op == "LD" else spec.ST_OVERHEAD)
             for ins in program]
     assert got == want
+    assert (spec.LD_OVERHEAD, spec.ST_OVERHEAD) == (2, 4)   # ext read 1 / scratchpad read 3, data register
 
 
 def test_idle_outputs_are_zero():

@@ -175,7 +175,7 @@ def test_latency_formula():
                      params=P)
                for tb in (0, 1) for M, N, K in shapes]
     _, _, got = run_unit(lambda: MatrixUnit(P), program, params=P)
-    assert spec.MM_OVERHEAD == MatrixUnit.OVERHEAD == 3
+    assert spec.MM_OVERHEAD == MatrixUnit.OVERHEAD == 5
     assert got == [ins.K + ins.M + ins.tb * (ins.N - 1) + spec.MM_OVERHEAD for ins in program]
 
 

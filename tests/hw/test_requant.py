@@ -118,6 +118,14 @@ def test_lanes_near_every_rounding_and_saturation_boundary():
     _check_lanes(sorted(cases, key=lambda c: c[1:]))
 
 
+def test_lanes_on_every_shifted_value_near_saturation():
+    """m = 1 and s = 1 or 2, so that the shifted product q runs through every value from below
+    -512 to above 511 with and without the tie correction: each saturation test of stage 6
+    (q against 255 and -255, the correction either way) meets all its cases."""
+    cases = [(a, 1, s, relu) for s in (1, 2) for relu in (0, 1) for a in range(-1100, 1101)]
+    _check_lanes(cases)
+
+
 def test_lanes_on_random_operands():
     rng = np.random.default_rng(5)
     cases = []
@@ -197,7 +205,7 @@ def test_unit_latency_formula():
     program = [build("RQ", dst=100, src=0, len=n, m=1, s=1, relu=0, params=SMALL)
                for n in (1, 4, 5, 8, 9, 33)]
     _, _, got = run_unit(lambda: RequantUnit(SMALL), program, params=SMALL)
-    assert spec.RQ_OVERHEAD == spec.SPAD_READ_LATENCY + Requantizer.LATENCY == 7
+    assert spec.RQ_OVERHEAD == spec.SPAD_READ_LATENCY + Requantizer.LATENCY == 10
     assert got == [-(-ins.len // LANES) + spec.RQ_OVERHEAD for ins in program]
 
 

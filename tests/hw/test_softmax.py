@@ -101,7 +101,7 @@ def test_longer_rows_with_a_larger_sm_max_len():
 def test_latency_formula():
     """The spec's closed form, as the RTL realises it (check_unit measures every instruction)."""
     fields = {"dst": 0, "src": 0}
-    for n, want in ((1, 16), (4, 16), (5, 19), (12, 22), (64, 61)):
+    for n, want in ((1, 18), (4, 18), (5, 21), (12, 24), (64, 63)):
         assert spec.latency(spec.BY_NAME["SM"], {**fields, "len": n}) == want
     assert spec.SM_OVERHEAD == spec.SPAD_READ_LATENCY + 2 + spec.SM_PASS_OVERHEAD + spec.SM_DIV_LATENCY
 

@@ -178,9 +178,9 @@ def test_latency_formulas():
         ins = spec.BY_NAME[name]
         return spec.latency(ins, {f: (n if f == "len" else 0) for f in ins.field_names})
 
-    assert [lat("VADD", n) for n in (1, 4, 5, 8, 9)] == [4, 4, 5, 5, 6]
-    assert [lat("AMAX", n) for n in (1, 4, 5)] == [5, 5, 6]
-    assert [lat("UNPACK", n) for n in (1, 2, 3)] == [4, 6, 8]
+    assert [lat("VADD", n) for n in (1, 4, 5, 8, 9)] == [6, 6, 7, 7, 8]
+    assert [lat("AMAX", n) for n in (1, 4, 5)] == [7, 7, 8]
+    assert [lat("UNPACK", n) for n in (1, 2, 3)] == [6, 8, 10]
 
 
 def test_idle_outputs_are_zero():

@@ -195,18 +195,20 @@ def test_counters_of_a_hand_computed_program():
         HALT
     """
     s = spec
-    ld = math.ceil(60 / 4) + s.LD_OVERHEAD                 # 15 + 3
-    mm1 = 10 + 3 + s.MM_OVERHEAD                          # tb = 0: K + M
-    rq = math.ceil(50 / 4) + s.RQ_OVERHEAD                 # 13 + 7
-    sm = 3 * math.ceil(10 / 4) + s.SM_OVERHEAD             # 9 + 13
-    vadd = math.ceil(7 / 4) + s.VADD_OVERHEAD              # 2 + 3
-    amax = math.ceil(9 / 4) + s.AMAX_OVERHEAD              # 3 + 4
-    unpack = 2 * 2 + s.UNPACK_OVERHEAD                     # 4 + 2
-    mm2 = 5 + 2 + (3 - 1) + s.MM_OVERHEAD                  # tb = 1: K + M + N - 1
-    st_ = math.ceil(5 / 4) + s.ST_OVERHEAD                 # 2 + 3
+    ld = math.ceil(60 / 4) + s.LD_OVERHEAD                 # 15 + 2
+    mm1 = 10 + 3 + s.MM_OVERHEAD                          # tb = 0: K + M, + 5
+    rq = math.ceil(50 / 4) + s.RQ_OVERHEAD                 # 13 + 10
+    sm = 3 * math.ceil(10 / 4) + s.SM_OVERHEAD             # 9 + 15
+    vadd = math.ceil(7 / 4) + s.VADD_OVERHEAD              # 2 + 5
+    amax = math.ceil(9 / 4) + s.AMAX_OVERHEAD              # 3 + 6
+    unpack = 2 * 2 + s.UNPACK_OVERHEAD                     # 4 + 4
+    mm2 = 5 + 2 + (3 - 1) + s.MM_OVERHEAD                  # tb = 1: K + M + N - 1, + 5
+    st_ = math.ceil(5 / 4) + s.ST_OVERHEAD                 # 2 + 4
     expected = Counters(
         cycles=s.FRONTEND_CYCLES + ld + mm1 + rq + sm + vadd + amax + unpack + mm2 + st_ + s.STOP_CYCLES,
         dma=ld + st_, mxu=mm1 + mm2, vpu=rq + vadd + amax + unpack, sfu=sm)
+    # by hand: 8 + 17 + 18 + 23 + 24 + 7 + 9 + 8 + 14 + 6 + 1
+    assert expected == Counters(cycles=135, dma=23, mxu=32, vpu=47, sfu=24)
     program = assemble(text)
     r = Machine().run(program, list(range(100)))
     assert r.counters == expected

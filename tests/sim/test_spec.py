@@ -147,6 +147,10 @@ def test_latencies_by_hand():
     assert latency(c.BY_NAME["AMAX"], {"dst": 0, "src": 0, "len": 5}) == 2 + c.AMAX_OVERHEAD
     assert latency(c.BY_NAME["UNPACK"], {"dst": 0, "src": 0, "len": 3}) == 6 + c.UNPACK_OVERHEAD
     assert latency(c.BY_NAME["HALT"], {}) == c.STOP_CYCLES
+    # the constants themselves, by hand (hw/README.md derives each from the pipelines; R = 3)
+    assert (c.SPAD_READ_LATENCY, c.EXT_READ_LATENCY, c.FRONTEND_CYCLES, c.STOP_CYCLES) == (3, 1, 8, 1)
+    assert (c.LD_OVERHEAD, c.ST_OVERHEAD, c.MM_OVERHEAD, c.RQ_OVERHEAD) == (2, 4, 5, 10)
+    assert (c.VADD_OVERHEAD, c.AMAX_OVERHEAD, c.UNPACK_OVERHEAD, c.SM_OVERHEAD) == (5, 6, 4, 15)
 
 
 def _eval_latency_doc(doc: str, fields: dict[str, int]) -> int:
