@@ -105,13 +105,14 @@ class Requantizer(wiring.Component):
     def elaborate(self, platform):
         m = Module()
 
-        # The factor, shared by the lanes, delayed to the stage that uses it: m in stage 2, s
-        # in stage 6 (the shift), relu in stage 7.
+        # The factor, shared by the lanes, delayed to the stage that uses it: m in stage 2, s - 1
+        # (computed in stage 2, so that no subtraction precedes the barrel shifter) in stage 6,
+        # relu in stage 7.
         s1 = Signal(S_BITS)
         relu1 = Signal()
         m1 = Signal(M_BITS)
         m.d.sync += [s1.eq(self.s), relu1.eq(self.relu), m1.eq(self.m)]
-        s_shift = delay(m, s1, 4, "s")
+        shift_amount = delay(m, (s1 - 1)[:S_BITS], 4, "s_minus_1")   # s - 1: 0..62, a register
         relu_last = delay(m, relu1, 5, "relu")
 
         # The masks (from s1, registered in stage 2), used in stage 6: bit k of low_mask is set for
@@ -163,11 +164,9 @@ class Requantizer(wiring.Component):
             in_range = Signal(name=f"in_range{lane}")
             negative = Signal(name=f"negative{lane}")
             corr = Signal(name=f"corr{lane}")
-            shift = Signal(S_BITS, name=f"shift{lane}")
             sign_bits = Mux(p[-1], (1 << P_BITS) - 1, 0)
-            m.d.comb += shift.eq(s_shift - 1)
             m.d.sync += [
-                q.eq(p >> shift),
+                q.eq(p >> shift_amount),     # the shift amount straight from a register
                 in_range.eq(((p.as_unsigned() ^ sign_bits) & high_mask) == 0),
                 negative.eq(p[-1]),
                 corr.eq(p[-1] & ((p.as_unsigned() & low_mask) == 0)),
