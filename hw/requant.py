@@ -57,12 +57,15 @@ class Requantizer(wiring.Component):
 
     Members:
         a In(ArrayLayout(signed(32), lanes)): the accumulators, sampled every cycle.
-        m In(24), unsigned: the mantissa, sampled with a.
+        m In(24), unsigned: the mantissa, sampled with a (per lane, as ``en`` says).
         s In(6), unsigned: the shift, 1..63 (0 gives an undefined result), sampled with a.
         relu In(1): clamp negative results to 0, sampled with a.
-        en In(1), 1 unless driven: a is sampled only in cycles with en high (the RQ unit
-            samples its beats only, so that Yosys cannot merge the input registers with another
-            unit's register of the scratchpad's read data).
+        en In(lanes), all ones unless driven: lane k samples its a and m only in cycles with
+            bit k high (the RQ unit raises the bits of the beat's valid words). Each lane thus
+            holds its own copy of m, with its own enable, which Yosys cannot merge: the copy sits
+            beside the lane's DSP blocks instead of one register fanning out to all of them
+            (that route led the critical path on the ECP5). A lane whose bit is low computes on
+            stale a and m; its result is not written.
         y Out(ArrayLayout(signed(8), lanes)): the results, -127..127, LATENCY cycles after
             their inputs were presented (a registered output).
 
@@ -98,20 +101,19 @@ class Requantizer(wiring.Component):
             "m": In(M_BITS),
             "s": In(S_BITS),
             "relu": In(1),
-            "en": In(1, init=1),
+            "en": In(lanes, init=(1 << lanes) - 1),
             "y": Out(data.ArrayLayout(signed(8), lanes)),
         })
 
     def elaborate(self, platform):
         m = Module()
 
-        # The factor, shared by the lanes, delayed to the stage that uses it: m in stage 2, s - 1
-        # (computed in stage 2, so that no subtraction precedes the barrel shifter) in stage 6,
-        # relu in stage 7.
+        # The factor's shift and relu, shared by the lanes, delayed to the stage that uses them:
+        # s - 1 (computed in stage 2, so that no subtraction precedes the barrel shifter) in
+        # stage 6, relu in stage 7. The mantissa is per lane (below).
         s1 = Signal(S_BITS)
         relu1 = Signal()
-        m1 = Signal(M_BITS)
-        m.d.sync += [s1.eq(self.s), relu1.eq(self.relu), m1.eq(self.m)]
+        m.d.sync += [s1.eq(self.s), relu1.eq(self.relu)]
         shift_amount = delay(m, (s1 - 1)[:S_BITS], 4, "s_minus_1")   # s - 1: 0..62, a register
         relu_last = delay(m, relu1, 5, "relu")
 
@@ -125,16 +127,16 @@ class Requantizer(wiring.Component):
         ]
         low_mask = delay(m, low_mask2, 3, "low_mask")
         high_mask = delay(m, high_mask2, 3, "high_mask")
-        m_lo = m1[:SPLIT]
-        m_hi = m1[SPLIT:]
-
         for lane in range(self.lanes):
-            # 1: the multiplier inputs
+            # 1: the multiplier inputs, the lane's own copy of m among them
             a1 = Signal(signed(A_BITS), name=f"a1_{lane}")
-            with m.If(self.en):
-                m.d.sync += a1.eq(self.a[lane])
+            m1 = Signal(M_BITS, name=f"m1_{lane}")
+            with m.If(self.en[lane]):
+                m.d.sync += [a1.eq(self.a[lane]), m1.eq(self.m)]
             a_lo = a1[:SPLIT]                       # unsigned
             a_hi = a1[SPLIT:].as_signed()           # signed
+            m_lo = m1[:SPLIT]
+            m_hi = m1[SPLIT:]
 
             # 2: the partial products (each fits an 18 x 18 signed multiplier)
             lo_bits, a_hi_bits, m_hi_bits = SPLIT, A_BITS - SPLIT, M_BITS - SPLIT
@@ -272,16 +274,9 @@ class RequantUnit(wiring.Component):
         with m.If(issue):
             m.d.sync += [running.eq(~last), src_q.eq(src + lanes), left_q.eq(left - lanes)]
 
-        # The beat's data enters the lanes when it returns; its write lanes and whether it is the
-        # last beat follow it down a delay line as long as the read latency plus the pipeline.
-        arrives = delay(m, issue, spec.SPAD_READ_LATENCY, "arrives")
-        m.d.comb += [
-            lanes_.en.eq(arrives),
-            lanes_.a.eq(self.rd0.data.as_value()),
-            lanes_.m.eq(rq.m),
-            lanes_.s.eq(rq.s),
-            lanes_.relu.eq(rq.relu),
-        ]
+        # A beat's valid words (its write lanes) and whether it is the last beat follow it down
+        # a delay line as long as the read latency plus the pipeline. Its data enters the lanes
+        # when it returns, each lane sampling only if its word is valid.
         depth = spec.SPAD_READ_LATENCY + Requantizer.LATENCY
         valid = [issue] + [Signal(name=f"valid{k}") for k in range(1, depth + 1)]
         final = [issue & last] + [Signal(name=f"last{k}") for k in range(1, depth + 1)]
@@ -290,6 +285,13 @@ class RequantUnit(wiring.Component):
         for k in range(depth):
             m.d.sync += [valid[k + 1].eq(valid[k]), final[k + 1].eq(final[k]), mask[k + 1].eq(mask[k])]
         write, write_last, write_mask = valid[depth], final[depth], mask[depth]
+        m.d.comb += [
+            lanes_.en.eq(mask[spec.SPAD_READ_LATENCY]),
+            lanes_.a.eq(self.rd0.data.as_value()),
+            lanes_.m.eq(rq.m),
+            lanes_.s.eq(rq.s),
+            lanes_.relu.eq(rq.relu),
+        ]
 
         # Writes in order from dst, LANES words per beat.
         dst_q = Signal(spec.ADDR_BITS)
