@@ -15,11 +15,12 @@ The checks are pipelined (Fmax target: 100 MHz on ECP5, hw/README.md):
 * stages E (END_STAGES of them): the end (start + extent) of every region, evaluated by
   :mod:`hw.formula` with a register after every multiply (``A + (M-1)*lda + K``: subtract;
   multiply; the two adds); opcode decode and field ranges in the first, carried along;
-* stage C: the scratchpad / external-memory bounds and the overlaps, for the kind the opcode
-  names, and the instruction's latency (its spec formula, evaluated beside the extents), which
-  the execute stage counts down instead of waiting for the unit's ``done``;
-* stage D, combinational on stage C's registers: the error-code priority (a few gates; the
-  execute stage registers the result).
+* stage C: the scratchpad / external-memory bounds and the overlaps of every kind of
+  instruction (comparators: carry chains), and the instruction's latency (its spec formula,
+  evaluated beside the extents) for the kind the opcode names, which the execute stage counts
+  down instead of waiting for the unit's ``done``;
+* stage D, combinational on stage C's registers: the opcode's bounds and overlap flags, and the
+  error-code priority (a few gates; the execute stage registers the result).
 
 A field's legal maximum bounds the value the extent formulas see: the extents only matter
 when no field is out of range (BAD_FIELD comes first), so each field enters them narrowed to
@@ -222,22 +223,27 @@ class Checker(wiring.Component):
                         hit = hit & (w_start != r_start)
                     hits.append(hit)
             overlap[ispec.name] = _any(hits)
-        c = stage("c", {key: b[key] for key in ("valid", *carried)}
-                  | {"spad_range": _select(op_b, out_of[Mem.SPAD]),
-                     "ext_range": _select(op_b, out_of[Mem.EXT]),
-                     "overlap": _select(op_b, overlap),
-                     "latency": _select_value(op_b, {s.name: b[f"latency_{s.name}"]
+        # Each kind's flags are registered as they are; the opcode picks one kind's in stage D
+        # (the comparisons' carry chains fill stage C).
+        kinds = {"spad_range": out_of[Mem.SPAD], "ext_range": out_of[Mem.EXT], "overlap": overlap}
+        per_kind = {f"{fault}_{name}": flag for fault, flags in kinds.items() for name, flag in flags.items()}
+        c = stage("c", {key: b[key] for key in ("valid", *carried)} | per_kind
+                  | {"latency": _select_value(op_b, {s.name: b[f"latency_{s.name}"]
                                                      for s in UNIT_INSTRUCTIONS}, latency_bits(p))})
 
-        # ---- stage D (combinational): the first fault in PRIORITY order
+        # ---- stage D (combinational): the opcode's flags, the first fault in PRIORITY order
         op_c = c["instr"][:spec.OPCODE_BITS]
+
+        def chosen(fault: str) -> Value:
+            return _select(op_c, {name: c[f"{fault}_{name}"] for name in kinds[fault]})
+
         faults = {
             ErrorCode.NO_HALT: c["nohalt"],
             ErrorCode.BAD_OPCODE: c["bad_opcode"],
             ErrorCode.BAD_FIELD: c["bad_field"],
-            ErrorCode.SPAD_RANGE: c["spad_range"],
-            ErrorCode.EXT_RANGE: c["ext_range"],
-            ErrorCode.OVERLAP: c["overlap"],
+            ErrorCode.SPAD_RANGE: chosen("spad_range"),
+            ErrorCode.EXT_RANGE: chosen("ext_range"),
+            ErrorCode.OVERLAP: chosen("overlap"),
         }
         assert set(faults) == set(PRIORITY), "every ErrorCode has its fault signal"
         code = Const(int(ErrorCode.NONE), spec.ERROR_CODE_BITS)
