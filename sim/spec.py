@@ -49,7 +49,9 @@ class Params:
     The hardware generator and the reference machine take the same object.
 
     Attributes:
-        T: the systolic array is T x T; one MM computes at most T x T outputs.
+        T: the systolic array is T x T; one MM computes at most T x T outputs. The reference
+            machine and the compiler take T <= 16; the RTL is built for T <= LANES only
+            (hw/mxu.py refuses more with a ValueError naming T).
         K_MAX: largest inner dimension of one MM.
         SPAD_WORDS: scratchpad size in 32-bit words.
         EXT_WORDS: external memory seen by the DMA, in 32-bit words.
