@@ -5,9 +5,10 @@ Usage::
     python -m hw.export                        # build/ga2.v, build/ga2_simtop.v, build/ga2_ports.json
     python -m hw.export --out DIR --param SPAD_WORDS=1024
 
-``ga2.v`` holds module ``ga2`` (:class:`hw.top.GA2`, the core: host interface and the external
-bus as ports); ``ga2_simtop.v`` holds module ``ga2_simtop`` (:class:`hw.simtop.SimTop`: the core
-and an external memory). Both have a clock ``clk`` and a synchronous, active-high reset ``rst``.
+``ga2.v`` holds module ``ga2`` (:class:`hw.top.GA2`, the core: host interface, the external
+bus and the ``timing_fault`` self-check as ports); ``ga2_simtop.v`` holds module ``ga2_simtop``
+(:class:`hw.simtop.SimTop`: the core and an external memory; the same ports but the bus). Both
+have a clock ``clk`` and a synchronous, active-high reset ``rst``.
 ``ga2_ports.json`` lists, for each top, its ports (name, direction, width) and where its
 memories are (:mod:`hw.memmap`), plus the parameters and the timing constants used.
 """

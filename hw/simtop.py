@@ -3,14 +3,15 @@
 The external memory is a :class:`~hw.banked.BankedMemory` of EXT_WORDS words with one read
 port, on the core's external bus (read data EXT_READ_LATENCY cycles after ``rd_en``). A
 test bench loads the instruction memory and the external memory through their arrays
-(hw/memmap.py names them), pulses ``start``, waits for ``done`` and reads the memories and
-the counters back.
+(hw/memmap.py names them), pulses ``start``, waits for ``done`` and reads the memories, the
+counters and the stop back, and ``timing_fault`` (the core's self-check, hw/top.py).
 """
 
 from __future__ import annotations
 
 from amaranth.hdl import Module
 from amaranth.lib import wiring
+from amaranth.lib.wiring import Out
 
 from sim import spec
 from sim.spec import DEFAULT, Params
@@ -27,7 +28,9 @@ class SimTop(wiring.Component):
         params: the machine's :class:`sim.spec.Params`.
         stub_missing, modules: passed to :class:`~hw.top.GA2`.
 
-    Members: the host interface of the core (``hw.control.host_members``).
+    Members: the host interface of the core (``hw.control.host_members``) and the core's
+        ``timing_fault`` Out(1) (:class:`~hw.top.GA2`: a unit's ``done`` and the execute
+        stage's countdown disagreed in some cycle since the last start).
 
     Attributes: core (the :class:`~hw.top.GA2`), ext (the external :class:`~hw.banked.BankedMemory`).
 
@@ -43,7 +46,7 @@ class SimTop(wiring.Component):
             self._MustUse__silence = True
             raise TypeError(f"SimTop: params={params!r} must be a sim.spec.Params")
         self.params = params
-        super().__init__(host_members(params))
+        super().__init__(host_members(params) | {"timing_fault": Out(1)})
         self.core = GA2(params, stub_missing=stub_missing, modules=modules)
         self.ext = BankedMemory(params.EXT_WORDS, n_read=1, lanes=params.LANES,
                                 latency=spec.EXT_READ_LATENCY)
@@ -58,6 +61,7 @@ class SimTop(wiring.Component):
                 m.d.comb += theirs.eq(ours)
             else:
                 m.d.comb += ours.eq(theirs)
+        m.d.comb += self.timing_fault.eq(core.timing_fault)
         bus = core.ext
         m.d.comb += [
             ext.rd0.en.eq(bus.rd_en),

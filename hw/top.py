@@ -14,7 +14,7 @@ import importlib
 from functools import reduce
 from operator import or_
 
-from amaranth.hdl import Module
+from amaranth.hdl import Module, Signal
 from amaranth.lib import wiring
 from amaranth.lib.wiring import Out
 
@@ -82,6 +82,14 @@ class GA2(wiring.Component):
             imem_wdata, count_cycles, count_dma, count_mxu, count_vpu, count_sfu;
         ext Out(ExtPort(addr_bits(EXT_WORDS))): the external-memory bus (the DMA's),
             read data EXT_READ_LATENCY cycles after rd_en.
+        timing_fault Out(1): a self-check of the execute stage's countdown (:func:`timing_check`):
+            1 once, in some cycle of the run, the OR of the units' ``done`` differed from the
+            control's ``ex_last`` (a unit finished earlier or later than the spec's latency of
+            its instruction, which the counters cannot show: they follow the countdown). Held
+            until the next accepted ``start`` clears it; 0 after reset. It lags the cycle it
+            judges by TIMING_CHECK_DELAY cycles: in the first cycle ``done`` is high it has
+            judged every cycle up to the last instruction's last one, TIMING_CHECK_DELAY
+            cycles later every cycle up to that first ``done`` cycle (what test benches read).
 
     Attributes (for test benches and the Verilog memory map, hw/memmap.py):
         control, spad (the scratchpad :class:`~hw.banked.BankedMemory`), units (name -> unit).
@@ -109,7 +117,7 @@ class GA2(wiring.Component):
                              f"(looked in {', '.join(modules)}); stub_missing=True builds without")
         self.params = params
         ext = ExtPort(addr_bits(params.EXT_WORDS), params.LANES)
-        super().__init__(host_members(params) | {"ext": Out(ext)})
+        super().__init__(host_members(params) | {"ext": Out(ext), "timing_fault": Out(1)})
         self.control = Control(params)
         self.spad = BankedMemory(params.SPAD_WORDS, n_read=2, lanes=params.LANES,
                                  latency=spec.SPAD_READ_LATENCY)
@@ -142,8 +150,9 @@ class GA2(wiring.Component):
         # dispatch: each unit's start, opcode and fields from registers beside it
         for name, unit in self.units.items():
             dispatch_registers(m, ctl, unit, self.opcodes[name], name)
-        # the units' done is not needed: the execute stage counts each instruction's latency
-        # down itself (hw/control.py); tests/hw/test_core.py checks that the two agree
+        # the execute stage counts each instruction's latency down itself (hw/control.py) and
+        # does not wait for the units' done; the units' done only feeds the self-check
+        timing_check(m, ctl, self.units, self.start, self.timing_fault)
 
         # shared ports: requests ORed, read data to every unit
         def users(port: str) -> list:
@@ -164,6 +173,50 @@ class GA2(wiring.Component):
         m.d.comb += self.ext.wr_data.eq(_any(p.wr_data.as_value() for p in ports))
         m.d.comb += [p.rd_data.eq(self.ext.rd_data) for p in ports]
         return m
+
+
+TIMING_CHECK_DELAY = 2
+"""Cycles from a cycle whose ``done`` and ``ex_last`` disagree to ``timing_fault`` showing it:
+the register of each unit's ``done`` (and of ``ex_last``), then the sticky register."""
+
+
+def timing_check(m: Module, control: Control, units: dict[str, wiring.Component], start, fault) -> None:
+    """The sticky ``timing_fault`` of :class:`GA2`: the units' ``done`` against ``ex_last``.
+
+    Built for timing, not for speed of detection: each unit's ``done`` (at the end of its own
+    logic, far away on the chip) goes into a register of its own, named ``<unit>_done_q``, whose
+    only input is that ``done`` (so the placer puts it beside the unit); ``ex_last`` into one
+    beside the control. The path into ``fault`` then
+    starts at those registers: the OR of the registered bits, compared with the registered
+    ``ex_last``, ORed into ``fault`` (a few LUTs of 1-bit logic, nothing else behind it).
+
+    An accepted ``start`` (``start`` while the control is not busy, as the control takes it)
+    clears ``fault`` and wins over a mismatch seen in that cycle, which is one of the cycle
+    before the start: nothing from an earlier run can set it. (The last ``ex_last`` of a run
+    comes STOP_CYCLES + 1 cycles or more before the control can accept the next start, and a
+    unit that is not running keeps ``done`` low, so in a correct core the registers hold 0 by
+    then anyway.)
+
+    Args:
+        m: the module of the core.
+        control: the :class:`~hw.control.Control` (its ``ex_last`` and ``busy``).
+        units: name -> unit, each with a ``done`` output.
+        start: the host's ``start`` input.
+        fault: the sticky output (1 bit).
+    """
+    done_q = []
+    for name, unit in units.items():
+        q = Signal(name=f"{name}_done_q")
+        m.d.sync += q.eq(unit.done)
+        done_q.append(q)
+    ex_last_q = Signal(name="ex_last_q")
+    m.d.sync += ex_last_q.eq(control.ex_last)
+    mismatch = Signal(name="timing_mismatch")
+    m.d.comb += mismatch.eq(_any(done_q) ^ ex_last_q)
+    with m.If(start & ~control.busy):
+        m.d.sync += fault.eq(0)
+    with m.Elif(mismatch):
+        m.d.sync += fault.eq(1)
 
 
 def _any(values):

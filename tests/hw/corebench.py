@@ -4,7 +4,8 @@ reference machine, for tests/hw/test_control.py and tests/hw/test_core.py.
 One simulation runs many programs in turn, the way a host would: load the instruction memory
 (and the memories) by backdoor, pulse ``start``, wait for ``done``, read back. Everything the
 host sees is compared with :class:`sim.machine.Machine`: the stop (error code and pc), all five
-counters, and for the core every scratchpad and external-memory word.
+counters, and for the core every scratchpad and external-memory word and its ``timing_fault``
+self-check (which must stay 0).
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from hw.top import TIMING_CHECK_DELAY
 from sim import spec
 from sim.asm import Instruction, decode
 from sim.machine import Machine, MachineError
@@ -55,6 +57,7 @@ class Outcome:
     dispatches: list[tuple[int, int]] = field(default_factory=list)   # (cycle after start, opcode)
     spad: np.ndarray | None = None
     ext: np.ndarray | None = None
+    timing_fault: int | None = None   # the core's self-check (None: not read, or the reference)
 
 
 def reference(case: Case, params: Params) -> Outcome:
@@ -82,7 +85,7 @@ def load_imem(ctx, imem: Sequence, words: Sequence[int]) -> None:
 
 
 async def run_case(ctx, host, imem: Sequence, case: Case, *, issue=None, issue_opcode=None,
-                   via_port: bool = False, last: tuple | None = None) -> Outcome:
+                   via_port: bool = False, last: tuple | None = None, timing_fault=None) -> Outcome:
     """Load, start, wait for done; return what the host sees.
 
     Args:
@@ -94,6 +97,14 @@ async def run_case(ctx, host, imem: Sequence, case: Case, *, issue=None, issue_o
         last: (the control's ``ex_last``, the units' ``done`` signals): asserted equal, the
             one against the OR of the others, in every cycle (the execute stage counts each
             latency down itself; the units must finish in that very cycle).
+        timing_fault: the core's ``timing_fault`` output: if given, read TIMING_CHECK_DELAY
+            cycles after ``done`` rose (so that it has judged every cycle up to that one) into
+            the outcome's ``timing_fault``, which :func:`compare` requires to be 0.
+
+    Raises:
+        AssertionError: no done within MAX_CYCLES, not busy before done, ``ex_last`` and the
+            units' ``done`` disagree (with ``last``), ``count_cycles`` is not the cycles waited,
+            or ``error`` disagrees with ``error_code``.
     """
     if via_port:
         for w, value in enumerate(case.words):
@@ -127,16 +138,30 @@ async def run_case(ctx, host, imem: Sequence, case: Case, *, issue=None, issue_o
     counters = tuple(ctx.get(getattr(host, f"count_{n}")) for n in spec.COUNTERS)
     assert counters[0] == cycles, f"{case.name}: count_cycles={counters[0]} but done came after {cycles}"
     assert ctx.get(host.error) == (ctx.get(host.error_code) != 0)
-    return Outcome(ctx.get(host.error_code), ctx.get(host.error_pc), counters, dispatches)
+    fault = None
+    if timing_fault is not None:
+        await ctx.tick().repeat(TIMING_CHECK_DELAY)
+        fault = ctx.get(timing_fault)
+    return Outcome(ctx.get(host.error_code), ctx.get(host.error_pc), counters, dispatches,
+                   timing_fault=fault)
 
 
 def compare(case: Case, got: Outcome, want: Outcome, *, memories: bool = False) -> None:
+    """Assert that the run matches the reference: the stop, the counters, the dispatches (when
+    recorded), the memories (with ``memories``), and a ``timing_fault`` of 0 when it was read.
+
+    Raises:
+        AssertionError: the first of those that differs, named.
+    """
     name = case.name
     assert (got.code, got.pc) == (want.code, want.pc), (
         f"{name}: stopped with code {got.code} at pc {got.pc}, reference {want.code} at {want.pc}")
     assert got.counters == want.counters, f"{name}: counters {got.counters} != reference {want.counters}"
     if got.dispatches:
         assert got.dispatches == want.dispatches, f"{name}: dispatches {got.dispatches} != {want.dispatches}"
+    assert got.timing_fault in (None, 0), (
+        f"{name}: timing_fault is {got.timing_fault}: a unit's done and the execute stage's count "
+        "disagreed in some cycle")
     if memories:
         for what, g, w in (("scratchpad", got.spad, want.spad), ("external memory", got.ext, want.ext)):
             diff = np.flatnonzero(g != w)

@@ -1,5 +1,7 @@
 """The GA-2 core (hw/top.py, inside hw/simtop.py with its external memory) against the reference
-machine: every scratchpad and external-memory word, the stop, all five counters.
+machine: every scratchpad and external-memory word, the stop, all five counters, and the
+core's ``timing_fault`` self-check, 0 after every program (tests/hw/test_timing_fault.py makes
+it fire).
 
 Programs run one after the other in one simulation, as a host would run them: load the
 external memory and the program by backdoor, clear the scratchpad, pulse start, wait for done.
@@ -43,7 +45,12 @@ def _get_banked(ctx, mem) -> np.ndarray:
 
 
 def run_core(cases: list[Case], params: Params = SMALL) -> None:
-    """Run every case on the core; compare with the reference machine, memories included."""
+    """Run every case on the core; compare with the reference machine, memories included, and
+    require ``timing_fault`` to be 0 after each.
+
+    Raises:
+        AssertionError: a difference (see :func:`corebench.compare`).
+    """
     needed = {ins_op for c in cases for ins_op in _ops(c)}
     absent = sorted(needed & set(missing_units(MODULES)))
     if absent:
@@ -59,7 +66,8 @@ def run_core(cases: list[Case], params: Params = SMALL) -> None:
             _set_banked(ctx, dut.ext, ext0)
             _set_banked(ctx, core.spad, np.zeros(params.SPAD_WORDS, dtype=np.uint32))
             got = await run_case(ctx, dut, core.control.imem, c,
-                                 last=(core.control.ex_last, [u.done for u in core.units.values()]))
+                                 last=(core.control.ex_last, [u.done for u in core.units.values()]),
+                                 timing_fault=dut.timing_fault)
             got.spad = _get_banked(ctx, core.spad)
             got.ext = _get_banked(ctx, dut.ext)
             compare(c, got, reference(c, params), memories=True)
