@@ -10,9 +10,11 @@ Commands (``make cosim`` and ``make stress`` call the first two):
   mutants         list the deliberately broken RTL variants for --mutant
 
 Every run compares every external-memory and scratchpad word, the five cycle counters and the
-stop (error code, error pc) with the reference machine, prints PASS or FAIL per simulator with
-the first differences, and exits with 0 (all match), 1 (a difference) or 2 (a simulator
-could not run: not installed, build failed; the message names the log).
+stop (error code, error pc) with the reference machine, and requires the core's timing_fault
+self-check to stay 0 (hw/top.py: a unit finished in another cycle than the spec's latency);
+it prints PASS or FAIL per simulator with the first differences, and exits with 0 (all
+match), 1 (a difference) or 2 (a simulator could not run: not installed, build failed; the
+message names the log).
 
 Builds are cached in build/cosim/<sim>/ and redone only when the Verilog changes (SHA-256 of
 build/ga2_simtop.v, which is exported again when hw/ or sim/ is newer). A cold build takes

@@ -13,7 +13,8 @@ starts; a bad one raises TypeError or ValueError naming it (``job 3 (its name): 
 one launch of the simulator, back to back, and returns one :class:`cosim.jobs.RtlRun` each
 (memories, counters, error outputs); :func:`compare` lists how a run differs from the
 reference machine (:class:`sim.machine.Machine`): an empty list means bit-exact, every
-memory word and all five counters, and the same error code and pc.
+memory word and all five counters, the same error code and pc, and the core's
+``timing_fault`` self-check at 0.
 """
 
 from __future__ import annotations
@@ -35,6 +36,9 @@ __all__ = ["CosimError", "Job", "RtlRun", "compare", "run_programs", "simulate"]
 
 SHOWN = 3
 """Differing words shown per memory by :func:`compare`."""
+TIMING_FAULT = ("timing_fault: a unit's done and the execute stage's count disagreed (the spec latency "
+                "of some instruction is not what the RTL does)")
+""":func:`compare`'s line for a run whose ``timing_fault`` output is 1."""
 
 
 def simulate(jobs: Sequence[JobLike], simulator: str, *, verilog: Path | None = None,
@@ -100,7 +104,9 @@ def compare(job: JobLike, run: RtlRun, *, shown: int = SHOWN) -> list[str]:
     """How the RTL's run of a job differs from the reference machine's; empty when bit-exact.
 
     Checks, in this order: that the RTL stopped within the cycle limit; the error code and pc
-    (and that ``error`` agrees with the code); each of the five counters; every external-memory
+    (and that ``error`` agrees with the code); that ``timing_fault`` is 0 (hw/top.py: it is 1
+    when a unit finished in another cycle than the execute stage counted, which the counters
+    and, often, the memories cannot show); each of the five counters; every external-memory
     word, then every scratchpad word (an unresolved word is a difference). Each line names
     what differs with the RTL's and the reference's values; a memory line gives the number of
     differing words and the first ``shown`` addresses.
@@ -131,6 +137,10 @@ def compare(job: JobLike, run: RtlRun, *, shown: int = SHOWN) -> list[str]:
     if run.error != int(want.error_code != ErrorCode.NONE):
         out.append(f"error output: RTL {'X' if run.error < 0 else run.error}, reference "
                    f"{int(want.error_code != ErrorCode.NONE)}")
+    if run.timing_fault == 1:
+        out.append(TIMING_FAULT)
+    elif run.timing_fault != 0:
+        out.append(f"timing_fault: RTL {'X' if run.timing_fault < 0 else run.timing_fault}, expected 0")
     for name, got, expected in zip(spec.COUNTERS, run.counters.as_tuple(), want.counters.as_tuple(),
                                    strict=True):
         if name in run.counters_x:

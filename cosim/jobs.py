@@ -289,6 +289,9 @@ class RtlRun:
             flagged in ``ext_x`` / ``spad_x``).
         counters: ``count_cycles`` .. ``count_sfu``.
         error: the ``error`` output; error_code, error_pc as the RTL reports them (-1: X/Z).
+        timing_fault: the core's ``timing_fault`` self-check (hw/top.py), read
+            TIMING_CHECK_DELAY cycles after ``done`` rose: 1 when a unit's ``done`` and the
+            execute stage's countdown disagreed in some cycle of the run, 0 when not (-1: X/Z).
         ext_x, spad_x: True where a word held X or Z bits.
         counters_x: the names of counters that held X or Z bits.
         seconds: wall time the test bench spent on the job (reset, load, run, read back).
@@ -307,6 +310,7 @@ class RtlRun:
     error: int
     error_code: int
     error_pc: int
+    timing_fault: int
     ext_x: np.ndarray
     spad_x: np.ndarray
     counters_x: tuple[str, ...] = ()
@@ -374,7 +378,7 @@ def read_jobs(path: Path) -> JobBatch:
 
 
 RESULT_ARRAYS = ("finished", "waited", "ext", "spad", "ext_x", "spad_x", "counters", "counters_x",
-                 "error", "error_code", "error_pc", "seconds", "sim_seconds")
+                 "error", "error_code", "error_pc", "timing_fault", "seconds", "sim_seconds")
 """The arrays of a results file, one row per job, as :func:`write_results` stores them."""
 
 
@@ -392,6 +396,7 @@ def empty_results(n: int, params: Params) -> dict[str, np.ndarray]:
         "error": np.full(n, X, np.int64),
         "error_code": np.full(n, X, np.int64),
         "error_pc": np.full(n, X, np.int64),
+        "timing_fault": np.full(n, X, np.int64),
         "seconds": np.zeros(n, np.float64),
         "sim_seconds": np.zeros(n, np.float64),
     }
@@ -414,6 +419,7 @@ def read_results(path: Path, batch_names: Sequence[str], limits: Sequence[int], 
             finished=bool(r["finished"][k]), limit=int(limits[k]), waited=int(r["waited"][k]),
             ext=r["ext"][k].copy(), spad=r["spad"][k].copy(), counters=counters,
             error=int(r["error"][k]), error_code=int(r["error_code"][k]), error_pc=int(r["error_pc"][k]),
+            timing_fault=int(r["timing_fault"][k]),
             ext_x=r["ext_x"][k].copy(), spad_x=r["spad_x"][k].copy(),
             counters_x=tuple(n for n, bad in zip(spec.COUNTERS, r["counters_x"][k], strict=True) if bad),
             seconds=float(r["seconds"][k]), sim_seconds=float(r["sim_seconds"][k]),

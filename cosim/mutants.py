@@ -2,7 +2,10 @@
 
 ``python -m cosim seeds 100-111 --mutant rq-round`` runs the seed programs on a copy of
 ``build/ga2_simtop.v`` whose requantizer truncates instead of rounding; it must print FAIL
-with the first differing words. Each mutant is a text edit of the exported Verilog that must
+with the first differing words. With ``--mutant dma-late`` the DMA raises ``done`` a
+cycle late: the memories and the counters stay right (the execute stage counts the spec's
+latency, not the units' ``done``), and only the core's ``timing_fault`` self-check makes it
+FAIL. Each mutant is a text edit of the exported Verilog that must
 apply (a mutant that no longer finds its pattern raises, so a changed RTL cannot silently
 turn the check into a no-op).
 """
@@ -39,6 +42,17 @@ def _requant_truncates(text: str) -> tuple[str, int]:
     return text[:start] + body + text[end:], n
 
 
+def _dma_done_late(text: str) -> tuple[str, int]:
+    # hw/dma.py: done = (write_spad & last) | (write_ext & last), one `assign done = ...;` in the
+    # DMA's module; it becomes a register of that expression (no reset: the DMA keeps done low
+    # while idle, so the register is low again one cycle after the last instruction)
+    start, end = _module(text, ".dma")
+    body, n = re.subn(r"^(\s*)assign done = (.+);$",
+                      r"\1reg done_late = 1'h0;\n\1always @(posedge clk) done_late <= \2;\n"
+                      r"\1assign done = done_late;", text[start:end], flags=re.M)
+    return text[:start] + body + text[end:], n
+
+
 @dataclass(frozen=True)
 class Mutant:
     """A named break of the RTL.
@@ -59,6 +73,9 @@ class Mutant:
 MUTANTS = {m.name: m for m in (
     Mutant("rq-round", "hw/requant.py (Requantizer, stage 6)",
            "truncates (q - corr) >> 1 instead of rounding half away from zero", _requant_truncates),
+    Mutant("dma-late", "hw/dma.py (DMA, its done output)",
+           "raises done one cycle after its last write, a cycle later than the spec's latency "
+           "(memories and counters stay right: only timing_fault shows it)", _dma_done_late),
 )}
 
 

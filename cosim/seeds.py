@@ -6,7 +6,7 @@ and then one test input drawn from ``random.Random(seed)``, compiled with and wi
 reuse; the reuse program and its external-memory image (the test input and the weights,
 quantized) are one job. The jobs run on the RTL under Icarus, Verilator or both, and every
 external-memory word, every scratchpad word, the five counters and the stop (error code and
-pc) are compared with the reference machine.
+pc) are compared with the reference machine, and the core's ``timing_fault`` must be 0.
 
 What it prints: per simulator ``PASS: 12 programs match the reference (memory and all five
 counters), N cycles in total`` or ``FAIL`` with, per differing program, the first differing

@@ -15,9 +15,10 @@ For each job :class:`TB` resets the core, loads the program, the external memory
 scratchpad through the Verilog arrays :mod:`hw.memmap` names (backdoor writes, only of the
 words that differ from what the arrays already hold), pulses ``start`` and waits for ``done``
 or for the job's cycle limit, whichever comes first, without touching a signal per cycle: the
-clock is cocotb's GPI clock (C++), and the wait is one trigger. Then it reads back the whole
-external memory and scratchpad, the five counters, ``error``, ``error_code`` and ``error_pc``;
-X or Z bits are recorded as such, never guessed.
+clock is cocotb's GPI clock (C++), and the wait is one trigger. Then, FAULT_SETTLE_CYCLES
+cycles later, it reads back the whole external memory and scratchpad, the five counters,
+``error``, ``error_code``, ``error_pc`` and ``timing_fault``; X or Z bits are recorded as such,
+never guessed.
 """
 
 from __future__ import annotations
@@ -44,6 +45,11 @@ PERIOD_NS = 10
 """Clock period of the simulation (any value works: the design is cycle-based)."""
 RESET_CYCLES = 2
 """Rising edges with ``rst`` high (hw/memmap.py: hold it for two clock edges)."""
+FAULT_SETTLE_CYCLES = 2
+"""Rising edges waited after the one where ``done`` rose before anything is read:
+``hw.top.TIMING_CHECK_DELAY`` (not imported: this module stays free of Amaranth), so that
+``timing_fault`` has judged every cycle up to the first one with ``done`` high. The machine is
+stopped by then: nothing else the test bench reads changes meanwhile."""
 
 
 def _words(handles) -> tuple[np.ndarray, np.ndarray]:
@@ -156,7 +162,8 @@ class TB:
         """Pulse ``start`` for one cycle and wait for ``done`` (at most ``limit`` cycles).
 
         Returns:
-            (done rose in time, cycles waited from the start pulse).
+            (done rose in time, cycles waited from the start pulse). It returns
+            FAULT_SETTLE_CYCLES cycles after that, half a cycle after a rising edge.
         """
         d = self.dut
         d.prog_len.value = prog_len
@@ -167,12 +174,15 @@ class TB:
         await First(RisingEdge(d.done), Timer(limit * PERIOD_NS, unit="ns"))
         waited = round((get_sim_time(unit="ns") - begin) / PERIOD_NS)
         finished = _value(d.done) == 1
-        # half a cycle later: every register updated at the edge where done rose is settled
+        # timing_fault lags the cycles it judges (FAULT_SETTLE_CYCLES); then half a cycle more,
+        # so that every register updated at the last edge is settled
+        for _ in range(FAULT_SETTLE_CYCLES):
+            await RisingEdge(d.clk)
         await FallingEdge(d.clk)
         return finished, waited
 
     def read_state(self, results: dict[str, np.ndarray], k: int) -> None:
-        """Row k of the results: memories, counters, error outputs."""
+        """Row k of the results: memories, counters, error outputs, timing_fault."""
         results["ext"][k], results["ext_x"][k] = self.ext.read()
         results["spad"][k], results["spad_x"][k] = self.spad.read()
         for c, handle in enumerate(self.counters):
@@ -182,6 +192,7 @@ class TB:
         results["error"][k] = _value(self.dut.error)
         results["error_code"][k] = _value(self.dut.error_code)
         results["error_pc"][k] = _value(self.dut.error_pc)
+        results["timing_fault"][k] = _value(self.dut.timing_fault)
 
 
 @cocotb.test()

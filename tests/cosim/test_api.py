@@ -23,7 +23,7 @@ def exact_run(job: Job = JOB) -> RtlRun:
     return RtlRun(name=job.name, simulator="made-up", params=DEFAULT, finished=True, limit=job.cycle_limit(),
                   waited=want.counters.cycles, ext=want.ext.copy(), spad=want.spad.copy(),
                   counters=Counters(*want.counters.as_tuple()), error=int(want.error_code != 0),
-                  error_code=int(want.error_code), error_pc=want.error_pc,
+                  error_code=int(want.error_code), error_pc=want.error_pc, timing_fault=0,
                   ext_x=np.zeros(DEFAULT.EXT_WORDS, bool), spad_x=np.zeros(DEFAULT.SPAD_WORDS, bool))
 
 
@@ -59,6 +59,21 @@ def test_counters_and_stop():
                         "reference 0 (no error) at pc 3")
     assert found[1] == "error output: RTL 1, reference 0"
     assert found[2] == f"counter vpu: RTL {run.counters.vpu}, reference {run.counters.vpu - 2} (+2)"
+
+
+def test_a_timing_fault_is_a_difference_even_when_all_else_matches():
+    run = exact_run()
+    run.timing_fault = 1
+    assert compare(JOB, run) == [
+        "timing_fault: a unit's done and the execute stage's count disagreed (the spec latency of some "
+        "instruction is not what the RTL does)"]
+    run.timing_fault = -1
+    assert compare(JOB, run) == ["timing_fault: RTL X, expected 0"]
+    run.counters.mxu += 1      # after the stop, before the counters
+    run.error = 1
+    mxu = run.counters.mxu
+    assert compare(JOB, run) == ["error output: RTL 1, reference 0", "timing_fault: RTL X, expected 0",
+                                 f"counter mxu: RTL {mxu}, reference {mxu - 1} (+1)"]
 
 
 def test_a_run_that_did_not_stop_says_so_first():

@@ -77,7 +77,7 @@ def _exact(job: Job, simulator: str) -> RtlRun:
     return RtlRun(name=job.name, simulator=simulator, params=DEFAULT, finished=True, limit=job.cycle_limit(),
                   waited=want.counters.cycles, ext=want.ext.copy(), spad=want.spad.copy(),
                   counters=Counters(*want.counters.as_tuple()), error=int(want.error_code != 0),
-                  error_code=int(want.error_code), error_pc=want.error_pc,
+                  error_code=int(want.error_code), error_pc=want.error_pc, timing_fault=0,
                   ext_x=np.zeros(DEFAULT.EXT_WORDS, bool), spad_x=np.zeros(DEFAULT.SPAD_WORDS, bool))
 
 

@@ -23,13 +23,16 @@ def test_help_documents_the_commands():
     for text in ("seeds", "stress", "build", "mutants", "build/cosim/<sim>/", "exits with 0"):
         assert text in done.stdout, text
     seeds = run("seeds", "--help").stdout
-    assert "--sim {icarus,verilator,both}" in seeds and "--waves" in seeds and "--mutant {rq-round}" in seeds
+    assert "--sim {icarus,verilator,both}" in seeds and "--waves" in seeds
+    assert "--mutant {dma-late,rq-round}" in seeds
     assert "--seed" in run("stress", "--help").stdout
 
 
 def test_mutants_are_listed(capsys):
     assert main(["mutants"]) == 0
-    assert capsys.readouterr().out.startswith("rq-round   hw/requant.py (Requantizer, stage 6): truncates")
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].startswith("rq-round   hw/requant.py (Requantizer, stage 6): truncates")
+    assert lines[1].startswith("dma-late   hw/dma.py (DMA, its done output): raises done one cycle after")
 
 
 def test_bad_seeds_are_refused():

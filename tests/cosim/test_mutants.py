@@ -1,5 +1,6 @@
 """cosim/mutants.py: a broken requantizer in a copy of the Verilog, and the co-simulation
-catching it (make cosim prints FAIL with the first differing words)."""
+catching it (make cosim prints FAIL with the first differing words); a DMA whose done comes a
+cycle late, caught by the core's timing_fault alone."""
 
 from __future__ import annotations
 
@@ -24,10 +25,28 @@ def test_rq_round_changes_every_lane(tmp_path):
     assert (tmp_path / "mutant" / runner.PORTS_JSON).is_file()
 
 
+def test_dma_late_registers_the_dmas_done(tmp_path):
+    source = tmp_path / "ga2_simtop.v"
+    source.write_bytes(runner.fresh_verilog().read_bytes())
+    target = mutants.mutate(source, "dma-late", tmp_path / "mutant")
+    before, after = source.read_text().splitlines(), target.read_text().splitlines()
+    assert len(after) == len(before) + 2
+    removed = [line for line in before if line not in after]
+    added = [line for line in after if line not in before]
+    assert len(removed) == 1 and removed[0].strip().startswith("assign done = ") and "dma.py" in removed[0]
+    expression = removed[0].strip().removeprefix("assign done = ")
+    assert [line.strip() for line in added] == ["reg done_late = 1'h0;",
+                                                f"always @(posedge clk) done_late <= {expression}",
+                                                "assign done = done_late;"]
+
+
 def test_a_mutant_that_no_longer_applies_is_an_error(tmp_path):
     (tmp_path / "in.v").write_text("module \\x.requant.lanes (a);\nendmodule\n")
     with pytest.raises(mutants.MutantError, match=r"its pattern in hw/requant\.py .* is not in"):
         mutants.mutate(tmp_path / "in.v", "rq-round", tmp_path / "out")
+    (tmp_path / "dma.v").write_text("module \\x.core.dma (done);\n  output done;\nendmodule\n")
+    with pytest.raises(mutants.MutantError, match=r"its pattern in hw/dma\.py .* is not in"):
+        mutants.mutate(tmp_path / "dma.v", "dma-late", tmp_path / "out")
     with pytest.raises(mutants.MutantError, match="known mutants are rq-round"):
         mutants.mutate(tmp_path / "in.v", "nope", tmp_path / "out")
 
@@ -43,3 +62,19 @@ def test_broken_requantizer_fails_the_seed_run(icarus):
     word = r"0x[0-9a-f]{8} \(-?\d+\)"
     first = rf"    seed 100: ext: \d+ words? differs?; first \[\d+\] RTL {word}, reference {word}"
     assert re.match(first, lines[2]), lines[2]
+
+
+@pytest.mark.rtl
+def test_a_late_dma_done_fails_on_timing_fault_alone(icarus):
+    """Memories and counters match (the execute stage counts the spec's latency): without the
+    core's timing_fault this mutant would PASS."""
+    command = [sys.executable, "-m", "cosim", "seeds", "100", "--sim", icarus, "--mutant", "dma-late"]
+    done = subprocess.run(command, capture_output=True, text=True, cwd=runner.ROOT, timeout=600)
+    assert done.returncode == 1, done.stdout + done.stderr
+    lines = done.stdout.splitlines()
+    assert lines[0].startswith("mutant dma-late: hw/dma.py (DMA, its done output) raises done one cycle")
+    assert lines[1:4] == [
+        "icarus     FAIL: 1 of 1 program differs from the reference",
+        "    seed 100: timing_fault: a unit's done and the execute stage's count disagreed (the spec latency "
+        "of some instruction is not what the RTL does)",
+        ""]

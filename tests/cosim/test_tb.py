@@ -12,8 +12,10 @@ from __future__ import annotations
 import numpy as np
 
 from compiler.seedtable import compile_seed
+from cosim import tb
 from cosim.api import compare, run_programs
 from cosim.jobs import Job
+from hw.top import TIMING_CHECK_DELAY
 from sim.asm import build
 from sim.spec import DEFAULT, ErrorCode
 
@@ -57,3 +59,9 @@ def test_batch_back_to_back(simulator):
     assert (no_halt.error_code, no_halt.error_pc) == (ErrorCode.NO_HALT, 1)
     compiled = by_name["seed 104"]
     assert compiled.counters.cycles == cycles and compiled.error_pc == jobs[2].length - 1
+    assert [r.timing_fault for r in runs] == [0] * len(runs)
+
+
+def test_timing_fault_is_read_once_it_has_judged_the_done_cycle():
+    """cosim/tb.py keeps its own copy of hw.top.TIMING_CHECK_DELAY (it does not import Amaranth)."""
+    assert tb.FAULT_SETTLE_CYCLES == TIMING_CHECK_DELAY
