@@ -11,7 +11,8 @@ instruction memory, both initialised at build time: the program's encoded words 
 external-memory image (inputs and weights, quantised by the compiler). After reset it starts
 the program, waits for ``done``, then reads every output word back from the external memory
 and compares it, and the five cycle counters, with what the reference machine
-(:class:`sim.machine.Machine`) computed at build time. The LEDs:
+(:class:`sim.machine.Machine`) computed at build time; the core's ``timing_fault``
+self-check must be 0 too. The LEDs:
 
 ====  =====================================================================
 LED   meaning
@@ -19,7 +20,7 @@ LED   meaning
 0     heartbeat (about 1.5 Hz at 25 MHz): the bitstream is running
 1     done: the machine stopped
 2     PASS: no error, every output word and every counter as the reference
-3     FAIL: an error, a differing word or a differing counter
+3     FAIL: an error, a differing word, a differing counter or a timing fault
 4     error: the machine stopped with an error (GA2.md section 3)
 5-7   the error code's low three bits (:class:`sim.spec.ErrorCode`)
 ====  =====================================================================
@@ -260,7 +261,7 @@ class BoardLogic(wiring.Component):
                 with m.Else():
                     m.d.sync += wait.eq(wait + 1)
             with m.State("VERDICT"):
-                good = ~core.error & ~mismatch & counters_ok
+                good = ~core.error & ~mismatch & counters_ok & ~core.timing_fault
                 m.d.sync += [passed.eq(good), failed.eq(~good)]
                 m.next = "SHOW"
             with m.State("SHOW"), m.If(again):

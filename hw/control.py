@@ -17,8 +17,9 @@ Cycle by cycle (hw/README.md, "The front end and the counters"):
   each instruction's latency L from the spec's formula, and a countdown register says one
   cycle ahead that the stage will be free (the unit's ``done``, far away on the chip and at
   the end of its own logic, would otherwise start the longest path of the core). The unit
-  raises its ``done`` in that same cycle; the unit tests and tests/hw/test_core.py hold the
-  two together. The queue holds the next instruction by then, so it is issued in d + L - 1
+  raises its ``done`` in that same cycle; :func:`hw.top.timing_check` compares the two in
+  hardware (GA2's sticky ``timing_fault``), and the core tests and cosim demand that it stays 0.
+  The queue holds the next instruction by then, so it is issued in d + L - 1
   whatever the latency of the running one: fetch, decode and checks are hidden.
 * The first dispatch is in cycle s + FRONTEND_CYCLES = s + 1 (fetch) + CHECK_STAGES + 1 (a
   slot of the queue between the checker and the execute stage) + 1 (the dispatch registers).

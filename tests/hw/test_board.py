@@ -28,6 +28,8 @@ from sim.asm import encode_program
 from sim.machine import Machine, MachineError
 from sim.spec import DEFAULT, ErrorCode
 
+from .test_timing_fault import LateDone
+
 VERDICT = (1 << LED_PASS) | (1 << LED_FAIL)
 MAX_CYCLES = 5_000
 
@@ -37,10 +39,13 @@ def _example_a() -> BoardProgram:
     return example_a()
 
 
-def _leds_after_run(program: BoardProgram, *, presses: int = 0) -> list[int]:
+def _leds_after_run(program: BoardProgram, *, presses: int = 0, late_dma: bool = False) -> list[int]:
     """The LEDs at each verdict: after the run that follows reset, then after each press of
-    FIRE1 (the LEDs go dark, the program runs again)."""
+    FIRE1 (the LEDs go dark, the program runs again). ``late_dma``: the core's DMA raises its
+    ``done`` a cycle late (the same work at the same time: only ``timing_fault`` tells)."""
     dut = BoardLogic(program, boot_cycles=2)
+    if late_dma:
+        dut.core.units["dma"] = LateDone(dut.core.units["dma"], 1)
     verdicts: list[int] = []
 
     async def bench(ctx):
@@ -98,6 +103,12 @@ def test_a_wrong_counter_lights_fail(counter: int):
     counters[counter] += 1
     (leds,) = _leds_after_run(dataclasses.replace(program, counters=tuple(counters)))
     assert _lit(leds, LED_FAIL) and not _lit(leds, LED_PASS)
+
+
+def test_a_timing_fault_lights_fail():
+    (leds,) = _leds_after_run(_example_a(), late_dma=True)
+    assert _lit(leds, LED_DONE) and _lit(leds, LED_FAIL)
+    assert not _lit(leds, LED_PASS) and not _lit(leds, LED_ERROR)
 
 
 def test_an_illegal_program_lights_error_and_its_code():
