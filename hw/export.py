@@ -79,7 +79,13 @@ def export(params: Params, out_dir: Path, *, stub_missing: bool = False) -> dict
     return written
 
 
-def _param(text: str) -> tuple[str, int]:
+def param_override(text: str) -> tuple[str, int]:
+    """An argparse type for ``--param NAME=VALUE``: (NAME, VALUE) with NAME a field of
+    :class:`sim.spec.Params` and VALUE an int (its range is Params' to check).
+
+    Raises:
+        argparse.ArgumentTypeError: not NAME=INT, or NAME is not a Params field.
+    """
     name, _, value = text.partition("=")
     if name not in {f.name for f in dataclasses.fields(Params)} or not value.lstrip("-").isdigit():
         raise argparse.ArgumentTypeError(f"expected NAME=INT with NAME a Params field, got {text!r}")
@@ -89,7 +95,7 @@ def _param(text: str) -> tuple[str, int]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m hw.export", description=__doc__.split("\n\n")[0])
     parser.add_argument("--out", type=Path, default=Path("build"), help="output folder (default: build)")
-    parser.add_argument("--param", type=_param, action="append", default=[], metavar="NAME=VALUE",
+    parser.add_argument("--param", type=param_override, action="append", default=[], metavar="NAME=VALUE",
                         help="override a sim.spec.Params field (repeatable)")
     parser.add_argument("--stub-missing", action="store_true",
                         help="let a latency stub stand in for units that do not exist yet")

@@ -50,7 +50,7 @@ from amaranth.lib import wiring
 
 from sim.spec import DEFAULT, Params
 
-from .export import CLOCK, ports
+from .export import CLOCK, param_override, ports
 from .top import GA2
 
 DEVICE = {"family": "ECP5", "part": "LFE5U-85F", "speed": 6, "package": "CABGA381",
@@ -508,13 +508,6 @@ def _mhz(text: str) -> float:
     return value
 
 
-def _param(text: str) -> tuple[str, int]:
-    name, _, value = text.partition("=")
-    if name not in {f.name for f in dataclasses.fields(Params)} or not value.lstrip("-").isdigit():
-        raise argparse.ArgumentTypeError(f"expected NAME=INT with NAME a Params field, got {text!r}")
-    return name, int(value)
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m hw.synth",
@@ -529,7 +522,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--mapper", choices=MAPPERS, default="abc",
                         help="LUT mapping: abc (the classic ABC, the default) or abc9 (synth_ecp5's own; "
                              "the PyPI Yosys fails in it on GA-2, then abc runs: see hw/synth.py)")
-    parser.add_argument("--param", type=_param, action="append", default=[], metavar="NAME=VALUE",
+    parser.add_argument("--param", type=param_override, action="append", default=[], metavar="NAME=VALUE",
                         help="override a sim.spec.Params field (repeatable)")
     parser.add_argument("--yosys-only", action="store_true", help="stop after Yosys (no place and route)")
     args = parser.parse_args(argv)
