@@ -119,7 +119,8 @@ def example_a() -> BoardProgram:
 
 
 def seed_program(seed: int) -> BoardProgram:
-    """One graph of the seed table (compiler.seedtable.compile_seed), on its test input."""
+    """The random graph of ``seed`` as make cosim compiles it (compiler.seedtable.compile_seed;
+    100..111 are the seed table's), on its test input."""
     from compiler.seedtable import compile_seed
 
     run = compile_seed(seed)
@@ -136,7 +137,8 @@ def program_by_name(text: str) -> BoardProgram:
         return example_a()
     if text.startswith("seed:") and text[5:].isdigit():
         return seed_program(int(text[5:]))
-    raise ValueError(f"--program {text!r}: expected example-a or seed:N (N one of 100..111)")
+    raise ValueError(f"--program {text!r}: expected example-a or seed:N (N a seed of the random-graph "
+                     "battery, as make cosim SEEDS= takes them: 100..111 are the seed table's)")
 
 
 # --------------------------------------------------------------------------- the logic
@@ -401,7 +403,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=Path("build/bitstream"),
                         help="build folder (default: build/bitstream)")
     parser.add_argument("--program", default="example-a",
-                        help="example-a (running example A, the default) or seed:N (a seed-table graph)")
+                        help="example-a (running example A, the default) or seed:N (the random graph of "
+                             "seed N, as make cosim compiles it; 100..111 are the seed table's)")
     parser.add_argument("--no-build", action="store_true",
                         help="write the build files (RTLIL, LPF, Yosys script) without running the tools")
     args = parser.parse_args(argv)

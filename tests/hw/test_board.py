@@ -21,6 +21,7 @@ from hw.board import (
     BoardProgram,
     build,
     example_a,
+    program_by_name,
 )
 from sim import spec
 from sim.asm import build as build_ins
@@ -142,3 +143,10 @@ def test_platform_build_files(tmp_path):
     assert "synth_ecp5 -run begin:map_luts" in script and "abc -dress -lut 4:7" in script
     assert script.index("-run begin:map_luts") < script.index("-run map_cells:") < script.index("write_json")
     assert "ga2_ulx3s.il" in summary["files"]
+
+
+def test_program_names():
+    assert program_by_name("seed:7").name == "seed 7"
+    for bad in ("foo", "seed:", "seed:x", "example-b"):
+        with pytest.raises(ValueError, match=r"expected example-a or seed:N"):
+            program_by_name(bad)
