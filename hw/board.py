@@ -40,6 +40,7 @@ The platform insists on ``openFPGALoader`` even when nothing is programmed:
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import sys
@@ -314,6 +315,21 @@ STEP_PROGRESS = {
 }
 
 
+@contextlib.contextmanager
+def _environment(**values: str):
+    """Set environment variables for the duration of a ``with`` block, then restore them."""
+    saved = {name: os.environ.get(name) for name in values}
+    os.environ.update(values)
+    try:
+        yield
+    finally:
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+
+
 def tool_environment() -> dict[str, str]:
     """The environment Amaranth's build scripts want: each tool's variable set to the YoWASP
     executable (unless already set), and OPENFPGALOADER=true (nothing is programmed).
@@ -348,7 +364,6 @@ def build(program: BoardProgram, out_dir: Path, *, params: Params = DEFAULT, run
         raise SynthError("amaranth-boards is not installed: run make bitstream (installs the synth "
                          "extra: pip install -e '.[synth]')") from e
     env = tool_environment() if run else dict(os.environ, OPENFPGALOADER="true")
-    os.environ.setdefault("OPENFPGALOADER", "true")   # the platform checks for it when preparing
     started = time.monotonic()
     out_dir.mkdir(parents=True, exist_ok=True)
     say = (lambda text: None) if quiet else (lambda text: print(text, flush=True))
@@ -360,9 +375,12 @@ def build(program: BoardProgram, out_dir: Path, *, params: Params = DEFAULT, run
                  "synth_opts": "-run begin:map_luts",
                  "script_after_synth": ("techmap -map +/lattice/latches_map.v; abc -dress -lut 4:7; "
                                         f"clean; synth_ecp5 -top {NAME} -run map_cells:")}
-    plan = ULX3S_85F_Platform().prepare(ULX3STop(program, params), name=NAME, **overrides)
+    with _environment(OPENFPGALOADER=env["OPENFPGALOADER"]):   # the platform asks for it
+        plan = ULX3S_85F_Platform().prepare(ULX3STop(program, params), name=NAME, **overrides)
     plan.extract(out_dir)
     if not run:
+        say(f"wrote {', '.join(sorted(plan.files))} in {out_dir}; build_{NAME}.sh runs the tools named by "
+            "YOSYS, NEXTPNR_ECP5 and ECPPACK (e.g. the yowasp-* executables in .venv/bin)")
         return {"program": program.name, "files": sorted(plan.files)}
     seconds = {}
     commands = json.loads((out_dir / f"build_{NAME}.json").read_text())["commands"]
@@ -374,7 +392,9 @@ def build(program: BoardProgram, out_dir: Path, *, params: Params = DEFAULT, run
         code = run_logged([env[var], *argv[1:]], out_dir, log, progress)
         seconds[name] = round(progress.elapsed(), 1)
         if code != 0:
-            raise SynthError(f"{name} failed (exit code {code}); see {log} and {out_dir}")
+            if name == "yosys":     # its complete log is the -l file (hw/synth.py, run_logged)
+                log = out_dir / f"{NAME}.rpt"
+            raise SynthError(f"{name} failed (exit code {code}); see {log}")
     bitstream = out_dir / f"{NAME}.bit"
     report = json.loads((out_dir / f"{NAME}-report.json").read_text())
     fmax = next(iter(report["fmax"].values()))
@@ -391,6 +411,8 @@ def build(program: BoardProgram, out_dir: Path, *, params: Params = DEFAULT, run
     (out_dir / "summary.json").write_text(json.dumps(summary, indent=1) + "\n")
     say(f"wrote {bitstream} ({summary['bytes']:,} bytes) in {seconds['total']:.0f} s; "
         f"Fmax {fmax['achieved']:.1f} MHz at the board's 25 MHz")
+    say(f"load it with: openFPGALoader -b ulx3s {bitstream}; the LEDs: 0 heartbeat, 1 done, 2 PASS, "
+        "3 FAIL, 4 error, 5-7 the error code; FIRE1 runs the program again")
     return summary
 
 
@@ -411,7 +433,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         program = program_by_name(args.program)
         build(program, args.out, run=not args.no_build)
-    except (SynthError, ValueError) as e:
+    except (SynthError, ValueError, OSError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 1
     return 0

@@ -98,10 +98,13 @@ class SynthTop(wiring.Component):
 
     Raises:
         TypeError: params is not a :class:`sim.spec.Params`.
+        ValueError: GA2 is not built for these parameters (T > LANES).
     """
 
     def __init__(self, params: Params = DEFAULT):
+        self._MustUse__silence = True       # no "never used" warning if GA2 refuses the params
         self.core = GA2(params)
+        self._MustUse__silence = False
         self.params = params
         super().__init__(dict(self.core.signature.members))
 
@@ -168,6 +171,7 @@ class Progress:
         self.patterns = [re.compile(p) for p in patterns]
         self.quiet = quiet
         self.start = time.monotonic()
+        self.routed = False        # nextpnr: a Max frequency line before routing is an estimate
 
     def elapsed(self) -> float:
         return time.monotonic() - self.start
@@ -178,12 +182,20 @@ class Progress:
 
     def line(self, text: str) -> None:
         text = text.rstrip()
+        if "Routing complete" in text:
+            self.routed = True
         if any(p.search(text) for p in self.patterns):
-            self.say(text.removeprefix("Info: ").strip())
+            text = text.removeprefix("Info: ").removeprefix("Warning: ").strip()
+            if text.startswith("Max frequency") and not self.routed:
+                text = "estimate before routing: " + text
+            self.say(text)
 
 
 def run_logged(cmd: list[str], cwd: Path, log: Path, progress: Progress) -> int:
-    """Run a tool, its output (stdout and stderr) to ``log``, key lines through ``progress``."""
+    """Run a tool, its output (stdout and stderr) to ``log``, key lines through ``progress``.
+
+    YoWASP's Yosys stops writing to a pipe once ABC has run (measured with 0.70): give Yosys
+    ``-l`` with its own log file and pass another ``log`` here (the output as it came)."""
     with open(log, "w") as out, subprocess.Popen(cmd, cwd=cwd, stdout=subprocess.PIPE,
                                                  stderr=subprocess.STDOUT, text=True) as proc:
         assert proc.stdout is not None
@@ -196,8 +208,7 @@ def run_logged(cmd: list[str], cwd: Path, log: Path, progress: Progress) -> int:
 # --------------------------------------------------------------------------- Yosys
 
 
-YOSYS_PROGRESS = (r"^\d+\.\d+\. Executing (FLATTEN|MEMORY_LIBMAP|ABC9?) pass",
-                  r"^ABC RESULTS:\s+\$lut cells", r"^ERROR")
+YOSYS_PROGRESS = (r"^\d+(\.\d+)*\. Executing (FLATTEN|MEMORY_LIBMAP|ABC9?) pass", r"^ERROR")
 
 
 def yosys_script(verilog_file: str, top: str, mapper: str, json_file: str, stat_file: str) -> str:
@@ -237,12 +248,13 @@ def run_yosys(verilog_file: Path, out_dir: Path, mapper: str = "abc", quiet: boo
     log = out_dir / f"yosys-{mapper}.log"
     script = yosys_script(verilog_file.name, TOP_NAME, mapper, "netlist.json", "stat.json")
     progress.say(f"synth_ecp5 ({mapper} LUT mapping), log {log}")
-    code = run_logged([*cmd, "-p", script], out_dir, log, progress)
+    output = out_dir / f"yosys-{mapper}.out"     # the log is Yosys's own (-l): see run_logged
+    code = run_logged([*cmd, "-l", log.name, "-p", script], out_dir, output, progress)
     seconds = progress.elapsed()
     if code != 0:
         line = abc9_bug(log.read_text() if log.exists() else "")
         if mapper == "abc9" and line:
-            progress.say("Yosys failed while reintegrating ABC9's mapping; again with the classic ABC")
+            progress.say(f"Yosys failed in ABC9 ({line}); again with the classic ABC")
             result = run_yosys(verilog_file, out_dir, "abc", quiet)
             result.fallback = f"abc9 failed after {seconds:.0f} s: {line} (see {log.name})"
             return result
@@ -252,8 +264,9 @@ def run_yosys(verilog_file: Path, out_dir: Path, mapper: str = "abc", quiet: boo
     memories = {}
     for match in re.finditer(r"^mapping memory (\S+) via (\S+)", log.read_text(), re.M):
         memories[match.group(1)] = match.group(2).strip("$_")
-    progress.say(f"done: {cells.get('LUT4', 0)} LUT4, {cells.get('TRELLIS_FF', 0)} flip-flops, "
-                 f"{cells.get('MULT18X18D', 0)} MULT18X18D, {cells.get('DP16KD', 0)} DP16KD")
+    progress.say(f"done: {cells.get('LUT4', 0)} LUT4 and {cells.get('CCU2C', 0)} carry cells (CCU2C, two "
+                 f"LUTs each), {cells.get('TRELLIS_FF', 0)} flip-flops, {cells.get('MULT18X18D', 0)} "
+                 f"MULT18X18D, {cells.get('DP16KD', 0)} DP16KD")
     return YosysResult(mapper, seconds, cells, memories, out_dir / "netlist.json", log)
 
 
@@ -466,12 +479,15 @@ def synthesise(params: Params, out_dir: Path, *, freq: float = 100.0, seed: int 
 
     Raises:
         SynthError: a tool is missing or failed.
+        ValueError: the RTL is not built for these parameters (raised before anything is written).
+        OSError: ``out_dir`` cannot be made or written.
     """
+    _check_writable(out_dir)           # refused before anything is built or written
+    top = top_factory(params)          # so is a parameter the RTL is not built for
     out_dir.mkdir(parents=True, exist_ok=True)
     started = time.monotonic()
     say = (lambda text: None) if quiet else (lambda text: print(text, flush=True))
     say(f"GA-2 out of context: Verilog of {TOP_NAME} -> {out_dir}")
-    top = top_factory(params)
     verilog_file = out_dir / f"{TOP_NAME}.v"
     verilog_file.write_text(verilog.convert(top, name=TOP_NAME))
     (out_dir / "ports.json").write_text(json.dumps(ports(top), indent=1) + "\n")
@@ -498,6 +514,24 @@ def synthesise(params: Params, out_dir: Path, *, freq: float = 100.0, seed: int 
     return report
 
 
+def _check_writable(folder: Path) -> None:
+    """Raises OSError (naming the path) if ``folder`` cannot be made or written: its nearest
+    existing ancestor is not a folder, or not writable."""
+    existing = folder
+    while not existing.exists() and existing != existing.parent:
+        existing = existing.parent
+    if not existing.is_dir():
+        raise NotADirectoryError(f"cannot make {folder}: {existing} is not a folder")
+    if not os.access(existing, os.W_OK | os.X_OK):
+        raise PermissionError(f"cannot make or write {folder}: {existing} is not writable")
+
+
+def _seed(text: str) -> int:
+    if not text.isdigit() or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
+    return int(text)
+
+
 def _mhz(text: str) -> float:
     try:
         value = float(text)
@@ -518,7 +552,8 @@ def main(argv: list[str] | None = None) -> int:
                         help="output folder (default: build/synth)")
     parser.add_argument("--freq", type=_mhz, default=100.0,
                         help="nextpnr's timing target in MHz (default: 100)")
-    parser.add_argument("--seed", type=int, default=1, help="nextpnr's placement seed (default: 1)")
+    parser.add_argument("--seed", type=_seed, default=1,
+                        help="nextpnr's placement seed, 1 or more (default: 1)")
     parser.add_argument("--mapper", choices=MAPPERS, default="abc",
                         help="LUT mapping: abc (the classic ABC, the default) or abc9 (synth_ecp5's own; "
                              "the PyPI Yosys fails in it on GA-2, then abc runs: see hw/synth.py)")
@@ -531,7 +566,7 @@ def main(argv: list[str] | None = None) -> int:
         params = Params(**dict(args.param))
         synthesise(params, args.out, freq=args.freq, seed=args.seed, mapper=args.mapper,
                    pnr=not args.yosys_only, command=command)
-    except (SynthError, ValueError) as e:
+    except (SynthError, ValueError, OSError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 1
     print()

@@ -101,7 +101,8 @@ class GA2(wiring.Component):
 
     Raises:
         TypeError: params is not a :class:`sim.spec.Params`.
-        ValueError: an instruction has no unit (and stub_missing is False).
+        ValueError: an instruction has no unit (and stub_missing is False), or params.T >
+            params.LANES (the MXU is built for T <= LANES).
     """
 
     def __init__(self, params: Params = DEFAULT, *, stub_missing: bool = False,
@@ -109,6 +110,10 @@ class GA2(wiring.Component):
         if not isinstance(params, Params):
             self._MustUse__silence = True
             raise TypeError(f"GA2: params={params!r} must be a sim.spec.Params")
+        if params.T > params.LANES:    # refused here, before any part is built (hw/mxu.py says why)
+            self._MustUse__silence = True
+            raise ValueError(f"GA2: params.T={params.T} must be at most params.LANES={params.LANES} "
+                             "(the MXU moves a row of B and of the output in one scratchpad access)")
         classes = unit_classes(modules)
         missing = [name for name in UNIT_OPCODES if name not in classes]
         if missing and not stub_missing:

@@ -6,11 +6,13 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import os
 
 import numpy as np
 import pytest
 from amaranth.sim import Simulator
 
+from hw import board
 from hw.board import (
     LED_CODE,
     LED_DONE,
@@ -150,3 +152,19 @@ def test_program_names():
     for bad in ("foo", "seed:", "seed:x", "example-b"):
         with pytest.raises(ValueError, match=r"expected example-a or seed:N"):
             program_by_name(bad)
+
+
+def test_the_environment_is_restored(monkeypatch):
+    monkeypatch.delenv("OPENFPGALOADER", raising=False)
+    monkeypatch.setenv("YOSYS", "mine")
+    with board._environment(OPENFPGALOADER="true", YOSYS="theirs"):
+        assert os.environ["OPENFPGALOADER"] == "true" and os.environ["YOSYS"] == "theirs"
+    assert "OPENFPGALOADER" not in os.environ and os.environ["YOSYS"] == "mine"
+
+
+def test_an_unwritable_build_folder_is_an_error_not_a_traceback(capsys, tmp_path):
+    pytest.importorskip("amaranth_boards", reason="amaranth-boards is in the synth extra (make bitstream)")
+    blocker = tmp_path / "a_file"
+    blocker.write_text("")
+    assert board.main(["--no-build", "--out", str(blocker / "bitstream")]) == 1
+    assert str(blocker) in capsys.readouterr().err

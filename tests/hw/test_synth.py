@@ -81,6 +81,7 @@ def test_help(capsys):
     (["--freq", "0"], "--freq: expected a frequency in MHz between 1 and 1000, got '0'"),
     (["--freq", "fast"], "--freq: expected a frequency in MHz between 1 and 1000, got 'fast'"),
     (["--param", "Q=1"], "--param: expected NAME=INT with NAME a Params field, got 'Q=1'"),
+    (["--seed", "-2"], "--seed: expected a positive integer, got '-2'"),
 ])
 def test_bad_options_are_refused_by_name(capsys, argv, message):
     with pytest.raises(SystemExit) as info:
@@ -93,6 +94,32 @@ def test_bad_parameters_are_refused_before_any_tool_runs(capsys, tmp_path):
     assert synth.main(["--param", "T=99", "--out", str(tmp_path)]) == 1
     assert "Params.T = 99: must be at most 16" in capsys.readouterr().err
     assert not any(tmp_path.iterdir())
+
+
+def test_parameters_the_rtl_does_not_build_are_refused_before_anything_is_written(capsys, tmp_path):
+    out = tmp_path / "synth"
+    assert synth.main(["--param", "T=8", "--out", str(out)]) == 1
+    assert "GA2: params.T=8 must be at most params.LANES=4" in capsys.readouterr().err
+    assert not out.exists()
+
+
+def test_an_unwritable_output_folder_is_an_error_not_a_traceback(capsys, tmp_path):
+    blocker = tmp_path / "a_file"
+    blocker.write_text("")
+    assert synth.main(["--out", str(blocker / "synth"), "--yosys-only"]) == 1
+    assert str(blocker) in capsys.readouterr().err
+
+
+def test_progress_marks_the_estimate_before_routing(capsys):
+    progress = synth.Progress("nextpnr", synth.NEXTPNR_PROGRESS)
+    for line in ("Info: Max frequency for clock 'clk': 87.04 MHz (FAIL at 100.00 MHz)",
+                 "Info: Routing complete.",
+                 "Info: Max frequency for clock 'clk': 106.59 MHz (PASS at 100.00 MHz)"):
+        progress.line(line)
+    shown = [line.split("] ", 1)[1] for line in capsys.readouterr().out.splitlines()]
+    assert shown == ["estimate before routing: Max frequency for clock 'clk': 87.04 MHz (FAIL at 100.00 MHz)",
+                     "Routing complete.",
+                     "Max frequency for clock 'clk': 106.59 MHz (PASS at 100.00 MHz)"]
 
 
 @pytest.fixture(scope="module")
