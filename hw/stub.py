@@ -55,12 +55,17 @@ class LatencyStub(wiring.Component):
         self.params = params
         super().__init__(unit_members(params, n_read=0, write=False))
 
+    def latency(self) -> Value:
+        """The dispatched instruction's latency, from ``opcode`` and ``fields`` (the spec's;
+        a subclass may change it, as the timing-fault tests do)."""
+        return latency(self.params, self.opcode, self.fields)
+
     def elaborate(self, platform):
         m = Module()
         lat = Signal(LATENCY_BITS)
         left = Signal(LATENCY_BITS)   # cycles after this one until done
         running = Signal()
-        m.d.comb += lat.eq(latency(self.params, self.opcode, self.fields))
+        m.d.comb += lat.eq(self.latency())
         with m.If(self.start):
             m.d.comb += self.done.eq(lat <= 1)
             m.d.sync += [running.eq(lat > 1), left.eq(lat - 2)]

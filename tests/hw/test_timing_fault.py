@@ -17,9 +17,8 @@ from amaranth.lib import wiring
 from amaranth.sim import Simulator
 
 from hw import export, top
-from hw.ports import unit_members
 from hw.simtop import SimTop
-from hw.stub import LATENCY_BITS, LatencyStub, latency
+from hw.stub import LatencyStub
 from hw.top import TIMING_CHECK_DELAY
 from sim import spec
 from sim.asm import build
@@ -68,7 +67,7 @@ class LateDone(wiring.Component):
         return m
 
 
-class SkewedStub(wiring.Component):
+class SkewedStub(LatencyStub):
     """:class:`hw.stub.LatencyStub` with ``done`` ``skew`` cycles off the spec's latency for the
     instructions named in ``opcodes`` (exact for the others).
 
@@ -81,28 +80,16 @@ class SkewedStub(wiring.Component):
         if skew < -1:
             self._MustUse__silence = True
             raise ValueError(f"SkewedStub: skew={skew} must be at least -1")
-        self.params = params
         self.skew = skew
         self.skewed = {int(spec.BY_NAME[name].opcode) for name in opcodes}
-        super().__init__(unit_members(params, n_read=0, write=False))
+        super().__init__(params)
 
-    def elaborate(self, platform):
-        m = Module()
-        lat = Signal(LATENCY_BITS)
-        left = Signal(LATENCY_BITS)   # cycles after this one until done
-        running = Signal()
+    def latency(self) -> Value:
         skewed = Value.cast(0)
         for opcode in self.skewed:
             skewed = skewed | (self.opcode == opcode)
-        exact = latency(self.params, self.opcode, self.fields)
-        m.d.comb += lat.eq(Mux(skewed, exact + self.skew, exact))
-        with m.If(self.start):
-            m.d.comb += self.done.eq(lat <= 1)
-            m.d.sync += [running.eq(lat > 1), left.eq(lat - 2)]
-        with m.Elif(running):
-            m.d.comb += self.done.eq(left == 0)
-            m.d.sync += [running.eq(left != 0), left.eq(left - 1)]
-        return m
+        exact = super().latency()
+        return Mux(skewed, exact + self.skew, exact)
 
 
 def _image(seed: int, n: int) -> np.ndarray:
