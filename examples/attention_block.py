@@ -28,26 +28,7 @@ import argparse
 import sys
 
 import numpy as np
-
-
-def positive(text: str) -> int:
-    """argparse type: a whole number of at least 1 (argparse names the flag when it is not)."""
-    return _at_least(text, 1)
-
-
-def _at_least(text: str, low: int) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
-    if value < low:
-        raise argparse.ArgumentTypeError(f"{value} is too small: give a whole number of at least {low}")
-    return value
-
-
-def non_negative(text: str) -> int:
-    """argparse type: a whole number of at least 0."""
-    return _at_least(text, 0)
+from _cli import non_negative, positive  # examples/_cli.py
 
 
 def make_block(dim: int, seed: int):

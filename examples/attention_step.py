@@ -22,6 +22,7 @@ import random
 import sys
 
 import numpy as np
+from _cli import positive  # examples/_cli.py
 
 from compiler import CompileError, Graph, compile_graph
 from compiler.allocator import AllocEvent
@@ -31,21 +32,6 @@ from compiler.interpret import interpret
 from compiler.realcheck import stagewise_problems
 from compiler.seedtable import attention_step_graph as build_graph
 from compiler.seedtable import attention_step_sample as draw_sample
-
-
-def positive(text: str) -> int:
-    """argparse type: a whole number of at least 1 (argparse names the flag when it is not)."""
-    return _at_least(text, 1)
-
-
-def _at_least(text: str, low: int) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
-    if value < low:
-        raise argparse.ArgumentTypeError(f"{value} is too small: give a whole number of at least {low}")
-    return value
 
 
 def describe(g: Graph) -> list[str]:

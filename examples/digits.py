@@ -40,6 +40,7 @@ import time
 from dataclasses import dataclass
 
 import numpy as np
+from _cli import non_negative, positive  # examples/_cli.py
 
 from sim.spec import DEFAULT
 
@@ -51,26 +52,6 @@ PIXELS = 64
 PIXEL_MAX = 16.0
 """The digits images hold integers 0..16; they are divided by this."""
 SIMULATORS = ("icarus", "verilator")
-
-
-def positive(text: str) -> int:
-    """argparse type: a whole number of at least 1 (argparse names the flag when it is not)."""
-    return _at_least(text, 1)
-
-
-def _at_least(text: str, low: int) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
-    if value < low:
-        raise argparse.ArgumentTypeError(f"{value} is too small: give a whole number of at least {low}")
-    return value
-
-
-def non_negative(text: str) -> int:
-    """argparse type: a whole number of at least 0."""
-    return _at_least(text, 0)
 
 
 @dataclass

@@ -19,6 +19,7 @@ import sys
 from dataclasses import dataclass
 
 import numpy as np
+from _cli import positive  # examples/_cli.py
 
 from compiler import CompileError, Graph, compile_graph
 from compiler.accuracy import relative_error
@@ -50,21 +51,6 @@ def build(batch: int = 4, d_in: int = 16, hidden: int = 32, d_out: int = 8,
     net.output(probs, "probs")
     net.output(net.argmax(probs), "class")
     return net, {"x": (batch, d_in)}
-
-
-def positive(text: str) -> int:
-    """argparse type: a whole number of at least 1 (argparse names the flag when it is not)."""
-    return _at_least(text, 1)
-
-
-def _at_least(text: str, low: int) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
-    if value < low:
-        raise argparse.ArgumentTypeError(f"{value} is too small: give a whole number of at least {low}")
-    return value
 
 
 def draw_inputs(shapes: Shapes, rng: random.Random) -> dict[str, list[list[float]]]:

@@ -16,9 +16,13 @@ EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 
 
 def load_example(name: str) -> ModuleType:
-    """Import examples/<name>.py as a module (the examples folder is not a package)."""
+    """Import examples/<name>.py as a module (the examples folder is not a package; its
+    scripts import their shared examples/_cli.py by its plain name, so the folder goes on
+    sys.path, as it is when a script runs)."""
     if name in sys.modules:
         return sys.modules[name]
+    if str(EXAMPLES) not in sys.path:
+        sys.path.append(str(EXAMPLES))
     spec = importlib.util.spec_from_file_location(name, EXAMPLES / f"{name}.py")
     module = importlib.util.module_from_spec(spec)
     sys.modules[name] = module
