@@ -63,6 +63,15 @@ class UnitBench(Elaboratable):
         return m
 
 
+def present(ctx, unit: wiring.Component, ins: Instruction) -> None:
+    """Drive a unit's ``opcode`` and ``fields`` with the instruction's encoding (the opcode is
+    the low OPCODE_BITS of the encoded words, the fields the bits above), as the dispatch
+    registers do; ``start`` is the caller's."""
+    encoded = sum(word << (spec.WORD_BITS * i) for i, word in enumerate(ins.encode()))
+    ctx.set(unit.opcode, encoded & ((1 << spec.OPCODE_BITS) - 1))
+    ctx.set(unit.fields, encoded >> spec.OPCODE_BITS)
+
+
 def _set_memory(ctx, mem: BankedMemory, values: np.ndarray) -> None:
     for w, v in enumerate(values):
         if v:
@@ -110,9 +119,7 @@ def run_unit(make_unit: Callable[[], wiring.Component], program: Sequence[Instru
         for pc, ins in enumerate(program):
             code, detail = spec.check(ins.spec, ins.fields, params)
             assert code is spec.ErrorCode.NONE, f"instruction {pc} {ins} is illegal: {detail}"
-            encoded = sum(w << (32 * i) for i, w in enumerate(ins.encode()))
-            ctx.set(unit.opcode, encoded & ((1 << spec.OPCODE_BITS) - 1))
-            ctx.set(unit.fields, encoded >> spec.OPCODE_BITS)
+            present(ctx, unit, ins)
             ctx.set(unit.start, 1)
             cycles = 1
             while not ctx.get(unit.done):
@@ -183,9 +190,7 @@ def check_idle_outputs(make_unit: Callable[[], wiring.Component], program: Seque
             assert_idle(ctx, f"{cycle} cycles after reset")
             await ctx.tick()
         for ins in program:
-            encoded = sum(w << (32 * i) for i, w in enumerate(ins.encode()))
-            ctx.set(unit.opcode, encoded & ((1 << spec.OPCODE_BITS) - 1))
-            ctx.set(unit.fields, encoded >> spec.OPCODE_BITS)
+            present(ctx, unit, ins)
             ctx.set(unit.start, 1)
             await ctx.tick()
             ctx.set(unit.start, 0)

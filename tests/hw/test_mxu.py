@@ -15,7 +15,7 @@ from sim import spec
 from sim.asm import Instruction, build
 from sim.spec import Params
 
-from .harness import UnitBench, check_unit, run_unit
+from .harness import UnitBench, check_unit, present, run_unit
 
 P = Params(SPAD_WORDS=1024)
 OPERANDS = 512
@@ -199,9 +199,7 @@ def test_idle_outputs_are_zero():
             check_idle()
             await ctx.tick()
         for ins in program:
-            encoded = sum(w << (32 * i) for i, w in enumerate(ins.encode()))
-            ctx.set(unit.opcode, encoded & ((1 << spec.OPCODE_BITS) - 1))
-            ctx.set(unit.fields, encoded >> spec.OPCODE_BITS)
+            present(ctx, unit, ins)
             ctx.set(unit.start, 1)
             for _ in range(spec.latency(ins.spec, ins.fields, P)):
                 seen["reads"] += ctx.get(unit.rd0.en) + ctx.get(unit.rd1.en)
