@@ -84,7 +84,7 @@ class SoftmaxUnit(wiring.Component):
     overlap between src and dst; the unit relies on them.
 
     Raises:
-        ValueError: params is not a ``sim.spec.Params``.
+        TypeError: params is not a ``sim.spec.Params``.
     """
 
     OPCODES = ("SM",)
@@ -92,7 +92,7 @@ class SoftmaxUnit(wiring.Component):
     def __init__(self, params: spec.Params = spec.DEFAULT):
         if not isinstance(params, spec.Params):
             self._MustUse__silence = True  # no "created but never used" warning for a refused unit
-            raise ValueError(f"SoftmaxUnit: params={params!r} must be a sim.spec.Params")
+            raise TypeError(f"SoftmaxUnit: params={params!r} must be a sim.spec.Params")
         self.params = params
         super().__init__(unit_members(params, n_read=1, write=True))
         self.sum_bits = (params.SM_MAX_LEN * arith.Q16_ONE).bit_length()

@@ -76,7 +76,7 @@ class VectorUnit(wiring.Component):
     of dst with a source; the unit relies on them.
 
     Raises:
-        ValueError: params is not a ``sim.spec.Params``.
+        TypeError: params is not a ``sim.spec.Params``.
     """
 
     OPCODES = ("VADD", "AMAX", "UNPACK")
@@ -84,7 +84,7 @@ class VectorUnit(wiring.Component):
     def __init__(self, params: spec.Params = spec.DEFAULT):
         if not isinstance(params, spec.Params):
             self._MustUse__silence = True  # no "created but never used" warning for a refused unit
-            raise ValueError(f"VectorUnit: params={params!r} must be a sim.spec.Params")
+            raise TypeError(f"VectorUnit: params={params!r} must be a sim.spec.Params")
         self.params = params
         super().__init__(unit_members(params, n_read=2, write=True))
         # the schedules below realise these; the spec's constants are the contract

@@ -114,5 +114,5 @@ def test_idle_outputs_are_zero():
 
 
 def test_bad_params():
-    with pytest.raises(ValueError, match=r"SoftmaxUnit: params='big' must be a sim.spec.Params"):
+    with pytest.raises(TypeError, match=r"SoftmaxUnit: params='big' must be a sim.spec.Params"):
         SoftmaxUnit("big")

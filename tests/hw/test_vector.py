@@ -194,5 +194,5 @@ def test_idle_outputs_are_zero():
 
 
 def test_bad_params():
-    with pytest.raises(ValueError, match=r"VectorUnit: params=4 must be a sim.spec.Params"):
+    with pytest.raises(TypeError, match=r"VectorUnit: params=4 must be a sim.spec.Params"):
         VectorUnit(4)
