@@ -376,7 +376,9 @@ def build(program: BoardProgram, out_dir: Path, *, params: Params = DEFAULT, run
                  "script_after_synth": ("techmap -map +/lattice/latches_map.v; abc -dress -lut 4:7; "
                                         f"clean; synth_ecp5 -top {NAME} -run map_cells:")}
     with _environment(OPENFPGALOADER=env["OPENFPGALOADER"]):   # the platform asks for it
-        plan = ULX3S_85F_Platform().prepare(ULX3STop(program, params), name=NAME, **overrides)
+        platform = ULX3S_85F_Platform()
+        plan = platform.prepare(ULX3STop(program, params), name=NAME, **overrides)
+    clock_mhz = platform.default_clk_frequency / 1e6
     plan.extract(out_dir)
     if not run:
         say(f"wrote {', '.join(sorted(plan.files))} in {out_dir}; build_{NAME}.sh runs the tools named by "
@@ -404,13 +406,13 @@ def build(program: BoardProgram, out_dir: Path, *, params: Params = DEFAULT, run
         "program": program.name, "instructions": program.length, "output_words": len(program.expected),
         "reference_counters": dict(zip(spec.COUNTERS, program.counters, strict=True)),
         "bitstream": str(bitstream), "bytes": bitstream.stat().st_size,
-        "clock_mhz": 25.0, "fmax_mhz": round(fmax["achieved"], 2), "mapper": "abc",
+        "clock_mhz": clock_mhz, "fmax_mhz": round(fmax["achieved"], 2), "mapper": "abc",
         "utilisation": util, "seconds": seconds, "versions": versions(),
         "leds": {"0": "heartbeat", "1": "done", "2": "PASS", "3": "FAIL", "4": "error", "5-7": "error code"},
     }
     (out_dir / "summary.json").write_text(json.dumps(summary, indent=1) + "\n")
     say(f"wrote {bitstream} ({summary['bytes']:,} bytes) in {seconds['total']:.0f} s; "
-        f"Fmax {fmax['achieved']:.1f} MHz at the board's 25 MHz")
+        f"Fmax {fmax['achieved']:.1f} MHz at the board's {clock_mhz:g} MHz")
     say(f"load it with: openFPGALoader -b ulx3s {bitstream}; the LEDs: 0 heartbeat, 1 done, 2 PASS, "
         "3 FAIL, 4 error, 5-7 the error code; FIRE1 runs the program again")
     return summary
