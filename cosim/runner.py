@@ -3,7 +3,7 @@
 Everything goes through ``cocotb_tools.runner`` (cocotb 2.1). What this module adds:
 
 * **the Verilog**: ``build/ga2_simtop.v``, the output of ``make verilog``. It is reused as it
-  is, and exported again (``python -m hw.export --out build``) only when it is missing or
+  is, and exported again (``python -m flows.export --out build``) only when it is missing or
   older than a source of the generator (``hw/``, ``sim/``).
 * **cached builds**: one folder per simulator, ``build/cosim/<sim>/`` (``<sim>-waves`` for a
   build that records waveforms), holding a copy of the Verilog it was built from and a stamp
@@ -53,10 +53,10 @@ BUILD = ROOT / "build"
 VERILOG = BUILD / f"{TOPLEVEL}.v"
 """Where ``make verilog`` writes the simulation top."""
 PORTS_JSON = "ga2_ports.json"
-"""Written beside the Verilog by hw.export: the parameters it was generated for."""
+"""Written beside the Verilog by flows.export: the parameters it was generated for."""
 COSIM_BUILD = BUILD / "cosim"
 """Default root of the cached simulator builds."""
-GENERATOR_SOURCES = ("hw", "sim")
+GENERATOR_SOURCES = ("hw", "sim", "flows")
 """Folders whose Python sources make the Verilog: a newer file there means it is stale."""
 TIMESCALE = ("1ns", "1ps")
 VERILATOR_ARGS = ("-Wno-fatal", "-Wno-lint", "-Wno-style")
@@ -203,7 +203,7 @@ def fresh_verilog(verilog: Path | None = None, say: Callable[[str], None] = prin
 
     Args:
         verilog: a given file (used as it is), or None for ``build/ga2_simtop.v``, exported
-            again (``python -m hw.export --out build``, what ``make verilog`` runs) when it is
+            again (``python -m flows.export --out build``, what ``make verilog`` runs) when it is
             missing or older than a Python source in ``hw/`` or ``sim/``.
         say: where to report that the Verilog is being exported.
 
@@ -220,11 +220,11 @@ def fresh_verilog(verilog: Path | None = None, say: Callable[[str], None] = prin
         if VERILOG.is_file() and (BUILD / PORTS_JSON).is_file() and VERILOG.stat().st_mtime >= newest:
             return VERILOG
         why = "missing" if not VERILOG.is_file() else f"older than {which.relative_to(ROOT)}"
-        say(f"exporting the Verilog ({VERILOG.relative_to(ROOT)} {why}): python -m hw.export --out build")
-        done = subprocess.run([sys.executable, "-m", "hw.export", "--out", str(BUILD)], cwd=ROOT,
+        say(f"exporting the Verilog ({VERILOG.relative_to(ROOT)} {why}): python -m flows.export --out build")
+        done = subprocess.run([sys.executable, "-m", "flows.export", "--out", str(BUILD)], cwd=ROOT,
                               capture_output=True, text=True)
         if done.returncode != 0:
-            raise CosimError(f"python -m hw.export failed (exit {done.returncode}):\n"
+            raise CosimError(f"python -m flows.export failed (exit {done.returncode}):\n"
                              f"{done.stderr.strip()[-3000:]}")
     return VERILOG
 

@@ -1,7 +1,7 @@
 """``make cosim SEEDS=100-111``: Capra-compiled random graphs on the RTL, against the reference.
 
 For each seed, as the seed document's chapter 11 (section 2) does it
-(:func:`compiler.seedtable.compile_seed`): the battery's random graph, 30 calibration samples
+(:func:`compiler.testing.seedtable.compile_seed`): the battery's random graph, 30 calibration samples
 and then one test input drawn from ``random.Random(seed)``, compiled with and without buffer
 reuse; the reuse program and its external-memory image (the test input and the weights,
 quantized) are one job. The jobs run on the RTL under Icarus, Verilator or both, and every
@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from itertools import chain
 from pathlib import Path
 
-from compiler.seedtable import compile_seed
+from compiler.testing.seedtable import compile_seed
 from sim.spec import Params
 
 from . import batch
@@ -168,7 +168,7 @@ class Totals:
 
 
 def compiled(seeds: Iterator[int], params: Params, rows: list[Row], totals: Totals) -> Iterator[Job]:
-    """Compile each seed (compiler.seedtable.compile_seed) as it is asked for and yield its job;
+    """Compile each seed (compiler.testing.seedtable.compile_seed) as it is asked for and yield its job;
     the first TABLE_ROWS rows go to ``rows``, every seed into ``totals``."""
     for seed in seeds:
         run = compile_seed(seed)

@@ -12,7 +12,7 @@ launches it. It reads its work from files named by environment variables:
     a file that gets one line per finished job (the host shows a progress bar from it).
 
 For each job :class:`TB` resets the core, loads the program, the external memory and a zeroed
-scratchpad through the Verilog arrays :mod:`hw.memmap` names (backdoor writes, only of the
+scratchpad through the Verilog arrays :mod:`flows.memmap` names (backdoor writes, only of the
 words that differ from what the arrays already hold), pulses ``start`` and waits for ``done``
 or for the job's cycle limit, whichever comes first, without touching a signal per cycle: the
 clock is cocotb's GPI clock (C++), and the wait is one trigger. Then, FAULT_SETTLE_CYCLES
@@ -35,7 +35,7 @@ from cocotb.simtime import get_sim_time
 from cocotb.triggers import FallingEdge, First, RisingEdge, Timer
 from cocotb.types import Logic
 
-from hw import memmap
+from flows import memmap
 from sim import spec
 from sim.spec import Params
 
@@ -44,7 +44,7 @@ from .jobs import X, empty_results, read_jobs, write_results
 PERIOD_NS = 10
 """Clock period of the simulation (any value works: the design is cycle-based)."""
 RESET_CYCLES = 2
-"""Rising edges with ``rst`` high (hw/memmap.py: hold it for two clock edges)."""
+"""Rising edges with ``rst`` high (flows/memmap.py: hold it for two clock edges)."""
 FAULT_SETTLE_CYCLES = 2
 """Rising edges waited after the one where ``done`` rose before anything is read:
 ``hw.top.TIMING_CHECK_DELAY`` (not imported: this module stays free of Amaranth), so that
@@ -79,7 +79,7 @@ def _value(handle) -> int:
 class Memory:
     """One GA-2 memory as its banks of Verilog arrays, with what the test bench knows they hold.
 
-    Word w sits where :func:`hw.memmap.locate` says (row ``w // 4`` of bank ``w % 4``).
+    Word w sits where :func:`flows.memmap.locate` says (row ``w // 4`` of bank ``w % 4``).
     ``known`` is the content as last written or read (X, i.e. -1, where unknown), so a load
     writes only the words that change.
     """
@@ -93,7 +93,7 @@ class Memory:
                 handle = getattr(handle, part)
             banks[array.dotted()] = handle
         self.size = sum(a.depth for a in memmap.arrays(name, params))
-        # the handle of word w at words[w], placed by hw.memmap.locate
+        # the handle of word w at words[w], placed by flows.memmap.locate
         self.words = []
         for w in range(self.size):
             path, index = memmap.locate(name, w, params)
@@ -138,7 +138,7 @@ class TB:
 
     async def start_clock(self) -> None:
         """Start the clock and hold every input low; ``rst`` rises after time 0 (under Icarus
-        a reset that is high at time 0 loads X into the registers, hw/memmap.py)."""
+        a reset that is high at time 0 loads X into the registers, flows/memmap.py)."""
         d = self.dut
         for port in (d.rst, d.start, d.prog_len, d.imem_we, d.imem_waddr, d.imem_wdata):
             port.value = 0

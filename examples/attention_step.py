@@ -30,8 +30,8 @@ from compiler.emit import tiles
 from compiler.evaluate import evaluate
 from compiler.interpret import interpret
 from compiler.realcheck import stagewise_problems
-from compiler.seedtable import attention_step_graph as build_graph
-from compiler.seedtable import attention_step_sample as draw_sample
+from compiler.testing.seedtable import attention_step_graph as build_graph
+from compiler.testing.seedtable import attention_step_sample as draw_sample
 
 
 def describe(g: Graph) -> list[str]:

@@ -3,7 +3,7 @@
 The external memory is a :class:`~hw.banked.BankedMemory` of EXT_WORDS words with one read
 port, on the core's external bus (read data EXT_READ_LATENCY cycles after ``rd_en``). A
 test bench loads the instruction memory and the external memory through their arrays
-(hw/memmap.py names them), pulses ``start``, waits for ``done`` and reads the memories, the
+(flows/memmap.py names them), pulses ``start``, waits for ``done`` and reads the memories, the
 counters and the stop back, and ``timing_fault`` (the core's self-check, hw/top.py).
 """
 

@@ -91,7 +91,7 @@ class GA2(wiring.Component):
             judged every cycle up to the last instruction's last one, TIMING_CHECK_DELAY
             cycles later every cycle up to that first ``done`` cycle (what test benches read).
 
-    Attributes (for test benches and the Verilog memory map, hw/memmap.py):
+    Attributes (for test benches and the Verilog memory map, flows/memmap.py):
         control, spad (the scratchpad :class:`~hw.banked.BankedMemory`), units (name -> unit).
 
     Latency: per instruction as ``sim.spec``; FRONTEND_CYCLES before the first, STOP_CYCLES

@@ -16,7 +16,12 @@ from compiler.allocator import AllocEvent
 from compiler.evaluate import evaluate
 from compiler.interpret import interpret
 from compiler.realcheck import stagewise_problems
-from compiler.seedtable import attention_step_network, compile_seed, section1_network, six_layer_network
+from compiler.testing.seedtable import (
+    attention_step_network,
+    compile_seed,
+    section1_network,
+    six_layer_network,
+)
 
 from .conftest import load_example
 

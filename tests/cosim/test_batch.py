@@ -160,6 +160,7 @@ def test_a_failure_while_making_stops_the_run(stand_in):
 def test_notes_are_not_wrapped_on_a_pipe():
     out = io.StringIO()
     board = batch._Board(Console(file=out, width=80), 1, "compiling", ("icarus",), "seed")
-    text = "exporting the Verilog (build/ga2_simtop.v older than hw/top.py): python -m hw.export --out build"
+    text = (
+        "exporting the Verilog (build/ga2_simtop.v older than hw/top.py): python -m flows.export --out build")
     board.note(text)
     assert out.getvalue() == text + "\n"

@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from compiler.seedtable import compile_seed
+from compiler.testing.seedtable import compile_seed
 from cosim import runner, seeds
 from cosim.seeds import Row, Totals, parse_seeds, seed_ranges
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from compiler.seedtable import compile_seed
+from compiler.testing.seedtable import compile_seed
 from cosim import tb
 from cosim.api import compare, run_programs
 from cosim.jobs import Job

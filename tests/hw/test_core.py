@@ -16,7 +16,7 @@ import pytest
 from amaranth.sim import Simulator
 
 from compiler import compile_graph
-from compiler.seedtable import attention_step_graph, attention_step_sample, compile_seed
+from compiler.testing.seedtable import attention_step_graph, attention_step_sample, compile_seed
 from hw.simtop import SimTop
 from hw.top import UNIT_MODULES, missing_units
 from sim import spec
@@ -234,7 +234,7 @@ def test_default_params():
 
 def _example_a() -> Case:
     """Running example A, compiled as examples/attention_step.py does (its graph and samples
-    are compiler.seedtable's)."""
+    are compiler.testing.seedtable's)."""
     rng = random.Random(3)
     calibration = [attention_step_sample(rng) for _ in range(20)]
     program = compile_graph(attention_step_graph(), calibration)

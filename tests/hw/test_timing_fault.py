@@ -16,7 +16,8 @@ from amaranth.hdl import Module, Mux, Signal, Value
 from amaranth.lib import wiring
 from amaranth.sim import Simulator
 
-from hw import export, top
+from flows import export
+from hw import top
 from hw.simtop import SimTop
 from hw.stub import LatencyStub
 from hw.top import TIMING_CHECK_DELAY

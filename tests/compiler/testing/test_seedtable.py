@@ -1,6 +1,6 @@
-"""compiler/seedtable.py: the reusable runs of the seed's chapter-11 script."""
+"""compiler/testing/seedtable.py: the reusable runs of the seed's chapter-11 script."""
 
-from compiler.seedtable import compile_seed, format_table, section1_network, six_layer_network
+from compiler.testing.seedtable import compile_seed, format_table, section1_network, six_layer_network
 
 
 def test_compile_seed_gives_a_consistent_run():

@@ -19,10 +19,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .accuracy import relative_error
-from .ir import Graph
-from .pipeline import compile_graph
-from .program import Program, RunOutcome
+from ..accuracy import relative_error
+from ..ir import Graph
+from ..pipeline import compile_graph
+from ..program import Program, RunOutcome
 from .random_graphs import random_graph, sample_inputs
 
 TABLE_SEEDS = range(100, 112)

@@ -1,6 +1,6 @@
-"""compiler/mutants.py: every deliberate bug is caught; the equivalent one is not."""
+"""compiler/testing/mutants.py: every deliberate bug is caught; the equivalent one is not."""
 
-from compiler import mutants
+from compiler.testing import mutants
 
 
 def test_every_anchor_occurs_exactly_once():

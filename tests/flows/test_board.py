@@ -1,4 +1,4 @@
-"""hw/board.py: the ULX3S board logic in simulation (without the platform). Running example A
+"""flows/board.py: the ULX3S board logic in simulation (without the platform). Running example A
 lights PASS; a wrong output word, a wrong counter and an illegal program light FAIL; FIRE1 runs
 the program again. With amaranth-boards installed, the platform's build files are written."""
 
@@ -12,8 +12,8 @@ import numpy as np
 import pytest
 from amaranth.sim import Simulator
 
-from hw import board
-from hw.board import (
+from flows import board
+from flows.board import (
     LED_CODE,
     LED_DONE,
     LED_ERROR,
@@ -30,8 +30,7 @@ from sim.asm import build as build_ins
 from sim.asm import encode_program
 from sim.machine import Machine, MachineError
 from sim.spec import DEFAULT, ErrorCode
-
-from .test_timing_fault import LateDone
+from tests.hw.test_timing_fault import LateDone
 
 VERDICT = (1 << LED_PASS) | (1 << LED_FAIL)
 MAX_CYCLES = 5_000

@@ -26,8 +26,8 @@ import random
 
 import numpy as np
 
-from .evaluate import evaluate
-from .ir import Graph
+from ..evaluate import evaluate
+from ..ir import Graph
 
 InputSpec = dict[str, tuple[tuple[int, int], float]]
 """input name -> ((rows, cols), standard deviation of its sample values)."""

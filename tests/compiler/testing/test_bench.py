@@ -1,8 +1,9 @@
-"""compiler/bench.py: the chains it times, and a short run."""
+"""compiler/testing/bench.py: the chains it times, and a short run."""
 
 import numpy as np
 
-from compiler import bench, compile_graph
+from compiler import compile_graph
+from compiler.testing import bench
 
 
 def test_chains_have_the_requested_size_and_compile():

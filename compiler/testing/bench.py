@@ -1,6 +1,6 @@
 """Compiler speed: battery throughput and compile time against graph size.
 
-Prints (``python -m compiler.bench`` / ``make bench-compiler``):
+Prints (``python -m compiler.testing.bench`` / ``make bench-compiler``):
 
 * graphs per second over the 60 battery graphs, for compile (30 calibration samples) plus
   one run on the reference machine, and for the whole battery check (a)-(e) of each graph;
@@ -23,9 +23,9 @@ import numpy as np
 
 from sim.spec import DEFAULT
 
+from ..ir import Graph
+from ..pipeline import compile_graph
 from .battery import BATTERY_SEEDS, CALIBRATION_SAMPLES, check_graph
-from .ir import Graph
-from .pipeline import compile_graph
 from .random_graphs import random_graph, sample_inputs
 
 CHAIN_SIZES = (100, 1_000, 10_000)

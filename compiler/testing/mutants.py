@@ -9,7 +9,7 @@ battery reports a problem, crashes, or runs out of time. One edit is equivalent 
 (the allocator skipping a hole of exactly the right size) and should survive.
 
 Every anchor must occur exactly once in its file; otherwise nothing runs. The unbroken copy
-runs first and must pass. Usage: ``python -m compiler.mutants [--jobs N]``.
+runs first and must pass. Usage: ``python -m compiler.testing.mutants [--jobs N]``.
 """
 
 from __future__ import annotations
@@ -25,10 +25,10 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-PACKAGE = Path(__file__).resolve().parent
+PACKAGE = Path(__file__).resolve().parents[1]
 ROOT = PACKAGE.parent
 TIMEOUT_SECONDS = 600
-PROBLEM_EXIT = 2  # compiler.battery.MUTATION_EXIT (not imported: the parent stays light)
+PROBLEM_EXIT = 2  # compiler.testing.battery.MUTATION_EXIT (not imported: the parent stays light)
 
 
 @dataclass(frozen=True)
@@ -141,7 +141,7 @@ def run_one(mutant: Mutant | None) -> Verdict:
         env = dict(os.environ, PYTHONPATH=os.pathsep.join([tmp, str(ROOT)]), PYTHONDONTWRITEBYTECODE="1")
         script = ("import sys, compiler; "
                   "assert compiler.__file__.startswith(sys.argv[1]), compiler.__file__; "
-                  "from compiler.battery import main; sys.exit(main(['--mutation']))")
+                  "from compiler.testing.battery import main; sys.exit(main(['--mutation']))")
         try:
             done = subprocess.run([sys.executable, "-c", script, tmp], cwd=tmp, env=env, capture_output=True,
                                   text=True, timeout=TIMEOUT_SECONDS)

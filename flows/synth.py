@@ -2,9 +2,9 @@
 
 Usage::
 
-    python -m hw.synth                      # build/synth/report.md and report.json (make synth)
-    python -m hw.synth --freq 110 --seed 3  # another target or placement seed
-    python -m hw.synth --yosys-only         # stop after synthesis (utilisation without Fmax)
+    python -m flows.synth                      # build/synth/report.md and report.json (make synth)
+    python -m flows.synth --freq 110 --seed 3  # another target or placement seed
+    python -m flows.synth --yosys-only         # stop after synthesis (utilisation without Fmax)
 
 The core is wrapped in :class:`SynthTop`, whose every port is a register: the tools keep every
 path of the core (the host interface and the external-memory bus leave the chip through
@@ -48,10 +48,10 @@ from amaranth.back import verilog
 from amaranth.hdl import Module, Signal, Value
 from amaranth.lib import wiring
 
+from hw.top import GA2
 from sim.spec import DEFAULT, Params
 
 from .export import CLOCK, param_override, ports
-from .top import GA2
 
 DEVICE = {"family": "ECP5", "part": "LFE5U-85F", "speed": 6, "package": "CABGA381",
           "nextpnr": ["--85k", "--speed", "6", "--package", "CABGA381"]}
@@ -473,7 +473,7 @@ def markdown(r: Report) -> str:
 
 
 def synthesise(params: Params, out_dir: Path, *, freq: float = 100.0, seed: int = 1, mapper: str = "abc",
-               pnr: bool = True, quiet: bool = False, command: str = "python -m hw.synth",
+               pnr: bool = True, quiet: bool = False, command: str = "python -m flows.synth",
                top_factory: Callable[[Params], wiring.Component] = SynthTop) -> Report:
     """Write the wrapper's Verilog, synthesise, place and route; write report.md and report.json.
 
@@ -544,7 +544,7 @@ def _mhz(text: str) -> float:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="python -m hw.synth",
+        prog="python -m flows.synth",
         description="Synthesise GA-2 out of context for the ECP5-85F (speed 6, CABGA381) with Yosys and "
                     "nextpnr-ecp5 from PyPI; write report.md and report.json (utilisation, Fmax, "
                     "critical path, tool versions, run time).")
@@ -556,12 +556,12 @@ def main(argv: list[str] | None = None) -> int:
                         help="nextpnr's placement seed, 1 or more (default: 1)")
     parser.add_argument("--mapper", choices=MAPPERS, default="abc",
                         help="LUT mapping: abc (the classic ABC, the default) or abc9 (synth_ecp5's own; "
-                             "the PyPI Yosys fails in it on GA-2, then abc runs: see hw/synth.py)")
+                             "the PyPI Yosys fails in it on GA-2, then abc runs: see flows/synth.py)")
     parser.add_argument("--param", type=param_override, action="append", default=[], metavar="NAME=VALUE",
                         help="override a sim.spec.Params field (repeatable)")
     parser.add_argument("--yosys-only", action="store_true", help="stop after Yosys (no place and route)")
     args = parser.parse_args(argv)
-    command = " ".join(["python -m hw.synth", *(sys.argv[1:] if argv is None else argv)])
+    command = " ".join(["python -m flows.synth", *(sys.argv[1:] if argv is None else argv)])
     try:
         params = Params(**dict(args.param))
         synthesise(params, args.out, freq=args.freq, seed=args.seed, mapper=args.mapper,

@@ -1,10 +1,10 @@
-"""compiler/random_graphs.py: the seed's graphs, draw for draw."""
+"""compiler/testing/random_graphs.py: the seed's graphs, draw for draw."""
 
 import random
 
 import numpy as np
 
-from compiler.random_graphs import random_graph, random_slice_graph, sample_inputs
+from compiler.testing.random_graphs import random_graph, random_slice_graph, sample_inputs
 
 # node counts of seeds 100-111, printed in the seed's table (chapter 11, section 2)
 SEED_TABLE_NODES = [15, 21, 13, 11, 10, 18, 12, 15, 18, 13, 11, 16]

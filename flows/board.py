@@ -2,9 +2,9 @@
 
 Usage::
 
-    python -m hw.board                      # build/bitstream/ga2_ulx3s.bit: example A (make bitstream)
-    python -m hw.board --program seed:105   # one of the seed table's graphs instead
-    python -m hw.board --no-build           # only the Amaranth build files (RTLIL, LPF, scripts)
+    python -m flows.board                      # build/bitstream/ga2_ulx3s.bit: example A (make bitstream)
+    python -m flows.board --program seed:105   # one of the seed table's graphs instead
+    python -m flows.board --no-build           # only the Amaranth build files (RTLIL, LPF, scripts)
 
 :class:`BoardLogic` holds the core, an external memory of EXT_WORDS words in block RAM and the
 instruction memory, both initialised at build time: the program's encoded words and its
@@ -28,7 +28,7 @@ LED   meaning
 The button FIRE1 runs the program again (the outputs are rewritten, the check repeated).
 
 :class:`ULX3STop` puts the logic on the board: the 25 MHz oscillator is the clock (GA-2 meets
-100 MHz out of context, hw/synth.py; the board needs no PLL for a demonstration), the LEDs and
+100 MHz out of context, flows/synth.py; the board needs no PLL for a demonstration), the LEDs and
 the button. It is built with Amaranth's build system (``amaranth_boards.ulx3s``): the RTLIL,
 the LPF and the Yosys script come from its templates, and the tools are the YoWASP builds from
 PyPI (``YOSYS``, ``NEXTPNR_ECP5``, ``ECPPACK``; Amaranth 0.5 ignores ``AMARANTH_USE_YOWASP``).
@@ -54,14 +54,14 @@ from amaranth.lib import data, io, memory, wiring
 from amaranth.lib.cdc import FFSynchronizer
 from amaranth.lib.wiring import In, Out
 
+from hw.banked import BankedMemory
+from hw.top import GA2
 from sim import spec
 from sim.asm import encode_program
 from sim.machine import Machine
 from sim.spec import DEFAULT, Params
 
-from .banked import BankedMemory
 from .synth import Progress, SynthError, run_logged, tool, versions
-from .top import GA2
 
 LED_HEARTBEAT, LED_DONE, LED_PASS, LED_FAIL, LED_ERROR = range(5)
 LED_CODE = 5
@@ -111,18 +111,18 @@ class BoardProgram:
 
 
 def example_a() -> BoardProgram:
-    """Running example A as the seed runs it (compiler.seedtable.attention_step_network)."""
+    """Running example A as the seed runs it (compiler.testing.seedtable.attention_step_network)."""
     from compiler import compile_graph
-    from compiler.seedtable import attention_step_network
+    from compiler.testing.seedtable import attention_step_network
 
     graph, calibration, test = attention_step_network()
     return BoardProgram.from_compiled("running example A", compile_graph(graph, calibration), test)
 
 
 def seed_program(seed: int) -> BoardProgram:
-    """The random graph of ``seed`` as make cosim compiles it (compiler.seedtable.compile_seed;
+    """The random graph of ``seed`` as make cosim compiles it (compiler.testing.seedtable.compile_seed;
     100..111 are the seed table's), on its test input."""
-    from compiler.seedtable import compile_seed
+    from compiler.testing.seedtable import compile_seed
 
     run = compile_seed(seed)
     return BoardProgram.from_compiled(f"seed {seed}", run.program, run.test_inputs)
@@ -370,7 +370,7 @@ def build(program: BoardProgram, out_dir: Path, *, params: Params = DEFAULT, run
     say(f"ULX3S 85F: {program.name} ({program.length} instructions, {len(program.expected)} output words, "
         f"{program.counters[0]} cycles on the reference machine) -> {out_dir}")
     # The classic ABC LUT mapping in place of synth_ecp5's ABC9, which the PyPI Yosys fails in
-    # on GA-2 (hw/synth.py): synth_ecp5 up to the LUT mapping, abc, then the rest of synth_ecp5.
+    # on GA-2 (flows/synth.py): synth_ecp5 up to the LUT mapping, abc, then the rest of synth_ecp5.
     overrides = {"nextpnr_opts": f"--report {NAME}-report.json", "verbose": True,
                  "synth_opts": "-run begin:map_luts",
                  "script_after_synth": ("techmap -map +/lattice/latches_map.v; abc -dress -lut 4:7; "
@@ -394,7 +394,7 @@ def build(program: BoardProgram, out_dir: Path, *, params: Params = DEFAULT, run
         code = run_logged([env[var], *argv[1:]], out_dir, log, progress)
         seconds[name] = round(progress.elapsed(), 1)
         if code != 0:
-            if name == "yosys":     # its complete log is the -l file (hw/synth.py, run_logged)
+            if name == "yosys":     # its complete log is the -l file (flows/synth.py, run_logged)
                 log = out_dir / f"{NAME}.rpt"
             raise SynthError(f"{name} failed (exit code {code}); see {log}")
     bitstream = out_dir / f"{NAME}.bit"
@@ -420,7 +420,7 @@ def build(program: BoardProgram, out_dir: Path, *, params: Params = DEFAULT, run
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="python -m hw.board",
+        prog="python -m flows.board",
         description="Build a ULX3S 85F bitstream: GA-2 runs a compiled program from block RAM after reset "
                     "and shows done / error / PASS / FAIL (outputs and counters against the reference "
                     "machine) on the LEDs.")

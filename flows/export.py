@@ -2,15 +2,15 @@
 
 Usage::
 
-    python -m hw.export                        # build/ga2.v, build/ga2_simtop.v, build/ga2_ports.json
-    python -m hw.export --out DIR --param SPAD_WORDS=1024
+    python -m flows.export                        # build/ga2.v, build/ga2_simtop.v, build/ga2_ports.json
+    python -m flows.export --out DIR --param SPAD_WORDS=1024
 
 ``ga2.v`` holds module ``ga2`` (:class:`hw.top.GA2`, the core: host interface, the external
 bus and the ``timing_fault`` self-check as ports); ``ga2_simtop.v`` holds module ``ga2_simtop``
 (:class:`hw.simtop.SimTop`: the core and an external memory; the same ports but the bus). Both
 have a clock ``clk`` and a synchronous, active-high reset ``rst``.
 ``ga2_ports.json`` lists, for each top, its ports (name, direction, width) and where its
-memories are (:mod:`hw.memmap`), plus the parameters and the timing constants used.
+memories are (:mod:`flows.memmap`), plus the parameters and the timing constants used.
 """
 
 from __future__ import annotations
@@ -25,12 +25,12 @@ from amaranth.back import verilog
 from amaranth.hdl import Shape
 from amaranth.lib import wiring
 
+from hw.simtop import SimTop
+from hw.top import GA2
 from sim import spec
 from sim.spec import Params
 
 from . import memmap
-from .simtop import SimTop
-from .top import GA2
 
 TOPS = {"ga2": ("core", GA2), "ga2_simtop": ("simtop", SimTop)}
 """Verilog module name -> (memory-map top, component class)."""
@@ -93,7 +93,7 @@ def param_override(text: str) -> tuple[str, int]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m hw.export", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m flows.export", description=__doc__.split("\n\n")[0])
     parser.add_argument("--out", type=Path, default=Path("build"), help="output folder (default: build)")
     parser.add_argument("--param", type=param_override, action="append", default=[], metavar="NAME=VALUE",
                         help="override a sim.spec.Params field (repeatable)")

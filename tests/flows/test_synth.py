@@ -1,4 +1,4 @@
-"""hw/synth.py: the out-of-context wrapper and the report without tools; with the synth extra
+"""flows/synth.py: the out-of-context wrapper and the report without tools; with the synth extra
 installed (make synth installs it), Yosys synthesises the whole core for the ECP5 and maps
 every memory to block RAM. Place and route (minutes) stays out of the test suite: make synth."""
 
@@ -10,8 +10,8 @@ import pytest
 from amaranth.hdl import Fragment
 from amaranth.lib import wiring
 
-from hw import synth
-from hw.export import ports
+from flows import synth
+from flows.export import ports
 from hw.top import GA2
 from sim.spec import DEFAULT
 
@@ -39,7 +39,7 @@ def test_path_summary_and_markdown():
     assert (cp["delay_ns"], cp["routing_ns"], cp["logic_ns"]) == (3.85, 3.0, 0.85)
     cells = {"LUT4": 100, "CCU2C": 10, "TRELLIS_FF": 50, "MULT18X18D": 2, "DP16KD": 4}
     report = synth.Report(
-        command="python -m hw.synth", params={"T": 4}, device={"part": "LFE5U-85F", "speed": 6,
+        command="python -m flows.synth", params={"T": 4}, device={"part": "LFE5U-85F", "speed": 6,
                                                                "package": "CABGA381"},
         freq_target=100.0, seed=1, versions={"yosys": "0.70"}, yosys={"mapper": "abc", "fallback": ""},
         utilisation=synth.utilisation(cells, None), blocks={"mxu": {"LUT4": 100}},

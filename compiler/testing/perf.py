@@ -8,7 +8,7 @@ utilisation: useful multiply-adds (M*N*K summed over the MM instructions) divide
 T*T*cycles. The last line is the headline:
 ``seeds 100-111: N cycles (seed chip 17022, X.XXx fewer)``.
 
-Usage: python -m compiler.perf
+Usage: python -m compiler.testing.perf
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from sim.asm import Instruction
 from sim.machine import Counters
 from sim.spec import DEFAULT, Params
 
-from .pipeline import compile_graph
+from ..pipeline import compile_graph
 from .seedtable import TABLE_SEEDS, attention_step_network, compile_seed
 
 SEED_CHIP_CYCLES = {
@@ -102,7 +102,7 @@ def format_report(rows: list[Row], example: Row, params: Params = DEFAULT) -> li
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="python -m compiler.perf",
+        prog="python -m compiler.testing.perf",
         description="GA-2's cycles on the seed's programs (reference machine = RTL counters) "
                     "against the seed chip's published figures, with MXU utilisation.")
     parser.parse_args(argv)

@@ -1,6 +1,6 @@
-"""compiler/battery.py: the seed's battery passes on our compiler, with the seed's worst error."""
+"""compiler/testing/battery.py: the seed's battery passes on our compiler, with the seed's worst error."""
 
-from compiler.battery import (
+from compiler.testing.battery import (
     BOUND,
     check_cancellation,
     check_errors,

@@ -1,8 +1,8 @@
-"""compiler.perf (make bench): the figures add up and the headline has its fixed form."""
+"""compiler.testing.perf (make bench): the figures add up and the headline has its fixed form."""
 
 import re
 
-from compiler.perf import SEED_CHIP_CYCLES, format_report, measure, useful_macs
+from compiler.testing.perf import SEED_CHIP_CYCLES, format_report, measure, useful_macs
 from sim import spec
 from sim.asm import build
 

@@ -15,10 +15,10 @@ program     bank ``w % 4``, row ``w // 4``: word    ``core.control.imem0`` .. ``
 For the core alone (``build/ga2.v``) drop the leading ``core.``; the external memory is then
 outside. The names are the Amaranth submodule names (``hw/top.py``, ``hw/simtop.py``,
 ``hw/control.py``, ``hw/banked.py``), which Amaranth's Verilog keeps as instance and array names;
-``tests/hw/test_export.py`` checks them in the generated Verilog. ``python -m hw.export`` also
+``tests/flows/test_export.py`` checks them in the generated Verilog. ``python -m flows.export`` also
 writes them to ``build/ga2_ports.json``.
 
-Notes for a test bench driving the Verilog (``tests/hw/test_export.py`` does all of this):
+Notes for a test bench driving the Verilog (``tests/flows/test_export.py`` does all of this):
 
 * the clock is ``clk``, the reset ``rst`` (synchronous, active high); under Icarus let ``rst``
   rise after time 0 (``reg rst = 0; initial #1 rst = 1;``) and hold it for two clock edges:

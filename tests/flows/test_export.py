@@ -1,4 +1,4 @@
-"""hw/export.py and hw/memmap.py: the Verilog files, their ports, the memory paths, the lint."""
+"""flows/export.py and flows/memmap.py: the Verilog files, their ports, the memory paths, the lint."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from hw import export, memmap
+from flows import export, memmap
 from hw.top import missing_units
 from sim.spec import DEFAULT, Params
 
@@ -125,7 +125,7 @@ def test_lint_is_clean(exported):
 
 def test_icarus_backdoor_smoke(tmp_path):
     """The memory map works in a real Verilog simulator: load the program and the external
-    memory through the arrays hw.memmap names, run, and compare with the reference machine."""
+    memory through the arrays flows.memmap names, run, and compare with the reference machine."""
     if not shutil.which("iverilog"):
         pytest.skip("iverilog is not installed")
     from sim.asm import build, encode_program

@@ -19,7 +19,7 @@ cancellation case (:func:`check_cancellation`), slice graphs (:func:`check_slice
 
 Every check returns a list of problems (empty: passed). A crash inside the compiler or the
 machine is reported as a problem, not raised, so that one run names every failure.
-Run as ``python -m compiler.battery [nseeds]``; ``--mutation`` runs what the mutation check
+Run as ``python -m compiler.testing.battery [nseeds]``; ``--mutation`` runs what the mutation check
 needs and stops at the first problem.
 """
 
@@ -33,12 +33,12 @@ import numpy as np
 
 from sim.machine import MachineError
 
-from .accuracy import relative_error
-from .interpret import interpret
-from .ir import CompileError, Graph
-from .pipeline import compile_graph
+from ..accuracy import relative_error
+from ..interpret import interpret
+from ..ir import CompileError, Graph
+from ..pipeline import compile_graph
+from ..realcheck import stagewise_problems
 from .random_graphs import InputSpec, random_graph, random_slice_graph, sample_inputs
-from .realcheck import stagewise_problems
 
 BOUND = 0.16
 """Accuracy bound of check (e) for the random graphs."""
