@@ -13,6 +13,7 @@ from collections.abc import Mapping
 import numpy as np
 
 from .evaluate import evaluate
+from .ops import OPS, Role
 from .program import Program, RunOutcome
 
 
@@ -22,7 +23,9 @@ def relative_error(program: Program, outcome: RunOutcome, inputs: Mapping[str, o
     reference = evaluate(graph, inputs)
     worst = 0.0
     for entry in program.ext.values():
-        if entry.kind != "output" or graph.nodes[graph.nodes[entry.node].ins[0]].op == "argmax":
+        if OPS[entry.kind].role is not Role.SINK:
+            continue
+        if not OPS[graph.nodes[graph.nodes[entry.node].ins[0]].op].scaled:   # row indices
             continue
         want = reference[entry.node]
         got = outcome.outputs[entry.name].floats

@@ -14,7 +14,17 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .ir import CompileError, plural
+from .errors import CompileError, plural
+
+
+def fits(piece: int, words: int) -> bool:
+    """Whether a free piece of ``piece`` words can hold a buffer of ``words`` words."""
+    return piece >= words
+
+
+def adjacent(piece: tuple[int, int], start: int) -> bool:
+    """Whether the free piece (start, words) ends exactly where a range at ``start`` begins."""
+    return piece[0] + piece[1] == start
 
 
 @dataclass(frozen=True)
@@ -59,7 +69,7 @@ class Allocator:
                 and the number of pieces they are in.
         """
         for index, (start, piece) in enumerate(self.free_list):
-            if piece >= words:
+            if fits(piece, words):
                 rest = [(start + words, piece - words)] if piece > words else []
                 self.free_list[index:index + 1] = rest
                 self.high = max(self.high, start + words)
@@ -77,7 +87,7 @@ class Allocator:
         pieces = sorted([*self.free_list, (start, words)])
         merged: list[tuple[int, int]] = []
         for begin, size in pieces:
-            if merged and merged[-1][0] + merged[-1][1] == begin:
+            if merged and adjacent(merged[-1], begin):
                 merged[-1] = (merged[-1][0], merged[-1][1] + size)
             else:
                 merged.append((begin, size))

@@ -13,8 +13,9 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
+from .errors import CompileError, first_non_finite, float_array, plural
 from .evaluate import evaluate_batch
-from .ir import CompileError, Graph, first_non_finite, float_array, plural
+from .ir import Graph
 
 
 def check_sample(graph: Graph, sample: object, where: str,
@@ -101,8 +102,13 @@ def calibration_ranges(graph: Graph, calibration: Sequence[Mapping[str, object]]
         per_sample = np.abs(v).max(axis=(-2, -1))
         if not np.isfinite(per_sample).all():
             _overflow(graph, values, nid, int(np.argmin(np.isfinite(per_sample))))
-        ranges[nid] = float(per_sample.max())
+        ranges[nid] = calibrated_range(per_sample)
     return ranges
+
+
+def calibrated_range(per_sample: np.ndarray) -> float:
+    """A tensor's range from its largest |value| on each sample: the largest of them."""
+    return float(per_sample.max())
 
 
 def _overflow(graph: Graph, values: Mapping[int, np.ndarray], nid: int, sample: int) -> None:

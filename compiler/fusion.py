@@ -1,19 +1,28 @@
 """Relu fusion: a relu is not an instruction but the relu flag of a matmul's requantizer.
 
-Contract: :func:`fuse_relus` returns the ids of the matmuls whose requantizer applies the
-relu. It refuses a relu whose input is not a matmul, or a matmul that anything besides the
-relu reads (that reader would need the values before the relu, which are never stored).
-Seed chapter 11, "relu fusion"; GA2.md section 3 (the RQ instruction's relu field).
+Contract: :func:`fuse_relus` returns the ids of the nodes whose requantizer applies a fused
+operation: for every node whose operation declares ``fuses_into`` in the table (a relu: a
+matmul), its operand. It refuses a relu whose input is not a matmul, or a matmul that
+anything besides the relu reads (that reader would need the values before the relu, which
+are never stored). Seed chapter 11, "relu fusion"; GA2.md section 3 (the RQ instruction's
+relu field).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from .ir import CompileError, Graph
+from .errors import CompileError
+from .ir import Graph, Node
+from .ops import OPS
 
 _FIX = ("put the relu directly after a matmul that nothing else reads (it becomes that matmul's "
         "requantizer flag)")
+
+
+def other_readers(source: Node, node: Node, consumers: Mapping[int, Sequence[int]]) -> list[int]:
+    """The readers of ``source`` besides ``node``, in node order."""
+    return [c for c in consumers[source.id] if c != node.id]
 
 
 def fuse_relus(graph: Graph, consumers: Mapping[int, Sequence[int]]) -> set[int]:
@@ -28,15 +37,18 @@ def fuse_relus(graph: Graph, consumers: Mapping[int, Sequence[int]]) -> set[int]
     """
     fused = set()
     for node in graph.nodes:
-        if node.op != "relu":
+        hosts = OPS[node.op].fuses_into
+        if not hosts:
             continue
         source = graph.nodes[node.ins[0]]
-        if source.op != "matmul":
-            raise CompileError(f"relu node {node.id} reads {source.describe()}, which is not a matmul, so "
-                               "it cannot be fused into a requantizer", _FIX, node.id)
-        others = [c for c in consumers[source.id] if c != node.id]
+        if source.op not in hosts:
+            raise CompileError(f"{node.op} node {node.id} reads {source.describe()}, which is not a "
+                               f"{' or '.join(hosts)}, so it cannot be fused into a requantizer", _FIX,
+                               node.id)
+        others = other_readers(source, node, consumers)
         if others:
-            raise CompileError(f"relu node {node.id} reads {source.describe()}, which node {others[0]} also "
-                               "reads, so it cannot be fused into the matmul's requantizer", _FIX, node.id)
+            raise CompileError(f"{node.op} node {node.id} reads {source.describe()}, which node {others[0]} "
+                               f"also reads, so it cannot be fused into the {source.op}'s requantizer", _FIX,
+                               node.id)
         fused.add(source.id)
     return fused

@@ -1,7 +1,8 @@
 """The integer interpreter: what a compiled program means, without instructions.
 
-Contract: :func:`interpret` evaluates the graph node by node on integers, using only the
-program's planned scales and requantizer parameters and the arithmetic of
+Contract: :func:`interpret` evaluates the graph node by node on integers, each node by its
+operation's integer meaning in the table (:mod:`compiler.ops`, :mod:`compiler.semantics`),
+using only the program's planned scales and requantizer parameters and the arithmetic of
 :mod:`sim.arith` (GA2.md section 4); no tiles, addresses or instructions. The reference
 machine running the program must produce exactly these integers (battery check (b) and,
 for every tensor, (c); seed chapter 11).
@@ -13,9 +14,9 @@ from collections.abc import Mapping
 
 import numpy as np
 
-from sim.arith import requant_array, sat_add_array, softmax_fixed_array
-
+from .ops import OPS
 from .program import Program
+from .semantics import IntContext
 
 
 def interpret(program: Program, inputs: Mapping[str, object]) -> dict[int, np.ndarray]:
@@ -32,37 +33,8 @@ def interpret(program: Program, inputs: Mapping[str, object]) -> dict[int, np.nd
     Raises:
         ValueError: bad inputs.
     """
-    levels = program.quantized_inputs(inputs)
+    context = IntContext(program, program.quantized_inputs(inputs))
     value: dict[int, np.ndarray] = {}
     for node in program.graph.nodes:
-        operands = [value[i] for i in node.ins]
-        op = node.op
-        if op == "input":
-            value[node.id] = levels[node.id]
-        elif op == "weight":
-            value[node.id] = program.quantized_weight(node.id)
-        elif op == "matmul":
-            a, b = operands
-            accumulator = a @ (b.T if node.transpose_b else b)
-            m, s = program.params[node.id]
-            value[node.id] = requant_array(accumulator, m, s, node.id in program.relu_fused)
-        elif op == "softmax":
-            m, s = program.params[node.id]
-            value[node.id] = requant_array(softmax_fixed_array(operands[0]), m, s)
-        elif op == "add":
-            rescaled = []
-            for k, x in enumerate(operands):
-                pair = program.params.get((node.id, k))
-                rescaled.append(x if pair is None else requant_array(x, *pair))
-            value[node.id] = sat_add_array(*rescaled)
-        elif op in ("relu", "output"):
-            value[node.id] = operands[0]
-        elif op == "concat":
-            value[node.id] = np.concatenate(operands, axis=0)
-        elif op == "slice":
-            value[node.id] = operands[0][node.start:node.start + node.count]
-        elif op == "argmax":
-            value[node.id] = np.argmax(operands[0], axis=1)[:, None].astype(np.int64)
-        else:
-            raise AssertionError(f"interpret: unknown op {op!r}")
+        value[node.id] = OPS[node.op].interpret(node, [value[i] for i in node.ins], context)
     return value

@@ -6,7 +6,8 @@ raises :class:`CompileError` at once, so a bad graph fails where it is written, 
 the compiler. Node ids are list positions; nodes are in a topological order by construction
 (an operand must exist before the node that reads it).
 
-Operations (seed chapter 11; int4 weights from chapter 13, slices from chapter 16):
+Operations (seed chapter 11; int4 weights from chapter 13, slices from chapter 16; the
+table of :mod:`compiler.ops` declares each, :mod:`compiler.shapes` holds the shape rules):
 
 =========== ======================= ==================================================
 op          operands                 result shape
@@ -26,116 +27,49 @@ output      a, name                  a's shape; stored to external memory under 
 
 An argmax result holds row indices, not scaled int8 values, so only an output may read it;
 an output node is not a tensor, so nothing may read it.
+
+A graph has a text form, one node a line (``%3 = relu %2 -> (5, 10)``): ``str(graph)`` or
+:meth:`Graph.text`, read back by :meth:`Graph.parse` (see :mod:`compiler.text`).
 """
 
 from __future__ import annotations
 
-import numbers
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
-Shape = tuple[int, int]
+from .errors import CompileError, first_non_finite, float_array, plural, shown
+from .ops import OPS, Op, Role
+from .shapes import VALID_WEIGHT_BITS, Shape
 
-VALID_WEIGHT_BITS = (4, 8)
-"""int8 weights, one per word, or int4 weights packed eight to a word (GA2.md section 2)."""
-
-
-def plural(count: int, noun: str) -> str:
-    """``1 piece``, ``2 pieces``, ``0 pieces``: a count with its noun, for messages."""
-    return f"{count} {noun}" if count == 1 else f"{count} {noun}s"
+__all__ = ["VALID_WEIGHT_BITS", "CompileError", "Graph", "Node", "Op", "Shape", "first_non_finite",
+           "float_array", "plural", "shown"]
 
 
-def shown(value: object) -> str:
-    """A bad argument for a message: its repr, cut short, and its type (``'x' (a str)``)."""
-    text = repr(value)
-    return f"{text if len(text) <= 60 else text[:57] + '...'} (a {type(value).__name__})"
-
-
-def float_array(raw: Any) -> tuple[np.ndarray | None, str]:
-    """``raw`` (an array-like of real numbers) as a float64 array, or None and why not.
-
-    Refused, where ``np.asarray(raw, dtype=float)`` would quietly turn them into numbers or
-    NaN: text (``"1"``), complex numbers (the imaginary part would be dropped), and elements
-    that are not numbers (None, objects). The reason is a phrase such as ``it holds text``
-    or ``element [0, 1] is None, not a number``; non-finite values are left to the caller.
-    """
-    try:
-        plain = np.asarray(raw)
-    except (TypeError, ValueError, RuntimeError) as e:   # ragged rows; a tensor that needs grad
-        if "inhomogeneous" in str(e):
-            return None, "its rows have different lengths"
-        return None, _first_line(e)
-    kind = plain.dtype.kind
-    if kind in "USa":
-        return None, "it holds text, not numbers"
-    if kind == "c":
-        return None, "it holds complex numbers"
-    if kind == "O":
-        for index, item in np.ndenumerate(plain):
-            if not isinstance(item, numbers.Real):
-                return None, f"element {list(index)} is {item!r}, not a number"
-    elif kind not in "biuf":
-        return None, f"it holds {plain.dtype} values, not numbers"
-    try:
-        return plain.astype(np.float64), ""
-    except (TypeError, ValueError, OverflowError) as e:
-        return None, _first_line(e)
-
-
-def _first_line(error: Exception) -> str:
-    text = str(error).strip()
-    return text.splitlines()[0].rstrip(".") if text else type(error).__name__
-
-
-def first_non_finite(values: np.ndarray) -> str:
-    """``element [0, 1] is nan``: where the first NaN or infinity of ``values`` is ('' if none)."""
-    bad = np.argwhere(~np.isfinite(values))
-    if len(bad) == 0:
-        return ""
-    index = tuple(int(i) for i in bad[0])
-    return f"element {list(index)} is {float(values[index])}"
-
-
-class CompileError(Exception):
-    """Capra refuses a graph, its calibration data or its inputs.
-
-    Attributes:
-        problem: what is wrong, naming the node (``node 4 (matmul)``) or the input.
-        fix: what the user can change so that the graph compiles.
-        node: the id of the node at fault, when there is one.
-
-    ``str(error)`` is the problem followed by the fix.
-    """
-
-    def __init__(self, problem: str, fix: str = "", node: int | None = None):
-        self.problem = problem
-        self.fix = fix
-        self.node = node
-        super().__init__(f"{problem}. Fix: {fix}" if fix else problem)
-
-
-@dataclass
+@dataclass(eq=False)
 class Node:
     """One operation of the graph.
 
     Attributes:
         id: position in ``Graph.nodes``.
-        op: the operation (see the module table).
+        op: the operation, an :class:`~compiler.ops.Op` (a str enum: ``"matmul"``).
         ins: ids of the operands, in order.
         shape: (rows, cols) of the result.
         name: external name (input, weight, output), else "".
-        array: the weight's float64 values, shape ``shape`` (weights only).
+        array: the weight's float64 values, shape ``shape`` (weights only; None for a weight
+            parsed from text without its values).
         bits: 8 or 4 (weights only).
         transpose_b: the matmul reads its second operand transposed.
         factor: the matmul's constant factor (the ``scale=`` argument of :meth:`Graph.matmul`).
         start, count: the rows a slice takes.
         tag: a user's name for the tensor, used by ``compile_graph(ranges=...)``.
+
+    Two nodes are equal when every field is, a weight's values element by element.
     """
 
     id: int
-    op: str
+    op: Op
     ins: tuple[int, ...]
     shape: Shape
     name: str = ""
@@ -157,12 +91,26 @@ class Node:
         """Number of elements, i.e. of scratchpad words the tensor occupies as int8."""
         return self.shape[0] * self.shape[1]
 
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Node):
+            return NotImplemented
+        plain = ("id", "op", "ins", "shape", "name", "bits", "transpose_b", "factor", "start", "count", "tag")
+        if any(getattr(self, f) != getattr(other, f) for f in plain):
+            return False
+        if self.array is None or other.array is None:
+            return self.array is other.array
+        return self.array.shape == other.array.shape and bool(np.array_equal(self.array, other.array))
+
+    __hash__ = None  # mutable (a tag can be added), so not hashable
+
 
 @dataclass
 class Graph:
     """A graph of tensor operations, built node by node.
 
-    Every method returns the id of the new node (``tag`` returns its argument).
+    Every builder method returns the id of the new node (``tag`` returns its argument); each
+    is :meth:`add_node` with the operation's attributes, checked by the operation's shape
+    rule in the table (:mod:`compiler.ops`).
 
     Raises:
         CompileError: an operand id that does not exist or may not be read, shapes that do
@@ -174,26 +122,50 @@ class Graph:
     names: dict[str, int] = field(default_factory=dict, repr=False)
     """external name -> node id (inputs, weights and outputs share one namespace)."""
 
-    # ------------------------------------------------------------------ helpers
+    # ------------------------------------------------------------------ the one way in
 
-    def _new(self, op: str, ins: tuple[int, ...], shape: Shape, **attrs: Any) -> int:
-        node = Node(len(self.nodes), op, ins, shape, **attrs)
+    def add_node(self, op: Op | str, ins: tuple[int, ...] = (), **attrs: Any) -> int:
+        """Add a node of any operation: check its operands and name, run its shape rule.
+
+        Args:
+            op: the operation (an :class:`~compiler.ops.Op` or its name).
+            ins: the operands' ids.
+            attrs: the attributes the operation's shape rule takes (``name``, ``shape``,
+                ``array``, ``bits``, ``transpose_b``, ``factor``, ``start``, ``count``).
+
+        Raises:
+            CompileError: an unknown operation, the wrong number of operands, or what the
+                operation's checks refuse.
+        """
+        if op not in OPS:
+            raise CompileError(f"unknown operation {op!r}", f"use one of {', '.join(OPS)}")
+        spec = OPS[Op(op)]
+        if len(ins) != spec.arity:
+            raise CompileError(f"{spec.op} takes {plural(spec.arity, 'operand')}, not {len(ins)}",
+                               f"give it {plural(spec.arity, 'operand')}")
+        operands = [self._operand(i, spec.builder, indices=spec.role is Role.SINK) for i in ins]
+        if spec.named:
+            self._check_name(attrs.get("name"), spec.op)
+        shape, fields = spec.shape(operands, attrs)
+        node = Node(len(self.nodes), spec.op, tuple(n.id for n in operands), shape, **fields)
         self.nodes.append(node)
         if node.name:
             self.names[node.name] = node.id
         return node.id
 
-    def _operand(self, nid: int, user: str) -> Node:
+    def _operand(self, nid: int, user: str, indices: bool = False) -> Node:
+        """The node ``nid``, if ``user`` may read it (``indices``: it may read row indices)."""
         if (isinstance(nid, bool | np.bool_) or not isinstance(nid, int | np.integer)
                 or not 0 <= nid < len(self.nodes)):
             raise CompileError(f"{user}: operand {nid!r} is not a node of this graph "
                                f"(it has {plural(len(self.nodes), 'node')})",
                                "pass the id a Graph method returned")
         node = self.nodes[int(nid)]
-        if node.op == "output":
-            raise CompileError(f"{user}: operand {node.describe()} is an output, not a tensor",
+        spec = OPS[node.op]
+        if spec.role is Role.SINK:
+            raise CompileError(f"{user}: operand {node.describe()} is an {node.op}, not a tensor",
                                f"read the tensor it stores, node {node.ins[0]}", node.id)
-        if node.op == "argmax" and user != "output":
+        if not spec.scaled and not indices:
             raise CompileError(f"{user}: operand {node.describe()} holds row indices, which have "
                                "no int8 scale; only an output may read it",
                                "apply the operation to the argmax's input instead", node.id)
@@ -209,22 +181,11 @@ class Graph:
                                "external memory is laid out by name",
                                "choose a name no other input, weight or output has", other.id)
 
-    @staticmethod
-    def _check_shape(shape: Any, kind: str) -> Shape:
-        ok = (isinstance(shape, tuple | list) and len(shape) == 2
-              and all(isinstance(d, int | np.integer) and not isinstance(d, bool | np.bool_) and d >= 1
-                      for d in shape))
-        if not ok:
-            raise CompileError(f"{kind}: shape {shape!r} is not (rows, cols) with both at least 1",
-                               "tensors are 2-D; write a vector as (1, n)")
-        return int(shape[0]), int(shape[1])
-
     # ------------------------------------------------------------------ the operations
 
     def input(self, name: str, shape: Shape) -> int:
         """A tensor the host supplies at run time, (rows, cols) float values."""
-        self._check_name(name, "input")
-        return self._new("input", (), self._check_shape(shape, f"input '{name}'"), name=name)
+        return self.add_node(Op.INPUT, name=name, shape=shape)
 
     def weight(self, name: str, array: Any, bits: int = 8) -> int:
         """A constant matrix (a 2-D array-like of finite floats).
@@ -232,101 +193,40 @@ class Graph:
         bits=8 stores one int8 per word; bits=4 (seed chapter 13) stores signed 4-bit values
         packed eight to a word in external memory, expanded by UNPACK after the load.
         """
-        self._check_name(name, "weight")
-        whole = isinstance(bits, int | np.integer) and not isinstance(bits, bool | np.bool_)
-        if not whole or bits not in VALID_WEIGHT_BITS:
-            raise CompileError(f"weight '{name}': bits={bits!r} is not supported",
-                               "use bits=8 (int8) or bits=4 (packed int4)")
-        converted, why = float_array(array)
-        if converted is None:
-            raise CompileError(f"weight '{name}': the values are not a numeric 2-D array ({why})",
-                               "pass a list of equal-length rows of numbers or a 2-D numpy array")
-        values = np.array(converted, dtype=np.float64)   # a private copy
-        if values.ndim != 2 or values.size == 0:
-            raise CompileError(f"weight '{name}': expected a non-empty 2-D array, got shape {values.shape}",
-                               "write a vector as a single row, [[...]]")
-        if not np.isfinite(values).all():
-            raise CompileError(f"weight '{name}': contains NaN or infinity ({first_non_finite(values)})",
-                               "replace the non-finite values")
-        values.setflags(write=False)
-        shape = (int(values.shape[0]), int(values.shape[1]))
-        return self._new("weight", (), shape, name=name, array=values, bits=int(bits))
+        return self.add_node(Op.WEIGHT, name=name, array=array, bits=bits)
 
     def matmul(self, a: int, b: int, transpose_b: bool = False, scale: float = 1.0) -> int:
         """scale * (a @ b), or scale * (a @ b^T) with ``transpose_b``."""
-        na, nb = self._operand(a, "matmul"), self._operand(b, "matmul")
-        (m, k) = na.shape
-        (k2, n) = nb.shape[::-1] if transpose_b else nb.shape
-        if k != k2:
-            used = f"{nb.shape}^T" if transpose_b else f"{nb.shape}"
-            raise CompileError(
-                f"matmul of {na.describe()} {na.shape} by {nb.describe()} {used}: "
-                f"inner dimensions {k} and {k2} differ",
-                "make the columns of the first operand match the rows of the second, or pass "
-                "transpose_b=True to use the second operand's transpose")
-        if not isinstance(transpose_b, bool | np.bool_):
-            raise CompileError(f"matmul of {na.describe()} by {nb.describe()}: transpose_b = "
-                               f"{shown(transpose_b)} is not True or False",
-                               "pass transpose_b=True to use the second operand's transpose, or leave it "
-                               "out")
-        try:
-            factor = float("nan") if isinstance(scale, str | bytes | bool | np.bool_) else float(scale)
-        except (TypeError, ValueError):
-            factor = float("nan")
-        if not (np.isfinite(factor) and factor > 0):
-            raise CompileError(f"matmul of {na.describe()} by {nb.describe()}: the constant factor "
-                               f"{scale!r} must be a positive finite number (the requantizer multiplier "
-                               "is unsigned)", "fold a sign into one of the operands")
-        return self._new("matmul", (na.id, nb.id), (m, n), transpose_b=bool(transpose_b), factor=factor)
+        return self.add_node(Op.MATMUL, (a, b), transpose_b=transpose_b, factor=scale)
 
     def softmax(self, a: int) -> int:
         """Softmax of each row."""
-        na = self._operand(a, "softmax")
-        return self._new("softmax", (na.id,), na.shape)
+        return self.add_node(Op.SOFTMAX, (a,))
 
     def add(self, a: int, b: int) -> int:
         """Elementwise a + b."""
-        na, nb = self._operand(a, "add"), self._operand(b, "add")
-        if na.shape != nb.shape:
-            raise CompileError(f"add of {na.describe()} {na.shape} and {nb.describe()} {nb.shape}: "
-                               "the shapes differ", "add tensors of the same shape")
-        return self._new("add", (na.id, nb.id), na.shape)
+        return self.add_node(Op.ADD, (a, b))
 
     def relu(self, a: int) -> int:
         """max(0, a). It must directly follow a matmul that has no other reader (it becomes
         the matmul's requantizer flag); the compiler checks that."""
-        na = self._operand(a, "relu")
-        return self._new("relu", (na.id,), na.shape)
+        return self.add_node(Op.RELU, (a,))
 
     def concat_rows(self, a: int, b: int) -> int:
         """The rows of a, then the rows of b."""
-        na, nb = self._operand(a, "concat_rows"), self._operand(b, "concat_rows")
-        if na.shape[1] != nb.shape[1]:
-            raise CompileError(f"concat_rows of {na.describe()} {na.shape} and {nb.describe()} {nb.shape}: "
-                               "the widths differ", "concatenate tensors with the same number of columns")
-        return self._new("concat", (na.id, nb.id), (na.shape[0] + nb.shape[0], na.shape[1]))
+        return self.add_node(Op.CONCAT, (a, b))
 
     def slice_rows(self, a: int, start: int, count: int) -> int:
         """Rows start .. start+count-1 of a, as a view (no instruction, no copy)."""
-        na = self._operand(a, "slice_rows")
-        rows = na.shape[0]
-        ints = isinstance(start, int | np.integer) and isinstance(count, int | np.integer)
-        if not ints or count < 1 or start < 0 or start + count > rows:
-            raise CompileError(f"slice_rows of {na.describe()}: rows {start}..{start + count - 1} (start="
-                               f"{start!r}, count={count!r}) do not lie inside its {plural(rows, 'row')}",
-                               f"take 0 <= start and start + count <= {rows}, with count >= 1")
-        return self._new("slice", (na.id,), (int(count), na.shape[1]), start=int(start), count=int(count))
+        return self.add_node(Op.SLICE, (a,), start=start, count=count)
 
     def argmax(self, a: int) -> int:
         """Index of the first maximum of each row, shape (rows, 1)."""
-        na = self._operand(a, "argmax")
-        return self._new("argmax", (na.id,), (na.shape[0], 1))
+        return self.add_node(Op.ARGMAX, (a,))
 
     def output(self, a: int, name: str) -> int:
         """Store tensor a to external memory under ``name``."""
-        na = self._operand(a, "output")
-        self._check_name(name, "output")
-        return self._new("output", (na.id,), na.shape, name=name)
+        return self.add_node(Op.OUTPUT, (a,), name=name)
 
     def tag(self, a: int, name: str) -> int:
         """Give tensor a a name by which ``compile_graph(ranges={name: r})`` fixes its range."""
@@ -337,6 +237,35 @@ class Graph:
                                "name the tensor as compile_graph(ranges={name: ...}) will, e.g. 'cache'")
         na.tag = name
         return na.id
+
+    # ------------------------------------------------------------------ text form
+
+    def text(self) -> str:
+        """The graph as text, one node a line: ``%2 = matmul %0, %1 factor=0.5 -> (4, 8)``
+        (see :mod:`compiler.text`; a weight's values are not part of it)."""
+        from .text import graph_text
+        return graph_text(self)
+
+    def __str__(self) -> str:
+        return self.text()
+
+    @classmethod
+    def parse(cls, text: str, weights: dict[str, Any] | None = None) -> Graph:
+        """The graph a text form describes (see :mod:`compiler.text`).
+
+        Args:
+            text: one node a line, as :meth:`text` writes it; blank lines and ``#`` comments
+                are skipped.
+            weights: weight name -> values (a 2-D array-like of the declared shape). Without
+                it the weights have no values: the structural passes take such a graph,
+                compilation refuses it.
+
+        Raises:
+            CompileError: a line that does not parse, or a node the builders refuse; the
+                message names the line.
+        """
+        from .text import parse_graph
+        return parse_graph(text, weights)
 
     # ------------------------------------------------------------------ queries
 
@@ -350,8 +279,8 @@ class Graph:
 
     def inputs(self) -> list[Node]:
         """The input nodes, in node order."""
-        return [node for node in self.nodes if node.op == "input"]
+        return [node for node in self.nodes if node.op is Op.INPUT]
 
     def outputs(self) -> list[Node]:
         """The output nodes, in node order."""
-        return [node for node in self.nodes if node.op == "output"]
+        return [node for node in self.nodes if node.op is Op.OUTPUT]

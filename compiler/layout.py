@@ -1,8 +1,8 @@
 """External memory layout: where the host puts inputs and weights and finds outputs.
 
-Contract: inputs and weights take consecutive regions from word 0, in node order (an int4
-weight takes ceil(elements / 8) packed words); the outputs follow, in node order, one word
-per element (seed chapter 11). The whole must fit the machine's EXT_WORDS.
+Contract: the sources (inputs and weights) take consecutive regions from word 0, in node
+order (an int4 weight takes ceil(elements / 8) packed words); the outputs follow, in node
+order, one word per element (seed chapter 11). The whole must fit the machine's EXT_WORDS.
 """
 
 from __future__ import annotations
@@ -11,8 +11,10 @@ from dataclasses import dataclass
 
 from sim.spec import DEFAULT, Params
 
-from .ir import CompileError, Graph, Node, plural
-from .placement import UNPACK_GROUP
+from .errors import CompileError, plural
+from .int4 import is_int4, packed_words
+from .ir import Graph, Node
+from .ops import OPS, Op, Role
 
 
 @dataclass(frozen=True)
@@ -25,7 +27,7 @@ class ExtEntry:
         words: length in words.
         shape: the tensor's (rows, cols).
         node: the node id.
-        kind: "input", "weight" or "output".
+        kind: the node's operation: input, weight or output.
     """
 
     name: str
@@ -33,13 +35,18 @@ class ExtEntry:
     words: int
     shape: tuple[int, int]
     node: int
-    kind: str
+    kind: Op
+
+    @property
+    def end(self) -> int:
+        """One past the region's last word: where the next region starts."""
+        return self.addr + self.words
 
 
 def external_words(node: Node) -> int:
     """Words a node's values take in external memory."""
-    if node.op == "weight" and node.bits == 4:
-        return -(-node.words // UNPACK_GROUP)
+    if is_int4(node):
+        return packed_words(node.words)
     return node.words
 
 
@@ -52,12 +59,12 @@ def external_layout(graph: Graph, params: Params = DEFAULT) -> tuple[dict[str, E
     """
     entries: dict[str, ExtEntry] = {}
     top = 0
-    loaded = [n for n in graph.nodes if n.op in ("input", "weight")]
-    stored = graph.outputs()
+    loaded = [n for n in graph.nodes if OPS[n.op].role is Role.SOURCE]
+    stored = [n for n in graph.nodes if OPS[n.op].role is Role.SINK]
     for node in loaded + stored:
-        words = external_words(node)
-        entries[node.name] = ExtEntry(node.name, top, words, node.shape, node.id, node.op)
-        top += words
+        entry = ExtEntry(node.name, top, external_words(node), node.shape, node.id, node.op)
+        entries[node.name] = entry
+        top = entry.end
         if top > params.EXT_WORDS:
             raise CompileError(f"external memory is full: {node.describe()} would end at word {top}, "
                                f"past the {plural(params.EXT_WORDS, 'word')} the machine has",

@@ -1,7 +1,8 @@
 """Lifetimes: after which step each buffer can be released.
 
-Contract: a step is a node, in node order. Input and weight nodes are not steps of their
-own (they are loaded at their first reader's step). A buffer is touched at every step
+Contract: a step is a node, in node order. Sources (inputs and weights, role SOURCE in the
+table of :mod:`compiler.ops`) are not steps of their own (they are loaded at their first
+reader's step). A buffer is touched at every step
 whose node lives in it or reads a node that lives in it; :func:`release_schedule` maps each
 step to the buffers whose last touch it is, in the order in which the buffers were first
 touched (which fixes the order of the allocator's release events, seed chapter 11).
@@ -12,6 +13,7 @@ One pass over the nodes and their operands: linear in the size of the graph.
 from __future__ import annotations
 
 from .ir import Graph
+from .ops import OPS, Role
 from .placement import Placement
 
 
@@ -24,7 +26,7 @@ def release_schedule(graph: Graph, placement: Placement) -> dict[int, list[int]]
             last_touch[placement.loc[nid][0]] = step
 
     for node in graph.nodes:
-        if node.op in ("input", "weight"):
+        if OPS[node.op].role is Role.SOURCE:
             continue
         touch(node.id, node.id)
         for operand in node.ins:

@@ -1,35 +1,215 @@
-"""``compile_graph``: the passes in order, from a float graph to a :class:`Program`.
+"""The pipeline as data: the passes in order, each with its contract, and ``compile_graph``.
 
-Structure first, then data: the unit limits, relu fusion, placement and the external
-layout depend on the graph alone and refuse a bad graph before any calibration work; then
-the calibration data is checked and measured, the scales planned, and the program emitted
-(seed chapter 11, figure 11.1).
+:data:`PASSES` is the one list of passes. Each :class:`Pass` names the fields of the shared
+:class:`Compilation` it reads and writes and states what holds before and after it; its
+``check`` asserts the after-condition where that is cheap (run with ``check_contracts=True``,
+:mod:`compiler.contracts`). Structure first, then data: the unit limits, relu fusion,
+placement, lifetimes and the external layout depend on the graph alone and refuse a bad
+graph before any calibration work (the PyTorch front end runs this structural prefix,
+:func:`check_structure`, to refuse a model early); then the calibration data is checked and
+measured, the scales planned, and the program emitted (seed chapter 11, figure 11.1).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 
 import numpy as np
 
 from sim.spec import DEFAULT, Params
 
+from . import contracts
 from .allocator import AllocEvent
 from .calibrate import calibration_ranges
-from .emit import emit
+from .emit import Emission, emit
+from .errors import CompileError, shown
 from .fusion import fuse_relus
-from .ir import CompileError, Graph, shown
-from .layout import external_layout
+from .ir import Graph
+from .layout import ExtEntry, external_layout
 from .lifetimes import release_schedule
 from .limits import check_limits
-from .placement import place
+from .ops import Op
+from .placement import Placement, place
 from .program import Program
-from .scales import plan_scales
+from .scales import ScalePlan, plan_scales
+
+
+@dataclass
+class Compilation:
+    """What the passes share: the arguments of :func:`compile_graph`, then what each pass adds.
+
+    Attributes (arguments): graph, params (the machine), calibration (samples), fixed_ranges
+    (``ranges=``), reuse, events (the allocator's trace, or None).
+    Attributes (results, None until their pass ran): consumers (node id -> readers), fused
+    (matmuls carrying a relu), placement, schedule (step -> buffers released there), ext and
+    ext_words (the external layout), ranges (calibrated, node id -> largest |value|), plan
+    (the scale plan), emission (code, requantizers, high-water mark).
+    """
+
+    graph: Graph
+    params: Params = DEFAULT
+    calibration: Sequence[Mapping[str, object]] | None = None
+    fixed_ranges: Mapping[str, float] | None = None
+    reuse: bool = True
+    events: list[AllocEvent] | None = None
+    consumers: dict[int, list[int]] | None = None
+    fused: set[int] | None = None
+    placement: Placement | None = None
+    schedule: dict[int, list[int]] | None = None
+    ext: dict[str, ExtEntry] | None = field(default=None, repr=False)
+    ext_words: int | None = None
+    ranges: dict[int, float] | None = None
+    plan: ScalePlan | None = None
+    emission: Emission | None = None
+
+
+@dataclass(frozen=True)
+class Pass:
+    """One pass of the pipeline.
+
+    Attributes:
+        name: a short name (``placement``).
+        run: the pass, on the shared :class:`Compilation`.
+        reads: the fields it needs (they must be set before it runs).
+        writes: the fields it sets.
+        before: what must hold before it runs, in words.
+        after: what holds after it, in words.
+        check: asserts the after-condition (raises :class:`compiler.contracts.ContractError`),
+            or None where the pass itself is the check.
+    """
+
+    name: str
+    run: Callable[[Compilation], None]
+    reads: tuple[str, ...]
+    writes: tuple[str, ...]
+    before: str
+    after: str
+    check: Callable[[Compilation], None] | None = None
+
+
+def _limits(c: Compilation) -> None:
+    check_limits(c.graph, c.params)
+
+
+def _fusion(c: Compilation) -> None:
+    c.consumers = c.graph.consumers()
+    c.fused = fuse_relus(c.graph, c.consumers)
+
+
+def _placement(c: Compilation) -> None:
+    c.placement = place(c.graph, c.consumers)
+
+
+def _lifetimes(c: Compilation) -> None:
+    c.schedule = release_schedule(c.graph, c.placement)
+
+
+def _layout(c: Compilation) -> None:
+    c.ext, c.ext_words = external_layout(c.graph, c.params)
+
+
+def _calibration(c: Compilation) -> None:
+    c.ranges = calibration_ranges(c.graph, c.calibration)
+
+
+def _scales(c: Compilation) -> None:
+    c.plan = plan_scales(c.graph, c.ranges, c.fixed_ranges)
+
+
+def _emission(c: Compilation) -> None:
+    c.emission = emit(c.graph, c.plan.scales, c.fused, c.placement, c.schedule, c.ext, c.reuse, c.params,
+                      c.events)
+
+
+PASSES: tuple[Pass, ...] = (
+    Pass("limits", _limits, ("graph", "params"), (),
+         "the graph is well formed (its builders checked every node)",
+         "every node is within the limits its operation declares (K_MAX, SM_MAX_LEN)"),
+    Pass("fusion", _fusion, ("graph",), ("consumers", "fused"),
+         "the graph is well formed",
+         "every relu reads a matmul that nothing else reads; fused holds those matmuls",
+         contracts.check_fusion),
+    Pass("placement", _placement, ("graph", "consumers"), ("placement",),
+         "relus are fused (a relu's matmul has no other reader)",
+         "every node but an output has a place (buffer, row) that lies inside its buffer; views "
+         "and stacked parts share their buffer with the node they belong to",
+         contracts.check_placement),
+    Pass("lifetimes", _lifetimes, ("graph", "placement"), ("schedule",),
+         "every tensor is placed",
+         "every buffer a step touches is released once, at its last touch, in first-touch order",
+         contracts.check_lifetimes),
+    Pass("layout", _layout, ("graph", "params"), ("ext", "ext_words"),
+         "the graph is well formed",
+         "inputs and weights, then outputs, have consecutive disjoint regions from word 0 that fit "
+         "EXT_WORDS", contracts.check_layout),
+    Pass("calibration", _calibration, ("graph", "calibration"), ("ranges",),
+         "the structure is accepted (the passes above ran)",
+         "every node has a finite calibrated range >= 0; the samples are checked",
+         contracts.check_calibration),
+    Pass("scales", _scales, ("graph", "ranges", "fixed_ranges"), ("plan",),
+         "every node has a range",
+         "every node but an argmax has a positive normal scale; a scale group shares one scale; "
+         "pinned groups have the hardware's scale", contracts.check_scales),
+    Pass("emission", _emission,
+         ("graph", "plan", "fused", "placement", "schedule", "ext", "reuse", "params", "events"),
+         ("emission",),
+         "every tensor is placed and scaled; the layout and the release schedule are known",
+         "the program ends in HALT and fits the instruction memory; its high-water mark fits the "
+         "scratchpad; every requantizer's shift is legal", contracts.check_emission),
+)
+"""The passes of :func:`compile_graph`, in order (seed chapter 11, figure 11.1)."""
+
+_ARGUMENTS = frozenset({"graph", "params"})
+"""What the structural passes may read besides what earlier structural passes wrote."""
+
+
+def structural_passes(passes: Sequence[Pass] | None = None) -> tuple[Pass, ...]:
+    """The longest prefix of the passes that reads only the graph and the machine (and what
+    earlier passes of the prefix wrote): the checks that need no calibration data."""
+    known = set(_ARGUMENTS)
+    prefix = []
+    for p in PASSES if passes is None else passes:
+        if not set(p.reads) <= known:
+            break
+        prefix.append(p)
+        known |= set(p.writes)
+    return tuple(prefix)
+
+
+def run_passes(state: Compilation, passes: Sequence[Pass] | None = None, check: bool = False) -> None:
+    """Run passes (by default :data:`PASSES`) over ``state``, in order.
+
+    Args:
+        check: also assert each pass's inputs are there and, where it has one, its
+            after-condition (:mod:`compiler.contracts`); slower, for debugging the compiler.
+
+    Raises:
+        CompileError: a pass refuses the graph or its data.
+        compiler.contracts.ContractError: with ``check``, a pass broke its contract (a
+            compiler bug).
+    """
+    for p in PASSES if passes is None else passes:
+        if check:
+            contracts.check_reads(p.name, state, p.reads)
+        p.run(state)
+        if check and p.check is not None:
+            p.check(state)
+
+
+def check_structure(graph: Graph, params: Params = DEFAULT) -> None:
+    """Run the structural passes (limits, fusion, placement, lifetimes, layout) on a graph:
+    what needs no calibration data, so that a graph they refuse fails before any.
+
+    Raises:
+        CompileError: the graph is refused; the message names the node at fault.
+    """
+    run_passes(Compilation(graph, params), structural_passes())
 
 
 def compile_graph(graph: Graph, calibration: Sequence[Mapping[str, object]], reuse: bool = True,
                   ranges: Mapping[str, float] | None = None, params: Params = DEFAULT,
-                  events: list[AllocEvent] | None = None) -> Program:
+                  events: list[AllocEvent] | None = None, check_contracts: bool = False) -> Program:
     """Compile a graph to a GA-2 program.
 
     Args:
@@ -51,6 +231,8 @@ def compile_graph(graph: Graph, calibration: Sequence[Mapping[str, object]], reu
         params: the machine to compile for (tile size T, K_MAX, SPAD_WORDS, EXT_WORDS,
             SM_MAX_LEN, IMEM_WORDS).
         events: if a list is given, the allocator's alloc and free events are appended.
+        check_contracts: assert every pass's after-condition as it runs (for debugging the
+            compiler; see :data:`PASSES`).
 
     Raises:
         CompileError: the graph, the calibration data or ``ranges`` is refused, or an
@@ -58,18 +240,13 @@ def compile_graph(graph: Graph, calibration: Sequence[Mapping[str, object]], reu
             fault and says how to fix it.
     """
     check_arguments(graph, reuse, ranges, params, events)
-    reuse = bool(reuse)
-    check_limits(graph, params)
-    consumers = graph.consumers()
-    fused = fuse_relus(graph, consumers)
-    placement = place(graph, consumers)
-    schedule = release_schedule(graph, placement)
-    ext, ext_words = external_layout(graph, params)
-    plan = plan_scales(graph, calibration_ranges(graph, calibration), ranges)
-    emission = emit(graph, plan.scales, fused, placement, schedule, ext, reuse, params, events)
-    return Program(graph=graph, code=emission.code, scales=plan.scales, params=emission.requant,
-                   relu_fused=fused, plan=plan, placement=placement, ext=ext, ext_words=ext_words,
-                   spad_high=emission.spad_high, notes=plan.notes, reuse=reuse, machine=params)
+    state = Compilation(graph, params, calibration, ranges, bool(reuse), events)
+    run_passes(state, check=check_contracts)
+    emission = state.emission
+    return Program(graph=graph, code=emission.code, scales=state.plan.scales,
+                   requantizers=emission.requantizers, relu_fused=state.fused, plan=state.plan,
+                   placement=state.placement, ext=state.ext, ext_words=state.ext_words,
+                   spad_high=emission.spad_high, notes=state.plan.notes, reuse=bool(reuse), machine=params)
 
 
 def check_arguments(graph: object, reuse: object, ranges: object, params: object, events: object) -> None:
@@ -99,3 +276,7 @@ def check_arguments(graph: object, reuse: object, ranges: object, params: object
     if events is not None and not isinstance(events, list):
         raise CompileError(f"compile_graph: events = {shown(events)} is not a list",
                            "pass an empty list to collect the allocator's events, or leave events out")
+    missing = [node for node in graph.nodes if node.op is Op.WEIGHT and node.array is None]
+    if missing:
+        raise CompileError(f"{missing[0].describe()} has no values (the graph was parsed from text without "
+                           "them)", "pass Graph.parse(text, weights={name: values, ...})", missing[0].id)

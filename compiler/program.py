@@ -23,11 +23,16 @@ from sim.machine import Counters, Machine, RunResult, s8, s32, to_words
 from sim.spec import Params
 
 from .calibrate import check_sample
-from .emit import RequantKey
-from .ir import CompileError, Graph, Node, plural, shown
+from .errors import CompileError, plural, shown
+from .int4 import is_int4, pack_int4
+from .ir import Graph, Node
 from .layout import ExtEntry
-from .placement import UNPACK_GROUP, Placement
+from .lowering import RequantKey
+from .ops import OPS, Role
+from .placement import Placement
 from .scales import ScalePlan
+
+__all__ = ["OutputValue", "Program", "RunOutcome", "SaturationWarning", "pack_int4"]
 
 
 @dataclass
@@ -72,15 +77,6 @@ class RunOutcome:
     clipped: dict[str, int] = field(default_factory=dict)
 
 
-def pack_int4(levels: np.ndarray) -> np.ndarray:
-    """Pack int4 levels (-8..7) eight to a word: element 8i+j in bits 4j+3..4j of word i
-    (GA2.md section 2). Returns int64 words, the last one padded with zeros."""
-    flat = np.asarray(levels, dtype=np.int64).ravel()
-    flat = np.concatenate([flat, np.zeros(-len(flat) % UNPACK_GROUP, dtype=np.int64)])
-    nibbles = (flat & 0xF).reshape(-1, UNPACK_GROUP)
-    return (nibbles << (4 * np.arange(UNPACK_GROUP))).sum(axis=1)
-
-
 @dataclass
 class Program:
     """A GA-2 program compiled from a graph.
@@ -89,8 +85,8 @@ class Program:
         graph: the source graph.
         code: the instructions, ending in HALT.
         scales: node id -> scale (real value of one int8 level); argmax nodes have none.
-        params: requantizer parameters: node id -> (m, s) for a matmul or softmax,
-            (add node id, operand index) -> (m, s) for an add's rescale.
+        requantizers: the requantizers' (multiplier, shift) pairs: node id -> (m, s) for a
+            matmul or softmax, (add node id, operand index) -> (m, s) for an add's rescale.
         relu_fused: ids of the matmuls whose requantizer applies a relu.
         plan: the scale plan (ranges, groups, pins).
         placement: buffers and tensor locations (``addr`` is None for released buffers).
@@ -99,13 +95,13 @@ class Program:
         spad_high: scratchpad high-water mark in words.
         notes: warnings from scale planning.
         reuse: whether dead buffers were reused.
-        machine: the machine parameters compiled for.
+        machine: the machine parameters (:class:`sim.spec.Params`) compiled for.
     """
 
     graph: Graph
     code: list[Instruction]
     scales: dict[int, float]
-    params: dict[RequantKey, tuple[int, int]]
+    requantizers: dict[RequantKey, tuple[int, int]]
     relu_fused: set[int]
     plan: ScalePlan
     placement: Placement
@@ -176,15 +172,15 @@ class Program:
         image = np.zeros(self.machine.EXT_WORDS, dtype=np.int64)
         levels = self.quantized_inputs(inputs)
         for entry in self.ext.values():
-            if entry.kind == "output":
+            if OPS[entry.kind].role is not Role.SOURCE:
                 continue
             node = self.graph.nodes[entry.node]
-            if entry.kind == "weight":
-                values = self.quantized_weight(node.id)
-                if node.bits == 4:
-                    values = pack_int4(values)
-            else:
+            if node.id in levels:
                 values = levels[node.id]
+            else:
+                values = self.quantized_weight(node.id)
+                if is_int4(node):
+                    values = pack_int4(values)
             image[entry.addr:entry.addr + entry.words] = np.ravel(values)
         return to_words(image)
 
@@ -206,11 +202,11 @@ class Program:
         state = Machine(self.machine).run(self.code, self.ext_image(inputs))
         outputs = {}
         for entry in self.ext.values():
-            if entry.kind != "output":
+            if OPS[entry.kind].role is not Role.SINK:
                 continue
             words = state.ext[entry.addr:entry.addr + entry.words]
             source = self.graph.nodes[self.graph.nodes[entry.node].ins[0]]
-            if source.op == "argmax":
+            if not OPS[source.op].scaled:   # row indices
                 ints = s32(words).reshape(entry.shape)
                 floats = ints.astype(np.float64)
             else:
@@ -252,7 +248,7 @@ class Program:
             raise ValueError(f"the buffer of {node.describe()} was released before the end of the program")
         spad = outcome.state.spad if isinstance(outcome, RunOutcome) else outcome.spad
         words = spad[addr:addr + node.words]
-        return (s32(words) if node.op == "argmax" else s8(words)).reshape(node.shape)
+        return (s8(words) if OPS[node.op].scaled else s32(words)).reshape(node.shape)
 
     def _tensor_node(self, nid: object) -> Node:
         """The node ``nid`` names, if it has a scratchpad place; else a ValueError that says why."""
@@ -262,7 +258,7 @@ class Program:
             raise ValueError(f"node id {shown(nid)} is not a node of this graph (it has "
                              f"{plural(count, 'node')}{ids}). Fix: pass an id a Graph method returned")
         node = self.graph.nodes[int(nid)]
-        if node.op == "output":
+        if OPS[node.op].role is Role.SINK:
             raise ValueError(f"{node.describe()} is an output and has no scratchpad place. Fix: read "
                              f"outcome.outputs['{node.name}'], or the tensor it stores, node {node.ins[0]}")
         if int(nid) not in self.placement.loc:

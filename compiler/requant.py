@@ -5,12 +5,13 @@ Contract: :func:`requantizer` returns (m, s) with m / 2**s the factor to 24 sign
 instruction's shift field, read from the ISA spec; a factor that needs a shift outside that
 range is refused, since the machine would stop on it.
 
-The factors (seed chapter 11):
+The factors (seed chapter 11), one function each:
 
-* matmul: ``factor * scale_a * scale_b / scale_out`` (int32 accumulator to int8);
-* softmax: the unit's result is in units of 1/65536, so ``(1/65536) / scale_out``;
-* add: an operand whose scale differs from the sum's is rescaled, int8 to int8, by
-  ``scale_operand / scale_sum``.
+* :func:`matmul_factor`: ``factor * scale_a * scale_b / scale_out`` (int32 accumulator to
+  int8), computed exactly when its float product would leave the normal floats on the way;
+* :func:`softmax_factor`: the unit's result is in units of 1/65536, so ``(1/65536) / scale_out``;
+* :func:`rescale_factor`: an add operand whose scale differs from the sum's is rescaled,
+  int8 to int8, by ``scale_operand / scale_sum``.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from fractions import Fraction
 from sim.arith import Q16_ONE, mantissa_shift
 from sim.spec import BY_NAME, DEFAULT, Params
 
-from .ir import CompileError
+from .errors import CompileError
 
 SM_OUTPUT_UNIT = 1 / Q16_ONE
 """The real value of one unit of the softmax unit's Q16 output."""
@@ -52,6 +53,27 @@ def exact_factor(numerators: tuple[float, ...], denominator: float) -> float:
         return math.inf
 
 
+def matmul_factor(factor: float, scale_a: float, scale_b: float, scale_out: float) -> float:
+    """A matmul's requantizer factor ``factor * scale_a * scale_b / scale_out``, as the float
+    product left to right; when that product would leave the normal floats on the way (tiny
+    or huge scales), computed exactly instead, so that no bits are lost (inf if it overflows)."""
+    value = factor * scale_a * scale_b / scale_out
+    pieces = (factor, scale_a, scale_b)
+    if product_underflows(*pieces) or product_underflows(value):
+        value = exact_factor(pieces, scale_out)
+    return value
+
+
+def softmax_factor(scale_out: float) -> float:
+    """The factor from the softmax unit's Q16 probabilities to int8 levels at ``scale_out``."""
+    return SM_OUTPUT_UNIT / scale_out
+
+
+def rescale_factor(scale_operand: float, scale_sum: float) -> float:
+    """The factor that brings an add operand's int8 levels to the sum's scale."""
+    return scale_operand / scale_sum
+
+
 def shift_range(params: Params = DEFAULT) -> tuple[int, int]:
     """The RQ instruction's legal shifts (lowest, highest), from the ISA spec."""
     shift_field = next(f for f in BY_NAME["RQ"].fields if f.name == "s")
@@ -76,7 +98,7 @@ def requantizer(factor: float, what: str, node: int, params: Params = DEFAULT) -
         raise CompileError(f"{what}: the requantizer factor {way}: the scales involved are too far apart",
                            "bring the scales closer together: rescale a weight or the constant factor, "
                            "or fix a range with ranges=", node)
-    if not factor > 0 or factor == float("inf"):
+    if not factor > 0:   # NaN or negative: a compiler bug, not the user's graph
         raise CompileError(f"{what}: the requantizer factor {factor!r} is not a positive finite number",
                            "check the calibration ranges of this node and its operands", node)
     m, s = mantissa_shift(factor)

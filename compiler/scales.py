@@ -1,17 +1,20 @@
 """Scale planning: one int8 scale (real value per int8 step) for every tensor.
 
 Contract: given each node's calibrated range, :func:`plan_scales` returns a positive scale
-for every node except argmax (whose result is an index), such that (seed chapter 11):
+for every node except argmax (whose result is an index), such that (seed chapter 11; each
+operation's part is its ``scale`` rule in the table of :mod:`compiler.ops`):
 
 * tensors that must share a scale do: the parts of a concatenation and its result (one
   buffer), a relu's input and result, a slice and its source (views), an output and the
-  tensor it stores. These groups are found with a union-find;
+  tensor it stores (the rule's ``joins``). These groups are found with a union-find;
 * a group's scale is its largest range / 127; the group of an add's result also covers the
-  ranges of the add's two operands, which are rescaled to the sum's scale and must not
-  clip there, even when they cancel;
-* pinned by the hardware: a softmax's input group gets 1/16, since the softmax unit reads
-  Q4.4 (GA2.md section 4), and its output group 1/127 (probability 1.0 is level 127);
-* an int4 weight's group uses the range -7..7, so its scale is range / 7 (seed chapter 13);
+  ranges of the add's two operands (``covers``), which are rescaled to the sum's scale and
+  must not clip there, even when they cancel;
+* pinned by the hardware (``pins``): a softmax's input group gets 1/16, since the softmax
+  unit reads Q4.4 (GA2.md section 4), and its output group 1/127 (probability 1.0 is
+  level 127);
+* an int4 weight's group uses the range -7..7, so its scale is range / 7 (seed chapter 13;
+  the table's ``levels``);
 * ``fixed_ranges`` (the ``ranges=`` of compile_graph) replaces the calibrated range of
   tagged tensors (a KV cache, say, whose scale must not change between decode steps); the
   group still takes its members' largest range, so a fixed range widens a group's scale but
@@ -34,14 +37,9 @@ import numpy as np
 
 from sim.arith import INT8_MAX
 
-from .ir import CompileError, Graph, shown
-
-SOFTMAX_IN_SCALE = 1 / 16
-"""The softmax unit reads Q4.4: an int8 level is 1/16 (GA2.md section 4)."""
-PROBABILITY_SCALE = 1 / INT8_MAX
-"""A softmax result is stored as int8 probability levels: 127 means 1.0."""
-INT4_MAX = 7
-"""An int4 weight uses -7..7, the symmetric range of 4 signed bits (seed chapter 13)."""
+from .errors import CompileError, shown
+from .ir import Graph
+from .ops import OPS, RESULT, Role
 
 
 class UnionFind:
@@ -110,12 +108,41 @@ def _apply_fixed_ranges(graph: Graph, ranges: dict[int, float],
 def _join_groups(graph: Graph) -> UnionFind:
     groups = UnionFind(len(graph.nodes))
     for node in graph.nodes:
-        if node.op == "concat":
-            groups.union(node.ins[0], node.id)
-            groups.union(node.ins[1], node.id)
-        elif node.op in ("relu", "slice", "output"):
-            groups.union(node.ins[0], node.id)
+        for k in OPS[node.op].scale.joins:
+            groups.union(node.ins[k], node.id)
     return groups
+
+
+def _group_ranges(graph: Graph, ranges: Mapping[int, float], group: Mapping[int, int]) -> dict[int, float]:
+    """Each group's range: the largest of its scaled members' and of the operands they cover."""
+    group_range: dict[int, float] = {}
+    for node in graph.nodes:
+        spec = OPS[node.op]
+        root = group[node.id]
+        if spec.scaled:
+            group_range[root] = max(group_range.get(root, 0.0), ranges[node.id])
+        for k in spec.scale.covers:
+            group_range[root] = max(group_range.get(root, 0.0), ranges[node.ins[k]])
+    return group_range
+
+
+def _pin_groups(graph: Graph, plan: ScalePlan) -> tuple[dict[int, float], dict[int, str]]:
+    """Group representative -> the scale the hardware pins it to, and why (the last pin
+    applied wins); a note for each pinned operand group whose range that scale cannot hold."""
+    pinned: dict[int, float] = {}
+    why: dict[int, str] = {}
+    for node in graph.nodes:
+        for pin in OPS[node.op].scale.pins:
+            target = node.id if pin.operand == RESULT else node.ins[pin.operand]
+            root = plan.group[target]
+            pinned[root] = pin.scale
+            why[root] = pin.why
+            limit = pin.scale * INT8_MAX
+            if pin.operand != RESULT and plan.group_range[root] > limit:
+                reach = plan.group_range[root]
+                plan.notes.append(f"node {target}: the {node.op} input reaches {reach:.2f}, beyond the "
+                                  f"{limit:.2f} that {pin.holds} holds; larger values will saturate")
+    return pinned, why
 
 
 def plan_scales(graph: Graph, calibrated: Mapping[int, float],
@@ -138,44 +165,19 @@ def plan_scales(graph: Graph, calibrated: Mapping[int, float],
     _apply_fixed_ranges(graph, ranges, fixed_ranges)
     groups = _join_groups(graph)
     group = {node.id: groups.find(node.id) for node in graph.nodes}
-
-    group_range: dict[int, float] = {}
+    plan = ScalePlan({}, ranges, group, _group_ranges(graph, ranges, group))
+    pinned, why = _pin_groups(graph, plan)
     for node in graph.nodes:
-        root = group[node.id]
-        if node.op != "argmax":
-            group_range[root] = max(group_range.get(root, 0.0), ranges[node.id])
-        if node.op == "add":
-            for operand in node.ins:
-                group_range[root] = max(group_range[root], ranges[operand])
-
-    plan = ScalePlan({}, ranges, group, group_range)
-    pinned: dict[int, float] = {}
-    why: dict[int, str] = {}
-    for node in graph.nodes:
-        if node.op != "softmax":
-            continue
-        source_root = group[node.ins[0]]
-        pinned[source_root] = SOFTMAX_IN_SCALE
-        why[source_root] = "softmax input, Q4.4 (1/16)"
-        limit = SOFTMAX_IN_SCALE * INT8_MAX
-        if group_range[source_root] > limit:
-            reach = group_range[source_root]
-            plan.notes.append(f"node {node.ins[0]}: the softmax input reaches {reach:.2f}, beyond the "
-                              f"{limit:.2f} that Q4.4 holds; larger values will saturate")
-        pinned[group[node.id]] = PROBABILITY_SCALE
-        why[group[node.id]] = "softmax output, a probability (1/127)"
-
-    for node in graph.nodes:
-        if node.op == "argmax":
+        if not OPS[node.op].scaled:
             continue
         root = group[node.id]
         if root in pinned:
             plan.scales[node.id] = pinned[root]
             plan.pins[node.id] = why[root]
         else:
-            plan.scales[node.id] = (group_range[root] if group_range[root] > 0 else 1.0) / INT8_MAX
+            plan.scales[node.id] = (plan.group_range[root] if plan.group_range[root] > 0 else 1.0) / INT8_MAX
 
-    _int4_scales(graph, plan, pinned)
+    _narrow_scales(graph, plan, pinned)
     _saturation_notes(graph, plan, pinned)
     _fixed_range_notes(graph, plan, pinned, fixed_ranges)
     _zero_range_notes(graph, plan, pinned)
@@ -187,13 +189,13 @@ def _largest_member(graph: Graph, plan: ScalePlan, root: int) -> tuple[int, str]
     """The node whose range is its group's range, and how it enters the group (for notes)."""
     top = plan.group_range[root]
     for node in graph.nodes:
-        if plan.group[node.id] == root and node.op != "argmax" and plan.ranges[node.id] == top:
+        if plan.group[node.id] == root and OPS[node.op].scaled and plan.ranges[node.id] == top:
             return node.id, ""
     for node in graph.nodes:
-        if plan.group[node.id] == root and node.op == "add":
-            for operand in node.ins:
-                if plan.ranges[operand] == top:
-                    return operand, f", as an operand of {node.describe()}"
+        if plan.group[node.id] == root:
+            for k in OPS[node.op].scale.covers:
+                if plan.ranges[node.ins[k]] == top:
+                    return node.ins[k], f", as an operand of {node.describe()}"
     return root, ""
 
 
@@ -227,7 +229,7 @@ def _fixed_range_notes(graph: Graph, plan: ScalePlan, pinned: Mapping[int, float
         note = (f"{start} it shares its scale with {member.describe()}{how}, whose {source} is larger, "
                 f"and a shared scale holds its members' largest range; the scale is "
                 f"{plan.scales[node.id]:.4g} and holds {holds:.4g}")
-        if member.op == "output" and member.ins[0] == node.id:
+        if OPS[member.op].role is Role.SINK and member.ins[0] == node.id:
             note += (" (an output keeps the calibrated range of the tensor it stores, so ranges= can widen "
                      "this tensor's scale but not narrow it)")
         plan.notes.append(note)
@@ -237,20 +239,20 @@ def _zero_range_notes(graph: Graph, plan: ScalePlan, pinned: Mapping[int, float]
     """A note for each group whose range is 0 although its values come from the run's inputs:
     its scale is a stand-in that calibration never tested. (A group computed from weights
     alone is 0 at run time too, so its stand-in scale is harmless and not noted.)"""
-    from_inputs: set[int] = set()
+    from_inputs = {node.id for node in graph.inputs()}
     for node in graph.nodes:
-        if node.op == "input" or any(i in from_inputs for i in node.ins):
+        if any(i in from_inputs for i in node.ins):
             from_inputs.add(node.id)
     noted: set[int] = set()
     for node in graph.nodes:
         root = plan.group[node.id]
-        if (root in noted or root in pinned or node.op == "argmax" or node.id not in from_inputs
+        if (root in noted or root in pinned or not OPS[node.op].scaled or node.id not in from_inputs
                 or plan.group_range[root] > 0):
             continue
         noted.add(root)
-        members = [m for m in graph.nodes if plan.group[m.id] == root and m.op != "argmax"]
+        members = [m for m in graph.nodes if plan.group[m.id] == root and OPS[m.op].scaled]
         names = ", ".join(m.describe() for m in members[:3]) + (", ..." if len(members) > 3 else "")
-        holds = plan.scales[node.id] * (INT4_MAX if node.op == "weight" and node.bits == 4 else INT8_MAX)
+        holds = plan.scales[node.id] * OPS[node.op].levels(node)
         plan.notes.append(f"{names}: every calibration value is 0, so the range is 0 and the scale "
                           f"{plan.scales[node.id]:.4g} is a stand-in (it holds {holds:.4g}); at run time "
                           f"larger values will saturate. Calibrate with samples where it is not 0, or give "
@@ -269,7 +271,7 @@ def _check_precision(graph: Graph, plan: ScalePlan, fixed_ranges: Mapping[str, f
         if scale is None or scale >= SMALLEST_NORMAL:
             continue
         fixed = node.tag is not None and fixed_ranges is not None and node.tag in fixed_ranges
-        where = (f"ranges['{node.tag}']" if fixed else "its values" if node.op == "weight"
+        where = (f"ranges['{node.tag}']" if fixed else "its values" if node.array is not None
                  else "calibration")
         raise CompileError(f"{node.describe()}: its range {plan.group_range[plan.group[node.id]]:.3g} (from "
                            f"{where}) gives the scale {scale:.3g}, below the smallest normal float "
@@ -280,29 +282,34 @@ def _check_precision(graph: Graph, plan: ScalePlan, fixed_ranges: Mapping[str, f
                            node.id)
 
 
-def _int4_scales(graph: Graph, plan: ScalePlan, pinned: Mapping[int, float]) -> None:
-    int4_roots = {}
+def _narrow_scales(graph: Graph, plan: ScalePlan, pinned: Mapping[int, float]) -> None:
+    """The groups of nodes whose integers have fewer levels than int8 (int4 weights: -7..7)
+    take range / levels as their scale; such a node may not be in a pinned group."""
+    narrow_roots = {}
     for node in graph.nodes:
-        if node.op != "weight" or node.bits != 4:
+        levels = OPS[node.op].levels(node)
+        if levels == INT8_MAX:
             continue
         root = plan.group[node.id]
         if root in pinned:
             raise CompileError(f"{node.describe()} is an int4 weight, but its group's scale is pinned "
-                               f"({plan.pins[node.id]}), which int4's -7..7 cannot follow",
+                               f"({plan.pins[node.id]}), which int4's -{levels}..{levels} cannot follow",
                                "store this weight with bits=8", node.id)
-        int4_roots[root] = (plan.group_range[root] if plan.group_range[root] > 0 else 1.0) / INT4_MAX
-    if not int4_roots:
+        narrow_roots[root] = (plan.group_range[root] if plan.group_range[root] > 0 else 1.0) / levels
+    if not narrow_roots:
         return
     for member, root in plan.group.items():
-        if root in int4_roots and member in plan.scales:
-            plan.scales[member] = int4_roots[root]
+        if root in narrow_roots and member in plan.scales:
+            plan.scales[member] = narrow_roots[root]
 
 
 def _saturation_notes(graph: Graph, plan: ScalePlan, pinned: Mapping[int, float]) -> None:
-    softmax_inputs = {node.ins[0] for node in graph.nodes if node.op == "softmax"}
+    pinned_operands = {node.ins[pin.operand] for node in graph.nodes for pin in OPS[node.op].scale.pins
+                       if pin.operand != RESULT}   # noted already, by _pin_groups
     for node in graph.nodes:
+        spec = OPS[node.op]
         root = plan.group[node.id]
-        if root not in pinned or node.id in softmax_inputs or node.op in ("argmax", "output"):
+        if root not in pinned or node.id in pinned_operands or not spec.scaled or spec.role is Role.SINK:
             continue
         holds = pinned[root] * INT8_MAX
         if plan.ranges[node.id] > holds * 1.001:

@@ -26,9 +26,9 @@ from _cli import positive  # examples/_cli.py
 
 from compiler import CompileError, Graph, compile_graph
 from compiler.allocator import AllocEvent
-from compiler.emit import tiles
 from compiler.evaluate import evaluate
 from compiler.interpret import interpret
+from compiler.lowering import tiles
 from compiler.realcheck import stagewise_problems
 from compiler.testing.seedtable import attention_step_graph as build_graph
 from compiler.testing.seedtable import attention_step_sample as draw_sample
@@ -107,7 +107,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"  %{n.id:<2d} {n.op:8s} scale {scale:.6f}  (own range / 127 = {own:.6f})  {why}")
 
     print("\n== pass 3: requantizer pairs (m, s): the real factor is m / 2^s")
-    for key, (m, s) in program.params.items():
+    for key, (m, s) in program.requantizers.items():
         print(f"  node {key}: ({m}, {s})  = {m / 2 ** s:.8f}")
 
     print(f"\n== pass 4: tiling: each matmul becomes {program.machine.T} x {program.machine.T} output tiles")

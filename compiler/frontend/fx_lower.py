@@ -30,11 +30,9 @@ from torch import fx, nn
 
 from sim.spec import Params
 
-from ..fusion import fuse_relus
-from ..ir import CompileError, Graph
-from ..layout import external_layout
-from ..limits import check_limits
-from ..placement import place
+from ..errors import CompileError
+from ..ir import Graph
+from ..pipeline import check_structure
 
 SUPPORTED = ("nn.Linear, matmul (@), a positive constant factor on a product, relu, softmax(dim=-1), "
              "+, cat(dim=0) and argmax(dim=-1)")
@@ -373,15 +371,11 @@ class Lowering:
         self.refusals.append(Refusal(node.name, describe(node, self.traced), why))
 
     def check_structure(self) -> Refusal | None:
-        """Run the compiler's structural passes (unit limits, relu fusion, placement, external
-        layout) on the finished graph; their refusal, named by the fx node at fault, or None."""
-        graph = self.graph
+        """Run the compiler's structural passes (:func:`compiler.pipeline.check_structure`: unit
+        limits, relu fusion, placement, lifetimes, external layout) on the finished graph; their
+        refusal, named by the fx node at fault, or None."""
         try:
-            check_limits(graph, self.params)
-            consumers = graph.consumers()
-            fuse_relus(graph, consumers)
-            place(graph, consumers)
-            external_layout(graph, self.params)
+            check_structure(self.graph, self.params)
         except CompileError as e:
             node = self.origin.get(e.node) if e.node is not None else None
             if node is None:

@@ -63,7 +63,8 @@ another ``dim``, a relu that cannot ride on a matmul's requantizer, a tensor tha
 is raised, one ``REFUSED <node>: <op>: <why>`` line per node. A node is reported for a
 problem of its own only (a refused operand does not make it refused, a wrong ``dim`` does).
 When every node lowers, the compiler's structural passes (unit limits, relu fusion,
-placement, external layout) run on the graph at once, so that a model they refuse fails
+placement, lifetimes, external layout: :func:`compiler.pipeline.check_structure`) run on
+the graph at once, so that a model they refuse fails
 here too, named by its fx node; no code is emitted in either case.
 """
 
@@ -91,7 +92,9 @@ except ModuleNotFoundError as missing:  # pragma: no cover - depends on the inst
 
 from sim.spec import DEFAULT, Params
 
-from ..ir import CompileError, Graph
+from ..errors import CompileError
+from ..ir import Graph
+from ..ops import OPS
 from ..program import OutputValue, RunOutcome
 from .fx_lower import STATIC, Lowering, Refusal, article, describe, flatten, inplace_refusals
 
@@ -172,7 +175,7 @@ class TorchGraph:
         for name, shape in zip(self.outputs, self.output_shapes, strict=True):
             value = outputs[name]
             source = self.graph.nodes[self.graph.nodes[self.graph.names[name]].ins[0]]
-            array = value.ints if source.op == "argmax" else value.floats
+            array = value.floats if OPS[source.op].scaled else value.ints   # argmax: indices
             result.append(np.asarray(array).reshape(shape))
         return result
 

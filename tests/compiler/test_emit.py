@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from compiler import CompileError, Graph, compile_graph
-from compiler.emit import tiles
+from compiler.lowering import tiles
 from sim.arith import mantissa_shift
 from sim.spec import Params
 
@@ -68,13 +68,13 @@ def test_add_rescales_only_operands_whose_scale_differs():
     sample = {"x": [[1.27, 0, 0, 0]], "y": [[2.54, 0, 0, 0]]}
     program = compile_graph(g, [sample])
     # scales: x 0.01, y 0.02; first sum (range 3.81) 0.03; second sum (range 5.08) 0.04
-    assert [k for k in program.params] == [(2, 0), (2, 1), (3, 0), (3, 1)]
+    assert [k for k in program.requantizers] == [(2, 0), (2, 1), (3, 0), (3, 1)]
     assert [i.op for i in program.code if i.op in ("RQ", "VADD")] == ["RQ", "RQ", "VADD"] * 2
     g2 = Graph()
     a = g2.input("a", (1, 4))
     g2.output(g2.add(a, a), "s")
     program = compile_graph(g2, [{"a": [[1.0, 0, 0, 0]]}])
-    assert program.params == {(1, 0): program.params[(1, 0)], (1, 1): program.params[(1, 1)]}
+    assert list(program.requantizers) == [(1, 0), (1, 1)]
     assert program.scales[1] == 2 / 127
 
 
@@ -120,4 +120,4 @@ def test_a_matmul_factor_whose_float_product_would_overflow_is_computed_exactly(
     program = compile_graph(g, [{"x": [[1e154, 1e154]]}])
     scales = [Fraction(program.scales[n]) for n in (x, 1, m)]
     exact = Fraction(1e5) * scales[0] * scales[1] / scales[2]
-    assert program.params[m] == mantissa_shift(float(exact))
+    assert program.requantizers[m] == mantissa_shift(float(exact))

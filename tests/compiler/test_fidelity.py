@@ -67,7 +67,7 @@ def test_example_a_ranges_scales_and_requantizers(example_a):
     graph, _, _, program, _ = example_a
     assert [round(program.plan.ranges[n.id], 4) for n in graph.nodes] == A_RANGES
     assert [round(program.scales[n.id], 6) for n in graph.nodes] == A_SCALES
-    assert program.params == {4: (12345120, 32), 5: (16646144, 33), 9: (13800986, 30)}
+    assert program.requantizers == {4: (12345120, 32), 5: (16646144, 33), 9: (13800986, 30)}
     assert program.notes == []
 
 

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from compiler import Graph, SaturationWarning, compile_graph
-from compiler.program import pack_int4
+from compiler.int4 import pack_int4
 from sim.asm import build, listing
 from sim.machine import Machine, s8
 

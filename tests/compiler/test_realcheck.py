@@ -25,10 +25,10 @@ def test_a_correct_program_has_no_problems():
 
 def test_a_requantizer_one_shift_off_is_flagged_at_its_node():
     program, test = compiled(5)
-    victim = next(k for k in program.params if isinstance(k, int)
+    victim = next(k for k in program.requantizers if isinstance(k, int)
                   and program.graph.nodes[k].op == "matmul")
-    m, s = program.params[victim]
-    program.params[victim] = (m, s + 1)      # every value halved
+    m, s = program.requantizers[victim]
+    program.requantizers[victim] = (m, s + 1)      # every value halved
     problems = stagewise_problems(program, interpret(program, test))
     assert problems and problems[0].startswith(f"node {victim} (matmul): ")
 

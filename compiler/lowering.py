@@ -1,0 +1,199 @@
+"""The lowering of each operation to GA-2 instructions: the ``lower`` hooks of the table.
+
+Contract: a hook takes the emitter (:class:`Emitter`: it allocates, gives addresses and
+collects instructions and requantizer pairs), the node and its operands' scratchpad
+addresses, and writes the node's instructions. The order below is the seed's (chapter 11)
+and fixes every address:
+
+* input, weight (:func:`lower_load`): run by the emitter just before the first step that
+  reads them: the buffer, then LD; an int4 weight is loaded packed into a temporary and
+  expanded by UNPACK;
+* slice, concat, relu (:func:`lower_view`): the buffer, no instruction;
+* matmul: the output buffer, then an int32 accumulator; one MM per T x T output tile (tile
+  rows outer, tile columns inner; edge tiles smaller), then one RQ into the output (with
+  the relu flag when a relu was fused), then the accumulator is released;
+* softmax: the output buffer, a Q16 temporary, one SM per row, one RQ to the 1/127 scale;
+* add: for each operand whose scale differs from the sum's, a temporary and an RQ that
+  rescales it (int8 to int8); then the output buffer and one VADD; the temporaries go;
+* argmax: the output buffer, one AMAX per row;
+* output: one ST to the output's external region.
+
+The fields of each instruction come from a small function of their own (:func:`mm_fields`,
+:func:`sm_fields`, ...), and the requantizer factors from :mod:`compiler.requant`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING, NamedTuple, Protocol
+
+from sim.spec import Params
+
+from .int4 import is_int4
+from .requant import matmul_factor, requantizer, rescale_factor, softmax_factor
+
+if TYPE_CHECKING:
+    from .allocator import Allocator
+    from .ir import Node
+    from .layout import ExtEntry
+
+ADD_SAME_SCALE = 1e-9
+"""An add operand whose scale is within this relative distance of the sum's is not rescaled."""
+
+RequantKey = int | tuple[int, int]
+"""A requantizer is keyed by its node id, or by (add node id, operand index) for a rescale."""
+
+
+class Emitter(Protocol):
+    """What a lowering hook uses of the emitter (:class:`compiler.emit.Emitter`)."""
+
+    nodes: Sequence[Node]
+    scales: Mapping[int, float]
+    fused: set[int]
+    ext: Mapping[str, ExtEntry]
+    params: Params
+    alloc: Allocator
+    requantizers: dict[RequantKey, tuple[int, int]]
+
+    def put(self, op: str, **fields: int) -> None: ...
+
+    def address(self, nid: int) -> int: ...
+
+
+class Tile(NamedTuple):
+    """One output tile of a product: first row and column, rows and columns."""
+
+    row: int
+    col: int
+    rows: int
+    cols: int
+
+
+def tiles(rows: int, cols: int, t: int) -> Iterator[Tile]:
+    """The output tiles of a rows x cols product on a t x t array, tile rows outer."""
+    for i0 in range(0, rows, t):
+        for j0 in range(0, cols, t):
+            yield Tile(i0, j0, min(t, rows - i0), min(t, cols - j0))
+
+
+# --------------------------------------------------------------------------- instruction fields
+
+
+def mm_fields(tile: Tile, a: int, b: int, acc: int, k: int, n: int, transpose: bool) -> dict[str, int]:
+    """The MM of one output tile of a (m, k) times b (k, n) (b stored (n, k) when
+    ``transpose``) into the int32 accumulator ``acc`` (m, n); all matrices row by row."""
+    return {"dst": acc + tile.row * n + tile.col, "A": a + tile.row * k,
+            "B": b + (tile.col * k if transpose else tile.col), "M": tile.rows, "K": k, "N": tile.cols,
+            "tb": int(transpose), "lda": k, "ldb": k if transpose else n, "ldc": n}
+
+
+def sm_fields(row: int, dst: int, src: int, cols: int) -> dict[str, int]:
+    """The SM of one row of a (rows, cols) tensor at ``src`` into Q16 values at ``dst``."""
+    return {"dst": dst + row * cols, "src": src + row * cols, "len": cols}
+
+
+def amax_fields(row: int, dst: int, src: int, cols: int) -> dict[str, int]:
+    """The AMAX of one row of a (rows, cols) tensor at ``src``; its index goes to word ``dst + row``."""
+    return {"dst": dst + row, "src": src + row * cols, "len": cols}
+
+
+def ld_fields(entry: ExtEntry, dst: int) -> dict[str, int]:
+    """The LD of an external region (all its words) to scratchpad address ``dst``."""
+    return {"dst": dst, "src": entry.addr, "len": entry.words}
+
+
+def st_fields(entry: ExtEntry, src: int) -> dict[str, int]:
+    """The ST of a tensor at scratchpad address ``src`` to its external region (all its words)."""
+    return {"src": src, "dst": entry.addr, "len": entry.words}
+
+
+def fused_relu(em: Emitter, node: Node) -> bool:
+    """Whether a matmul's RQ applies the relu fused into it (:mod:`compiler.fusion`)."""
+    return node.id in em.fused
+
+
+def needs_rescale(ratio: float) -> bool:
+    """Whether an add operand at ``ratio`` times the sum's scale must be rescaled first."""
+    return abs(ratio - 1) >= ADD_SAME_SCALE
+
+
+# --------------------------------------------------------------------------- the hooks
+
+
+def lower_load(em: Emitter, node: Node, operands: Sequence[int]) -> None:
+    """An input or weight: LD into its buffer (int4: LD packed words into a temporary, UNPACK)."""
+    dst = em.address(node.id)
+    entry = em.ext[node.name]
+    if not is_int4(node):
+        em.put("LD", **ld_fields(entry, dst))
+        return
+    what = f"packed int4 words of node {node.id}"
+    tmp = em.alloc.alloc(entry.words, what)
+    em.put("LD", **ld_fields(entry, tmp))
+    em.put("UNPACK", dst=dst, src=tmp, len=entry.words)
+    em.alloc.release(tmp, entry.words, what)
+
+
+def lower_view(em: Emitter, node: Node, operands: Sequence[int]) -> None:
+    """A slice, concatenation or fused relu: its buffer (if not allocated yet), no instruction:
+    the nodes it reads write their values in place."""
+    em.address(node.id)
+
+
+def lower_matmul(em: Emitter, node: Node, operands: Sequence[int]) -> None:
+    a_addr, b_addr = operands
+    a_id, b_id = node.ins
+    m, k = em.nodes[a_id].shape
+    n = node.shape[1]
+    out = em.address(node.id)
+    acc = em.alloc.alloc(m * n, f"accumulator of node {node.id}")
+    for tile in tiles(m, n, em.params.T):
+        em.put("MM", **mm_fields(tile, a_addr, b_addr, acc, k, n, node.transpose_b))
+    factor = matmul_factor(node.factor, em.scales[a_id], em.scales[b_id], em.scales[node.id])
+    m_, s_ = requantizer(factor, f"matmul node {node.id}", node.id, em.params)
+    em.requantizers[node.id] = (m_, s_)
+    em.put("RQ", dst=out, src=acc, len=m * n, m=m_, s=s_, relu=int(fused_relu(em, node)))
+    em.alloc.release(acc, m * n, f"accumulator of node {node.id}")
+
+
+def lower_softmax(em: Emitter, node: Node, operands: Sequence[int]) -> None:
+    rows, cols = node.shape
+    out = em.address(node.id)
+    tmp = em.alloc.alloc(rows * cols, f"Q16 probabilities of node {node.id}")
+    for r in range(rows):
+        em.put("SM", **sm_fields(r, tmp, operands[0], cols))
+    m_, s_ = requantizer(softmax_factor(em.scales[node.id]), f"softmax node {node.id}", node.id, em.params)
+    em.requantizers[node.id] = (m_, s_)
+    em.put("RQ", dst=out, src=tmp, len=rows * cols, m=m_, s=s_, relu=0)
+    em.alloc.release(tmp, rows * cols, f"Q16 probabilities of node {node.id}")
+
+
+def lower_add(em: Emitter, node: Node, operands: Sequence[int]) -> None:
+    size = node.words
+    sources = []
+    temps = []
+    for k, (operand, addr) in enumerate(zip(node.ins, operands, strict=True)):
+        ratio = rescale_factor(em.scales[operand], em.scales[node.id])
+        if not needs_rescale(ratio):
+            sources.append(addr)
+            continue
+        tmp = em.alloc.alloc(size, f"operand {k} of node {node.id}, rescaled")
+        temps.append(tmp)
+        m_, s_ = requantizer(ratio, f"add node {node.id}, operand {k}", node.id, em.params)
+        em.requantizers[(node.id, k)] = (m_, s_)
+        em.put("RQ", dst=tmp, src=addr, len=size, m=m_, s=s_, relu=0)
+        sources.append(tmp)
+    em.put("VADD", dst=em.address(node.id), src1=sources[0], src2=sources[1], len=size)
+    for tmp in temps:
+        em.alloc.release(tmp, size, f"rescaled operand of node {node.id}")
+
+
+def lower_argmax(em: Emitter, node: Node, operands: Sequence[int]) -> None:
+    out = em.address(node.id)
+    rows, cols = em.nodes[node.ins[0]].shape
+    for r in range(rows):
+        em.put("AMAX", **amax_fields(r, out, operands[0], cols))
+
+
+def lower_output(em: Emitter, node: Node, operands: Sequence[int]) -> None:
+    em.put("ST", **st_fields(em.ext[node.name], operands[0]))

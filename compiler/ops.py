@@ -1,0 +1,277 @@
+"""Capra's table of operations: every operation declared once, as ``sim/spec.py`` declares
+the instructions.
+
+An operation's kind is an :class:`Op`; its :class:`OpSpec` says, as data and hooks, all
+that the compiler's passes need to know about it:
+
+========== ===============================================================================
+field      what it decides, and which pass reads it
+========== ===============================================================================
+arity      how many operands (the IR builders, the text form's parser)
+builder    the :class:`compiler.ir.Graph` method that builds it (named in messages)
+attrs      the node fields the operation uses, with defaults (the text form)
+shape      the shape rule: operand checks and the result's (rows, cols) (:mod:`.shapes`)
+role       source, compute, view or sink (:class:`Role`: lifetimes, layout, emission)
+place      where its result lives (:class:`Place`: placement)
+scale      which scale group it joins, what it must hold, what the hardware pins
+           (:class:`ScaleRule`: scale planning)
+scaled     its result is int8 levels with a scale; False: row indices (argmax)
+levels     the largest level of its integer encoding (127; 7 for an int4 weight)
+fuses_into the operations whose requantizer can carry it (relu fusion)
+limits     the unit limits it must respect (:class:`Limit`: the limits pass)
+evaluate   its float meaning (calibration, the float reference: :mod:`.semantics`)
+interpret  its integer meaning (the interpreter)
+real       its real-number meaning in levels, or no arithmetic (the stage-wise check)
+tolerance  how many levels the stage-wise check allows
+lower      its lowering to GA-2 instructions (emission: :mod:`.lowering`)
+========== ===============================================================================
+
+A new operation is one entry here and its own code (a shape rule, its meanings, its
+lowering); ``tests/compiler/test_ops.py`` fails when an entry lacks a hook or a pass meets
+an operation it does not cover (the counterpart of the assert at the bottom of
+``sim/machine.py``). Sources: seed chapter 11 (the operations and their rules), chapter 13
+(int4 weights), chapter 16 (slices); GA2.md sections 3 and 4 (the instructions and the
+fixed-point formats the pins come from).
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from sim.arith import INT8_MAX
+from sim.spec import Params
+
+from . import lowering, semantics, shapes
+from .errors import plural
+from .int4 import INT4_MAX, is_int4
+
+if TYPE_CHECKING:
+    from .ir import Node
+
+
+class Op(enum.StrEnum):
+    """The kind of a node. A str enum: ``Op.MATMUL == "matmul"``, and it prints as its value."""
+
+    INPUT = "input"
+    WEIGHT = "weight"
+    MATMUL = "matmul"
+    SOFTMAX = "softmax"
+    ADD = "add"
+    RELU = "relu"
+    CONCAT = "concat"
+    SLICE = "slice"
+    ARGMAX = "argmax"
+    OUTPUT = "output"
+
+
+class Role(enum.Enum):
+    """How an operation takes part in the program."""
+
+    SOURCE = "its values come from external memory, loaded just before the first step that reads them"
+    COMPUTE = "a step of its own that writes instructions"
+    VIEW = "no instruction: its values are written in place by the nodes it reads"
+    SINK = "stored to external memory; not a tensor, so no node may read it"
+
+
+class Place(enum.Enum):
+    """Where an operation's result lives (seed chapter 11, "allocation"; chapter 16)."""
+
+    OWN = "a buffer of its own (placed from the last node back)"
+    HOSTS_OPERAND = "a buffer of its own, which its operand is written into (a fused relu)"
+    STACKS_OPERANDS = "a buffer of its own; its operands are views stacked in it, row after row"
+    VIEW_OF_OPERAND = "a view into its operand's buffer, ``start`` rows on (after the others)"
+    OWN_LAST = "a buffer of its own, made after every other buffer"
+    NOWHERE = "no scratchpad place"
+
+
+RESULT = -1
+"""A :class:`Pin` on the operation's result rather than on an operand."""
+
+
+@dataclass(frozen=True)
+class Pin:
+    """A scale the hardware fixes for the group of an operand or of the result.
+
+    Attributes:
+        operand: the operand's index, or :data:`RESULT`.
+        scale: the scale (real value of one int8 level).
+        why: the reason, as :attr:`compiler.scales.ScalePlan.pins` gives it.
+        holds: the fixed-point format, named in the note when an operand's calibrated
+            range goes beyond what the pinned scale holds.
+    """
+
+    operand: int
+    scale: float
+    why: str
+    holds: str = ""
+
+
+@dataclass(frozen=True)
+class ScaleRule:
+    """How an operation takes part in scale planning (:mod:`compiler.scales`).
+
+    Attributes:
+        joins: operands that share the result's scale group (same buffer, a view, a copy).
+        covers: operands whose ranges the result's group must hold (an add rescales its
+            operands to the sum's scale, where they must not clip).
+        pins: scales the hardware fixes, in the order they are applied.
+    """
+
+    joins: tuple[int, ...] = ()
+    covers: tuple[int, ...] = ()
+    pins: tuple[Pin, ...] = ()
+
+
+FREE = ScaleRule()
+"""A scale group of its own, from its own range."""
+SHARES_OPERAND = ScaleRule(joins=(0,))
+"""The scale of its operand."""
+
+SOFTMAX_IN_SCALE = 1 / 16
+"""The softmax unit reads Q4.4: an int8 level is 1/16 (GA2.md section 4)."""
+PROBABILITY_SCALE = 1 / INT8_MAX
+"""A softmax result is stored as int8 probability levels: 127 means 1.0."""
+SOFTMAX_INPUT_PIN = Pin(0, SOFTMAX_IN_SCALE, f"softmax input, Q4.4 (1/{round(1 / SOFTMAX_IN_SCALE)})", "Q4.4")
+SOFTMAX_OUTPUT_PIN = Pin(RESULT, PROBABILITY_SCALE, f"softmax output, a probability (1/{INT8_MAX})")
+
+
+@dataclass(frozen=True)
+class Limit:
+    """A bound a unit puts on an operation (GA2.md section 1).
+
+    Attributes:
+        size: the size the unit sees, from the node and the graph's nodes.
+        bound: the largest size the machine takes, from its parameters.
+        problem: the refusal's problem, from (node, size, bound).
+        fix: the refusal's fix, from the bound.
+    """
+
+    size: Callable[[Node, Sequence[Node]], int]
+    bound: Callable[[Params], int]
+    problem: Callable[[Node, int, int], str]
+    fix: Callable[[int], str]
+
+
+def _inner_dimension(node: Node, nodes: Sequence[Node]) -> int:
+    return nodes[node.ins[0]].shape[1]
+
+
+def _too_deep(node: Node, k: int, bound: int) -> str:
+    return (f"matmul node {node.id}: its inner dimension is {k}, more than the K_MAX = {bound} one MM "
+            "instruction takes")
+
+
+def _split_k(bound: int) -> str:
+    return (f"cut the inner dimension into pieces of at most {bound} (an input and a weight per piece) "
+            "and add the partial products, or make the layer narrower")
+
+
+def _row_length(node: Node, nodes: Sequence[Node]) -> int:
+    return node.shape[1]
+
+
+def _rows_too_long(node: Node, length: int, bound: int) -> str:
+    return f"softmax node {node.id}: rows of {length} values exceed the softmax unit's limit of {bound}"
+
+
+def _shorter_rows(bound: int) -> str:
+    return f"use rows of at most {plural(bound, 'value')}"
+
+
+def _k_max(params: Params) -> int:
+    return params.K_MAX
+
+
+def _sm_max_len(params: Params) -> int:
+    return params.SM_MAX_LEN
+
+
+K_LIMIT = Limit(_inner_dimension, _k_max, _too_deep, _split_k)
+"""One MM sums at most K_MAX products: the matrix unit cannot accumulate across passes (seed chapter 11)."""
+SOFTMAX_ROW_LIMIT = Limit(_row_length, _sm_max_len, _rows_too_long, _shorter_rows)
+"""The softmax unit takes rows of at most SM_MAX_LEN values (GA2.md section 1)."""
+
+
+def int8_levels(node: Node) -> int:
+    """An int8 tensor uses the levels -127..127."""
+    return INT8_MAX
+
+
+def weight_levels(node: Node) -> int:
+    """A weight uses -127..127, or -7..7 when stored as int4 (seed chapter 13)."""
+    return INT4_MAX if is_int4(node) else INT8_MAX
+
+
+@dataclass(frozen=True)
+class OpSpec:
+    """One operation: see the module docstring for each field."""
+
+    op: Op
+    arity: int
+    builder: str
+    shape: Callable[[Sequence[Node], dict[str, Any]], tuple[tuple[int, int], dict[str, Any]]]
+    role: Role
+    place: Place
+    scale: ScaleRule
+    evaluate: semantics.FloatMeaning
+    interpret: semantics.IntMeaning
+    real: semantics.RealMeaning
+    lower: Callable[[lowering.Emitter, Node, Sequence[int]], None]
+    attrs: Mapping[str, Any] = field(default_factory=dict)
+    scaled: bool = True
+    levels: Callable[[Node], int] = int8_levels
+    fuses_into: tuple[Op, ...] = ()
+    limits: tuple[Limit, ...] = ()
+    tolerance: int = 1
+
+    @property
+    def named(self) -> bool:
+        """Whether the node carries an external name (an input, a weight, an output)."""
+        return "name" in self.attrs
+
+
+NAME = {"name": ""}
+"""The attribute of a node known by name in external memory."""
+
+
+def _table() -> dict[Op, OpSpec]:
+    s = semantics
+    entries = [
+        OpSpec(Op.INPUT, 0, "input", shapes.input_shape, Role.SOURCE, Place.OWN, FREE,
+               s.float_input, s.int_input, s.no_arithmetic, lowering.lower_load, attrs=NAME),
+        OpSpec(Op.WEIGHT, 0, "weight", shapes.weight_shape, Role.SOURCE, Place.OWN, FREE,
+               s.float_weight, s.int_weight, s.no_arithmetic, lowering.lower_load,
+               attrs={**NAME, "bits": 8}, levels=weight_levels),
+        OpSpec(Op.MATMUL, 2, "matmul", shapes.matmul_shape, Role.COMPUTE, Place.OWN, FREE,
+               s.float_matmul, s.int_matmul, s.real_matmul, lowering.lower_matmul,
+               attrs={"transpose_b": False, "factor": 1.0}, limits=(K_LIMIT,)),
+        OpSpec(Op.SOFTMAX, 1, "softmax", shapes.same_shape, Role.COMPUTE, Place.OWN,
+               ScaleRule(pins=(SOFTMAX_INPUT_PIN, SOFTMAX_OUTPUT_PIN)),
+               s.float_softmax, s.int_softmax, s.real_softmax, lowering.lower_softmax,
+               limits=(SOFTMAX_ROW_LIMIT,)),
+        OpSpec(Op.ADD, 2, "add", shapes.add_shape, Role.COMPUTE, Place.OWN, ScaleRule(covers=(0, 1)),
+               s.float_add, s.int_add, s.real_add, lowering.lower_add, tolerance=2),
+        OpSpec(Op.RELU, 1, "relu", shapes.same_shape, Role.VIEW, Place.HOSTS_OPERAND, SHARES_OPERAND,
+               s.float_relu, s.same_as_operand, s.no_arithmetic, lowering.lower_view,
+               fuses_into=(Op.MATMUL,)),
+        OpSpec(Op.CONCAT, 2, "concat_rows", shapes.concat_shape, Role.VIEW, Place.STACKS_OPERANDS,
+               ScaleRule(joins=(0, 1)), s.float_concat, s.int_concat, s.no_arithmetic, lowering.lower_view),
+        OpSpec(Op.SLICE, 1, "slice_rows", shapes.slice_shape, Role.VIEW, Place.VIEW_OF_OPERAND,
+               SHARES_OPERAND, s.float_slice, s.int_slice, s.no_arithmetic, lowering.lower_view,
+               attrs={"start": None, "count": None}),
+        OpSpec(Op.ARGMAX, 1, "argmax", shapes.argmax_shape, Role.COMPUTE, Place.OWN_LAST, FREE,
+               s.float_argmax, s.int_argmax, s.no_arithmetic, lowering.lower_argmax, scaled=False),
+        OpSpec(Op.OUTPUT, 1, "output", shapes.output_shape, Role.SINK, Place.NOWHERE, SHARES_OPERAND,
+               s.same_as_operand, s.same_as_operand, s.no_arithmetic, lowering.lower_output, attrs=NAME),
+    ]
+    return {entry.op: entry for entry in entries}
+
+
+OPS: dict[Op, OpSpec] = _table()
+"""The table: every :class:`Op` and its :class:`OpSpec`. Passes look an entry up when they
+use it (``OPS[node.op]``), never keep a copy, so a test may substitute an entry."""
+
+assert set(OPS) == set(Op), "every operation has an entry in the table"

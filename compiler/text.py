@@ -1,0 +1,151 @@
+"""The text form of a graph: one node a line, and a parser that reads it back.
+
+A line is ``%<id> = <op> [operands] ["name"] [attribute=value ...] -> (<rows>, <cols>)``::
+
+    %0 = input "q" -> (1, 8)
+    %1 = weight "w" bits=4 -> (8, 6)
+    %2 = matmul %0, %1 factor=0.5 -> (1, 6)
+    %3 = relu %2 -> (1, 6)
+    %4 = slice %3 start=0 count=1 tag="h" -> (1, 6)
+    %5 = output %4 "y" -> (1, 6)
+
+The attributes are the operation's, from the table of :mod:`compiler.ops`, written when they
+differ from their default (``start`` and ``count`` have none), then ``tag`` when the node has
+one; names and tags are JSON strings, numbers as Python writes them (``repr``, so a factor
+reads back to the same float). A weight's values are not part of the text: give them to
+:func:`parse_graph` by name, or leave them out for a graph that only the structural passes
+need (placement, layout, the limits).
+
+Contract: for every graph ``g``, ``parse_graph(graph_text(g), weights)`` equals ``g``, where
+``weights`` maps every weight's name to its values (or is None when ``g``'s weights have none).
+The parser builds every node through :meth:`compiler.ir.Graph.add_node`, so a parsed graph is
+checked exactly as a built one, and the shape after ``->`` must be the one the rule gives.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping
+from typing import Any
+
+from .errors import CompileError
+from .ir import Graph, Node
+from .ops import OPS, Op, Role
+
+_LINE = re.compile(r"%(?P<id>\d+)\s*=\s*(?P<op>[a-z_]+)(?P<body>.*?)\s*->\s*\(\s*(?P<rows>\d+)\s*,\s*"
+                   r"(?P<cols>\d+)\s*\)\s*$")
+_TOKEN = re.compile(r'\s*(?:(?P<operand>%\d+)\s*,?|(?P<string>"(?:[^"\\]|\\.)*")'
+                    r'|(?P<key>[a-z_]+)=(?P<value>"(?:[^"\\]|\\.)*"|[^\s"]+))')
+
+
+def node_text(node: Node) -> str:
+    """One node as a line of the text form."""
+    spec = OPS[node.op]
+    parts = [f"%{node.id} = {node.op}"]
+    if node.ins:
+        parts.append(", ".join(f"%{i}" for i in node.ins))
+    if spec.named:
+        parts.append(json.dumps(node.name))
+    for key, default in spec.attrs.items():
+        value = getattr(node, key)
+        if key != "name" and (default is None or value != default):
+            parts.append(f"{key}={value!r}")
+    if node.tag is not None:
+        parts.append(f"tag={json.dumps(node.tag)}")
+    return " ".join(parts) + f" -> {node.shape}"
+
+
+def graph_text(graph: Graph) -> str:
+    """The graph, one node a line (no trailing newline; empty for an empty graph)."""
+    return "\n".join(node_text(node) for node in graph.nodes)
+
+
+def _value(text: str, where: str) -> Any:
+    """An attribute's value: a JSON string, True or False, an int or a float."""
+    if text.startswith('"'):
+        return json.loads(text)
+    if text in ("True", "False"):
+        return text == "True"
+    for kind in (int, float):
+        try:
+            return kind(text)
+        except ValueError:
+            pass
+    raise CompileError(f"{where}: the value {text!r} is not a string, True, False or a number",
+                       'write "text", True, False, 3 or 0.5')
+
+
+def _parse_body(body: str, where: str) -> tuple[list[int], str | None, dict[str, Any]]:
+    """Operands, name and attributes of a line's middle part."""
+    operands: list[int] = []
+    name = None
+    attrs: dict[str, Any] = {}
+    position = 0
+    body = body.rstrip()
+    while position < len(body):
+        match = _TOKEN.match(body, position)
+        if match is None or match.end() == position:
+            raise CompileError(f"{where}: cannot read {body[position:].strip()!r}",
+                               'write %<id> operands, then "name", then attribute=value pairs')
+        if match["operand"]:
+            operands.append(int(match["operand"][1:]))
+        elif match["string"]:
+            name = json.loads(match["string"])
+        else:
+            attrs[match["key"]] = _value(match["value"], where)
+        position = match.end()
+    return operands, name, attrs
+
+
+def _add_line(graph: Graph, line: str, where: str, weights: Mapping[str, Any] | None) -> None:
+    match = _LINE.match(line.strip())
+    if match is None:
+        raise CompileError(f"{where}: {line.strip()!r} is not a node",
+                           'write %<id> = <op> [operands] ["name"] [attribute=value ...] -> (<rows>, <cols>)')
+    if int(match["id"]) != len(graph.nodes):
+        raise CompileError(f"{where}: the node is numbered %{match['id']}, but it is node {len(graph.nodes)}",
+                           "number the nodes %0, %1, ... in order")
+    if match["op"] not in OPS:
+        raise CompileError(f"{where}: unknown operation {match['op']!r}", f"use one of {', '.join(OPS)}")
+    op = Op(match["op"])
+    operands, name, attrs = _parse_body(match["body"], where)
+    tag = attrs.pop("tag", None)
+    unknown = sorted(set(attrs) - set(OPS[op].attrs))
+    if unknown:
+        raise CompileError(f"{where}: {op} has no attribute {unknown[0]!r}",
+                           f"{op} takes {', '.join(OPS[op].attrs) or 'no attributes'}")
+    if name is not None:
+        attrs["name"] = name
+    shape = (int(match["rows"]), int(match["cols"]))
+    if OPS[op].role is Role.SOURCE:   # a source declares its shape
+        attrs["shape"] = shape
+    if op is Op.WEIGHT and weights is not None:
+        if name not in weights:
+            raise CompileError(f"{where}: weights= has no values for '{name}'", "give every weight's values")
+        attrs["array"] = weights[name]
+    try:
+        nid = graph.add_node(op, tuple(operands), **attrs)
+    except CompileError as e:
+        raise CompileError(f"{where}: {e.problem}", e.fix, e.node) from None
+    node = graph.nodes[nid]
+    if node.shape != shape:
+        raise CompileError(f"{where}: {node.describe()} has the shape {node.shape}, not {shape}",
+                           "write the shape the operation gives")
+    if tag is not None:
+        graph.tag(nid, tag)
+
+
+def parse_graph(text: str, weights: Mapping[str, Any] | None = None) -> Graph:
+    """The graph a text form describes (see the module docstring).
+
+    Raises:
+        CompileError: a line that does not parse, a node the builders refuse, a shape that
+            is not the one the operation gives, a weight without values in ``weights``; the
+            message starts with ``line <n>``.
+    """
+    graph = Graph()
+    for number, line in enumerate(text.splitlines(), start=1):
+        if line.strip() and not line.lstrip().startswith("#"):
+            _add_line(graph, line, f"line {number}", weights)
+    return graph
