@@ -1,157 +1,333 @@
 """Testing the tests: break the compiler on purpose and see whether the battery notices.
 
-Each mutant is one small textual edit (anchor -> replacement) to one file of this package,
-mirroring one of the seed's 27 broken compilers (chapter 11, "Testing the tests"). For each,
-the package is copied to a temporary folder, the edit applied, and the battery (the five
-refusals, the cancellation case, then the 60 random graphs, stopping at the first
-problem) runs in a subprocess that imports the broken copy. A mutant is caught when the
-battery reports a problem, crashes, or runs out of time. One edit is equivalent in effect
-(the allocator skipping a hole of exactly the right size) and should survive.
+Each mutant mirrors one of the seed's 27 broken compilers (chapter 11, "Testing the tests")
+as a substitution, never as an edit of source text: it replaces one seam of the compiler with
+a broken version built from the original (:class:`Function`: a small named function, or a
+property, patched where the code that calls it looks it up; :class:`Entry`: a field of an
+operation's entry in the table of :mod:`compiler.ops`; :class:`PassSeam`: a pass of
+:data:`compiler.pipeline.PASSES`). Renaming or reformatting code leaves the mutants intact;
+renaming a seam makes the check refuse to run, naming the mutant and the seam.
 
-Every anchor must occur exactly once in its file; otherwise nothing runs. The unbroken copy
-runs first and must pass. Usage: ``python -m compiler.testing.mutants [--jobs N]``.
+For each mutant a subprocess imports the compiler, applies the substitution and runs the
+battery (the five refusals, the cancellation case, then the 60 random graphs, stopping at the
+first problem). A mutant is caught when the battery reports a problem, crashes, or runs out of
+time. One substitution is equivalent in effect (the allocator skipping a hole of exactly the
+right size) and should survive. The unbroken compiler runs first and must pass. The battery
+compiles for the default machine, so a mutant may use its parameters (``DEFAULT.T``).
+
+Usage: ``python -m compiler.testing.mutants [--jobs N] [--list] [--only N ...]``.
 """
 
 from __future__ import annotations
 
 import argparse
 import concurrent.futures
+import dataclasses
+import importlib
 import os
-import shutil
 import subprocess
 import sys
-import tempfile
 import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
-PACKAGE = Path(__file__).resolve().parents[1]
-ROOT = PACKAGE.parent
+from sim.spec import DEFAULT
+
+from ..ops import OPS, Op
+
+ROOT = Path(__file__).resolve().parents[2]
 TIMEOUT_SECONDS = 600
 PROBLEM_EXIT = 2  # compiler.testing.battery.MUTATION_EXIT (not imported: the parent stays light)
+SEAM_EXIT = 3
+"""Exit status of the subprocess when a mutant's seam is missing (never counted as caught)."""
+
+Undo = Callable[[], None]
+
+
+# --------------------------------------------------------------------------- seams
+
+
+@dataclass(frozen=True)
+class Function:
+    """A module attribute (``compiler.lowering.mm_fields``) or a class attribute
+    (``compiler.layout.ExtEntry.end``), given by its dotted path."""
+
+    path: str
+
+    def _owner(self) -> tuple[Any, str]:
+        parts = self.path.split(".")
+        for split in range(len(parts) - 1, 0, -1):
+            try:
+                owner: Any = importlib.import_module(".".join(parts[:split]))
+            except ModuleNotFoundError:
+                continue
+            for part in parts[split:-1]:
+                owner = getattr(owner, part)
+            return owner, parts[-1]
+        raise AttributeError(f"no module in {self.path!r}")
+
+    def missing(self) -> str | None:
+        try:
+            owner, name = self._owner()
+        except AttributeError:
+            return f"{self.path} does not exist"
+        return None if name in vars(owner) else f"{self.path} does not exist"
+
+    def value(self) -> Any:
+        owner, name = self._owner()
+        return vars(owner)[name]
+
+    def substitute(self, make: Callable[[Any], Any]) -> Undo:
+        owner, name = self._owner()
+        original = vars(owner)[name]
+        setattr(owner, name, make(original))
+        return lambda: setattr(owner, name, original)
+
+    def __str__(self) -> str:
+        return self.path.removeprefix("compiler.")
+
+
+@dataclass(frozen=True)
+class Entry:
+    """A field of an operation's entry in the table (``OPS[softmax].scale``)."""
+
+    op: Op
+    field: str
+
+    def missing(self) -> str | None:
+        if self.op not in OPS:
+            return f"the table has no entry {self.op}"
+        names = {f.name for f in dataclasses.fields(OPS[self.op])}
+        return None if self.field in names else f"OPS[{self.op}] has no field {self.field!r}"
+
+    def value(self) -> Any:
+        return getattr(OPS[self.op], self.field)
+
+    def substitute(self, make: Callable[[Any], Any]) -> Undo:
+        original = OPS[self.op]
+        OPS[self.op] = dataclasses.replace(original, **{self.field: make(getattr(original, self.field))})
+        return lambda: OPS.__setitem__(self.op, original)
+
+    def __str__(self) -> str:
+        return f"OPS[{self.op}].{self.field}"
+
+
+@dataclass(frozen=True)
+class PassSeam:
+    """A pass of the pipeline, by name (``pass lifetimes``)."""
+
+    name: str
+
+    def missing(self) -> str | None:
+        from .. import pipeline
+        return None if any(p.name == self.name for p in pipeline.PASSES) else f"no pass {self.name!r}"
+
+    def value(self) -> Any:
+        from .. import pipeline
+        return next(p for p in pipeline.PASSES if p.name == self.name)
+
+    def substitute(self, make: Callable[[Any], Any]) -> Undo:
+        from .. import pipeline
+        original = pipeline.PASSES
+        pipeline.PASSES = tuple(make(p) if p.name == self.name else p for p in original)
+        return lambda: setattr(pipeline, "PASSES", original)
+
+    def __str__(self) -> str:
+        return f"pass {self.name}"
+
+
+Seam = Function | Entry | PassSeam
+"""Each has ``missing()`` (why it cannot be found, or None), ``value()`` (what is there now)
+and ``substitute(make)`` (put ``make(value)`` there; returns the undo)."""
 
 
 @dataclass(frozen=True)
 class Mutant:
-    """One deliberate bug: in ``file`` (relative to the package), ``anchor`` becomes ``replacement``."""
+    """One deliberate bug: ``seam`` becomes ``broken(original)``."""
 
     label: str
-    file: str
-    anchor: str
-    replacement: str
+    seam: Seam
+    broken: Callable[[Any], Any]
+
+
+@contextmanager
+def applied(mutant: Mutant) -> Iterator[None]:
+    """The mutant applied in this process, undone on leaving (for tests)."""
+    undo = mutant.seam.substitute(mutant.broken)
+    try:
+        yield
+    finally:
+        undo()
+
+
+# --------------------------------------------------------------------------- the broken versions
+
+
+def _field(name: str, value: Callable[..., int]) -> Callable[[Callable], Callable]:
+    """A fields function whose ``name`` field is ``value(*arguments)`` instead."""
+    def make(original: Callable) -> Callable:
+        def fields(*args: Any) -> dict[str, int]:
+            return {**original(*args), name: value(*args)}
+        return fields
+    return make
+
+
+def _full_size_tiles(original: Callable) -> Callable:
+    def tiles(rows: int, cols: int, t: int) -> Iterator[Any]:
+        for tile in original(rows, cols, t):
+            yield tile._replace(rows=t, cols=t)
+    return tiles
+
+
+def _arguments(change: Callable[..., tuple]) -> Callable[[Callable], Callable]:
+    """A function called with its arguments changed first."""
+    def make(original: Callable) -> Callable:
+        return lambda *args: original(*change(*args))
+    return make
+
+
+def _returns(value: Any) -> Callable[[Callable], Callable]:
+    return lambda original: lambda *args: value
+
+
+def _pins_softmax_input_to_one_eighth(rule: Any) -> Any:
+    first, *rest = rule.pins
+    return dataclasses.replace(rule, pins=(dataclasses.replace(first, scale=1 / 8), *rest))
+
+
+def _freed_a_step_early(original: Any) -> Any:
+    def run(state: Any) -> None:
+        original.run(state)
+        schedule = state.schedule
+        steps = sorted(set(schedule) | {step - 1 for step in schedule})
+        state.schedule = {s: schedule.get(s, []) + schedule.get(s + 1, []) for s in steps}
+    return dataclasses.replace(original, run=run)
+
+
+def _ten_times_k_max(limits: tuple) -> tuple:
+    first, *rest = limits
+    original_bound = first.bound
+    return (dataclasses.replace(first, bound=lambda params: 10 * original_bound(params)), *rest)
 
 
 MUTANTS = (
-    Mutant("tiling: partial tiles at the edges are issued full size", "emit.py",
-           "tile_rows, tile_cols = min(t, rows - i0), min(t, cols - j0)", "tile_rows, tile_cols = t, t"),
-    Mutant("tiling: moving down one tile of A skips T words instead of T rows", "emit.py",
-           "A=a_addr + i0 * k,", "A=a_addr + i0,"),
-    Mutant("tiling: the next tile of a transposed B starts T words on, not T rows", "emit.py",
-           "b_tile = b_addr + (j0 * k if transpose else j0)", "b_tile = b_addr + j0"),
-    Mutant("tiling: a transposed B is read with the output row length as its stride", "emit.py",
-           "ldb=(k if transpose else n)", "ldb=n"),
-    Mutant("tiling: MM never gets tb=1", "emit.py", "tb=int(transpose)", "tb=0"),
-    Mutant("tiling: accumulator rows are written T words apart", "emit.py", "ldc=n)", "ldc=self.params.T)"),
-    Mutant("requantizers: a matmul's scale= factor is left out", "emit.py",
-           "factor = node.factor * self.scales[a_id]", "factor = self.scales[a_id]"),
-    Mutant("requantizers: the A operand's scale is used for B as well", "emit.py",
-           "self.scales[a_id] * self.scales[b_id]", "self.scales[a_id] * self.scales[a_id]"),
-    Mutant("requantizers: a fused relu never sets the RQ relu flag", "emit.py",
-           "relu=int(node.id in self.fused)", "relu=0"),
-    Mutant("requantizers: Q16 probabilities are brought to int8 with 1/65536 instead of 127/65536", "emit.py",
-           "factor = SM_OUTPUT_UNIT / self.scales[node.id]", "factor = SM_OUTPUT_UNIT"),
-    Mutant("scales: the softmax input is pinned to 1/8 (Q3.5 would be needed) instead of 1/16", "scales.py",
-           "SOFTMAX_IN_SCALE = 1 / 16", "SOFTMAX_IN_SCALE = 1 / 8"),
-    Mutant("scales: a tensor's range is its smallest per-sample maximum", "calibrate.py",
-           "ranges[nid] = float(per_sample.max())", "ranges[nid] = float(per_sample.min())"),
-    Mutant("scales: the second part of a concatenation keeps a scale of its own", "scales.py",
-           "            groups.union(node.ins[1], node.id)\n", ""),
-    Mutant("scales: an add's scale is chosen from the sum only", "scales.py",
-           "group_range[root] = max(group_range[root], ranges[operand])", "pass"),
-    Mutant("emission: every SM reads row 0", "emit.py",
-           'self.put("SM", dst=tmp + r * cols, src=operands[0] + r * cols, len=cols)',
-           'self.put("SM", dst=tmp + r * cols, src=operands[0], len=cols)'),
-    Mutant("emission: every AMAX writes its index to the same word", "emit.py",
-           'self.put("AMAX", dst=out + r,', 'self.put("AMAX", dst=out,'),
-    Mutant("emission: an add operand is rescaled by sum/operand instead of operand/sum", "emit.py",
-           "ratio = self.scales[operand] / self.scales[node.id]",
-           "ratio = self.scales[node.id] / self.scales[operand]"),
-    Mutant("emission: add operands are never rescaled", "emit.py",
-           "if abs(ratio - 1) < ADD_SAME_SCALE:", "if True:"),
-    Mutant("placement: both parts of a concatenation start at its first row", "placement.py",
-           "loc[part] = (buf, row + (0 if k == 0 else nodes[node.ins[0]].shape[0]))",
-           "loc[part] = (buf, row)"),
-    Mutant("emission: LD brings in one row of a tensor", "emit.py",
-           'self.put("LD", dst=dst, src=entry.addr, len=node.shape[0] * node.shape[1])',
-           'self.put("LD", dst=dst, src=entry.addr, len=node.shape[1])'),
-    Mutant("emission: ST leaves out the last row of an output", "emit.py",
-           'self.put("ST", src=operands[0], dst=entry.addr, len=node.shape[0] * node.shape[1])',
-           'self.put("ST", src=operands[0], dst=entry.addr, len=max(1, node.shape[0] * node.shape[1] - '
-           'node.shape[1]))'),
-    Mutant("layout: external regions advance by rows, not words, so they overlap", "layout.py",
-           "top += words", "top += node.shape[0]"),
-    Mutant("lifetimes: a buffer is freed at the step before its last reader", "emit.py",
-           "for buf_id in self.schedule.get(step, []):",
-           "for buf_id in self.schedule.get(step, []) + self.schedule.get(step + 1, []):"),
-    Mutant("allocator: freed pieces merge with a neighbour even across a gap", "allocator.py",
-           "if merged and merged[-1][0] + merged[-1][1] == begin:",
-           "if merged and merged[-1][0] + merged[-1][1] <= begin:"),
-    Mutant("limits: K is checked against 10 x K_MAX", "limits.py",
-           "if k > params.K_MAX:", "if k > 10 * params.K_MAX:"),
-    Mutant("fusion: a relu is fused although its matmul has other readers", "fusion.py",
-           "        if others:\n", "        if False:\n"),
-    Mutant("placement: a tensor may be a view in two concatenations", "placement.py",
-           "    if part.id in loc:\n", "    if False:\n"),
+    Mutant("tiling: partial tiles at the edges are issued full size", Function("compiler.lowering.tiles"),
+           _full_size_tiles),
+    Mutant("tiling: moving down one tile of A skips T words instead of T rows",
+           Function("compiler.lowering.mm_fields"), _field("A", lambda tile, a, *_: a + tile.row)),
+    Mutant("tiling: the next tile of a transposed B starts T words on, not T rows",
+           Function("compiler.lowering.mm_fields"), _field("B", lambda tile, a, b, *_: b + tile.col)),
+    Mutant("tiling: a transposed B is read with the output row length as its stride",
+           Function("compiler.lowering.mm_fields"), _field("ldb", lambda tile, a, b, acc, k, n, t: n)),
+    Mutant("tiling: MM never gets tb=1", Function("compiler.lowering.mm_fields"), _field("tb", lambda *_: 0)),
+    Mutant("tiling: accumulator rows are written T words apart", Function("compiler.lowering.mm_fields"),
+           _field("ldc", lambda *_: DEFAULT.T)),
+    Mutant("requantizers: a matmul's scale= factor is left out", Function("compiler.lowering.matmul_factor"),
+           _arguments(lambda factor, a, b, out: (1.0, a, b, out))),
+    Mutant("requantizers: the A operand's scale is used for B as well",
+           Function("compiler.lowering.matmul_factor"),
+           _arguments(lambda factor, a, b, out: (factor, a, a, out))),
+    Mutant("requantizers: a fused relu never sets the RQ relu flag", Function("compiler.lowering.fused_relu"),
+           _returns(False)),
+    Mutant("requantizers: Q16 probabilities are brought to int8 with 1/65536 instead of 127/65536",
+           Function("compiler.lowering.softmax_factor"), _arguments(lambda scale: (1.0,))),
+    Mutant("scales: the softmax input is pinned to 1/8 (Q3.5 would be needed) instead of 1/16",
+           Entry(Op.SOFTMAX, "scale"), _pins_softmax_input_to_one_eighth),
+    Mutant("scales: a tensor's range is its smallest per-sample maximum",
+           Function("compiler.calibrate.calibrated_range"),
+           lambda original: lambda per_sample: float(per_sample.min())),
+    Mutant("scales: the second part of a concatenation keeps a scale of its own", Entry(Op.CONCAT, "scale"),
+           lambda rule: dataclasses.replace(rule, joins=rule.joins[:1])),
+    Mutant("scales: an add's scale is chosen from the sum only", Entry(Op.ADD, "scale"),
+           lambda rule: dataclasses.replace(rule, covers=())),
+    Mutant("emission: every SM reads row 0", Function("compiler.lowering.sm_fields"),
+           _field("src", lambda row, dst, src, cols: src)),
+    Mutant("emission: every AMAX writes its index to the same word",
+           Function("compiler.lowering.amax_fields"), _field("dst", lambda row, dst, src, cols: dst)),
+    Mutant("emission: an add operand is rescaled by sum/operand instead of operand/sum",
+           Function("compiler.lowering.rescale_factor"), _arguments(lambda operand, total: (total, operand))),
+    Mutant("emission: add operands are never rescaled", Function("compiler.lowering.needs_rescale"),
+           _returns(False)),
+    Mutant("placement: both parts of a concatenation start at its first row",
+           Function("compiler.placement.stack_offsets"), lambda original: lambda heights: [0] * len(heights)),
+    Mutant("emission: LD brings in one row of a tensor", Function("compiler.lowering.ld_fields"),
+           _field("len", lambda entry, dst: entry.shape[1])),
+    Mutant("emission: ST leaves out the last row of an output", Function("compiler.lowering.st_fields"),
+           _field("len", lambda entry, src: max(1, entry.words - entry.shape[1]))),
+    Mutant("layout: external regions advance by rows, not words, so they overlap",
+           Function("compiler.layout.ExtEntry.end"),
+           lambda original: property(lambda entry: entry.addr + entry.shape[0])),
+    Mutant("lifetimes: a buffer is freed at the step before its last reader", PassSeam("lifetimes"),
+           _freed_a_step_early),
+    Mutant("allocator: freed pieces merge with a neighbour even across a gap",
+           Function("compiler.allocator.adjacent"),
+           lambda original: lambda piece, start: piece[0] + piece[1] <= start),
+    Mutant("limits: K is checked against 10 x K_MAX", Entry(Op.MATMUL, "limits"), _ten_times_k_max),
+    Mutant("fusion: a relu is fused although its matmul has other readers",
+           Function("compiler.fusion.other_readers"), _returns([])),
+    Mutant("placement: a tensor may be a view in two concatenations",
+           Function("compiler.placement.check_free"), _returns(None)),
 )
 
 EQUIVALENT = (
     Mutant("allocator: a free piece of exactly the requested size is passed over (a later, larger "
-           "piece serves; it matters only when the scratchpad is all but full)", "allocator.py",
-           "if piece >= words:", "if piece > words:"),
+           "piece serves; it matters only when the scratchpad is all but full)",
+           Function("compiler.allocator.fits"), lambda original: lambda piece, words: piece > words),
 )
+
+ALL = MUTANTS + EQUIVALENT
+
+
+# --------------------------------------------------------------------------- running
 
 
 @dataclass
 class Verdict:
-    mutant: Mutant
+    mutant: Mutant | None
     caught: bool
     how: str
     seconds: float
 
 
-def check_anchors(mutants: tuple[Mutant, ...]) -> list[str]:
-    """Anchors that do not occur exactly once in their file (empty: all good)."""
-    bad = []
-    for m in mutants:
-        count = (PACKAGE / m.file).read_text().count(m.anchor)
-        if count != 1:
-            bad.append(f"{m.label}: the anchor {m.anchor!r} occurs {count} times in {m.file}")
-    return bad
+def missing_seams(mutants: tuple[Mutant, ...] = ALL) -> list[str]:
+    """Mutants whose seam does not exist (empty: all good)."""
+    return [f"{m.label}: {problem}" for m in mutants if (problem := m.seam.missing()) is not None]
 
 
-def run_one(mutant: Mutant | None) -> Verdict:
-    """Run the battery on a copy of the package with the mutant applied (None: unbroken)."""
+def run_in_child(index: int | None) -> int:
+    """In the subprocess: apply mutant ``index`` of :data:`ALL` (None: none), run the battery."""
+    from .battery import main
+    if index is not None:
+        mutant = ALL[index]
+        problem = mutant.seam.missing()
+        if problem is not None:
+            print(f"seam missing: {problem}")
+            return SEAM_EXIT
+        mutant.seam.substitute(mutant.broken)
+    return main(["--mutation"])
+
+
+def run_one(index: int | None) -> Verdict:
+    """Run the battery in a subprocess with mutant ``index`` of :data:`ALL` (None: unbroken)."""
     start = time.monotonic()
-    with tempfile.TemporaryDirectory(prefix="capra_mutant_") as tmp:
-        copy = Path(tmp) / "compiler"
-        shutil.copytree(PACKAGE, copy, ignore=shutil.ignore_patterns("__pycache__"))
-        if mutant is not None:
-            path = copy / mutant.file
-            path.write_text(path.read_text().replace(mutant.anchor, mutant.replacement))
-        env = dict(os.environ, PYTHONPATH=os.pathsep.join([tmp, str(ROOT)]), PYTHONDONTWRITEBYTECODE="1")
-        script = ("import sys, compiler; "
-                  "assert compiler.__file__.startswith(sys.argv[1]), compiler.__file__; "
-                  "from compiler.testing.battery import main; sys.exit(main(['--mutation']))")
-        try:
-            done = subprocess.run([sys.executable, "-c", script, tmp], cwd=tmp, env=env, capture_output=True,
-                                  text=True, timeout=TIMEOUT_SECONDS)
-        except subprocess.TimeoutExpired:
-            return Verdict(mutant, True, f"timed out after {TIMEOUT_SECONDS} s", time.monotonic() - start)
+    mutant = None if index is None else ALL[index]
+    path = [str(ROOT), *filter(None, os.environ.get("PYTHONPATH", "").split(os.pathsep))]
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(path), PYTHONDONTWRITEBYTECODE="1")
+    script = ("import sys; from compiler.testing.mutants import run_in_child; "
+              f"sys.exit(run_in_child({index!r}))")
+    try:
+        done = subprocess.run([sys.executable, "-c", script], cwd=ROOT, env=env, capture_output=True,
+                              text=True, timeout=TIMEOUT_SECONDS)
+    except subprocess.TimeoutExpired:
+        return Verdict(mutant, True, f"timed out after {TIMEOUT_SECONDS} s", time.monotonic() - start)
     seconds = time.monotonic() - start
     lines = (done.stdout + done.stderr).strip().splitlines()
     last = lines[-1] if lines else ""
-    if "AssertionError" in done.stderr and "compiler.__file__" in done.stderr:
-        raise RuntimeError(f"the subprocess did not import the mutated copy: {done.stderr}")
+    if done.returncode == SEAM_EXIT:
+        raise RuntimeError(f"the subprocess could not apply the mutant: {last}")
     if done.returncode == 0:
         return Verdict(mutant, False, "the battery passed", seconds)
     if done.returncode == PROBLEM_EXIT:
@@ -159,37 +335,58 @@ def run_one(mutant: Mutant | None) -> Verdict:
     return Verdict(mutant, True, f"crashed: {last}", seconds)
 
 
+def _listing() -> str:
+    lines = [f"{k + 1:3d}  {m.seam!s:32s} {m.label}" for k, m in enumerate(MUTANTS)]
+    lines += [f"{len(MUTANTS) + k + 1:3d}  {m.seam!s:32s} {m.label} (equivalent)"
+              for k, m in enumerate(EQUIVALENT)]
+    return "\n".join(["  #  seam                             what is broken", *lines])
+
+
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m compiler.testing.mutants",
+                                     description=__doc__.split("\n\n")[0])
     parser.add_argument("--jobs", type=int, default=2, help="mutants run in parallel (default 2)")
+    parser.add_argument("--list", action="store_true", help="list the mutants and their seams, run nothing")
+    parser.add_argument("--only", type=int, nargs="+", metavar="N",
+                        help=f"run only these mutants (1..{len(ALL)}, as --list numbers them)")
     args = parser.parse_args(argv)
-    bad = check_anchors(MUTANTS + EQUIVALENT)
+    if args.list:
+        print(_listing())
+        return 0
+    bad = missing_seams()
     if bad:
         print("\n".join(bad), file=sys.stderr)
         return 2
+    chosen = list(range(len(ALL))) if not args.only else [n - 1 for n in args.only]
+    if any(not 0 <= k < len(ALL) for k in chosen):
+        parser.error(f"--only takes numbers from 1 to {len(ALL)}")
+    return _run(chosen, args.jobs)
+
+
+def _run(chosen: list[int], jobs: int) -> int:
     start = time.monotonic()
-    print("This breaks copies of the compiler on purpose; 'caught' is what we want to see.")
+    print("This breaks the compiler on purpose, one substitution at a time; 'caught' is what we want to see.")
     baseline = run_one(None)
     if baseline.caught:
         print(f"the UNBROKEN compiler fails the battery: {baseline.how}", file=sys.stderr)
         return 2
     print(f"unbroken compiler: the battery passes ({baseline.seconds:.1f} s)")
-    with concurrent.futures.ThreadPoolExecutor(max_workers=args.jobs) as pool:
-        futures = [pool.submit(run_one, m) for m in MUTANTS + EQUIVALENT]
+    with concurrent.futures.ThreadPoolExecutor(max_workers=jobs) as pool:
         verdicts = []
-        for future in futures:
+        for k, future in zip(chosen, [pool.submit(run_one, k) for k in chosen], strict=True):
             v = future.result()
-            verdicts.append(v)
+            verdicts.append((k, v))
             state = "caught" if v.caught else "NOT CAUGHT"
-            print(f"  {v.mutant.label}: {state} ({v.seconds:.1f} s) -- {v.how}", flush=True)
-    caught = sum(v.caught for v in verdicts[:len(MUTANTS)])
-    print(f"\ncompiler: {caught} of {len(MUTANTS)} broken compilers caught")
-    equivalent = verdicts[len(MUTANTS):]
+            print(f"  {v.mutant.label} [{v.mutant.seam}]: {state} ({v.seconds:.1f} s) -- {v.how}", flush=True)
+    broken = [v for k, v in verdicts if k < len(MUTANTS)]
+    equivalent = [v for k, v in verdicts if k >= len(MUTANTS)]
+    caught = sum(v.caught for v in broken)
+    print(f"\ncompiler: {caught} of {len(broken)} broken compilers caught")
     for v in equivalent:
         verdict = "not caught, as expected" if not v.caught else f"CAUGHT (unexpected: {v.how})"
         print(f"equivalent in effect: {v.mutant.label}: {verdict}")
-    print(f"wall time {time.monotonic() - start:.1f} s with {args.jobs} jobs")
-    return 0 if caught == len(MUTANTS) and not any(v.caught for v in equivalent) else 1
+    print(f"wall time {time.monotonic() - start:.1f} s with {jobs} jobs")
+    return 0 if caught == len(broken) and not any(v.caught for v in equivalent) else 1
 
 
 if __name__ == "__main__":

@@ -1,17 +1,67 @@
 """compiler/testing/mutants.py: every deliberate bug is caught; the equivalent one is not."""
 
+import dataclasses
+
+import pytest
+
+from compiler import lowering, pipeline
+from compiler.ops import OPS, Op
 from compiler.testing import mutants
+from compiler.testing.mutants import Entry, Function, Mutant, PassSeam
 
 
-def test_every_anchor_occurs_exactly_once():
-    assert mutants.check_anchors(mutants.MUTANTS + mutants.EQUIVALENT) == []
-    assert len(mutants.MUTANTS) == 27
+def test_every_seam_exists_and_there_are_27_broken_compilers():
+    assert mutants.missing_seams() == []
+    assert len(mutants.MUTANTS) == 27 and len(mutants.EQUIVALENT) == 1
 
 
-def test_a_bad_anchor_is_reported():
-    ghost = mutants.Mutant("ghost", "emit.py", "this text is not in the file", "")
-    expected = f"ghost: the anchor {ghost.anchor!r} occurs 0 times in emit.py"
-    assert mutants.check_anchors((ghost,)) == [expected]
+def test_a_missing_seam_is_reported_by_mutant_and_seam():
+    ghosts = (Mutant("ghost function", Function("compiler.lowering.no_such_helper"), lambda f: f),
+              Mutant("ghost module", Function("compiler.nowhere.helper"), lambda f: f),
+              Mutant("ghost field", Entry(Op.MATMUL, "no_such_field"), lambda f: f),
+              Mutant("ghost pass", PassSeam("no_such_pass"), lambda p: p))
+    assert mutants.missing_seams(ghosts) == [
+        "ghost function: compiler.lowering.no_such_helper does not exist",
+        "ghost module: compiler.nowhere.helper does not exist",
+        "ghost field: OPS[matmul] has no field 'no_such_field'",
+        "ghost pass: no pass 'no_such_pass'"]
+
+
+def test_each_substitution_changes_its_seam_and_is_undone():
+    table, passes = dict(OPS), pipeline.PASSES
+    for mutant in mutants.ALL:
+        original = mutant.seam.value()
+        with mutants.applied(mutant):
+            assert mutant.seam.value() is not original, mutant.label
+        assert mutant.seam.value() is original, mutant.label
+        assert dict(OPS) == table and pipeline.PASSES is passes
+    tile = lowering.Tile(4, 0, 1, 4)
+    broken = next(m for m in mutants.MUTANTS if m.label.startswith("tiling: MM never gets tb=1"))
+    with mutants.applied(broken):
+        assert lowering.mm_fields(tile, 100, 200, 300, 8, 6, True)["tb"] == 0
+    assert lowering.mm_fields(tile, 100, 200, 300, 8, 6, True)["tb"] == 1
+
+
+def test_an_entry_substitution_replaces_the_table_entry_only_while_applied():
+    mutant = next(m for m in mutants.MUTANTS if m.seam == Entry(Op.SOFTMAX, "scale"))
+    original = OPS[Op.SOFTMAX]
+    with mutants.applied(mutant):
+        assert OPS[Op.SOFTMAX].scale.pins[0].scale == 1 / 8
+        assert dataclasses.replace(OPS[Op.SOFTMAX], scale=original.scale) == original
+    assert OPS[Op.SOFTMAX] is original
+
+
+def test_the_list_names_every_mutant_and_its_seam(capsys):
+    assert mutants.main(["--list"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert len(lines) == 1 + 28
+    assert lines[1].split()[:2] == ["1", "lowering.tiles"]
+    assert "pass lifetimes" in lines[23] and lines[-1].endswith("(equivalent)")
+
+
+def test_only_takes_numbers_from_the_list():
+    with pytest.raises(SystemExit):
+        mutants.main(["--only", "29"])
 
 
 def test_the_mutation_check_catches_27_of_27(capsys):
