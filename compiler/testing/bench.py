@@ -30,6 +30,8 @@ from .random_graphs import random_graph, sample_inputs
 
 CHAIN_SIZES = (100, 1_000, 10_000)
 CHAIN_WIDTH = 4
+CHAIN_IMEM_WORDS = 1 << 16
+"""The instruction memory the chains are compiled for (the largest sim.spec.Params allows)."""
 
 
 def battery_throughput(seeds: range = BATTERY_SEEDS) -> tuple[float, float]:
@@ -74,7 +76,7 @@ def chain_compile_seconds(nodes: int, repeats: int = 3) -> float:
     """Best of ``repeats`` compile times of a chain (the best is the least disturbed by
     other work on the machine)."""
     net, calibration = chain(nodes)
-    machine = replace(DEFAULT, IMEM_WORDS=1 << 16)
+    machine = replace(DEFAULT, IMEM_WORDS=CHAIN_IMEM_WORDS)
     times = []
     for _ in range(repeats):
         start = time.perf_counter()

@@ -1,4 +1,4 @@
-"""compiler/program.py: external image, int4 packing, running, reading tensors back."""
+"""compiler/program.py: external image (int4 weights packed), running, reading tensors back."""
 
 import warnings
 
@@ -6,24 +6,10 @@ import numpy as np
 import pytest
 
 from compiler import Graph, SaturationWarning, compile_graph
-from compiler.int4 import pack_int4
-from sim.asm import build, listing
-from sim.machine import Machine, s8
+from sim.asm import listing
+from sim.machine import s8
 
 from .conftest import single_matmul
-
-
-def test_pack_int4_by_hand():
-    words = pack_int4([1, -1, 2, -8, 7, 0, 3, -2, 5])
-    assert words.tolist() == [0xE30782F1, 0x5]
-
-
-def test_the_machine_unpacks_what_pack_int4_packed():
-    levels = np.array([-7, -3, 0, 1, 7, 6, -8, 2, 4, -1])
-    packed = pack_int4(levels)
-    program = [build("LD", dst=0, src=0, len=2), build("UNPACK", dst=8, src=0, len=2), build("HALT")]
-    state = Machine().run(program, packed)
-    assert s8(state.spad[8:18]).tolist() == levels.tolist()
 
 
 def test_ext_image_holds_quantized_inputs_and_weights_at_their_addresses():

@@ -2,7 +2,7 @@
 
 import pytest
 
-from compiler import CompileError
+from compiler import CompileError, Graph, compile_graph
 from compiler.requant import requantizer, shift_range
 from sim.spec import BY_NAME
 
@@ -38,6 +38,18 @@ def test_a_factor_that_underflows_or_overflows_says_so(factor, words):
         requantizer(factor, "matmul node 4", 4)
     assert info.value.problem == (f"matmul node 4: the requantizer factor {words}: the scales involved are "
                                   "too far apart")
+
+
+def test_an_infinite_factor_is_reachable_from_a_graph():
+    # x and w reach 1e154 and the product cancels to 0, so the output keeps the stand-in scale
+    # 1/127 while scale_x * scale_w * 1e5 is about 8e310: the exact factor overflows
+    g = Graph()
+    x = g.input("x", (1, 2))
+    g.output(g.matmul(x, g.weight("w", [[1e154], [-1e154]]), scale=1e5), "y")
+    with pytest.raises(CompileError) as info:
+        compile_graph(g, [{"x": [[1e154, 1e154]]}])
+    assert info.value.problem == ("matmul node 2: the requantizer factor overflows to infinity: the scales "
+                                  "involved are too far apart") and info.value.node == 2
 
 
 def test_underflow_detection_and_the_exact_product():
