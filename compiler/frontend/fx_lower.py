@@ -17,6 +17,7 @@ node exactly or refuses it.
 
 from __future__ import annotations
 
+import enum
 import inspect
 import math
 import operator
@@ -314,18 +315,23 @@ def inplace_refusals(traced: fx.GraphModule) -> list[Refusal]:
     return refusals
 
 
+class Kind(enum.Enum):
+    """What an fx node lowered to (the ``kind`` of a :class:`_Value`)."""
+
+    TENSOR = "a Capra tensor nid"
+    PRODUCT = ("a Capra matmul nid that nothing but this node's users reads, so a relu or a constant "
+               "factor can still join it")
+    TRANSPOSED = "Capra tensor nid, read transposed"
+    CONSTANT = "a parameter or buffer (array, float64, named name), not yet a Capra weight"
+    INDICES = "an argmax nid"
+    STATIC = "a Python value (number) known at compile time"
+
+
 @dataclass
 class _Value:
-    """What an fx node lowered to.
+    """What an fx node lowered to: a :class:`Kind` and the fields that kind uses."""
 
-    kind is one of: "tensor" (a Capra tensor ``nid``), "product" (a Capra matmul ``nid`` that
-    nothing but this node's users reads, so a relu or a constant factor can still join it),
-    "transposed" (Capra tensor ``nid`` read transposed), "constant" (a parameter or buffer,
-    ``array`` float64, named ``name``, not yet a Capra weight), "indices" (an argmax ``nid``),
-    "static" (a Python value ``number`` known at compile time).
-    """
-
-    kind: str
+    kind: Kind
     nid: int = -1
     array: np.ndarray | None = None
     name: str = ""
@@ -454,20 +460,20 @@ class Lowering:
                 raise Upstream
             return self.values[arg]
         if _is_plain(arg):
-            return _Value("static", number=arg)
+            return _Value(Kind.STATIC, number=arg)
         raise Refuse(f"takes {arg!r} as an operand, which is neither a tensor nor a number")
 
     def tensor(self, arg: Any, role: str) -> int:
         """The Capra id of a tensor operand; a constant becomes a weight here."""
         v = self.value(arg)
-        if v.kind in ("tensor", "product"):
+        if v.kind in (Kind.TENSOR, Kind.PRODUCT):
             return v.nid
-        if v.kind == "constant":
+        if v.kind is Kind.CONSTANT:
             return self.weight(v.name, v.array)
-        if v.kind == "transposed":
+        if v.kind is Kind.TRANSPOSED:
             raise Refuse(f"reads {arg.name}, a transposed view, as its {role}; GA-2 reads a transpose "
                          "only as the second operand of a matmul (MM's tb flag)")
-        if v.kind == "indices":
+        if v.kind is Kind.INDICES:
             raise Refuse(f"reads {arg.name}, the indices an argmax returns, as its {role}; indices have "
                          "no int8 scale, so only an output may take them")
         raise Refuse(f"takes the number {v.number!r} as its {role}, where a tensor is needed")
@@ -504,12 +510,12 @@ class Lowering:
     def lower_static(self, node: fx.Node) -> _Value:
         """Shape arithmetic: a value fixed by the traced shapes, not by tensor values."""
         if _is_shape_query(node):
-            return _Value("static", number=node.meta[STATIC])
+            return _Value(Kind.STATIC, number=node.meta[STATIC])
         for arg in node.all_input_nodes:
-            if self.value(arg).kind != "static":
+            if self.value(arg).kind is not Kind.STATIC:
                 raise Refuse(f"turns the tensor {arg.name} into the Python value {node.meta[STATIC]!r}, "
                              "which would be fixed at compile time to what the example inputs gave")
-        return _Value("static", number=node.meta[STATIC])
+        return _Value(Kind.STATIC, number=node.meta[STATIC])
 
     def lower_input(self, node: fx.Node) -> _Value:
         meta = node.meta["tensor_meta"]
@@ -521,7 +527,7 @@ class Lowering:
         name = str(node.target)  # the argument's name (node.name may differ: input_1 for input)
         nid = self.own(self.graph.input(name, self.shape_of(node)))
         self.inputs.append(name)
-        return _Value("tensor", nid)
+        return _Value(Kind.TENSOR, nid)
 
     def lower_attribute(self, node: fx.Node) -> _Value:
         owner: Any = self.traced
@@ -529,7 +535,7 @@ class Lowering:
             owner = getattr(owner, part)
         if not isinstance(owner, torch.Tensor) or not owner.is_floating_point():
             raise Refuse("is not a float tensor, so it cannot become a weight")
-        return _Value("constant", array=owner.detach().cpu().double().numpy(), name=node.target)
+        return _Value(Kind.CONSTANT, array=owner.detach().cpu().double().numpy(), name=node.target)
 
     def lower_output(self, node: fx.Node) -> None:
         problems = []
@@ -541,11 +547,11 @@ class Lowering:
                 v = self.value(item)
             except Upstream:
                 continue
-            if v.kind in ("constant", "static"):
+            if v.kind in (Kind.CONSTANT, Kind.STATIC):
                 problems.append(f"returns {item.name}, a value fixed at compile time; nothing on GA-2 "
                                 "computes it")
                 continue
-            if v.kind == "transposed":
+            if v.kind is Kind.TRANSPOSED:
                 problems.append(f"returns {item.name}, a transposed view; GA-2 stores a tensor row by row "
                                 "as it was computed, so transpose it on the host")
                 continue
@@ -580,11 +586,12 @@ class Lowering:
         transposed = self.weight(f"{node.target}.weight.T", w.T)
         if module.bias is None:
             product = self.graph.matmul(source, transposed, scale=self.folded_factor(node))
-            return _Value("product", self.own(product))
+            return _Value(Kind.PRODUCT, self.own(product))
         product = self.own(self.graph.matmul(source, transposed))
         rows = self.graph.nodes[source].shape[0]
         bias = np.tile(module.bias.detach().cpu().double().numpy(), (rows, 1))
-        return _Value("tensor", self.own(self.graph.add(product, self.weight(f"{node.target}.bias", bias))))
+        total = self.graph.add(product, self.weight(f"{node.target}.bias", bias))
+        return _Value(Kind.TENSOR, self.own(total))
 
     def too_deep(self, k: int) -> Refuse:
         return Refuse(f"its inner dimension is {k}, more than the {self.params.K_MAX} that one MM "
@@ -594,7 +601,7 @@ class Lowering:
     def op_matmul(self, node: fx.Node, input: Any, other: Any) -> _Value:
         first = self.tensor(input, "first operand")
         second_value = self.value(other)
-        if second_value.kind == "transposed":
+        if second_value.kind is Kind.TRANSPOSED:
             second, transpose_b = second_value.nid, True
         else:
             second, transpose_b = self.tensor(other, "second operand"), False
@@ -602,7 +609,7 @@ class Lowering:
         if k > self.params.K_MAX:
             raise self.too_deep(k)
         product = self.graph.matmul(first, second, transpose_b=transpose_b, scale=self.folded_factor(node))
-        return _Value("product", self.own(product))
+        return _Value(Kind.PRODUCT, self.own(product))
 
     def folded_factor(self, product: fx.Node) -> float:
         """The product of the positive constants that multiply (or divide) a matmul's result
@@ -660,17 +667,17 @@ class Lowering:
         values = [self.value(arg) for arg in (input, other)]  # raises Upstream if one was refused
         if node in self.folded:
             return self.value(self.folded[node])
-        if dividing and values[1].kind != "static":
+        if dividing and values[1].kind is not Kind.STATIC:
             raise Refuse("divides by a tensor; GA-2 has no reciprocal, only a constant factor on a matmul's "
                          "result")
-        constants = [v for v in values if v.kind == "static"]
+        constants = [v for v in values if v.kind is Kind.STATIC]
         if not constants:
             raise Refuse("multiplies two tensors element by element; GA-2 has no elementwise product, only "
                          "a constant factor on a matmul's result")
         self.check_factor(constants[0].number, dividing)
-        arg = input if values[0].kind != "static" else other
+        arg = input if values[0].kind is not Kind.STATIC else other
         v = self.value(arg)
-        if v.kind != "product":
+        if v.kind is not Kind.PRODUCT:
             hint = self.producer_hint(arg) if isinstance(arg, fx.Node) else ""
             raise Refuse(f"a constant factor only folds into the matmul whose result it scales, and {hint}")
         readers = [u.name for u in _value_readers(arg) if u is not node]
@@ -696,14 +703,14 @@ class Lowering:
 
     def op_relu(self, node: fx.Node, input: Any, inplace: bool) -> _Value:
         nid = self.tensor(input, "operand")
-        if self.value(input).kind != "product":
+        if self.value(input).kind is not Kind.PRODUCT:
             raise Refuse("GA-2 has no relu instruction: a relu is the flag of the requantizer that ends a "
                          f"matmul, and {self.producer_hint(input)}")
         readers = [u.name for u in _value_readers(input) if u is not node]
         if readers:
             raise Refuse(f"{input.name} is also read by {', '.join(readers)}; fused into the matmul's "
                          "requantizer, the relu would change what they read")
-        return _Value("tensor", self.own(self.graph.relu(nid)))
+        return _Value(Kind.TENSOR, self.own(self.graph.relu(nid)))
 
     def op_softmax(self, node: fx.Node, input: Any, dim: Any, _stacklevel: Any = 3,
                    dtype: Any = None) -> _Value:
@@ -718,7 +725,7 @@ class Lowering:
         if length > self.params.SM_MAX_LEN:
             raise Refuse(f"its rows hold {length} values, more than the softmax unit's "
                          f"{self.params.SM_MAX_LEN} (SM_MAX_LEN)")
-        return _Value("tensor", self.own(self.graph.softmax(nid)))
+        return _Value(Kind.TENSOR, self.own(self.graph.softmax(nid)))
 
     def op_add(self, node: fx.Node, input: Any, other: Any, alpha: Any) -> _Value:
         if alpha != 1:
@@ -727,9 +734,9 @@ class Lowering:
         parts = []
         for arg in (input, other):
             v = self.value(arg)
-            if v.kind in ("constant", "static"):
-                constant = v.array if v.kind == "constant" else v.number
-                if not (v.kind == "constant" or _is_number(constant)):
+            if v.kind in (Kind.CONSTANT, Kind.STATIC):
+                constant = v.array if v.kind is Kind.CONSTANT else v.number
+                if not (v.kind is Kind.CONSTANT or _is_number(constant)):
                     raise Refuse(f"adds {constant!r}, which is not a number")
                 name = v.name or f"{node.name}.constant"
                 try:
@@ -744,7 +751,7 @@ class Lowering:
                 raise Refuse(f"broadcasts {arg.name} {self.graph.nodes[nid].shape} to {shape}; GA-2 adds "
                              "tensors of one shape, and only a constant is broadcast (at compile time)")
             parts.append(nid)
-        return _Value("tensor", self.own(self.graph.add(*parts)))
+        return _Value(Kind.TENSOR, self.own(self.graph.add(*parts)))
 
     def op_cat(self, node: fx.Node, tensors: Any, dim: Any) -> _Value:
         if dim not in (0, -2):
@@ -756,7 +763,7 @@ class Lowering:
         result = parts[0]
         for part in parts[1:]:
             result = self.own(self.graph.concat_rows(result, part))
-        return _Value("tensor", result)
+        return _Value(Kind.TENSOR, result)
 
     def op_argmax(self, node: fx.Node, input: Any, dim: Any, keepdim: Any) -> _Value:
         if dim is None:
@@ -764,7 +771,7 @@ class Lowering:
                          "row: give dim=-1")
         if dim not in (-1, 1):
             raise Refuse(f"searches along dim={dim}; GA-2's argmax works on each row (dim=-1) only")
-        return _Value("indices", self.own(self.graph.argmax(self.tensor(input, "operand"))))
+        return _Value(Kind.INDICES, self.own(self.graph.argmax(self.tensor(input, "operand"))))
 
     def op_transpose(self, node: fx.Node, input: Any, dim0: Any, dim1: Any) -> _Value:
         axes = {d % 2 if isinstance(d, int) and -2 <= d <= 1 else d for d in (dim0, dim1)}
@@ -784,12 +791,12 @@ class Lowering:
 
     def transposed(self, arg: Any) -> _Value:
         v = self.value(arg)
-        if v.kind == "constant":
+        if v.kind is Kind.CONSTANT:
             array = v.array.T if v.array.ndim == 2 else v.array
-            return _Value("constant", array=array, name=f"{v.name}.T")
-        if v.kind in ("tensor", "product"):
-            return _Value("transposed", v.nid)
-        if v.kind == "transposed":
-            return _Value("tensor", v.nid)
+            return _Value(Kind.CONSTANT, array=array, name=f"{v.name}.T")
+        if v.kind in (Kind.TENSOR, Kind.PRODUCT):
+            return _Value(Kind.TRANSPOSED, v.nid)
+        if v.kind is Kind.TRANSPOSED:
+            return _Value(Kind.TENSOR, v.nid)
         self.tensor(arg, "operand")  # refuses indices and numbers with the reason
         raise AssertionError("unreachable")
