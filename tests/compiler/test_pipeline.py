@@ -1,4 +1,5 @@
-"""compiler/pipeline.py: the order of the passes and what compile_graph passes through."""
+"""compiler/pipeline.py: the passes as data (order, contracts, the structural prefix) and what
+compile_graph passes through."""
 
 import numpy as np
 import pytest
@@ -69,3 +70,59 @@ def test_ranges_on_a_tensor_that_is_also_an_output_gives_a_note_naming_the_tag()
     assert len(program.notes) == 1
     assert program.notes[0].startswith("ranges['h'] = 0.5 does not set the scale of node 2 (matmul)")
     assert "node 3 (output 'y'), whose calibrated range 3 is larger" in program.notes[0]
+
+
+# ----------------------------------------------------------------------------- the pipeline as data
+
+def test_the_passes_in_order_and_the_structural_prefix():
+    from compiler.pipeline import PASSES, structural_passes
+    assert [p.name for p in PASSES] == ["limits", "fusion", "placement", "lifetimes", "layout", "calibration",
+                                        "scales", "emission"]
+    assert [p.name for p in structural_passes()] == ["limits", "fusion", "placement", "lifetimes", "layout"]
+    written = {"graph", "params", "calibration", "fixed_ranges", "reuse", "events"}
+    for p in PASSES:   # every pass reads only what the arguments or an earlier pass give
+        assert set(p.reads) <= written, p.name
+        written |= set(p.writes)
+        assert p.before and p.after
+
+
+@pytest.mark.parametrize("wbits", [8, 4])
+def test_every_contract_holds_on_the_battery_graphs(wbits):
+    import random
+
+    from compiler.testing.random_graphs import random_graph, random_slice_graph, sample_inputs
+    for build in (random_graph, random_slice_graph):
+        for seed in range(60):
+            graph, names = build(seed, wbits)
+            rng = random.Random(seed)
+            calibration = [sample_inputs(names, rng) for _ in range(4)]
+            for reuse in (True, False):
+                compile_graph(graph, calibration, reuse=reuse, check_contracts=True)
+
+
+def test_a_pass_that_breaks_its_contract_is_named():
+    from compiler.contracts import ContractError
+    from compiler.pipeline import PASSES, Compilation, run_passes
+    g = single_matmul(3, 4, 2)
+    state = Compilation(g)
+    run_passes(state, PASSES[:3], check=True)
+    state.placement.buffers[0].words -= 1          # the output no longer fits its buffer
+    broken = r"pass placement: node 2 \(matmul\) ends at word 6 of buffer 0, which has 5"
+    with pytest.raises(ContractError, match=broken):
+        PASSES[2].check(state)
+
+
+def test_a_pass_run_before_what_it_reads_is_named():
+    from compiler.contracts import ContractError
+    from compiler.pipeline import PASSES, Compilation, run_passes
+    with pytest.raises(ContractError, match="pass placement: needs 'consumers', which no earlier pass set"):
+        run_passes(Compilation(single_matmul(2, 2, 2)), [PASSES[2]], check=True)
+
+
+def test_check_structure_refuses_without_calibration_data():
+    from compiler.pipeline import check_structure
+    g = Graph()
+    g.output(g.relu(g.input("x", (2, 2))), "y")
+    with pytest.raises(CompileError, match="relu node 1 reads node 0"):
+        check_structure(g)
+    check_structure(single_matmul(2, 3, 4), Params(T=2))
