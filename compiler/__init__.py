@@ -10,15 +10,21 @@
     outcome = program.run({"x": x_values})           # on the reference machine
     outcome.outputs["probs"].floats
 
-The passes, one module each: :mod:`.ir`, :mod:`.limits`, :mod:`.fusion`,
-:mod:`.placement`, :mod:`.lifetimes`, :mod:`.layout`, :mod:`.calibrate` (with
-:mod:`.evaluate`), :mod:`.scales`, :mod:`.requant`, :mod:`.allocator`, :mod:`.emit`; the
-result is a :class:`Program`. For testing: :mod:`.interpret`, :mod:`.realcheck`,
-:mod:`.random_graphs`, :mod:`.battery`.
+The operations are declared once, in the table of :mod:`.ops` (shape rules in :mod:`.shapes`,
+meanings in :mod:`.semantics`, lowerings in :mod:`.lowering`); the graph IR is :mod:`.ir`,
+with a text form (:mod:`.text`). The pipeline is the list of passes in :mod:`.pipeline`, one
+module each: :mod:`.limits`, :mod:`.fusion`, :mod:`.placement`, :mod:`.lifetimes`,
+:mod:`.layout`, :mod:`.calibrate` (with :mod:`.evaluate`), :mod:`.scales` (with
+:mod:`.requant`), :mod:`.emit` (with :mod:`.allocator`), their contracts in
+:mod:`.contracts`; the result is a :class:`Program`. To check it: :mod:`.interpret`,
+:mod:`.realcheck`, :mod:`.accuracy`. PyTorch: :mod:`.frontend`. The compiler's own test
+tooling (random graphs, the battery, the mutation check, golden text, the seed table,
+benchmarks) is :mod:`.testing`.
 """
 
 from .ir import CompileError, Graph
+from .ops import Op
 from .pipeline import compile_graph
 from .program import Program, SaturationWarning
 
-__all__ = ["CompileError", "Graph", "Program", "SaturationWarning", "compile_graph"]
+__all__ = ["CompileError", "Graph", "Op", "Program", "SaturationWarning", "compile_graph"]

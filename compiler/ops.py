@@ -26,12 +26,17 @@ tolerance  how many levels the stage-wise check allows
 lower      its lowering to GA-2 instructions (emission: :mod:`.lowering`)
 ========== ===============================================================================
 
-A new operation is one entry here and its own code (a shape rule, its meanings, its
-lowering); ``tests/compiler/test_ops.py`` fails when an entry lacks a hook or a pass meets
-an operation it does not cover (the counterpart of the assert at the bottom of
-``sim/machine.py``). Sources: seed chapter 11 (the operations and their rules), chapter 13
-(int4 weights), chapter 16 (slices); GA2.md sections 3 and 4 (the instructions and the
-fixed-point formats the pins come from).
+A new operation is one entry here and its own code: an :class:`Op` member, a shape rule,
+its float, integer and real-number meanings, its lowering, and a one-line builder on
+:class:`compiler.ir.Graph`. A table activation (an int8 -> int8 lookup: gelu, silu, tanh),
+say, is an operand-shaped COMPUTE entry with a FREE scale, a float meaning from its function,
+an integer meaning from its table and a lowering that writes the lookup.
+``tests/compiler/test_ops.py`` fails when an entry lacks a hook or a pass meets an operation
+it does not cover (the counterpart of the assert at the bottom of ``sim/machine.py``).
+
+Sources: seed chapter 11 (the operations and their rules), chapter 13 (int4 weights),
+chapter 16 (slices); GA2.md sections 3 and 4 (the instructions and the fixed-point formats
+the pins come from).
 """
 
 from __future__ import annotations
@@ -238,34 +243,43 @@ NAME = {"name": ""}
 
 
 def _table() -> dict[Op, OpSpec]:
-    s = semantics
+    s, low = semantics, lowering
     entries = [
-        OpSpec(Op.INPUT, 0, "input", shapes.input_shape, Role.SOURCE, Place.OWN, FREE,
-               s.float_input, s.int_input, s.no_arithmetic, lowering.lower_load, attrs=NAME),
-        OpSpec(Op.WEIGHT, 0, "weight", shapes.weight_shape, Role.SOURCE, Place.OWN, FREE,
-               s.float_weight, s.int_weight, s.no_arithmetic, lowering.lower_load,
-               attrs={**NAME, "bits": 8}, levels=weight_levels),
-        OpSpec(Op.MATMUL, 2, "matmul", shapes.matmul_shape, Role.COMPUTE, Place.OWN, FREE,
-               s.float_matmul, s.int_matmul, s.real_matmul, lowering.lower_matmul,
-               attrs={"transpose_b": False, "factor": 1.0}, limits=(K_LIMIT,)),
-        OpSpec(Op.SOFTMAX, 1, "softmax", shapes.same_shape, Role.COMPUTE, Place.OWN,
-               ScaleRule(pins=(SOFTMAX_INPUT_PIN, SOFTMAX_OUTPUT_PIN)),
-               s.float_softmax, s.int_softmax, s.real_softmax, lowering.lower_softmax,
-               limits=(SOFTMAX_ROW_LIMIT,)),
-        OpSpec(Op.ADD, 2, "add", shapes.add_shape, Role.COMPUTE, Place.OWN, ScaleRule(covers=(0, 1)),
-               s.float_add, s.int_add, s.real_add, lowering.lower_add, tolerance=2),
-        OpSpec(Op.RELU, 1, "relu", shapes.same_shape, Role.VIEW, Place.HOSTS_OPERAND, SHARES_OPERAND,
-               s.float_relu, s.same_as_operand, s.no_arithmetic, lowering.lower_view,
-               fuses_into=(Op.MATMUL,)),
-        OpSpec(Op.CONCAT, 2, "concat_rows", shapes.concat_shape, Role.VIEW, Place.STACKS_OPERANDS,
-               ScaleRule(joins=(0, 1)), s.float_concat, s.int_concat, s.no_arithmetic, lowering.lower_view),
-        OpSpec(Op.SLICE, 1, "slice_rows", shapes.slice_shape, Role.VIEW, Place.VIEW_OF_OPERAND,
-               SHARES_OPERAND, s.float_slice, s.int_slice, s.no_arithmetic, lowering.lower_view,
-               attrs={"start": None, "count": None}),
-        OpSpec(Op.ARGMAX, 1, "argmax", shapes.argmax_shape, Role.COMPUTE, Place.OWN_LAST, FREE,
-               s.float_argmax, s.int_argmax, s.no_arithmetic, lowering.lower_argmax, scaled=False),
-        OpSpec(Op.OUTPUT, 1, "output", shapes.output_shape, Role.SINK, Place.NOWHERE, SHARES_OPERAND,
-               s.same_as_operand, s.same_as_operand, s.no_arithmetic, lowering.lower_output, attrs=NAME),
+        OpSpec(Op.INPUT, arity=0, builder="input", attrs=NAME, shape=shapes.input_shape,
+               role=Role.SOURCE, place=Place.OWN, scale=FREE,
+               evaluate=s.float_input, interpret=s.int_input, real=s.no_arithmetic, lower=low.lower_load),
+        OpSpec(Op.WEIGHT, arity=0, builder="weight", attrs={**NAME, "bits": 8},
+               shape=shapes.weight_shape, role=Role.SOURCE, place=Place.OWN, scale=FREE, levels=weight_levels,
+               evaluate=s.float_weight, interpret=s.int_weight, real=s.no_arithmetic, lower=low.lower_load),
+        OpSpec(Op.MATMUL, arity=2, builder="matmul", attrs={"transpose_b": False, "factor": 1.0},
+               shape=shapes.matmul_shape, role=Role.COMPUTE, place=Place.OWN, scale=FREE,
+               limits=(K_LIMIT,),
+               evaluate=s.float_matmul, interpret=s.int_matmul, real=s.real_matmul, lower=low.lower_matmul),
+        OpSpec(Op.SOFTMAX, arity=1, builder="softmax", shape=shapes.same_shape,
+               role=Role.COMPUTE, place=Place.OWN, limits=(SOFTMAX_ROW_LIMIT,),
+               scale=ScaleRule(pins=(SOFTMAX_INPUT_PIN, SOFTMAX_OUTPUT_PIN)),
+               evaluate=s.float_softmax, interpret=s.int_softmax, real=s.real_softmax,
+               lower=low.lower_softmax),
+        OpSpec(Op.ADD, arity=2, builder="add", shape=shapes.add_shape,
+               role=Role.COMPUTE, place=Place.OWN, scale=ScaleRule(covers=(0, 1)), tolerance=2,
+               evaluate=s.float_add, interpret=s.int_add, real=s.real_add, lower=low.lower_add),
+        OpSpec(Op.RELU, arity=1, builder="relu", shape=shapes.same_shape,
+               role=Role.VIEW, place=Place.HOSTS_OPERAND, scale=SHARES_OPERAND, fuses_into=(Op.MATMUL,),
+               evaluate=s.float_relu, interpret=s.same_as_operand, real=s.no_arithmetic,
+               lower=low.lower_view),
+        OpSpec(Op.CONCAT, arity=2, builder="concat_rows", shape=shapes.concat_shape,
+               role=Role.VIEW, place=Place.STACKS_OPERANDS, scale=ScaleRule(joins=(0, 1)),
+               evaluate=s.float_concat, interpret=s.int_concat, real=s.no_arithmetic, lower=low.lower_view),
+        OpSpec(Op.SLICE, arity=1, builder="slice_rows", attrs={"start": None, "count": None},
+               shape=shapes.slice_shape, role=Role.VIEW, place=Place.VIEW_OF_OPERAND, scale=SHARES_OPERAND,
+               evaluate=s.float_slice, interpret=s.int_slice, real=s.no_arithmetic, lower=low.lower_view),
+        OpSpec(Op.ARGMAX, arity=1, builder="argmax", shape=shapes.argmax_shape,
+               role=Role.COMPUTE, place=Place.OWN_LAST, scale=FREE, scaled=False,
+               evaluate=s.float_argmax, interpret=s.int_argmax, real=s.no_arithmetic, lower=low.lower_argmax),
+        OpSpec(Op.OUTPUT, arity=1, builder="output", attrs=NAME, shape=shapes.output_shape,
+               role=Role.SINK, place=Place.NOWHERE, scale=SHARES_OPERAND,
+               evaluate=s.same_as_operand, interpret=s.same_as_operand, real=s.no_arithmetic,
+               lower=low.lower_output),
     ]
     return {entry.op: entry for entry in entries}
 

@@ -32,7 +32,7 @@ from .ops import OPS, Role
 from .placement import Placement
 from .scales import ScalePlan
 
-__all__ = ["OutputValue", "Program", "RunOutcome", "SaturationWarning", "pack_int4"]
+__all__ = ["OutputValue", "Program", "RunOutcome", "SaturationWarning"]
 
 
 @dataclass
