@@ -1,4 +1,5 @@
-"""compiler/emit.py: tiles, instruction fields per operation, order, limits."""
+"""compiler/emit.py (with compiler/lowering.py): the instructions of each operation in whole
+programs, their order, the instruction-memory limit."""
 
 from fractions import Fraction
 
@@ -6,7 +7,6 @@ import numpy as np
 import pytest
 
 from compiler import CompileError, Graph, compile_graph
-from compiler.lowering import tiles
 from sim.arith import mantissa_shift
 from sim.spec import Params
 
@@ -15,12 +15,6 @@ from .conftest import single_matmul
 
 def fields(program, op):
     return [i.fields for i in program.code if i.op == op]
-
-
-def test_tiles_by_hand():
-    assert list(tiles(5, 10, 4)) == [(0, 0, 4, 4), (0, 4, 4, 4), (0, 8, 4, 2),
-                                     (4, 0, 1, 4), (4, 4, 1, 4), (4, 8, 1, 2)]
-    assert list(tiles(3, 3, 8)) == [(0, 0, 3, 3)]
 
 
 def test_a_5x12_by_12x10_product_is_six_mm_with_row_strides():
