@@ -96,7 +96,8 @@ from ..errors import CompileError
 from ..ir import Graph
 from ..ops import OPS
 from ..program import OutputValue, RunOutcome
-from .fx_lower import STATIC, Lowering, Refusal, article, describe, flatten, inplace_refusals
+from .fx_lower import STATIC, Lowering, Refusal, article, describe, flatten
+from .inplace import inplace_refusals
 
 __all__ = ["Refusal", "TorchGraph", "UnsupportedModel", "from_torch", "run_torch"]
 
