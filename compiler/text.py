@@ -116,6 +116,9 @@ def _add_line(graph: Graph, line: str, where: str, weights: Mapping[str, Any] | 
         raise CompileError(f"{where}: {op} has no attribute {unknown[0]!r}",
                            f"{op} takes {', '.join(OPS[op].attrs) or 'no attributes'}")
     if name is not None:
+        if not OPS[op].named:
+            raise CompileError(f"{where}: {op} has no name, but the line gives {json.dumps(name)}",
+                               "only inputs, weights and outputs are named")
         attrs["name"] = name
     shape = (int(match["rows"]), int(match["cols"]))
     if OPS[op].role is Role.SOURCE:   # a source declares its shape

@@ -88,6 +88,8 @@ def test_comments_and_blank_lines_are_skipped():
     ('%0 = input "x" -> 1, 2', "line 1: '%0 = input \"x\" -> 1, 2' is not a node"),
     ('%0 = weight "w" -> (1, 2)', "line 1: weights= has no values for 'w'"),
     ('%0 = input "x" flag=yes -> (1, 2)', "line 1: the value 'yes' is not a string"),
+    ('%0 = input "x" -> (1, 2)\n%1 = relu %0 "r" -> (1, 2)',
+     'line 2: relu has no name, but the line gives "r"'),
 ])
 def test_a_bad_line_is_refused_naming_it(text, words):
     weights = {} if "weight" in text else None
