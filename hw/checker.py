@@ -2,7 +2,7 @@
 
 Nothing here is retyped: the opcodes, the field positions and legal ranges
 (:meth:`sim.spec.Field.legal_range`), the regions each instruction reads and writes and their
-extents (:class:`sim.spec.Region`, whose extent formulas evaluate on Amaranth values), the
+extents (:class:`sim.spec.Region`, whose extent formulas evaluate on any arithmetic), the
 in-place exemption (``InstrSpec.in_place_ok``) and the order of the error codes
 (:class:`sim.spec.ErrorCode`) all come from the spec, by looping over
 ``sim.spec.INSTRUCTIONS``. :func:`sim.spec.check` is the same algorithm on Python ints; the
@@ -30,9 +30,6 @@ the multiplier and the adders small without changing any result.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
-from typing import Any
-
 from amaranth.hdl import Const, Module, Mux, Signal, Value
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
@@ -44,14 +41,14 @@ from . import formula
 from .isa import FIELD_BITS, fields_view
 
 
-def _end(region: Region) -> Callable[[Mapping[str, Any]], Any]:
+def _end(region: Region) -> spec.FieldFormula:
     """The formula of one past the region's last word: its start field plus its extent."""
-    return lambda f: f[region.start] + region.extent(f)
+    return lambda a, f: f[region.start] + region.formula(a, f)
 
 
-def _latency(ispec: InstrSpec, params: Params) -> Callable[[Mapping[str, Any]], Any]:
+def _latency(ispec: InstrSpec, params: Params) -> spec.FieldFormula:
     """The formula of the instruction's latency (``InstrSpec.latency``) for these parameters."""
-    return lambda f: ispec.latency(f, params)
+    return lambda a, f: ispec.latency_formula(a, f, params)
 
 
 UNIT_INSTRUCTIONS = tuple(s for s in spec.INSTRUCTIONS if s.counter is not None)

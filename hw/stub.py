@@ -1,7 +1,7 @@
 """A unit that executes nothing but takes exactly the spec's latency.
 
-It evaluates :attr:`sim.spec.InstrSpec.latency` on the dispatched fields (the formulas are
-written to evaluate on Amaranth values) and raises ``done`` in cycle d + L - 1. The control
+It evaluates :attr:`sim.spec.InstrSpec.latency_formula` on the dispatched fields, on Amaranth
+values (:data:`hw.formula.HDL`), and raises ``done`` in cycle d + L - 1. The control
 tests run the execute stage against it, so they check dispatch, errors and counters without
 any real unit.
 """
@@ -14,6 +14,7 @@ from amaranth.lib import wiring
 from sim import spec
 from sim.spec import DEFAULT, Params
 
+from .formula import HDL
 from .isa import fields_view
 from .ports import unit_members
 
@@ -28,7 +29,7 @@ def latency(params: Params, opcode: Value, fields: Value) -> Value:
     for ispec in spec.INSTRUCTIONS:
         view = fields_view(ispec.name, fields)
         values = {f.name: Value.cast(getattr(view, f.name)) for f in ispec.fields}
-        lat = Value.cast(ispec.latency(values, params))
+        lat = Value.cast(ispec.latency_formula(HDL, values, params))
         out = Mux(opcode == int(ispec.opcode), lat, out)
     return out[:LATENCY_BITS]
 
