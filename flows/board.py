@@ -50,11 +50,12 @@ from pathlib import Path
 
 import numpy as np
 from amaranth.hdl import Const, Elaboratable, Module, Mux, Signal
-from amaranth.lib import data, io, memory, wiring
+from amaranth.lib import data, io, memory
 from amaranth.lib.cdc import FFSynchronizer
 from amaranth.lib.wiring import In, Out
 
-from hw.banked import BankedMemory
+from hw.banked import BankedMemory, attach_bus
+from hw.component import Checked
 from hw.top import GA2
 from sim import spec
 from sim.asm import encode_program
@@ -145,7 +146,7 @@ def program_by_name(text: str) -> BoardProgram:
 # --------------------------------------------------------------------------- the logic
 
 
-class BoardLogic(wiring.Component):
+class BoardLogic(Checked):
     """GA-2 with its memories initialised, a sequencer that runs the program and checks it.
 
     Parameters:
@@ -160,10 +161,16 @@ class BoardLogic(wiring.Component):
     Attributes: core (:class:`~hw.top.GA2`), ext (the external :class:`~hw.banked.BankedMemory`).
 
     Raises:
-        ValueError: the program does not fit the memories, or has no output.
+        TypeError: params is not a :class:`sim.spec.Params`.
+        ValueError: the program does not fit the memories, or has no output, or the core is not
+            built for the parameters.
     """
 
-    def __init__(self, program: BoardProgram, params: Params = DEFAULT, boot_cycles: int = BOOT_CYCLES):
+    @classmethod
+    def check(cls, program: BoardProgram, params: Params = DEFAULT, boot_cycles: int = BOOT_CYCLES) -> None:
+        """Refuse a program the memories cannot hold or that has nothing to check, and what the
+        core refuses (:meth:`hw.top.GA2.check`)."""
+        GA2.check(params)
         problem = None
         if program.length > params.IMEM_WORDS:
             problem = (f"{program.name} has {program.length} instructions, "
@@ -174,8 +181,9 @@ class BoardLogic(wiring.Component):
         elif not program.expected:
             problem = f"{program.name} writes no output to check"
         if problem:
-            self._MustUse__silence = True   # no "created but never used" warning for a refused top
             raise ValueError(f"BoardLogic: {problem}")
+
+    def __init__(self, program: BoardProgram, params: Params = DEFAULT, boot_cycles: int = BOOT_CYCLES):
         super().__init__({"leds": Out(LEDS), "again": In(1)})
         self.program = program
         self.params = params
@@ -204,16 +212,9 @@ class BoardLogic(wiring.Component):
         check_en = Signal()
         check_addr = Signal.like(ext.rd0.addr)
         bus = core.ext
-        m.d.comb += [
-            ext.rd0.en.eq(Mux(checking, check_en, bus.rd_en)),
-            ext.rd0.addr.eq(Mux(checking, check_addr, bus.addr)),
-            bus.rd_data.eq(ext.rd0.data),
-            ext.wr.en.eq(bus.wr_en),
-            ext.wr.addr.eq(bus.addr),
-            ext.wr.mask.eq(bus.wr_mask),
-            ext.wr.data.eq(bus.wr_data),
-            core.prog_len.eq(program.length),
-        ]
+        attach_bus(m, bus, ext, rd_en=Mux(checking, check_en, bus.rd_en),
+                   rd_addr=Mux(checking, check_addr, bus.addr))
+        m.d.comb += core.prog_len.eq(program.length)
 
         # Heartbeat and the button's rising edge.
         beat = Signal(HEARTBEAT_BIT + 1)

@@ -7,7 +7,7 @@ with a rotation network, so that any LANES consecutive words move in one cycle.
 
 from __future__ import annotations
 
-from amaranth.hdl import Module, Signal
+from amaranth.hdl import Module, Signal, Value
 from amaranth.lib import memory, wiring
 from amaranth.lib.wiring import In
 
@@ -167,3 +167,20 @@ class BankedMemory(wiring.Component):
                         with m.Case(b):
                             m.d.comb += rd.data[i].eq(outs[b])
         return m
+
+
+def attach_bus(m: Module, bus, memory: BankedMemory, *, rd_en: Value | None = None,
+               rd_addr: Value | None = None) -> None:
+    """Put the core's external bus (an ``hw.ports.ExtPort``, as the DMA drives it) on a memory
+    with one read port: reads on ``rd0`` (data back ``memory.latency`` cycles later), writes on
+    ``wr``, one address for both. ``rd_en`` and ``rd_addr`` replace the bus's read request (a
+    top that borrows the read port, as the board's output check does)."""
+    m.d.comb += [
+        memory.rd0.en.eq(bus.rd_en if rd_en is None else rd_en),
+        memory.rd0.addr.eq(bus.addr if rd_addr is None else rd_addr),
+        bus.rd_data.eq(memory.rd0.data),
+        memory.wr.en.eq(bus.wr_en),
+        memory.wr.addr.eq(bus.addr),
+        memory.wr.mask.eq(bus.wr_mask),
+        memory.wr.data.eq(bus.wr_data),
+    ]

@@ -31,14 +31,15 @@ the multiplier and the adders small without changing any result.
 from __future__ import annotations
 
 from amaranth.hdl import Const, Module, Mux, Signal, Value
-from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
 from sim import spec
 from sim.spec import DEFAULT, ErrorCode, InstrSpec, Mem, Params, Region
 
 from . import formula
-from .isa import FIELD_BITS, fields_view
+from .component import Checked
+from .isa import FIELD_BITS, fields_view, is_one_of
+from .lanes import any_of
 
 
 def _end(region: Region) -> spec.FieldFormula:
@@ -87,7 +88,7 @@ def _mem_words(mem: Mem, params: Params) -> int:
     return params.SPAD_WORDS if mem is Mem.SPAD else params.EXT_WORDS
 
 
-class Checker(wiring.Component):
+class Checker(Checked):
     """Decode and check one instruction per cycle, CHECK_STAGES cycles deep.
 
     Parameters:
@@ -117,9 +118,6 @@ class Checker(wiring.Component):
     """
 
     def __init__(self, params: Params = DEFAULT):
-        if not isinstance(params, Params):
-            self._MustUse__silence = True
-            raise TypeError(f"Checker: params={params!r} must be a sim.spec.Params")
         self.params = params
         pcw = pc_bits(params)
         super().__init__({
@@ -163,10 +161,9 @@ class Checker(wiring.Component):
         pipe = formula.Pipeline(m, self.en, name="extent")
         instr = r["instr"]
         op = instr[:spec.OPCODE_BITS]
-        known = Const(0, 1)
+        known = is_one_of(op, spec.BY_NAME)
         bad_field = {}
         for ispec in spec.INSTRUCTIONS:
-            known = known | (op == int(ispec.opcode))
             view = fields_view(ispec.name, instr[spec.OPCODE_BITS:])
             flag = Const(0, 1)
             for f in ispec.fields:
@@ -206,7 +203,7 @@ class Checker(wiring.Component):
             view = fields_view(ispec.name, b["instr"][spec.OPCODE_BITS:])
             end = [b[f"end_{ispec.name}_{k}"] for k in range(len(ispec.regions))]
             for mem in (Mem.SPAD, Mem.EXT):
-                out_of[mem][ispec.name] = _any(end[k] > _mem_words(mem, p)
+                out_of[mem][ispec.name] = any_of(end[k] > _mem_words(mem, p)
                                                for k, region in enumerate(ispec.regions) if region.mem is mem)
             hits = []
             for w, wr in enumerate(ispec.regions):
@@ -219,7 +216,7 @@ class Checker(wiring.Component):
                     if ispec.in_place_ok:
                         hit = hit & (w_start != r_start)
                     hits.append(hit)
-            overlap[ispec.name] = _any(hits)
+            overlap[ispec.name] = any_of(hits)
         # Each kind's flags are registered as they are; the opcode picks one kind's in stage D
         # (the comparisons' carry chains fill stage C).
         kinds = {"spad_range": out_of[Mem.SPAD], "ext_range": out_of[Mem.EXT], "overlap": overlap}
@@ -258,14 +255,6 @@ class Checker(wiring.Component):
         return m
 
 
-def _any(flags) -> Value:
-    """The OR of the flags (0 for none)."""
-    out = Const(0, 1)
-    for flag in flags:
-        out = out | flag
-    return out
-
-
 def latency_bits(params: Params) -> int:
     """Width of the latency the checker reports: enough for the longest legal instruction."""
     longest = 0
@@ -277,16 +266,11 @@ def latency_bits(params: Params) -> int:
 
 def _select_value(op: Value, values: dict[str, Value], width: int) -> Value:
     """The value of the instruction kind that ``op`` names (0 for an unknown opcode or HALT)."""
-    out = Const(0, width)
-    for name, value in values.items():
-        out = out | Mux(op == int(spec.BY_NAME[name].opcode), value, 0)
-    return out[:width]
+    chosen = any_of(Mux(is_one_of(op, [name]), value, 0) for name, value in values.items())
+    return (Const(0, width) | chosen)[:width]
 
 
 def _select(op: Value, flags: dict[str, Value]) -> Value:
     """The flag of the instruction kind that ``op`` names (0 for an unknown opcode): the OR
     over the kinds of (op is this kind's opcode) & this kind's flag."""
-    out = Const(0, 1)
-    for name, flag in flags.items():
-        out = out | ((op == int(spec.BY_NAME[name].opcode)) & flag)
-    return out
+    return any_of(is_one_of(op, [name]) & flag for name, flag in flags.items())

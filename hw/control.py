@@ -31,7 +31,7 @@ Cycle by cycle (hw/README.md, "The front end and the counters"):
 
 from __future__ import annotations
 
-from amaranth.hdl import Cat, Const, Module, Mux, Signal, Value
+from amaranth.hdl import Cat, Module, Mux, Signal
 from amaranth.lib import data, memory, wiring
 from amaranth.lib.wiring import In, Out
 
@@ -40,7 +40,8 @@ from sim.spec import DEFAULT, ErrorCode, Params
 
 from .banked import NO_RW_CHECK
 from .checker import CHECK_STAGES, Checker, pc_bits
-from .isa import FIELD_BITS
+from .component import Checked
+from .isa import FIELD_BITS, is_one_of
 
 QUEUE_SLOTS = 2
 """Checked instructions waiting between the checker and the execute stage (hw/README.md)."""
@@ -75,7 +76,7 @@ def host_members(params: Params) -> dict:
     return members
 
 
-class Control(wiring.Component):
+class Control(Checked):
     """Instruction memory, front end, execute stage, the five counters and the host interface.
 
     Parameters:
@@ -118,9 +119,6 @@ class Control(wiring.Component):
     """
 
     def __init__(self, params: Params = DEFAULT):
-        if not isinstance(params, Params):
-            self._MustUse__silence = True
-            raise TypeError(f"Control: params={params!r} must be a sim.spec.Params")
         assert spec.FRONTEND_CYCLES == 1 + CHECK_STAGES + 1 + 1, \
             "sim.spec.FRONTEND_CYCLES: fetch, the checker's stages, a queue slot, the dispatch register"
         assert spec.STOP_CYCLES >= 1, "sim.spec.STOP_CYCLES: a stop takes at least its own cycle"
@@ -178,7 +176,7 @@ class Control(wiring.Component):
             checked.code.eq(chk.out_code),
             checked.stop.eq(is_stop),
             checked.cls.eq(Mux(is_stop, 0, Cat(
-                _is_one_of(chk.out_opcode, [s.opcode for s in spec.INSTRUCTIONS if s.counter == name])
+                is_one_of(chk.out_opcode, [s.name for s in spec.INSTRUCTIONS if s.counter == name])
                 for name in UNIT_COUNTERS))),
             checked.latency.eq(chk.out_latency),
         ]
@@ -330,7 +328,7 @@ def dispatch_registers(m: Module, control: Control, unit: wiring.Component, opco
     registers and two LUT levels) is the only thing before the route across the chip, and each
     unit's first cycle of work starts from registers beside it.
     """
-    mine = _is_one_of(control.issue_opcode, [spec.BY_NAME[op].opcode for op in opcodes])
+    mine = is_one_of(control.issue_opcode, opcodes)
     take = Signal(name=f"{name}_take")
     start = Signal(name=f"{name}_start")
     opcode = Signal(spec.OPCODE_BITS, name=f"{name}_opcode")
@@ -340,11 +338,3 @@ def dispatch_registers(m: Module, control: Control, unit: wiring.Component, opco
     with m.If(take):
         m.d.sync += [opcode.eq(control.issue_opcode), fields.eq(control.issue_fields)]
     m.d.comb += [unit.start.eq(start), unit.opcode.eq(opcode), unit.fields.eq(fields)]
-
-
-def _is_one_of(value: Value, options) -> Value:
-    """value equals one of the options (0 for none)."""
-    out = Const(0, 1)
-    for option in options:
-        out = out | (value == int(option))
-    return out

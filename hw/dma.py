@@ -9,11 +9,12 @@ below the remaining length.
 from __future__ import annotations
 
 from amaranth.hdl import Module, Mux, Signal
-from amaranth.lib import data, wiring
+from amaranth.lib import data
 
 from sim import spec
 from sim.spec import DEFAULT, Params
 
+from .component import Checked
 from .isa import fields_view, opcode
 from .lanes import delay, lane_mask, last_beat
 from .ports import unit_members, words
@@ -30,7 +31,7 @@ def _tag_layout(lanes: int) -> data.StructLayout:
     })
 
 
-class DMA(wiring.Component):
+class DMA(Checked):
     """The LD / ST unit.
 
     Parameters:
@@ -64,9 +65,6 @@ class DMA(wiring.Component):
     """The instructions this unit executes."""
 
     def __init__(self, params: Params = DEFAULT):
-        if not isinstance(params, Params):
-            self._MustUse__silence = True  # no "created but never used" warning for a refused unit
-            raise TypeError(f"DMA: params={params!r} must be a sim.spec.Params")
         assert spec.LD_OVERHEAD == spec.EXT_READ_LATENCY + 1, "hw/dma.py: LD = ext read, data register"
         assert spec.ST_OVERHEAD == spec.SPAD_READ_LATENCY + 1, "hw/dma.py: ST = spad read, data register"
         self.params = params

@@ -1,4 +1,5 @@
-"""Small combinational helpers shared by the units that stream LANES words per cycle.
+"""Small combinational helpers shared by the units that stream LANES words per cycle, and the
+OR that merges their requests.
 
 A *beat* is one scratchpad access of LANES consecutive words; lane i is the word at addr + i.
 A unit walking a row of ``len`` elements keeps ``left``, the elements not yet consumed counting
@@ -7,7 +8,9 @@ the current beat; the beat's valid lanes and whether it is the last follow from 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import operator
+from collections.abc import Iterable, Sequence
+from functools import reduce
 
 from amaranth.hdl import Cat, Const, Signal, Value
 
@@ -78,3 +81,10 @@ def delay(m, value: Value, cycles: int, name: str) -> Signal:
 def carry_save(a: Value, b: Value, c: Value) -> tuple[Value, Value]:
     """A 3:2 compressor: (sum, carry) with a + b + c == sum + carry, one LUT level per bit."""
     return a ^ b ^ c, ((a & b) | (a & c) | (b & c)) << 1
+
+
+def any_of(values: Iterable[Value]) -> Value:
+    """The OR of the values, bit by bit (a 1-bit 0 when there are none): how the core merges
+    the requests of units of which at most one is active (an idle unit drives 0)."""
+    values = list(values)
+    return reduce(operator.or_, values) if values else Const(0, 1)

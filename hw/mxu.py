@@ -35,18 +35,19 @@ one multiplexer (or none, for A) before a register; the multipliers sit between 
 from __future__ import annotations
 
 from amaranth.hdl import Cat, Module, Mux, Signal, Value
-from amaranth.lib import data, wiring
+from amaranth.lib import data
 
 from sim import spec
 from sim.spec import DEFAULT, Params
 
+from .component import Checked, check_params
 from .isa import fields_view
 from .lanes import delay
 from .ports import addr_bits, unit_members
 from .systolic import OPERAND_BITS, SystolicArray
 
 
-class MatrixUnit(wiring.Component):
+class MatrixUnit(Checked):
     """The MM unit: one T x T tile of int8 x int8 -> int32 products per instruction.
 
     Parameters:
@@ -78,14 +79,15 @@ class MatrixUnit(wiring.Component):
     OVERHEAD = spec.SPAD_READ_LATENCY + 2
     """Cycles of the schedule beyond K + M + tb*(N-1): sim.spec.MM_OVERHEAD must equal it."""
 
-    def __init__(self, params: Params = DEFAULT):
-        if not isinstance(params, Params):
-            self._MustUse__silence = True
-            raise TypeError(f"MatrixUnit: params={params!r} must be a sim.spec.Params")
+    @classmethod
+    def check(cls, params: Params = DEFAULT) -> None:
+        """TypeError for a params that is not a Params, ValueError for T > LANES."""
+        check_params(cls.__name__, params)
         if params.T > params.LANES:
-            self._MustUse__silence = True
             raise ValueError(f"MatrixUnit: params.T={params.T} must be at most params.LANES={params.LANES} "
                              "(one access per row of B and of the output)")
+
+    def __init__(self, params: Params = DEFAULT):
         assert spec.MM_OVERHEAD == self.OVERHEAD, "sim.spec.MM_OVERHEAD must be what hw/mxu.py realises"
         self.params = params
         super().__init__(unit_members(params, n_read=2, write=True))

@@ -20,12 +20,13 @@ s+8 up all equal its sign bit) in parallel with the shift.
 from __future__ import annotations
 
 from amaranth.hdl import Cat, Module, Mux, Signal, Value, signed
-from amaranth.lib import data, wiring
+from amaranth.lib import data
 from amaranth.lib.wiring import In, Out
 
 from sim import arith, spec
 from sim.spec import DEFAULT, Params
 
+from .component import Checked
 from .isa import fields_view
 from .lanes import delay, lane_mask, last_beat
 from .ports import unit_members
@@ -46,7 +47,7 @@ Q_BITS = 10
 """Bits of the shifted product kept: -512..511 covers every result that does not saturate."""
 
 
-class Requantizer(wiring.Component):
+class Requantizer(Checked):
     """LANES requantizer lanes sharing one pipeline: ``y = requant(a, m, s, relu)`` per lane.
 
     The factor (m, s, relu) travels down the pipeline with the data, so every cycle's inputs
@@ -91,10 +92,13 @@ class Requantizer(wiring.Component):
     LATENCY = 7
     """Cycles from a, m, s, relu presented to y valid."""
 
-    def __init__(self, lanes: int = DEFAULT.LANES):
+    @classmethod
+    def check(cls, lanes: int = DEFAULT.LANES) -> None:
+        """ValueError for lanes that is not a positive int."""
         if not isinstance(lanes, int) or lanes < 1:
-            self._MustUse__silence = True
             raise ValueError(f"Requantizer: lanes={lanes!r} must be a positive int")
+
+    def __init__(self, lanes: int = DEFAULT.LANES):
         self.lanes = lanes
         super().__init__({
             "a": In(data.ArrayLayout(signed(A_BITS), lanes)),
@@ -207,7 +211,7 @@ def _beyond_int8(q: Value, corr: Value) -> tuple[Value, Value]:
     return at_least_256 | (is_255 & ~corr), at_most_minus_256 | (is_minus_255 & corr)
 
 
-class RequantUnit(wiring.Component):
+class RequantUnit(Checked):
     """The RQ unit: ``S[dst+i] = requant(s32(S[src+i]), m, s, relu)`` for i < len, LANES per cycle.
 
     Parameters:
@@ -241,9 +245,6 @@ class RequantUnit(wiring.Component):
     """The instructions this unit executes."""
 
     def __init__(self, params: Params = DEFAULT):
-        if not isinstance(params, Params):
-            self._MustUse__silence = True
-            raise TypeError(f"RequantUnit: params={params!r} must be a sim.spec.Params")
         assert spec.RQ_OVERHEAD == spec.SPAD_READ_LATENCY + Requantizer.LATENCY, \
             "sim.spec.RQ_OVERHEAD must be what hw/requant.py realises"
         self.params = params

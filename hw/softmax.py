@@ -28,10 +28,11 @@ as (floor(2 * e * 65536 / z) + 1) >> 1 without an adder in front of it.
 from __future__ import annotations
 
 from amaranth.hdl import Module, Mux, Signal, signed
-from amaranth.lib import data, wiring
+from amaranth.lib import data
 
 from sim import arith, spec
 
+from .component import Checked
 from .divider import Divider
 from .exp_lut import INDEX_BITS, VALUE_BITS, ExpLUT
 from .isa import fields_view
@@ -55,7 +56,7 @@ def _tag_layout(lanes: int) -> data.StructLayout:
     })
 
 
-class SoftmaxUnit(wiring.Component):
+class SoftmaxUnit(Checked):
     """SM: the row at src (int8 Q4.4) becomes its fixed-point softmax at dst (unsigned Q16).
 
     Parameters:
@@ -90,9 +91,6 @@ class SoftmaxUnit(wiring.Component):
     OPCODES = ("SM",)
 
     def __init__(self, params: spec.Params = spec.DEFAULT):
-        if not isinstance(params, spec.Params):
-            self._MustUse__silence = True  # no "created but never used" warning for a refused unit
-            raise TypeError(f"SoftmaxUnit: params={params!r} must be a sim.spec.Params")
         self.params = params
         super().__init__(unit_members(params, n_read=1, write=True))
         self.sum_bits = (params.SM_MAX_LEN * arith.Q16_ONE).bit_length()

@@ -9,11 +9,11 @@ any real unit.
 from __future__ import annotations
 
 from amaranth.hdl import Const, Module, Mux, Signal, Value
-from amaranth.lib import wiring
 
 from sim import spec
 from sim.spec import DEFAULT, Params
 
+from .component import Checked
 from .formula import HDL
 from .isa import fields_view
 from .ports import unit_members
@@ -34,7 +34,7 @@ def latency(params: Params, opcode: Value, fields: Value) -> Value:
     return out[:LATENCY_BITS]
 
 
-class LatencyStub(wiring.Component):
+class LatencyStub(Checked):
     """Stands in for every unit: no memory access, ``done`` after exactly the spec's latency.
 
     Parameters:
@@ -50,9 +50,6 @@ class LatencyStub(wiring.Component):
     """
 
     def __init__(self, params: Params = DEFAULT):
-        if not isinstance(params, Params):
-            self._MustUse__silence = True
-            raise TypeError(f"LatencyStub: params={params!r} must be a sim.spec.Params")
         self.params = params
         super().__init__(unit_members(params, n_read=0, write=False))
 

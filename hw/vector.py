@@ -18,16 +18,14 @@ SPAD_READ_LATENCY (3).
 from __future__ import annotations
 
 from amaranth.hdl import Cat, Const, Module, Mux, Signal, signed
-from amaranth.lib import data, wiring
+from amaranth.lib import data
 
 from sim import arith, spec
 
+from .component import Checked
 from .isa import fields_view, opcode
-from .lanes import delay, lane_mask, last_beat
+from .lanes import any_of, delay, lane_mask, last_beat
 from .ports import SPAD_READ_LATENCY, unit_members
-
-INT4_PER_WORD = 8
-"""Packed int4 values per 32-bit word (GA2.md section 2)."""
 
 # dst, and src of AMAX and UNPACK, sit where VADD's dst and src1 do: one address path for all
 _OFFSETS = {name: spec.BY_NAME[name].field_offsets() for name in ("VADD", "AMAX", "UNPACK")}
@@ -47,7 +45,7 @@ def _tag_layout(lanes: int) -> data.StructLayout:
     })
 
 
-class VectorUnit(wiring.Component):
+class VectorUnit(Checked):
     """VADD, AMAX and UNPACK, LANES elements per cycle.
 
     Parameters:
@@ -82,9 +80,6 @@ class VectorUnit(wiring.Component):
     OPCODES = ("VADD", "AMAX", "UNPACK")
 
     def __init__(self, params: spec.Params = spec.DEFAULT):
-        if not isinstance(params, spec.Params):
-            self._MustUse__silence = True  # no "created but never used" warning for a refused unit
-            raise TypeError(f"VectorUnit: params={params!r} must be a sim.spec.Params")
         self.params = params
         super().__init__(unit_members(params, n_read=2, write=True))
         # the schedules below realise these; the spec's constants are the contract
@@ -227,12 +222,12 @@ class VectorUnit(wiring.Component):
 
         # one write at a time: each operation's words gated by its own valid, then ORed
         m.d.comb += [
-            self.wr.en.eq(_or(valid for valid, _, _ in writes)),
+            self.wr.en.eq(any_of(valid for valid, _, _ in writes)),
             self.wr.addr.eq(wr_addr),
-            self.wr.mask.eq(_or(Mux(valid, bits, 0) for valid, bits, _ in writes)),
+            self.wr.mask.eq(any_of(Mux(valid, bits, 0) for valid, bits, _ in writes)),
         ]
         for i in range(lanes):
-            m.d.comb += self.wr.data[i].eq(_or(_word(values[i]) & valid.replicate(spec.WORD_BITS)
+            m.d.comb += self.wr.data[i].eq(any_of(_word(values[i]) & valid.replicate(spec.WORD_BITS)
                                                for valid, _, values in writes))
         any_write = self.wr.en
 
@@ -243,14 +238,6 @@ class VectorUnit(wiring.Component):
             m.d.sync += wr_addr.eq(wr_addr + lanes)
         m.d.comb += self.done.eq(last_write)
         return m
-
-
-def _or(values):
-    """The OR of the values."""
-    out = None
-    for v in values:
-        out = v if out is None else out | v
-    return out
 
 
 def _word(v):

