@@ -108,7 +108,7 @@ class Checker(Checked):
         out_latency Out(latency_bits(params)): its ``sim.spec.latency`` in cycles, when it is
             legal and not HALT (a register of stage C).
 
-    Latency: CHECK_STAGES (4) cycles from in_* to out_* while en is high.
+    Latency: CHECK_STAGES (5) cycles from in_* to out_* while en is high.
 
     Errors: reports, never raises; out_code is the code :func:`sim.spec.check` (or, for an
     unknown opcode or the end of the program, :class:`sim.machine.Machine`) gives.
