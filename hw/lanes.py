@@ -39,27 +39,6 @@ def _lane_bits(lanes: int) -> int:
     return (lanes - 1).bit_length()
 
 
-def first_maximum(values: Sequence[Value], valid: Sequence[Value] | None = None) -> list[Value]:
-    """One-hot selector of the first maximum among the valid ``values`` (same shape each).
-
-    Candidate i wins when it is valid, greater than every earlier valid candidate and at least
-    every later valid one, so exactly one bit is set when any candidate is valid. Validity is
-    folded into the comparisons' results rather than into the values, so the comparators take
-    their operands straight from registers: one comparator level, then two LUT levels.
-    """
-    if valid is None:
-        valid = [Const(1, 1)] * len(values)
-    wins = []
-    for i, vi in enumerate(values):
-        win = valid[i]
-        for j, vj in enumerate(values):
-            if j != i:
-                beats = vi > vj if j < i else vi >= vj
-                win = win & (beats | ~valid[j])
-        wins.append(win)
-    return wins
-
-
 def select(onehot: Sequence[Value], values: Sequence[Value]) -> Value:
     """OR of ``values[i]`` gated by the one-hot ``onehot[i]`` (an AND-OR multiplexer)."""
     out = None

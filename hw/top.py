@@ -71,10 +71,12 @@ class GA2(Checked):
     Parameters:
         params: the machine's :class:`sim.spec.Params`.
         stub_missing: let a :class:`~hw.stub.LatencyStub` (exact timing, no effect on memory)
-            stand in for instructions whose unit does not exist yet; for tests while the core
-            is being built. False (the default) refuses to build an incomplete core.
-        modules: the modules to take the units from (default :data:`UNIT_MODULES`; tests of a
-            part of the core name fewer).
+            stand in for instructions whose unit is not in ``modules``. For tests only, which
+            is why it stays: tests/hw/test_timing_fault.py builds a core of stubs alone
+            (``modules=()``) and makes one finish a cycle early or late. False (the default)
+            refuses to build an incomplete core.
+        modules: the modules to take the units from (default :data:`UNIT_MODULES`; the
+            timing-fault tests name none).
 
     Members:
         the host interface of :class:`~hw.control.Control` (``hw.control.host_members``):

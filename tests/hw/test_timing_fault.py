@@ -175,7 +175,7 @@ def _dma_cases() -> list[Case]:
 def test_a_late_dma_done_is_caught_where_nothing_else_differs(delay):
     """The real core with the DMA's done a cycle late: memories, counters and the stop still
     match the reference (the execute stage counts the spec's latency), timing_fault does not."""
-    dut = SimTop(SMALL, stub_missing=True)
+    dut = SimTop(SMALL)
     dut.core.units["dma"] = LateDone(dut.core.units["dma"], delay)
     for component in (dut, dut.core):   # a port of both exported tops (build/ga2.v, ga2_simtop.v)
         assert {"name": "timing_fault", "dir": "output", "width": 1} in export.ports(component)
