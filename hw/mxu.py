@@ -95,16 +95,28 @@ class MatrixUnit(Checked):
     def elaborate(self, platform):
         m = Module()
         p = self.params
-        t_size, lanes = p.T, p.LANES
-        lane_bits = (lanes - 1).bit_length()
-        abits = addr_bits(p.SPAD_WORDS)
         f = fields_view("MM", self.fields)
-        m.submodules.array = array = SystolicArray(t_size, p.K_MAX, lanes)
+        m.submodules.array = array = SystolicArray(p.T, p.K_MAX, p.LANES)
+        # the named steps, in the order their logic is built
+        cycle, active, now = self._timeline(m, f)
+        self._read_a(m, f, array, now)
+        b_reads = self._read_b(m, f, cycle, active, now)
+        self._feed_array(m, f, array, now, *b_reads)
+        self._write_results(m, f, array)
+        return m
 
-        # ---------------------------------------------------------------- the timeline
-        # tau counts cycles from the dispatch (tau = 0 in the dispatch cycle itself). Every
-        # decision of cycle tau is computed in cycle tau - 1 and registered, so that the memory
-        # requests leave registers (or, in the dispatch cycle, come straight from ``fields``).
+    def _sizes(self) -> tuple[int, int, int]:
+        p = self.params
+        return p.T, p.LANES, (p.LANES - 1).bit_length()
+
+    def _timeline(self, m: Module, f) -> tuple[Signal, Signal, dict[str, Signal]]:
+        """The cycle counter and the per-cycle decisions. tau counts cycles from the dispatch
+        (tau = 0 in the dispatch cycle itself). Every decision of cycle tau is computed in cycle
+        tau - 1 and registered, so that the memory requests leave registers (or, in the dispatch
+        cycle, come straight from ``fields``). Returns the cycle counter, active (the dispatch
+        cycle or busy) and the decisions of the current cycle (``now``)."""
+        p = self.params
+        t_size, lanes, lane_bits = self._sizes()
         busy = Signal()
         cycle = Signal(range(p.K_MAX + 3 * t_size + 8))
         active = Signal()
@@ -171,10 +183,12 @@ class MatrixUnit(Checked):
                 m.d.sync += reg.eq(0)
             now[name] = Signal(reg.shape(), name=name)
             m.d.comb += now[name].eq(Mux(self.start, at_0[name], reg))
+        return cycle, active, now
 
-        # ---------------------------------------------------------------- A on rd0
-        # The read pointer walks the rows of a chunk by lda and jumps to the next chunk's row 0
-        # (base + 4) after LANES phases.
+    def _read_a(self, m: Module, f, array: SystolicArray, now: dict[str, Signal]) -> None:
+        """A on ``rd0``: the read pointer walks the rows of a chunk by lda and jumps to the next
+        chunk's row 0 (base + 4) after LANES phases; the chunk registers load as the data returns."""
+        t_size, lanes, _lane_bits = self._sizes()
         a_addr = self._walker(m, "a", f.A, f.lda, advance=now["a_on"], wrap=now["a_row"] == lanes - 1,
                               chunked=1)
         m.d.comb += [self.rd0.en.eq(now["a_go"]), self.rd0.addr.eq(a_addr)]
@@ -187,8 +201,11 @@ class MatrixUnit(Checked):
             array.a_chunk.eq(Cat(self.rd0.data[k][:OPERAND_BITS] for k in range(lanes))),
         ]
 
-        # ---------------------------------------------------------------- B on rd1
-        # tb = 0: row t at tau = t. tb = 1: column j of chunk c at tau = 4c + j.
+    def _read_b(self, m: Module, f, cycle: Signal, active: Signal, now: dict[str, Signal]):
+        """B on ``rd1``: tb = 0, row t at tau = t; tb = 1, column j of chunk c at tau = 4c + j,
+        into double-buffered chunk registers. Returns what the array's feed needs: the returning
+        read's flag, column and slot, the read data and the chunk registers."""
+        t_size, lanes, lane_bits = self._sizes()
         tau = Mux(self.start, 0, cycle)
         b_col = tau[:lane_bits]
         b_addr = self._walker(m, "b", f.B, f.ldb, advance=active, wrap=b_col == lanes - 1, chunked=f.tb)
@@ -205,10 +222,14 @@ class MatrixUnit(Checked):
             for slot in range(2):
                 with m.If(b_back & (b_back_col == j) & (b_back_slot == slot)):
                     m.d.sync += b_chunks[j][slot].eq(Cat(b_data))
+        return b_back, b_back_col, b_back_slot, b_data, b_chunks
 
-        # ---------------------------------------------------------------- steps into the array
-        # Step t = 4c + k enters at tau = D + SPAD_READ_LATENCY + t: the decisions above place it
-        # at D + 1 + t, and registers hold them back by the rest of the read latency.
+    def _feed_array(self, m: Module, f, array: SystolicArray, now: dict[str, Signal], b_back, b_back_col,
+                    b_back_slot, b_data, b_chunks) -> None:
+        """Steps into the array: step t = 4c + k enters at tau = D + SPAD_READ_LATENCY + t."""
+        t_size, _lanes, _lane_bits = self._sizes()
+        # the decisions place step t at D + 1 + t; registers hold them back by the rest of the
+        # read latency
         late = {name: delay(m, now[name], spec.SPAD_READ_LATENCY - 1, f"{name}_late")
                 for name in ("step", "first", "last", "s_k", "s_slot")}
         s_k, s_slot = late["s_k"], late["s_slot"]
@@ -232,10 +253,13 @@ class MatrixUnit(Checked):
             with m.Else():
                 m.d.comb += array.b[j].eq(from_buffer)
 
-        # ---------------------------------------------------------------- results on wr
-        # Row i is written in the cycle its sums become final; rows finish one per cycle.
-        # The fields they need are registered at the dispatch (the execute stage's registers are
-        # across the chip): which row is the last (one-hot), the columns, the row stride.
+    def _write_results(self, m: Module, f, array: SystolicArray) -> None:
+        """Results on ``wr``: row i is written in the cycle its sums become final; rows finish
+        one per cycle. The fields they need are registered at the dispatch (the execute stage's
+        registers are across the chip): which row is the last (one-hot), the columns, the row
+        stride."""
+        t_size, lanes, _lane_bits = self._sizes()
+        abits = addr_bits(self.params.SPAD_WORDS)
         rows = [array.row_done[i] for i in range(t_size)]   # only rows i < M signal
         last_of = Signal(t_size)
         columns = Signal(lanes)
@@ -260,7 +284,6 @@ class MatrixUnit(Checked):
             for i in range(t_size):
                 word = word | Mux(rows[i], array.acc[i][j], 0)
             m.d.comb += self.wr.data[j].eq(word)
-        return m
 
     def _walker(self, m: Module, name: str, start_addr, stride, *, advance, wrap, chunked):
         """The address of a strided walk: start_addr, + stride each cycle; when ``chunked``, it
