@@ -137,28 +137,43 @@ class Checker(Checked):
 
     def elaborate(self, platform):
         m = Module()
-        p = self.params
-
-        def stage(name: str, values: dict[str, Value]) -> dict[str, Signal]:
-            """Registers for one pipeline stage, loaded when en (valid cleared by flush)."""
-            regs = {}
-            for key, value in values.items():
-                value = Value.cast(value)
-                reg = Signal(value.shape(), name=f"{name}_{key}")
-                regs[key] = reg
-                with m.If(self.flush):
-                    if key == "valid":
-                        m.d.sync += reg.eq(0)
-                with m.Elif(self.en):
-                    m.d.sync += reg.eq(value)
-            return regs
-
         # ---- stage R: the memory's output, registered
-        r = stage("r", {"valid": self.in_valid, "nohalt": self.in_nohalt, "pc": self.in_pc,
-                        "instr": self.in_instr})
-
-        # ---- stage 0 of the extent pipeline (on R's registers): opcode, field ranges
+        r = self._stage(m, "r", {"valid": self.in_valid, "nohalt": self.in_nohalt, "pc": self.in_pc,
+                                 "instr": self.in_instr})
         pipe = formula.Pipeline(m, self.en, name="extent")
+        carried = self._decode(pipe, r)
+        b = self._ends(m, pipe, r, carried)
+        c, kinds = self._bounds_and_overlaps(m, b, carried)
+        op_c = c["instr"][:spec.OPCODE_BITS]
+        code = self._first_fault(op_c, c, kinds)
+        m.d.comb += [
+            self.out_valid.eq(c["valid"]),
+            self.out_pc.eq(c["pc"]),
+            self.out_opcode.eq(op_c),
+            self.out_fields.eq(c["instr"][spec.OPCODE_BITS:]),
+            self.out_code.eq(code),
+            self.out_latency.eq(c["latency"]),
+        ]
+        return m
+
+    def _stage(self, m: Module, name: str, values: dict[str, Value]) -> dict[str, Signal]:
+        """Registers for one pipeline stage, loaded when en (valid cleared by flush)."""
+        regs = {}
+        for key, value in values.items():
+            value = Value.cast(value)
+            reg = Signal(value.shape(), name=f"{name}_{key}")
+            regs[key] = reg
+            with m.If(self.flush):
+                if key == "valid":
+                    m.d.sync += reg.eq(0)
+            with m.Elif(self.en):
+                m.d.sync += reg.eq(value)
+        return regs
+
+    def _decode(self, pipe: formula.Pipeline, r: dict[str, Signal]) -> dict[str, formula.Term]:
+        """Stage 0 of the extent pipeline (on R's registers): the opcode known, the field ranges;
+        returns what is carried along the pipeline (nohalt, pc, instr and those two flags)."""
+        p = self.params
         instr = r["instr"]
         op = instr[:spec.OPCODE_BITS]
         known = is_one_of(op, spec.BY_NAME)
@@ -174,13 +189,18 @@ class Checker(Checked):
                 if hi < (1 << f.width) - 1:
                     flag = flag | (value > hi)
             bad_field[ispec.name] = flag
-        carried = {
+        return {
             "nohalt": pipe.input(r["nohalt"]), "pc": pipe.input(r["pc"]), "instr": pipe.input(instr),
             "bad_opcode": formula.Term(pipe, ~known, 0, fresh=False).registered(),
             "bad_field": formula.Term(pipe, _select(op, bad_field), 0, fresh=False).registered(),
         }
 
-        # ---- the end (start + extent) of every region of every kind, END_STAGES later
+    def _ends(self, m: Module, pipe: formula.Pipeline, r: dict[str, Signal],
+              carried: dict[str, formula.Term]) -> dict[str, Value]:
+        """The end (start + extent) of every region of every kind and every latency, END_STAGES
+        after R, with the carried values and the valid bit (cleared by flush) beside them."""
+        p = self.params
+        instr = r["instr"]
         ends = {}
         for ispec in spec.INSTRUCTIONS:
             narrowed = _narrowed(ispec, instr[spec.OPCODE_BITS:], p)
@@ -192,10 +212,15 @@ class Checker(Checked):
         b = {key: term.at(END_STAGES).value for key, term in (carried | ends).items()}
         valid = r["valid"]
         for k in range(END_STAGES):   # the valid bits, cleared by flush
-            valid = stage(f"e{k}", {"valid": valid})["valid"]
+            valid = self._stage(m, f"e{k}", {"valid": valid})["valid"]
         b["valid"] = valid
+        return b
 
-        # ---- stage C: bounds and overlaps, for the kind the opcode names
+    def _bounds_and_overlaps(self, m: Module, b: dict[str, Value], carried: dict[str, formula.Term]):
+        """Stage C: the bounds and overlap flags of every kind, registered as they are (the
+        comparisons' carry chains fill the stage), and the latency of the kind the opcode names.
+        Returns the stage's registers and the flags' names by fault."""
+        p = self.params
         op_b = b["instr"][:spec.OPCODE_BITS]
         out_of = {Mem.SPAD: {}, Mem.EXT: {}}
         overlap = {}
@@ -221,13 +246,14 @@ class Checker(Checked):
         # (the comparisons' carry chains fill stage C).
         kinds = {"spad_range": out_of[Mem.SPAD], "ext_range": out_of[Mem.EXT], "overlap": overlap}
         per_kind = {f"{fault}_{name}": flag for fault, flags in kinds.items() for name, flag in flags.items()}
-        c = stage("c", {key: b[key] for key in ("valid", *carried)} | per_kind
-                  | {"latency": _select_value(op_b, {s.name: b[f"latency_{s.name}"]
-                                                     for s in UNIT_INSTRUCTIONS}, latency_bits(p))})
+        c = self._stage(m, "c", {key: b[key] for key in ("valid", *carried)} | per_kind
+                        | {"latency": _select_value(op_b, {s.name: b[f"latency_{s.name}"]
+                                                           for s in UNIT_INSTRUCTIONS}, latency_bits(p))})
+        return c, kinds
 
-        # ---- stage D (combinational): the opcode's flags, the first fault in PRIORITY order
-        op_c = c["instr"][:spec.OPCODE_BITS]
-
+    def _first_fault(self, op_c: Value, c: dict[str, Signal], kinds: dict[str, dict]) -> Value:
+        """Stage D (combinational on C's registers): the opcode's flags, the first fault in
+        PRIORITY order."""
         def chosen(fault: str) -> Value:
             return _select(op_c, {name: c[f"{fault}_{name}"] for name in kinds[fault]})
 
@@ -243,16 +269,7 @@ class Checker(Checked):
         code = Const(int(ErrorCode.NONE), spec.ERROR_CODE_BITS)
         for err in reversed(PRIORITY):
             code = Mux(faults[err], int(err), code)
-
-        m.d.comb += [
-            self.out_valid.eq(c["valid"]),
-            self.out_pc.eq(c["pc"]),
-            self.out_opcode.eq(op_c),
-            self.out_fields.eq(c["instr"][spec.OPCODE_BITS:]),
-            self.out_code.eq(code),
-            self.out_latency.eq(c["latency"]),
-        ]
-        return m
+        return code
 
 
 def latency_bits(params: Params) -> int:
