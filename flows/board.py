@@ -271,6 +271,12 @@ class BoardLogic(Checked):
             with m.State("SHOW"), m.If(again):
                 m.next = "START"
 
+        self._show(m, beat, passed, failed)
+        return m
+
+    def _show(self, m: Module, beat: Signal, passed: Signal, failed: Signal) -> None:
+        """The LEDs, as the module docstring's table, registered: nothing but wire to the pins."""
+        core = self.core
         leds = Signal(LEDS)
         m.d.comb += [
             leds[LED_HEARTBEAT].eq(beat[HEARTBEAT_BIT]),
@@ -280,8 +286,7 @@ class BoardLogic(Checked):
             leds[LED_ERROR].eq(core.error),
             leds[LED_CODE:LED_CODE + 3].eq(Mux(core.error, core.error_code[:3], 0)),
         ]
-        m.d.sync += self.leds.eq(leds)     # registered: nothing but wire to the pins
-        return m
+        m.d.sync += self.leds.eq(leds)
 
 
 class ULX3STop(Elaboratable):

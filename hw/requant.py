@@ -111,26 +111,7 @@ class Requantizer(Checked):
 
     def elaborate(self, platform):
         m = Module()
-
-        # The factor's shift and relu, shared by the lanes, delayed to the stage that uses them:
-        # s - 1 (computed in stage 2, so that no subtraction precedes the barrel shifter) in
-        # stage 6, relu in stage 7. The mantissa is per lane (below).
-        s1 = Signal(S_BITS)
-        relu1 = Signal()
-        m.d.sync += [s1.eq(self.s), relu1.eq(self.relu)]
-        shift_amount = delay(m, (s1 - 1)[:S_BITS], 4, "s_minus_1")   # s - 1: 0..62, a register
-        relu_last = delay(m, relu1, 5, "relu")
-
-        # The masks (from s1, registered in stage 2), used in stage 6: bit k of low_mask is set for
-        # k < s-1, bit k of high_mask for k >= s+8.
-        low_mask2 = Signal(P_BITS)
-        high_mask2 = Signal(P_BITS)
-        m.d.sync += [
-            low_mask2.eq(Cat(s1 > k + 1 for k in range(P_BITS))),
-            high_mask2.eq(Cat(s1 + (Q_BITS - 2) <= k for k in range(P_BITS))),
-        ]
-        low_mask = delay(m, low_mask2, 3, "low_mask")
-        high_mask = delay(m, high_mask2, 3, "high_mask")
+        shift_amount, relu_last, low_mask, high_mask = self._shared(m)
         for lane in range(self.lanes):
             # 1: the multiplier inputs, the lane's own copy of m among them
             a1 = Signal(signed(A_BITS), name=f"a1_{lane}")
@@ -193,6 +174,30 @@ class Requantizer(Checked):
             m.d.sync += y.eq(Mux(relu_last & is_negative, 0, value))
             m.d.comb += self.y[lane].eq(y)
         return m
+
+    def _shared(self, m: Module):
+        """What the lanes share, delayed to the stage that uses it: s - 1, relu, and the rounding
+        and saturation masks. Returns them in that order."""
+        # The factor's shift and relu, shared by the lanes, delayed to the stage that uses them:
+        # s - 1 (computed in stage 2, so that no subtraction precedes the barrel shifter) in
+        # stage 6, relu in stage 7. The mantissa is per lane (below).
+        s1 = Signal(S_BITS)
+        relu1 = Signal()
+        m.d.sync += [s1.eq(self.s), relu1.eq(self.relu)]
+        shift_amount = delay(m, (s1 - 1)[:S_BITS], 4, "s_minus_1")   # s - 1: 0..62, a register
+        relu_last = delay(m, relu1, 5, "relu")
+
+        # The masks (from s1, registered in stage 2), used in stage 6: bit k of low_mask is set for
+        # k < s-1, bit k of high_mask for k >= s+8.
+        low_mask2 = Signal(P_BITS)
+        high_mask2 = Signal(P_BITS)
+        m.d.sync += [
+            low_mask2.eq(Cat(s1 > k + 1 for k in range(P_BITS))),
+            high_mask2.eq(Cat(s1 + (Q_BITS - 2) <= k for k in range(P_BITS))),
+        ]
+        low_mask = delay(m, low_mask2, 3, "low_mask")
+        high_mask = delay(m, high_mask2, 3, "high_mask")
+        return shift_amount, relu_last, low_mask, high_mask
 
 
 def _beyond_int8(q: Value, corr: Value) -> tuple[Value, Value]:
