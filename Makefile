@@ -35,7 +35,7 @@ $(STAMP): pyproject.toml
 	@touch $@
 
 # the synthesis tools (Yosys, nextpnr-ecp5: about 250 MB of WebAssembly) for make synth, make bitstream
-# and make test (tests/flows/test_synth.py runs Yosys on a unit; make test-all on the core, its result
+# and make test (tests/flows/synth/test_run.py runs Yosys on a unit; make test-all on the core, its result
 # cached in build/yosys-cache by a hash of the Verilog, the script and the Yosys version), not for make setup
 synth-setup: $(SYNTH_STAMP)
 

@@ -178,7 +178,14 @@ class Arith(Protocol):
 
 
 class IntArith:
-    """:class:`Arith` on Python ints: exact, for the reference machine and :func:`check`."""
+    """:class:`Arith` on Python ints: exact, for the reference machine and :func:`check`.
+
+    ``constants`` maps a timing constant's name to its value (:data:`TIMING_CONSTANTS`); ``const``
+    is that mapping's own lookup (the reference machine evaluates a latency per instruction).
+    """
+
+    def __init__(self, constants: Mapping[str, int]):
+        self.const = constants.__getitem__
 
     @staticmethod
     def max(a: int, b: int) -> int:
@@ -192,13 +199,6 @@ class IntArith:
     def ceil_div(a: int, n: int) -> int:
         return (a + (n - 1)) // n
 
-    @staticmethod
-    def const(name: str) -> int:
-        return TIMING_CONSTANTS[name]
-
-
-INT = IntArith()
-"""The arithmetic of Python ints (:class:`IntArith`)."""
 
 FieldFormula = Callable[[Arith, Mapping[str, Any]], Any]
 """``(arith, fields) -> value``: a region's extent in words (or a latency, its params bound)."""
@@ -518,6 +518,9 @@ TIMING_CONSTANTS = {
     if name.isupper() and (name.endswith(("_OVERHEAD", "_CYCLES", "_LATENCY")))
 }
 """Every named pipeline constant, for the ISA page and for tests."""
+
+INT = IntArith(TIMING_CONSTANTS)
+"""The arithmetic of Python ints (:class:`IntArith`)."""
 
 # --------------------------------------------------------------------------- the checks
 
