@@ -137,6 +137,8 @@ def run_logged(cmd: list[str], cwd: Path, log: Path, progress: Progress) -> int:
 
 
 YOSYS_PROGRESS = (r"^\d+(\.\d+)*\. Executing (FLATTEN|MEMORY_LIBMAP|ABC9?) pass", r"^ERROR")
+SRC_ATTRIBUTE = re.compile(r'\(\* src = "[^"]*" \*\)')
+"""Amaranth's source-location attribute in the Verilog: left out of the Yosys cache's key."""
 YOSYS_OUTPUTS = ("netlist.json", "stat.json")
 """What a Yosys run leaves in its folder besides its log (``yosys-<mapper>.log``)."""
 
@@ -173,7 +175,9 @@ def run_yosys(verilog_file: Path, out_dir: Path, mapper: str = "abc", quiet: boo
 
     With ``cache`` (a folder), a run whose Verilog, script and Yosys version were synthesised
     before takes that run's netlist, statistics and log instead of running Yosys again; a run
-    that does runs is stored there (``<cache>/<sha256 of the three>/``).
+    that does runs is stored there (``<cache>/<sha256 of the three>/``). The Verilog's
+    ``src`` attributes (the Python file and line of each net) are not part of the key: moving
+    a line of hw/, or another checkout folder, changes no cell.
 
     Raises:
         SynthError: Yosys is missing or failed (other than the ABC9 bug with mapper abc9,
@@ -185,7 +189,8 @@ def run_yosys(verilog_file: Path, out_dir: Path, mapper: str = "abc", quiet: boo
     script = yosys_script(verilog_file.name, TOP_NAME, mapper, *YOSYS_OUTPUTS)
     entry = None
     if cache is not None:
-        key = "\n".join([verilog_file.read_text(), script, tool_version(cmd, "-V")])
+        verilog_text = SRC_ATTRIBUTE.sub("", verilog_file.read_text())
+        key = "\n".join([verilog_text, script, tool_version(cmd, "-V")])
         entry = cache / hashlib.sha256(key.encode()).hexdigest()
         if entry.is_dir():
             progress.say(f"the same Verilog, script and Yosys were synthesised before: {entry}")

@@ -61,8 +61,9 @@ def test_yosys_maps_a_unit_onto_the_ecp5(tmp_path):
 
 
 def test_the_yosys_cache_is_keyed_by_what_yosys_reads(tmp_path, monkeypatch):
-    """A second run of the same Verilog takes the stored result without running Yosys; another
-    Verilog runs it. Yosys here is a script that writes what the flow reads and counts its runs."""
+    """A second run of the same Verilog (but for the src attributes) takes the stored result
+    without running Yosys; another Verilog runs it. Yosys here is a script that writes what the
+    flow reads and counts its runs."""
     runs = tmp_path / "runs"
     fake = tmp_path / "yosys"
     fake.write_text(f"""#!/bin/sh
@@ -76,7 +77,9 @@ echo '{{"modules": {{}}}}' > netlist.json
     monkeypatch.setenv("YOSYS", str(fake))
     cache = tmp_path / "cache"
     results = []
-    for k, text in enumerate(["module a; endmodule", "module a; endmodule", "module b; endmodule"]):
+    texts = ['(* src = "hw/a.py:1" *) module a; endmodule', '(* src = "hw/a.py:2" *) module a; endmodule',
+             "module b; endmodule"]   # the second differs from the first only where its source was
+    for k, text in enumerate(texts):
         out = tmp_path / f"out{k}"
         out.mkdir()
         (out / "top.v").write_text(text)
