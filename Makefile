@@ -16,7 +16,7 @@ SEED    ?= 1
 WAVES   ?= 0
 SUDO    := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: help setup test test-fast cosim stress verilog lint bench bench-sim bench-compiler mutants \
+.PHONY: help setup test test-all cosim stress verilog lint bench bench-sim bench-compiler mutants \
         docs docs-check synth synth-setup bitstream digits clean
 
 help:  ## list the targets
@@ -35,7 +35,8 @@ $(STAMP): pyproject.toml
 	@touch $@
 
 # the synthesis tools (Yosys, nextpnr-ecp5: about 250 MB of WebAssembly) for make synth, make bitstream
-# and make test (tests/flows/test_synth.py runs Yosys on the core), not for make setup
+# and make test (tests/flows/synth/test_run.py runs Yosys on a unit; make test-all on the core, its result
+# cached in build/yosys-cache by a hash of the Verilog, the script and the Yosys version), not for make setup
 synth-setup: $(SYNTH_STAMP)
 
 $(SYNTH_STAMP): pyproject.toml | $(STAMP)
@@ -48,11 +49,11 @@ iverilog:
 	  $(SUDO) apt-get update -qq && $(SUDO) DEBIAN_FRONTEND=noninteractive apt-get install -y -qq iverilog >/dev/null; }
 	@command -v iverilog >/dev/null || { echo "error: iverilog is missing and apt-get could not install it" >&2; exit 1; }
 
-test: setup synth-setup  ## run the whole test suite (what CI runs)
-	$(PY) -m pytest -q -n 2
-
-test-fast: setup  ## the tests without the slow ones
+test: setup synth-setup  ## the test suite without the slow tests (what CI runs; about 4 minutes on 2 cores)
 	$(PY) -m pytest -q -n 2 -m "not slow"
+
+test-all: setup synth-setup  ## the whole test suite, slow tests included (Verilator cosim, Yosys on the core)
+	$(PY) -m pytest -q -n 2
 
 cosim: setup  ## compiled graphs SEEDS=100-111 (or 3,7,20-25) on the RTL vs the reference; SIM=icarus|verilator|both, WAVES=1 (yes, on)
 	$(PY) -m cosim seeds '$(SEEDS)' --sim '$(SIM)' $(if $(filter-out 0,$(WAVES)),--waves='$(WAVES)')

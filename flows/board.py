@@ -28,7 +28,7 @@ LED   meaning
 The button FIRE1 runs the program again (the outputs are rewritten, the check repeated).
 
 :class:`ULX3STop` puts the logic on the board: the 25 MHz oscillator is the clock (GA-2 meets
-100 MHz out of context, flows/synth.py; the board needs no PLL for a demonstration), the LEDs and
+100 MHz out of context, flows/synth; the board needs no PLL for a demonstration), the LEDs and
 the button. It is built with Amaranth's build system (``amaranth_boards.ulx3s``): the RTLIL,
 the LPF and the Yosys script come from its templates, and the tools are the YoWASP builds from
 PyPI (``YOSYS``, ``NEXTPNR_ECP5``, ``ECPPACK``; Amaranth 0.5 ignores ``AMARANTH_USE_YOWASP``).
@@ -50,18 +50,19 @@ from pathlib import Path
 
 import numpy as np
 from amaranth.hdl import Const, Elaboratable, Module, Mux, Signal
-from amaranth.lib import data, io, memory, wiring
+from amaranth.lib import data, io, memory
 from amaranth.lib.cdc import FFSynchronizer
 from amaranth.lib.wiring import In, Out
 
-from hw.banked import BankedMemory
+from hw.banked import BankedMemory, attach_bus
+from hw.component import Checked
 from hw.top import GA2
 from sim import spec
 from sim.asm import encode_program
 from sim.machine import Machine
 from sim.spec import DEFAULT, Params
 
-from .synth import Progress, SynthError, run_logged, tool, versions
+from .synth.run import Progress, SynthError, run_logged, tool, versions
 
 LED_HEARTBEAT, LED_DONE, LED_PASS, LED_FAIL, LED_ERROR = range(5)
 LED_CODE = 5
@@ -145,7 +146,7 @@ def program_by_name(text: str) -> BoardProgram:
 # --------------------------------------------------------------------------- the logic
 
 
-class BoardLogic(wiring.Component):
+class BoardLogic(Checked):
     """GA-2 with its memories initialised, a sequencer that runs the program and checks it.
 
     Parameters:
@@ -160,10 +161,16 @@ class BoardLogic(wiring.Component):
     Attributes: core (:class:`~hw.top.GA2`), ext (the external :class:`~hw.banked.BankedMemory`).
 
     Raises:
-        ValueError: the program does not fit the memories, or has no output.
+        TypeError: params is not a :class:`sim.spec.Params`.
+        ValueError: the program does not fit the memories, or has no output, or the core is not
+            built for the parameters.
     """
 
-    def __init__(self, program: BoardProgram, params: Params = DEFAULT, boot_cycles: int = BOOT_CYCLES):
+    @classmethod
+    def check(cls, program: BoardProgram, params: Params = DEFAULT, boot_cycles: int = BOOT_CYCLES) -> None:
+        """Refuse a program the memories cannot hold or that has nothing to check, and what the
+        core refuses (:meth:`hw.top.GA2.check`)."""
+        GA2.check(params)
         problem = None
         if program.length > params.IMEM_WORDS:
             problem = (f"{program.name} has {program.length} instructions, "
@@ -174,8 +181,9 @@ class BoardLogic(wiring.Component):
         elif not program.expected:
             problem = f"{program.name} writes no output to check"
         if problem:
-            self._MustUse__silence = True   # no "created but never used" warning for a refused top
             raise ValueError(f"BoardLogic: {problem}")
+
+    def __init__(self, program: BoardProgram, params: Params = DEFAULT, boot_cycles: int = BOOT_CYCLES):
         super().__init__({"leds": Out(LEDS), "again": In(1)})
         self.program = program
         self.params = params
@@ -204,16 +212,9 @@ class BoardLogic(wiring.Component):
         check_en = Signal()
         check_addr = Signal.like(ext.rd0.addr)
         bus = core.ext
-        m.d.comb += [
-            ext.rd0.en.eq(Mux(checking, check_en, bus.rd_en)),
-            ext.rd0.addr.eq(Mux(checking, check_addr, bus.addr)),
-            bus.rd_data.eq(ext.rd0.data),
-            ext.wr.en.eq(bus.wr_en),
-            ext.wr.addr.eq(bus.addr),
-            ext.wr.mask.eq(bus.wr_mask),
-            ext.wr.data.eq(bus.wr_data),
-            core.prog_len.eq(program.length),
-        ]
+        attach_bus(m, bus, ext, rd_en=Mux(checking, check_en, bus.rd_en),
+                   rd_addr=Mux(checking, check_addr, bus.addr))
+        m.d.comb += core.prog_len.eq(program.length)
 
         # Heartbeat and the button's rising edge.
         beat = Signal(HEARTBEAT_BIT + 1)
@@ -270,6 +271,12 @@ class BoardLogic(wiring.Component):
             with m.State("SHOW"), m.If(again):
                 m.next = "START"
 
+        self._show(m, beat, passed, failed)
+        return m
+
+    def _show(self, m: Module, beat: Signal, passed: Signal, failed: Signal) -> None:
+        """The LEDs, as the module docstring's table, registered: nothing but wire to the pins."""
+        core = self.core
         leds = Signal(LEDS)
         m.d.comb += [
             leds[LED_HEARTBEAT].eq(beat[HEARTBEAT_BIT]),
@@ -279,8 +286,7 @@ class BoardLogic(wiring.Component):
             leds[LED_ERROR].eq(core.error),
             leds[LED_CODE:LED_CODE + 3].eq(Mux(core.error, core.error_code[:3], 0)),
         ]
-        m.d.sync += self.leds.eq(leds)     # registered: nothing but wire to the pins
-        return m
+        m.d.sync += self.leds.eq(leds)
 
 
 class ULX3STop(Elaboratable):
@@ -370,7 +376,7 @@ def build(program: BoardProgram, out_dir: Path, *, params: Params = DEFAULT, run
     say(f"ULX3S 85F: {program.name} ({program.length} instructions, {len(program.expected)} output words, "
         f"{program.counters[0]} cycles on the reference machine) -> {out_dir}")
     # The classic ABC LUT mapping in place of synth_ecp5's ABC9, which the PyPI Yosys fails in
-    # on GA-2 (flows/synth.py): synth_ecp5 up to the LUT mapping, abc, then the rest of synth_ecp5.
+    # on GA-2 (flows/synth): synth_ecp5 up to the LUT mapping, abc, then the rest of synth_ecp5.
     overrides = {"nextpnr_opts": f"--report {NAME}-report.json", "verbose": True,
                  "synth_opts": "-run begin:map_luts",
                  "script_after_synth": ("techmap -map +/lattice/latches_map.v; abc -dress -lut 4:7; "
@@ -394,7 +400,7 @@ def build(program: BoardProgram, out_dir: Path, *, params: Params = DEFAULT, run
         code = run_logged([env[var], *argv[1:]], out_dir, log, progress)
         seconds[name] = round(progress.elapsed(), 1)
         if code != 0:
-            if name == "yosys":     # its complete log is the -l file (flows/synth.py, run_logged)
+            if name == "yosys":     # its complete log is the -l file (flows/synth/run.py, run_logged)
                 log = out_dir / f"{NAME}.rpt"
             raise SynthError(f"{name} failed (exit code {code}); see {log}")
     bitstream = out_dir / f"{NAME}.bit"

@@ -51,7 +51,7 @@ def ports(component: wiring.Component) -> list[dict]:
     return out
 
 
-def export(params: Params, out_dir: Path, *, stub_missing: bool = False) -> dict[str, Path]:
+def export(params: Params, out_dir: Path) -> dict[str, Path]:
     """Write the Verilog of both tops and the JSON description; return name -> path written."""
     out_dir.mkdir(parents=True, exist_ok=True)
     written = {}
@@ -63,7 +63,7 @@ def export(params: Params, out_dir: Path, *, stub_missing: bool = False) -> dict
         "tops": {},
     }
     for name, (map_top, cls) in TOPS.items():
-        top = cls(params, stub_missing=stub_missing)
+        top = cls(params)
         text = verilog.convert(top, name=name)
         path = out_dir / f"{name}.v"
         path.write_text(text)
@@ -97,12 +97,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=Path("build"), help="output folder (default: build)")
     parser.add_argument("--param", type=param_override, action="append", default=[], metavar="NAME=VALUE",
                         help="override a sim.spec.Params field (repeatable)")
-    parser.add_argument("--stub-missing", action="store_true",
-                        help="let a latency stub stand in for units that do not exist yet")
     args = parser.parse_args(argv)
     try:
         params = Params(**dict(args.param))
-        written = export(params, args.out, stub_missing=args.stub_missing)
+        written = export(params, args.out)
     except ValueError as e:
         print(f"error: {e}", file=sys.stderr)
         return 1

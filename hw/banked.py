@@ -7,12 +7,13 @@ with a rotation network, so that any LANES consecutive words move in one cycle.
 
 from __future__ import annotations
 
-from amaranth.hdl import Module, Signal
-from amaranth.lib import memory, wiring
+from amaranth.hdl import Module, Signal, Value
+from amaranth.lib import memory
 from amaranth.lib.wiring import In
 
 from sim import spec
 
+from .component import Checked
 from .ports import ReadPort, WritePort, addr_bits
 
 NO_RW_CHECK = {"no_rw_check": 1}
@@ -36,7 +37,7 @@ read returns is the same at every latency (a read issued after a write sees it; 
 in the same cycle does not)."""
 
 
-class BankedMemory(wiring.Component):
+class BankedMemory(Checked):
     """LANES banks of block RAM with rotation networks on every port.
 
     Word w lives in bank ``w % lanes`` at row ``w // lanes``. Addresses wrap around at the
@@ -70,8 +71,10 @@ class BankedMemory(wiring.Component):
             or latency is not one of :data:`LATENCIES`.
     """
 
-    def __init__(self, depth: int, n_read: int = 1, lanes: int = 4, init=(), *,
-                 latency: int = spec.SPAD_READ_LATENCY):
+    @classmethod
+    def check(cls, depth: int, n_read: int = 1, lanes: int = 4, init=(), *,
+              latency: int = spec.SPAD_READ_LATENCY) -> None:
+        """The Raises above, before the memory exists."""
         if depth < lanes or depth & (depth - 1) or depth % lanes:
             raise ValueError(f"BankedMemory: depth={depth} must be a power of two "
                              f"and a multiple of lanes={lanes}")
@@ -79,9 +82,12 @@ class BankedMemory(wiring.Component):
             raise ValueError(f"BankedMemory: n_read={n_read} must be at least 1")
         if latency not in LATENCIES:
             raise ValueError(f"BankedMemory: latency={latency!r} must be one of {LATENCIES}")
-        init = list(init)
         if len(init) > depth:
             raise ValueError(f"BankedMemory: init has {len(init)} words, more than depth={depth}")
+
+    def __init__(self, depth: int, n_read: int = 1, lanes: int = 4, init=(), *,
+                 latency: int = spec.SPAD_READ_LATENCY):
+        init = list(init)
         self.depth = depth
         self.lanes = lanes
         self.n_read = n_read
@@ -167,3 +173,20 @@ class BankedMemory(wiring.Component):
                         with m.Case(b):
                             m.d.comb += rd.data[i].eq(outs[b])
         return m
+
+
+def attach_bus(m: Module, bus, memory: BankedMemory, *, rd_en: Value | None = None,
+               rd_addr: Value | None = None) -> None:
+    """Put the core's external bus (an ``hw.ports.ExtPort``, as the DMA drives it) on a memory
+    with one read port: reads on ``rd0`` (data back ``memory.latency`` cycles later), writes on
+    ``wr``, one address for both. ``rd_en`` and ``rd_addr`` replace the bus's read request (a
+    top that borrows the read port, as the board's output check does)."""
+    m.d.comb += [
+        memory.rd0.en.eq(bus.rd_en if rd_en is None else rd_en),
+        memory.rd0.addr.eq(bus.addr if rd_addr is None else rd_addr),
+        bus.rd_data.eq(memory.rd0.data),
+        memory.wr.en.eq(bus.wr_en),
+        memory.wr.addr.eq(bus.addr),
+        memory.wr.mask.eq(bus.wr_mask),
+        memory.wr.data.eq(bus.wr_data),
+    ]

@@ -2,7 +2,7 @@
 
 Nothing here is retyped: the opcodes, the field positions and legal ranges
 (:meth:`sim.spec.Field.legal_range`), the regions each instruction reads and writes and their
-extents (:class:`sim.spec.Region`, whose extent formulas evaluate on Amaranth values), the
+extents (:class:`sim.spec.Region`, whose extent formulas evaluate on any arithmetic), the
 in-place exemption (``InstrSpec.in_place_ok``) and the order of the error codes
 (:class:`sim.spec.ErrorCode`) all come from the spec, by looping over
 ``sim.spec.INSTRUCTIONS``. :func:`sim.spec.check` is the same algorithm on Python ints; the
@@ -30,28 +30,26 @@ the multiplier and the adders small without changing any result.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
-from typing import Any
-
 from amaranth.hdl import Const, Module, Mux, Signal, Value
-from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
 from sim import spec
 from sim.spec import DEFAULT, ErrorCode, InstrSpec, Mem, Params, Region
 
 from . import formula
-from .isa import FIELD_BITS, fields_view
+from .component import Checked
+from .isa import FIELD_BITS, fields_view, is_one_of
+from .lanes import any_of
 
 
-def _end(region: Region) -> Callable[[Mapping[str, Any]], Any]:
+def _end(region: Region) -> spec.FieldFormula:
     """The formula of one past the region's last word: its start field plus its extent."""
-    return lambda f: f[region.start] + region.extent(f)
+    return lambda a, f: f[region.start] + region.formula(a, f)
 
 
-def _latency(ispec: InstrSpec, params: Params) -> Callable[[Mapping[str, Any]], Any]:
+def _latency(ispec: InstrSpec, params: Params) -> spec.FieldFormula:
     """The formula of the instruction's latency (``InstrSpec.latency``) for these parameters."""
-    return lambda f: ispec.latency(f, params)
+    return lambda a, f: ispec.latency_formula(a, f, params)
 
 
 UNIT_INSTRUCTIONS = tuple(s for s in spec.INSTRUCTIONS if s.counter is not None)
@@ -90,7 +88,7 @@ def _mem_words(mem: Mem, params: Params) -> int:
     return params.SPAD_WORDS if mem is Mem.SPAD else params.EXT_WORDS
 
 
-class Checker(wiring.Component):
+class Checker(Checked):
     """Decode and check one instruction per cycle, CHECK_STAGES cycles deep.
 
     Parameters:
@@ -110,7 +108,7 @@ class Checker(wiring.Component):
         out_latency Out(latency_bits(params)): its ``sim.spec.latency`` in cycles, when it is
             legal and not HALT (a register of stage C).
 
-    Latency: CHECK_STAGES (4) cycles from in_* to out_* while en is high.
+    Latency: CHECK_STAGES (5) cycles from in_* to out_* while en is high.
 
     Errors: reports, never raises; out_code is the code :func:`sim.spec.check` (or, for an
     unknown opcode or the end of the program, :class:`sim.machine.Machine`) gives.
@@ -120,9 +118,6 @@ class Checker(wiring.Component):
     """
 
     def __init__(self, params: Params = DEFAULT):
-        if not isinstance(params, Params):
-            self._MustUse__silence = True
-            raise TypeError(f"Checker: params={params!r} must be a sim.spec.Params")
         self.params = params
         pcw = pc_bits(params)
         super().__init__({
@@ -142,34 +137,48 @@ class Checker(wiring.Component):
 
     def elaborate(self, platform):
         m = Module()
-        p = self.params
-
-        def stage(name: str, values: dict[str, Value]) -> dict[str, Signal]:
-            """Registers for one pipeline stage, loaded when en (valid cleared by flush)."""
-            regs = {}
-            for key, value in values.items():
-                value = Value.cast(value)
-                reg = Signal(value.shape(), name=f"{name}_{key}")
-                regs[key] = reg
-                with m.If(self.flush):
-                    if key == "valid":
-                        m.d.sync += reg.eq(0)
-                with m.Elif(self.en):
-                    m.d.sync += reg.eq(value)
-            return regs
-
         # ---- stage R: the memory's output, registered
-        r = stage("r", {"valid": self.in_valid, "nohalt": self.in_nohalt, "pc": self.in_pc,
-                        "instr": self.in_instr})
-
-        # ---- stage 0 of the extent pipeline (on R's registers): opcode, field ranges
+        r = self._stage(m, "r", {"valid": self.in_valid, "nohalt": self.in_nohalt, "pc": self.in_pc,
+                                 "instr": self.in_instr})
         pipe = formula.Pipeline(m, self.en, name="extent")
+        carried = self._decode(pipe, r)
+        b = self._ends(m, pipe, r, carried)
+        c, kinds = self._bounds_and_overlaps(m, b, carried)
+        op_c = c["instr"][:spec.OPCODE_BITS]
+        code = self._first_fault(op_c, c, kinds)
+        m.d.comb += [
+            self.out_valid.eq(c["valid"]),
+            self.out_pc.eq(c["pc"]),
+            self.out_opcode.eq(op_c),
+            self.out_fields.eq(c["instr"][spec.OPCODE_BITS:]),
+            self.out_code.eq(code),
+            self.out_latency.eq(c["latency"]),
+        ]
+        return m
+
+    def _stage(self, m: Module, name: str, values: dict[str, Value]) -> dict[str, Signal]:
+        """Registers for one pipeline stage, loaded when en (valid cleared by flush)."""
+        regs = {}
+        for key, value in values.items():
+            value = Value.cast(value)
+            reg = Signal(value.shape(), name=f"{name}_{key}")
+            regs[key] = reg
+            with m.If(self.flush):
+                if key == "valid":
+                    m.d.sync += reg.eq(0)
+            with m.Elif(self.en):
+                m.d.sync += reg.eq(value)
+        return regs
+
+    def _decode(self, pipe: formula.Pipeline, r: dict[str, Signal]) -> dict[str, formula.Term]:
+        """Stage 0 of the extent pipeline (on R's registers): the opcode known, the field ranges;
+        returns what is carried along the pipeline (nohalt, pc, instr and those two flags)."""
+        p = self.params
         instr = r["instr"]
         op = instr[:spec.OPCODE_BITS]
-        known = Const(0, 1)
+        known = is_one_of(op, spec.BY_NAME)
         bad_field = {}
         for ispec in spec.INSTRUCTIONS:
-            known = known | (op == int(ispec.opcode))
             view = fields_view(ispec.name, instr[spec.OPCODE_BITS:])
             flag = Const(0, 1)
             for f in ispec.fields:
@@ -180,13 +189,18 @@ class Checker(wiring.Component):
                 if hi < (1 << f.width) - 1:
                     flag = flag | (value > hi)
             bad_field[ispec.name] = flag
-        carried = {
+        return {
             "nohalt": pipe.input(r["nohalt"]), "pc": pipe.input(r["pc"]), "instr": pipe.input(instr),
             "bad_opcode": formula.Term(pipe, ~known, 0, fresh=False).registered(),
             "bad_field": formula.Term(pipe, _select(op, bad_field), 0, fresh=False).registered(),
         }
 
-        # ---- the end (start + extent) of every region of every kind, END_STAGES later
+    def _ends(self, m: Module, pipe: formula.Pipeline, r: dict[str, Signal],
+              carried: dict[str, formula.Term]) -> dict[str, Value]:
+        """The end (start + extent) of every region of every kind and every latency, END_STAGES
+        after R, with the carried values and the valid bit (cleared by flush) beside them."""
+        p = self.params
+        instr = r["instr"]
         ends = {}
         for ispec in spec.INSTRUCTIONS:
             narrowed = _narrowed(ispec, instr[spec.OPCODE_BITS:], p)
@@ -198,10 +212,15 @@ class Checker(wiring.Component):
         b = {key: term.at(END_STAGES).value for key, term in (carried | ends).items()}
         valid = r["valid"]
         for k in range(END_STAGES):   # the valid bits, cleared by flush
-            valid = stage(f"e{k}", {"valid": valid})["valid"]
+            valid = self._stage(m, f"e{k}", {"valid": valid})["valid"]
         b["valid"] = valid
+        return b
 
-        # ---- stage C: bounds and overlaps, for the kind the opcode names
+    def _bounds_and_overlaps(self, m: Module, b: dict[str, Value], carried: dict[str, formula.Term]):
+        """Stage C: the bounds and overlap flags of every kind, registered as they are (the
+        comparisons' carry chains fill the stage), and the latency of the kind the opcode names.
+        Returns the stage's registers and the flags' names by fault."""
+        p = self.params
         op_b = b["instr"][:spec.OPCODE_BITS]
         out_of = {Mem.SPAD: {}, Mem.EXT: {}}
         overlap = {}
@@ -209,7 +228,7 @@ class Checker(wiring.Component):
             view = fields_view(ispec.name, b["instr"][spec.OPCODE_BITS:])
             end = [b[f"end_{ispec.name}_{k}"] for k in range(len(ispec.regions))]
             for mem in (Mem.SPAD, Mem.EXT):
-                out_of[mem][ispec.name] = _any(end[k] > _mem_words(mem, p)
+                out_of[mem][ispec.name] = any_of(end[k] > _mem_words(mem, p)
                                                for k, region in enumerate(ispec.regions) if region.mem is mem)
             hits = []
             for w, wr in enumerate(ispec.regions):
@@ -222,18 +241,19 @@ class Checker(wiring.Component):
                     if ispec.in_place_ok:
                         hit = hit & (w_start != r_start)
                     hits.append(hit)
-            overlap[ispec.name] = _any(hits)
+            overlap[ispec.name] = any_of(hits)
         # Each kind's flags are registered as they are; the opcode picks one kind's in stage D
         # (the comparisons' carry chains fill stage C).
         kinds = {"spad_range": out_of[Mem.SPAD], "ext_range": out_of[Mem.EXT], "overlap": overlap}
         per_kind = {f"{fault}_{name}": flag for fault, flags in kinds.items() for name, flag in flags.items()}
-        c = stage("c", {key: b[key] for key in ("valid", *carried)} | per_kind
-                  | {"latency": _select_value(op_b, {s.name: b[f"latency_{s.name}"]
-                                                     for s in UNIT_INSTRUCTIONS}, latency_bits(p))})
+        c = self._stage(m, "c", {key: b[key] for key in ("valid", *carried)} | per_kind
+                        | {"latency": _select_value(op_b, {s.name: b[f"latency_{s.name}"]
+                                                           for s in UNIT_INSTRUCTIONS}, latency_bits(p))})
+        return c, kinds
 
-        # ---- stage D (combinational): the opcode's flags, the first fault in PRIORITY order
-        op_c = c["instr"][:spec.OPCODE_BITS]
-
+    def _first_fault(self, op_c: Value, c: dict[str, Signal], kinds: dict[str, dict]) -> Value:
+        """Stage D (combinational on C's registers): the opcode's flags, the first fault in
+        PRIORITY order."""
         def chosen(fault: str) -> Value:
             return _select(op_c, {name: c[f"{fault}_{name}"] for name in kinds[fault]})
 
@@ -249,24 +269,7 @@ class Checker(wiring.Component):
         code = Const(int(ErrorCode.NONE), spec.ERROR_CODE_BITS)
         for err in reversed(PRIORITY):
             code = Mux(faults[err], int(err), code)
-
-        m.d.comb += [
-            self.out_valid.eq(c["valid"]),
-            self.out_pc.eq(c["pc"]),
-            self.out_opcode.eq(op_c),
-            self.out_fields.eq(c["instr"][spec.OPCODE_BITS:]),
-            self.out_code.eq(code),
-            self.out_latency.eq(c["latency"]),
-        ]
-        return m
-
-
-def _any(flags) -> Value:
-    """The OR of the flags (0 for none)."""
-    out = Const(0, 1)
-    for flag in flags:
-        out = out | flag
-    return out
+        return code
 
 
 def latency_bits(params: Params) -> int:
@@ -280,16 +283,11 @@ def latency_bits(params: Params) -> int:
 
 def _select_value(op: Value, values: dict[str, Value], width: int) -> Value:
     """The value of the instruction kind that ``op`` names (0 for an unknown opcode or HALT)."""
-    out = Const(0, width)
-    for name, value in values.items():
-        out = out | Mux(op == int(spec.BY_NAME[name].opcode), value, 0)
-    return out[:width]
+    chosen = any_of(Mux(is_one_of(op, [name]), value, 0) for name, value in values.items())
+    return (Const(0, width) | chosen)[:width]
 
 
 def _select(op: Value, flags: dict[str, Value]) -> Value:
     """The flag of the instruction kind that ``op`` names (0 for an unknown opcode): the OR
     over the kinds of (op is this kind's opcode) & this kind's flag."""
-    out = Const(0, 1)
-    for name, flag in flags.items():
-        out = out | ((op == int(spec.BY_NAME[name].opcode)) & flag)
-    return out
+    return any_of(is_one_of(op, [name]) & flag for name, flag in flags.items())

@@ -31,7 +31,9 @@ Cycle by cycle (hw/README.md, "The front end and the counters"):
 
 from __future__ import annotations
 
-from amaranth.hdl import Cat, Const, Module, Mux, Signal, Value
+from types import SimpleNamespace
+
+from amaranth.hdl import Cat, Module, Mux, Signal, Value
 from amaranth.lib import data, memory, wiring
 from amaranth.lib.wiring import In, Out
 
@@ -40,7 +42,8 @@ from sim.spec import DEFAULT, ErrorCode, Params
 
 from .banked import NO_RW_CHECK
 from .checker import CHECK_STAGES, Checker, pc_bits
-from .isa import FIELD_BITS
+from .component import Checked
+from .isa import FIELD_BITS, is_one_of
 
 QUEUE_SLOTS = 2
 """Checked instructions waiting between the checker and the execute stage (hw/README.md)."""
@@ -75,7 +78,7 @@ def host_members(params: Params) -> dict:
     return members
 
 
-class Control(wiring.Component):
+class Control(Checked):
     """Instruction memory, front end, execute stage, the five counters and the host interface.
 
     Parameters:
@@ -118,9 +121,6 @@ class Control(wiring.Component):
     """
 
     def __init__(self, params: Params = DEFAULT):
-        if not isinstance(params, Params):
-            self._MustUse__silence = True
-            raise TypeError(f"Control: params={params!r} must be a sim.spec.Params")
         assert spec.FRONTEND_CYCLES == 1 + CHECK_STAGES + 1 + 1, \
             "sim.spec.FRONTEND_CYCLES: fetch, the checker's stages, a queue slot, the dispatch register"
         assert spec.STOP_CYCLES >= 1, "sim.spec.STOP_CYCLES: a stop takes at least its own cycle"
@@ -142,9 +142,7 @@ class Control(wiring.Component):
 
     def elaborate(self, platform):
         m = Module()
-        p = self.params
-        pcw = pc_bits(p)
-        m.submodules.checks = chk = self.checker   # not `checker`: a SystemVerilog keyword
+        m.submodules.checks = self.checker   # not `checker`: a SystemVerilog keyword
         for k, bank in enumerate(self.imem):
             m.submodules[f"imem{k}"] = bank
 
@@ -152,14 +150,26 @@ class Control(wiring.Component):
         start = Signal()          # an accepted start
         stop = Signal()           # the last cycle of a stop
         m.d.comb += [start.eq(self.start & ~busy), self.busy.eq(busy)]
+        # the named steps, in the order their logic is built (each takes what the earlier made)
+        q = self._queue(m, start, stop)
+        ex = self._countdown(m, busy, start, q)
+        self._front_end(m, busy, start, stop, ex.stopping, q.advance)
+        ex_class, stop_code, stop_pc = self._issue_and_stop(m, busy, start, stop, q, ex)
+        self._host_status(m, start, stop, busy, stop_code, stop_pc)
+        self._counters(m, start, busy, ex.active, ex_class)
+        return m
 
-        # ---- the queue: two slots of checked instructions between the checker and the execute
-        # stage. The front end advances whenever a slot is free, a register's decision: the
-        # stall never waits on the execute stage's choice of the cycle (which would put the
-        # queue's logic and ~1,000 enables of the fetch and checker registers behind it).
+    def _queue(self, m: Module, start: Value, stop: Value) -> SimpleNamespace:
+        """The queue: QUEUE_SLOTS slots of checked instructions between the checker and the
+        execute stage. The front end advances whenever a slot is free, a register's decision:
+        the stall never waits on the execute stage's choice of the cycle (which would put the
+        queue's logic and ~1,000 enables of the fetch and checker registers behind it).
+        Returns advance, consume (driven by :meth:`_countdown`), count and head."""
+        chk = self.checker
         entry = data.StructLayout({
-            "opcode": spec.OPCODE_BITS, "fields": FIELD_BITS, "pc": pcw, "code": spec.ERROR_CODE_BITS,
-            "stop": 1, "cls": len(UNIT_COUNTERS), "latency": len(chk.out_latency),
+            "opcode": spec.OPCODE_BITS, "fields": FIELD_BITS, "pc": pc_bits(self.params),
+            "code": spec.ERROR_CODE_BITS, "stop": 1, "cls": len(UNIT_COUNTERS),
+            "latency": len(chk.out_latency),
         })
         slots = [Signal(entry, name=f"slot{k}") for k in range(QUEUE_SLOTS)]
         count = Signal(range(QUEUE_SLOTS + 1))       # instructions in the queue
@@ -178,7 +188,7 @@ class Control(wiring.Component):
             checked.code.eq(chk.out_code),
             checked.stop.eq(is_stop),
             checked.cls.eq(Mux(is_stop, 0, Cat(
-                _is_one_of(chk.out_opcode, [s.opcode for s in spec.INSTRUCTIONS if s.counter == name])
+                is_one_of(chk.out_opcode, [s.name for s in spec.INSTRUCTIONS if s.counter == name])
                 for name in UNIT_COUNTERS))),
             checked.latency.eq(chk.out_latency),
         ]
@@ -195,26 +205,35 @@ class Control(wiring.Component):
                 m.d.sync += wr_slot.eq(~wr_slot)
             with m.If(consume):
                 m.d.sync += rd_slot.eq(~rd_slot)
+        return SimpleNamespace(advance=advance, consume=consume, count=count, head=head)
 
-        # ---- execute stage: takes the queue's head when free
-        ex_active = Signal()      # a unit is executing an instruction
+    def _countdown(self, m: Module, busy: Value, start: Value, q: SimpleNamespace) -> SimpleNamespace:
+        """The execute stage takes the queue's head when free. Taken in cycle c with latency L,
+        the instruction is dispatched in c + 1 and its last cycle is c + L, in which the stage
+        takes the next one. ``free`` is a register: high in the last cycle of an instruction, and
+        while none runs. Returns active (a unit is executing), stopping and free."""
+        active = Signal(name="ex_active")      # a unit is executing an instruction
         stopping = Signal()
-        # The countdown: taken in cycle c with latency L, the instruction is dispatched in c + 1
-        # and its last cycle is c + L, in which the stage takes the next one. ``free`` is a
-        # register: high in the last cycle of an instruction, and while none runs.
-        remain = Signal(len(chk.out_latency))   # cycles left after this one
+        remain = Signal(len(self.checker.out_latency))   # cycles left after this one
         free = Signal(init=1)
-        m.d.comb += consume.eq(busy & ~stopping & (count != 0) & free)
+        head = q.head
+        m.d.comb += q.consume.eq(busy & ~stopping & (q.count != 0) & free)
         with m.If(start):
             m.d.sync += [remain.eq(0), free.eq(1)]
-        with m.Elif(consume & ~head.stop):
+        with m.Elif(q.consume & ~head.stop):
             m.d.sync += [remain.eq(head.latency - 1), free.eq(0)]   # every L >= 2
         with m.Elif(remain != 0):
             m.d.sync += [remain.eq(remain - 1), free.eq(remain == 1)]
         with m.Else():
             m.d.sync += free.eq(1)
+        return SimpleNamespace(active=active, stopping=stopping, free=free)
 
-        # ---- front end: fetch with a global stall (advance: a slot of the queue is free)
+    def _front_end(self, m: Module, busy: Value, start: Value, stop: Value, stopping: Value,
+                   advance: Value) -> None:
+        """Fetch with a global stall (``advance``: a slot of the queue is free): the pc, the
+        instruction memory's read and write ports, and the checker's inputs."""
+        chk = self.checker
+        pcw = pc_bits(self.params)
         fetch_pc = Signal(pcw)
         fetching = Signal()       # the pc has not yet reached prog_len
         prog_len = Signal(pcw)
@@ -242,7 +261,7 @@ class Control(wiring.Component):
         with m.Elif(advance):
             m.d.sync += f_valid.eq(0)
 
-        row_bits = max(1, (p.IMEM_WORDS - 1).bit_length())
+        row_bits = max(1, (self.params.IMEM_WORDS - 1).bit_length())
         bank_bits = (spec.INSTR_WORDS - 1).bit_length()   # the host writes word w to bank w % INSTR_WORDS
         instr = []
         for k, bank in enumerate(self.imem):
@@ -265,37 +284,44 @@ class Control(wiring.Component):
             chk.in_instr.eq(Cat(*instr)),
         ]
 
-        # ---- the issue (the dispatch registers sit at the units), the stop
+    def _issue_and_stop(self, m: Module, busy: Value, start: Value, stop: Value, q: SimpleNamespace,
+                        ex: SimpleNamespace) -> tuple[Signal, Signal, Signal]:
+        """The issue (the dispatch registers sit at the units), the stop and ``ex_last``.
+        Returns the executing instruction's class, and the stop's code and pc."""
+        head = q.head
         ex_class = Signal(len(UNIT_COUNTERS))
         stop_left = Signal(range(spec.STOP_CYCLES + 1))
         stop_code = Signal(spec.ERROR_CODE_BITS)
-        stop_pc = Signal(pcw)
+        stop_pc = Signal(pc_bits(self.params))
         m.d.comb += [
-            self.issue.eq(consume & ~head.stop),
+            self.issue.eq(q.consume & ~head.stop),
             self.issue_opcode.eq(head.opcode),
             self.issue_fields.eq(head.fields),
         ]
         with m.If(start):
-            m.d.sync += [ex_active.eq(0), stopping.eq(0)]
-        with m.Elif(consume):
+            m.d.sync += [ex.active.eq(0), ex.stopping.eq(0)]
+        with m.Elif(q.consume):
             m.d.sync += [
                 ex_class.eq(head.cls),
-                ex_active.eq(~head.stop),
-                stopping.eq(head.stop),
+                ex.active.eq(~head.stop),
+                ex.stopping.eq(head.stop),
                 stop_left.eq(spec.STOP_CYCLES - 1),
                 stop_code.eq(head.code),
                 stop_pc.eq(head.pc),
             ]
         with m.Elif(stop):
-            m.d.sync += stopping.eq(0)
-        with m.Elif(free):
-            m.d.sync += ex_active.eq(0)
-        with m.If(stopping & (stop_left != 0)):
+            m.d.sync += ex.stopping.eq(0)
+        with m.Elif(ex.free):
+            m.d.sync += ex.active.eq(0)
+        with m.If(ex.stopping & (stop_left != 0)):
             m.d.sync += stop_left.eq(stop_left - 1)
-        m.d.comb += stop.eq(busy & stopping & (stop_left == 0))
-        m.d.comb += self.ex_last.eq(ex_active & free)
+        m.d.comb += stop.eq(busy & ex.stopping & (stop_left == 0))
+        m.d.comb += self.ex_last.eq(ex.active & ex.free)
+        return ex_class, stop_code, stop_pc
 
-        # ---- host status
+    def _host_status(self, m: Module, start: Value, stop: Value, busy: Signal, stop_code: Value,
+                     stop_pc: Value) -> None:
+        """busy, done, error, error_code and error_pc: set by start, by the stop."""
         with m.If(start):
             m.d.sync += [busy.eq(1), self.done.eq(0), self.error.eq(0),
                          self.error_code.eq(0), self.error_pc.eq(0)]
@@ -308,17 +334,17 @@ class Control(wiring.Component):
                 self.error_pc.eq(stop_pc),
             ]
 
-        # ---- counters: cycles from start (inclusive) to the first done cycle; per class
-        # the cycles an instruction of that class occupies the execute stage
+    def _counters(self, m: Module, start: Value, busy: Value, active: Value, ex_class: Value) -> None:
+        """The counters: cycles from start (inclusive) to the first done cycle; per class the
+        cycles an instruction of that class occupies the execute stage."""
         counters = {name: getattr(self, f"count_{name}") for name in spec.COUNTERS}
         with m.If(start):
             m.d.sync += [counters["cycles"].eq(1)] + [counters[n].eq(0) for n in UNIT_COUNTERS]
         with m.Elif(busy):
             m.d.sync += counters["cycles"].eq(counters["cycles"] + 1)
             for k, name in enumerate(UNIT_COUNTERS):
-                with m.If(ex_active & ex_class[k]):
+                with m.If(active & ex_class[k]):
                     m.d.sync += counters[name].eq(counters[name] + 1)
-        return m
 
 
 def dispatch_registers(m: Module, control: Control, unit: wiring.Component, opcodes, name: str) -> None:
@@ -330,7 +356,7 @@ def dispatch_registers(m: Module, control: Control, unit: wiring.Component, opco
     registers and two LUT levels) is the only thing before the route across the chip, and each
     unit's first cycle of work starts from registers beside it.
     """
-    mine = _is_one_of(control.issue_opcode, [spec.BY_NAME[op].opcode for op in opcodes])
+    mine = is_one_of(control.issue_opcode, opcodes)
     take = Signal(name=f"{name}_take")
     start = Signal(name=f"{name}_start")
     opcode = Signal(spec.OPCODE_BITS, name=f"{name}_opcode")
@@ -340,11 +366,3 @@ def dispatch_registers(m: Module, control: Control, unit: wiring.Component, opco
     with m.If(take):
         m.d.sync += [opcode.eq(control.issue_opcode), fields.eq(control.issue_fields)]
     m.d.comb += [unit.start.eq(start), unit.opcode.eq(opcode), unit.fields.eq(fields)]
-
-
-def _is_one_of(value: Value, options) -> Value:
-    """value equals one of the options (0 for none)."""
-    out = Const(0, 1)
-    for option in options:
-        out = out | (value == int(option))
-    return out

@@ -15,8 +15,9 @@ before the first that needs them, and travel along too.
 from __future__ import annotations
 
 from amaranth.hdl import Cat, Const, Module, Mux, Signal, Value
-from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
+
+from .component import Checked
 
 
 def _naf(j: int) -> list[tuple[int, int]]:
@@ -51,7 +52,7 @@ def _choose(ge: dict[int, Value], values: dict[int, Value], lo: int, hi: int) ->
     return Mux(ge[mid], _choose(ge, values, mid, hi), _choose(ge, values, lo, mid - 1))
 
 
-class Divider(wiring.Component):
+class Divider(Checked):
     """q = floor(N / D), or floor(N / D + 1/2) when ``rounded``, for a stream of (N, D) pairs.
 
     Parameters:
@@ -79,9 +80,11 @@ class Divider(wiring.Component):
         ValueError: a parameter is out of range; the message names it and shows the value.
     """
 
-    def __init__(self, *, divisor_bits: int, max_quotient: int, digit_bits: int = 2, rounded: bool = False):
+    @classmethod
+    def check(cls, *, divisor_bits: int, max_quotient: int, digit_bits: int = 2,
+              rounded: bool = False) -> None:
+        """ValueError naming the first parameter out of range."""
         def refuse(message: str) -> None:
-            self._MustUse__silence = True  # no "created but never used" warning for a refused unit
             raise ValueError(f"Divider: {message}")
 
         if not isinstance(divisor_bits, int) or divisor_bits < 1:
@@ -92,6 +95,8 @@ class Divider(wiring.Component):
             refuse(f"digit_bits={digit_bits!r} must be an int from 1 to 3")
         if not isinstance(rounded, bool):
             refuse(f"rounded={rounded!r} must be a bool")
+
+    def __init__(self, *, divisor_bits: int, max_quotient: int, digit_bits: int = 2, rounded: bool = False):
         self.divisor_bits = divisor_bits
         self.max_quotient = max_quotient
         self.digit_bits = digit_bits

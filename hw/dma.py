@@ -9,11 +9,12 @@ below the remaining length.
 from __future__ import annotations
 
 from amaranth.hdl import Module, Mux, Signal
-from amaranth.lib import data, wiring
+from amaranth.lib import data
 
 from sim import spec
 from sim.spec import DEFAULT, Params
 
+from .component import Checked
 from .isa import fields_view, opcode
 from .lanes import delay, lane_mask, last_beat
 from .ports import unit_members, words
@@ -30,7 +31,7 @@ def _tag_layout(lanes: int) -> data.StructLayout:
     })
 
 
-class DMA(wiring.Component):
+class DMA(Checked):
     """The LD / ST unit.
 
     Parameters:
@@ -64,9 +65,6 @@ class DMA(wiring.Component):
     """The instructions this unit executes."""
 
     def __init__(self, params: Params = DEFAULT):
-        if not isinstance(params, Params):
-            self._MustUse__silence = True  # no "created but never used" warning for a refused unit
-            raise TypeError(f"DMA: params={params!r} must be a sim.spec.Params")
         assert spec.LD_OVERHEAD == spec.EXT_READ_LATENCY + 1, "hw/dma.py: LD = ext read, data register"
         assert spec.ST_OVERHEAD == spec.SPAD_READ_LATENCY + 1, "hw/dma.py: ST = spad read, data register"
         self.params = params
@@ -75,45 +73,7 @@ class DMA(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         lanes = self.params.LANES
-        ld = fields_view("LD", self.fields)
-        st = fields_view("ST", self.fields)
-        is_ld = self.opcode == opcode("LD")
-        # The scratchpad-side address, the external-side address and the length, for either kind.
-        spad_field = Mux(is_ld, ld.dst, st.src)
-        ext_field = Mux(is_ld, ld.src, st.dst)
-        len_field = Mux(is_ld, ld.len, st.len)
-
-        # Issue stage: one read per cycle, from the dispatch cycle until the last beat.
-        running = Signal()                    # beats after the first remain to be issued
-        load = Signal()                       # the running instruction is an LD
-        spad_q = Signal(spec.ADDR_BITS)       # addresses and words left of the next beat
-        ext_q = Signal(spec.ADDR_BITS)
-        left_q = Signal(spec.ADDR_BITS)
-
-        issue = Signal()
-        issue_ld = Signal()
-        spad_addr = Signal(spec.ADDR_BITS)
-        ext_addr = Signal(spec.ADDR_BITS)
-        left = Signal(spec.ADDR_BITS)
-        mask = Signal(lanes)
-        last = Signal()
-        m.d.comb += [
-            issue.eq(self.start | running),
-            issue_ld.eq(Mux(self.start, is_ld, load)),
-            spad_addr.eq(Mux(self.start, spad_field, spad_q)),
-            ext_addr.eq(Mux(self.start, ext_field, ext_q)),
-            left.eq(Mux(self.start, len_field, left_q)),
-            mask.eq(lane_mask(left, lanes)),
-            last.eq(last_beat(left, lanes)),
-        ]
-        with m.If(issue):
-            m.d.sync += [
-                running.eq(~last),
-                load.eq(issue_ld),
-                spad_q.eq(spad_addr + lanes),
-                ext_q.eq(ext_addr + lanes),
-                left_q.eq(left - lanes),
-            ]
+        issue, issue_ld, spad_addr, ext_addr, mask, last = self._issue(m)
 
         # The beat's tag travels beside the read: it is written one cycle after its data arrives,
         # EXT_READ_LATENCY (LD) or SPAD_READ_LATENCY (ST) cycles after the read.
@@ -159,3 +119,48 @@ class DMA(wiring.Component):
             self.done.eq((write_spad & at_ld_write.last) | (write_ext & at_st_write.last)),
         ]
         return m
+
+    def _issue(self, m: Module):
+        """The issue stage: one read per cycle, from the dispatch cycle until the last beat.
+        Returns issue, whether it is an LD's, the beat's scratchpad and external addresses, its
+        valid lanes and whether it is the last."""
+        lanes = self.params.LANES
+        ld = fields_view("LD", self.fields)
+        st = fields_view("ST", self.fields)
+        is_ld = self.opcode == opcode("LD")
+        # The scratchpad-side address, the external-side address and the length, for either kind.
+        spad_field = Mux(is_ld, ld.dst, st.src)
+        ext_field = Mux(is_ld, ld.src, st.dst)
+        len_field = Mux(is_ld, ld.len, st.len)
+
+        running = Signal()                    # beats after the first remain to be issued
+        load = Signal()                       # the running instruction is an LD
+        spad_q = Signal(spec.ADDR_BITS)       # addresses and words left of the next beat
+        ext_q = Signal(spec.ADDR_BITS)
+        left_q = Signal(spec.ADDR_BITS)
+
+        issue = Signal()
+        issue_ld = Signal()
+        spad_addr = Signal(spec.ADDR_BITS)
+        ext_addr = Signal(spec.ADDR_BITS)
+        left = Signal(spec.ADDR_BITS)
+        mask = Signal(lanes)
+        last = Signal()
+        m.d.comb += [
+            issue.eq(self.start | running),
+            issue_ld.eq(Mux(self.start, is_ld, load)),
+            spad_addr.eq(Mux(self.start, spad_field, spad_q)),
+            ext_addr.eq(Mux(self.start, ext_field, ext_q)),
+            left.eq(Mux(self.start, len_field, left_q)),
+            mask.eq(lane_mask(left, lanes)),
+            last.eq(last_beat(left, lanes)),
+        ]
+        with m.If(issue):
+            m.d.sync += [
+                running.eq(~last),
+                load.eq(issue_ld),
+                spad_q.eq(spad_addr + lanes),
+                ext_q.eq(ext_addr + lanes),
+                left_q.eq(left - lanes),
+            ]
+        return issue, issue_ld, spad_addr, ext_addr, mask, last

@@ -1,14 +1,15 @@
 """The spec's formulas as pipelined hardware: a register after every multiply.
 
-:mod:`sim.spec` writes region extents (and latencies) with ``+ - * //`` and the helpers
-``vmax``, ``vselect`` and ``ceil_div``, so that they evaluate on Python ints and on Amaranth
-values alike. Evaluated on plain Amaranth values, an extent such as ``(M-1)*lda + K`` is one
-combinational path: subtract, multiply (an ECP5 DSP, about 4 ns), add. That does not fit in a
-10 ns cycle. :func:`evaluate` evaluates the same formula on :class:`Term`\\ s instead: values that
-know the pipeline stage they are valid in. Additions, subtractions and multiplexers stay
-combinational; a multiply of two terms gets registered operands and a registered product; a
-multiply by a constant becomes shifts and adds (``3 * ceil(len/4)`` in SM's latency); operands of
-different stages are aligned with delay registers. The formula's text is not touched.
+:mod:`sim.spec` writes region extents (and latencies) as formulas that take their arithmetic
+as an argument (:class:`sim.spec.Arith`), so that they evaluate on Python ints and on Amaranth
+values alike. Evaluated on plain Amaranth values (:data:`HDL`), an extent such as
+``(M-1)*lda + K`` is one combinational path: subtract, multiply (an ECP5 DSP, about 4 ns), add.
+That does not fit in a 10 ns cycle. :func:`evaluate` evaluates the same formula on
+:class:`Term`\\ s instead (:data:`PIPELINED`): values that know the pipeline stage they are
+valid in. Additions, subtractions and multiplexers stay combinational; a multiply of two terms
+gets registered operands and a registered product; a multiply by a constant becomes shifts and
+adds (``3 * ceil(len/4)`` in SM's latency); operands of different stages are aligned with delay
+registers. The formula's text is not touched.
 
 :func:`depth` gives the number of stages a formula takes, without building anything.
 """
@@ -16,9 +17,7 @@ different stages are aligned with delay registers. The formula's text is not tou
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from contextlib import contextmanager
 from typing import Any
-from unittest import mock
 
 from amaranth.hdl import Module, Mux, Signal, Value
 
@@ -141,35 +140,59 @@ def _times_constant(value: Value, factor: int) -> Value:
     return out
 
 
-def _vmax(a: Any, b: Any) -> Any:
-    if isinstance(a, Term):
-        return a._combine((b,), lambda x, y: Mux(x > y, x, y))
-    if isinstance(b, Term):
-        return b._combine((a,), lambda y, x: Mux(x > y, x, y))
-    return max(a, b)
+class HdlArith:
+    """:class:`sim.spec.Arith` on plain Amaranth values: one combinational path per formula
+    (hw/stub.py's latency; the checker uses :class:`PipelinedArith`)."""
+
+    @staticmethod
+    def max(a: Any, b: Any) -> Value:
+        return Mux(a > b, a, b)
+
+    @staticmethod
+    def select(cond: Any, if_true: Any, if_false: Any) -> Value:
+        return Mux(cond, if_true, if_false)
+
+    @staticmethod
+    def ceil_div(a: Any, n: int) -> Value:
+        return (a + (n - 1)) // n
+
+    @staticmethod
+    def const(name: str) -> int:
+        return spec.TIMING_CONSTANTS[name]
 
 
-def _vselect(cond: Any, if_true: Any, if_false: Any) -> Any:
-    if not isinstance(cond, Term):
-        return if_true if cond else if_false
-    return cond._combine((if_true, if_false), lambda c, t, f: Mux(c, t, f))
+HDL = HdlArith()
+"""The arithmetic of plain Amaranth values (:class:`HdlArith`)."""
 
 
-def _ceil_div(a: Any, n: int) -> Any:
-    return (a + (n - 1)) // n
+class PipelinedArith(HdlArith):
+    """:class:`sim.spec.Arith` on :class:`Term`\\ s (and ints: a formula's constants): the
+    selects and maxima are multiplexers at the latest of their operands' stages; the operators
+    (and so ``ceil_div``) are :class:`Term`'s."""
+
+    @staticmethod
+    def max(a: Any, b: Any) -> Any:
+        if isinstance(a, Term):
+            return a._combine((b,), lambda x, y: Mux(x > y, x, y))
+        if isinstance(b, Term):
+            return b._combine((a,), lambda y, x: Mux(x > y, x, y))
+        return max(a, b)
+
+    @staticmethod
+    def select(cond: Any, if_true: Any, if_false: Any) -> Any:
+        if not isinstance(cond, Term):
+            return if_true if cond else if_false
+        return cond._combine((if_true, if_false), lambda c, t, f: Mux(c, t, f))
 
 
-@contextmanager
-def _pipelined_helpers():
-    with mock.patch.multiple(spec, vmax=_vmax, vselect=_vselect, ceil_div=_ceil_div):
-        yield
+PIPELINED = PipelinedArith()
+"""The arithmetic of pipelined terms (:class:`PipelinedArith`)."""
 
 
 def evaluate(pipe: Pipeline, fn: Callable[..., Any], fields: Mapping[str, Term], *args: Any) -> Term:
-    """``fn(fields, *args)`` (a spec formula) on terms of ``pipe``; the result is a register
-    output, or a constant (stage None) when the formula does not depend on its fields."""
-    with _pipelined_helpers():
-        out = fn(fields, *args)
+    """``fn(PIPELINED, fields, *args)`` (a spec formula) on terms of ``pipe``; the result is a
+    register output, or a constant (stage None) when the formula does not depend on its fields."""
+    out = fn(PIPELINED, fields, *args)
     if not isinstance(out, Term):
         return Term(pipe, None if pipe.dry else Value.cast(out), None, fresh=True)
     return out.registered()

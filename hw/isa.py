@@ -8,10 +8,14 @@ by name: ``fields_view("MM", instr.fields).lda``.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 from amaranth.hdl import Value
 from amaranth.lib import data
 
 from sim import spec
+
+from .lanes import any_of
 
 FIELD_BITS = spec.INSTR_BITS - spec.OPCODE_BITS
 """Bits above the opcode: what every unit receives as ``fields``."""
@@ -41,6 +45,11 @@ def fields_view(name: str, bits: Value) -> data.View:
 def opcode(name: str) -> int:
     """The opcode of instruction ``name``."""
     return int(spec.BY_NAME[name].opcode)
+
+
+def is_one_of(op: Value, names: Iterable[str]) -> Value:
+    """1 when ``op`` is the opcode of one of the named instructions (a 1-bit 0 for none)."""
+    return any_of(op == opcode(name) for name in names)
 
 
 def _check_layout_matches_spec() -> None:

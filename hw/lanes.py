@@ -1,4 +1,5 @@
-"""Small combinational helpers shared by the units that stream LANES words per cycle.
+"""Small combinational helpers shared by the units that stream LANES words per cycle, and the
+OR that merges their requests.
 
 A *beat* is one scratchpad access of LANES consecutive words; lane i is the word at addr + i.
 A unit walking a row of ``len`` elements keeps ``left``, the elements not yet consumed counting
@@ -7,7 +8,9 @@ the current beat; the beat's valid lanes and whether it is the last follow from 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import operator
+from collections.abc import Iterable, Sequence
+from functools import reduce
 
 from amaranth.hdl import Cat, Const, Signal, Value
 
@@ -36,27 +39,6 @@ def _lane_bits(lanes: int) -> int:
     return (lanes - 1).bit_length()
 
 
-def first_maximum(values: Sequence[Value], valid: Sequence[Value] | None = None) -> list[Value]:
-    """One-hot selector of the first maximum among the valid ``values`` (same shape each).
-
-    Candidate i wins when it is valid, greater than every earlier valid candidate and at least
-    every later valid one, so exactly one bit is set when any candidate is valid. Validity is
-    folded into the comparisons' results rather than into the values, so the comparators take
-    their operands straight from registers: one comparator level, then two LUT levels.
-    """
-    if valid is None:
-        valid = [Const(1, 1)] * len(values)
-    wins = []
-    for i, vi in enumerate(values):
-        win = valid[i]
-        for j, vj in enumerate(values):
-            if j != i:
-                beats = vi > vj if j < i else vi >= vj
-                win = win & (beats | ~valid[j])
-        wins.append(win)
-    return wins
-
-
 def select(onehot: Sequence[Value], values: Sequence[Value]) -> Value:
     """OR of ``values[i]`` gated by the one-hot ``onehot[i]`` (an AND-OR multiplexer)."""
     out = None
@@ -78,3 +60,10 @@ def delay(m, value: Value, cycles: int, name: str) -> Signal:
 def carry_save(a: Value, b: Value, c: Value) -> tuple[Value, Value]:
     """A 3:2 compressor: (sum, carry) with a + b + c == sum + carry, one LUT level per bit."""
     return a ^ b ^ c, ((a & b) | (a & c) | (b & c)) << 1
+
+
+def any_of(values: Iterable[Value]) -> Value:
+    """The OR of the values, bit by bit (a 1-bit 0 when there are none): how the core merges
+    the requests of units of which at most one is active (an idle unit drives 0)."""
+    values = list(values)
+    return reduce(operator.or_, values) if values else Const(0, 1)

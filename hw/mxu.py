@@ -35,18 +35,19 @@ one multiplexer (or none, for A) before a register; the multipliers sit between 
 from __future__ import annotations
 
 from amaranth.hdl import Cat, Module, Mux, Signal, Value
-from amaranth.lib import data, wiring
+from amaranth.lib import data
 
 from sim import spec
 from sim.spec import DEFAULT, Params
 
+from .component import Checked, check_params
 from .isa import fields_view
 from .lanes import delay
 from .ports import addr_bits, unit_members
 from .systolic import OPERAND_BITS, SystolicArray
 
 
-class MatrixUnit(wiring.Component):
+class MatrixUnit(Checked):
     """The MM unit: one T x T tile of int8 x int8 -> int32 products per instruction.
 
     Parameters:
@@ -78,14 +79,15 @@ class MatrixUnit(wiring.Component):
     OVERHEAD = spec.SPAD_READ_LATENCY + 2
     """Cycles of the schedule beyond K + M + tb*(N-1): sim.spec.MM_OVERHEAD must equal it."""
 
-    def __init__(self, params: Params = DEFAULT):
-        if not isinstance(params, Params):
-            self._MustUse__silence = True
-            raise TypeError(f"MatrixUnit: params={params!r} must be a sim.spec.Params")
+    @classmethod
+    def check(cls, params: Params = DEFAULT) -> None:
+        """TypeError for a params that is not a Params, ValueError for T > LANES."""
+        check_params(cls.__name__, params)
         if params.T > params.LANES:
-            self._MustUse__silence = True
             raise ValueError(f"MatrixUnit: params.T={params.T} must be at most params.LANES={params.LANES} "
                              "(one access per row of B and of the output)")
+
+    def __init__(self, params: Params = DEFAULT):
         assert spec.MM_OVERHEAD == self.OVERHEAD, "sim.spec.MM_OVERHEAD must be what hw/mxu.py realises"
         self.params = params
         super().__init__(unit_members(params, n_read=2, write=True))
@@ -93,16 +95,28 @@ class MatrixUnit(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         p = self.params
-        t_size, lanes = p.T, p.LANES
-        lane_bits = (lanes - 1).bit_length()
-        abits = addr_bits(p.SPAD_WORDS)
         f = fields_view("MM", self.fields)
-        m.submodules.array = array = SystolicArray(t_size, p.K_MAX, lanes)
+        m.submodules.array = array = SystolicArray(p.T, p.K_MAX, p.LANES)
+        # the named steps, in the order their logic is built
+        cycle, active, now = self._timeline(m, f)
+        self._read_a(m, f, array, now)
+        b_reads = self._read_b(m, f, cycle, active, now)
+        self._feed_array(m, f, array, now, *b_reads)
+        self._write_results(m, f, array)
+        return m
 
-        # ---------------------------------------------------------------- the timeline
-        # tau counts cycles from the dispatch (tau = 0 in the dispatch cycle itself). Every
-        # decision of cycle tau is computed in cycle tau - 1 and registered, so that the memory
-        # requests leave registers (or, in the dispatch cycle, come straight from ``fields``).
+    def _sizes(self) -> tuple[int, int, int]:
+        p = self.params
+        return p.T, p.LANES, (p.LANES - 1).bit_length()
+
+    def _timeline(self, m: Module, f) -> tuple[Signal, Signal, dict[str, Signal]]:
+        """The cycle counter and the per-cycle decisions. tau counts cycles from the dispatch
+        (tau = 0 in the dispatch cycle itself). Every decision of cycle tau is computed in cycle
+        tau - 1 and registered, so that the memory requests leave registers (or, in the dispatch
+        cycle, come straight from ``fields``). Returns the cycle counter, active (the dispatch
+        cycle or busy) and the decisions of the current cycle (``now``)."""
+        p = self.params
+        t_size, lanes, lane_bits = self._sizes()
         busy = Signal()
         cycle = Signal(range(p.K_MAX + 3 * t_size + 8))
         active = Signal()
@@ -169,10 +183,12 @@ class MatrixUnit(wiring.Component):
                 m.d.sync += reg.eq(0)
             now[name] = Signal(reg.shape(), name=name)
             m.d.comb += now[name].eq(Mux(self.start, at_0[name], reg))
+        return cycle, active, now
 
-        # ---------------------------------------------------------------- A on rd0
-        # The read pointer walks the rows of a chunk by lda and jumps to the next chunk's row 0
-        # (base + 4) after LANES phases.
+    def _read_a(self, m: Module, f, array: SystolicArray, now: dict[str, Signal]) -> None:
+        """A on ``rd0``: the read pointer walks the rows of a chunk by lda and jumps to the next
+        chunk's row 0 (base + 4) after LANES phases; the chunk registers load as the data returns."""
+        t_size, lanes, _lane_bits = self._sizes()
         a_addr = self._walker(m, "a", f.A, f.lda, advance=now["a_on"], wrap=now["a_row"] == lanes - 1,
                               chunked=1)
         m.d.comb += [self.rd0.en.eq(now["a_go"]), self.rd0.addr.eq(a_addr)]
@@ -185,8 +201,11 @@ class MatrixUnit(wiring.Component):
             array.a_chunk.eq(Cat(self.rd0.data[k][:OPERAND_BITS] for k in range(lanes))),
         ]
 
-        # ---------------------------------------------------------------- B on rd1
-        # tb = 0: row t at tau = t. tb = 1: column j of chunk c at tau = 4c + j.
+    def _read_b(self, m: Module, f, cycle: Signal, active: Signal, now: dict[str, Signal]):
+        """B on ``rd1``: tb = 0, row t at tau = t; tb = 1, column j of chunk c at tau = 4c + j,
+        into double-buffered chunk registers. Returns what the array's feed needs: the returning
+        read's flag, column and slot, the read data and the chunk registers."""
+        t_size, lanes, lane_bits = self._sizes()
         tau = Mux(self.start, 0, cycle)
         b_col = tau[:lane_bits]
         b_addr = self._walker(m, "b", f.B, f.ldb, advance=active, wrap=b_col == lanes - 1, chunked=f.tb)
@@ -203,10 +222,14 @@ class MatrixUnit(wiring.Component):
             for slot in range(2):
                 with m.If(b_back & (b_back_col == j) & (b_back_slot == slot)):
                     m.d.sync += b_chunks[j][slot].eq(Cat(b_data))
+        return b_back, b_back_col, b_back_slot, b_data, b_chunks
 
-        # ---------------------------------------------------------------- steps into the array
-        # Step t = 4c + k enters at tau = D + SPAD_READ_LATENCY + t: the decisions above place it
-        # at D + 1 + t, and registers hold them back by the rest of the read latency.
+    def _feed_array(self, m: Module, f, array: SystolicArray, now: dict[str, Signal], b_back, b_back_col,
+                    b_back_slot, b_data, b_chunks) -> None:
+        """Steps into the array: step t = 4c + k enters at tau = D + SPAD_READ_LATENCY + t."""
+        t_size, _lanes, _lane_bits = self._sizes()
+        # the decisions place step t at D + 1 + t; registers hold them back by the rest of the
+        # read latency
         late = {name: delay(m, now[name], spec.SPAD_READ_LATENCY - 1, f"{name}_late")
                 for name in ("step", "first", "last", "s_k", "s_slot")}
         s_k, s_slot = late["s_k"], late["s_slot"]
@@ -230,10 +253,13 @@ class MatrixUnit(wiring.Component):
             with m.Else():
                 m.d.comb += array.b[j].eq(from_buffer)
 
-        # ---------------------------------------------------------------- results on wr
-        # Row i is written in the cycle its sums become final; rows finish one per cycle.
-        # The fields they need are registered at the dispatch (the execute stage's registers are
-        # across the chip): which row is the last (one-hot), the columns, the row stride.
+    def _write_results(self, m: Module, f, array: SystolicArray) -> None:
+        """Results on ``wr``: row i is written in the cycle its sums become final; rows finish
+        one per cycle. The fields they need are registered at the dispatch (the execute stage's
+        registers are across the chip): which row is the last (one-hot), the columns, the row
+        stride."""
+        t_size, lanes, _lane_bits = self._sizes()
+        abits = addr_bits(self.params.SPAD_WORDS)
         rows = [array.row_done[i] for i in range(t_size)]   # only rows i < M signal
         last_of = Signal(t_size)
         columns = Signal(lanes)
@@ -258,7 +284,6 @@ class MatrixUnit(wiring.Component):
             for i in range(t_size):
                 word = word | Mux(rows[i], array.acc[i][j], 0)
             m.d.comb += self.wr.data[j].eq(word)
-        return m
 
     def _walker(self, m: Module, name: str, start_addr, stride, *, advance, wrap, chunked):
         """The address of a strided walk: start_addr, + stride each cycle; when ``chunked``, it

@@ -6,7 +6,7 @@ DMA towards external memory); the memory side uses ``.flip()``.
 Conventions (hw/README.md gives the full timing contract):
 
 * A memory access moves LANES consecutive 32-bit words starting at any word address; lane i
-  is the word at ``addr + i``. Reads return ``data`` SPAD_READ_LATENCY (2) cycles after
+  is the word at ``addr + i``. Reads return ``data`` SPAD_READ_LATENCY (3) cycles after
   ``en``; writes take effect at the end of the cycle in which ``en`` is high, for the lanes
   whose ``mask`` bit is set.
 * Only one instruction executes at a time, and an idle unit drives every output to 0, so the

@@ -20,12 +20,13 @@ s+8 up all equal its sign bit) in parallel with the shift.
 from __future__ import annotations
 
 from amaranth.hdl import Cat, Module, Mux, Signal, Value, signed
-from amaranth.lib import data, wiring
+from amaranth.lib import data
 from amaranth.lib.wiring import In, Out
 
 from sim import arith, spec
 from sim.spec import DEFAULT, Params
 
+from .component import Checked
 from .isa import fields_view
 from .lanes import delay, lane_mask, last_beat
 from .ports import unit_members
@@ -46,7 +47,7 @@ Q_BITS = 10
 """Bits of the shifted product kept: -512..511 covers every result that does not saturate."""
 
 
-class Requantizer(wiring.Component):
+class Requantizer(Checked):
     """LANES requantizer lanes sharing one pipeline: ``y = requant(a, m, s, relu)`` per lane.
 
     The factor (m, s, relu) travels down the pipeline with the data, so every cycle's inputs
@@ -91,10 +92,13 @@ class Requantizer(wiring.Component):
     LATENCY = 7
     """Cycles from a, m, s, relu presented to y valid."""
 
-    def __init__(self, lanes: int = DEFAULT.LANES):
+    @classmethod
+    def check(cls, lanes: int = DEFAULT.LANES) -> None:
+        """ValueError for lanes that is not a positive int."""
         if not isinstance(lanes, int) or lanes < 1:
-            self._MustUse__silence = True
             raise ValueError(f"Requantizer: lanes={lanes!r} must be a positive int")
+
+    def __init__(self, lanes: int = DEFAULT.LANES):
         self.lanes = lanes
         super().__init__({
             "a": In(data.ArrayLayout(signed(A_BITS), lanes)),
@@ -107,26 +111,7 @@ class Requantizer(wiring.Component):
 
     def elaborate(self, platform):
         m = Module()
-
-        # The factor's shift and relu, shared by the lanes, delayed to the stage that uses them:
-        # s - 1 (computed in stage 2, so that no subtraction precedes the barrel shifter) in
-        # stage 6, relu in stage 7. The mantissa is per lane (below).
-        s1 = Signal(S_BITS)
-        relu1 = Signal()
-        m.d.sync += [s1.eq(self.s), relu1.eq(self.relu)]
-        shift_amount = delay(m, (s1 - 1)[:S_BITS], 4, "s_minus_1")   # s - 1: 0..62, a register
-        relu_last = delay(m, relu1, 5, "relu")
-
-        # The masks (from s1, registered in stage 2), used in stage 6: bit k of low_mask is set for
-        # k < s-1, bit k of high_mask for k >= s+8.
-        low_mask2 = Signal(P_BITS)
-        high_mask2 = Signal(P_BITS)
-        m.d.sync += [
-            low_mask2.eq(Cat(s1 > k + 1 for k in range(P_BITS))),
-            high_mask2.eq(Cat(s1 + (Q_BITS - 2) <= k for k in range(P_BITS))),
-        ]
-        low_mask = delay(m, low_mask2, 3, "low_mask")
-        high_mask = delay(m, high_mask2, 3, "high_mask")
+        shift_amount, relu_last, low_mask, high_mask = self._shared(m)
         for lane in range(self.lanes):
             # 1: the multiplier inputs, the lane's own copy of m among them
             a1 = Signal(signed(A_BITS), name=f"a1_{lane}")
@@ -190,6 +175,30 @@ class Requantizer(wiring.Component):
             m.d.comb += self.y[lane].eq(y)
         return m
 
+    def _shared(self, m: Module):
+        """What the lanes share, delayed to the stage that uses it: s - 1, relu, and the rounding
+        and saturation masks. Returns them in that order."""
+        # The factor's shift and relu, shared by the lanes, delayed to the stage that uses them:
+        # s - 1 (computed in stage 2, so that no subtraction precedes the barrel shifter) in
+        # stage 6, relu in stage 7. The mantissa is per lane (below).
+        s1 = Signal(S_BITS)
+        relu1 = Signal()
+        m.d.sync += [s1.eq(self.s), relu1.eq(self.relu)]
+        shift_amount = delay(m, (s1 - 1)[:S_BITS], 4, "s_minus_1")   # s - 1: 0..62, a register
+        relu_last = delay(m, relu1, 5, "relu")
+
+        # The masks (from s1, registered in stage 2), used in stage 6: bit k of low_mask is set for
+        # k < s-1, bit k of high_mask for k >= s+8.
+        low_mask2 = Signal(P_BITS)
+        high_mask2 = Signal(P_BITS)
+        m.d.sync += [
+            low_mask2.eq(Cat(s1 > k + 1 for k in range(P_BITS))),
+            high_mask2.eq(Cat(s1 + (Q_BITS - 2) <= k for k in range(P_BITS))),
+        ]
+        low_mask = delay(m, low_mask2, 3, "low_mask")
+        high_mask = delay(m, high_mask2, 3, "high_mask")
+        return shift_amount, relu_last, low_mask, high_mask
+
 
 def _beyond_int8(q: Value, corr: Value) -> tuple[Value, Value]:
     """(y > 127, y < -127) for y = (q - corr + 1) >> 1, q a signed Q_BITS value, corr 0 or 1.
@@ -207,7 +216,7 @@ def _beyond_int8(q: Value, corr: Value) -> tuple[Value, Value]:
     return at_least_256 | (is_255 & ~corr), at_most_minus_256 | (is_minus_255 & corr)
 
 
-class RequantUnit(wiring.Component):
+class RequantUnit(Checked):
     """The RQ unit: ``S[dst+i] = requant(s32(S[src+i]), m, s, relu)`` for i < len, LANES per cycle.
 
     Parameters:
@@ -241,9 +250,6 @@ class RequantUnit(wiring.Component):
     """The instructions this unit executes."""
 
     def __init__(self, params: Params = DEFAULT):
-        if not isinstance(params, Params):
-            self._MustUse__silence = True
-            raise TypeError(f"RequantUnit: params={params!r} must be a sim.spec.Params")
         assert spec.RQ_OVERHEAD == spec.SPAD_READ_LATENCY + Requantizer.LATENCY, \
             "sim.spec.RQ_OVERHEAD must be what hw/requant.py realises"
         self.params = params

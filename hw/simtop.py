@@ -16,12 +16,13 @@ from amaranth.lib.wiring import Out
 from sim import spec
 from sim.spec import DEFAULT, Params
 
-from .banked import BankedMemory
+from .banked import BankedMemory, attach_bus
+from .component import Checked, check_params
 from .control import host_members
 from .top import GA2, UNIT_MODULES
 
 
-class SimTop(wiring.Component):
+class SimTop(Checked):
     """GA-2 with its external memory.
 
     Parameters:
@@ -38,13 +39,18 @@ class SimTop(wiring.Component):
 
     Raises:
         TypeError: params is not a :class:`sim.spec.Params`.
+        ValueError: as :class:`~hw.top.GA2`.
     """
+
+    @classmethod
+    def check(cls, params: Params = DEFAULT, *, stub_missing: bool = False,
+              modules: tuple[str, ...] = UNIT_MODULES) -> None:
+        """Refuse what the core refuses (:meth:`hw.top.GA2.check`), before anything is built."""
+        check_params(cls.__name__, params)
+        GA2.check(params, stub_missing=stub_missing, modules=modules)
 
     def __init__(self, params: Params = DEFAULT, *, stub_missing: bool = False,
                  modules: tuple[str, ...] = UNIT_MODULES):
-        if not isinstance(params, Params):
-            self._MustUse__silence = True
-            raise TypeError(f"SimTop: params={params!r} must be a sim.spec.Params")
         self.params = params
         super().__init__(host_members(params) | {"timing_fault": Out(1)})
         self.core = GA2(params, stub_missing=stub_missing, modules=modules)
@@ -62,14 +68,5 @@ class SimTop(wiring.Component):
             else:
                 m.d.comb += ours.eq(theirs)
         m.d.comb += self.timing_fault.eq(core.timing_fault)
-        bus = core.ext
-        m.d.comb += [
-            ext.rd0.en.eq(bus.rd_en),
-            ext.rd0.addr.eq(bus.addr),
-            bus.rd_data.eq(ext.rd0.data),
-            ext.wr.en.eq(bus.wr_en),
-            ext.wr.addr.eq(bus.addr),
-            ext.wr.mask.eq(bus.wr_mask),
-            ext.wr.data.eq(bus.wr_data),
-        ]
+        attach_bus(m, core.ext, ext)
         return m

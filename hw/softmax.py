@@ -28,10 +28,11 @@ as (floor(2 * e * 65536 / z) + 1) >> 1 without an adder in front of it.
 from __future__ import annotations
 
 from amaranth.hdl import Module, Mux, Signal, signed
-from amaranth.lib import data, wiring
+from amaranth.lib import data
 
 from sim import arith, spec
 
+from .component import Checked
 from .divider import Divider
 from .exp_lut import INDEX_BITS, VALUE_BITS, ExpLUT
 from .isa import fields_view
@@ -55,7 +56,7 @@ def _tag_layout(lanes: int) -> data.StructLayout:
     })
 
 
-class SoftmaxUnit(wiring.Component):
+class SoftmaxUnit(Checked):
     """SM: the row at src (int8 Q4.4) becomes its fixed-point softmax at dst (unsigned Q16).
 
     Parameters:
@@ -90,9 +91,6 @@ class SoftmaxUnit(wiring.Component):
     OPCODES = ("SM",)
 
     def __init__(self, params: spec.Params = spec.DEFAULT):
-        if not isinstance(params, spec.Params):
-            self._MustUse__silence = True  # no "created but never used" warning for a refused unit
-            raise TypeError(f"SoftmaxUnit: params={params!r} must be a sim.spec.Params")
         self.params = params
         super().__init__(unit_members(params, n_read=1, write=True))
         self.sum_bits = (params.SM_MAX_LEN * arith.Q16_ONE).bit_length()
@@ -109,13 +107,24 @@ class SoftmaxUnit(wiring.Component):
 
     def elaborate(self, platform):
         m = Module()
+        # the named steps, in the order their logic is built
+        rd_tag = self._read_sequencer(m)
+        tag_x, xs, tag_e = self._data_register(m, rd_tag)
+        mx = self._maximum(m, tag_x, tag_e, xs)
+        e = self._exp(m, tag_x, mx, xs)
+        z = self._sum(m, tag_e, e)
+        tag_w = self._divide(m, tag_e, e, z)
+        self._write(m, tag_w)
+        return m
+
+    def _read_sequencer(self, m: Module) -> Signal:
+        """Three passes of reads over the row, the first read in the dispatch cycle straight
+        from the fields, SM_PASS_OVERHEAD idle cycles after pass 0. Returns the read's tag (the
+        pass, the valid lanes, the last beat)."""
         lanes = self.params.LANES
         f = fields_view("SM", self.fields)
         tag_layout = _tag_layout(lanes)
         start = self.start  # the top raises it only for SM
-
-        # ---------------------------------------------------------------- read sequencer
-        # the first read leaves in the dispatch cycle, straight from the fields
         reading = Signal()                 # a read follows this cycle's (after the first)
         gap = Signal(range(spec.SM_PASS_OVERHEAD + 1))  # idle read cycles left before pass 1
         rd_pass = Signal(2)
@@ -161,10 +170,14 @@ class SoftmaxUnit(wiring.Component):
                 m.d.sync += [reading.eq(0), rd_pass.eq(0), rd_left.eq(0), rd_addr.eq(0)]
         with m.Elif(gap != 0):
             m.d.sync += gap.eq(gap - 1)
+        return rd_tag
 
-        # ---------------------------------------------------------------- data register
-        # the scratchpad's data comes late in its cycle (block RAM, then the rotation): take it
-        # into a register untouched, with its tag delayed by the read latency plus one
+    def _data_register(self, m: Module, rd_tag: Signal):
+        """The scratchpad's data comes late in its cycle (block RAM, then the rotation): take it
+        into a register untouched, with its tag delayed by the read latency plus one. Returns
+        that tag (x), the int8 values, and the tag one stage later (e: the exp values, the running
+        maximum)."""
+        lanes = self.params.LANES
         tag_arrive = delay(m, rd_tag, SPAD_READ_LATENCY, "tag_read")  # the data's cycle
         tag_x = delay(m, tag_arrive, 1, "tag_x")                        # in its registers
         x = [Signal(8, name=f"x{i}") for i in range(lanes)]
@@ -173,10 +186,14 @@ class SoftmaxUnit(wiring.Component):
                 m.d.sync += x[i].eq(self.rd0.data[i][:8])
         xs = [xi.as_signed() for xi in x]
         tag_e = delay(m, tag_x, 1, "tag_e")  # one stage later: the exp values, the running maximum
+        return tag_x, xs, tag_e
 
-        # ---------------------------------------------------------------- pass 0: max
-        # two register stages, each a comparator level and a multiplexer: the maxima of the lane
-        # pairs (tail lanes excluded), then the running maximum of those and mx
+    def _maximum(self, m: Module, tag_x, tag_e, xs) -> Signal:
+        """Pass 0, the row's maximum mx: two register stages, each a comparator level and a
+        multiplexer: the maxima of the lane pairs (tail lanes excluded), then the running maximum
+        of those and mx."""
+        start = self.start
+        lanes = self.params.LANES
         int8_min = -(1 << 7)
         pair = [Signal(signed(8), name=f"max{2 * k}{2 * k + 1}") for k in range(lanes // 2)]
         for k, pk in enumerate(pair):
@@ -190,17 +207,23 @@ class SoftmaxUnit(wiring.Component):
             # max(mx, p0, p1): three comparators side by side, then two multiplexer levels
             p0, p1 = pair
             m.d.sync += mx.eq(Mux((mx >= p0) & (mx >= p1), mx, Mux(p1 > p0, p1, p0)))
+        return mx
 
-        # ---------------------------------------------------------------- exp look-up
-        # e_i = EXP_LUT[mx - x_i]; the difference is 0..255, so 8-bit wrap-around is exact
+    def _exp(self, m: Module, tag_x, mx: Signal, xs) -> list[Signal]:
+        """e_i = EXP_LUT[mx - x_i] (the difference is 0..255, so 8-bit wrap-around is exact)."""
+        lanes = self.params.LANES
         e = [Signal(VALUE_BITS, name=f"e{i}") for i in range(lanes)]
         for i in range(lanes):
             lut = ExpLUT()
             m.submodules[f"exp{i}"] = lut
             m.d.comb += lut.index.eq((mx - xs[i])[:INDEX_BITS])
             m.d.sync += e[i].eq(Mux(tag_x.mask[i], lut.value, 0))
+        return e
 
-        # ---------------------------------------------------------------- pass 1: sum
+    def _sum(self, m: Module, tag_e, e: list[Signal]) -> Signal:
+        """Pass 1, z = the sum of the e_i of the row: carry-save over the lanes, one register."""
+        start = self.start
+        lanes = self.params.LANES
         z = Signal(self.sum_bits)
         with m.If(start):
             m.d.sync += z.eq(0)
@@ -209,8 +232,10 @@ class SoftmaxUnit(wiring.Component):
             for i in range(2, lanes):
                 s, c = carry_save(s, c, e[i])
             m.d.sync += z.eq(s + c)
+        return z
 
-        # ---------------------------------------------------------------- pass 2: divide
+    def _divide(self, m: Module, tag_e, e: list[Signal], z: Signal):
+        """Pass 2: the dividers form e_i * 65536 / z; returns the tag beside the quotients."""
         for i, div in enumerate(self.dividers):
             m.submodules[f"div{i}"] = div
             m.d.comb += [
@@ -218,8 +243,13 @@ class SoftmaxUnit(wiring.Component):
                 div.dividend.eq(e[i] << Q16_BITS),
             ]
         tag_w = delay(m, tag_e, self.dividers[0].latency, "tag_div")  # beside the quotients
+        return tag_w
 
-        # ---------------------------------------------------------------- write
+    def _write(self, m: Module, tag_w) -> None:
+        """Pass 2's quotients onto ``wr``; ``done`` with the last beat."""
+        lanes = self.params.LANES
+        start = self.start
+        f = fields_view("SM", self.fields)
         writing = tag_w.valid & (tag_w.pass_ == 2)
         wr_addr = Signal.like(self.wr.addr)
         with m.If(start):
@@ -234,5 +264,4 @@ class SoftmaxUnit(wiring.Component):
         ]
         for i, div in enumerate(self.dividers):
             m.d.comb += self.wr.data[i].eq(Mux(writing, div.quotient, 0))
-        return m
 

@@ -1,7 +1,7 @@
 """A unit that executes nothing but takes exactly the spec's latency.
 
-It evaluates :attr:`sim.spec.InstrSpec.latency` on the dispatched fields (the formulas are
-written to evaluate on Amaranth values) and raises ``done`` in cycle d + L - 1. The control
+It evaluates :attr:`sim.spec.InstrSpec.latency_formula` on the dispatched fields, on Amaranth
+values (:data:`hw.formula.HDL`), and raises ``done`` in cycle d + L - 1. The control
 tests run the execute stage against it, so they check dispatch, errors and counters without
 any real unit.
 """
@@ -9,11 +9,12 @@ any real unit.
 from __future__ import annotations
 
 from amaranth.hdl import Const, Module, Mux, Signal, Value
-from amaranth.lib import wiring
 
 from sim import spec
 from sim.spec import DEFAULT, Params
 
+from .component import Checked
+from .formula import HDL
 from .isa import fields_view
 from .ports import unit_members
 
@@ -28,12 +29,12 @@ def latency(params: Params, opcode: Value, fields: Value) -> Value:
     for ispec in spec.INSTRUCTIONS:
         view = fields_view(ispec.name, fields)
         values = {f.name: Value.cast(getattr(view, f.name)) for f in ispec.fields}
-        lat = Value.cast(ispec.latency(values, params))
+        lat = Value.cast(ispec.latency_formula(HDL, values, params))
         out = Mux(opcode == int(ispec.opcode), lat, out)
     return out[:LATENCY_BITS]
 
 
-class LatencyStub(wiring.Component):
+class LatencyStub(Checked):
     """Stands in for every unit: no memory access, ``done`` after exactly the spec's latency.
 
     Parameters:
@@ -49,9 +50,6 @@ class LatencyStub(wiring.Component):
     """
 
     def __init__(self, params: Params = DEFAULT):
-        if not isinstance(params, Params):
-            self._MustUse__silence = True
-            raise TypeError(f"LatencyStub: params={params!r} must be a sim.spec.Params")
         self.params = params
         super().__init__(unit_members(params, n_read=0, write=False))
 

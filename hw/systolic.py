@@ -11,8 +11,10 @@ on at every step of that row.
 from __future__ import annotations
 
 from amaranth.hdl import Module, Mux, Signal, signed
-from amaranth.lib import data, wiring
+from amaranth.lib import data
 from amaranth.lib.wiring import In, Out
+
+from .component import Checked
 
 OPERAND_BITS = 8
 """int8 operands (the low byte of a scratchpad word, read as signed)."""
@@ -27,7 +29,7 @@ def accumulator_bits(k_max: int) -> int:
     return (k_max * (1 << 2 * (OPERAND_BITS - 1))).bit_length() + 1
 
 
-class SystolicArray(wiring.Component):
+class SystolicArray(Checked):
     """T x T int8 multiply-accumulate array, output-stationary, skewed by row.
 
     Parameters:
@@ -66,11 +68,14 @@ class SystolicArray(wiring.Component):
     LATENCY = 3
     """Cycles from the last step entering to row 0's sums being final."""
 
-    def __init__(self, t: int, k_max: int, lanes: int = 4):
+    @classmethod
+    def check(cls, t: int, k_max: int, lanes: int = 4) -> None:
+        """ValueError for t, k_max or lanes that is not a positive int."""
         for name, value in (("t", t), ("k_max", k_max), ("lanes", lanes)):
             if not isinstance(value, int) or value < 1:
-                self._MustUse__silence = True
                 raise ValueError(f"SystolicArray: {name}={value!r} must be a positive int")
+
+    def __init__(self, t: int, k_max: int, lanes: int = 4):
         self.t = t
         self.k_max = k_max
         self.lanes = lanes

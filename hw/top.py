@@ -11,10 +11,8 @@ with an ``OPCODES`` attribute naming the instructions it executes, built as ``cl
 from __future__ import annotations
 
 import importlib
-from functools import reduce
-from operator import or_
 
-from amaranth.hdl import Module, Signal
+from amaranth.hdl import Module, Signal, Value
 from amaranth.lib import wiring
 from amaranth.lib.wiring import Out
 
@@ -22,7 +20,9 @@ from sim import spec
 from sim.spec import DEFAULT, Params
 
 from .banked import BankedMemory
+from .component import Checked, check_params
 from .control import Control, dispatch_registers, host_members
+from .lanes import any_of
 from .ports import ExtPort, addr_bits
 from .stub import LatencyStub
 
@@ -65,16 +65,18 @@ def missing_units(modules: tuple[str, ...] = UNIT_MODULES) -> list[str]:
     return [name for name in UNIT_OPCODES if name not in have]
 
 
-class GA2(wiring.Component):
+class GA2(Checked):
     """The GA-2 core.
 
     Parameters:
         params: the machine's :class:`sim.spec.Params`.
         stub_missing: let a :class:`~hw.stub.LatencyStub` (exact timing, no effect on memory)
-            stand in for instructions whose unit does not exist yet; for tests while the core
-            is being built. False (the default) refuses to build an incomplete core.
-        modules: the modules to take the units from (default :data:`UNIT_MODULES`; tests of a
-            part of the core name fewer).
+            stand in for instructions whose unit is not in ``modules``. For tests only, which
+            is why it stays: tests/hw/test_timing_fault.py builds a core of stubs alone
+            (``modules=()``) and makes one finish a cycle early or late. False (the default)
+            refuses to build an incomplete core.
+        modules: the modules to take the units from (default :data:`UNIT_MODULES`; the
+            timing-fault tests name none).
 
     Members:
         the host interface of :class:`~hw.control.Control` (``hw.control.host_members``):
@@ -105,21 +107,24 @@ class GA2(wiring.Component):
             params.LANES (the MXU is built for T <= LANES).
     """
 
-    def __init__(self, params: Params = DEFAULT, *, stub_missing: bool = False,
-                 modules: tuple[str, ...] = UNIT_MODULES):
-        if not isinstance(params, Params):
-            self._MustUse__silence = True
-            raise TypeError(f"GA2: params={params!r} must be a sim.spec.Params")
-        if params.T > params.LANES:    # refused here, before any part is built (hw/mxu.py says why)
-            self._MustUse__silence = True
+    @classmethod
+    def check(cls, params: Params = DEFAULT, *, stub_missing: bool = False,
+              modules: tuple[str, ...] = UNIT_MODULES) -> None:
+        """Refuse what :class:`GA2` cannot be built from, before any part is built (the
+        Raises of the class)."""
+        check_params(cls.__name__, params)
+        if params.T > params.LANES:    # hw/mxu.py says why
             raise ValueError(f"GA2: params.T={params.T} must be at most params.LANES={params.LANES} "
                              "(the MXU moves a row of B and of the output in one scratchpad access)")
-        classes = unit_classes(modules)
-        missing = [name for name in UNIT_OPCODES if name not in classes]
+        missing = missing_units(modules)
         if missing and not stub_missing:
-            self._MustUse__silence = True
             raise ValueError(f"GA2: no unit executes {', '.join(missing)} "
                              f"(looked in {', '.join(modules)}); stub_missing=True builds without")
+
+    def __init__(self, params: Params = DEFAULT, *, stub_missing: bool = False,
+                 modules: tuple[str, ...] = UNIT_MODULES):
+        classes = unit_classes(modules)
+        missing = [name for name in UNIT_OPCODES if name not in classes]
         self.params = params
         ext = ExtPort(addr_bits(params.EXT_WORDS), params.LANES)
         super().__init__(host_members(params) | {"ext": Out(ext), "timing_fault": Out(1)})
@@ -164,20 +169,21 @@ class GA2(wiring.Component):
             return [getattr(u, port) for u in self.units.values() if port in u.signature.members]
 
         for k in range(spad.n_read):
-            ports = users(f"rd{k}")
-            target = spad.rd[k]
-            m.d.comb += [target.en.eq(_any(p.en for p in ports)), target.addr.eq(_any(p.addr for p in ports))]
-            m.d.comb += [p.data.eq(target.data) for p in ports]
-        ports = users("wr")
-        m.d.comb += [spad.wr.en.eq(_any(p.en for p in ports)), spad.wr.addr.eq(_any(p.addr for p in ports)),
-                     spad.wr.mask.eq(_any(p.mask for p in ports)),
-                     spad.wr.data.eq(_any(p.data.as_value() for p in ports))]
-        ports = users("ext")
-        for member in ("addr", "rd_en", "wr_en", "wr_mask"):
-            m.d.comb += getattr(self.ext, member).eq(_any(getattr(p, member) for p in ports))
-        m.d.comb += self.ext.wr_data.eq(_any(p.wr_data.as_value() for p in ports))
-        m.d.comb += [p.rd_data.eq(self.ext.rd_data) for p in ports]
+            share(m, spad.rd[k], users(f"rd{k}"), requests=("en", "addr"), replies=("data",))
+        share(m, spad.wr, users("wr"), requests=("en", "addr", "mask", "data"), replies=())
+        share(m, self.ext, users("ext"), requests=("addr", "rd_en", "wr_en", "wr_mask", "wr_data"),
+              replies=("rd_data",))
         return m
+
+
+def share(m: Module, target, ports: list, *, requests: tuple[str, ...], replies: tuple[str, ...]) -> None:
+    """One port shared by units of which at most one is active (an idle unit drives 0): each
+    request member of ``target`` is the OR of the units' (:func:`hw.lanes.any_of`), each reply
+    member goes to every unit."""
+    for name in requests:
+        m.d.comb += getattr(target, name).eq(any_of(Value.cast(getattr(p, name)) for p in ports))
+    for name in replies:
+        m.d.comb += [getattr(p, name).eq(getattr(target, name)) for p in ports]
 
 
 TIMING_CHECK_DELAY = 2
@@ -217,14 +223,8 @@ def timing_check(m: Module, control: Control, units: dict[str, wiring.Component]
     ex_last_q = Signal(name="ex_last_q")
     m.d.sync += ex_last_q.eq(control.ex_last)
     mismatch = Signal(name="timing_mismatch")
-    m.d.comb += mismatch.eq(_any(done_q) ^ ex_last_q)
+    m.d.comb += mismatch.eq(any_of(done_q) ^ ex_last_q)
     with m.If(start & ~control.busy):
         m.d.sync += fault.eq(0)
     with m.Elif(mismatch):
         m.d.sync += fault.eq(1)
-
-
-def _any(values):
-    """The OR of the values (0 when there are none)."""
-    values = list(values)
-    return reduce(or_, values) if values else 0

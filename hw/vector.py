@@ -17,17 +17,17 @@ SPAD_READ_LATENCY (3).
 
 from __future__ import annotations
 
-from amaranth.hdl import Cat, Const, Module, Mux, Signal, signed
-from amaranth.lib import data, wiring
+from types import SimpleNamespace
+
+from amaranth.hdl import Cat, Const, Module, Mux, Signal, Value, signed
+from amaranth.lib import data
 
 from sim import arith, spec
 
+from .component import Checked
 from .isa import fields_view, opcode
-from .lanes import delay, lane_mask, last_beat
+from .lanes import any_of, delay, lane_mask, last_beat
 from .ports import SPAD_READ_LATENCY, unit_members
-
-INT4_PER_WORD = 8
-"""Packed int4 values per 32-bit word (GA2.md section 2)."""
 
 # dst, and src of AMAX and UNPACK, sit where VADD's dst and src1 do: one address path for all
 _OFFSETS = {name: spec.BY_NAME[name].field_offsets() for name in ("VADD", "AMAX", "UNPACK")}
@@ -47,7 +47,7 @@ def _tag_layout(lanes: int) -> data.StructLayout:
     })
 
 
-class VectorUnit(wiring.Component):
+class VectorUnit(Checked):
     """VADD, AMAX and UNPACK, LANES elements per cycle.
 
     Parameters:
@@ -82,9 +82,6 @@ class VectorUnit(wiring.Component):
     OPCODES = ("VADD", "AMAX", "UNPACK")
 
     def __init__(self, params: spec.Params = spec.DEFAULT):
-        if not isinstance(params, spec.Params):
-            self._MustUse__silence = True  # no "created but never used" warning for a refused unit
-            raise TypeError(f"VectorUnit: params={params!r} must be a sim.spec.Params")
         self.params = params
         super().__init__(unit_members(params, n_read=2, write=True))
         # the schedules below realise these; the spec's constants are the contract
@@ -94,19 +91,31 @@ class VectorUnit(wiring.Component):
 
     def elaborate(self, platform):
         m = Module()
-        lanes = self.params.LANES
+        op = self._decode()
+        rd_tag = self._read_sequencer(m, op)
+        tag_x, tag_y, a, a8, b8 = self._data_registers(m, rd_tag)
+        self._write_port(m, op, tag_x, tag_y, a, a8, b8)
+        return m
+
+    def _decode(self) -> SimpleNamespace:
+        """The operation (is_vadd, is_amax, is_unpack), the fields (VADD's view: dst, src1 and
+        src2 sit where AMAX's and UNPACK's dst and src do) and the row's length."""
         vadd_f = fields_view("VADD", self.fields)
         amax_f = fields_view("AMAX", self.fields)
         unpack_f = fields_view("UNPACK", self.fields)
         is_vadd = self.opcode == opcode("VADD")
         is_amax = self.opcode == opcode("AMAX")
         is_unpack = self.opcode == opcode("UNPACK")
-        start = self.start  # the top raises it only for this unit's instructions
         length = Mux(is_vadd, vadd_f.len, Mux(is_amax, amax_f.len, unpack_f.len))
+        return SimpleNamespace(f=vadd_f, is_vadd=is_vadd, is_amax=is_amax, is_unpack=is_unpack, length=length)
 
-        # ---------------------------------------------------------------- read sequencer
-        # beat k (VADD, AMAX: LANES elements; UNPACK: one packed word) read at d+k (UNPACK:
-        # d+2k); the first address straight from the fields
+    def _read_sequencer(self, m: Module, op: SimpleNamespace) -> Signal:
+        """Beat k (VADD, AMAX: LANES elements; UNPACK: one packed word) read at d+k (UNPACK: d+2k),
+        the first address straight from the fields. Returns the read's tag (the operation, the
+        valid lanes, the last beat), which travels beside the data."""
+        lanes = self.params.LANES
+        vadd_f, is_vadd, is_amax, is_unpack, length = op.f, op.is_vadd, op.is_amax, op.is_unpack, op.length
+        start = self.start  # the top raises it only for this unit's instructions
         reading = Signal()                    # more reads follow (after the first)
         pause = Signal()                      # UNPACK: the cycle between two reads
         left = Signal(len(vadd_f.len))        # elements (packed words) left, counting this read
@@ -149,8 +158,13 @@ class VectorUnit(wiring.Component):
                 ]
         with m.Else():
             m.d.sync += pause.eq(0)
+        return rd_tag
 
-        # ---------------------------------------------------------------- data registers
+    def _data_registers(self, m: Module, rd_tag: Signal):
+        """Every beat's data into registers untouched on arrival; the tag delayed beside it.
+        Returns the tags of the beat in its data registers (x) and one stage later (y), the
+        words of rd0, and rd0's and rd1's low bytes as int8."""
+        lanes = self.params.LANES
         tag_arrive = delay(m, rd_tag, SPAD_READ_LATENCY, "tag_read")  # the data's cycle
         tag_x = delay(m, tag_arrive, 1, "tag_x")    # the beat in its data registers
         tag_y = delay(m, tag_x, 1, "tag_y")         # one stage later
@@ -161,31 +175,65 @@ class VectorUnit(wiring.Component):
                 m.d.sync += [a[i].eq(self.rd0.data[i]), b[i].eq(self.rd1.data[i][:8])]
         a8 = [ai[:8].as_signed() for ai in a]
         b8 = [bi.as_signed() for bi in b]
+        return tag_x, tag_y, a, a8, b8
 
-        # ---------------------------------------------------------------- the write port
-        # each operation offers (valid, lane mask, lane words); at most one is valid at a time
+    def _write_port(self, m: Module, op: SimpleNamespace, tag_x, tag_y, a, a8, b8) -> None:
+        """Each operation offers (valid, lane mask, lane words); at most one is valid at a time:
+        VADD's sums, UNPACK's nibbles, AMAX's index, gated and ORed onto ``wr``; ``done`` with
+        the last write."""
+        lanes = self.params.LANES
+        start = self.start
         writes: list[tuple] = []
         wr_addr = Signal.like(self.wr.addr)
         with m.If(start):
-            m.d.sync += wr_addr.eq(vadd_f.dst)
+            m.d.sync += wr_addr.eq(op.f.dst)
         all_lanes = Const((1 << lanes) - 1, lanes)
+        vadd_write = self._vadd(m, writes, tag_x, tag_y, a8, b8)
+        unpack_high = self._unpack(m, writes, tag_x, tag_y, a, all_lanes)
+        amax_write = self._amax(m, writes, op, tag_x, tag_y, a8)
+        # one write at a time: each operation's words gated by its own valid, then ORed
+        m.d.comb += [
+            self.wr.en.eq(any_of(valid for valid, _, _ in writes)),
+            self.wr.addr.eq(wr_addr),
+            self.wr.mask.eq(any_of(Mux(valid, bits, 0) for valid, bits, _ in writes)),
+        ]
+        for i in range(lanes):
+            m.d.comb += self.wr.data[i].eq(any_of(_word(values[i]) & valid.replicate(spec.WORD_BITS)
+                                               for valid, _, values in writes))
+        any_write = self.wr.en
 
-        # VADD: add and saturate in the cycle the data sits in its registers, write the next
+        last_write = (vadd_write & tag_y.last) | (unpack_high & tag_y.last) | amax_write
+        with m.If(last_write):
+            m.d.sync += wr_addr.eq(0)
+        with m.Elif(any_write):
+            m.d.sync += wr_addr.eq(wr_addr + lanes)
+        m.d.comb += self.done.eq(last_write)
+
+    def _vadd(self, m: Module, writes: list, tag_x, tag_y, a8, b8) -> Value:
+        """VADD: add and saturate in the cycle the data sits in its registers, write the next."""
+        lanes = self.params.LANES
         sums = [Signal(signed(8), name=f"sum{i}") for i in range(lanes)]
         for i in range(lanes):
             m.d.sync += sums[i].eq(Mux(tag_x.vadd, _saturate(a8[i] + b8[i]), 0))  # 0 when idle
         vadd_write = tag_y.vadd
         writes.append((vadd_write, tag_y.mask, sums))
+        return vadd_write
 
-        # UNPACK: nibbles 0..3 in the data's first cycle, 4..7 in the next (tag_y)
+    def _unpack(self, m: Module, writes: list, tag_x, tag_y, a, all_lanes) -> Value:
+        """UNPACK: nibbles 0..3 in the data's first cycle, 4..7 in the next (tag_y)."""
+        lanes = self.params.LANES
         unpack_low = tag_x.unpack
         unpack_high = tag_y.unpack
         packed = a[0]
         nibbles = [Mux(unpack_high, packed[4 * (j + lanes):4 * (j + lanes + 1)], packed[4 * j:4 * (j + 1)])
                    for j in range(lanes)]
         writes.append((unpack_low | unpack_high, all_lanes, [n.as_signed() for n in nibbles]))
+        return unpack_high
 
-        # AMAX: lane-pair maxima (value, lane), then the running first maximum
+    def _amax(self, m: Module, writes: list, op: SimpleNamespace, tag_x, tag_y, a8) -> Value:
+        """AMAX: lane-pair maxima (value, lane), then the running first maximum."""
+        lanes = self.params.LANES
+        start, vadd_f = self.start, op.f
         beat = Signal(len(vadd_f.len))  # beats through the data registers so far
         with m.If(start):
             m.d.sync += beat.eq(0)
@@ -224,33 +272,7 @@ class VectorUnit(wiring.Component):
         amax_write = Signal()
         m.d.sync += amax_write.eq(tag_y.amax & tag_y.last)
         writes.append((amax_write, Const(1, lanes), [best_index] + [Const(0, 1)] * (lanes - 1)))
-
-        # one write at a time: each operation's words gated by its own valid, then ORed
-        m.d.comb += [
-            self.wr.en.eq(_or(valid for valid, _, _ in writes)),
-            self.wr.addr.eq(wr_addr),
-            self.wr.mask.eq(_or(Mux(valid, bits, 0) for valid, bits, _ in writes)),
-        ]
-        for i in range(lanes):
-            m.d.comb += self.wr.data[i].eq(_or(_word(values[i]) & valid.replicate(spec.WORD_BITS)
-                                               for valid, _, values in writes))
-        any_write = self.wr.en
-
-        last_write = (vadd_write & tag_y.last) | (unpack_high & tag_y.last) | amax_write
-        with m.If(last_write):
-            m.d.sync += wr_addr.eq(0)
-        with m.Elif(any_write):
-            m.d.sync += wr_addr.eq(wr_addr + lanes)
-        m.d.comb += self.done.eq(last_write)
-        return m
-
-
-def _or(values):
-    """The OR of the values."""
-    out = None
-    for v in values:
-        out = v if out is None else out | v
-    return out
+        return amax_write
 
 
 def _word(v):

@@ -15,7 +15,7 @@ table. :func:`assemble` reads that form back; it also accepts a leading instruct
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -215,7 +215,3 @@ def assemble(text: str, *, params: Params = DEFAULT, strict: bool = True) -> lis
             raise AsmError(f"line {lineno}: {e}: {raw.strip()!r}") from None
     return program
 
-
-def field_map(ins: Instruction | Mapping[str, int]) -> Mapping[str, int]:
-    """The fields of an instruction as a mapping (accepts a mapping unchanged)."""
-    return ins.fields if isinstance(ins, Instruction) else ins

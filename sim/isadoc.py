@@ -12,9 +12,9 @@ effects, regions, latencies, timing constants, error codes and counters all come
 from the spec's source (the string literal under each assignment, as Sphinx does), the
 meanings of the parameters from the ``Attributes:`` section of :class:`~sim.spec.Params`.
 
-The region extents are functions; to print them, they are evaluated on symbols
-(:class:`Sym`) instead of numbers, with the spec's formula helpers (``vmax``, ``vselect``,
-``ceil_div``) swapped for symbolic ones for the duration of the call.
+The region extents and the latencies are formulas that take their arithmetic as an argument
+(:class:`sim.spec.Arith`); to print them, they are evaluated on symbols (:class:`Sym`, with
+:data:`TEXT`) instead of numbers.
 """
 
 from __future__ import annotations
@@ -26,14 +26,11 @@ import inspect
 import itertools
 import re
 import sys
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
-from unittest import mock
 
 from . import spec
-from .spec import DEFAULT, InstrSpec, Mem, Params
+from .spec import DEFAULT, InstrSpec, Mem, Params, Region
 
 DOC_PATH = Path(__file__).resolve().parent.parent / "docs" / "isa.md"
 """Where ``--write`` puts the page and ``--check`` looks for it."""
@@ -165,29 +162,49 @@ class Sym:
         return self._bin(o, "//", 2)
 
 
-def _sym_vmax(a: Any, b: Any) -> Sym:
-    return Sym(f"max({a}, {b})")
+class TextArith:
+    """:class:`sim.spec.Arith` on :class:`Sym`: a formula evaluated on it gives its own text.
+
+    ``select(c, x, 0)`` prints as ``c*x`` (the condition is a 1-bit field), any other select as
+    ``(x if c = 1, else y)``; a timing constant prints as its name.
+    """
+
+    @staticmethod
+    def max(a: Any, b: Any) -> Sym:
+        return Sym(f"max({a}, {b})")
+
+    @staticmethod
+    def select(cond: Any, if_true: Any, if_false: Any) -> Sym:
+        if isinstance(if_false, int) and if_false == 0:
+            return Sym.of(cond) * if_true
+        return Sym(f"({if_true} if {cond} = 1, else {if_false})")
+
+    @staticmethod
+    def ceil_div(a: Any, n: int) -> Sym:
+        return Sym(f"ceil({a}/{n})")
+
+    @staticmethod
+    def const(name: str) -> Sym:
+        return Sym(name)
 
 
-def _sym_vselect(cond: Any, if_true: Any, if_false: Any) -> Sym:
-    return Sym(f"({if_true} if {cond} = 1, else {if_false})")
+TEXT = TextArith()
+"""The arithmetic of formula text (:class:`TextArith`)."""
 
 
-def _sym_ceil_div(a: Any, n: int) -> Sym:
-    return Sym(f"ceil({a}/{n})")
+def _symbols(ispec: InstrSpec) -> dict[str, Sym]:
+    return {f.name: Sym(f.name) for f in ispec.fields}
 
 
-@contextmanager
-def symbolic_helpers() -> Iterator[None]:
-    """Within the block, the spec's formula helpers build text instead of numbers."""
-    with mock.patch.multiple(spec, vmax=_sym_vmax, vselect=_sym_vselect, ceil_div=_sym_ceil_div):
-        yield
+def extent_text(region: Region, ispec: InstrSpec) -> str:
+    """The text of a region's extent formula, each field a symbol of its own name."""
+    return str(region.formula(TEXT, _symbols(ispec)))
 
 
-def formula(fn: Callable[..., Any], ispec: InstrSpec, *args: Any) -> str:
-    """The text of ``fn(fields, *args)`` with every field a symbol of its own name."""
-    with symbolic_helpers():
-        return str(fn({f.name: Sym(f.name) for f in ispec.fields}, *args))
+def latency_text(ispec: InstrSpec, params: Params = DEFAULT) -> str:
+    """The text of an instruction's latency formula (parameters as their values, timing
+    constants by name): ``ceil(len/4) + LD_OVERHEAD``."""
+    return str(Sym.of(ispec.latency_formula(TEXT, _symbols(ispec), params)))
 
 
 def with_values(text: str, values: dict[str, int]) -> str:
@@ -317,7 +334,7 @@ def _section_instruction(s: InstrSpec, params: Params) -> list[str]:
     if s.regions:
         rows = []
         for r in s.regions:
-            extent = formula(r.extent, s)
+            extent = extent_text(r, s)
             touched = r.start if extent == "1" else f"{r.start} .. {r.start} + {extent} - 1"
             rows.append([_mem_name(r.mem), "writes" if r.writes else "reads", _code(r.start), _code(extent),
                          _code(touched)])
@@ -335,10 +352,11 @@ def _section_instruction(s: InstrSpec, params: Params) -> list[str]:
                     else "any overlap is refused, in place included")
             out += [f"Overlap check, written against read regions: {items}; {rule}.", ""]
     # latency
-    consts = {n: v for n, v in spec.TIMING_CONSTANTS.items() if re.search(rf"\b{n}\b", s.latency_doc)}
-    lat = f"`{s.latency_doc}`"
+    text = latency_text(s, params)
+    consts = {n: v for n, v in spec.TIMING_CONSTANTS.items() if re.search(rf"\b{n}\b", text)}
+    lat = f"`{text}`"
     if consts:
-        lat += f" = `{with_values(s.latency_doc, consts)}`"
+        lat += f" = `{with_values(text, consts)}`"
     target = f"counter `{s.counter}` (and `cycles`)" if s.counter else "`cycles` only"
     out += [f"**Latency (cycles):** {lat}, counted in {target}.", ""]
     return out
@@ -346,7 +364,7 @@ def _section_instruction(s: InstrSpec, params: Params) -> list[str]:
 
 def _section_instructions(params: Params) -> list[str]:
     out = ["## Instructions", ""]
-    rows = [[_code(s.name), _code(_syntax(s)), s.counter or "-", _code(s.latency_doc)]
+    rows = [[_code(s.name), _code(_syntax(s)), s.counter or "-", _code(latency_text(s, params))]
             for s in spec.INSTRUCTIONS]
     out += _table(["instruction", "syntax", "counter", "latency (cycles)"], rows)
     out += ["Text form (`sim.asm.disassemble` writes it, `sim.asm.assemble` reads it): the mnemonic "

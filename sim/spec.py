@@ -11,9 +11,9 @@ The encoder, decoder and disassembler (:mod:`sim.asm`), the reference machine
 (:mod:`sim.machine`), the ISA reference page (``docs/isa.md``, written by :mod:`sim.isadoc`)
 and the hardware decoder and checker (``hw/``) are all derived from this module.
 
-The formulas (region extents, latencies) are written with ``+ - * //`` and the helpers
-:func:`vmax`, :func:`vselect` and :func:`ceil_div` only, so that they evaluate on Python ints for the
-reference machine and on Amaranth values for the hardware alike.
+The formulas (region extents, latencies) take the arithmetic they run on as their first
+argument (:class:`Arith`): Python ints for the reference machine, Amaranth values (pipelined or
+not) for the hardware, text for the ISA page, all from the one formula.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ import enum
 import functools
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 # --------------------------------------------------------------------------- encoding
 
@@ -150,30 +150,60 @@ ERROR_TEXT = {
 ERROR_CODE_BITS = 4
 """Width of the error code output of the RTL."""
 
-# --------------------------------------------------------------------------- formula helpers
+# --------------------------------------------------------------------------- formula arithmetic
 
 
-def vmax(a: Any, b: Any) -> Any:
-    """max(a, b) on Python ints, or a multiplexer on Amaranth values."""
-    if isinstance(a, int) and isinstance(b, int):
-        return max(a, b)
-    from amaranth.hdl import Mux  # only the hardware generator takes this path
+class Arith(Protocol):
+    """The arithmetic a spec formula runs on, passed to it as its first argument.
 
-    return Mux(a > b, a, b)
+    A formula (a region's extent, an instruction's latency) is written with ``+ - *`` on its
+    values (the fields, ints) and the methods below for what Python's operators cannot say on
+    every kind of value. The evaluators: :data:`INT` (Python ints: the reference machine and the
+    checks), ``hw.formula.HDL`` (Amaranth values), ``hw.formula.PipelinedArith`` (Amaranth values
+    with a register after every multiply: the hardware checker) and ``sim.isadoc.TEXT`` (the
+    formula's text, for docs/isa.md).
+    """
+
+    def max(self, a: Any, b: Any) -> Any:
+        """The larger of a and b."""
+
+    def select(self, cond: Any, if_true: Any, if_false: Any) -> Any:
+        """``if_true`` when the 1-bit ``cond`` is 1, else ``if_false``."""
+
+    def ceil_div(self, a: Any, n: int) -> Any:
+        """ceil(a / n) for a non-negative a and a constant positive n."""
+
+    def const(self, name: str) -> Any:
+        """The timing constant ``name`` (a key of :data:`TIMING_CONSTANTS`)."""
 
 
-def vselect(cond: Any, if_true: Any, if_false: Any) -> Any:
-    """``if_true if cond else if_false`` on Python ints, or a multiplexer on Amaranth values."""
-    if isinstance(cond, int):
+class IntArith:
+    """:class:`Arith` on Python ints: exact, for the reference machine and :func:`check`.
+
+    ``constants`` maps a timing constant's name to its value (:data:`TIMING_CONSTANTS`); ``const``
+    is that mapping's own lookup (the reference machine evaluates a latency per instruction).
+    """
+
+    def __init__(self, constants: Mapping[str, int]):
+        self.const = constants.__getitem__
+
+    @staticmethod
+    def max(a: int, b: int) -> int:
+        return a if a >= b else b
+
+    @staticmethod
+    def select(cond: int, if_true: int, if_false: int) -> int:
         return if_true if cond else if_false
-    from amaranth.hdl import Mux
 
-    return Mux(cond, if_true, if_false)
+    @staticmethod
+    def ceil_div(a: int, n: int) -> int:
+        return (a + (n - 1)) // n
 
 
-def ceil_div(a: Any, n: int) -> Any:
-    """ceil(a / n) for a non-negative a and a constant positive n (int or Amaranth value)."""
-    return (a + (n - 1)) // n
+FieldFormula = Callable[[Arith, Mapping[str, Any]], Any]
+"""``(arith, fields) -> value``: a region's extent in words (or a latency, its params bound)."""
+LatencyFormula = Callable[[Arith, Mapping[str, Any], "Params"], Any]
+"""``(arith, fields, params) -> cycles``: an instruction's latency."""
 
 
 # --------------------------------------------------------------------------- fields
@@ -230,14 +260,19 @@ class Mem(enum.Enum):
 class Region:
     """A contiguous span of words an instruction reads or writes.
 
-    ``start`` names the field holding the first address; ``extent`` gives the number of
-    words from there to one past the last word touched (for a strided access, the span).
+    ``start`` names the field holding the first address; ``formula`` gives the number of
+    words from there to one past the last word touched (for a strided access, the span), on
+    any :class:`Arith`; :meth:`extent` evaluates it on ints.
     """
 
     mem: Mem
     start: str
-    extent: Callable[[Mapping[str, Any]], Any]
+    formula: FieldFormula
     writes: bool
+
+    def extent(self, fields: Mapping[str, int]) -> int:
+        """The extent in words for these field values (Python ints)."""
+        return self.formula(INT, fields)
 
 
 @dataclass(frozen=True)
@@ -253,9 +288,9 @@ class InstrSpec:
         effect: one line of semantics, as GA2.md section 3 states it.
         regions: the memory spans read and written, for the bounds and overlap checks.
         in_place_ok: True when dst == src is allowed although the two regions overlap.
-        latency: cycles from dispatch to the dispatch of the next instruction, as a function
-            of the fields (a mapping from field name to value) and the parameters.
-        latency_doc: the latency formula as text, for the ISA page.
+        latency_formula: cycles from dispatch to the dispatch of the next instruction, as a
+            formula of the fields (a mapping from field name to value) and the parameters, on
+            any :class:`Arith`; :meth:`latency` evaluates it on ints. (docs/isa.md prints it.)
     """
 
     name: str
@@ -264,10 +299,13 @@ class InstrSpec:
     counter: str | None
     effect: str
     regions: tuple[Region, ...]
-    latency: Callable[[Mapping[str, Any], Params], Any]
-    latency_doc: str
+    latency_formula: LatencyFormula
     in_place_ok: bool = False
     extra_checks_doc: str = ""
+
+    def latency(self, fields: Mapping[str, int], params: Params | None = None) -> int:
+        """Cycles for these field values (Python ints) and parameters (default :data:`DEFAULT`)."""
+        return self.latency_formula(INT, fields, DEFAULT if params is None else params)
 
     @functools.cached_property
     def field_names(self) -> tuple[str, ...]:
@@ -349,14 +387,14 @@ cycle + k, of pass p > 0 in the dispatch cycle + p*n + SM_PASS_OVERHEAD + k, and
 k is written SM_OVERHEAD - SM_PASS_OVERHEAD cycles after its read (hw/softmax.py)."""
 
 
-def _beats(n: Any, params: Params) -> Any:
+def _beats(a: Arith, n: Any, params: Params) -> Any:
     """Cycles to move n consecutive words at LANES words per cycle (any alignment)."""
-    return ceil_div(n, params.LANES)
+    return a.ceil_div(n, params.LANES)
 
 
-def _mm_skew(f: Mapping[str, Any]) -> Any:
+def _mm_skew(a: Arith, f: Mapping[str, Any]) -> Any:
     # tb = 1: the first step waits for the first chunk of all N rows of B^T, read one per cycle
-    return vselect(f["tb"], f["N"] - 1, 0)
+    return a.select(f["tb"], f["N"] - 1, 0)
 
 
 # --------------------------------------------------------------------------- the instructions
@@ -368,10 +406,9 @@ INSTRUCTIONS: tuple[InstrSpec, ...] = (
          _addr("src", "external-memory address of the first word read"),
          _len("number of words")),
         "dma", "S[dst+i] = E[src+i] for i < len",
-        (Region(Mem.EXT, "src", lambda f: f["len"], writes=False),
-         Region(Mem.SPAD, "dst", lambda f: f["len"], writes=True)),
-        lambda f, p: _beats(f["len"], p) + LD_OVERHEAD,
-        "ceil(len/4) + LD_OVERHEAD",
+        (Region(Mem.EXT, "src", lambda a, f: f["len"], writes=False),
+         Region(Mem.SPAD, "dst", lambda a, f: f["len"], writes=True)),
+        lambda a, f, p: _beats(a, f["len"], p) + a.const("LD_OVERHEAD"),
     ),
     InstrSpec(
         "ST", Opcode.ST,
@@ -379,10 +416,9 @@ INSTRUCTIONS: tuple[InstrSpec, ...] = (
          _addr("dst", "external-memory address of the first word written"),
          _len("number of words")),
         "dma", "E[dst+i] = S[src+i] for i < len",
-        (Region(Mem.SPAD, "src", lambda f: f["len"], writes=False),
-         Region(Mem.EXT, "dst", lambda f: f["len"], writes=True)),
-        lambda f, p: _beats(f["len"], p) + ST_OVERHEAD,
-        "ceil(len/4) + ST_OVERHEAD",
+        (Region(Mem.SPAD, "src", lambda a, f: f["len"], writes=False),
+         Region(Mem.EXT, "dst", lambda a, f: f["len"], writes=True)),
+        lambda a, f, p: _beats(a, f["len"], p) + a.const("ST_OVERHEAD"),
     ),
     InstrSpec(
         "MM", Opcode.MM,
@@ -399,14 +435,13 @@ INSTRUCTIONS: tuple[InstrSpec, ...] = (
         "mxu",
         "S[dst+i*ldc+j] = sum_t s8(S[A+i*lda+t]) * s8(Bv) for i < M, j < N, t < K; "
         "Bv = S[B+t*ldb+j] (tb = 0) or S[B+j*ldb+t] (tb = 1); rows written in increasing i",
-        (Region(Mem.SPAD, "A", lambda f: (f["M"] - 1) * f["lda"] + f["K"], writes=False),
+        (Region(Mem.SPAD, "A", lambda a, f: (f["M"] - 1) * f["lda"] + f["K"], writes=False),
          Region(Mem.SPAD, "B",
-                lambda f: vselect(f["tb"], (f["N"] - 1) * f["ldb"] + f["K"],
+                lambda a, f: a.select(f["tb"], (f["N"] - 1) * f["ldb"] + f["K"],
                                   (f["K"] - 1) * f["ldb"] + f["N"]),
                 writes=False),
-         Region(Mem.SPAD, "dst", lambda f: (f["M"] - 1) * f["ldc"] + f["N"], writes=True)),
-        lambda f, p: f["K"] + f["M"] + _mm_skew(f) + MM_OVERHEAD,
-        "K + M + tb*(N-1) + MM_OVERHEAD",
+         Region(Mem.SPAD, "dst", lambda a, f: (f["M"] - 1) * f["ldc"] + f["N"], writes=True)),
+        lambda a, f, p: f["K"] + f["M"] + _mm_skew(a, f) + a.const("MM_OVERHEAD"),
     ),
     InstrSpec(
         "RQ", Opcode.RQ,
@@ -417,10 +452,9 @@ INSTRUCTIONS: tuple[InstrSpec, ...] = (
          Field("s", 6, "requantization shift", lo=1, hi=63),
          Field("relu", 1, "1: clamp negative results to 0")),
         "vpu", "S[dst+i] = requant(s32(S[src+i]), m, s, relu) for i < len",
-        (Region(Mem.SPAD, "src", lambda f: f["len"], writes=False),
-         Region(Mem.SPAD, "dst", lambda f: f["len"], writes=True)),
-        lambda f, p: _beats(f["len"], p) + RQ_OVERHEAD,
-        "ceil(len/4) + RQ_OVERHEAD",
+        (Region(Mem.SPAD, "src", lambda a, f: f["len"], writes=False),
+         Region(Mem.SPAD, "dst", lambda a, f: f["len"], writes=True)),
+        lambda a, f, p: _beats(a, f["len"], p) + a.const("RQ_OVERHEAD"),
         in_place_ok=True,
     ),
     InstrSpec(
@@ -429,10 +463,9 @@ INSTRUCTIONS: tuple[InstrSpec, ...] = (
          _addr("src", "scratchpad address of the row (int8, Q4.4)"),
          _len("row length", hi="SM_MAX_LEN")),
         "sfu", "S[dst..dst+len-1] = softmax_fixed(s8(S[src..src+len-1]))",
-        (Region(Mem.SPAD, "src", lambda f: f["len"], writes=False),
-         Region(Mem.SPAD, "dst", lambda f: f["len"], writes=True)),
-        lambda f, p: 3 * _beats(f["len"], p) + SM_OVERHEAD,
-        "3*ceil(len/4) + SM_OVERHEAD",
+        (Region(Mem.SPAD, "src", lambda a, f: f["len"], writes=False),
+         Region(Mem.SPAD, "dst", lambda a, f: f["len"], writes=True)),
+        lambda a, f, p: 3 * _beats(a, f["len"], p) + a.const("SM_OVERHEAD"),
     ),
     InstrSpec(
         "VADD", Opcode.VADD,
@@ -441,11 +474,10 @@ INSTRUCTIONS: tuple[InstrSpec, ...] = (
          _addr("src2", "scratchpad address of the second operand"),
          _len()),
         "vpu", "S[dst+i] = clamp(s8(S[src1+i]) + s8(S[src2+i]), -127, 127) for i < len",
-        (Region(Mem.SPAD, "src1", lambda f: f["len"], writes=False),
-         Region(Mem.SPAD, "src2", lambda f: f["len"], writes=False),
-         Region(Mem.SPAD, "dst", lambda f: f["len"], writes=True)),
-        lambda f, p: _beats(f["len"], p) + VADD_OVERHEAD,
-        "ceil(len/4) + VADD_OVERHEAD",
+        (Region(Mem.SPAD, "src1", lambda a, f: f["len"], writes=False),
+         Region(Mem.SPAD, "src2", lambda a, f: f["len"], writes=False),
+         Region(Mem.SPAD, "dst", lambda a, f: f["len"], writes=True)),
+        lambda a, f, p: _beats(a, f["len"], p) + a.const("VADD_OVERHEAD"),
         in_place_ok=True,
     ),
     InstrSpec(
@@ -454,10 +486,9 @@ INSTRUCTIONS: tuple[InstrSpec, ...] = (
          _addr("src", "scratchpad address of the row (int8)"),
          _len("row length")),
         "vpu", "S[dst] = index of the first maximum of s8(S[src+i]), i < len",
-        (Region(Mem.SPAD, "src", lambda f: f["len"], writes=False),
-         Region(Mem.SPAD, "dst", lambda f: 1, writes=True)),
-        lambda f, p: _beats(f["len"], p) + AMAX_OVERHEAD,
-        "ceil(len/4) + AMAX_OVERHEAD",
+        (Region(Mem.SPAD, "src", lambda a, f: f["len"], writes=False),
+         Region(Mem.SPAD, "dst", lambda a, f: 1, writes=True)),
+        lambda a, f, p: _beats(a, f["len"], p) + a.const("AMAX_OVERHEAD"),
     ),
     InstrSpec(
         "UNPACK", Opcode.UNPACK,
@@ -465,15 +496,13 @@ INSTRUCTIONS: tuple[InstrSpec, ...] = (
          _addr("src", "scratchpad address of the first packed word"),
          _len("number of packed words (8 int4 values each)")),
         "vpu", "S[dst+8i+j] = signed int4 in bits 4j+3..4j of S[src+i], i < len, j < 8",
-        (Region(Mem.SPAD, "src", lambda f: f["len"], writes=False),
-         Region(Mem.SPAD, "dst", lambda f: 8 * f["len"], writes=True)),
-        lambda f, p: 2 * f["len"] + UNPACK_OVERHEAD,
-        "2*len + UNPACK_OVERHEAD",
+        (Region(Mem.SPAD, "src", lambda a, f: f["len"], writes=False),
+         Region(Mem.SPAD, "dst", lambda a, f: 8 * f["len"], writes=True)),
+        lambda a, f, p: 2 * f["len"] + a.const("UNPACK_OVERHEAD"),
     ),
     InstrSpec(
         "HALT", Opcode.HALT, (), None, "stop; done rises", (),
-        lambda f, p: STOP_CYCLES,
-        "STOP_CYCLES",
+        lambda a, f, p: a.const("STOP_CYCLES"),
     ),
 )
 
@@ -489,6 +518,9 @@ TIMING_CONSTANTS = {
     if name.isupper() and (name.endswith(("_OVERHEAD", "_CYCLES", "_LATENCY")))
 }
 """Every named pipeline constant, for the ISA page and for tests."""
+
+INT = IntArith(TIMING_CONSTANTS)
+"""The arithmetic of Python ints (:class:`IntArith`)."""
 
 # --------------------------------------------------------------------------- the checks
 
@@ -545,4 +577,4 @@ def check(spec: InstrSpec, fields: Mapping[str, int], params: Params) -> tuple[E
 
 def latency(spec: InstrSpec, fields: Mapping[str, int], params: Params = DEFAULT) -> int:
     """Cycles the instruction occupies the execute stage (GA2.md section 5)."""
-    return int(spec.latency(fields, params))
+    return int(spec.latency_formula(INT, fields, params))

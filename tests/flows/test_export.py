@@ -12,7 +12,6 @@ from pathlib import Path
 import pytest
 
 from flows import export, memmap
-from hw.top import missing_units
 from sim.spec import DEFAULT, Params
 
 SMALL = Params(SPAD_WORDS=256, EXT_WORDS=512)
@@ -22,7 +21,7 @@ ROOT = Path(__file__).resolve().parents[2]
 @pytest.fixture(scope="module")
 def exported(tmp_path_factory) -> dict:
     out = tmp_path_factory.mktemp("verilog")
-    written = export.export(SMALL, out, stub_missing=bool(missing_units()))
+    written = export.export(SMALL, out)
     return {"paths": written, "json": json.loads(written["json"].read_text())}
 
 
@@ -93,10 +92,9 @@ def test_locate():
 
 
 def test_cli(tmp_path, capsys):
-    assert export.main(["--out", str(tmp_path), "--param", "SPAD_WORDS=256", "--param", "EXT_WORDS=256"]
-                       + (["--stub-missing"] if missing_units() else [])) == 0
+    assert export.main(["--out", str(tmp_path), "--param", "SPAD_WORDS=256", "--param", "EXT_WORDS=256"]) == 0
     assert {p.name for p in tmp_path.iterdir()} == {"ga2.v", "ga2_simtop.v", "ga2_ports.json"}
-    assert export.main(["--out", str(tmp_path), "--param", "SPAD_WORDS=100", "--stub-missing"]) == 1
+    assert export.main(["--out", str(tmp_path), "--param", "SPAD_WORDS=100"]) == 1
     assert "Params.SPAD_WORDS = 100" in capsys.readouterr().err
     with pytest.raises(SystemExit):
         export.main(["--param", "NOPE=3"])
@@ -136,7 +134,7 @@ def test_icarus_backdoor_smoke(tmp_path):
                build("ST", src=1, dst=300, len=14, params=params), build("HALT")]
     ext = [(i * 2654435761) & 0xFFFFFFFF for i in range(64)]
     want = Machine(params).run(program, ext)
-    export.export(params, tmp_path, stub_missing=bool(missing_units()))
+    export.export(params, tmp_path)
     loads = [f"    dut.{path}[{index}] = 32'd{value};"
              for memory, values in (("imem", encode_program(program)), ("ext", ext))
              for w, value in enumerate(values)

@@ -16,7 +16,7 @@ from amaranth.lib import wiring
 from amaranth.lib.wiring import Out
 from amaranth.sim import Simulator
 
-from hw.banked import BankedMemory
+from hw.banked import BankedMemory, attach_bus
 from sim import spec
 from sim.asm import Instruction
 from sim.machine import apply
@@ -50,16 +50,7 @@ class UnitBench(Elaboratable):
                 wiring.connect(m, getattr(unit, port), getattr(self.spad, port))
         if self.ext is not None:
             m.submodules.ext = ext = self.ext
-            bus = unit.ext
-            m.d.comb += [
-                ext.rd0.en.eq(bus.rd_en),
-                ext.rd0.addr.eq(bus.addr),
-                bus.rd_data.eq(ext.rd0.data),
-                ext.wr.en.eq(bus.wr_en),
-                ext.wr.addr.eq(bus.addr),
-                ext.wr.mask.eq(bus.wr_mask),
-                ext.wr.data.eq(bus.wr_data),
-            ]
+            attach_bus(m, unit.ext, ext)
         return m
 
 

@@ -18,7 +18,7 @@ from amaranth.sim import Simulator
 from compiler import compile_graph
 from compiler.testing.seedtable import attention_step_graph, attention_step_sample, compile_seed
 from hw.simtop import SimTop
-from hw.top import UNIT_MODULES, missing_units
+from hw.top import UNIT_MODULES
 from sim import spec
 from sim.asm import build
 from sim.spec import DEFAULT, Params
@@ -49,11 +49,7 @@ def run_core(cases: list[Case], params: Params = SMALL) -> None:
     Raises:
         AssertionError: a difference (see :func:`corebench.compare`).
     """
-    needed = {ins_op for c in cases for ins_op in _ops(c)}
-    absent = sorted(needed & set(missing_units(MODULES)))
-    if absent:
-        pytest.skip(f"no unit yet for {', '.join(absent)}")
-    dut = SimTop(params, stub_missing=True, modules=MODULES)
+    dut = SimTop(params)
     core = dut.core
 
     async def testbench(ctx):
@@ -198,7 +194,7 @@ def _random_instruction(rng: random.Random, op: str, params: Params):
 def test_random_programs():
     """Random legal programs over every kind whose unit exists: units back to back, sharing ports."""
     rng = random.Random(2024)
-    kinds = [s.name for s in spec.INSTRUCTIONS if s.counter and s.name not in missing_units(MODULES)]
+    kinds = [s.name for s in spec.INSTRUCTIONS if s.counter]
     cases = []
     for k in range(5):
         program = [b("LD", dst=0, src=0, len=SMALL.SPAD_WORDS)]

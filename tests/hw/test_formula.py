@@ -13,11 +13,11 @@ from hw import formula
 from sim import spec
 from sim.spec import DEFAULT
 
-FORMULAS = [(f"{s.name} {r.start} extent", s, (lambda f, r=r: r.extent(f)), ())
+FORMULAS = [(f"{s.name} {r.start} extent", s, r.formula, ())
             for s in spec.INSTRUCTIONS for r in s.regions]
-FORMULAS += [(f"{s.name} {r.start} end", s, (lambda f, r=r: f[r.start] + r.extent(f)), ())
+FORMULAS += [(f"{s.name} {r.start} end", s, (lambda a, f, r=r: f[r.start] + r.formula(a, f)), ())
              for s in spec.INSTRUCTIONS for r in s.regions]
-FORMULAS += [(f"{s.name} latency", s, s.latency, (DEFAULT,)) for s in spec.INSTRUCTIONS]
+FORMULAS += [(f"{s.name} latency", s, s.latency_formula, (DEFAULT,)) for s in spec.INSTRUCTIONS]
 
 
 def _legal(rng: random.Random, ispec: spec.InstrSpec) -> dict[str, int]:
@@ -55,7 +55,7 @@ def test_pipelined_formula(name, ispec, fn, args):
                     ctx.set(inputs[k], v)
             if not stall:
                 if sent - seen == stages:
-                    want = int(fn(vectors[seen], *args))
+                    want = fn(spec.INT, vectors[seen], *args)
                     assert ctx.get(result) == want, f"{name} of {vectors[seen]}"
                     seen += 1
                 sent += 1
@@ -71,10 +71,10 @@ def test_pipelined_formula(name, ispec, fn, args):
 def test_depths():
     """The multiply-free formulas take one register at most; MM's extents: subtract, multiply, add."""
     mm = spec.BY_NAME["MM"]
-    assert [formula.depth(r.extent, list(mm.field_names)) for r in mm.regions] == [3, 3, 3]
+    assert [formula.depth(r.formula, list(mm.field_names)) for r in mm.regions] == [3, 3, 3]
     ld = spec.BY_NAME["LD"]
-    assert formula.depth(ld.regions[0].extent, list(ld.field_names)) == 0   # the len field itself
-    assert formula.depth(lambda f: 1, ["len"]) == 0
+    assert formula.depth(ld.regions[0].formula, list(ld.field_names)) == 0   # the len field itself
+    assert formula.depth(lambda a, f: 1, ["len"]) == 0
 
 
 def test_rejects_moving_back_and_dividing_by_a_term():

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from sim import isadoc, spec
-from sim.isadoc import DOC_PATH, Sym, attribute_docs, docstring_section, main, render
+from sim.isadoc import DOC_PATH, TEXT, Sym, attribute_docs, docstring_section, latency_text, main, render
 
 
 def test_docs_isa_md_is_up_to_date():
@@ -42,7 +42,7 @@ def test_page_covers_the_spec():
     page = render()
     for s in spec.INSTRUCTIONS:
         assert f"### {s.name}\n" in page
-        assert s.latency_doc in page and s.effect in page
+        assert latency_text(s) in page and s.effect in page
         for f in s.fields:
             assert f.doc in page
     for name, value in spec.TIMING_CONSTANTS.items():
@@ -106,3 +106,13 @@ class C:
 
 def test_check_rules_cover_every_error_code():
     assert set(isadoc.CHECK_RULES) == {c.name for c in spec.ErrorCode} - {"NONE"}
+
+
+def test_text_arithmetic_by_hand():
+    t, a, b = TEXT, Sym("a"), Sym("b")
+    assert str(t.max(a, b + 1)) == "max(a, b + 1)"
+    assert str(t.select(Sym("tb"), a - 1, 0)) == "tb*(a - 1)"      # a 1-bit condition times the value
+    assert str(t.select(Sym("tb"), a, b)) == "(a if tb = 1, else b)"
+    assert str(3 * t.ceil_div(a, 4) + t.const("SM_OVERHEAD")) == "3*ceil(a/4) + SM_OVERHEAD"
+    assert latency_text(spec.BY_NAME["MM"]) == "K + M + tb*(N - 1) + MM_OVERHEAD"
+    assert latency_text(spec.BY_NAME["HALT"]) == "STOP_CYCLES"

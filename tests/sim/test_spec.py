@@ -9,6 +9,7 @@ import re
 import pytest
 
 from sim import spec
+from sim.isadoc import latency_text
 from sim.spec import DEFAULT, ErrorCode, Params, check, latency
 
 NONE, BAD_FIELD, SPAD_RANGE, EXT_RANGE, OVERLAP = (
@@ -153,20 +154,20 @@ def test_latencies_by_hand():
     assert (c.VADD_OVERHEAD, c.AMAX_OVERHEAD, c.UNPACK_OVERHEAD, c.SM_OVERHEAD) == (5, 6, 4, 15)
 
 
-def _eval_latency_doc(doc: str, fields: dict[str, int]) -> int:
-    """The documented formula (latency_doc) evaluated with exact integer ceil."""
+def _eval_latency_text(doc: str, fields: dict[str, int]) -> int:
+    """The printed formula (docs/isa.md's) evaluated by Python, with exact integer ceil."""
     text = re.sub(r"ceil\((\w+)/(\d+)\)", r"(-(-\1 // \2))", doc)
     return eval(text, {"__builtins__": {}, "max": max, **spec.TIMING_CONSTANTS}, dict(fields))
 
 
 @pytest.mark.parametrize("ispec", spec.INSTRUCTIONS, ids=lambda s: s.name)
-def test_latency_doc_matches_the_formula(ispec):
+def test_latency_text_matches_the_formula(ispec):
     rng = random.Random(7)
     for _ in range(300):
         fields = {f.name: rng.randint(*f.legal_range(DEFAULT)) for f in ispec.fields}
         if "len" in fields:
             fields["len"] = rng.randint(1, 300) if ispec.name != "SM" else rng.randint(1, 64)
-        assert _eval_latency_doc(ispec.latency_doc, fields) == latency(ispec, fields), fields
+        assert _eval_latency_text(latency_text(ispec), fields) == latency(ispec, fields), fields
 
 
 def test_latency_is_positive_and_grows_with_len():
@@ -320,7 +321,16 @@ def test_overlap_message_names_both_regions():
     assert detail == "RQ dst=101 (words 101..110) overlaps src=100 (words 100..109)"
 
 
-def test_formula_helpers_on_ints():
-    assert spec.vmax(3, 5) == 5 and spec.vmax(5, 3) == 5
-    assert spec.vselect(1, 7, 8) == 7 and spec.vselect(0, 7, 8) == 8
-    assert [spec.ceil_div(n, 4) for n in range(10)] == [0, 1, 1, 1, 1, 2, 2, 2, 2, 3]
+def test_int_arithmetic():
+    a = spec.INT
+    assert a.max(3, 5) == 5 and a.max(5, 3) == 5
+    assert a.select(1, 7, 8) == 7 and a.select(0, 7, 8) == 8
+    assert [a.ceil_div(n, 4) for n in range(10)] == [0, 1, 1, 1, 1, 2, 2, 2, 2, 3]
+    assert a.const("MM_OVERHEAD") == spec.MM_OVERHEAD
+
+
+def test_instruction_and_region_methods_evaluate_on_ints():
+    mm = spec.BY_NAME["MM"]
+    f = {"dst": 0, "A": 0, "B": 0, "M": 2, "K": 3, "N": 4, "tb": 1, "lda": 5, "ldb": 6, "ldc": 7}
+    assert mm.latency(f) == 3 + 2 + 3 + spec.MM_OVERHEAD == latency(mm, f)
+    assert [r.extent(f) for r in mm.regions] == [1 * 5 + 3, 3 * 6 + 3, 1 * 7 + 4]

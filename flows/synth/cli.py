@@ -1,0 +1,61 @@
+"""``python -m flows.synth``: the command line of the synthesis flow (make synth)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from sim.spec import Params
+
+from ..export import param_override
+from .run import MAPPERS, SynthError, synthesise
+
+
+def _seed(text: str) -> int:
+    if not text.isdigit() or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
+    return int(text)
+
+
+def _mhz(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = float("nan")
+    if not 1 <= value <= 1000:
+        raise argparse.ArgumentTypeError(f"expected a frequency in MHz between 1 and 1000, got {text!r}")
+    return value
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m flows.synth",
+        description="Synthesise GA-2 out of context for the ECP5-85F (speed 6, CABGA381) with Yosys and "
+                    "nextpnr-ecp5 from PyPI; write report.md and report.json (utilisation, Fmax, "
+                    "critical path, tool versions, run time).")
+    parser.add_argument("--out", type=Path, default=Path("build/synth"),
+                        help="output folder (default: build/synth)")
+    parser.add_argument("--freq", type=_mhz, default=100.0,
+                        help="nextpnr's timing target in MHz (default: 100)")
+    parser.add_argument("--seed", type=_seed, default=1,
+                        help="nextpnr's placement seed, 1 or more (default: 1)")
+    parser.add_argument("--mapper", choices=MAPPERS, default="abc",
+                        help="LUT mapping: abc (the classic ABC, the default) or abc9 (synth_ecp5's own; "
+                             "the PyPI Yosys fails in it on GA-2, then abc runs: see flows/synth)")
+    parser.add_argument("--param", type=param_override, action="append", default=[], metavar="NAME=VALUE",
+                        help="override a sim.spec.Params field (repeatable)")
+    parser.add_argument("--yosys-only", action="store_true", help="stop after Yosys (no place and route)")
+    args = parser.parse_args(argv)
+    command = " ".join(["python -m flows.synth", *(sys.argv[1:] if argv is None else argv)])
+    try:
+        params = Params(**dict(args.param))
+        synthesise(params, args.out, freq=args.freq, seed=args.seed, mapper=args.mapper,
+                   pnr=not args.yosys_only, command=command)
+    except (SynthError, ValueError, OSError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 1
+    print()
+    print((args.out / "report.md").read_text())
+    print(f"wrote {args.out / 'report.md'} and {args.out / 'report.json'}")
+    return 0
