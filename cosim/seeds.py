@@ -25,18 +25,22 @@ hours); more than MAX_SEEDS is refused.
 from __future__ import annotations
 
 import bisect
+import random
 import re
 import sys
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from itertools import chain
 from pathlib import Path
 
-from compiler.testing.seedtable import compile_seed
-from sim.spec import Params
+from compiler import CompileError, compile_graph
+from compiler.accuracy import relative_error
+from compiler.testing.random_graphs import random_graph, sample_inputs
+from compiler.testing.seedtable import CALIBRATION_SAMPLES, SeedRun, compile_seed
+from sim.spec import DEFAULT, Params
 
-from . import batch
-from .jobs import Job, RtlRun
+from . import batch, pool
+from .errors import CosimError
+from .jobs import Job
 from .text import counted
 
 WHAT = "memory and all five counters"
@@ -63,8 +67,9 @@ HEADER = header()
 
 
 def seed_ranges(text: str) -> list[range]:
-    """``"100-111"``, ``"3,7,20-25"`` -> ranges holding the seeds in order, each seed once
-    (a seed already named earlier is left out), without listing them.
+    """``"100-111"``, ``"3,7,20-25"``, ``"1 2"`` -> ranges holding the seeds in order, each seed
+    once (a seed already named earlier is left out), without listing them. Commas and spaces
+    both separate parts.
 
     Raises:
         ValueError: empty, or a part is not N or N-M with N <= M (the message shows it).
@@ -74,7 +79,7 @@ def seed_ranges(text: str) -> list[range]:
                          "or 3,7,20-25")
     out: list[range] = []
     taken: list[tuple[int, int]] = []   # sorted, disjoint (first, last) of the parts so far
-    for part in text.replace(" ", "").split(","):
+    for part in re.split(r"\s*,\s*|\s+", text.strip()):
         m = re.fullmatch(r"(\d+)(?:-(\d+))?", part)
         if not m or (m[2] is not None and int(m[2]) < int(m[1])):
             raise ValueError(f"SEEDS: {part!r} in {text!r} is not N or N-M (N <= M); "
@@ -167,17 +172,83 @@ class Totals:
             self.error_max, self.error_max_seed = error, seed
 
 
-def compiled(seeds: Iterator[int], params: Params, rows: list[Row], totals: Totals) -> Iterator[Job]:
-    """Compile each seed (compiler.testing.seedtable.compile_seed) as it is asked for and yield its job;
-    the first TABLE_ROWS rows go to ``rows``, every seed into ``totals``."""
-    for seed in seeds:
-        run = compile_seed(seed)
-        job = Job(run.program.code, run.program.ext_image(run.test_inputs), name=f"seed {seed}")
+def compile_seed_for(seed: int, params: Params) -> SeedRun:
+    """:func:`compiler.testing.seedtable.compile_seed` for the machine ``params`` (the Verilog's):
+    the same graph, calibration samples and test input, compiled for that machine.
+
+    Raises:
+        CosimError: the seed's graph does not compile for that machine (named, with both).
+    """
+    if params == DEFAULT:
+        return compile_seed(seed)
+    graph, names = random_graph(seed)
+    rng = random.Random(seed)
+    calibration = [sample_inputs(names, rng) for _ in range(CALIBRATION_SAMPLES)]
+    test = sample_inputs(names, rng)
+    try:
+        program = compile_graph(graph, calibration, params=params)
+        program_no_reuse = compile_graph(graph, calibration, reuse=False, params=params)
+    except CompileError as e:
+        raise CosimError(f"seed {seed} does not compile for the Verilog's machine ({params}): {e}") from None
+    outcome = program.run(test, warn=False)
+    error = relative_error(program, outcome, test)
+    return SeedRun(seed, graph, program, program_no_reuse, test, outcome, error)
+
+
+def make_chunk(parts: tuple[tuple[int, int], ...], params: Params) -> pool.Made:
+    """A chunk's jobs (a :class:`cosim.pool.Recipe`'s ``make``): each seed of the ``(start, stop)``
+    parts compiled for ``params``, as a job that must halt; its table row as the info."""
+    jobs, rows = [], []
+    for seed in chain.from_iterable(range(*part) for part in parts):
+        run = compile_seed_for(seed, params)
+        job = Job.of_program(run.program, run.test_inputs, f"seed {seed}")
         _, nodes, instr, high, high0, error = run.row
-        totals.add(seed, instr, error)
-        if len(rows) < TABLE_ROWS:
-            rows.append(Row(seed, nodes, instr, high, high0, job.expected(params).counters.cycles, error))
-        yield job
+        rows.append(Row(seed, nodes, instr, high, high0, job.expected(params).counters.cycles, error))
+        jobs.append(job)
+    return pool.Made(jobs, rows)
+
+
+def recipes(ranges: list[range], size: int = pool.CHUNK) -> list[pool.Recipe]:
+    """The seeds in chunks of ``size``, each chunk a :class:`cosim.pool.Recipe` of (start, stop)
+    parts (a run of a million seeds is ten thousand small recipes, not a list of seeds)."""
+    out, parts, count = [], [], 0
+    for r in ranges:
+        start = r.start
+        while start < r.stop:
+            stop = min(r.stop, start + size - count)
+            parts.append((start, stop))
+            count += stop - start
+            start = stop
+            if count == size:
+                out.append(pool.Recipe(make_chunk, tuple(parts), count))
+                parts, count = [], 0
+    if parts:
+        out.append(pool.Recipe(make_chunk, tuple(parts), count))
+    return out
+
+
+class Table:
+    """The table's rows and totals, filled from the chunks as they finish (each chunk's rows
+    once, whichever simulator finishes it first; the RTL's cycles per simulator)."""
+
+    def __init__(self) -> None:
+        self.rows: dict[int, Row] = {}
+        self.totals = Totals()
+        self.seen: set[int] = set()
+
+    def add(self, result: pool.ChunkResult) -> None:
+        if result.number not in self.seen:
+            self.seen.add(result.number)
+            for k, row in enumerate(result.info):
+                self.totals.add(row.seed, row.instr, row.error)
+                if result.first + k < TABLE_ROWS:
+                    self.rows[result.first + k] = row
+        for k, cycles in enumerate(result.rtl_cycles):
+            if result.first + k < TABLE_ROWS:
+                self.rows[result.first + k].rtl[result.simulator] = cycles
+
+    def lines(self, simulators: tuple[str, ...]) -> list[str]:
+        return table([self.rows[k] for k in sorted(self.rows)], self.totals, simulators)
 
 
 def table(rows: list[Row], totals: Totals, simulators: tuple[str, ...]) -> list[str]:
@@ -202,7 +273,7 @@ def table(rows: list[Row], totals: Totals, simulators: tuple[str, ...]) -> list[
 
 
 def main(seed_text: str, choice: str, *, waves: bool = False, verilog: Path | None = None,
-         keep: bool = False) -> int:
+         keep: bool = False, jobs: int | None = None) -> int:
     """The whole command; returns the exit status.
 
     Raises:
@@ -214,20 +285,13 @@ def main(seed_text: str, choice: str, *, waves: bool = False, verilog: Path | No
     note = long_run_note(n, batch.simulators(choice))
     if note:
         print(note, file=sys.stderr, flush=True)
-    rows: list[Row] = []
-    totals = Totals()
-
-    def seen(simulator: str, index: int, run: RtlRun, differences: list[str]) -> None:
-        if index < len(rows):
-            rows[index].rtl[simulator] = run.counters.cycles
-
-    outcomes = batch.run_stream(lambda params: compiled(chain.from_iterable(ranges), params, rows, totals),
-                                n, choice, making="compiling", noun="seed", verilog=verilog, waves=waves,
-                                keep=keep, seen=seen)
+    rows = Table()
+    outcomes = pool.run_stream(recipes(ranges), choice, noun="seed", verilog=verilog, waves=waves, keep=keep,
+                               jobs=jobs, on_result=rows.add)
     lines = []
     for o in outcomes:
         lines += batch.verdict(o, WHAT)
-    lines += ["", *table(rows, totals, batch.simulators(choice)), "", *batch.timing(outcomes),
+    lines += ["", *rows.lines(batch.simulators(choice)), "", *batch.timing(outcomes),
               *batch.waves_lines(outcomes)]
     batch.emit(lines)
     if any(o.error for o in outcomes):

@@ -8,24 +8,27 @@ import sys
 
 import pytest
 
-from cosim import runner
 from cosim.__main__ import _bare_waves, main, switch
+from cosim.verilog import ROOT
 
 
 def run(*args: str) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "cosim", *args], capture_output=True, text=True,
-                          cwd=runner.ROOT, timeout=120)
+                          cwd=ROOT, timeout=120)
 
 
 def test_help_documents_the_commands():
     done = run("--help")
     assert done.returncode == 0
-    for text in ("seeds", "stress", "build", "mutants", "build/cosim/<sim>/", "exits with 0"):
+    for text in ("seeds", "stress", "bench", "build", "mutants", "build/cosim/<sim>/", "exits with 0",
+                 "--jobs"):
         assert text in done.stdout, text
     seeds = run("seeds", "--help").stdout
     assert "--sim {icarus,verilator,both}" in seeds and "--waves" in seeds
     assert "--mutant {dma-late,rq-round}" in seeds
-    assert "--seed" in run("stress", "--help").stdout
+    stress = run("stress", "--help").stdout
+    assert "--seed" in stress and "--resume" in stress and "--campaign DIR" in stress
+    assert "--length" in run("bench", "--help").stdout
 
 
 def test_mutants_are_listed(capsys):
@@ -54,6 +57,7 @@ def test_help_is_plain_text():
     (["stress", "--n", ""], "argument --n: expected a whole number of at least 1, got ''"),
     (["stress", "--n", "2000000"], "argument --n: 2,000,000 programs in one run is more than the 1,000,000"),
     (["stress", "--seed", "-3"], "argument --seed: expected a whole number of at least 0, got '-3'"),
+    (["stress", "--jobs", "0"], "argument --jobs: expected a whole number of at least 1, got '0'"),
     (["seeds", ""], "argument SEEDS: empty; give N, N-M or a comma-separated list of those"),
     (["seeds", "1-10000000"], "argument SEEDS: 10,000,000 seeds in one run is more than the 1,000,000"),
     (["seeds", "--waves=maybe"], "argument --waves: expected 1, yes, true or on (or 0, no, false, off), "
@@ -76,7 +80,7 @@ def test_waves_values():
 def _make(*variables: str) -> list[str]:
     """The python command make would run (make -n), as arguments."""
     done = subprocess.run(["make", "-n", "--no-print-directory", *variables], capture_output=True, text=True,
-                          cwd=runner.ROOT, timeout=60)
+                          cwd=ROOT, timeout=60)
     line = next(ln for ln in done.stdout.splitlines() if " -m cosim " in ln)
     return shlex.split(line)[3:]
 
@@ -99,3 +103,6 @@ def test_make_waves_values():
     assert _make("stress", "WAVES=1")[-1] == "--waves=1"
     assert not any(a.startswith("--waves") for a in _make("cosim"))
     assert _make("cosim", "SEEDS=3,7")[:2] == ["seeds", "3,7"]
+    assert _make("cosim", "SEEDS=1 2")[:2] == ["seeds", "1 2"]
+    assert _make("stress", "RESUME=1", "JOBS=1")[-3:] == ["--resume", "--jobs", "1"]
+    assert "--resume" not in _make("stress")
