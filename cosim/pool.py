@@ -41,6 +41,7 @@ from .board import COLD_HINT, Board
 from .errors import CosimError
 from .jobs import Job
 from .runner import Build
+from .simulators import prepare_environment
 from .verilog import fresh_verilog, verilog_params
 
 CHUNK = 100
@@ -168,7 +169,6 @@ class _Builds:
     def __init__(self, names: Sequence[str], source: Path, board: Board, outcomes: dict[str, Outcome],
                  waves: bool, root: Path | None):
         self.ready: dict[str, Build] = {}
-        self.failed: set[str] = set()
         self.lock = threading.Lock()
         self.threads = [threading.Thread(target=self._build, args=(name, source, board, outcomes[name], waves,
                                                                    root), name=f"build-{name}", daemon=True)
@@ -182,8 +182,6 @@ class _Builds:
         except CosimError as e:
             outcome.error = str(e)
             board.update(name, "stopped (error)")
-            with self.lock:
-                self.failed.add(name)
             return
         outcome.build = built
         if not built.cached and not board.live:
@@ -195,9 +193,6 @@ class _Builds:
     def start(self) -> None:
         for t in self.threads:
             t.start()
-
-    def settled(self) -> bool:
-        return all(not t.is_alive() for t in self.threads)
 
 
 @dataclass
@@ -321,8 +316,6 @@ def run_stream(recipes: Sequence[Recipe], choice: str, *, noun: str = "program",
     finished = {(r.simulator, r.number) for r in done}
     tasks = [(name, number, firsts[number], recipe) for number, recipe in enumerate(recipes)
              for name in names if (name, number) not in finished]
-    workers = workers_for(len(tasks), jobs)
-    pool, progress = _start_pool(workers) if tasks else (None, None)
     board = Board(console, total, names, noun)
     try:
         source = fresh_verilog(verilog, say=board.note)
@@ -331,6 +324,9 @@ def run_stream(recipes: Sequence[Recipe], choice: str, *, noun: str = "program",
         for o in outcomes.values():
             o.error = str(e)
         return list(outcomes.values())
+    prepare_environment()              # once, for every worker's launches
+    workers = workers_for(len(tasks), jobs)
+    pool, progress = _start_pool(workers) if tasks else (None, None)
     run = _Run(outcomes, board, params, keep, on_result, deque(tasks))
     for result in done:
         _count(run, result)

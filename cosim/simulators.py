@@ -24,6 +24,7 @@ import threading
 from functools import cache
 from pathlib import Path
 
+import find_libpython
 from cocotb_tools.runner import Verilator, get_runner  # imported before a pool forks: workers share it
 
 from .errors import SimulatorMissing
@@ -127,7 +128,8 @@ def prepare_environment() -> None:
     replaced by :func:`verilator_makeflags`. The simulator's Python gets this process's
     sys.path as PYTHONPATH, so the project's root goes first in it: the test bench then imports
     this checkout's cosim, flows and sim whatever the current folder (the launch runs in its own
-    folder). Idempotent; never undone, so concurrent launches see one consistent environment.
+    folder). The location of libpython is looked up once (LIBPYTHON_LOC), not at every launch.
+    Idempotent; never undone, so concurrent launches see one consistent environment.
     """
     flags = verilator_makeflags()
     with _ENV_LOCK:
@@ -136,3 +138,7 @@ def prepare_environment() -> None:
         os.environ.pop("WAVES", None)
         os.environ.pop("GUI", None)
         os.environ["MAKEFLAGS"] = flags
+        if "LIBPYTHON_LOC" not in os.environ:     # else cocotb_tools searches for it on every launch
+            location = find_libpython.find_libpython()
+            if location:
+                os.environ["LIBPYTHON_LOC"] = location
