@@ -3,8 +3,9 @@
 For each seed, as the seed document's chapter 11 (section 2) does it
 (:func:`compiler.testing.seedtable.compile_seed`): the battery's random graph, 30 calibration samples
 and then one test input drawn from ``random.Random(seed)``, compiled with and without buffer
-reuse; the reuse program and its external-memory image (the test input and the weights,
-quantized) are one job. The jobs run on the RTL under Icarus, Verilator or both, and every
+reuse, for the machine the Verilog was exported for (its ``ga2_ports.json``); the reuse program
+and its external-memory image (the test input and the weights, quantized) are one job, which
+must end at its HALT. The jobs run on the RTL under Icarus, Verilator or both, and every
 external-memory word, every scratchpad word, the five counters and the stop (error code and
 pc) are compared with the reference machine, and the core's ``timing_fault`` must be 0.
 
@@ -16,10 +17,10 @@ build and run times. Exit status 0 when every simulator matches, 1 on any differ
 a simulator could not run.
 
 Any number of seeds up to MAX_SEEDS (1,000,000) runs in constant memory: the seeds are compiled
-and run a hundred at a time (cosim/batch.py), and the table lists the first TABLE_ROWS (100)
-seeds and then totals over all of them. From LONG_RUN (10,000) seeds on, a note says how
-long it will take (about 0.2 s per seed on Icarus, half that on Verilator: 100,000 seeds are
-hours); more than MAX_SEEDS is refused.
+and run a hundred at a time by a pool of worker processes (cosim/pool.py), and the table lists
+the first TABLE_ROWS (100) seeds and then totals over all of them. From LONG_RUN (10,000) seeds
+on, a note says how long it will take (SECONDS_PER_SEED); more than MAX_SEEDS is refused. SEEDS
+is N, N-M, or a list of those separated by commas or spaces.
 """
 
 from __future__ import annotations

@@ -17,7 +17,15 @@ reach what the compiler never emits:
 Program k of a run is made from ``random.Random(k)`` alone, for k = SEED .. SEED+N-1, and
 how it ends is fixed by k % 10 (four in ten HALT, one each of the six errors), so any ten
 consecutive seeds hold every ending, and ``make stress SEED=k N=1`` reruns program k alone
-(``python -m cosim stress --seed k --n 1 --show`` also prints its listing).
+(``python -m cosim stress --seed k --n 1 --show`` also prints its listing). The body between
+the loads and the ending comes from one of STRATEGIES (a list: a new kind of program is one
+more entry).
+
+The programs are drawn, run and compared a hundred at a time by a pool of worker processes
+(cosim/pool.py); the run prints the verdict per simulator, the coverage of the programs
+(cosim/coverage.py: cocotb-coverage's cover points) and the timings. A run is a campaign kept in
+build/stress/seed<SEED>-n<N>-<sim>/ (cosim/campaign.py): --resume continues an interrupted one
+without running its finished chunks again.
 """
 
 from __future__ import annotations
