@@ -200,8 +200,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {e}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
-        print("interrupted (a simulator launch that was running may finish on its own; make stress "
-              "... --resume continues a stress campaign)", file=sys.stderr)
+        print("interrupted: the workers and their simulators are stopped (make stress ... RESUME=1, or "
+              "--resume, continues a stress campaign from its finished chunks)", file=sys.stderr)
         return 130
 
 

@@ -18,7 +18,7 @@ from .text import verb
 
 PLAIN_EVERY = 10.0
 """Seconds between the plain progress lines when stderr is not a terminal."""
-COLD_HINT = {"verilator": "about a minute", "icarus": "a few seconds"}
+COLD_HINT = {"verilator": "one to three minutes", "icarus": "a few seconds"}
 """How long a cold build takes on a 2-core machine (shown while it runs)."""
 
 

@@ -19,8 +19,10 @@ the display (:mod:`cosim.board`).
 
 from __future__ import annotations
 
+import contextlib
 import multiprocessing
 import os
+import signal
 import threading
 import time
 from collections import deque
@@ -109,7 +111,11 @@ _progress: Any = None
 
 
 def _initialise(progress) -> None:
+    """A worker's start: its own process group (the terminal's Ctrl-C goes to the main process,
+    which stops the workers and their simulators as a whole: :func:`_stop_workers`), and the
+    progress queue."""
     global _progress
+    os.setpgrp()
     _progress = progress
 
 
@@ -161,6 +167,14 @@ def _start_pool(workers: int) -> tuple[ProcessPoolExecutor, Any]:
     pool = ProcessPoolExecutor(workers, mp_context=context, initializer=_initialise, initargs=(progress,))
     pool.submit(int).result()      # the first submit forks every worker
     return pool, progress
+
+
+def _stop_workers(pool: ProcessPoolExecutor) -> None:
+    """Stop every worker and the simulator it runs (each worker is a process group) now."""
+    pool.shutdown(wait=False, cancel_futures=True)
+    for child in multiprocessing.active_children():
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(child.pid, signal.SIGTERM)
 
 
 class _Builds:
@@ -338,9 +352,9 @@ def run_stream(recipes: Sequence[Recipe], choice: str, *, noun: str = "program",
                 _work(run, pool, progress, builds, workers)
             for t in builds.threads:
                 t.join()
-    except BaseException:
+    except BaseException:              # Ctrl-C, or a recipe that failed: stop, do not finish the queue
         if pool is not None:
-            pool.shutdown(wait=False, cancel_futures=True)
+            _stop_workers(pool)
         raise
     if pool is not None:
         pool.shutdown()

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import os
 import shlex
+import signal
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -106,3 +109,30 @@ def test_make_waves_values():
     assert _make("cosim", "SEEDS=1 2")[:2] == ["seeds", "1 2"]
     assert _make("stress", "RESUME=1", "JOBS=1")[-3:] == ["--resume", "--jobs", "1"]
     assert "--resume" not in _make("stress")
+
+
+@pytest.mark.rtl
+def test_ctrl_c_stops_the_workers_and_says_how_to_resume(icarus, tmp_path):
+    """The terminal's Ctrl-C reaches the main process (workers are process groups of their
+    own); it stops every worker and simulator at once and exits with 130."""
+    campaign = tmp_path / "campaign"
+    command = [sys.executable, "-m", "cosim", "stress", "--n", "300", "--seed", "7", "--sim", icarus,
+               "--campaign", str(campaign)]
+
+    def job() -> None:                              # as a shell starts a foreground job
+        signal.signal(signal.SIGINT, signal.SIG_DFL)
+        os.setpgrp()
+
+    process = subprocess.Popen(command, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                               preexec_fn=job)
+    deadline = time.monotonic() + 120
+    while not list(campaign.parent.glob(f".{campaign.name}.lock")) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    time.sleep(3)                                   # workers forked, simulators launched
+    os.killpg(process.pid, signal.SIGINT)
+    out, err = process.communicate(timeout=60)
+    assert process.returncode == 130, out + err
+    assert "interrupted: the workers and their simulators are stopped" in err
+    time.sleep(1)
+    left = subprocess.run(["pgrep", "-f", str(campaign)], capture_output=True, text=True).stdout.split()
+    assert left == [], left
