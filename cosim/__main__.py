@@ -37,7 +37,9 @@ from 10,000 on it first says how long it will take.
 from __future__ import annotations
 
 import argparse
+import signal
 import sys
+import threading
 from pathlib import Path
 
 from . import batch, bench, mutants, runner, seeds, stress
@@ -194,6 +196,8 @@ def main(argv: list[str] | None = None) -> int:
                    help=f"instructions of the long program (default {bench.LONG_LENGTH:,})")
 
     args = parser.parse_args(_bare_waves(list(sys.argv[1:] if argv is None else argv)))
+    main_thread = threading.current_thread() is threading.main_thread()
+    previous = signal.signal(signal.SIGTERM, _terminated) if main_thread else None
     try:
         return _command(args)
     except (CosimError, mutants.MutantError) as e:
@@ -203,6 +207,14 @@ def main(argv: list[str] | None = None) -> int:
         print("interrupted: the workers and their simulators are stopped (make stress ... RESUME=1, or "
               "--resume, continues a stress campaign from its finished chunks)", file=sys.stderr)
         return 130
+    finally:
+        if main_thread:
+            signal.signal(signal.SIGTERM, previous)
+
+
+def _terminated(signum, frame) -> None:
+    """SIGTERM (a CI time-out, kill) stops a run as Ctrl-C does: the workers with it."""
+    raise KeyboardInterrupt
 
 
 def _command(args: argparse.Namespace) -> int:
