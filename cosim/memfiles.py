@@ -1,6 +1,8 @@
-"""Memory images as the files ``$readmemh`` reads and ``$writememh`` writes, in bulk.
+"""Memory images as the files the test harness loads and dumps, in bulk (cosim/harness.py).
 
-One 32-bit word per line, 8 hex digits. A memory of B banks keeps word w in bank ``w % B``, row
+Text, for ``$readmemh`` and ``$writememh``: one 32-bit word per line, 8 hex digits. Binary: a
+bank as ``$fread`` reads it (big-endian words), a memory as ``$fwrite`` ``%u`` writes it, word
+after word (the machine's byte order). A memory of B banks keeps word w in bank ``w % B``, row
 ``w // B`` (:func:`flows.memmap.locate`; a test holds :func:`split` and :func:`join` to it).
 Reading keeps what the simulator could not resolve: a word with an ``x`` or ``z`` digit (Icarus
 writes them for unknown bits) is flagged, never guessed. Both directions are vectorised with
@@ -74,6 +76,27 @@ def _lines(text: bytes) -> bytes:
     if bad is not None:
         raise ValueError(f"{bad[:40]!r} is not a word of {DIGITS} hex digits")
     return b"".join(ln + b"\n" for ln in lines)
+
+
+def write_banks_binary(folder: Path, names: list[str], words: np.ndarray) -> None:
+    """Write a memory's words (padded with zeros to whole rows) as one ``$fread`` file per bank."""
+    banks = len(names)
+    padded = np.zeros(-(-len(words) // banks) * banks, dtype=np.uint32)
+    padded[:len(words)] = words
+    for name, bank in zip(names, split(padded, banks), strict=True):
+        (folder / name).write_bytes(bank.astype(">u4").tobytes())
+
+
+def read_binary(path: Path, size: int) -> tuple[np.ndarray, np.ndarray]:
+    """A memory dumped as one binary file -> (its words, all False: binary has no unknown bits).
+
+    Raises:
+        ValueError: the file does not hold ``size`` words.
+    """
+    data = Path(path).read_bytes()
+    if len(data) != 4 * size:
+        raise ValueError(f"{Path(path).name}: {len(data)} bytes, expected {4 * size} ({size} words)")
+    return np.frombuffer(data, dtype=np.uint32).copy(), np.zeros(size, dtype=bool)
 
 
 def parse_hex(text: bytes, what: str) -> tuple[np.ndarray, np.ndarray]:

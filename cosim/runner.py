@@ -141,7 +141,7 @@ def build(simulator: str, verilog: Path, *, waves: bool = False, root: Path | No
     directory = root / (f"{simulator}-waves" if waves else simulator)
     with reading(verilog):
         text = Path(verilog).read_bytes()
-    top = harness.render(describe(verilog)).encode()
+    top = harness.render(describe(verilog), binary=harness.BINARY[simulator]).encode()
     digest = hashlib.sha256(text + b"\0" + top + b"\0" + _recipe(simulator, waves).encode()).hexdigest()
     stamp = directory / "stamp.sha256"
     with flock(root / f"{directory.name}.lock", exclusive=True):
@@ -241,7 +241,8 @@ def run_batch(b: Build, jobs: Sequence[Job], params: Params, *, keep: bool = Fal
     progress_file.touch()
     prepare_environment()
     env = {"COSIM_JOBS": str(jobs_file), "COSIM_RESULTS": str(results_file),
-           "COSIM_PROGRESS": str(progress_file), **TEST_ENV}
+           "COSIM_PROGRESS": str(progress_file), "COSIM_BINARY": str(int(harness.BINARY[b.simulator])),
+           **TEST_ENV}
     failure = _launch(b, run_dir, env, progress_file, progress)
     if failure or not results_file.is_file():
         log = run_dir / "sim.log"

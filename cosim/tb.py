@@ -9,7 +9,9 @@ launches it. It reads its work from files named by environment variables:
 ``COSIM_RESULTS``
     where to write the results (:func:`cosim.jobs.write_results`);
 ``COSIM_PROGRESS``
-    a file that gets one line per finished job (the host shows a progress bar from it).
+    a file that gets one line per finished job (the host shows a progress bar from it);
+``COSIM_BINARY``
+    ``1`` when the harness moves memories as binary files (:data:`cosim.harness.BINARY`).
 
 The top level is the harness (:mod:`cosim.harness`), which holds the clock and does every step
 of a program inside the simulator. For each job :class:`TB` writes the program, the external
@@ -51,12 +53,14 @@ class TB:
         dut: the top-level handle (the harness).
         params: the machine the Verilog was generated for (memory sizes).
         folder: the simulator's working folder, where the harness reads and writes its files.
+        binary: the harness moves memories as binary files, not text (cosim.harness.BINARY).
     """
 
-    def __init__(self, dut: HierarchyObject, params: Params, folder: Path):
+    def __init__(self, dut: HierarchyObject, params: Params, folder: Path, binary: bool = False):
         self.dut = dut
         self.params = params
         self.folder = folder
+        self.binary = binary
         self.banks = {m: [a.depth for a in memmap.arrays(m, params)] for m in memmap.MEMORIES}
         self.requests = 0
         self.log = dut._log
@@ -64,13 +68,25 @@ class TB:
     def files(self, memory: str, dumped: bool = False) -> list[str]:
         return [harness.bank_file(memory, b, dumped) for b in range(len(self.banks[memory]))]
 
+    def _load(self, memory: str, words: np.ndarray) -> None:
+        if self.binary:
+            names = [harness.binary_file(memory, b) for b in range(len(self.banks[memory]))]
+            memfiles.write_banks_binary(self.folder, names, words)
+        else:
+            memfiles.write_banks(self.folder, self.files(memory), words)
+
+    def _dumped(self, memory: str) -> tuple[np.ndarray, np.ndarray]:
+        if self.binary:
+            return memfiles.read_binary(self.folder / harness.binary_file(memory), sum(self.banks[memory]))
+        return memfiles.read_banks(self.folder, self.files(memory, dumped=True), self.banks[memory][0])
+
     def write_inputs(self, words: np.ndarray, ext: np.ndarray, limit: int) -> None:
         """The program's rows of the instruction memory (the harness zeroes the rest), the
         external memory, the job file."""
         banks = len(self.banks["imem"])
         rows = -(-len(words) // banks)
-        memfiles.write_banks(self.folder, self.files("imem"), np.asarray(words, np.uint32))
-        memfiles.write_banks(self.folder, self.files("ext"), np.asarray(ext, np.uint32))
+        self._load("imem", np.asarray(words, np.uint32))
+        self._load("ext", np.asarray(ext, np.uint32))
         job = np.array([len(words) // spec.INSTR_WORDS, limit, rows], np.uint32)
         (self.folder / harness.JOB_FILE).write_bytes(memfiles.hex_text(job))
 
@@ -92,9 +108,7 @@ class TB:
         """Row k of the results: memories, counters, error outputs, timing_fault, cycles waited."""
         try:
             for memory in harness.DUMPED:
-                rows = self.banks[memory][0]
-                results[memory][k], results[f"{memory}_x"][k] = memfiles.read_banks(
-                    self.folder, self.files(memory, dumped=True), rows)
+                results[memory][k], results[f"{memory}_x"][k] = self._dumped(memory)
             state = memfiles.parse_fields((self.folder / harness.STATE_FILE).read_text(),
                                           harness.STATE_FIELDS, harness.STATE_FILE)
         except (OSError, ValueError) as e:
@@ -115,7 +129,7 @@ async def run_jobs(dut: HierarchyObject) -> None:
     batch = read_jobs(Path(os.environ["COSIM_JOBS"]))
     results_path = Path(os.environ["COSIM_RESULTS"])
     progress = Path(os.environ["COSIM_PROGRESS"]) if os.environ.get("COSIM_PROGRESS") else None
-    tb = TB(dut, batch.params, Path.cwd())
+    tb = TB(dut, batch.params, Path.cwd(), binary=os.environ.get("COSIM_BINARY") == "1")
     results = empty_results(len(batch), batch.params)
     for k, name in enumerate(batch.names):
         t0 = time.perf_counter()

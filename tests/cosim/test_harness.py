@@ -30,7 +30,7 @@ def test_only_the_handshake_is_public_under_verilator():
 
 def test_every_memory_word_goes_through_a_file_or_is_zeroed():
     description = verilog.describe(verilog.fresh_verilog())
-    text = harness.render(description)
+    text = harness.render(description, binary=False)
     for memory, direction in (("imem", "readmemh"), ("ext", "readmemh"), ("spad", "writememh"),
                               ("ext", "writememh")):
         for b, path in enumerate(description.memories[memory]["arrays"]):
@@ -58,3 +58,18 @@ def test_timing_fault_is_read_once_it_has_judged_the_done_cycle():
     Amaranth, so it keeps its own copy)."""
     assert harness.FAULT_SETTLE_CYCLES == TIMING_CHECK_DELAY
     assert f"repeat ({TIMING_CHECK_DELAY}) @(posedge clk);" in _text()
+
+
+def test_binary_files_under_verilator():
+    """Verilator (two-state) moves memories as binary files: $fread per bank, $fwrite %u per
+    memory in word order (bank 0 .. LANES-1 of each row)."""
+    assert harness.BINARY == {"icarus": False, "verilator": True}
+    description = verilog.describe(verilog.fresh_verilog())
+    text = harness.render(description, binary=True)
+    assert "$readmemh(\"ext" not in text and "$writememh" not in text
+    for b, path in enumerate(description.memories["ext"]["arrays"]):
+        assert f'fd = $fopen("ext{b}.bin", "rb");' in text
+        assert f"got = $fread(dut.{path}, fd, 0, {description.memories['ext']['depth']});" in text
+    for memory in harness.DUMPED:
+        banks = ", ".join(f"dut.{p}[row]" for p in description.memories[memory]["arrays"])
+        assert f'$fwrite(fd, "{"%u" * len(description.memories[memory]["arrays"])}", {banks});' in text

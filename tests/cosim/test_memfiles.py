@@ -68,3 +68,15 @@ def test_state_line():
     assert memfiles.parse_fields("1 x 0000X1f4", names, "state.out")["error_code"] == -1
     with pytest.raises(ValueError, match=r"state\.out: 2 values, expected 3"):
         memfiles.parse_fields("1 5", names, "state.out")
+
+
+def test_binary_files_as_fread_reads_and_fwrite_u_writes(tmp_path):
+    words = np.arange(10, dtype=np.uint32) * 0x01010101
+    names = [f"m{b}.bin" for b in range(4)]
+    memfiles.write_banks_binary(tmp_path, names, words)
+    assert (tmp_path / "m1.bin").read_bytes() == bytes.fromhex("01010101" "05050505" "09090909")  # big-endian
+    (tmp_path / "dump.bin").write_bytes(words.astype("=u4").tobytes())     # %u: the machine's order
+    values, unknown = memfiles.read_binary(tmp_path / "dump.bin", 10)
+    assert (values == words).all() and not unknown.any()
+    with pytest.raises(ValueError, match=r"dump\.bin: 40 bytes, expected 44 \(11 words\)"):
+        memfiles.read_binary(tmp_path / "dump.bin", 11)
