@@ -26,6 +26,7 @@ is N, N-M, or a list of those separated by commas or spaces.
 from __future__ import annotations
 
 import bisect
+import os
 import random
 import re
 import sys
@@ -49,11 +50,12 @@ COLUMNS = (("seed", 5), ("nodes", 6), ("instr", 6), ("scratchpad words (reuse)",
            ("cycles", 8), ("error vs float", 15))
 """The table's columns and their widths (the seed column widens for longer seeds)."""
 MAX_SEEDS = 1_000_000
-"""The most seeds one run takes (about a day on Icarus); more is refused."""
+"""The most seeds one run takes (hours on Verilator, days on Icarus); more is refused."""
 LONG_RUN = 10_000
 """From this many seeds on, a note says how long the run will take."""
-SECONDS_PER_SEED = {"icarus": 0.2, "verilator": 0.1}
-"""Rough cost of one seed (compile, reference, simulation) on a 2-core machine, for that note."""
+SECONDS_PER_SEED = {"icarus": 1.0, "verilator": 0.08}
+"""Rough cost of one seed or program on one simulator, for one worker process (compile or draw,
+reference, simulation, comparison; measured on a shared 2-core machine), for that note."""
 TABLE_ROWS = 100
 """Seeds the table lists one per row; beyond them it gives totals."""
 
@@ -120,7 +122,8 @@ def check_count(n: int, what: str = "seeds") -> None:
     """
     if n > MAX_SEEDS:
         raise ValueError(f"{n:,} {what} in one run is more than the {MAX_SEEDS:,} allowed (that many "
-                         f"take about {duration(MAX_SEEDS * SECONDS_PER_SEED['icarus'])} on Icarus); "
+                         f"take about {duration(MAX_SEEDS * SECONDS_PER_SEED['icarus'] / _workers())} on "
+                         "Icarus); "
                          "split it into several runs")
 
 
@@ -131,11 +134,17 @@ def duration(seconds: float) -> str:
     return f"{max(1, round(seconds / 60))} minutes"
 
 
-def long_run_note(n: int, simulators: tuple[str, ...], what: str = "seeds") -> str | None:
-    """For LONG_RUN or more: how long the run will take (the slowest simulator sets the pace)."""
+def _workers(jobs: int | None = None) -> int:
+    return jobs or os.cpu_count() or 1
+
+
+def long_run_note(n: int, simulators: tuple[str, ...], what: str = "seeds",
+                  jobs: int | None = None) -> str | None:
+    """For LONG_RUN or more: how long the run will take (every simulator's share, over the
+    workers: ``jobs``, default one per core)."""
     if n < LONG_RUN:
         return None
-    seconds = n * max(SECONDS_PER_SEED[s] for s in simulators)
+    seconds = n * sum(SECONDS_PER_SEED[s] for s in simulators) / _workers(jobs)
     return (f"note: {n:,} {what} take about {duration(seconds)} on {' and '.join(simulators)}; progress "
             f"is shown as they run (Ctrl-C stops)")
 
@@ -283,7 +292,7 @@ def main(seed_text: str, choice: str, *, waves: bool = False, verilog: Path | No
     ranges = seed_ranges(seed_text)
     n = sum(len(r) for r in ranges)
     check_count(n)
-    note = long_run_note(n, batch.simulators(choice))
+    note = long_run_note(n, batch.simulators(choice), jobs=jobs)
     if note:
         print(note, file=sys.stderr, flush=True)
     rows = Table()

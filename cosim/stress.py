@@ -469,7 +469,7 @@ def main(first: int, n: int, choice: str, *, waves: bool = False, verilog: Path 
     Raises:
         CosimError: no Verilog, or the campaign cannot be resumed.
     """
-    note = seeds.long_run_note(n, batch.simulators(choice), "programs")
+    note = seeds.long_run_note(n, batch.simulators(choice), "programs", jobs)
     if note:
         print(note, file=sys.stderr, flush=True)
     source = fresh_verilog(verilog)

@@ -52,8 +52,11 @@ def test_a_huge_range_is_counted_without_listing_it():
         seeds.check_count(sum(len(r) for r in seed_ranges("1-100000000000")))
     seeds.check_count(seeds.MAX_SEEDS)
     assert seeds.long_run_note(seeds.LONG_RUN - 1, ("icarus",)) is None
-    note = seeds.long_run_note(100_000, ("icarus", "verilator"))
-    assert note.startswith("note: 100,000 seeds take about 5.6 hours on icarus and verilator")
+    note = seeds.long_run_note(100_000, ("icarus", "verilator"), jobs=2)
+    hours = 100_000 * (seeds.SECONDS_PER_SEED["icarus"] + seeds.SECONDS_PER_SEED["verilator"]) / 2 / 3600
+    assert note.startswith(f"note: 100,000 seeds take about {hours:.1f} hours on icarus and verilator")
+    assert seeds.long_run_note(10_000, ("verilator",), "programs", jobs=2).startswith(
+        "note: 10,000 programs take about 7 minutes on verilator")
 
 
 def test_the_table_widens_for_long_seeds_and_totals_beyond_its_rows():
