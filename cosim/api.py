@@ -65,7 +65,7 @@ def simulate(jobs: Sequence[JobLike], simulator: str, *, verilog: Path | None = 
 
     Raises:
         TypeError, ValueError: a bad job (named), or an unknown simulator.
-        cosim.runner.CosimError: no simulator, a failed build or simulation.
+        cosim.errors.CosimError: no simulator, a failed build or simulation.
     """
     check_simulator(simulator)
     source = fresh_verilog(verilog, say=say)
@@ -82,7 +82,7 @@ def run_programs(jobs: Sequence[JobLike], simulator: str = "verilator", **option
 
     Raises:
         TypeError, ValueError: a bad job (named), or an unknown simulator.
-        cosim.runner.CosimError: no simulator, a failed build or simulation.
+        cosim.errors.CosimError: no simulator, a failed build or simulation.
     """
     return simulate(jobs, simulator, **options).runs
 

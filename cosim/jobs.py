@@ -253,7 +253,7 @@ def reference(program: Sequence[Instruction] | Sequence[int], ext, params: Param
 
 @dataclass
 class RtlRun:
-    """One job as the RTL ran it (read back through the simulator's backdoor).
+    """One job as the RTL ran it (the memories and outputs the test harness dumped).
 
     Attributes:
         name: the job's name.
