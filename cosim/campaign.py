@@ -1,7 +1,8 @@
 """A stress campaign's folder: what it runs and every chunk it finished, so it can be resumed.
 
 ``make stress`` keeps its campaign in ``build/stress/seed<SEED>-n<N>-<sim>`` (``-<mutant>``
-added for a mutant; ``--campaign DIR`` for another folder):
+added for a mutant, a hash of the path for another Verilog; ``--campaign DIR`` for another
+folder):
 
 ``campaign.json``
     what makes the campaign: the first seed, the number of programs, the simulators, the
@@ -30,16 +31,21 @@ from pathlib import Path
 from .batch import Failure
 from .errors import CosimError
 from .pool import ChunkResult
-from .verilog import BUILD, ROOT, file_digest
+from .verilog import BUILD, ROOT, VERILOG, file_digest
 
 STRESS_ROOT = BUILD / "stress"
 GENERATOR_FILES = ("cosim/stress.py", "cosim/coverage.py")
 """The sources that decide which programs a seed makes and what their coverage counts."""
 
 
-def default_folder(seed: int, n: int, choice: str, mutant: str | None = None) -> Path:
-    """``build/stress/seed<SEED>-n<N>-<sim>[-<mutant>]``."""
-    return STRESS_ROOT / (f"seed{seed}-n{n}-{choice}" + (f"-{mutant}" if mutant else ""))
+def default_folder(seed: int, n: int, choice: str, mutant: str | None = None,
+                   verilog: Path | None = None) -> Path:
+    """``build/stress/seed<SEED>-n<N>-<sim>[-<mutant>][-<hash>]``: the hash of the Verilog's path
+    when it is not ``build/ga2_simtop.v`` (runs on different files never share a folder)."""
+    name = f"seed{seed}-n{n}-{choice}" + (f"-{mutant}" if mutant else "")
+    if verilog is not None and Path(verilog).resolve() != VERILOG.resolve():
+        name += "-" + hashlib.sha256(str(Path(verilog).resolve()).encode()).hexdigest()[:12]
+    return STRESS_ROOT / name
 
 
 def generator_digest() -> str:

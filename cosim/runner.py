@@ -34,9 +34,10 @@ from flows.memmap import SIMTOP
 from sim.spec import Params
 
 from . import harness
-from .errors import BuildError, SimulationError
+from .errors import BuildError, CosimError, SimulationError, SimulatorMissing
 from .jobs import Job, RtlRun, read_results, write_jobs
 from .simulators import (
+    SIMULATORS,
     TIMESCALE,
     VERILATOR_ARGS,
     check_simulator,
@@ -45,7 +46,37 @@ from .simulators import (
     simulator_version,
     verilator_makeflags,
 )
-from .verilog import COSIM_BUILD, VERILOG, describe, flock, reading
+from .verilog import (
+    BUILD,
+    COSIM_BUILD,
+    ROOT,
+    VERILOG,
+    describe,
+    flock,
+    fresh_verilog,
+    reading,
+    verilog_params,
+)
+
+__all__ = [
+    "BUILD",
+    "COSIM_BUILD",
+    "ROOT",
+    "SIMULATORS",
+    "Build",
+    "BuildError",
+    "CosimError",
+    "Simulation",
+    "SimulationError",
+    "SimulatorMissing",
+    "build",
+    "default_root",
+    "fresh_verilog",
+    "run_batch",
+    "verilog_params",
+]
+"""This module's builds and launches, and names other code imported from here before they moved
+to cosim/verilog.py, cosim/simulators.py and cosim/errors.py (defined there, re-exported here)."""
 
 TEST_MODULE = "cosim.tb"
 TEST_ENV = {"COCOTB_REWRITE_ASSERTION_FILES": ""}

@@ -476,7 +476,7 @@ def main(first: int, n: int, choice: str, *, waves: bool = False, verilog: Path 
     params = verilog_params(source)
     if show:
         _show(first, n, params)
-    folder = campaign or default_folder(first, n, choice, mutant)
+    folder = campaign or default_folder(first, n, choice, mutant, source)
     with Campaign(folder, identity(first, n, choice, source, list(options)), resume) as camp:
         done = camp.done()
         results = {r.number: r for r in done if r.simulator == batch.simulators(choice)[0]}

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -54,6 +55,9 @@ def test_one_run_per_folder(tmp_path):
 def test_the_default_folder_names_the_run():
     assert campaign.default_folder(1, 10000, "verilator") == campaign.STRESS_ROOT / "seed1-n10000-verilator"
     assert campaign.default_folder(5, 6, "icarus", "rq-round").name == "seed5-n6-icarus-rq-round"
+    assert campaign.default_folder(1, 9, "icarus", None, campaign.VERILOG).name == "seed1-n9-icarus"
+    one, two = (campaign.default_folder(1, 9, "icarus", None, Path(f"/m/{k}/ga2_simtop.v")) for k in (1, 2))
+    assert one.name.startswith("seed1-n9-icarus-") and one != two
 
 
 @pytest.mark.rtl
