@@ -112,10 +112,14 @@ _progress: Any = None
 
 def _initialise(progress) -> None:
     """A worker's start: its own process group (the terminal's Ctrl-C goes to the main process,
-    which stops the workers and their simulators as a whole: :func:`_stop_workers`), and the
+    which stops the workers and their simulators as a whole: :func:`_stop_workers`), the default
+    action for SIGINT and SIGTERM (a forked worker has the main process's handlers, which raise
+    KeyboardInterrupt: concurrent.futures would catch it and go on with the next task), and the
     progress queue."""
     global _progress
     os.setpgrp()
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
     _progress = progress
 
 

@@ -133,6 +133,7 @@ def test_ctrl_c_stops_the_workers_and_says_how_to_resume(icarus, tmp_path):
     out, err = process.communicate(timeout=60)
     assert process.returncode == 130, out + err
     assert "interrupted: the workers and their simulators are stopped" in err
+    assert "Traceback" not in err, err                # no worker caught it and went on
     time.sleep(1)
     left = subprocess.run(["pgrep", "-f", str(campaign)], capture_output=True, text=True).stdout.split()
     assert left == [], left
