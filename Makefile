@@ -14,9 +14,11 @@ SIM     ?= both
 N       ?= 200
 SEED    ?= 1
 WAVES   ?= 0
+RESUME  ?= 0
+JOBS    ?=
 SUDO    := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: help setup test test-all cosim stress verilog lint bench bench-sim bench-compiler mutants \
+.PHONY: help setup test test-all cosim stress verilog lint bench bench-sim bench-compiler bench-cosim mutants \
         docs docs-check synth synth-setup bitstream digits clean
 
 help:  ## list the targets
@@ -24,7 +26,8 @@ help:  ## list the targets
 	@echo
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/^([a-z-]+):.*## (.*)/  make \1\t\2/' | expand -t 26
 	@echo
-	@echo "Variables: SEEDS=$(SEEDS) SIM=$(SIM) (icarus|verilator|both) N=$(N) SEED=$(SEED) WAVES=$(WAVES) FREQ=$(FREQ)"
+	@echo "Variables: SEEDS=$(SEEDS) SIM=$(SIM) (icarus|verilator|both) N=$(N) SEED=$(SEED) WAVES=$(WAVES) RESUME=$(RESUME)"
+	@echo "           JOBS=(one per core) FREQ=$(FREQ)"
 
 setup: $(STAMP) iverilog  ## create .venv, install the project and its tools (idempotent)
 
@@ -56,10 +59,13 @@ test-all: setup synth-setup  ## the whole test suite, slow tests included (Veril
 	$(PY) -m pytest -q -n 2
 
 cosim: setup  ## compiled graphs SEEDS=100-111 (or 3,7,20-25) on the RTL vs the reference; SIM=icarus|verilator|both, WAVES=1 (yes, on)
-	$(PY) -m cosim seeds '$(SEEDS)' --sim '$(SIM)' $(if $(filter-out 0,$(WAVES)),--waves='$(WAVES)')
+	$(PY) -m cosim seeds '$(SEEDS)' --sim '$(SIM)' $(if $(filter-out 0,$(WAVES)),--waves='$(WAVES)') $(if $(JOBS),--jobs '$(JOBS)')
 
-stress: setup  ## N random ISA programs from SEED (every instruction, every error code) on the RTL vs the reference
-	$(PY) -m cosim stress --n '$(N)' --seed '$(SEED)' --sim '$(SIM)' $(if $(filter-out 0,$(WAVES)),--waves='$(WAVES)')
+stress: setup  ## N random ISA programs from SEED on the RTL vs the reference, with coverage; RESUME=1 continues a campaign
+	$(PY) -m cosim stress --n '$(N)' --seed '$(SEED)' --sim '$(SIM)' $(if $(filter-out 0,$(WAVES)),--waves='$(WAVES)') $(if $(filter-out 0,$(RESUME)),--resume) $(if $(JOBS),--jobs '$(JOBS)')
+
+bench-cosim: setup  ## co-simulation speed: launch overhead, simulated cycles/s on a long program, warm make cosim (SIM=)
+	$(PY) -m cosim bench --sim '$(SIM)'
 
 bench: setup  ## GA-2 cycles on the seed's programs vs the seed chip, MXU utilisation (seeds 100-111 headline)
 	$(PY) -m compiler.testing.perf
