@@ -22,6 +22,7 @@ import hashlib
 import re
 import shutil
 import subprocess
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -188,13 +189,13 @@ def write_mutants(net: Netlist, mutants: list[tuple[str, str]], verilog: Path,
     Raises:
         YosysError: Yosys failed (a listing line that no longer applies, for instance).
     """
-    work = net.root / "written"
-    work.mkdir(parents=True, exist_ok=True)
+    work = Path(tempfile.mkdtemp(prefix="written-", dir=net.root))   # runs at the same time do not clash
     lines = [f"read_rtlil {net.rtlil}", "design -save base"]
     for ident, line in mutants:
-        (work / ident).mkdir(exist_ok=True)
-        lines += ["design -load base", apply_command(line), f"write_verilog -noattr written/{ident}/{TOP}.v"]
-    run("\n".join(lines) + "\n", net.root, "written/write")
+        (work / ident).mkdir()
+        lines += ["design -load base", apply_command(line),
+                  f"write_verilog -noattr {work.name}/{ident}/{TOP}.v"]
+    run("\n".join(lines) + "\n", net.root, f"{work.name}/write")
     out = {}
     for ident, _ in mutants:
         target = Path(out_dir) / ident / f"{TOP}.v"
@@ -202,4 +203,5 @@ def write_mutants(net: Netlist, mutants: list[tuple[str, str]], verilog: Path,
         shutil.move(work / ident / f"{TOP}.v", target)
         _ports_beside(verilog, target)
         out[ident] = target
+    shutil.rmtree(work, ignore_errors=True)
     return out
