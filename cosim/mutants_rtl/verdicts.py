@@ -21,10 +21,11 @@ Anything else is a GAP: a mutant the grading should catch and does not.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 
-from sim import spec
+from sim import arith, spec
 from sim.spec import DEFAULT, Params
 
 from . import yosys
@@ -151,7 +152,64 @@ def _dma_st_enable(at: Site) -> str | None:
             "then")
 
 
-NOTES: tuple[Callable[[Site], str | None], ...] = (_counter_bits, _rd1_high_bits, _dma_st_enable)
+def _names(at: Site, bit) -> list[str]:
+    """The public wires holding a bit of the module."""
+    return [name for name, net in at.module.get("netnames", {}).items()
+            if not net.get("hide_name") and bit in net["bits"]]
+
+
+def _bank_read_hold(at: Site) -> str | None:
+    m = at.m
+    if m.module != "ga2_simtop.core.spad" or at.cell_type != "$mux" or m.port != "A":
+        return None
+    select = at.module["cells"][m.cell]["connections"]["S"]
+    names = _names(at, select[0]) if len(select) == 1 and isinstance(select[0], int) else []
+    port = next((n for n in names if re.fullmatch(r"rd\d+_en_q", n)), "")
+    if not port:
+        return None
+    return (f"it changes what a bank's read register holds while its read port is idle ({port} low); "
+            "every unit takes read data only in the cycle its own read returns, which the bank loaded "
+            "afresh (hw/banked.py, hw/README.md)")
+
+
+DIVISOR_MAX = DEFAULT.SM_MAX_LEN * arith.Q16_ONE
+"""The largest softmax sum z, the dividers' divisor: SM_MAX_LEN entries of EXP_LUT[0] = 65536."""
+
+
+def _divider_bounds(at: Site) -> str | None:
+    m = at.m
+    kind = re.fullmatch(r"(?:pre|s\d+)_(divisor|x(\d+))", m.signal)
+    if not m.module.startswith("ga2_simtop.core.softmax.div") or kind is None:
+        return None
+    net = at.module["netnames"].get(m.signal, {})
+    if at.width != len(net.get("bits", ())):
+        return None
+    factor = int(kind[2]) if kind[2] else 1
+    top = (factor * DIVISOR_MAX).bit_length()
+    what = "the divisor" if factor == 1 else f"{factor} x the divisor"
+    why = (f"{m.signal} holds {what}, at most {factor} x {DIVISOR_MAX} (the softmax sum of SM_MAX_LEN "
+           f"entries of 65536), so its bits from {top} up are 0")
+    if m.mode == "const0" and m.portbit >= top:
+        return f"{why}, as const0 makes bit {m.portbit}"
+    if m.mode == "cnot1" and m.ctrlbit >= top:
+        return f"{why}: the control bit {m.ctrlbit} is 0 and XOR 0 changes nothing"
+    return None
+
+
+def _lane0_mask(at: Site) -> str | None:
+    m = at.m
+    if m.module not in ("ga2_simtop.core.requant", "ga2_simtop.core.dma") or at.cell_type != "$gt":
+        return None
+    cell = at.module["cells"][m.cell]["connections"]
+    if m.port != "Y" or m.mode != "const1" or any(b != "0" for b in cell["B"]):
+        return None
+    return ("it makes a lane mask's `left > 0` term (lane 0) always true (hw/lanes.py); the mask counts "
+            "only while a beat is issued (Mux(issue, ...)), when at least one element is left and lane 0 "
+            "is valid anyway")
+
+
+NOTES: tuple[Callable[[Site], str | None], ...] = (_counter_bits, _rd1_high_bits, _dma_st_enable,
+                                                   _bank_read_hold, _divider_bounds, _lane0_mask)
 """The survivors studied by hand: each returns why its mutations are equivalent, or None."""
 HOST_PORT_MEMORIES = "imem"
 """The instruction memory's banks (hw/control.py), written by the host port only."""

@@ -18,7 +18,7 @@ import pytest
 
 from cosim import edges, runner
 from cosim.mutants_rtl import draw, grade, report, verdicts, yosys
-from sim import spec
+from sim import arith, spec
 from sim.spec import DEFAULT
 
 LINE = ("mutate -mode cnot1 -module ga2_simtop.core.vector -cell $or$x.v:12$3 -port B -portbit 5 -ctrlbit 2 "
@@ -137,3 +137,25 @@ def test_three_mutants_end_to_end(netlist, icarus, tmp_path):
     assert verdict.equivalent and "never 1" in verdict.why
     for path in paths.values():
         grade.clean(path)
+
+
+def _register_of(graph: draw.Netlist, module: str, signal: str) -> str:
+    mod = graph.modules[module]
+    bits = mod["netnames"][signal]["bits"]
+    return next(name for name, cell in mod["cells"].items()
+                if cell["type"] in ("$dff", "$sdff") and cell["connections"]["Q"] == bits)
+
+
+def test_a_note_covers_only_the_bits_out_of_reach(netlist):
+    _, net, graph = netlist
+    # the divider's 3*D: D <= 64 entries of EXP_LUT[0] = 65536 = 2**22, so 3*D < 2**24
+    assert verdicts.DIVISOR_MAX == DEFAULT.SM_MAX_LEN * max(arith.EXP_LUT) == 1 << 22
+    module = "ga2_simtop.core.softmax.div1"
+    cell = _register_of(graph, module, "s0_x3")
+
+    def verdict(ctrl: int) -> verdicts.Verdict:
+        line = f"mutate -mode cnot1 -module {module} -cell {cell} -port Q -portbit 11 -ctrlbit {ctrl}"
+        return verdicts.judge(net, graph.modules, graph.attribute(draw.parse(line)), "note", proofs=False)
+
+    assert verdict(24).equivalent and "bits from 24 up are 0" in verdict(24).why
+    assert not verdict(23).equivalent and verdict(23).why.startswith("no note")
