@@ -337,20 +337,25 @@ STRATEGIES: dict[str, Callable[[Builder], None]] = {
 
 
 def _legal_fields(b: Builder, kind: str) -> dict[str, int]:
-    """Legal fields of ``kind`` with small regions placed in fresh scratchpad space."""
-    p = b.params
-    f = {"LD": {"len": 5}, "ST": {"len": 5}, "RQ": {"len": 6, "m": 12345, "s": 20, "relu": 0},
-         "SM": {"len": 9}, "VADD": {"len": 7}, "AMAX": {"len": 5}, "UNPACK": {"len": 2},
-         "MM": {"M": p.T, "K": 8, "N": p.T, "tb": 0, "lda": 8, "ldb": p.T, "ldc": p.T}}[kind]
-    f = dict(f)
+    """Legal fields of ``kind``: short regions anywhere in their memories (so that their ends
+    take every bit pattern, not only the low addresses of the body's data), none overlapping."""
+    p, rng = b.params, b.rng
     ispec = spec.BY_NAME[kind]
-    for region in ispec.regions:
-        f.setdefault(region.start, 0)
-    for region in ispec.regions:
-        extent = region.extent(f)
-        ext = region.mem is Mem.EXT
-        f[region.start] = b.rng.randrange(0, p.EXT_WORDS - extent) if ext else b.spad(extent)
-    return f
+    for _ in range(1000):
+        n = rng.randint(1, 24)
+        f = {"LD": {"len": n}, "ST": {"len": n},
+             "RQ": {"len": n, "m": rng.randrange(1 << 24), "s": 20, "relu": 0}, "SM": {"len": n},
+             "VADD": {"len": n}, "AMAX": {"len": n}, "UNPACK": {"len": 1 + n % 4},
+             "MM": {"M": rng.randint(1, p.T), "K": n, "N": rng.randint(1, p.T), "tb": rng.randint(0, 1),
+                    "lda": n + rng.randint(0, 3), "ldb": p.T + n, "ldc": p.T}}[kind]
+        for region in ispec.regions:
+            f.setdefault(region.start, 0)
+        for region in ispec.regions:
+            size = p.EXT_WORDS if region.mem is Mem.EXT else p.SPAD_WORDS
+            f[region.start] = rng.randrange(0, size - region.extent(f) + 1)
+        if spec.check(ispec, f, p)[0] is ErrorCode.NONE:
+            return f
+    raise AssertionError(f"no legal {kind} found")
 
 
 def one_past(b: Builder, kind: str, f: dict[str, int]) -> dict[str, int]:
@@ -421,18 +426,20 @@ def nearest_legal(ispec: spec.InstrSpec, f: dict[str, int], params: Params) -> d
     return out
 
 
-def faulty(b: Builder, code: ErrorCode, double: bool = False) -> tuple[list[int], str]:
-    """An instruction (encoded) that stops the machine with ``code``, at an edge; when ``double``
-    (for BAD_FIELD and SPAD_RANGE) with a second, lower-priority fault in the same instruction
-    (checked: with the first fault repaired, the second one stops it). An unknown opcode always
-    sits over fields with two faults. Returns (words, what it is).
+def faulty(b: Builder, code: ErrorCode, turn: int = 0) -> tuple[list[int], str]:
+    """An instruction (encoded) that stops the machine with ``code``, at an edge. ``turn`` (the
+    how-manieth program with this ending) picks the instruction, so that consecutive programs
+    take every kind in turn, and whether (every other turn) the fault comes with a second one of
+    lower priority in the same instruction (BAD_FIELD and SPAD_RANGE; checked: with the first
+    fault repaired, the second one stops it) or (OVERLAP) the source is long. An unknown opcode
+    always sits over fields with two faults. Returns (words, what it is).
 
     Raises:
         AssertionError: no such instruction found in 100 draws (a bug here).
     """
-    double = double and code in (ErrorCode.BAD_FIELD, ErrorCode.SPAD_RANGE)
+    double = turn % 2 == 1 and code in (ErrorCode.BAD_FIELD, ErrorCode.SPAD_RANGE)
     for _ in range(100):
-        kind, f, what = _draw_fault(b, code, double)
+        kind, f, what = _draw_fault(b, code, turn)
         ispec = spec.BY_NAME[kind]
         words = build(kind, params=b.params, strict=False, **f).encode()
         if code is ErrorCode.BAD_OPCODE:
@@ -459,30 +466,34 @@ def _at_the_edge(ispec: spec.InstrSpec, f: dict[str, int], code: ErrorCode, para
     return any(f[r.start] + r.extent(f) == size + 1 for r in ispec.regions if r.mem is mem)
 
 
-def _draw_fault(b: Builder, code: ErrorCode, double: bool) -> tuple[str, dict[str, int], str]:
-    """(kind, fields, what) of a fault of ``code`` (with a second one when ``double``)."""
-    spad_kinds = ["MM", "RQ", "SM", "VADD", "AMAX", "UNPACK"]
+SPAD_KINDS = ("MM", "RQ", "SM", "VADD", "AMAX", "UNPACK")
+"""The instructions that read and write the scratchpad, in the order the faults take them."""
+
+
+def _draw_fault(b: Builder, code: ErrorCode, turn: int) -> tuple[str, dict[str, int], str]:
+    """(kind, fields, what) of a fault of ``code`` (see :func:`faulty` for ``turn``)."""
+    n = len(SPAD_KINDS)
+    kind = SPAD_KINDS[(turn + turn // n) % n]     # every kind in turn, each both ways over 2n turns
+    double = turn % 2 == 1
     if code in (ErrorCode.BAD_OPCODE, ErrorCode.BAD_FIELD):
-        kind = b.rng.choice(spad_kinds)
         f = _legal_fields(b, kind)
         if double or code is ErrorCode.BAD_OPCODE:
             f = past_end(b, kind, f, Mem.SPAD) if b.rng.random() < 0.5 else overlap_by_one(b, kind, f)
         what = "field one past its limit" + (", and a second fault" if double else "")
         return kind, one_past(b, kind, f), what
     if code is ErrorCode.SPAD_RANGE:
-        kind = "LD" if double else b.rng.choice(["LD", *spad_kinds])
+        kind = "LD" if double or turn % 4 == 2 else kind
         f = _legal_fields(b, kind)
         if double:
             f = past_end(b, kind, f, Mem.EXT)
         return kind, past_end(b, kind, f, Mem.SPAD), \
             "region one word past the scratchpad" + (", and the external memory" if double else "")
     if code is ErrorCode.EXT_RANGE:
-        kind = b.rng.choice(["LD", "ST"])
+        kind = ("LD", "ST")[turn % 2]
         f = past_end(b, kind, _legal_fields(b, kind), Mem.EXT)
         return kind, f, "region one word past the external memory"
-    kind = b.rng.choice(spad_kinds)
     f = _legal_fields(b, kind)
-    if b.rng.random() < 0.5:
+    if double:
         return kind, overlap_by_one(b, kind, lengthened(b, kind, f)), \
             "destination overlapping a long source by one word"
     return kind, overlap_by_one(b, kind, f), "destination overlapping a source by one word"
@@ -504,8 +515,7 @@ def program(seed: int, params: Params = DEFAULT) -> stress.StressProgram | None:
     if ending == stress.HALT:
         words += build("HALT").encode()
     elif ending != ErrorCode.NO_HALT.name:
-        double = (seed // (EDGE_EVERY * len(stress.ENDINGS))) % 2 == 1     # every other time
-        fault, what = faulty(b, ErrorCode[ending], double)
+        fault, what = faulty(b, ErrorCode[ending], seed // (EDGE_EVERY * len(stress.ENDINGS)))
         b.features[f"edge: {what}"] += 1
         words += fault
         for _ in range(rng.randint(0, 2)):     # never run: the fault stops the machine
