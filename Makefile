@@ -12,13 +12,14 @@ FREQ    ?= 100
 SEEDS   ?= 100-111
 SIM     ?= both
 N       ?= 200
+COUNT   ?= 48
 SEED    ?= 1
 WAVES   ?= 0
 RESUME  ?= 0
 JOBS    ?=
 SUDO    := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: help setup test test-all cosim stress verilog lint bench bench-sim bench-compiler bench-cosim mutants \
+.PHONY: help setup test test-all cosim stress verilog lint bench bench-sim bench-compiler bench-cosim mutants mutants-rtl \
         docs docs-check synth synth-setup bitstream digits clean
 
 help:  ## list the targets
@@ -27,7 +28,7 @@ help:  ## list the targets
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/^([a-z-]+):.*## (.*)/  make \1\t\2/' | expand -t 26
 	@echo
 	@echo "Variables: SEEDS=$(SEEDS) SIM=$(SIM) (icarus|verilator|both) N=$(N) SEED=$(SEED) WAVES=$(WAVES) RESUME=$(RESUME)"
-	@echo "           JOBS=(one per core) FREQ=$(FREQ)"
+	@echo "           JOBS=(one per core) FREQ=$(FREQ) COUNT=$(COUNT)"
 
 setup: $(STAMP) iverilog  ## create .venv, install the project and its tools (idempotent)
 
@@ -87,6 +88,9 @@ bench-compiler: setup  ## compiler speed: battery graphs/s, compile time of 100/
 
 mutants: setup  ## the compiler's mutation check: the battery must catch 27 of 27 broken compilers
 	$(PY) -m compiler.testing.mutants --jobs 2
+
+mutants-rtl: setup synth-setup  ## COUNT=48 mutations of the hardware by Yosys (every unit), each graded by cosim and stress; SEED=1
+	$(PY) -m cosim.mutants_rtl --count '$(COUNT)' --seed '$(SEED)' --jobs 2
 
 verilog: setup  ## write build/ga2.v (core), build/ga2_simtop.v (core + external memory), build/ga2_ports.json
 	$(PY) -m flows.export --out build

@@ -44,7 +44,7 @@ from sim import spec
 from sim.asm import AsmError, Instruction, build, decode, disassemble, encode_program
 from sim.spec import DEFAULT, ErrorCode, Mem, Params
 
-from . import batch, coverage, pool, seeds
+from . import batch, coverage, edges, pool, seeds
 from .campaign import Campaign, default_folder, identity
 from .jobs import Job
 from .verilog import fresh_verilog, verilog_params
@@ -368,7 +368,7 @@ def generate(first: int, n: int, params: Params = DEFAULT) -> list[StressProgram
 def programs(first: int, n: int, params: Params = DEFAULT) -> Iterator[StressProgram]:
     """Programs for seeds first .. first+n-1, each drawn when it is asked for."""
     for seed in range(first, first + n):
-        yield Generator(seed, params).program()
+        yield edges.program(seed, params) or Generator(seed, params).program()  # cosim/edges.py: every 3rd
 
 
 def listing(program: Sequence[Instruction] | Sequence[int]) -> str:
