@@ -28,7 +28,7 @@ UNITS = {
     "hw/vector.py": "vector unit", "hw/dma.py": "DMA", "hw/banked.py": "scratchpad banks, rotation",
     "hw/control.py": "control", "counters": "cycle counters", "hw/checker.py": "checker",
     "hw/formula.py": "checker formulas", "hw/top.py": "top (sharing, timing check)",
-    "hw/lanes.py": "lane masks",
+    "hw/lanes.py": "lane masks", "hw/isa.py": "opcode decode",
 }
 """What each stratum is, for the table."""
 MODULE_HOME = {
