@@ -22,11 +22,12 @@ from sim.asm import Instruction, listing
 from sim.machine import Counters, Machine, RunResult, s8, s32, to_words
 from sim.spec import Params
 
+from .blocking import Blocking
 from .calibrate import check_sample
 from .errors import CompileError, plural, shown
 from .int4 import is_int4, pack_int4
 from .ir import Graph, Node
-from .layout import ExtEntry
+from .layout import ExtEntry, panel_major
 from .lowering import RequantKey
 from .ops import OPS, Role
 from .placement import Placement
@@ -90,12 +91,16 @@ class Program:
         relu_fused: ids of the matmuls whose requantizer applies a relu.
         plan: the scale plan (ranges, groups, pins).
         placement: buffers and tensor locations (``addr`` is None for released buffers).
-        ext: name -> external region (inputs and weights, then outputs).
+        ext: name -> external region (inputs and weights, then outputs); a source that
+            streams in column blocks has its panel width in ``panel``.
         ext_words: external words used.
         spad_high: scratchpad high-water mark in words.
         notes: warnings from scale planning.
         reuse: whether dead buffers were reused.
         machine: the machine parameters (:class:`sim.spec.Params`) compiled for.
+        blockings: matmul node id -> how its step ran (:class:`compiler.blocking.Blocking`:
+            ``whole``, or the blocks and streams it used, with cycles, footprint and words
+            moved).
     """
 
     graph: Graph
@@ -111,6 +116,7 @@ class Program:
     notes: list[str]
     reuse: bool
     machine: Params
+    blockings: dict[int, Blocking] = field(default_factory=dict)
 
     def listing(self) -> str:
         """The numbered disassembly."""
@@ -181,6 +187,8 @@ class Program:
                 values = self.quantized_weight(node.id)
                 if is_int4(node):
                     values = pack_int4(values)
+            if entry.panel:
+                values = panel_major(values, entry.panel)
             image[entry.addr:entry.addr + entry.words] = np.ravel(values)
         return to_words(image)
 
