@@ -10,10 +10,10 @@ program, instruction for instruction; only a step that did not fit is blocked.
 
 What may stream (:func:`streams`): a source (input or weight) not loaded yet, 8-bit (an
 int4 weight is unpacked whole), in a buffer it owns (a part of a concatenation is loaded
-into the concatenation's buffer), and not the matmul's other operand too. A B that is not
-read transposed streams in column blocks only if this matmul is its only reader: its
-external copy is then stored in column panels (``Emission.panels``; the host writes it so,
-:meth:`compiler.Program.ext_image`). Results of matmuls (and every other computed tensor)
+into the concatenation's buffer), and not the matmul's other operand too. A B not read
+transposed whose only reader is this matmul is stored in column panels when it streams in
+column blocks (``Emission.panels``; the host writes it so, :meth:`compiler.Program.ext_image`);
+one that others read too is gathered row by row. Results of matmuls (and every other computed tensor)
 stay in the scratchpad: a step whose result and the tensors alive across it leave no room
 for the smallest blocking is refused, naming the node and the words that blocking needs.
 """
@@ -25,18 +25,9 @@ from typing import TYPE_CHECKING
 
 from sim.spec import BY_NAME, Params, latency
 
+from . import blocking
 from .allocator import ScratchpadFull
-from .blocking import (
-    IN_PLACE,
-    Blocking,
-    Matmul,
-    Places,
-    Whole,
-    block_steps,
-    footprint,
-    rank_blockings,
-    workspace,
-)
+from .blocking import IN_PLACE, Blocking, Matmul, Places, Whole, block_steps, footprint, rank_blockings
 from .errors import CompileError, plural
 from .int4 import is_int4
 from .lowering import ld_fields, matmul_requantizer
@@ -94,11 +85,10 @@ def whole_cost(em: Emitter, nid: int) -> Whole:
     entry = em.ext[node.name]
     buf = em.placement.buffer_of(nid)
     cycles = latency(BY_NAME["LD"], ld_fields(entry, 0), em.params)
-    transient = 0
-    if is_int4(node):
-        cycles += latency(BY_NAME["UNPACK"], {"dst": 0, "src": 0, "len": entry.words}, em.params)
-        transient = entry.words
-    return Whole(buf.words if buf.addr is None else 0, transient, cycles, entry.words)
+    if not is_int4(node):
+        return Whole(buf.words if buf.addr is None else 0, 0, cycles, entry.words, 1)
+    cycles += latency(BY_NAME["UNPACK"], {"dst": 0, "src": 0, "len": entry.words}, em.params)
+    return Whole(buf.words if buf.addr is None else 0, entry.words, cycles, entry.words, 2)
 
 
 def streams(em: Emitter, nid: int) -> bool:
@@ -113,9 +103,9 @@ def measured(mm: Matmul, code: Sequence[Instruction], params: Params) -> Blockin
     """The whole step as it was written: its cycles and words moved from its instructions."""
     cycles = sum(latency(ins.spec, ins.fields, params) for ins in code)
     moved = sum(ins.len for ins in code if ins.op == "LD")
-    words = workspace(mm, mm.m, mm.n, False, False).words
+    words = blocking.workspace(mm, mm.m, mm.n, False, False).words
     peak = footprint(mm, words, False, False)
-    return Blocking(mm.m, mm.n, False, False, 1, 1, cycles, peak, words, moved, 0)
+    return Blocking(mm.m, mm.n, False, False, 1, 1, cycles, peak, words, moved, 0, len(code))
 
 
 def lower_blocked(em: Emitter, node: Node, mm: Matmul) -> None:
@@ -124,9 +114,10 @@ def lower_blocked(em: Emitter, node: Node, mm: Matmul) -> None:
     Raises:
         CompileError: none fits (:func:`no_blocking_fits`).
     """
-    ranked = rank_blockings(mm, em.params)
+    ranked = rank_blockings(mm, em.params, within=em.alloc.free_words())
+    room = em.params.IMEM_WORDS - len(em.out.code) - 1   # HALT comes last
     for choice in ranked:
-        if choice.footprint > em.alloc.free_words():
+        if choice.instructions > room:
             continue
         mark = em.checkpoint()
         try:
@@ -136,7 +127,7 @@ def lower_blocked(em: Emitter, node: Node, mm: Matmul) -> None:
             continue
         write(em, node, mm, choice, at)
         return
-    raise no_blocking_fits(em, node, mm, ranked)
+    raise no_blocking_fits(em, node, mm)
 
 
 def take(em: Emitter, node: Node, mm: Matmul, choice: Blocking) -> Places:
@@ -149,7 +140,7 @@ def take(em: Emitter, node: Node, mm: Matmul, choice: Blocking) -> Places:
     a = 0 if choice.stream_a else em.ensure(a_id)
     b = 0 if choice.stream_b else em.ensure(b_id)
     out = em.address(node.id)
-    space = workspace(mm, choice.rows, choice.cols, choice.stream_a, choice.stream_b)
+    space = blocking.workspace(mm, choice.rows, choice.cols, choice.stream_a, choice.stream_b)
     base = em.alloc.alloc(space.words, f"workspace of node {node.id}")
     a_ext = em.ext[em.nodes[a_id].name].addr if choice.stream_a else 0
     b_ext = em.ext[em.nodes[b_id].name].addr if choice.stream_b else 0
@@ -163,16 +154,16 @@ def write(em: Emitter, node: Node, mm: Matmul, choice: Blocking, at: Places) -> 
     for step in block_steps(mm, choice.rows, choice.cols, choice.stream_a, choice.stream_b, at, requantizer,
                             em.params.T):
         em.put(step.op, **step.fields)
-    words = workspace(mm, choice.rows, choice.cols, choice.stream_a, choice.stream_b).words
+    words = blocking.workspace(mm, choice.rows, choice.cols, choice.stream_a, choice.stream_b).words
     em.alloc.release(at.acc, words, f"workspace of node {node.id}")
-    if choice.stream_b and not mm.transpose_b and choice.col_blocks > 1:
+    if choice.b_how == "in panels":
         em.out.panels[em.nodes[node.ins[1]].name] = choice.cols
     em.out.blockings[node.id] = choice
 
 
-def no_blocking_fits(em: Emitter, node: Node, mm: Matmul, ranked: Sequence[Blocking]) -> CompileError:
+def no_blocking_fits(em: Emitter, node: Node, mm: Matmul) -> CompileError:
     """The refusal: the node, its operands, the smallest blocking and the words it needs."""
-    least = min(ranked, key=lambda b: (b.footprint, b.cycles))
+    least = min(rank_blockings(mm, em.params), key=lambda b: (b.footprint, b.cycles))
     a, b = (em.nodes[i] for i in node.ins)
     free, size = em.alloc.free_words(), em.params.SPAD_WORDS
     problem = (f"scratchpad is full at {node.describe()} ({mm.m} x {mm.k} times {mm.k} x {mm.n}, reading "

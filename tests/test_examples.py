@@ -23,7 +23,7 @@ RUNS = [
     ("own_graph.py", ["--widths", "8", "64"], [
         "40 instructions, scratchpad high-water mark 1728 words",
         "relative error 2.92%",
-        "width 64: too big for the scratchpad whole, matmul node 5: 1 x 2 blocks of 4 x 32 (A whole, B streams",
+        "width 64: too big for the scratchpad whole, matmul node 5: 1 x 2 blocks of 4 x 32 (A whole",
         "message: matmul node 2: its inner dimension is 65",
         "message: scratchpad is full at node 2 (matmul)",
         "fix: ",

@@ -150,10 +150,10 @@ def test_six_layers_without_reuse_fit_by_streaming_the_last_four_weights():
     assert [b.describe() for b in kept.blockings.values()] == [
         "1 x 1 block of 8 x 32 (A whole, B whole)",
         "1 x 1 block of 8 x 32 (A whole, B whole)",
-        "1 x 2 blocks of 8 x 16 (A whole, B streams, 2 loads)",
-        "1 x 2 blocks of 8 x 16 (A whole, B streams, 2 loads)",
-        "1 x 4 blocks of 8 x 8 (A whole, B streams, 4 loads)",
-        "2 x 8 blocks of 4 x 4 (A whole, B streams, 16 loads)"]
+        "1 x 2 blocks of 8 x 16 (A whole, B streams in panels, 2 loads)",
+        "1 x 2 blocks of 8 x 16 (A whole, B streams in panels, 2 loads)",
+        "1 x 4 blocks of 8 x 8 (A whole, B streams in panels, 4 loads)",
+        "2 x 8 blocks of 4 x 4 (A whole, B streams in panels, 16 loads)"]
     assert kept.spad_high == 4096
     sample = {name: np.asarray(values) for name, values in calibration[0].items()}
     reused = compile_graph(graph, calibration)
@@ -221,7 +221,8 @@ def test_example_b_width_sweep_with_streaming():
     assert sweep_rows(rows) == [*B_SWEEP[:3], (48, 48, 3328, 4096, 2.44, True),
                                 (64, 57, 3648, 3904, 2.64, True)]
     assert [r.blocked for r in rows[:4]] == [[], [], [], []]
-    assert rows[4].blocked == ["matmul node 5: 1 x 2 blocks of 4 x 32 (A whole, B streams, 2 loads)"]
+    assert rows[4].blocked == ["matmul node 5: 1 x 2 blocks of 4 x 32 (A whole, B streams in panels, "
+                               "2 loads)"]
 
 
 def test_example_b_refusals():
