@@ -166,9 +166,9 @@ def no_blocking_fits(em: Emitter, node: Node, mm: Matmul) -> CompileError:
     least = min(rank_blockings(mm, em.params), key=lambda b: (b.footprint, b.cycles))
     a, b = (em.nodes[i] for i in node.ins)
     free, size = em.alloc.free_words(), em.params.SPAD_WORDS
-    problem = (f"scratchpad is full at {node.describe()} ({mm.m} x {mm.k} times {mm.k} x {mm.n}, reading "
-               f"{a.describe()} and {b.describe()}): its smallest blocking, {least.describe()}, needs "
-               f"{plural(least.footprint, 'word')}, and {free} of the {size} words are free at this step "
+    problem = (f"scratchpad is full at {node.describe()}, the {mm.m} x {mm.k} by {mm.k} x {mm.n} product of "
+               f"{a.describe()} and {b.describe()}: its smallest blocking, {least.describe()}, needs "
+               f"{plural(least.footprint, 'word')}; {free} of the {size} words are free at this step "
                f"(in {plural(len(em.alloc.free_list), 'piece')})")
     fix = (f"use a smaller batch or narrower layers (its result alone takes {plural(mm.m * mm.n, 'word')}); "
            "inputs and weights stream from external memory, but computed tensors stay in the scratchpad")

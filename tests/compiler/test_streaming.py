@@ -156,9 +156,9 @@ def test_a_step_no_blocking_fits_is_refused_with_the_words_its_smallest_needs():
         compile_graph(g, [{"x": np.ones((64, 16))}])
     assert info.value.node == 2
     assert info.value.problem == (
-        "scratchpad is full at node 2 (matmul) (64 x 16 times 16 x 64, reading node 1 (input 'x') and node 0 "
-        "(weight 'w')): its smallest blocking, 16 x 16 blocks of 4 x 4 (A streams, B streams in panels, 256 "
-        "loads), needs 4480 words, and 4096 of the 4096 words are free at this step (in 1 piece)")
+        "scratchpad is full at node 2 (matmul), the 64 x 16 by 16 x 64 product of node 1 (input 'x') and "
+        "node 0 (weight 'w'): its smallest blocking, 16 x 16 blocks of 4 x 4 (A streams, B streams in "
+        "panels, 256 loads), needs 4480 words; 4096 of the 4096 words are free at this step (in 1 piece)")
     assert info.value.fix.startswith("use a smaller batch or narrower layers (its result alone takes 4096")
 
 
