@@ -70,12 +70,15 @@ class RunOutcome:
         clipped: input name -> how many of its values were clipped to -127 or 127 because
             they lie beyond the range the input's scale holds (0 for most runs; see
             :meth:`Program.clipped_inputs`).
+        inputs: the inputs the run was given, as given (a front end's feed may say which
+            rows are real: :class:`compiler.frontend.batch.Feed`).
     """
 
     outputs: dict[str, OutputValue]
     counters: Counters
     state: RunResult
     clipped: dict[str, int] = field(default_factory=dict)
+    inputs: Mapping[str, object] | None = None
 
 
 @dataclass
@@ -221,7 +224,7 @@ class Program:
                 ints = s8(words).reshape(entry.shape)
                 floats = ints * self.scales[entry.node]
             outputs[entry.name] = OutputValue(ints, floats)
-        return RunOutcome(outputs, state.counters, state, clipped)
+        return RunOutcome(outputs, state.counters, state, clipped, inputs)
 
     def tensor_address(self, nid: int) -> int | None:
         """Scratchpad address of a tensor at the end of the program, None once released.
