@@ -247,8 +247,9 @@ class Program:
 
         Raises:
             ValueError: ``outcome`` is not what :meth:`run` returned, ``nid`` is not a node of
-                the graph, the tensor's buffer was released (another may have overwritten it),
-                or the node is an output (it has no scratchpad place).
+                the graph, the tensor's buffer was released (another may have overwritten it)
+                or never placed (an input or weight that streamed), or the node is an output
+                (it has no scratchpad place).
         """
         if not isinstance(outcome, RunOutcome | RunResult):
             raise ValueError(f"read_tensor: outcome = {shown(outcome)} is not what Program.run returned. "
@@ -256,6 +257,9 @@ class Program:
         node = self._tensor_node(nid)
         addr = self.tensor_address(nid)
         if addr is None:
+            if self.placement.buffer_of(node.id).home is None:
+                raise ValueError(f"{node.describe()} was never placed in the scratchpad: it streamed from "
+                                 "external memory in blocks")
             raise ValueError(f"the buffer of {node.describe()} was released before the end of the program")
         spad = outcome.state.spad if isinstance(outcome, RunOutcome) else outcome.spad
         words = spad[addr:addr + node.words]
