@@ -36,8 +36,9 @@ is serial today, so a program's cycles are the sum of its instructions' latencie
 to the smaller footprint, then to fewer streams. Emission (:mod:`compiler.streaming`) takes
 the first candidate that fits the scratchpad as it is at that step.
 
-The steps are data (:class:`Step`: an instruction and the block it belongs to), so that a
-scheduler can later reorder or overlap them (double buffering); none does yet.
+The steps are data (:class:`Step`: an instruction, the block it belongs to, and the spans
+of memory it reads and writes), so that a scheduler can later reorder or overlap them
+(double buffering); none does yet.
 """
 
 from __future__ import annotations
@@ -46,7 +47,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import NamedTuple
 
-from sim.spec import BY_NAME, Params, latency
+from sim.spec import BY_NAME, Mem, Params, latency
 
 from .lowering import strided_mm_fields, tiles
 
@@ -128,6 +129,15 @@ class Places(NamedTuple):
     b_ext: int = 0
 
 
+class Span(NamedTuple):
+    """A run of words an instruction reads or writes: memory, first word, words, written."""
+
+    mem: Mem
+    start: int
+    words: int
+    writes: bool
+
+
 class Step(NamedTuple):
     """One instruction of a blocked step: mnemonic, fields, what it does (``load A``,
     ``load B``, ``tile``, ``requantize``) and its block (row block, column block)."""
@@ -136,6 +146,12 @@ class Step(NamedTuple):
     fields: dict[str, int]
     role: str
     block: tuple[int, int]
+
+    def spans(self) -> list[Span]:
+        """What it reads and writes, from its instruction's regions in ``sim.spec``: what a
+        scheduler needs to tell which steps may be reordered or overlapped."""
+        spec = BY_NAME[self.op]
+        return [Span(r.mem, self.fields[r.start], int(r.extent(self.fields)), r.writes) for r in spec.regions]
 
 
 @dataclass(frozen=True)

@@ -12,10 +12,11 @@ What may stream (:func:`streams`): a source (input or weight) not loaded yet, 8-
 int4 weight is unpacked whole), in a buffer it owns (a part of a concatenation is loaded
 into the concatenation's buffer), and not the matmul's other operand too. A B not read
 transposed whose only reader is this matmul is stored in column panels when it streams in
-column blocks (``Emission.panels``; the host writes it so, :meth:`compiler.Program.ext_image`);
-one that others read too is gathered row by row. Results of matmuls (and every other computed tensor)
-stay in the scratchpad: a step whose result and the tensors alive across it leave no room
-for the smallest blocking is refused, naming the node and the words that blocking needs.
+column blocks (``Emission.panels``; the host writes it so,
+:meth:`compiler.Program.ext_image`); one that others read too is gathered row by row.
+Results of matmuls (and every other computed tensor) stay in the scratchpad: a step whose
+result and the tensors alive across it leave no room for the smallest blocking is refused,
+naming the node and the words that blocking needs.
 """
 
 from __future__ import annotations

@@ -32,23 +32,23 @@ import sys
 from itertools import pairwise
 
 import numpy as np
-import torch
 from _cli import positive  # examples/_cli.py
 from digits import load_split, train  # examples/digits.py: the data and the training loop
-from torch import nn
 
 from compiler import CompileError, compile_graph
-from compiler.frontend import UnsupportedModel, from_torch, run_torch
 from compiler.interpret import interpret
 from sim.spec import Params
 
 CLASSES = 10
 
 
-def make_model(widths: list[int], seed: int) -> nn.Sequential:
-    """Linear layers between the widths; relu and dropout after each but the last; only the
-    last has a bias (a relu rides on its matmul's requantizer, so a hidden bias would come
-    after it)."""
+def make_model(widths: list[int], seed: int):
+    """An nn.Sequential: Linear layers between the widths; relu and dropout after each but the
+    last; only the last has a bias (a relu rides on its matmul's requantizer, so a hidden bias
+    would come after it). torch is imported here, so that --help and a bad flag answer fast."""
+    import torch
+    from torch import nn
+
     torch.manual_seed(seed)
     layers: list = []
     for k, (fan_in, fan_out) in enumerate(pairwise(widths)):
@@ -96,6 +96,8 @@ def classify(lowered, program, model, images: np.ndarray,
              batch: int) -> tuple[np.ndarray, np.ndarray, bool]:
     """GA-2's and PyTorch's classes (the largest logit) for the images, in batches (the last
     padded by feed), and whether the machine equals the interpreter on every batch."""
+    from compiler.frontend import run_torch
+
     ga2, torch_classes = [], []
     exact = True
     for start in range(0, len(images), batch):
@@ -138,9 +140,18 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def run(args: argparse.Namespace, machine: Params) -> int:
+    import torch
+
+    from compiler.frontend import UnsupportedModel, from_torch
+
     torch.set_num_threads(1)  # the same float results on every machine; the model is small
-    split = load_split()
     model = make_model(args.widths, args.seed)
+    try:  # the structure is checked before any training: a model GA-2 refuses fails at once
+        from_torch(model.eval(), (64,), batch=args.batch, params=machine)
+    except (UnsupportedModel, CompileError) as refused:
+        print(f"error: {refused}", file=sys.stderr)
+        return 2
+    split = load_split()
     seconds = train(model, split, args.epochs, args.seed)
     model.eval()
     weights = sum(p.numel() for p in model.parameters())

@@ -18,7 +18,7 @@ from compiler.blocking import (
     rank_blockings,
     workspace,
 )
-from sim.spec import BY_NAME, DEFAULT, Params, latency
+from sim.spec import BY_NAME, DEFAULT, Mem, Params, latency
 
 AT = Places(a=1000, b=2000, acc=3000, a_block=3500, b_block=3600, out=4000, a_ext=100, b_ext=500)
 RQ = (7, 20, 1)
@@ -171,3 +171,11 @@ def test_every_candidate_computes_each_output_element_once_with_whole_k():
                 first_row, first_col = s.block[0] * b.rows + f["dst"] // mm.n, f["dst"] % mm.n
                 covered += [(first_row + i, first_col + j) for i in range(f["M"]) for j in range(f["N"])]
             assert sorted(covered) == [(i, j) for i in range(mm.m) for j in range(mm.n)]
+
+
+def test_each_step_knows_the_words_it_reads_and_writes():
+    mm = Matmul(0, m=8, k=16, n=8, b_streams=True, b_panels=True)
+    load, tile = steps(mm, 4, 4, False, True)[:2]
+    assert load.spans() == [(Mem.EXT, 500, 64, False), (Mem.SPAD, 3600, 64, True)]
+    assert tile.spans() == [(Mem.SPAD, 1000, 3 * 16 + 16, False), (Mem.SPAD, 3600, 15 * 4 + 4, False),
+                            (Mem.SPAD, 3000, 3 * 8 + 4, True)]   # A rows 0-3, the B block, 4 accumulator rows
