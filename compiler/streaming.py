@@ -49,7 +49,7 @@ def lower_matmul_step(em: Emitter, node: Node) -> None:
             operands and the words the smallest blocking needs), or what the matmul's
             lowering raises (its requantizer).
     """
-    mm = matmul_step(em, node)
+    before = matmul_step(em, node, costs=False)   # the words only: cheap, for the record
     mark = em.checkpoint()
     try:
         em.lower(node, [em.ensure(i) for i in node.ins])
@@ -57,39 +57,45 @@ def lower_matmul_step(em: Emitter, node: Node) -> None:
         if not em.stream:
             raise
         em.rollback(mark)
-        lower_blocked(em, node, mm)
+        lower_blocked(em, node, matmul_step(em, node))
         return
-    em.out.blockings[node.id] = measured(mm, em.out.code[mark.code:], em.params)
+    em.out.blockings[node.id] = measured(before, em.out.code[mark.code:], em.params)
 
 
-def matmul_step(em: Emitter, node: Node) -> Matmul:
-    """The step as :mod:`compiler.blocking` sees it, from where emission stands."""
+def matmul_step(em: Emitter, node: Node, costs: bool = True) -> Matmul:
+    """The step as :mod:`compiler.blocking` sees it, from where emission stands (without the
+    cycles and words of loading the operands whole unless ``costs``)."""
     a_id, b_id = node.ins
     m, k = em.nodes[a_id].shape
     n = node.shape[1]
     same = a_id == b_id
     buf_id, _ = em.placement.loc[node.id]
     out = em.placement.buffers[buf_id]
-    b_whole = IN_PLACE if same else whole_cost(em, b_id)
-    return Matmul(node.id, m, k, n, node.transpose_b, whole_cost(em, a_id), b_whole,
+    b_whole = IN_PLACE if same else whole_cost(em, b_id, costs)
+    return Matmul(node.id, m, k, n, node.transpose_b, whole_cost(em, a_id, costs), b_whole,
                   a_streams=not same and streams(em, a_id), b_streams=not same and streams(em, b_id),
                   b_panels=not node.transpose_b and em.readers(b_id) == [node.id],
                   out=out.words if out.addr is None else 0)
 
 
-def whole_cost(em: Emitter, nid: int) -> Whole:
+def whole_cost(em: Emitter, nid: int, costs: bool = True) -> Whole:
     """What loading an operand whole costs at this step (:data:`IN_PLACE` when it is there):
-    the instructions :func:`compiler.lowering.lower_load` writes, with their latencies."""
+    the words it holds, and (with ``costs``) the cycles, words moved and count of the
+    instructions :func:`compiler.lowering.lower_load` writes."""
     node = em.nodes[nid]
     if not em.unloaded_source(nid):
         return IN_PLACE
     entry = em.ext[node.name]
     buf = em.placement.buffer_of(nid)
+    held = buf.words if buf.addr is None else 0
+    transient = entry.words if is_int4(node) else 0
+    if not costs:
+        return Whole(held, transient)
     cycles = latency(BY_NAME["LD"], ld_fields(entry, 0), em.params)
     if not is_int4(node):
-        return Whole(buf.words if buf.addr is None else 0, 0, cycles, entry.words, 1)
+        return Whole(held, 0, cycles, entry.words, 1)
     cycles += latency(BY_NAME["UNPACK"], {"dst": 0, "src": 0, "len": entry.words}, em.params)
-    return Whole(buf.words if buf.addr is None else 0, entry.words, cycles, entry.words, 2)
+    return Whole(held, transient, cycles, entry.words, 2)
 
 
 def streams(em: Emitter, nid: int) -> bool:
@@ -102,8 +108,11 @@ def streams(em: Emitter, nid: int) -> bool:
 
 def measured(mm: Matmul, code: Sequence[Instruction], params: Params) -> Blocking:
     """The whole step as it was written: its cycles and words moved from its instructions."""
-    cycles = sum(latency(ins.spec, ins.fields, params) for ins in code)
-    moved = sum(ins.len for ins in code if ins.op == "LD")
+    cycles = moved = 0
+    for ins in code:
+        fields = ins.fields
+        cycles += latency(ins.spec, fields, params)
+        moved += fields["len"] if ins.op == "LD" else 0
     words = blocking.workspace(mm, mm.m, mm.n, False, False).words
     peak = footprint(mm, words, False, False)
     return Blocking(mm.m, mm.n, False, False, 1, 1, cycles, peak, words, moved, 0, len(code))
