@@ -112,7 +112,7 @@ def _streamed() -> tuple[Graph, list[Sample]]:
     g = Graph()
     x = g.input("x", (12, 16))
     hidden = g.relu(g.matmul(x, g.weight("w1", _table(draw, 16, 8, 0.25))))
-    g.output(g.matmul(hidden, g.weight("w2", _table(draw, 6, 8, 0.35)), transpose_b=True), "y")
+    g.output(g.matmul(hidden, g.weight("w2", _table(draw, 7, 8, 0.35)), transpose_b=True), "y")
     return g, _samples(g, draw)
 
 
@@ -137,7 +137,8 @@ CASES = (
          _concat_slice),
     Case("int4", "int4 weights: packed words, UNPACK, buffers rounded up to 8, scales range / 7", _int4),
     Case("streamed", "a 256-word scratchpad: the input streams in row blocks, a weight in column panels "
-         "loaded again for each row block; the next layer in row blocks", _streamed, Params(SPAD_WORDS=256)),
+         "loaded again for each row block; a transposed weight in runs of rows", _streamed,
+         Params(SPAD_WORDS=256)),
     Case("refused_k", "refused: a matmul deeper than K_MAX", _k_too_deep),
     Case("refused_relu", "refused: a relu whose matmul has another reader", _relu_beside_its_matmul),
     Case("refused_concat", "refused: one tensor in two concatenations", _one_tensor_two_concats),
