@@ -8,6 +8,11 @@ gives a range back and merges it with its neighbours. ``high`` is one more than 
 word ever handed out: the program's scratchpad high-water mark.
 
 Each operation costs time linear in the number of free pieces, which stays small.
+
+A full scratchpad raises :class:`ScratchpadFull` (a :class:`CompileError`). Emission tries a
+step's allocations and, when they fail, puts the allocator back as it was
+(:meth:`Allocator.save`, :meth:`Allocator.restore`) and tries a blocking that needs less
+(:mod:`compiler.streaming`).
 """
 
 from __future__ import annotations
@@ -25,6 +30,19 @@ def fits(piece: int, words: int) -> bool:
 def adjacent(piece: tuple[int, int], start: int) -> bool:
     """Whether the free piece (start, words) ends exactly where a range at ``start`` begins."""
     return piece[0] + piece[1] == start
+
+
+class ScratchpadFull(CompileError):
+    """No free piece of the scratchpad is large enough for a buffer."""
+
+
+@dataclass(frozen=True)
+class AllocState:
+    """What :meth:`Allocator.save` keeps: the free pieces, the high-water mark, the events so far."""
+
+    free_list: tuple[tuple[int, int], ...]
+    high: int
+    events: int
 
 
 @dataclass(frozen=True)
@@ -65,7 +83,7 @@ class Allocator:
         """Address of a new range of ``words`` words.
 
         Raises:
-            CompileError: no free piece is large enough; the message gives the free words
+            ScratchpadFull: no free piece is large enough; the message gives the free words
                 and the number of pieces they are in.
         """
         for index, (start, piece) in enumerate(self.free_list):
@@ -76,7 +94,7 @@ class Allocator:
                 self._log("alloc", start, words, what)
                 return start
         subject = f" for {what}" if what else ""
-        raise CompileError(f"scratchpad is full: cannot place a buffer of {plural(words, 'word')} (free: "
+        raise ScratchpadFull(f"scratchpad is full: cannot place a buffer of {plural(words, 'word')} (free: "
                            f"{plural(self.free_words(), 'word')} in {plural(len(self.free_list), 'piece')})"
                            f"{subject}",
                            "use smaller tensors or fewer alive at once (dead buffers are already "
@@ -93,6 +111,23 @@ class Allocator:
                 merged.append((begin, size))
         self.free_list = merged
         self._log("free", start, words, what)
+
+    def largest_free(self) -> int:
+        """Words of the largest free piece (0 when the scratchpad is full)."""
+        return max((words for _, words in self.free_list), default=0)
+
+    def save(self) -> AllocState:
+        """The allocator's state, for :meth:`restore`."""
+        logged = len(self.events) if self.events is not None else 0
+        return AllocState(tuple(self.free_list), self.high, logged)
+
+    def restore(self, state: AllocState) -> None:
+        """Put back the state :meth:`save` returned: the free pieces, the high-water mark, and
+        the event log cut back to its length then (the allocations since did not happen)."""
+        self.free_list = list(state.free_list)
+        self.high = state.high
+        if self.events is not None:
+            del self.events[state.events:]
 
     def _log(self, kind: str, addr: int, words: int, what: str) -> None:
         if self.events is not None:

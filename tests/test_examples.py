@@ -23,9 +23,14 @@ RUNS = [
     ("own_graph.py", ["--widths", "8", "64"], [
         "40 instructions, scratchpad high-water mark 1728 words",
         "relative error 2.92%",
-        "refused: scratchpad is full",
+        "width 64: too big for the scratchpad whole, matmul node 5: 1 x 2 blocks of 4 x 32 (A whole",
         "message: matmul node 2: its inner dimension is 65",
+        "message: scratchpad is full at node 2 (matmul)",
         "fix: ",
+    ]),
+    ("own_graph.py", ["--widths", "64", "--no-stream", "--no-refusals"], [
+        "hidden width sweep (K_MAX and the scratchpad set the limits)",
+        "64  refused: scratchpad is full: cannot place a buffer of 4096 words",
     ]),
 ]
 
@@ -41,6 +46,19 @@ TORCH_RUNS = [
     ("attention_block.py", ["--tests", "4"], [
         "%7  = matmul  %2, %4    -> (8, 8)    ^T x0.2500",
         "machine == integer interpreter, every output value of every run: True",
+    ]),
+    ("big_mlp.py", ["--quick"], [
+        "6,794 weight words, scratchpad 4,096 words",
+        "layer '0'     16 x 64 by 64 x 48: 1 x 2 blocks of 16 x 24 (A whole, B streams in panels, 2 loads)",
+        "4,736 cycles, 4,096 words loaded, footprint 4,096 words",
+        "layer '3'     16 x 48 by 48 x 64: 1 x 3 blocks of 16 x 24 (A whole, B streams in panels, 3 loads)",
+        "cycles 10,752 on the reference machine",
+        "DMA: 8,128 words moved, a bound of 2,032 cycles",
+        "MXU: 6,912 steps (K summed over 124 MMs)",
+        "(the last batch: 2 images, padded)",
+        "machine == integer interpreter on every batch: True",
+        "the seed's compiler (every weight whole) refuses it",
+        "streaming costs 6 cycles (0.06%)",
     ]),
 ]
 """Examples that need the optional torch extra (torch and scikit-learn)."""
@@ -111,6 +129,11 @@ BAD_FLAGS = [
     ("digits.py", ["--rtl", "-1"], too_small("digits.py", "--rtl", -1, 0)),
     ("digits.py", ["--epochs", "0"], too_small("digits.py", "--epochs", 0, 1)),
     ("digits.py", ["--epochs", "-3"], too_small("digits.py", "--epochs", -3, 1)),
+    ("big_mlp.py", ["--batch", "0"], too_small("big_mlp.py", "--batch", 0, 1)),
+    ("big_mlp.py", ["--widths", "32", "10"],
+     "big_mlp.py: error: --widths: the first is 64 (pixels), the last 10 (classes)"),
+    ("big_mlp.py", ["--spad", "3000"], "big_mlp.py: error: Params.SPAD_WORDS = 3000: must be a power of two, "
+                                       "at least LANES=4"),
 ]
 """A flag out of range: argparse's usage and one line naming the flag, status 2, nothing run."""
 
@@ -144,6 +167,9 @@ TORCH_REFUSED_RUNS = [
         "REFUSED query: Linear module 'query': its inner dimension is 65, more than the 64 that one MM "
         "instruction sums (K_MAX); split the layer into pieces of at most 64 and add them"]),
     ("attention_block.py", ["--seq", "64", "--samples", "2", "--tests", "1"], ["error: scratchpad is full"]),
+    ("big_mlp.py", ["--widths", "64", "64", "64", "64", "10", "--quick"], [
+        "error: Sequential: 1 node cannot run on GA-2; nothing was compiled",
+        "REFUSED _3: Linear module '3': Capra refuses it: external memory is full"]),
 ]
 
 
