@@ -63,7 +63,7 @@ class Emitter:
         self.ext = ext
         self.reuse = reuse
         self.params = params
-        self.alloc = Allocator(params.SPAD_WORDS, events)
+        self.alloc = Allocator(params.SPAD_WORDS, events, clock=lambda: len(self.out.code))
         self.loaded: set[int] = set()
         self.out = Emission([])
         self.requantizers = self.out.requantizers
