@@ -313,8 +313,37 @@ def listing_section(program: Program) -> Section:
     )
 
 
-def checks_section(program: Program, inputs: Mapping[str, object]) -> Section:
-    """Runs the program on the inputs and compares it three ways."""
+@dataclass
+class Checks:
+    """A program's run on test inputs, checked three ways (seed chapter 11, checks (c)-(e)).
+
+    Attributes:
+        outcome: the reference machine's run.
+        same: every output's integers equal the integer interpreter's.
+        error: the worst relative error of the outputs against floating point
+            (:func:`compiler.accuracy.relative_error`; 0.0236 = 2.36%).
+        problems: the stage-wise real-number check's findings (empty: none).
+        reference: node id -> the float result (:func:`compiler.evaluate.evaluate`).
+    """
+
+    outcome: object
+    same: bool
+    error: float
+    problems: list[str]
+    reference: dict[int, np.ndarray]
+
+    @property
+    def passed(self) -> bool:
+        """The machine equals the interpreter and the real-number check found nothing."""
+        return self.same and not self.problems
+
+
+def run_checks(program: Program, inputs: Mapping[str, object]) -> Checks:
+    """Run the program on the reference machine and check the run.
+
+    Raises:
+        ValueError: bad inputs (see :meth:`Program.run`).
+    """
     from .accuracy import relative_error
     from .evaluate import evaluate
     from .interpret import interpret
@@ -322,21 +351,25 @@ def checks_section(program: Program, inputs: Mapping[str, object]) -> Section:
 
     outcome = program.run(inputs, warn=False)
     ints = interpret(program, inputs)
-    reference = evaluate(program.graph, inputs)
-    same = all(
-        np.array_equal(value.ints, ints[program.ext[name].node]) for name, value in outcome.outputs.items()
+    same = all(np.array_equal(v.ints, ints[program.ext[name].node]) for name, v in outcome.outputs.items())
+    return Checks(
+        outcome,
+        same,
+        relative_error(program, outcome, inputs),
+        stagewise_problems(program, ints),
+        evaluate(program.graph, inputs),
     )
-    problems = stagewise_problems(program, ints)
+
+
+def checks_section(program: Program, inputs: Mapping[str, object]) -> Section:
+    """Runs the program on the inputs and compares it three ways (:func:`run_checks`)."""
+    checks = run_checks(program, inputs)
+    outcome = checks.outcome
     table = Table(("check", "result"))
     table.rows.append(("counters on the reference machine", str(outcome.counters)))
-    table.rows.append(("machine == integer interpreter, every output value", str(same)))
-    table.rows.append(
-        (
-            "error of the outputs against float, relative",
-            f"{100 * relative_error(program, outcome, inputs):.2f}%",
-        )
-    )
-    table.rows.append(("real-number check, node by node", "; ".join(problems) or "no problems"))
+    table.rows.append(("machine == integer interpreter, every output value", str(checks.same)))
+    table.rows.append(("error of the outputs against float, relative", f"{100 * checks.error:.2f}%"))
+    table.rows.append(("real-number check, node by node", "; ".join(checks.problems) or "no problems"))
     clipped = {name: n for name, n in outcome.clipped.items() if n}
     if clipped:
         table.rows.append(
@@ -344,7 +377,7 @@ def checks_section(program: Program, inputs: Mapping[str, object]) -> Section:
         )
     notes = []
     for name, value in outcome.outputs.items():
-        want = reference[program.ext[name].node]
+        want = checks.reference[program.ext[name].node]
         notes.append(f"output {name!r} row 0 (GA-2): {[round(float(v), 3) for v in value.floats[0]]}")
         notes.append(f"output {name!r} row 0 (float): {[round(float(v), 3) for v in want[0]]}")
     return Section(

@@ -5,9 +5,12 @@
 head. The script compiles it with Capra, runs it on the reference machine and compares it
 with floating point; sweeps the hidden width to show how footprint, program length, cycles
 and accuracy move (and where the scratchpad runs out); and shows the graphs Capra refuses,
-each with its message and the fix it suggests.
+each with its message and the fix it suggests. The plots (the network's scales, tiling,
+memory map, engine timeline and roofline, and the sweep's footprint, cycles and error against
+the width) go to ``--plots`` as PNG files (default build/examples/own_graph; ``--plots ''``
+saves none).
 
-Usage: python examples/own_graph.py [--widths 8 16 32 48 64] [--no-refusals]
+Usage: python examples/own_graph.py [--widths 8 16 32 48 64] [--no-refusals] [--plots DIR]
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ import math
 import random
 import sys
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 from _cli import positive  # examples/_cli.py
@@ -26,6 +30,7 @@ from compiler.accuracy import relative_error
 from compiler.evaluate import evaluate
 
 Shapes = dict[str, tuple[int, int]]
+PLOTS = Path(__file__).resolve().parent.parent / "build" / "examples" / "own_graph"
 
 
 def build(batch: int = 4, d_in: int = 16, hidden: int = 32, d_out: int = 8,
@@ -168,12 +173,24 @@ def refusals() -> list[tuple[str, CompileError]]:
     return cases
 
 
+def save_plots(program, rows: list[Row], folder: Path) -> None:
+    """The network's plots and the sweep's, as PNG files in ``folder``."""
+    from viz import SweepPoint, plot_sweep, save, save_program_plots
+
+    points = [SweepPoint(r.hidden, r.spad, r.spad_no_reuse, r.cycles, r.error, r.refusal) for r in rows]
+    written = save_program_plots(program, folder)
+    written.append(save(plot_sweep(points, program.machine.SPAD_WORDS), folder / "sweep.png"))
+    print(f"\n== plots: {', '.join(p.name for p in written)} in {folder}")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description="Compile your own network with Capra: run it, sweep its "
                                      "hidden width, and see what the compiler refuses.")
     parser.add_argument("--widths", type=positive, nargs="+", default=[8, 16, 32, 48, 64],
                         help="hidden widths to sweep (default 8 16 32 48 64)")
     parser.add_argument("--no-refusals", action="store_true", help="skip the refused graphs")
+    parser.add_argument("--plots", default=str(PLOTS), metavar="DIR",
+                        help=f"folder for the plots (default {PLOTS}; '' for none)")
     args = parser.parse_args(argv)
 
     print("== 1. the network of build() (batch 4, 16 inputs, 32 hidden, 8 classes)")
@@ -205,6 +222,9 @@ def main(argv: list[str] | None = None) -> int:
         if row.note:
             print(f"  note: {row.note}; a near tie flips under a 2% error in the probabilities, which is why "
                   "accuracy is judged on probabilities, not on classes")
+
+    if args.plots:
+        save_plots(program, rows, Path(args.plots))
 
     if not args.no_refusals:
         print("\n== 3. what Capra refuses: the message and the suggested fix")

@@ -18,9 +18,10 @@ import sys
 from pathlib import Path
 
 from compiler import CompileError
+from viz import save_program_plots
 
 from . import sources
-from .page import PLOTS, Subject, write_report
+from .page import Subject, write_report
 from .rtl import run_rtl, simulators
 
 
@@ -87,16 +88,6 @@ def slug(title: str) -> str:
     return re.sub(r"[^a-z0-9]+", "-", title.lower()).strip("-")[:60] or "report"
 
 
-def save_plots(subject: Subject, folder: Path) -> list[Path]:
-    from viz import plot_roofline, save
-
-    written = []
-    for key, (plot, _) in PLOTS.items():
-        written.append(save(plot(subject.program), folder / f"{key}.png"))
-    written.append(save(plot_roofline(subject.program), folder / "roofline.png"))
-    return written
-
-
 def main(argv: list[str] | None = None) -> int:
     p = parser()
     args = p.parse_args(argv)
@@ -116,7 +107,7 @@ def main(argv: list[str] | None = None) -> int:
         job = (subject.program.code, subject.program.ext_image(subject.inputs), subject.title)
         rtl = run_rtl([job], simulators(args.sim))
         for result in rtl:
-            print(f"{result.verdict}: {result.summary()}")
+            print(f"{result.verdict} {result.simulator}: {result.summary()}")
     out = (
         args.out
         or Path("build/report") / f"{slug(subject.title if args.source != 'example-a' else 'example-a')}.html"
@@ -124,7 +115,7 @@ def main(argv: list[str] | None = None) -> int:
     written = write_report(out, subject, rtl)
     print(f"wrote {written}")
     if args.plots:
-        for path in save_plots(subject, args.plots):
+        for path in save_program_plots(subject.program, args.plots):
             print(f"wrote {path}")
     return 1 if rtl and not all(r.passed for r in rtl) else 0
 

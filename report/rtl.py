@@ -45,19 +45,19 @@ class RtlResult:
         return "NOT RUN" if self.failure else "PASS" if self.passed else "FAIL"
 
     def summary(self) -> str:
-        """One line: what ran, how it compared, how long it took."""
+        """One line: what ran, how it compared, how long it took (without the simulator's name)."""
         if self.failure:
-            return f"{self.simulator}: could not run: {self.failure}"
+            return f"could not run: {self.failure}"
         runs = f"{self.runs} run" + ("s" if self.runs != 1 else "")
         if self.differences:
             first = min(self.differences)
             return (
-                f"{self.simulator}: {len(self.differences)} of {self.runs} runs differ from the reference; "
+                f"{len(self.differences)} of {self.runs} runs differ from the reference; "
                 f"the first, run {first}: {self.differences[first][0]}"
             )
         cycles = ", ".join(str(c) for c in sorted(set(self.cycles)))
         return (
-            f"{self.simulator}: {runs} bit-exact (every memory word, the five counters, the stop; "
+            f"{runs} bit-exact (every memory word, the five counters, the stop; "
             f"{cycles} cycles each) in {self.seconds:.1f} s"
         )
 

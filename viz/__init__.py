@@ -15,12 +15,14 @@ window, no global state: the Agg renderer draws it); :func:`save` writes it as P
   softmax per instruction;
 * :func:`plot_roofline`: the program's point under the MXU and DMA roofs;
 * :func:`plot_sweep`: footprint, cycles and error against a swept width;
-* :func:`graph_svg`: the graph drawn as SVG, layer by layer.
+* :func:`graph_svg`: the graph drawn as SVG, layer by layer;
+* :func:`save_program_plots`: every plot of a program into a folder.
 
 This package imports only the compiler and sim of the project (the layer rule: the HTML
 report that adds co-simulation results is :mod:`report`).
 """
 
+from .bundle import PROGRAM_PLOTS, save_program_plots
 from .common import figure_svg, save
 from .graph import graph_svg
 from .memory import plot_memory_map
@@ -31,6 +33,7 @@ from .tiling import plot_tiling
 from .timeline import plot_timeline
 
 __all__ = [
+    "PROGRAM_PLOTS",
     "SweepPoint",
     "figure_svg",
     "graph_svg",
@@ -42,4 +45,5 @@ __all__ = [
     "plot_timeline",
     "roofline_point",
     "save",
+    "save_program_plots",
 ]

@@ -120,9 +120,9 @@ def plot_memory_map(program: Program, axis: str = "pc") -> Figure:
             over) or ``cycle`` (the same in cycles, from :func:`compiler.timeline.serial_timeline`).
 
     Tensors of the graph are blue, temporaries (accumulators, Q16 rows, rescaled operands)
-    grey; a buffer that holds views (a concatenation's parts, slices, a fused relu's
-    matmul) shows each part's words as a hatched band with its name. The dashed line is the
-    high-water mark.
+    grey (a label is left out where it would not fit); a buffer that holds views (a
+    concatenation's parts, slices) shows each part's words as a hatched band with its name.
+    The dashed line is the high-water mark.
 
     Raises:
         ValueError: ``axis`` is neither pc nor cycle; the program has no events with pcs.
@@ -142,6 +142,7 @@ def plot_memory_map(program: Program, axis: str = "pc") -> Figure:
     fig = new_figure(10.0, 5.2)
     ax = fig.add_subplot()
     end = at(len(program.code))
+    top = max(program.spad_high, 1) * 1.12
     for life in lives:
         x0, x1 = at(life.start), at(life.end)
         x1 = max(x1, x0 + (0.6 if axis == "pc" else end / 200))
@@ -180,9 +181,12 @@ def plot_memory_map(program: Program, axis: str = "pc") -> Figure:
                 bbox=LABEL_BOX,
             )
         parted = bool(_parts(program, life))
+        if life.words < 0.035 * top or (x1 - x0) < 0.05 * end:  # too small to hold a label
+            continue
+        middle = life.addr + (life.words * 0.97 if parted else life.words / 2)
         ax.text(
             (x0 + x1) / 2,
-            life.addr + (life.words * 0.97 if parted else life.words / 2),
+            middle,
             _short(program, life),
             ha="center",
             va="top" if parted else "center",
@@ -194,7 +198,7 @@ def plot_memory_map(program: Program, axis: str = "pc") -> Figure:
     ax.axhline(high, color="#e45756", linestyle="--", linewidth=1)
     ax.text(end, high, f" high-water mark {high} words", color="#e45756", fontsize=8, va="bottom", ha="right")
     ax.set_xlim(0, end * 1.01 + 1)
-    ax.set_ylim(0, max(high, 1) * 1.12)
+    ax.set_ylim(0, top)
     if axis == "pc":
         ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     ax.set_xlabel("instruction (pc)" if axis == "pc" else "cycle")

@@ -67,7 +67,9 @@ def plot_sweep(points: Sequence[SweepPoint], spad_words: int, what: str = "hidde
         label="without reuse: does not fit",
     )
     foot.axhline(spad_words, color="black", linestyle=":", linewidth=1)
-    foot.text(points[0].width, spad_words, f" scratchpad {spad_words} words", va="bottom", fontsize=8)
+    foot.text(
+        points[-1].width, spad_words, f"scratchpad: {spad_words} words ", va="bottom", ha="right", fontsize=8
+    )
     for panel in (foot, cyc, err):
         for p in refused:
             panel.axvline(p.width, color="#e45756", linestyle="--", linewidth=1)
@@ -79,7 +81,7 @@ def plot_sweep(points: Sequence[SweepPoint], spad_words: int, what: str = "hidde
     foot.set_ylabel("scratchpad high-water mark (words)")
     foot.set_ylim(0, spad_words * 1.15)
     foot.set_title("Footprint")
-    foot.legend(fontsize=7, loc="upper left")
+    foot.legend(fontsize=7, loc="center left")
     cyc.plot(widths, [p.cycles for p in ok], "o-", color=UNIT_COLOURS["mxu"])
     cyc.set_ylabel("cycles per run")
     cyc.set_ylim(bottom=0)
