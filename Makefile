@@ -20,7 +20,7 @@ JOBS    ?=
 SUDO    := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
 .PHONY: help setup test test-all cosim stress verilog lint bench bench-sim bench-compiler bench-cosim mutants mutants-rtl \
-        docs docs-check synth synth-setup bitstream digits clean
+        docs docs-check synth synth-setup bitstream digits report plots chromium clean
 
 help:  ## list the targets
 	@echo "GA-2 / Capra. Set-up is automatic: every target runs 'make setup' first."
@@ -30,7 +30,7 @@ help:  ## list the targets
 	@echo "Variables: SEEDS=$(SEEDS) SIM=$(SIM) (icarus|verilator|both) N=$(N) SEED=$(SEED) WAVES=$(WAVES) RESUME=$(RESUME)"
 	@echo "           JOBS=(one per core) FREQ=$(FREQ) COUNT=$(COUNT)"
 
-setup: $(STAMP) iverilog  ## create .venv, install the project and its tools (idempotent)
+setup: $(STAMP) iverilog chromium  ## create .venv, install the project and its tools (idempotent)
 
 $(STAMP): pyproject.toml
 	@test -x $(PY) || python3 -m venv $(VENV)
@@ -52,6 +52,12 @@ iverilog:
 	@command -v iverilog >/dev/null || { echo "installing Icarus Verilog (apt-get)"; \
 	  $(SUDO) apt-get update -qq && $(SUDO) DEBIAN_FRONTEND=noninteractive apt-get install -y -qq iverilog >/dev/null; }
 	@command -v iverilog >/dev/null || { echo "error: iverilog is missing and apt-get could not install it" >&2; exit 1; }
+
+# Debian's chromium, for the report pages' browser test (tests/report/test_browser.py)
+chromium:
+	@command -v chromium >/dev/null || command -v chromium-browser >/dev/null || { echo "installing Chromium (apt-get)"; \
+	  $(SUDO) apt-get update -qq && $(SUDO) DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; }
+	@command -v chromium >/dev/null || command -v chromium-browser >/dev/null || { echo "error: chromium is missing and apt-get could not install it (GA2_SKIP_BROWSER=1 skips its tests)" >&2; exit 1; }
 
 test: setup synth-setup  ## the test suite without the slow tests (what CI runs; about 4 minutes on 2 cores)
 	$(PY) -m pytest -q -n 2 -m "not slow"
@@ -106,6 +112,14 @@ synth: setup synth-setup  ## GA-2 out of context on the ECP5-85F (Yosys, nextpnr
 
 bitstream: setup synth-setup  ## ULX3S 85F bitstream: example A from block RAM, PASS/FAIL on the LEDs (build/bitstream)
 	$(PY) -m flows.board --out build/bitstream
+
+report: setup  ## the report page of seed SEED (build/report/seed-SEED.html); SIM=none|icarus|verilator|both
+	$(PY) -m report seed '$(SEED)' --sim '$(SIM)' --out 'build/report/seed-$(SEED).html' --plots 'build/plots/seed-$(SEED)'
+
+plots: setup  ## the plots of example A and seed 100 under build/plots, and README's two (docs/img/*.png)
+	$(PY) -m report example-a --out build/report/example-a.html --plots build/plots/example-a
+	$(PY) -m report seed 100 --out build/report/seed-100.html --plots build/plots/seed-100
+	$(PY) -m report.readme --write
 
 digits: setup  ## PyTorch MLP on scikit-learn digits through torch.fx onto GA-2 (reference machine and RTL)
 	$(PY) examples/digits.py

@@ -17,6 +17,7 @@ step's allocations and, when they fail, puts the allocator back as it was
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from .errors import CompileError, plural
@@ -54,12 +55,15 @@ class AllocEvent:
         addr: first word of the range.
         words: its size.
         what: what the range holds (given by the caller), e.g. "output of node 4".
+        pc: instructions emitted before the event (the index of the next one), when the
+            allocator was given a clock; None otherwise.
     """
 
     kind: str
     addr: int
     words: int
     what: str = ""
+    pc: int | None = None
 
 
 class Allocator:
@@ -68,13 +72,16 @@ class Allocator:
     Args:
         size: words of scratchpad to manage.
         events: if a list is given, every alloc and release appends an :class:`AllocEvent`.
+        clock: if given, called for each event's ``pc`` (emission passes the program length).
     """
 
-    def __init__(self, size: int, events: list[AllocEvent] | None = None):
+    def __init__(self, size: int, events: list[AllocEvent] | None = None,
+                 clock: Callable[[], int] | None = None):
         self.size = size
         self.free_list: list[tuple[int, int]] = [(0, size)]
         self.high = 0
         self.events = events
+        self.clock = clock
 
     def free_words(self) -> int:
         return sum(words for _, words in self.free_list)
@@ -131,4 +138,5 @@ class Allocator:
 
     def _log(self, kind: str, addr: int, words: int, what: str) -> None:
         if self.events is not None:
-            self.events.append(AllocEvent(kind, addr, words, what))
+            pc = None if self.clock is None else self.clock()
+            self.events.append(AllocEvent(kind, addr, words, what, pc))

@@ -88,7 +88,7 @@ class Emitter:
         self.reuse = reuse
         self.stream = stream
         self.params = params
-        self.alloc = Allocator(params.SPAD_WORDS, events)
+        self.alloc = Allocator(params.SPAD_WORDS, events, clock=lambda: len(self.out.code))
         self.loaded: set[int] = set()
         self.load_order: list[int] = []
         self.placed: list[tuple[Buffer, int | None]] = []

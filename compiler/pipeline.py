@@ -234,7 +234,9 @@ def compile_graph(graph: Graph, calibration: Sequence[Mapping[str, object]], reu
             the range the scale holds and the member that set it.
         params: the machine to compile for (tile size T, K_MAX, SPAD_WORDS, EXT_WORDS,
             SM_MAX_LEN, IMEM_WORDS).
-        events: if a list is given, the allocator's alloc and free events are appended.
+        events: if a list is given, the allocator's alloc and free events are appended (as
+            they happen, so a refused allocation leaves the events before it); the program
+            keeps its own copy in ``Program.events`` either way.
         check_contracts: assert every pass's after-condition as it runs (for debugging the
             compiler; see :data:`PASSES`).
         stream: when a matmul's operands do not fit the scratchpad whole, stream inputs and
@@ -248,14 +250,17 @@ def compile_graph(graph: Graph, calibration: Sequence[Mapping[str, object]], reu
             fault and says how to fix it.
     """
     check_arguments(graph, reuse, ranges, params, events, stream)
-    state = Compilation(graph, params, calibration, ranges, bool(reuse), events, bool(stream))
+    trace = [] if events is None else events
+    first = len(trace)
+    state = Compilation(graph, params, calibration, ranges, bool(reuse), trace, bool(stream))
     run_passes(state, check=check_contracts)
     emission = state.emission
     return Program(graph=graph, code=emission.code, scales=state.plan.scales,
                    requantizers=emission.requantizers, relu_fused=state.fused, plan=state.plan,
                    placement=state.placement, ext=with_panels(state.ext, emission.panels),
                    ext_words=state.ext_words, spad_high=emission.spad_high, notes=state.plan.notes,
-                   reuse=bool(reuse), machine=params, blockings=emission.blockings)
+                   reuse=bool(reuse), machine=params, blockings=emission.blockings,
+                   events=trace[first:])
 
 
 def check_arguments(graph: object, reuse: object, ranges: object, params: object, events: object,

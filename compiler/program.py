@@ -22,6 +22,7 @@ from sim.asm import Instruction, listing
 from sim.machine import Counters, Machine, RunResult, s8, s32, to_words
 from sim.spec import Params
 
+from .allocator import AllocEvent
 from .blocking import Blocking
 from .calibrate import check_sample
 from .errors import CompileError, plural, shown
@@ -104,6 +105,8 @@ class Program:
         blockings: matmul node id -> how its step ran (:class:`compiler.blocking.Blocking`:
             ``whole``, or the blocks and streams it used, with cycles, footprint and words
             moved).
+        events: the allocator's alloc and free events in order, each with the pc it happened
+            at (:class:`compiler.allocator.AllocEvent`): the scratchpad's memory map over time.
     """
 
     graph: Graph
@@ -120,10 +123,20 @@ class Program:
     reuse: bool
     machine: Params
     blockings: dict[int, Blocking] = field(default_factory=dict)
+    events: list[AllocEvent] = field(default_factory=list)
 
     def listing(self) -> str:
         """The numbered disassembly."""
         return listing(self.code)
+
+    def explain(self, inputs: Mapping[str, object] | None = None, *, samples: int | None = None) -> str:
+        """The pass-by-pass account of this program as text: graph, ranges, scales (pins and
+        groups), requantizer pairs, tiles, allocator events, the listing with each
+        instruction's start and end cycle and, given test ``inputs``, the checks
+        (:func:`compiler.explain.explain`; ``samples``: how many calibrated the ranges)."""
+        from .explain import explain
+
+        return explain(self, inputs, samples=samples)
 
     def quantized_inputs(self, inputs: Mapping[str, object]) -> dict[int, np.ndarray]:
         """input node id -> int8 levels (int64 arrays) of the given values, quantized with the

@@ -7,9 +7,13 @@ with floating point; sweeps the hidden width to show how footprint, program leng
 and accuracy move (and where a weight no longer fits the scratchpad whole and streams in
 blocks); and shows the graphs Capra refuses, each with its message and the fix it suggests.
 ``--no-stream`` compiles as the seed's compiler did, every weight whole (the sweep then
-runs out of scratchpad at width 64, as the seed's does).
+runs out of scratchpad at width 64, as the seed's does). The plots (the network's scales,
+tiling, memory map, engine timeline and roofline, and the sweep's footprint, cycles and
+error against the width) go to ``--plots`` as PNG files (default build/examples/own_graph;
+``--plots ''`` saves none).
 
 Usage: python examples/own_graph.py [--widths 8 16 32 48 64] [--no-refusals] [--no-stream]
+                                    [--plots DIR]
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ import math
 import random
 import sys
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import numpy as np
 from _cli import positive  # examples/_cli.py
@@ -28,6 +33,7 @@ from compiler.accuracy import relative_error
 from compiler.evaluate import evaluate
 
 Shapes = dict[str, tuple[int, int]]
+PLOTS = Path(__file__).resolve().parent.parent / "build" / "examples" / "own_graph"
 
 
 def build(batch: int = 4, d_in: int = 16, hidden: int = 32, d_out: int = 8,
@@ -175,6 +181,16 @@ def refusals() -> list[tuple[str, CompileError]]:
     return cases
 
 
+def save_plots(program, rows: list[Row], folder: Path) -> None:
+    """The network's plots and the sweep's, as PNG files in ``folder``."""
+    from viz import SweepPoint, plot_sweep, save, save_program_plots
+
+    points = [SweepPoint(r.hidden, r.spad, r.spad_no_reuse, r.cycles, r.error, r.refusal) for r in rows]
+    written = save_program_plots(program, folder)
+    written.append(save(plot_sweep(points, program.machine.SPAD_WORDS), folder / "sweep.png"))
+    print(f"\n== plots: {', '.join(p.name for p in written)} in {folder}")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description="Compile your own network with Capra: run it, sweep its "
                                      "hidden width, and see what the compiler refuses.")
@@ -183,6 +199,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-refusals", action="store_true", help="skip the refused graphs")
     parser.add_argument("--no-stream", action="store_true",
                         help="load every weight whole, as the seed's compiler (no blocking)")
+    parser.add_argument("--plots", default=str(PLOTS), metavar="DIR",
+                        help=f"folder for the plots (default {PLOTS}; '' for none)")
     args = parser.parse_args(argv)
 
     print("== 1. the network of build() (batch 4, 16 inputs, 32 hidden, 8 classes)")
@@ -218,6 +236,9 @@ def main(argv: list[str] | None = None) -> int:
         if row.note:
             print(f"  note: {row.note}; a near tie flips under a 2% error in the probabilities, which is why "
                   "accuracy is judged on probabilities, not on classes")
+
+    if args.plots:
+        save_plots(program, rows, Path(args.plots))
 
     if not args.no_refusals:
         print("\n== 3. what Capra refuses: the message and the suggested fix")
