@@ -99,11 +99,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--param", type=param_override, action="append", default=[], metavar="NAME=VALUE",
                         help="override a sim.spec.Params field (repeatable)")
     args = parser.parse_args(argv)
+    if args.out.exists() and not args.out.is_dir():
+        parser.error(f"--out {args.out} is a file, not a folder: give the folder to write the Verilog in")
     try:
         params = Params(**dict(args.param))
         written = export(params, args.out)
     except ValueError as e:
         print(f"error: {e}", file=sys.stderr)
+        return 1
+    except OSError as e:          # a read-only folder, a parent that is a file, a full disk
+        print(f"error: cannot write the Verilog in --out {args.out}: {e.strerror or e}"
+              f"{f' ({e.filename})' if e.filename else ''}; give a folder you can write", file=sys.stderr)
         return 1
     for path in written.values():
         print(f"wrote {path}")
