@@ -474,6 +474,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--path", type=Path, default=DOC_PATH,
                         help="the page (default: docs/isa.md of this checkout)")
     args = parser.parse_args(argv)
+    if args.path.is_dir():
+        parser.error(f"--path {args.path} is a folder: give the page's file, "
+                     f"e.g. {args.path / DOC_PATH.name}")
     if args.check:
         problem = stale_diff(args.path)
         if problem:
@@ -483,8 +486,13 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     text = render()
     if args.write:
-        args.path.parent.mkdir(parents=True, exist_ok=True)
-        args.path.write_text(text)
+        try:
+            args.path.parent.mkdir(parents=True, exist_ok=True)
+            args.path.write_text(text)
+        except OSError as e:      # a read-only folder, a parent that is a file
+            print(f"error: cannot write --path {args.path}: {e.strerror or e}"
+                  f"{f' ({e.filename})' if e.filename else ''}", file=sys.stderr)
+            return 1
         print(f"wrote {args.path}")
     else:
         sys.stdout.write(text)
