@@ -31,6 +31,7 @@ from _cli import positive  # examples/_cli.py
 from compiler import CompileError, Graph, compile_graph
 from compiler.accuracy import relative_error
 from compiler.evaluate import evaluate
+from sim.spec import DEFAULT
 
 Shapes = dict[str, tuple[int, int]]
 PLOTS = Path(__file__).resolve().parent.parent / "build" / "examples" / "own_graph"
@@ -85,12 +86,19 @@ class Row:
 
 def compile_width(hidden: int, stream: bool = True) -> Row:
     """Build with this hidden width, calibrate on 30 samples from Random(hidden), test on the
-    next; ``stream=False`` loads every weight whole (the seed's compiler)."""
+    next; ``stream=False`` loads every weight whole (the seed's compiler). A width above
+    K_MAX is refused before its hidden x hidden weight is drawn (10^10 values for 100,000):
+    it is the inner dimension of the next matmul, which the compiler refuses (one MM
+    instruction takes at most K_MAX; seed chapter 11)."""
+    row = Row(hidden)
+    if hidden > DEFAULT.K_MAX:
+        row.refusal = (f"hidden width {hidden} is the inner dimension of the next matmul, more than the "
+                       f"K_MAX = {DEFAULT.K_MAX} one MM instruction takes (refused before building its weights)")
+        return row
     g, shapes = build(hidden=hidden)
     rng = random.Random(hidden)
     calibration = [draw_inputs(shapes, rng) for _ in range(30)]
     test = draw_inputs(shapes, rng)
-    row = Row(hidden)
     try:
         program = compile_graph(g, calibration, stream=stream)
     except CompileError as e:

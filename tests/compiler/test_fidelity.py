@@ -225,6 +225,17 @@ def test_example_b_width_sweep_with_streaming():
                                "2 loads)"]
 
 
+def test_example_b_refuses_a_width_above_k_max_as_the_compiler_would():
+    """The sweep refuses a width above K_MAX without building it; the compiler refuses it too."""
+    module = load_example("own_graph")
+    wide = DEFAULT.K_MAX + 1
+    (row,) = module.sweep([wide])
+    assert row.instructions is None and f"hidden width {wide} is the inner dimension" in row.refusal
+    graph, shapes = module.build(hidden=wide)
+    with pytest.raises(CompileError, match=f"matmul node 5: its inner dimension is {wide}, more than the K_MAX"):
+        compile_graph(graph, [module.draw_inputs(shapes, random.Random(0))])
+
+
 def test_example_b_refusals():
     module = load_example("own_graph")
     problems = [e.problem for _, e in module.refusals()]
