@@ -92,8 +92,9 @@ def compile_width(hidden: int, stream: bool = True) -> Row:
     instruction takes at most K_MAX; seed chapter 11)."""
     row = Row(hidden)
     if hidden > DEFAULT.K_MAX:
-        row.refusal = (f"hidden width {hidden} is the inner dimension of the next matmul, more than the "
-                       f"K_MAX = {DEFAULT.K_MAX} one MM instruction takes (refused before building its weights)")
+        row.refusal = (f"hidden width {hidden} is the inner dimension of the next matmul, more than "
+                       f"the K_MAX = {DEFAULT.K_MAX} one MM instruction takes "
+                       "(refused before building its weights)")
         return row
     g, shapes = build(hidden=hidden)
     rng = random.Random(hidden)

@@ -211,7 +211,7 @@ def test_own_graph_reports_a_refused_width_in_its_sweep():
                            "100", "100000", "--plots", ""], capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
     for width in (100, 100000):
-        assert (f"{width:>8}  refused: hidden width {width} is the inner dimension of the next matmul, "
+        assert (f"  {width:>5}  refused: hidden width {width} is the inner dimension of the next matmul, "
                 "more than the K_MAX = 64 one MM instruction takes (refused before building its weights)"
                 in done.stdout), done.stdout
 

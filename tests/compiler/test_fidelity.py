@@ -22,6 +22,7 @@ from compiler.testing.seedtable import (
     section1_network,
     six_layer_network,
 )
+from sim.spec import DEFAULT
 
 from .conftest import load_example
 
@@ -232,7 +233,8 @@ def test_example_b_refuses_a_width_above_k_max_as_the_compiler_would():
     (row,) = module.sweep([wide])
     assert row.instructions is None and f"hidden width {wide} is the inner dimension" in row.refusal
     graph, shapes = module.build(hidden=wide)
-    with pytest.raises(CompileError, match=f"matmul node 5: its inner dimension is {wide}, more than the K_MAX"):
+    refusal = f"matmul node 5: its inner dimension is {wide}, more than the K_MAX"
+    with pytest.raises(CompileError, match=refusal):
         compile_graph(graph, [module.draw_inputs(shapes, random.Random(0))])
 
 
