@@ -54,7 +54,7 @@ class Requantizer(Checked):
     are independent of the others'.
 
     Parameters:
-        lanes: number of lanes (LANES = 4 in GA-2).
+        lanes: number of lanes (the machine's LANES).
 
     Members:
         a In(ArrayLayout(signed(32), lanes)): the accumulators, sampled every cycle.

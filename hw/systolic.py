@@ -14,6 +14,8 @@ from amaranth.hdl import Module, Mux, Signal, signed
 from amaranth.lib import data
 from amaranth.lib.wiring import In, Out
 
+from sim import spec
+
 from .component import Checked
 
 OPERAND_BITS = 8
@@ -35,7 +37,7 @@ class SystolicArray(Checked):
     Parameters:
         t: rows and columns (T).
         k_max: longest sum (K_MAX); sets the accumulator width.
-        lanes: elements per A chunk (LANES = 4, one scratchpad read).
+        lanes: elements per A chunk (LANES, one scratchpad read).
 
     Members:
         a_load In(t): bit i loads row i's chunk register from ``a_chunk`` at the end of the cycle
@@ -69,13 +71,13 @@ class SystolicArray(Checked):
     """Cycles from the last step entering to row 0's sums being final."""
 
     @classmethod
-    def check(cls, t: int, k_max: int, lanes: int = 4) -> None:
+    def check(cls, t: int, k_max: int, lanes: int = spec.DEFAULT.LANES) -> None:
         """ValueError for t, k_max or lanes that is not a positive int."""
         for name, value in (("t", t), ("k_max", k_max), ("lanes", lanes)):
             if not isinstance(value, int) or value < 1:
                 raise ValueError(f"SystolicArray: {name}={value!r} must be a positive int")
 
-    def __init__(self, t: int, k_max: int, lanes: int = 4):
+    def __init__(self, t: int, k_max: int, lanes: int = spec.DEFAULT.LANES):
         self.t = t
         self.k_max = k_max
         self.lanes = lanes
