@@ -14,10 +14,15 @@ SIM     ?= both
 N       ?= 200
 SEED    ?= 1
 WAVES   ?= 0
+PARAMS  ?=
+SYNTH   ?= 0
+# the machine, as every command takes it (sim/machines.py): NAME=VALUE items and presets t2 t4 t8 t16
+MACHINE := $(if $(strip $(PARAMS)),--param '$(PARAMS)')
+MACHINE_DIR = $(if $(strip $(PARAMS)),$(shell $(PY) -m sim.machines --dir '$(PARAMS)'),build)
 SUDO    := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
 .PHONY: help setup test test-all cosim stress verilog lint bench bench-sim bench-compiler mutants \
-        docs docs-check synth synth-setup bitstream digits clean
+        docs docs-check synth synth-setup bitstream digits sweep clean
 
 help:  ## list the targets
 	@echo "GA-2 / Capra. Set-up is automatic: every target runs 'make setup' first."
@@ -25,6 +30,9 @@ help:  ## list the targets
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/^([a-z-]+):.*## (.*)/  make \1\t\2/' | expand -t 26
 	@echo
 	@echo "Variables: SEEDS=$(SEEDS) SIM=$(SIM) (icarus|verilator|both) N=$(N) SEED=$(SEED) WAVES=$(WAVES) FREQ=$(FREQ)"
+	@echo "           PARAMS='$(PARAMS)': the machine for verilog, cosim, stress, bench, synth, bitstream, digits,"
+	@echo "           e.g. PARAMS=t8 or PARAMS=\"T=8 LANES=8 SPAD_WORDS=16384\" (presets t2 t4 t8 t16; the"
+	@echo "           parameters and their ranges: docs/isa.md; outputs of another machine: build/machines/<tag>/)"
 
 setup: $(STAMP) iverilog  ## create .venv, install the project and its tools (idempotent)
 
@@ -61,8 +69,8 @@ cosim: setup  ## compiled graphs SEEDS=100-111 (or 3,7,20-25) on the RTL vs the 
 stress: setup  ## N random ISA programs from SEED (every instruction, every error code) on the RTL vs the reference
 	$(PY) -m cosim stress --n '$(N)' --seed '$(SEED)' --sim '$(SIM)' $(if $(filter-out 0,$(WAVES)),--waves='$(WAVES)')
 
-bench: setup  ## GA-2 cycles on the seed's programs vs the seed chip, MXU utilisation (seeds 100-111 headline)
-	$(PY) -m compiler.testing.perf
+bench: setup  ## GA-2 cycles on the seed's programs vs the seed chip, MXU utilisation (seeds 100-111 headline); PARAMS=
+	$(PY) -m compiler.testing.perf $(MACHINE)
 
 bench-sim: setup  ## reference machine speed: instructions/s and simulated cycles/s
 	$(PY) -m sim.bench
@@ -82,20 +90,23 @@ bench-compiler: setup  ## compiler speed: battery graphs/s, compile time of 100/
 mutants: setup  ## the compiler's mutation check: the battery must catch 27 of 27 broken compilers
 	$(PY) -m compiler.testing.mutants --jobs 2
 
-verilog: setup  ## write build/ga2.v (core), build/ga2_simtop.v (core + external memory), build/ga2_ports.json
-	$(PY) -m flows.export --out build
+verilog: setup  ## write build/ga2.v (core), build/ga2_simtop.v (core + external memory), build/ga2_ports.json; PARAMS=
+	$(PY) -m flows.export $(MACHINE)
 
-lint: setup verilog  ## verilator --lint-only -Wall on build/ga2.v; the waivers, with reasons: hw/lint_waivers.vlt
+lint: setup verilog  ## verilator --lint-only -Wall on build/ga2.v; the waivers, with reasons: hw/lint_waivers.vlt; PARAMS=
 	@root=$$($(PY) -c 'import os, verilator; print(os.path.dirname(verilator.__file__))'); \
 	  export VERILATOR_ROOT=$$root PATH=$$root/bin:$$PATH; \
-	  echo "verilator --lint-only -Wall hw/lint_waivers.vlt build/ga2.v --top-module ga2"; \
-	  verilator --lint-only -Wall hw/lint_waivers.vlt build/ga2.v --top-module ga2
+	  echo "verilator --lint-only -Wall hw/lint_waivers.vlt $(MACHINE_DIR)/ga2.v --top-module ga2"; \
+	  verilator --lint-only -Wall hw/lint_waivers.vlt $(MACHINE_DIR)/ga2.v --top-module ga2
 
-synth: setup synth-setup  ## GA-2 out of context on the ECP5-85F (Yosys, nextpnr from PyPI): build/synth/report.md; FREQ=100
-	$(PY) -m flows.synth --out build/synth --freq $(FREQ)
+synth: setup synth-setup  ## GA-2 out of context on the ECP5-85F (Yosys, nextpnr from PyPI): build/synth/report.md; FREQ=100, PARAMS=
+	$(PY) -m flows.synth --freq $(FREQ) $(MACHINE)
 
-bitstream: setup synth-setup  ## ULX3S 85F bitstream: example A from block RAM, PASS/FAIL on the LEDs (build/bitstream)
-	$(PY) -m flows.board --out build/bitstream
+bitstream: setup synth-setup  ## ULX3S 85F bitstream: example A from block RAM, PASS/FAIL on the LEDs (build/bitstream); PARAMS=
+	$(PY) -m flows.board $(MACHINE)
 
-digits: setup  ## PyTorch MLP on scikit-learn digits through torch.fx onto GA-2 (reference machine and RTL)
-	$(PY) examples/digits.py
+digits: setup  ## PyTorch MLP on scikit-learn digits through torch.fx onto GA-2 (reference machine and RTL); PARAMS=
+	$(PY) examples/digits.py $(MACHINE)
+
+sweep: setup  ## cycles of the seed's programs, examples A and B and the digits MLP at T = 2, 4, 8, 16; SYNTH=1 adds synthesis (hours)
+	$(PY) examples/sweep.py $(if $(filter-out 0,$(SYNTH)),--synth --write)

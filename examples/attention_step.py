@@ -22,7 +22,7 @@ import random
 import sys
 
 import numpy as np
-from _cli import positive  # examples/_cli.py
+from _cli import add_machine, machine, positive  # examples/_cli.py
 
 from compiler import CompileError, Graph, compile_graph
 from compiler.allocator import AllocEvent
@@ -66,7 +66,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--cache", type=positive, default=5, help="rows already in the KV cache (default 5)")
     parser.add_argument("--samples", type=positive, default=20, help="calibration samples (default 20)")
     parser.add_argument("--seed", type=int, default=3, help="random seed of the data (default 3)")
+    add_machine(parser)
     args = parser.parse_args(argv)
+    args.params = machine(parser, args)
     try:
         return run(args)
     except CompileError as refused:  # the message names the node at fault and the fix
@@ -85,7 +87,7 @@ def run(args: argparse.Namespace) -> int:
     print("\n".join(describe(g)))
 
     events: list[AllocEvent] = []
-    program = compile_graph(g, calibration, events=events)
+    program = compile_graph(g, calibration, events=events, params=args.params)
     plan = program.plan
 
     print(f"\n== pass 1: calibration on {args.samples} samples: a tensor's range is its largest |value|")
@@ -119,7 +121,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"  %{product.id}: ({rows} x {inner}) x ({inner} x {cols}): {len(found)} tile(s): "
               + "; ".join(found))
 
-    no_reuse = compile_graph(g, calibration, reuse=False)
+    no_reuse = compile_graph(g, calibration, reuse=False, params=args.params)
     print("\n== pass 5: allocation: the allocator's events in order (first fit; freed after the last reader)")
     print("\n".join(allocator_lines(events)))
     print(f"  high-water mark: {program.spad_high} words with reuse, {no_reuse.spad_high} without "

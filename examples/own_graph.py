@@ -19,11 +19,12 @@ import sys
 from dataclasses import dataclass
 
 import numpy as np
-from _cli import positive  # examples/_cli.py
+from _cli import add_machine, machine, positive  # examples/_cli.py
 
 from compiler import CompileError, Graph, compile_graph
 from compiler.accuracy import relative_error
 from compiler.evaluate import evaluate
+from sim.spec import DEFAULT, Params
 
 Shapes = dict[str, tuple[int, int]]
 
@@ -74,20 +75,21 @@ class Row:
     note: str = ""
 
 
-def compile_width(hidden: int) -> Row:
-    """Build with this hidden width, calibrate on 30 samples from Random(hidden), test on the next."""
+def compile_width(hidden: int, params: Params = DEFAULT) -> Row:
+    """Build with this hidden width, calibrate on 30 samples from Random(hidden), test on the next;
+    compiled for the machine ``params``."""
     g, shapes = build(hidden=hidden)
     rng = random.Random(hidden)
     calibration = [draw_inputs(shapes, rng) for _ in range(30)]
     test = draw_inputs(shapes, rng)
     row = Row(hidden)
     try:
-        program = compile_graph(g, calibration)
+        program = compile_graph(g, calibration, params=params)
     except CompileError as e:
         row.refusal = e.problem
         return row
     try:
-        row.spad_no_reuse = compile_graph(g, calibration, reuse=False).spad_high
+        row.spad_no_reuse = compile_graph(g, calibration, reuse=False, params=params).spad_high
     except CompileError:
         row.spad_no_reuse = None
     outcome = program.run(test)
@@ -108,8 +110,8 @@ def compile_width(hidden: int) -> Row:
     return row
 
 
-def sweep(widths: list[int]) -> list[Row]:
-    return [compile_width(w) for w in widths]
+def sweep(widths: list[int], params: Params = DEFAULT) -> list[Row]:
+    return [compile_width(w, params) for w in widths]
 
 
 def refusals() -> list[tuple[str, CompileError]]:
@@ -174,14 +176,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--widths", type=positive, nargs="+", default=[8, 16, 32, 48, 64],
                         help="hidden widths to sweep (default 8 16 32 48 64)")
     parser.add_argument("--no-refusals", action="store_true", help="skip the refused graphs")
+    add_machine(parser)
     args = parser.parse_args(argv)
+    params = machine(parser, args)
 
     print("== 1. the network of build() (batch 4, 16 inputs, 32 hidden, 8 classes)")
     g, shapes = build()
     rng = random.Random(9)
     calibration = [draw_inputs(shapes, rng) for _ in range(30)]
     test = draw_inputs(shapes, rng)
-    program = compile_graph(g, calibration)
+    program = compile_graph(g, calibration, params=params)
     outcome = program.run(test)
     floating = [int(v) for v in evaluate(g, test)[program.ext["class"].node][:, 0]]
     print(f"  {len(program.code)} instructions, scratchpad high-water mark {program.spad_high} words, "
@@ -192,7 +196,7 @@ def main(argv: list[str] | None = None) -> int:
 
     print("\n== 2. hidden width sweep (K_MAX and the scratchpad set the limits)")
     print("  width  instr  spad words reuse / no reuse  cycles  error vs float  classes")
-    rows = sweep(args.widths)
+    rows = sweep(args.widths, params)
     for row in rows:
         if row.refusal:
             print(f"  {row.hidden:5d}  refused: {row.refusal}")

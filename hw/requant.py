@@ -91,6 +91,8 @@ class Requantizer(Checked):
 
     LATENCY = 7
     """Cycles from a, m, s, relu presented to y valid."""
+    PARTIAL_PRODUCTS = 4
+    """Multipliers per lane, each at most 18 x 18 bits (a DSP block of the ECP5; see SPLIT)."""
 
     @classmethod
     def check(cls, lanes: int = DEFAULT.LANES) -> None:

@@ -20,6 +20,8 @@ from .component import Checked
 
 OPERAND_BITS = 8
 """int8 operands (the low byte of a scratchpad word, read as signed)."""
+PRODUCT_NAME = "mul"
+"""The multiplier output of PE (i, j) is the signal ``mul{i}_{j}`` of the array."""
 
 
 def accumulator_bits(k_max: int) -> int:
@@ -122,8 +124,12 @@ class SystolicArray(Checked):
             p_step, p_first, p_last = (Signal(name=f"p_{n}{i}") for n in ("step", "first", "last"))
             m.d.sync += [p_step.eq(step), p_first.eq(first), p_last.eq(step & last & (rows > i))]
             for j in range(t):
+                # the multiplier's output has a name of its own (flows/synth finds the products
+                # of a row by it, to build them in LUTs when the FPGA has too few DSP blocks)
+                mul = Signal(product, name=f"{PRODUCT_NAME}{i}_{j}")
                 prod = Signal(product, name=f"prod{i}_{j}")
-                m.d.sync += prod.eq(chunk[0] * b_row[j])
+                m.d.comb += mul.eq(chunk[0] * b_row[j])
+                m.d.sync += prod.eq(mul)
                 acc = self.acc[i][j]
                 with m.If(p_step):
                     m.d.sync += acc.eq(Mux(p_first, prod, acc + prod))

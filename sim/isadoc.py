@@ -498,10 +498,7 @@ def main(argv: list[str] | None = None) -> int:
                         help="the page (default: docs/isa.md of this checkout, the default machine's)")
     add_argument(parser)
     args = parser.parse_args(argv)
-    try:
-        params = from_args(args)
-    except ValueError as e:
-        parser.error(str(e))
+    params = from_args(args, parser)
     if args.path is None:
         if params != DEFAULT and (args.write or args.check):
             parser.error(f"{DOC_PATH.name} documents the default machine; give --path for the page of "

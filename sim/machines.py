@@ -21,7 +21,9 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import re
+import sys
 from collections.abc import Iterable, Mapping
+from pathlib import Path
 
 from .spec import DEFAULT, PARAM_NAMES, Params
 
@@ -51,8 +53,8 @@ def items(text: str | Iterable[str]) -> list[str]:
 
 
 def check_items(text: str) -> str:
-    """Items checked for form (an argparse ``type``): each a preset's name or NAME=INT with
-    NAME a parameter. The values' ranges are :class:`Params`' to check, all together.
+    """Items checked for form: each a preset's name or NAME=INT with NAME a parameter. The
+    values' ranges are :class:`Params`' to check, all together.
 
     Raises:
         MachineError: an item of neither form; the message lists the presets and the parameters.
@@ -110,21 +112,77 @@ def machine_tag(params: Params) -> str:
     return "-".join(f"{name}{value}" for name, value in diff.items()) or "default"
 
 
+def machine_dir(root: Path | str, params: Params) -> Path:
+    """Where a machine's build outputs go under ``root``: ``root`` itself for the default
+    machine (``build/ga2.v``, ``build/synth``), ``root/machines/<tag>`` for any other
+    (``build/machines/T8-LANES8/ga2.v``), so that two machines never share a file."""
+    root = Path(root)
+    return root if params == DEFAULT else root / "machines" / machine_tag(params)
+
+
+def argument(text: str) -> str:
+    """:func:`check_items` as an argparse ``type`` (argparse shows its message, naming the flag).
+
+    Raises:
+        argparse.ArgumentTypeError: as :func:`check_items`.
+    """
+    try:
+        return check_items(text)
+    except MachineError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
+
+
 def add_argument(parser: argparse.ArgumentParser) -> None:
     """``--param ITEM`` (repeatable) on a command line: the one way every command names its
     machine. Read it back with :func:`from_args`."""
     parser.add_argument(
         "--param", dest="param", action="append", default=[], metavar="NAME=VALUE|PRESET",
-        type=check_items,
+        type=argument,
         help=f"the machine: NAME=VALUE for a sim.spec.Params field ({', '.join(PARAM_NAMES)}) or a "
              f"preset ({', '.join(PRESETS)}); repeatable, or several in one separated by spaces or "
              "commas, applied left to right (default: the default machine)")
 
 
-def from_args(args: argparse.Namespace) -> Params:
-    """The machine of a command line that has :func:`add_argument`'s ``--param``.
+def from_args(args: argparse.Namespace, parser: argparse.ArgumentParser | None = None) -> Params:
+    """The machine of a command line that has :func:`add_argument`'s ``--param``. With
+    ``parser``, a refused machine ends the program through ``parser.error`` (usage, the message,
+    exit status 2).
 
     Raises:
-        MachineError: as :func:`parse`.
+        MachineError: as :func:`parse` (without ``parser``).
     """
-    return parse(args.param)
+    try:
+        return parse(args.param)
+    except MachineError as e:
+        if parser is None:
+            raise
+        parser.error(str(e))
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m sim.machines [ITEM ...]``: the machine the items name, its folder, or why not."""
+    parser = argparse.ArgumentParser(
+        prog="python -m sim.machines",
+        description="Show the machine that NAME=VALUE items and presets name (as PARAMS= and --param take "
+                    "them), with its build folder; exit 1 with the reason when it is refused.")
+    parser.add_argument("items", nargs="*", help=f"NAME=VALUE ({', '.join(PARAM_NAMES)}) or a preset "
+                        f"({', '.join(PRESETS)}); none: the default machine")
+    parser.add_argument("--dir", action="store_true", help="print only the build folder (for the Makefile)")
+    args = parser.parse_args(argv)
+    try:
+        params = parse(args.items)
+    except MachineError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 1
+    if args.dir:
+        print(machine_dir("build", params))
+        return 0
+    print(f"machine: {describe(params)}" + (f" (preset {preset_of(params)})" if preset_of(params) else ""))
+    for name in PARAM_NAMES:
+        print(f"  {name:<11} {getattr(params, name)}")
+    print(f"build folder: {machine_dir('build', params)}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -27,6 +27,16 @@ RUNS = [
         "message: matmul node 2: its inner dimension is 65",
         "fix: ",
     ]),
+    # another machine (sim.machines): 8 x 8 tiles, fewer cycles (docs/sweep.md has the table)
+    ("own_graph.py", ["--widths", "16", "--no-refusals", "--param", "t8"], [
+        "31 instructions, scratchpad high-water mark 1728 words, 820 cycles on the reference machine",
+        "     16     27           448 /      992     456",
+    ]),
+    ("attention_step.py", ["--param", "T=8", "--param", "LANES=8"], [
+        "each matmul becomes 8 x 8 output tiles",
+        "%9: (1 x 6) x (6 x 8): 1 tile(s): rows 0-0 cols 0-7",
+        "machine == integer interpreter, every output value: True",
+    ]),
 ]
 
 
@@ -41,6 +51,10 @@ TORCH_RUNS = [
     ("attention_block.py", ["--tests", "4"], [
         "%7  = matmul  %2, %4    -> (8, 8)    ^T x0.2500",
         "machine == integer interpreter, every output value of every run: True",
+    ]),
+    ("sweep.py", ["--machines", "t2", "t8", "--epochs", "1"], [   # cycles do not depend on the weights
+        "| t2 | 2 | 4 | 7295 | 24.4% | 201 | 775 | 1407 | 3151 | 5535 | 792.8 |",
+        "| t8 | 8 | 8 | 3436 | 3.2% | 119 | 322 | 456 | 820 | 1312 | 120.6 |",
     ]),
 ]
 """Examples that need the optional torch extra (torch and scikit-learn)."""
@@ -111,6 +125,15 @@ BAD_FLAGS = [
     ("digits.py", ["--rtl", "-1"], too_small("digits.py", "--rtl", -1, 0)),
     ("digits.py", ["--epochs", "0"], too_small("digits.py", "--epochs", 0, 1)),
     ("digits.py", ["--epochs", "-3"], too_small("digits.py", "--epochs", -3, 1)),
+    ("own_graph.py", ["--param", "T=0"],
+     "own_graph.py: error: Params.T = 0: must be a positive int (machine: T=0)"),
+    ("digits.py", ["--param", "t9"],
+     "digits.py: error: argument --param: machine item 't9' is neither NAME=VALUE with NAME one of T, K_MAX, "
+     "SPAD_WORDS, EXT_WORDS, IMEM_WORDS, SM_MAX_LEN, LANES nor a preset (t2, t4, t8, t16, default)"),
+    ("sweep.py", ["--machines", "T=8"],
+     "sweep.py: error: Params.LANES = 4: must be at least T = 8 (the MXU moves a row of B and of the output "
+     "in one access): LANES in 8, 16 (machine: T=8)"),
+    ("sweep.py", ["--write"], "sweep.py: error: --write records a full run: give --synth too"),
 ]
 """A flag out of range: argparse's usage and one line naming the flag, status 2, nothing run."""
 
