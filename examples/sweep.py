@@ -105,7 +105,8 @@ def synthesise(params: Params) -> dict:
     out = machines.machine_dir(ROOT / "build", params) / "synth"
     print(f"  synthesis of {machines.describe(params)} -> {out} (tens of minutes)", flush=True)
     try:
-        report = run(params, out, command=f"python examples/sweep.py --synth ({out})")
+        report = run(params, out, command=f"python examples/sweep.py --synth ({out})",
+                     yosys_cache=ROOT / "build" / "yosys-cache")
     except (SynthError, ValueError) as e:
         return {"error": str(e)}
     used = {label: report.utilisation[key]["used"] for key, label in SYNTH_KEYS}

@@ -112,7 +112,10 @@ def lut_products_commands(params: Params, rows: int, top: str, array_path: str =
     instance path under ``top``. Empty for 0 rows."""
     if rows == 0:
         return ""
-    wires = " ".join(f"w:{array_path}.{PRODUCT_NAME}{i}_*" for i in range(params.T - rows, params.T))
+    # one pattern a row, joined into one selection (%u: each selection operator works on the
+    # top of Yosys's selection stack only), then the multipliers driving those wires
+    patterns = [f"w:{array_path}.{PRODUCT_NAME}{i}_*" for i in range(params.T - rows, params.T)]
+    wires = " ".join([patterns[0], *(f"{p} %u" for p in patterns[1:])])
     return (f"hierarchy -top {top}; proc; flatten; opt_expr; opt_clean; wreduce; "
             f"booth {wires} %ci1 t:$mul %i")
 

