@@ -12,8 +12,11 @@ FREQ    ?= 100
 SEEDS   ?= 100-111
 SIM     ?= both
 N       ?= 200
+COUNT   ?= 48
 SEED    ?= 1
 WAVES   ?= 0
+RESUME  ?= 0
+JOBS    ?=
 PARAMS  ?=
 SYNTH   ?= 0
 # the machine, as every command takes it (sim/machines.py): NAME=VALUE items and presets t2 t4 t8 t16
@@ -21,20 +24,21 @@ MACHINE := $(if $(strip $(PARAMS)),--param '$(PARAMS)')
 MACHINE_DIR = $(if $(strip $(PARAMS)),$(shell $(PY) -m sim.machines --dir '$(PARAMS)'),build)
 SUDO    := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: help setup test test-all cosim stress verilog lint bench bench-sim bench-compiler mutants \
-        docs docs-check synth synth-setup bitstream digits sweep clean
+.PHONY: help setup test test-all cosim stress verilog lint bench bench-sim bench-compiler bench-cosim mutants mutants-rtl \
+        docs docs-check synth synth-setup bitstream digits sweep report plots chromium clean
 
 help:  ## list the targets
 	@echo "GA-2 / Capra. Set-up is automatic: every target runs 'make setup' first."
 	@echo
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/^([a-z-]+):.*## (.*)/  make \1\t\2/' | expand -t 26
 	@echo
-	@echo "Variables: SEEDS=$(SEEDS) SIM=$(SIM) (icarus|verilator|both) N=$(N) SEED=$(SEED) WAVES=$(WAVES) FREQ=$(FREQ)"
-	@echo "           PARAMS='$(PARAMS)': the machine for verilog, cosim, stress, bench, synth, bitstream, digits,"
+	@echo "Variables: SEEDS=$(SEEDS) SIM=$(SIM) (icarus|verilator|both) N=$(N) SEED=$(SEED) WAVES=$(WAVES) RESUME=$(RESUME)"
+	@echo "           JOBS=(one per core) FREQ=$(FREQ) COUNT=$(COUNT)"
+	@echo "           PARAMS='$(PARAMS)': the machine for verilog, lint, cosim, stress, bench, synth, bitstream, digits,"
 	@echo "           e.g. PARAMS=t8 or PARAMS=\"T=8 LANES=8 SPAD_WORDS=16384\" (presets t2 t4 t8 t16; the"
 	@echo "           parameters and their ranges: docs/isa.md; outputs of another machine: build/machines/<tag>/)"
 
-setup: $(STAMP) iverilog  ## create .venv, install the project and its tools (idempotent)
+setup: $(STAMP) iverilog chromium  ## create .venv, install the project and its tools (idempotent)
 
 $(STAMP): pyproject.toml
 	@test -x $(PY) || python3 -m venv $(VENV)
@@ -57,6 +61,12 @@ iverilog:
 	  $(SUDO) apt-get update -qq && $(SUDO) DEBIAN_FRONTEND=noninteractive apt-get install -y -qq iverilog >/dev/null; }
 	@command -v iverilog >/dev/null || { echo "error: iverilog is missing and apt-get could not install it" >&2; exit 1; }
 
+# Debian's chromium, for the report pages' browser test (tests/report/test_browser.py)
+chromium:
+	@command -v chromium >/dev/null || command -v chromium-browser >/dev/null || { echo "installing Chromium (apt-get)"; \
+	  $(SUDO) apt-get update -qq && $(SUDO) DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; }
+	@command -v chromium >/dev/null || command -v chromium-browser >/dev/null || { echo "error: chromium is missing and apt-get could not install it (GA2_SKIP_BROWSER=1 skips its tests)" >&2; exit 1; }
+
 test: setup synth-setup  ## the test suite without the slow tests (what CI runs; about 4 minutes on 2 cores)
 	$(PY) -m pytest -q -n 2 -m "not slow"
 
@@ -64,10 +74,13 @@ test-all: setup synth-setup  ## the whole test suite, slow tests included (Veril
 	$(PY) -m pytest -q -n 2
 
 cosim: setup  ## compiled graphs SEEDS=100-111 (or 3,7,20-25) on the RTL vs the reference; SIM=icarus|verilator|both, WAVES=1 (yes, on)
-	$(PY) -m cosim seeds '$(SEEDS)' --sim '$(SIM)' $(if $(filter-out 0,$(WAVES)),--waves='$(WAVES)')
+	$(PY) -m cosim seeds '$(SEEDS)' --sim '$(SIM)' $(if $(filter-out 0,$(WAVES)),--waves='$(WAVES)') $(if $(JOBS),--jobs '$(JOBS)')
 
-stress: setup  ## N random ISA programs from SEED (every instruction, every error code) on the RTL vs the reference
-	$(PY) -m cosim stress --n '$(N)' --seed '$(SEED)' --sim '$(SIM)' $(if $(filter-out 0,$(WAVES)),--waves='$(WAVES)')
+stress: setup  ## N random ISA programs from SEED on the RTL vs the reference, with coverage; RESUME=1 continues a campaign
+	$(PY) -m cosim stress --n '$(N)' --seed '$(SEED)' --sim '$(SIM)' $(if $(filter-out 0,$(WAVES)),--waves='$(WAVES)') $(if $(filter-out 0,$(RESUME)),--resume) $(if $(JOBS),--jobs '$(JOBS)')
+
+bench-cosim: setup  ## co-simulation speed: launch overhead, simulated cycles/s on a long program, warm make cosim (SIM=)
+	$(PY) -m cosim bench --sim '$(SIM)'
 
 bench: setup  ## GA-2 cycles on the seed's programs vs the seed chip, MXU utilisation (seeds 100-111 headline); PARAMS=
 	$(PY) -m compiler.testing.perf $(MACHINE)
@@ -87,8 +100,11 @@ clean:  ## remove build outputs (keeps .venv)
 bench-compiler: setup  ## compiler speed: battery graphs/s, compile time of 100/1,000/10,000-node chains
 	$(PY) -m compiler.testing.bench
 
-mutants: setup  ## the compiler's mutation check: the battery must catch 27 of 27 broken compilers
+mutants: setup  ## the compiler's mutation check: the battery must catch 32 of 32 broken compilers
 	$(PY) -m compiler.testing.mutants --jobs 2
+
+mutants-rtl: setup synth-setup  ## COUNT=48 mutations of the hardware by Yosys (every unit), each graded by cosim and stress; SEED=1
+	$(PY) -m cosim.mutants_rtl --count '$(COUNT)' --seed '$(SEED)' --jobs 2
 
 verilog: setup  ## write build/ga2.v (core), build/ga2_simtop.v (core + external memory), build/ga2_ports.json; PARAMS=
 	$(PY) -m flows.export $(MACHINE)
@@ -104,6 +120,14 @@ synth: setup synth-setup  ## GA-2 out of context on the ECP5-85F (Yosys, nextpnr
 
 bitstream: setup synth-setup  ## ULX3S 85F bitstream: example A from block RAM, PASS/FAIL on the LEDs (build/bitstream); PARAMS=
 	$(PY) -m flows.board $(MACHINE)
+
+report: setup  ## the report page of seed SEED (build/report/seed-SEED.html); SIM=none|icarus|verilator|both
+	$(PY) -m report seed '$(SEED)' --sim '$(SIM)' --out 'build/report/seed-$(SEED).html' --plots 'build/plots/seed-$(SEED)'
+
+plots: setup  ## the plots of example A and seed 100 under build/plots, and README's two (docs/img/*.png)
+	$(PY) -m report example-a --out build/report/example-a.html --plots build/plots/example-a
+	$(PY) -m report seed 100 --out build/report/seed-100.html --plots build/plots/seed-100
+	$(PY) -m report.readme --write
 
 digits: setup  ## PyTorch MLP on scikit-learn digits through torch.fx onto GA-2 (reference machine and RTL); PARAMS=
 	$(PY) examples/digits.py $(MACHINE)

@@ -15,11 +15,12 @@ meanings in :mod:`.semantics`, lowerings in :mod:`.lowering`); the graph IR is :
 with a text form (:mod:`.text`). The pipeline is the list of passes in :mod:`.pipeline`, one
 module each: :mod:`.limits`, :mod:`.fusion`, :mod:`.placement`, :mod:`.lifetimes`,
 :mod:`.layout`, :mod:`.calibrate` (with :mod:`.evaluate`), :mod:`.scales` (with
-:mod:`.requant`), :mod:`.emit` (with :mod:`.allocator`), their contracts in
+:mod:`.requant`), :mod:`.emit` (with :mod:`.allocator`, and :mod:`.blocking` and
+:mod:`.streaming` for layers larger than the scratchpad), their contracts in
 :mod:`.contracts`; the result is a :class:`Program`. To check it: :mod:`.interpret`,
 :mod:`.realcheck`, :mod:`.accuracy`. PyTorch: :mod:`.frontend`. The compiler's own test
 tooling (random graphs, the battery, the mutation check, golden text, the seed table,
-benchmarks) is :mod:`.testing`.
+benchmarks, capacity) is :mod:`.testing`.
 """
 
 from .ir import CompileError, Graph

@@ -8,10 +8,16 @@ gives a range back and merges it with its neighbours. ``high`` is one more than 
 word ever handed out: the program's scratchpad high-water mark.
 
 Each operation costs time linear in the number of free pieces, which stays small.
+
+A full scratchpad raises :class:`ScratchpadFull` (a :class:`CompileError`). Emission tries a
+step's allocations and, when they fail, puts the allocator back as it was
+(:meth:`Allocator.save`, :meth:`Allocator.restore`) and tries a blocking that needs less
+(:mod:`compiler.streaming`).
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from .errors import CompileError, plural
@@ -27,6 +33,19 @@ def adjacent(piece: tuple[int, int], start: int) -> bool:
     return piece[0] + piece[1] == start
 
 
+class ScratchpadFull(CompileError):
+    """No free piece of the scratchpad is large enough for a buffer."""
+
+
+@dataclass(frozen=True)
+class AllocState:
+    """What :meth:`Allocator.save` keeps: the free pieces, the high-water mark, the events so far."""
+
+    free_list: tuple[tuple[int, int], ...]
+    high: int
+    events: int
+
+
 @dataclass(frozen=True)
 class AllocEvent:
     """One allocator operation, for a trace.
@@ -36,12 +55,15 @@ class AllocEvent:
         addr: first word of the range.
         words: its size.
         what: what the range holds (given by the caller), e.g. "output of node 4".
+        pc: instructions emitted before the event (the index of the next one), when the
+            allocator was given a clock; None otherwise.
     """
 
     kind: str
     addr: int
     words: int
     what: str = ""
+    pc: int | None = None
 
 
 class Allocator:
@@ -50,13 +72,16 @@ class Allocator:
     Args:
         size: words of scratchpad to manage.
         events: if a list is given, every alloc and release appends an :class:`AllocEvent`.
+        clock: if given, called for each event's ``pc`` (emission passes the program length).
     """
 
-    def __init__(self, size: int, events: list[AllocEvent] | None = None):
+    def __init__(self, size: int, events: list[AllocEvent] | None = None,
+                 clock: Callable[[], int] | None = None):
         self.size = size
         self.free_list: list[tuple[int, int]] = [(0, size)]
         self.high = 0
         self.events = events
+        self.clock = clock
 
     def free_words(self) -> int:
         return sum(words for _, words in self.free_list)
@@ -65,7 +90,7 @@ class Allocator:
         """Address of a new range of ``words`` words.
 
         Raises:
-            CompileError: no free piece is large enough; the message gives the free words
+            ScratchpadFull: no free piece is large enough; the message gives the free words
                 and the number of pieces they are in.
         """
         for index, (start, piece) in enumerate(self.free_list):
@@ -76,7 +101,7 @@ class Allocator:
                 self._log("alloc", start, words, what)
                 return start
         subject = f" for {what}" if what else ""
-        raise CompileError(f"scratchpad is full: cannot place a buffer of {plural(words, 'word')} (free: "
+        raise ScratchpadFull(f"scratchpad is full: cannot place a buffer of {plural(words, 'word')} (free: "
                            f"{plural(self.free_words(), 'word')} in {plural(len(self.free_list), 'piece')})"
                            f"{subject}",
                            "use smaller tensors or fewer alive at once (dead buffers are already "
@@ -94,6 +119,24 @@ class Allocator:
         self.free_list = merged
         self._log("free", start, words, what)
 
+    def largest_free(self) -> int:
+        """Words of the largest free piece (0 when the scratchpad is full)."""
+        return max((words for _, words in self.free_list), default=0)
+
+    def save(self) -> AllocState:
+        """The allocator's state, for :meth:`restore`."""
+        logged = len(self.events) if self.events is not None else 0
+        return AllocState(tuple(self.free_list), self.high, logged)
+
+    def restore(self, state: AllocState) -> None:
+        """Put back the state :meth:`save` returned: the free pieces, the high-water mark, and
+        the event log cut back to its length then (the allocations since did not happen)."""
+        self.free_list = list(state.free_list)
+        self.high = state.high
+        if self.events is not None:
+            del self.events[state.events:]
+
     def _log(self, kind: str, addr: int, words: int, what: str) -> None:
         if self.events is not None:
-            self.events.append(AllocEvent(kind, addr, words, what))
+            pc = None if self.clock is None else self.clock()
+            self.events.append(AllocEvent(kind, addr, words, what, pc))

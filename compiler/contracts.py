@@ -116,3 +116,10 @@ def check_emission(state: Compilation) -> None:
     low, high = shift_range(params)
     for key, (_, shift) in emission.requantizers.items():
         _require(low <= shift <= high, "emission", f"requantizer {key} has the shift {shift}")
+    matmuls = {n.id for n in state.graph.nodes if OPS[n.op].blocked is not None}
+    _require(set(emission.blockings) == matmuls, "emission", "not every matmul has its blocking recorded")
+    for name, width in emission.panels.items():
+        node = state.graph.nodes[state.graph.names[name]]
+        streamed = [b for nid, b in emission.blockings.items() if state.graph.nodes[nid].ins[1] == node.id]
+        _require(len(streamed) == 1 and streamed[0].stream_b and streamed[0].cols == width < node.shape[1],
+                 "emission", f"'{name}' is stored in panels {width} wide; no matmul streams it so")

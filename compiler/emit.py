@@ -14,6 +14,10 @@ every address, and a buffer gets its address the first time a step needs it:
 * compute and sink nodes: their operands are loaded, their hook writes their instructions;
   then, with reuse on, the buffers whose last touch was that step are released (in
   first-touch order, :mod:`compiler.lifetimes`);
+* an operation with a ``blocked`` hook in the table (a matmul) places its operands itself:
+  whole as above when that fits, else a blocking that streams them (:mod:`compiler.streaming`);
+  it tries, and a try that runs out of scratchpad is undone (:meth:`Emitter.checkpoint`,
+  :meth:`Emitter.rollback`) before the next;
 * HALT ends the program, which must fit the instruction memory.
 """
 
@@ -25,13 +29,14 @@ from dataclasses import dataclass, field
 from sim.asm import Instruction, build
 from sim.spec import DEFAULT, Params
 
-from .allocator import Allocator, AllocEvent
+from .allocator import Allocator, AllocEvent, AllocState
+from .blocking import Blocking
 from .errors import CompileError
-from .ir import Graph
+from .ir import Graph, Node
 from .layout import ExtEntry
 from .lowering import RequantKey
 from .ops import OPS, Role
-from .placement import Placement
+from .placement import Buffer, Placement
 
 
 @dataclass
@@ -42,11 +47,29 @@ class Emission:
         code: the instructions, HALT last.
         requantizers: requantizer key -> (m, s) (see :data:`compiler.lowering.RequantKey`).
         spad_high: scratchpad high-water mark in words.
+        blockings: matmul node id -> how its step ran (:class:`compiler.blocking.Blocking`;
+            ``whole`` when its operands fitted the scratchpad whole).
+        panels: name of a source stored in column panels -> the panel width
+            (:func:`compiler.layout.panel_major`).
     """
 
     code: list[Instruction]
     requantizers: dict[RequantKey, tuple[int, int]] = field(default_factory=dict)
     spad_high: int = 0
+    blockings: dict[int, Blocking] = field(default_factory=dict)
+    panels: dict[str, int] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Checkpoint:
+    """Where emission stood (:meth:`Emitter.checkpoint`): the allocator, and how many
+    instructions, placed buffers, loaded sources and requantizers there were."""
+
+    alloc: AllocState
+    code: int
+    placed: int
+    loaded: int
+    requantizers: int
 
 
 class Emitter:
@@ -54,7 +77,8 @@ class Emitter:
 
     def __init__(self, graph: Graph, scales: Mapping[int, float], fused: set[int], placement: Placement,
                  schedule: Mapping[int, Sequence[int]], ext: Mapping[str, ExtEntry], reuse: bool,
-                 params: Params, events: list[AllocEvent] | None):
+                 params: Params, events: list[AllocEvent] | None, stream: bool = True):
+        self.graph = graph
         self.nodes = graph.nodes
         self.scales = scales
         self.fused = fused
@@ -62,9 +86,13 @@ class Emitter:
         self.schedule = schedule
         self.ext = ext
         self.reuse = reuse
+        self.stream = stream
         self.params = params
-        self.alloc = Allocator(params.SPAD_WORDS, events)
+        self.alloc = Allocator(params.SPAD_WORDS, events, clock=lambda: len(self.out.code))
         self.loaded: set[int] = set()
+        self.load_order: list[int] = []
+        self.placed: list[tuple[Buffer, int | None]] = []
+        self.consumers: dict[int, list[int]] | None = None
         self.out = Emission([])
         self.requantizers = self.out.requantizers
 
@@ -77,8 +105,10 @@ class Emitter:
         buf_id, row = self.placement.loc[nid]
         buf = self.placement.buffers[buf_id]
         if buf.addr is None:
+            home = buf.home
             buf.addr = self.alloc.alloc(buf.words, f"the tensor of {self.nodes[buf.owner].describe()}")
             buf.home = buf.addr
+            self.placed.append((buf, home))
         return buf.addr + row * self.nodes[nid].shape[1]
 
     def ensure(self, nid: int) -> int:
@@ -87,8 +117,41 @@ class Emitter:
         spec = OPS[node.op]
         if spec.role is Role.SOURCE and nid not in self.loaded:
             self.loaded.add(nid)
+            self.load_order.append(nid)
             spec.lower(self, node, [])
         return self.address(nid)
+
+    def unloaded_source(self, nid: int) -> bool:
+        """Whether a node is a source (input, weight) not loaded into the scratchpad yet."""
+        return OPS[self.nodes[nid].op].role is Role.SOURCE and nid not in self.loaded
+
+    def lower(self, node: Node, operands: Sequence[int]) -> None:
+        """Write a node's instructions by its table entry's ``lower`` hook."""
+        OPS[node.op].lower(self, node, operands)
+
+    def readers(self, nid: int) -> list[int]:
+        """The nodes that read node ``nid``."""
+        if self.consumers is None:
+            self.consumers = self.graph.consumers()
+        return self.consumers[nid]
+
+    def checkpoint(self) -> Checkpoint:
+        """Where emission stands, for :meth:`rollback`."""
+        return Checkpoint(self.alloc.save(), len(self.out.code), len(self.placed), len(self.load_order),
+                          len(self.requantizers))
+
+    def rollback(self, mark: Checkpoint) -> None:
+        """Undo everything since ``mark``: instructions, buffers placed, sources loaded and
+        the allocator's state (a try that did not fit the scratchpad; it sets no requantizer)."""
+        assert len(self.requantizers) == mark.requantizers, "a try set a requantizer before it failed"
+        del self.out.code[mark.code:]
+        for buf, home in reversed(self.placed[mark.placed:]):
+            buf.addr, buf.home = None, home
+        del self.placed[mark.placed:]
+        for nid in self.load_order[mark.loaded:]:
+            self.loaded.discard(nid)
+        del self.load_order[mark.loaded:]
+        self.alloc.restore(mark.alloc)
 
     def release_dead(self, step: int) -> None:
         for buf_id in self.schedule.get(step, []):
@@ -103,8 +166,10 @@ class Emitter:
             spec = OPS[node.op]
             if spec.role is Role.SOURCE:
                 continue
-            operands = [self.ensure(i) for i in node.ins]
-            spec.lower(self, node, operands)
+            if spec.blocked is not None:
+                spec.blocked(self, node)
+            else:
+                self.lower(node, [self.ensure(i) for i in node.ins])
             if self.reuse and spec.role is not Role.VIEW:
                 self.release_dead(node.id)
         self.put("HALT")
@@ -118,7 +183,7 @@ class Emitter:
 
 def emit(graph: Graph, scales: Mapping[int, float], fused: set[int], placement: Placement,
          schedule: Mapping[int, Sequence[int]], ext: Mapping[str, ExtEntry], reuse: bool = True,
-         params: Params = DEFAULT, events: list[AllocEvent] | None = None) -> Emission:
+         params: Params = DEFAULT, events: list[AllocEvent] | None = None, stream: bool = True) -> Emission:
     """Write the program.
 
     Args:
@@ -128,6 +193,8 @@ def emit(graph: Graph, scales: Mapping[int, float], fused: set[int], placement: 
         ext: the external layout. reuse: release dead buffers (False keeps every tensor's
             buffer to the end, for differential tests and for reading every tensor back).
         params: the machine. events: if given, the allocator's trace is appended to it.
+        stream: block a matmul whose operands do not fit the scratchpad whole
+            (:mod:`compiler.streaming`); False refuses it as the seed's compiler does.
 
     A matmul's factor is the float product ``factor * scale_a * scale_b / scale_out``; when
     that product would leave the normal floats on the way (tiny or huge scales), it is
@@ -137,4 +204,4 @@ def emit(graph: Graph, scales: Mapping[int, float], fused: set[int], placement: 
         CompileError: the scratchpad is full, a requantizer's shift is out of range or its
             factor underflows or overflows, or the program does not fit the instruction memory.
     """
-    return Emitter(graph, scales, fused, placement, schedule, ext, reuse, params, events).run()
+    return Emitter(graph, scales, fused, placement, schedule, ext, reuse, params, events, stream).run()

@@ -3,11 +3,18 @@
 Contract: the sources (inputs and weights) take consecutive regions from word 0, in node
 order (an int4 weight takes ceil(elements / 8) packed words); the outputs follow, in node
 order, one word per element (seed chapter 11). The whole must fit the machine's EXT_WORDS.
+
+Inside its region a tensor is stored row by row, except a source that emission streams in
+column blocks (:mod:`compiler.streaming`): it is stored in column panels
+(:func:`panel_major`), and its entry's ``panel`` gives the panel width. The regions do not
+move either way.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+
+import numpy as np
 
 from sim.spec import DEFAULT, Params
 
@@ -28,6 +35,8 @@ class ExtEntry:
         shape: the tensor's (rows, cols).
         node: the node id.
         kind: the node's operation: input, weight or output.
+        panel: 0 when stored row by row; else the width of the column panels it is stored
+            in (:func:`panel_major`).
     """
 
     name: str
@@ -36,6 +45,7 @@ class ExtEntry:
     shape: tuple[int, int]
     node: int
     kind: Op
+    panel: int = 0
 
     @property
     def end(self) -> int:
@@ -71,3 +81,17 @@ def external_layout(graph: Graph, params: Params = DEFAULT) -> tuple[dict[str, E
                                "use fewer or smaller inputs, weights and outputs (int4 weights take "
                                "an eighth of the space)", node.id)
     return entries, top
+
+
+def panel_major(values: np.ndarray, width: int) -> np.ndarray:
+    """A (rows, cols) tensor's values in the order of column panels ``width`` wide, flat:
+    columns 0..width-1 of every row, row by row, then the next panel (the last may be
+    narrower). One panel is then one contiguous block of external memory, which one LD
+    brings in as a rows x width matrix (:mod:`compiler.blocking`)."""
+    cols = values.shape[1]
+    return np.concatenate([values[:, j:j + width].ravel() for j in range(0, cols, width)])
+
+
+def with_panels(entries: dict[str, ExtEntry], panels: dict[str, int]) -> dict[str, ExtEntry]:
+    """The layout with the panel widths emission chose (name -> width) set on their entries."""
+    return {name: replace(entry, panel=panels.get(name, 0)) for name, entry in entries.items()}

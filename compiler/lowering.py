@@ -11,7 +11,8 @@ and fixes every address:
 * slice, concat, relu (:func:`lower_view`): the buffer, no instruction;
 * matmul: the output buffer, then an int32 accumulator; one MM per T x T output tile (tile
   rows outer, tile columns inner; edge tiles smaller), then one RQ into the output (with
-  the relu flag when a relu was fused), then the accumulator is released;
+  the relu flag when a relu was fused), then the accumulator is released. When its
+  operands do not fit the scratchpad whole, :mod:`compiler.streaming` blocks the step;
 * softmax: the output buffer, a Q16 temporary, one SM per row, one RQ to the 1/127 scale;
 * add: for each operand whose scale differs from the sum's, a temporary and an RQ that
   rescales it (int8 to int8); then the output buffer and one VADD; the temporaries go;
@@ -82,9 +83,18 @@ def tiles(rows: int, cols: int, t: int) -> Iterator[Tile]:
 def mm_fields(tile: Tile, a: int, b: int, acc: int, k: int, n: int, transpose: bool) -> dict[str, int]:
     """The MM of one output tile of a (m, k) times b (k, n) (b stored (n, k) when
     ``transpose``) into the int32 accumulator ``acc`` (m, n); all matrices row by row."""
-    return {"dst": acc + tile.row * n + tile.col, "A": a + tile.row * k,
-            "B": b + (tile.col * k if transpose else tile.col), "M": tile.rows, "K": k, "N": tile.cols,
-            "tb": int(transpose), "lda": k, "ldb": k if transpose else n, "ldc": n}
+    return strided_mm_fields(tile, a, b, acc, k, k if transpose else n, n, transpose)
+
+
+def strided_mm_fields(tile: Tile, a: int, b: int, acc: int, k: int, ldb: int, ldc: int,
+                      transpose: bool) -> dict[str, int]:
+    """The MM of one output tile when B and the accumulator have row strides of their own:
+    a (m, k) row by row; b (k, .) with rows ``ldb`` words apart (stored (., k) with rows
+    ``ldb`` apart when ``transpose``); the accumulator's rows ``ldc`` words apart. The tile's
+    row and column are counted from a, b and acc (a blocked matmul passes a block's corner)."""
+    return {"dst": acc + tile.row * ldc + tile.col, "A": a + tile.row * k,
+            "B": b + (tile.col * ldb if transpose else tile.col), "M": tile.rows, "K": k, "N": tile.cols,
+            "tb": int(transpose), "lda": k, "ldb": ldb, "ldc": ldc}
 
 
 def sm_fields(row: int, dst: int, src: int, cols: int) -> dict[str, int]:
@@ -142,18 +152,24 @@ def lower_view(em: Emitter, node: Node, operands: Sequence[int]) -> None:
 
 def lower_matmul(em: Emitter, node: Node, operands: Sequence[int]) -> None:
     a_addr, b_addr = operands
-    a_id, b_id = node.ins
-    m, k = em.nodes[a_id].shape
+    m, k = em.nodes[node.ins[0]].shape
     n = node.shape[1]
     out = em.address(node.id)
     acc = em.alloc.alloc(m * n, f"accumulator of node {node.id}")
     for tile in tiles(m, n, em.params.T):
         em.put("MM", **mm_fields(tile, a_addr, b_addr, acc, k, n, node.transpose_b))
+    m_, s_, relu = matmul_requantizer(em, node)
+    em.put("RQ", dst=out, src=acc, len=m * n, m=m_, s=s_, relu=relu)
+    em.alloc.release(acc, m * n, f"accumulator of node {node.id}")
+
+
+def matmul_requantizer(em: Emitter, node: Node) -> tuple[int, int, int]:
+    """A matmul's requantizer (m, s) and relu flag; (m, s) is recorded in ``em.requantizers``."""
+    a_id, b_id = node.ins
     factor = matmul_factor(node.factor, em.scales[a_id], em.scales[b_id], em.scales[node.id])
     m_, s_ = requantizer(factor, f"matmul node {node.id}", node.id, em.params)
     em.requantizers[node.id] = (m_, s_)
-    em.put("RQ", dst=out, src=acc, len=m * n, m=m_, s=s_, relu=int(fused_relu(em, node)))
-    em.alloc.release(acc, m * n, f"accumulator of node {node.id}")
+    return m_, s_, int(fused_relu(em, node))
 
 
 def lower_softmax(em: Emitter, node: Node, operands: Sequence[int]) -> None:

@@ -24,6 +24,9 @@ interpret  its integer meaning (the interpreter)
 real       its real-number meaning in levels, or no arithmetic (the stage-wise check)
 tolerance  how many levels the stage-wise check allows
 lower      its lowering to GA-2 instructions (emission: :mod:`.lowering`)
+blocked    its step when its operands may not fit the scratchpad whole: places them
+           itself, whole or streamed in blocks (emission: :mod:`.streaming`); None:
+           its operands are loaded whole and ``lower`` runs
 ========== ===============================================================================
 
 A new operation is one entry here and its own code: an :class:`Op` member, a shape rule,
@@ -49,7 +52,7 @@ from typing import TYPE_CHECKING, Any
 from sim.arith import INT8_MAX
 from sim.spec import Params
 
-from . import lowering, semantics, shapes
+from . import lowering, semantics, shapes, streaming
 from .errors import plural
 from .int4 import INT4_MAX, is_int4
 
@@ -231,6 +234,7 @@ class OpSpec:
     fuses_into: tuple[Op, ...] = ()
     limits: tuple[Limit, ...] = ()
     tolerance: int = 1
+    blocked: Callable[[Any, Node], None] | None = None
 
     @property
     def named(self) -> bool:
@@ -254,7 +258,8 @@ def _table() -> dict[Op, OpSpec]:
         OpSpec(Op.MATMUL, arity=2, builder="matmul", attrs={"transpose_b": False, "factor": 1.0},
                shape=shapes.matmul_shape, role=Role.COMPUTE, place=Place.OWN, scale=FREE,
                limits=(K_LIMIT,),
-               evaluate=s.float_matmul, interpret=s.int_matmul, real=s.real_matmul, lower=low.lower_matmul),
+               evaluate=s.float_matmul, interpret=s.int_matmul, real=s.real_matmul, lower=low.lower_matmul,
+               blocked=streaming.lower_matmul_step),
         OpSpec(Op.SOFTMAX, arity=1, builder="softmax", shape=shapes.same_shape,
                role=Role.COMPUTE, place=Place.OWN, limits=(SOFTMAX_ROW_LIMIT,),
                scale=ScaleRule(pins=(SOFTMAX_INPUT_PIN, SOFTMAX_OUTPUT_PIN)),

@@ -26,7 +26,7 @@ from .emit import Emission, emit
 from .errors import CompileError, shown
 from .fusion import fuse_relus
 from .ir import Graph
-from .layout import ExtEntry, external_layout
+from .layout import ExtEntry, external_layout, with_panels
 from .lifetimes import release_schedule
 from .limits import check_limits
 from .ops import Op
@@ -40,7 +40,8 @@ class Compilation:
     """What the passes share: the arguments of :func:`compile_graph`, then what each pass adds.
 
     Attributes (arguments): graph, params (the machine), calibration (samples), fixed_ranges
-    (``ranges=``), reuse, events (the allocator's trace, or None).
+    (``ranges=``), reuse, events (the allocator's trace, or None), stream (block matmuls
+    whose operands do not fit the scratchpad whole).
     Attributes (results, None until their pass ran): consumers (node id -> readers), fused
     (matmuls carrying a relu), placement, schedule (step -> buffers released there), ext and
     ext_words (the external layout), ranges (calibrated, node id -> largest |value|), plan
@@ -53,6 +54,7 @@ class Compilation:
     fixed_ranges: Mapping[str, float] | None = None
     reuse: bool = True
     events: list[AllocEvent] | None = None
+    stream: bool = True
     consumers: dict[int, list[int]] | None = None
     fused: set[int] | None = None
     placement: Placement | None = None
@@ -119,7 +121,7 @@ def _scales(c: Compilation) -> None:
 
 def _emission(c: Compilation) -> None:
     c.emission = emit(c.graph, c.plan.scales, c.fused, c.placement, c.schedule, c.ext, c.reuse, c.params,
-                      c.events)
+                      c.events, c.stream)
 
 
 PASSES: tuple[Pass, ...] = (
@@ -152,11 +154,12 @@ PASSES: tuple[Pass, ...] = (
          "every node but an argmax has a positive normal scale; a scale group shares one scale; "
          "pinned groups have the hardware's scale", contracts.check_scales),
     Pass("emission", _emission,
-         ("graph", "plan", "fused", "placement", "schedule", "ext", "reuse", "params", "events"),
+         ("graph", "plan", "fused", "placement", "schedule", "ext", "reuse", "params", "events", "stream"),
          ("emission",),
          "every tensor is placed and scaled; the layout and the release schedule are known",
          "the program ends in HALT and fits the instruction memory; its high-water mark fits the "
-         "scratchpad; every requantizer's shift is legal", contracts.check_emission),
+         "scratchpad; every requantizer's shift is legal; every matmul has its blocking, and only "
+         "a source that streams in column blocks is stored in panels", contracts.check_emission),
 )
 """The passes of :func:`compile_graph`, in order (seed chapter 11, figure 11.1)."""
 
@@ -209,7 +212,8 @@ def check_structure(graph: Graph, params: Params = DEFAULT) -> None:
 
 def compile_graph(graph: Graph, calibration: Sequence[Mapping[str, object]], reuse: bool = True,
                   ranges: Mapping[str, float] | None = None, params: Params = DEFAULT,
-                  events: list[AllocEvent] | None = None, check_contracts: bool = False) -> Program:
+                  events: list[AllocEvent] | None = None, check_contracts: bool = False,
+                  stream: bool = True) -> Program:
     """Compile a graph to a GA-2 program.
 
     Args:
@@ -230,26 +234,37 @@ def compile_graph(graph: Graph, calibration: Sequence[Mapping[str, object]], reu
             the range the scale holds and the member that set it.
         params: the machine to compile for (tile size T, K_MAX, SPAD_WORDS, EXT_WORDS,
             SM_MAX_LEN, IMEM_WORDS).
-        events: if a list is given, the allocator's alloc and free events are appended.
+        events: if a list is given, the allocator's alloc and free events are appended (as
+            they happen, so a refused allocation leaves the events before it); the program
+            keeps its own copy in ``Program.events`` either way.
         check_contracts: assert every pass's after-condition as it runs (for debugging the
             compiler; see :data:`PASSES`).
+        stream: when a matmul's operands do not fit the scratchpad whole, stream inputs and
+            weights from external memory in blocks (:mod:`compiler.streaming`; a graph that
+            fits whole compiles to the same program either way). False refuses such a graph,
+            as the seed's compiler does.
 
     Raises:
         CompileError: the graph, the calibration data or ``ranges`` is refused, or an
             argument has the wrong type; the message names the node, input or argument at
             fault and says how to fix it.
     """
-    check_arguments(graph, reuse, ranges, params, events)
-    state = Compilation(graph, params, calibration, ranges, bool(reuse), events)
+    check_arguments(graph, reuse, ranges, params, events, stream)
+    trace = [] if events is None else events
+    first = len(trace)
+    state = Compilation(graph, params, calibration, ranges, bool(reuse), trace, bool(stream))
     run_passes(state, check=check_contracts)
     emission = state.emission
     return Program(graph=graph, code=emission.code, scales=state.plan.scales,
                    requantizers=emission.requantizers, relu_fused=state.fused, plan=state.plan,
-                   placement=state.placement, ext=state.ext, ext_words=state.ext_words,
-                   spad_high=emission.spad_high, notes=state.plan.notes, reuse=bool(reuse), machine=params)
+                   placement=state.placement, ext=with_panels(state.ext, emission.panels),
+                   ext_words=state.ext_words, spad_high=emission.spad_high, notes=state.plan.notes,
+                   reuse=bool(reuse), machine=params, blockings=emission.blockings,
+                   events=trace[first:])
 
 
-def check_arguments(graph: object, reuse: object, ranges: object, params: object, events: object) -> None:
+def check_arguments(graph: object, reuse: object, ranges: object, params: object, events: object,
+                    stream: object = True) -> None:
     """Refuse arguments of compile_graph of the wrong type, naming the argument and its value
     (the calibration data is checked by :mod:`compiler.calibrate`).
 
@@ -262,6 +277,9 @@ def check_arguments(graph: object, reuse: object, ranges: object, params: object
     if not isinstance(reuse, bool | np.bool_):
         raise CompileError(f"compile_graph: reuse = {shown(reuse)} is not True or False",
                            "pass reuse=True (release dead buffers) or reuse=False (keep every tensor)")
+    if not isinstance(stream, bool | np.bool_):
+        raise CompileError(f"compile_graph: stream = {shown(stream)} is not True or False",
+                           "pass stream=True (block a matmul that does not fit whole) or stream=False")
     if ranges is not None:
         if not isinstance(ranges, Mapping):
             raise CompileError(f"compile_graph: ranges = {shown(ranges)} is not a dict",

@@ -22,11 +22,13 @@ from sim.asm import Instruction, listing
 from sim.machine import Counters, Machine, RunResult, s8, s32, to_words
 from sim.spec import Params
 
+from .allocator import AllocEvent
+from .blocking import Blocking
 from .calibrate import check_sample
 from .errors import CompileError, plural, shown
 from .int4 import is_int4, pack_int4
 from .ir import Graph, Node
-from .layout import ExtEntry
+from .layout import ExtEntry, panel_major
 from .lowering import RequantKey
 from .ops import OPS, Role
 from .placement import Placement
@@ -69,12 +71,15 @@ class RunOutcome:
         clipped: input name -> how many of its values were clipped to -127 or 127 because
             they lie beyond the range the input's scale holds (0 for most runs; see
             :meth:`Program.clipped_inputs`).
+        inputs: the inputs the run was given, as given (a front end's feed may say which
+            rows are real: :class:`compiler.frontend.batch.Feed`).
     """
 
     outputs: dict[str, OutputValue]
     counters: Counters
     state: RunResult
     clipped: dict[str, int] = field(default_factory=dict)
+    inputs: Mapping[str, object] | None = None
 
 
 @dataclass
@@ -90,12 +95,18 @@ class Program:
         relu_fused: ids of the matmuls whose requantizer applies a relu.
         plan: the scale plan (ranges, groups, pins).
         placement: buffers and tensor locations (``addr`` is None for released buffers).
-        ext: name -> external region (inputs and weights, then outputs).
+        ext: name -> external region (inputs and weights, then outputs); a source that
+            streams in column blocks has its panel width in ``panel``.
         ext_words: external words used.
         spad_high: scratchpad high-water mark in words.
         notes: warnings from scale planning.
         reuse: whether dead buffers were reused.
         machine: the machine parameters (:class:`sim.spec.Params`) compiled for.
+        blockings: matmul node id -> how its step ran (:class:`compiler.blocking.Blocking`:
+            ``whole``, or the blocks and streams it used, with cycles, footprint and words
+            moved).
+        events: the allocator's alloc and free events in order, each with the pc it happened
+            at (:class:`compiler.allocator.AllocEvent`): the scratchpad's memory map over time.
     """
 
     graph: Graph
@@ -111,10 +122,21 @@ class Program:
     notes: list[str]
     reuse: bool
     machine: Params
+    blockings: dict[int, Blocking] = field(default_factory=dict)
+    events: list[AllocEvent] = field(default_factory=list)
 
     def listing(self) -> str:
         """The numbered disassembly."""
         return listing(self.code)
+
+    def explain(self, inputs: Mapping[str, object] | None = None, *, samples: int | None = None) -> str:
+        """The pass-by-pass account of this program as text: graph, ranges, scales (pins and
+        groups), requantizer pairs, tiles, allocator events, the listing with each
+        instruction's start and end cycle and, given test ``inputs``, the checks
+        (:func:`compiler.explain.explain`; ``samples``: how many calibrated the ranges)."""
+        from .explain import explain
+
+        return explain(self, inputs, samples=samples)
 
     def quantized_inputs(self, inputs: Mapping[str, object]) -> dict[int, np.ndarray]:
         """input node id -> int8 levels (int64 arrays) of the given values, quantized with the
@@ -181,6 +203,8 @@ class Program:
                 values = self.quantized_weight(node.id)
                 if is_int4(node):
                     values = pack_int4(values)
+            if entry.panel:
+                values = panel_major(values, entry.panel)
             image[entry.addr:entry.addr + entry.words] = np.ravel(values)
         return to_words(image)
 
@@ -213,7 +237,7 @@ class Program:
                 ints = s8(words).reshape(entry.shape)
                 floats = ints * self.scales[entry.node]
             outputs[entry.name] = OutputValue(ints, floats)
-        return RunOutcome(outputs, state.counters, state, clipped)
+        return RunOutcome(outputs, state.counters, state, clipped, inputs)
 
     def tensor_address(self, nid: int) -> int | None:
         """Scratchpad address of a tensor at the end of the program, None once released.
@@ -236,8 +260,9 @@ class Program:
 
         Raises:
             ValueError: ``outcome`` is not what :meth:`run` returned, ``nid`` is not a node of
-                the graph, the tensor's buffer was released (another may have overwritten it),
-                or the node is an output (it has no scratchpad place).
+                the graph, the tensor's buffer was released (another may have overwritten it)
+                or never placed (an input or weight that streamed), or the node is an output
+                (it has no scratchpad place).
         """
         if not isinstance(outcome, RunOutcome | RunResult):
             raise ValueError(f"read_tensor: outcome = {shown(outcome)} is not what Program.run returned. "
@@ -245,6 +270,9 @@ class Program:
         node = self._tensor_node(nid)
         addr = self.tensor_address(nid)
         if addr is None:
+            if self.placement.buffer_of(node.id).home is None:
+                raise ValueError(f"{node.describe()} was never placed in the scratchpad: it streamed from "
+                                 "external memory in blocks")
             raise ValueError(f"the buffer of {node.describe()} was released before the end of the program")
         spad = outcome.state.spad if isinstance(outcome, RunOutcome) else outcome.spad
         words = spad[addr:addr + node.words]

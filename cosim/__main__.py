@@ -1,11 +1,14 @@
 """``python -m cosim``: GA-2 programs on the RTL (Icarus, Verilator) against the reference machine.
 
-Commands (``make cosim`` and ``make stress`` call the first two):
+Commands (``make cosim``, ``make stress`` and ``make bench-cosim`` call three of them):
 
-  seeds SEEDS     Capra-compiled random graphs of the given seeds (100-111, 3,7,20-25),
-                  as the seed document's chapter 11 runs them (cosim/seeds.py)
+  seeds SEEDS     Capra-compiled random graphs of the given seeds (100-111, 3,7,20-25 or
+                  "1 2"), as the seed document's chapter 11 runs them, compiled for the machine
+                  of the Verilog (cosim/seeds.py)
   stress          random programs drawn from the ISA spec, every instruction and every error
-                  code (cosim/stress.py)
+                  code, with their coverage; a campaign that --resume continues (cosim/stress.py)
+  bench           how fast co-simulation runs: launch overhead, simulated cycles/s, the seed
+                  table (cosim/bench.py)
   build           build (or check the cache of) the simulators only
   mutants         list the deliberately broken RTL variants for --mutant
 
@@ -16,25 +19,33 @@ it prints PASS or FAIL per simulator with the first differences, and exits with 
 match), 1 (a difference) or 2 (a simulator could not run: not installed, build failed; the
 message names the log).
 
-Builds are cached in build/cosim/<sim>/ and redone only when the Verilog changes (SHA-256 of
-build/ga2_simtop.v, which is exported again when hw/ or sim/ is newer). A cold build takes
-about 25 s for Verilator and a few seconds for Icarus; --waves builds separately
-(build/cosim/<sim>-waves/) and prints where the FST (Icarus) or VCD (Verilator) file went.
+The simulator runs a test harness around ga2_simtop (cosim/harness.py: the clock, the loads
+and dumps of the memories as $readmemh/$writememh files), so Python wakes once per program,
+never per clock cycle. Builds are cached in build/cosim/<sim>/ and redone only when the Verilog,
+the harness or the build recipe changes (SHA-256); build/ga2_simtop.v is exported again when
+the content of the sources in hw/, sim/ or flows/ changes. A cold build takes about a minute
+for Verilator (more on a loaded machine) and a few seconds for Icarus; --waves builds
+separately (build/cosim/<sim>-waves/) and prints where the FST (Icarus) or VCD (Verilator)
+file went.
 
-Any number of programs runs in constant memory, a hundred per simulator launch; progress goes
-to stderr (a bar on a terminal, else a plain line every 10 s). One run takes at most 1,000,000
-seeds or programs; from 10,000 on it first says how long it will take (hours: about 0.2 s a
-program on Icarus).
+Programs run on a pool of worker processes (--jobs, default one per core), a hundred per
+simulator launch, so any number runs in constant memory; progress goes to stderr (a bar on a
+terminal, else a plain line every 10 s). One run takes at most 1,000,000 seeds or programs;
+from 10,000 on it first says how long it will take.
 """
 
 from __future__ import annotations
 
 import argparse
+import signal
 import sys
+import threading
 from pathlib import Path
 
-from . import batch, mutants, runner, seeds, stress
+from . import batch, bench, mutants, runner, seeds, stress
+from .errors import CosimError
 from .text import plain
+from .verilog import COSIM_BUILD, fresh_verilog
 
 SWITCH = {**dict.fromkeys(("1", "yes", "true", "on"), True),
           **dict.fromkeys(("0", "no", "false", "off"), False)}
@@ -67,6 +78,11 @@ def _whole(text: str, least: int, what: str) -> int:
 def program_count(text: str) -> int:
     """--n: 1 .. MAX_SEEDS programs."""
     return _whole(text, 1, "programs")
+
+
+def worker_count(text: str) -> int:
+    """--jobs: 1 or more."""
+    return _whole(text, 1, "")
 
 
 def first_seed(text: str) -> int:
@@ -102,6 +118,9 @@ def _common(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--keep", action="store_true",
                         help="keep each launch's folder (jobs, results, simulator log) under "
                              "build/cosim/<sim>/runs/")
+    parser.add_argument("--jobs", type=worker_count, default=None, metavar="N",
+                        help="worker processes, each running a chunk of 100 programs on one simulator at "
+                             "a time (default: one per core)")
 
 
 def _bare_waves(argv: list[str]) -> list[str]:
@@ -128,8 +147,8 @@ def _verilog(args: argparse.Namespace) -> tuple[Path | None, str | None]:
     """The Verilog to run, and a note when it is a mutant."""
     if args.mutant is None:
         return args.verilog, None
-    source = runner.fresh_verilog(args.verilog)
-    target = mutants.mutate(source, args.mutant, runner.COSIM_BUILD / "mutants" / args.mutant)
+    source = fresh_verilog(args.verilog)
+    target = mutants.mutate(source, args.mutant, COSIM_BUILD / "mutants" / args.mutant)
     m = mutants.MUTANTS[args.mutant]
     return target, f"mutant {m.name}: {m.unit} {m.what} ({target})"
 
@@ -139,7 +158,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m cosim", description=doc.split("\n\n")[0],
                                      epilog="\n\n".join(doc.split("\n\n")[1:]),
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    sub = parser.add_subparsers(dest="command", required=True, metavar="{seeds,stress,build,mutants}")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="{seeds,stress,build,mutants,bench}")
 
     p = sub.add_parser("seeds", help="compiled random graphs on the RTL (make cosim SEEDS=...)",
                        description=plain(seeds.__doc__),
@@ -157,6 +176,10 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--seed", type=first_seed, default=1,
                    help="seed of the first program, 0 or more (default 1)")
     p.add_argument("--show", action="store_true", help="print every program's listing first")
+    p.add_argument("--resume", action="store_true",
+                   help="continue the campaign of the same command (its finished chunks are not run again)")
+    p.add_argument("--campaign", type=Path, default=None, metavar="DIR",
+                   help="the campaign's folder (default: build/stress/seed<SEED>-n<N>-<sim>[-<mutant>])")
     _common(p)
 
     p = sub.add_parser("build", help="build the simulators (or find them in the cache) and stop")
@@ -165,32 +188,58 @@ def main(argv: list[str] | None = None) -> int:
 
     sub.add_parser("mutants", help="list the broken RTL variants --mutant accepts")
 
+    p = sub.add_parser("bench", help="the speed of co-simulation: simulated cycles/s, launch overhead, "
+                                     "the seed table (make bench-cosim)",
+                       description=plain(bench.__doc__), formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--sim", choices=batch.SIM_CHOICES, default=batch.BOTH)
+    p.add_argument("--length", type=program_count, default=bench.LONG_LENGTH,
+                   help=f"instructions of the long program (default {bench.LONG_LENGTH:,})")
+
     args = parser.parse_args(_bare_waves(list(sys.argv[1:] if argv is None else argv)))
+    main_thread = threading.current_thread() is threading.main_thread()
+    previous = signal.signal(signal.SIGTERM, _terminated) if main_thread else None
     try:
-        if args.command == "mutants":
-            for m in mutants.MUTANTS.values():
-                print(f"{m.name:10s} {m.unit}: {m.what}")
-            return 0
-        if args.command == "build":
-            source = runner.fresh_verilog()
-            for name in batch.simulators(args.sim):
-                b = runner.build(name, source, waves=args.waves)
-                done = "build cached" if b.cached else f"built in {b.seconds:.1f} s"
-                print(f"{name:10s} {done}: {b.directory}")
-            return 0
-        verilog, note = _verilog(args)
-        if note:
-            print(note)
-        if args.command == "seeds":
-            return seeds.main(args.seeds, args.sim, waves=args.waves, verilog=verilog, keep=args.keep)
-        return stress.main(args.seed, args.n, args.sim, waves=args.waves, verilog=verilog, keep=args.keep,
-                           show=args.show, options=_options(args))
-    except (runner.CosimError, mutants.MutantError) as e:
+        return _command(args)
+    except (CosimError, mutants.MutantError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
-        print("interrupted (a simulator launch that was running may finish on its own)", file=sys.stderr)
+        print("interrupted: the workers and their simulators are stopped (make stress ... RESUME=1, or "
+              "--resume, continues a stress campaign from its finished chunks)", file=sys.stderr)
         return 130
+    finally:
+        if main_thread:
+            signal.signal(signal.SIGTERM, previous)
+
+
+def _terminated(signum, frame) -> None:
+    """SIGTERM (a CI time-out, kill) stops a run as Ctrl-C does: the workers with it."""
+    raise KeyboardInterrupt
+
+
+def _command(args: argparse.Namespace) -> int:
+    if args.command == "mutants":
+        for m in mutants.MUTANTS.values():
+            print(f"{m.name:10s} {m.unit}: {m.what}")
+        return 0
+    if args.command == "build":
+        source = fresh_verilog()
+        for name in batch.simulators(args.sim):
+            b = runner.build(name, source, waves=args.waves)
+            done = "build cached" if b.cached else f"built in {b.seconds:.1f} s"
+            print(f"{name:10s} {done}: {b.directory}")
+        return 0
+    if args.command == "bench":
+        return bench.main(batch.simulators(args.sim), args.length)
+    verilog, note = _verilog(args)
+    if note:
+        print(note)
+    if args.command == "seeds":
+        return seeds.main(args.seeds, args.sim, waves=args.waves, verilog=verilog, keep=args.keep,
+                          jobs=args.jobs)
+    return stress.main(args.seed, args.n, args.sim, waves=args.waves, verilog=verilog, keep=args.keep,
+                       show=args.show, options=_options(args), resume=args.resume, campaign=args.campaign,
+                       mutant=args.mutant, jobs=args.jobs)
 
 
 if __name__ == "__main__":

@@ -28,9 +28,12 @@ from sim import spec
 from sim.spec import ErrorCode
 
 from . import runner
+from .errors import CosimError
 from .jobs import Job, JobLike, RtlRun, as_job, as_jobs
-from .runner import CosimError, Simulation
+from .runner import Simulation
+from .simulators import check_simulator
 from .text import counted, verb
+from .verilog import fresh_verilog, verilog_params
 
 __all__ = ["CosimError", "Job", "RtlRun", "compare", "run_programs", "simulate"]
 
@@ -51,8 +54,8 @@ def simulate(jobs: Sequence[JobLike], simulator: str, *, verilog: Path | None = 
         jobs: the jobs (see the module docstring).
         simulator: ``icarus`` or ``verilator``.
         verilog: the Verilog of ``ga2_simtop`` (default: ``build/ga2_simtop.v``, exported again
-            when the generator's sources are newer); its machine parameters come from the
-            ``ga2_ports.json`` beside it.
+            when the generator's sources changed); its machine parameters come from the
+            ``ga2_ports.json`` beside it, and a job made for other parameters is refused.
         waves: record a waveform (the :class:`~cosim.runner.Simulation` says where).
         build_root: where the cached builds live (default: ``build/cosim`` for the default
             Verilog, :func:`cosim.runner.default_root` for another file).
@@ -62,11 +65,11 @@ def simulate(jobs: Sequence[JobLike], simulator: str, *, verilog: Path | None = 
 
     Raises:
         TypeError, ValueError: a bad job (named), or an unknown simulator.
-        cosim.runner.CosimError: no simulator, a failed build or simulation.
+        cosim.errors.CosimError: no simulator, a failed build or simulation.
     """
-    runner.check_simulator(simulator)
-    source = runner.fresh_verilog(verilog, say=say)
-    params = runner.verilog_params(source)
+    check_simulator(simulator)
+    source = fresh_verilog(verilog, say=say)
+    params = verilog_params(source)
     batch = as_jobs(jobs, params)
     built = runner.build(simulator, source, waves=waves, root=build_root)
     return runner.run_batch(built, batch, params, keep=keep, progress=progress)
@@ -79,7 +82,7 @@ def run_programs(jobs: Sequence[JobLike], simulator: str = "verilator", **option
 
     Raises:
         TypeError, ValueError: a bad job (named), or an unknown simulator.
-        cosim.runner.CosimError: no simulator, a failed build or simulation.
+        cosim.errors.CosimError: no simulator, a failed build or simulation.
     """
     return simulate(jobs, simulator, **options).runs
 
@@ -103,7 +106,9 @@ def _code(code: int) -> str:
 def compare(job: JobLike, run: RtlRun, *, shown: int = SHOWN) -> list[str]:
     """How the RTL's run of a job differs from the reference machine's; empty when bit-exact.
 
-    Checks, in this order: that the RTL stopped within the cycle limit; the error code and pc
+    Checks, in this order: for a job that must halt (:attr:`Job.halts`: a compiled graph), that
+    the reference machine did (an error code there is a difference even when the RTL agrees);
+    that the RTL stopped within the cycle limit; the error code and pc
     (and that ``error`` agrees with the code); that ``timing_fault`` is 0 (hw/top.py: it is 1
     when a unit finished in another cycle than the execute stage counted, which the counters
     and, often, the memories cannot show); each of the five counters; every external-memory
@@ -127,6 +132,9 @@ def compare(job: JobLike, run: RtlRun, *, shown: int = SHOWN) -> list[str]:
         raise type(e)(f"{job.name}: {e}") from None
     want = job.expected(run.params)
     out = []
+    if job.halts and want.error_code != ErrorCode.NONE:
+        out.append(f"the reference machine stops with error {_code(int(want.error_code))} at pc "
+                   f"{want.error_pc} ({want.detail}): a compiled program must end at its HALT")
     if not run.finished:
         out.append(f"no stop within the cycle limit of {run.limit} cycles (the reference stops after "
                    f"{want.counters.cycles}); the RTL's counters then: {run.counters}")

@@ -21,8 +21,9 @@ import numpy as np
 
 from sim import spec
 from sim.asm import Instruction, encode_program
-from sim.machine import Counters, Machine, MachineError, RunResult, to_words
+from sim.machine import Counters, Machine, MachineError, RunResult
 from sim.spec import DEFAULT, ErrorCode, Params
+from sim.words import as_words
 
 LIMIT_FACTOR = 2
 LIMIT_SLACK = 200
@@ -66,13 +67,28 @@ class Job:
         name: how reports name it (a seed, a file, an index).
         limit: cycles to wait for ``done`` before giving up; None: from the reference's
             cycle count (:data:`LIMIT_FACTOR`, :data:`LIMIT_SLACK`).
+        machine: the machine parameters the program was made for (a compiled program's
+            ``Program.machine``); a Verilog generated with other parameters refuses it before
+            anything runs (:meth:`check`). None: made for any machine (hand-written programs).
+        halts: the program must stop at its HALT (a compiled graph): a run where the
+            reference machine stops with an error code is a difference, however well the RTL
+            agrees (:func:`cosim.api.compare`).
     """
 
     program: Sequence[Instruction] | Sequence[int]
     ext: np.ndarray | Sequence[int] | None = None
     name: str = ""
     limit: int | None = None
+    machine: Params | None = None
+    halts: bool = False
     _expected: dict = field(default_factory=dict, repr=False, compare=False)
+
+    @classmethod
+    def of_program(cls, program, inputs, name: str = "") -> Job:
+        """The job of a compiled program (``compiler.Program``) on the given inputs: its code,
+        its external-memory image (``program.ext_image(inputs)``), made for
+        ``program.machine``, and required to halt."""
+        return cls(program.code, program.ext_image(inputs), name, machine=program.machine, halts=True)
 
     @property
     def words(self) -> np.ndarray:
@@ -100,7 +116,7 @@ class Job:
         image = np.zeros(params.EXT_WORDS, dtype=np.uint32)
         if self.ext is None:
             return image
-        values = int_words(self.ext, "the external-memory image", params.EXT_WORDS)
+        values = as_words(self.ext, "the external-memory image", params.EXT_WORDS)
         image[:len(values)] = values
         return image
 
@@ -109,8 +125,15 @@ class Job:
         starts: the program's words, its length, the image, the limit.
 
         Raises:
-            TypeError, ValueError: what is wrong (without the job's name: see :func:`as_jobs`).
+            TypeError, ValueError: what is wrong (without the job's name: see :func:`as_jobs`);
+                ValueError names both parameter sets when the program was made for another
+                machine.
         """
+        if self.machine is not None and self.machine != params:
+            raise ValueError(f"the program was made for the machine {_params_text(self.machine)}, but the "
+                             f"Verilog was generated for {_params_text(params)}: compile it for the "
+                             "Verilog's parameters, or export the Verilog for the program's "
+                             "(python -m flows.export --param NAME=VALUE)")
         words = self.words
         if len(words) % spec.INSTR_WORDS:
             raise ValueError(f"the program has {len(words)} words, not a multiple of {spec.INSTR_WORDS} "
@@ -135,6 +158,10 @@ class Job:
         if self.limit is not None:
             return self.limit
         return LIMIT_FACTOR * self.expected(params).counters.cycles + LIMIT_SLACK
+
+
+def _params_text(params: Params) -> str:
+    return " ".join(f"{f.name}={getattr(params, f.name)}" for f in dataclasses.fields(params))
 
 
 JobLike = Job | tuple
@@ -193,56 +220,6 @@ def _is_instructions(program) -> bool:
     return len(program) > 0 and all(isinstance(ins, Instruction) for ins in program)
 
 
-def int_words(values, what: str, max_len: int | None = None) -> np.ndarray:
-    """A one-dimensional list or array of integers, each within 32 bits (signed or unsigned),
-    as uint32 words (two's complement).
-
-    Raises:
-        TypeError: not a list, tuple or array, or an element that is not an integer.
-        ValueError: not one-dimensional, longer than max_len, or a value outside
-            -2**31 .. 2**32 - 1.
-    """
-    if isinstance(values, (str, bytes)) or not isinstance(values, (Sequence, np.ndarray)):
-        raise TypeError(f"{what} must be a list or 1-D array of integers, got {type(values).__name__}")
-    try:
-        array = np.asarray(values)
-    except ValueError:
-        raise ValueError(f"{what} must be a flat list of integers (it is ragged)") from None
-    if array.size == 0:
-        return np.zeros(0, np.uint32)
-    if array.ndim != 1:
-        raise ValueError(f"{what} must be one-dimensional, got shape {array.shape}")
-    if max_len is not None and len(array) > max_len:
-        raise ValueError(f"{what} has {len(array)} words, more than the {max_len} that fit")
-    if array.dtype.kind == "O":
-        bad = next((k for k, v in enumerate(array)
-                    if isinstance(v, bool) or not isinstance(v, (int, np.integer))), None)
-        if bad is not None:
-            raise TypeError(f"{what}[{bad}] = {array[bad]!r} is not an integer")
-        numbers = [int(v) for v in array]
-    elif array.dtype.kind in "iu":
-        numbers = None
-    else:
-        hint = " (np.asarray(values, dtype=np.int64) when they are whole numbers)" \
-            if array.dtype.kind == "f" else ""
-        raise TypeError(f"{what} must hold integers, got {array.dtype} values "
-                        f"(e.g. {array[0].item()!r} at index 0){hint}")
-    if numbers is not None:
-        bad = next((k for k, v in enumerate(numbers) if not -(1 << 31) <= v < 1 << 32), None)
-        if bad is None:
-            return np.array([v & 0xFFFFFFFF for v in numbers], dtype=np.uint32)
-    else:
-        over = array > 0xFFFFFFFF
-        under = array < -(1 << 31) if array.dtype.kind == "i" else np.zeros(len(array), bool)
-        wrong = np.flatnonzero(over | under)
-        bad = int(wrong[0]) if len(wrong) else None
-        if bad is None:
-            return to_words(array)
-        numbers = array.tolist()
-    raise ValueError(f"{what}[{bad}] = {numbers[bad]} does not fit 32 bits "
-                     f"({-(1 << 31)} .. {(1 << 32) - 1}, signed or unsigned)")
-
-
 def program_words(program: Sequence[Instruction] | Sequence[int]) -> np.ndarray:
     """A program (Instructions, or encoded words) as its uint32 words.
 
@@ -261,7 +238,7 @@ def program_words(program: Sequence[Instruction] | Sequence[int]) -> np.ndarray:
                             "(Instruction.encode() gives an instruction's words)")
     elif isinstance(program, Instruction):
         raise TypeError("the program is one Instruction, not a list of them")
-    return int_words(program, "the program")
+    return as_words(program, "the program")
 
 
 def reference(program: Sequence[Instruction] | Sequence[int], ext, params: Params = DEFAULT) -> Expected:
@@ -276,7 +253,7 @@ def reference(program: Sequence[Instruction] | Sequence[int], ext, params: Param
 
 @dataclass
 class RtlRun:
-    """One job as the RTL ran it (read back through the simulator's backdoor).
+    """One job as the RTL ran it (the memories and outputs the test harness dumped).
 
     Attributes:
         name: the job's name.
@@ -295,7 +272,10 @@ class RtlRun:
         ext_x, spad_x: True where a word held X or Z bits.
         counters_x: the names of counters that held X or Z bits.
         seconds: wall time the test bench spent on the job (reset, load, run, read back).
-        sim_seconds: the part of it spent simulating from ``start`` to ``done``.
+        sim_seconds: the part of it the simulator spent on the job (from the test bench's
+            request to the harness's answer: reset, loads, the run, the dumps).
+        sim_cpu_seconds: the processor time of the simulator's process in that part (less
+            sensitive than wall time to other work on the machine).
     """
 
     name: str
@@ -316,6 +296,7 @@ class RtlRun:
     counters_x: tuple[str, ...] = ()
     seconds: float = 0.0
     sim_seconds: float = 0.0
+    sim_cpu_seconds: float = 0.0
 
 
 # --------------------------------------------------------------------------- files
@@ -378,7 +359,8 @@ def read_jobs(path: Path) -> JobBatch:
 
 
 RESULT_ARRAYS = ("finished", "waited", "ext", "spad", "ext_x", "spad_x", "counters", "counters_x",
-                 "error", "error_code", "error_pc", "timing_fault", "seconds", "sim_seconds")
+                 "error", "error_code", "error_pc", "timing_fault", "seconds", "sim_seconds",
+                 "sim_cpu_seconds")
 """The arrays of a results file, one row per job, as :func:`write_results` stores them."""
 
 
@@ -399,6 +381,7 @@ def empty_results(n: int, params: Params) -> dict[str, np.ndarray]:
         "timing_fault": np.full(n, X, np.int64),
         "seconds": np.zeros(n, np.float64),
         "sim_seconds": np.zeros(n, np.float64),
+        "sim_cpu_seconds": np.zeros(n, np.float64),
     }
 
 
@@ -423,5 +406,6 @@ def read_results(path: Path, batch_names: Sequence[str], limits: Sequence[int], 
             ext_x=r["ext_x"][k].copy(), spad_x=r["spad_x"][k].copy(),
             counters_x=tuple(n for n, bad in zip(spec.COUNTERS, r["counters_x"][k], strict=True) if bad),
             seconds=float(r["seconds"][k]), sim_seconds=float(r["sim_seconds"][k]),
+            sim_cpu_seconds=float(r["sim_cpu_seconds"][k]),
         ))
     return runs

@@ -18,7 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from .runner import PORTS_JSON
+from flows.memmap import PORTS_JSON
 
 
 class MutantError(ValueError):

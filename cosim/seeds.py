@@ -3,8 +3,9 @@
 For each seed, as the seed document's chapter 11 (section 2) does it
 (:func:`compiler.testing.seedtable.compile_seed`): the battery's random graph, 30 calibration samples
 and then one test input drawn from ``random.Random(seed)``, compiled with and without buffer
-reuse; the reuse program and its external-memory image (the test input and the weights,
-quantized) are one job. The jobs run on the RTL under Icarus, Verilator or both, and every
+reuse, for the machine the Verilog was exported for (its ``ga2_ports.json``); the reuse program
+and its external-memory image (the test input and the weights, quantized) are one job, which
+must end at its HALT. The jobs run on the RTL under Icarus, Verilator or both, and every
 external-memory word, every scratchpad word, the five counters and the stop (error code and
 pc) are compared with the reference machine, and the core's ``timing_fault`` must be 0.
 
@@ -16,27 +17,32 @@ build and run times. Exit status 0 when every simulator matches, 1 on any differ
 a simulator could not run.
 
 Any number of seeds up to MAX_SEEDS (1,000,000) runs in constant memory: the seeds are compiled
-and run a hundred at a time (cosim/batch.py), and the table lists the first TABLE_ROWS (100)
-seeds and then totals over all of them. From LONG_RUN (10,000) seeds on, a note says how
-long it will take (about 0.2 s per seed on Icarus, half that on Verilator: 100,000 seeds are
-hours); more than MAX_SEEDS is refused.
+and run a hundred at a time by a pool of worker processes (cosim/pool.py), and the table lists
+the first TABLE_ROWS (100) seeds and then totals over all of them. From LONG_RUN (10,000) seeds
+on, a note says how long it will take (SECONDS_PER_SEED); more than MAX_SEEDS is refused. SEEDS
+is N, N-M, or a list of those separated by commas or spaces.
 """
 
 from __future__ import annotations
 
 import bisect
+import os
+import random
 import re
 import sys
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from itertools import chain
 from pathlib import Path
 
-from compiler.testing.seedtable import compile_seed
-from sim.spec import Params
+from compiler import CompileError, compile_graph
+from compiler.accuracy import relative_error
+from compiler.testing.random_graphs import random_graph, sample_inputs
+from compiler.testing.seedtable import CALIBRATION_SAMPLES, SeedRun, compile_seed
+from sim.spec import DEFAULT, Params
 
-from . import batch
-from .jobs import Job, RtlRun
+from . import batch, pool
+from .errors import CosimError
+from .jobs import Job
 from .text import counted
 
 WHAT = "memory and all five counters"
@@ -44,11 +50,12 @@ COLUMNS = (("seed", 5), ("nodes", 6), ("instr", 6), ("scratchpad words (reuse)",
            ("cycles", 8), ("error vs float", 15))
 """The table's columns and their widths (the seed column widens for longer seeds)."""
 MAX_SEEDS = 1_000_000
-"""The most seeds one run takes (about a day on Icarus); more is refused."""
+"""The most seeds one run takes (hours on Verilator, days on Icarus); more is refused."""
 LONG_RUN = 10_000
 """From this many seeds on, a note says how long the run will take."""
-SECONDS_PER_SEED = {"icarus": 0.2, "verilator": 0.1}
-"""Rough cost of one seed (compile, reference, simulation) on a 2-core machine, for that note."""
+SECONDS_PER_SEED = {"icarus": 1.0, "verilator": 0.08}
+"""Rough cost of one seed or program on one simulator, for one worker process (compile or draw,
+reference, simulation, comparison; measured on a shared 2-core machine), for that note."""
 TABLE_ROWS = 100
 """Seeds the table lists one per row; beyond them it gives totals."""
 
@@ -63,8 +70,9 @@ HEADER = header()
 
 
 def seed_ranges(text: str) -> list[range]:
-    """``"100-111"``, ``"3,7,20-25"`` -> ranges holding the seeds in order, each seed once
-    (a seed already named earlier is left out), without listing them.
+    """``"100-111"``, ``"3,7,20-25"``, ``"1 2"`` -> ranges holding the seeds in order, each seed
+    once (a seed already named earlier is left out), without listing them. Commas and spaces
+    both separate parts.
 
     Raises:
         ValueError: empty, or a part is not N or N-M with N <= M (the message shows it).
@@ -74,7 +82,7 @@ def seed_ranges(text: str) -> list[range]:
                          "or 3,7,20-25")
     out: list[range] = []
     taken: list[tuple[int, int]] = []   # sorted, disjoint (first, last) of the parts so far
-    for part in text.replace(" ", "").split(","):
+    for part in re.split(r"\s*,\s*|\s+", text.strip()):
         m = re.fullmatch(r"(\d+)(?:-(\d+))?", part)
         if not m or (m[2] is not None and int(m[2]) < int(m[1])):
             raise ValueError(f"SEEDS: {part!r} in {text!r} is not N or N-M (N <= M); "
@@ -114,7 +122,8 @@ def check_count(n: int, what: str = "seeds") -> None:
     """
     if n > MAX_SEEDS:
         raise ValueError(f"{n:,} {what} in one run is more than the {MAX_SEEDS:,} allowed (that many "
-                         f"take about {duration(MAX_SEEDS * SECONDS_PER_SEED['icarus'])} on Icarus); "
+                         f"take about {duration(MAX_SEEDS * SECONDS_PER_SEED['icarus'] / _workers())} on "
+                         "Icarus); "
                          "split it into several runs")
 
 
@@ -125,11 +134,17 @@ def duration(seconds: float) -> str:
     return f"{max(1, round(seconds / 60))} minutes"
 
 
-def long_run_note(n: int, simulators: tuple[str, ...], what: str = "seeds") -> str | None:
-    """For LONG_RUN or more: how long the run will take (the slowest simulator sets the pace)."""
+def _workers(jobs: int | None = None) -> int:
+    return jobs or os.cpu_count() or 1
+
+
+def long_run_note(n: int, simulators: tuple[str, ...], what: str = "seeds",
+                  jobs: int | None = None) -> str | None:
+    """For LONG_RUN or more: how long the run will take (every simulator's share, over the
+    workers: ``jobs``, default one per core)."""
     if n < LONG_RUN:
         return None
-    seconds = n * max(SECONDS_PER_SEED[s] for s in simulators)
+    seconds = n * sum(SECONDS_PER_SEED[s] for s in simulators) / _workers(jobs)
     return (f"note: {n:,} {what} take about {duration(seconds)} on {' and '.join(simulators)}; progress "
             f"is shown as they run (Ctrl-C stops)")
 
@@ -167,17 +182,83 @@ class Totals:
             self.error_max, self.error_max_seed = error, seed
 
 
-def compiled(seeds: Iterator[int], params: Params, rows: list[Row], totals: Totals) -> Iterator[Job]:
-    """Compile each seed (compiler.testing.seedtable.compile_seed) as it is asked for and yield its job;
-    the first TABLE_ROWS rows go to ``rows``, every seed into ``totals``."""
-    for seed in seeds:
-        run = compile_seed(seed)
-        job = Job(run.program.code, run.program.ext_image(run.test_inputs), name=f"seed {seed}")
+def compile_seed_for(seed: int, params: Params) -> SeedRun:
+    """:func:`compiler.testing.seedtable.compile_seed` for the machine ``params`` (the Verilog's):
+    the same graph, calibration samples and test input, compiled for that machine.
+
+    Raises:
+        CosimError: the seed's graph does not compile for that machine (named, with both).
+    """
+    if params == DEFAULT:
+        return compile_seed(seed)
+    graph, names = random_graph(seed)
+    rng = random.Random(seed)
+    calibration = [sample_inputs(names, rng) for _ in range(CALIBRATION_SAMPLES)]
+    test = sample_inputs(names, rng)
+    try:
+        program = compile_graph(graph, calibration, params=params)
+        program_no_reuse = compile_graph(graph, calibration, reuse=False, params=params)
+    except CompileError as e:
+        raise CosimError(f"seed {seed} does not compile for the Verilog's machine ({params}): {e}") from None
+    outcome = program.run(test, warn=False)
+    error = relative_error(program, outcome, test)
+    return SeedRun(seed, graph, program, program_no_reuse, test, outcome, error)
+
+
+def make_chunk(parts: tuple[tuple[int, int], ...], params: Params) -> pool.Made:
+    """A chunk's jobs (a :class:`cosim.pool.Recipe`'s ``make``): each seed of the ``(start, stop)``
+    parts compiled for ``params``, as a job that must halt; its table row as the info."""
+    jobs, rows = [], []
+    for seed in chain.from_iterable(range(*part) for part in parts):
+        run = compile_seed_for(seed, params)
+        job = Job.of_program(run.program, run.test_inputs, f"seed {seed}")
         _, nodes, instr, high, high0, error = run.row
-        totals.add(seed, instr, error)
-        if len(rows) < TABLE_ROWS:
-            rows.append(Row(seed, nodes, instr, high, high0, job.expected(params).counters.cycles, error))
-        yield job
+        rows.append(Row(seed, nodes, instr, high, high0, job.expected(params).counters.cycles, error))
+        jobs.append(job)
+    return pool.Made(jobs, rows)
+
+
+def recipes(ranges: list[range], size: int = pool.CHUNK) -> list[pool.Recipe]:
+    """The seeds in chunks of ``size``, each chunk a :class:`cosim.pool.Recipe` of (start, stop)
+    parts (a run of a million seeds is ten thousand small recipes, not a list of seeds)."""
+    out, parts, count = [], [], 0
+    for r in ranges:
+        start = r.start
+        while start < r.stop:
+            stop = min(r.stop, start + size - count)
+            parts.append((start, stop))
+            count += stop - start
+            start = stop
+            if count == size:
+                out.append(pool.Recipe(make_chunk, tuple(parts), count))
+                parts, count = [], 0
+    if parts:
+        out.append(pool.Recipe(make_chunk, tuple(parts), count))
+    return out
+
+
+class Table:
+    """The table's rows and totals, filled from the chunks as they finish (each chunk's rows
+    once, whichever simulator finishes it first; the RTL's cycles per simulator)."""
+
+    def __init__(self) -> None:
+        self.rows: dict[int, Row] = {}
+        self.totals = Totals()
+        self.seen: set[int] = set()
+
+    def add(self, result: pool.ChunkResult) -> None:
+        if result.number not in self.seen:
+            self.seen.add(result.number)
+            for k, row in enumerate(result.info):
+                self.totals.add(row.seed, row.instr, row.error)
+                if result.first + k < TABLE_ROWS:
+                    self.rows[result.first + k] = row
+        for k, cycles in enumerate(result.rtl_cycles):
+            if result.first + k < TABLE_ROWS:
+                self.rows[result.first + k].rtl[result.simulator] = cycles
+
+    def lines(self, simulators: tuple[str, ...]) -> list[str]:
+        return table([self.rows[k] for k in sorted(self.rows)], self.totals, simulators)
 
 
 def table(rows: list[Row], totals: Totals, simulators: tuple[str, ...]) -> list[str]:
@@ -202,7 +283,7 @@ def table(rows: list[Row], totals: Totals, simulators: tuple[str, ...]) -> list[
 
 
 def main(seed_text: str, choice: str, *, waves: bool = False, verilog: Path | None = None,
-         keep: bool = False) -> int:
+         keep: bool = False, jobs: int | None = None) -> int:
     """The whole command; returns the exit status.
 
     Raises:
@@ -211,23 +292,16 @@ def main(seed_text: str, choice: str, *, waves: bool = False, verilog: Path | No
     ranges = seed_ranges(seed_text)
     n = sum(len(r) for r in ranges)
     check_count(n)
-    note = long_run_note(n, batch.simulators(choice))
+    note = long_run_note(n, batch.simulators(choice), jobs=jobs)
     if note:
         print(note, file=sys.stderr, flush=True)
-    rows: list[Row] = []
-    totals = Totals()
-
-    def seen(simulator: str, index: int, run: RtlRun, differences: list[str]) -> None:
-        if index < len(rows):
-            rows[index].rtl[simulator] = run.counters.cycles
-
-    outcomes = batch.run_stream(lambda params: compiled(chain.from_iterable(ranges), params, rows, totals),
-                                n, choice, making="compiling", noun="seed", verilog=verilog, waves=waves,
-                                keep=keep, seen=seen)
+    rows = Table()
+    outcomes = pool.run_stream(recipes(ranges), choice, noun="seed", verilog=verilog, waves=waves, keep=keep,
+                               jobs=jobs, on_result=rows.add)
     lines = []
     for o in outcomes:
         lines += batch.verdict(o, WHAT)
-    lines += ["", *table(rows, totals, batch.simulators(choice)), "", *batch.timing(outcomes),
+    lines += ["", *rows.lines(batch.simulators(choice)), "", *batch.timing(outcomes),
               *batch.waves_lines(outcomes)]
     batch.emit(lines)
     if any(o.error for o in outcomes):

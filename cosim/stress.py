@@ -17,7 +17,15 @@ reach what the compiler never emits:
 Program k of a run is made from ``random.Random(k)`` alone, for k = SEED .. SEED+N-1, and
 how it ends is fixed by k % 10 (four in ten HALT, one each of the six errors), so any ten
 consecutive seeds hold every ending, and ``make stress SEED=k N=1`` reruns program k alone
-(``python -m cosim stress --seed k --n 1 --show`` also prints its listing).
+(``python -m cosim stress --seed k --n 1 --show`` also prints its listing). The body between
+the loads and the ending comes from one of STRATEGIES (a list: a new kind of program is one
+more entry).
+
+The programs are drawn, run and compared a hundred at a time by a pool of worker processes
+(cosim/pool.py); the run prints the verdict per simulator, the coverage of the programs
+(cosim/coverage.py: cocotb-coverage's cover points) and the timings. A run is a campaign kept in
+build/stress/seed<SEED>-n<N>-<sim>/ (cosim/campaign.py): --resume continues an interrupted one
+without running its finished chunks again.
 """
 
 from __future__ import annotations
@@ -26,7 +34,7 @@ import random
 import shlex
 import sys
 from collections import Counter
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -36,9 +44,10 @@ from sim import spec
 from sim.asm import AsmError, Instruction, build, decode, disassemble, encode_program
 from sim.spec import DEFAULT, ErrorCode, Mem, Params
 
-from . import batch, seeds
+from . import batch, coverage, edges, pool, seeds
+from .campaign import Campaign, default_folder, identity
 from .jobs import Job
-from .text import counted
+from .verilog import fresh_verilog, verilog_params
 
 HALT = "HALT"
 ENDINGS: tuple[str, ...] = (HALT, HALT, HALT, HALT, *(c.name for c in ErrorCode if c is not ErrorCode.NONE))
@@ -278,18 +287,23 @@ class Generator:
             chunks.append(draw.integers(*bounds, 64, dtype=np.int64))
         return (np.concatenate(chunks) & 0xFFFFFFFF).astype(np.uint32)
 
-    def program(self) -> StressProgram:
-        """Loads into the window, a random body, then the ending of ENDINGS[seed % 10]."""
-        rng = self.rng
-        ending = ENDINGS[self.seed % len(ENDINGS)]
-        body: list[Instruction | list[int]] = []
-        base, size = self.window
+    def loads(self) -> list[Instruction]:
+        """0 to 3 LDs of random external memory into the window (counted as LD)."""
+        rng, (base, size) = self.rng, self.window
+        out = []
         for _ in range(rng.choice((0, 1, 2, 3, 3))):
             n = rng.randint(max(1, min(size, LEN_MAX) // 4), min(size, LEN_MAX))
-            body.append(build("LD", params=self.p, dst=base + rng.randrange(0, size - n + 1),
-                              src=rng.randrange(0, self.p.EXT_WORDS - n + 1), len=n))
+            out.append(build("LD", params=self.p, dst=base + rng.randrange(0, size - n + 1),
+                             src=rng.randrange(0, self.p.EXT_WORDS - n + 1), len=n))
             self.features["LD"] += 1
-        body += [self.legal(rng.choice(KINDS)) for _ in range(rng.randint(0, BODY_MAX))]
+        return out
+
+    def program(self) -> StressProgram:
+        """Loads into the window, a body drawn by the seed's :class:`Strategy`, then the ending
+        of ENDINGS[seed % 10]."""
+        rng = self.rng
+        ending = ENDINGS[self.seed % len(ENDINGS)]
+        body: list[Instruction | list[int]] = [*self.loads(), *strategy_for(self.seed).body(self)]
         if ending == HALT:
             body.append(build("HALT"))
         elif ending != ErrorCode.NO_HALT.name:
@@ -302,8 +316,48 @@ class Generator:
                                                       (ins if isinstance(ins, list) else ins.encode())]
         else:
             program = body
-        job = Job(program, self.ext_image(), name=f"seed {self.seed}")
+        job = Job(program, self.ext_image(), name=f"seed {self.seed}", machine=self.p)
         return StressProgram(self.seed, ending, job, self.features)
+
+
+@dataclass(frozen=True)
+class Strategy:
+    """A way of drawing a program's body, the instructions between its loads and its ending.
+
+    Attributes:
+        name: how reports name it.
+        body: draws the body with the program's :class:`Generator` (its ``rng``, ``legal``,
+            ``window``; it counts what it draws in ``features``).
+    """
+
+    name: str
+    body: Callable[[Generator], list[Instruction | list[int]]]
+
+
+def random_body(g: Generator) -> list[Instruction | list[int]]:
+    """0 to BODY_MAX legal instructions, each of a kind drawn uniformly (all but HALT)."""
+    return [g.legal(g.rng.choice(KINDS)) for _ in range(g.rng.randint(0, BODY_MAX))]
+
+
+STRATEGIES: tuple[Strategy, ...] = (Strategy("random", random_body),)
+"""The strategies programs are drawn with: program k uses :func:`strategy_for` (k). A new
+strategy (edge-aimed programs, say) is one more entry here."""
+
+
+def strategy_for(seed: int) -> Strategy:
+    """The strategy of program ``seed``: they take turns by ten seeds, so that every strategy
+    meets every ending (ENDINGS)."""
+    return STRATEGIES[(seed // len(ENDINGS)) % len(STRATEGIES)]
+
+
+def long_program(seed: int, length: int, params: Params = DEFAULT) -> Job:
+    """A legal program of ``length`` instructions (loads, random legal ones, HALT) drawn from
+    seed, and its external memory: for measuring simulated cycles per second."""
+    g = Generator(seed, params)
+    body = g.loads()
+    body += [g.legal(g.rng.choice(KINDS)) for _ in range(length - len(body) - 1)]
+    name = f"long program (seed {seed}, {length} instructions)"
+    return Job([*body, build("HALT")], g.ext_image(), name=name, machine=params)
 
 
 def generate(first: int, n: int, params: Params = DEFAULT) -> list[StressProgram]:
@@ -314,7 +368,7 @@ def generate(first: int, n: int, params: Params = DEFAULT) -> list[StressProgram
 def programs(first: int, n: int, params: Params = DEFAULT) -> Iterator[StressProgram]:
     """Programs for seeds first .. first+n-1, each drawn when it is asked for."""
     for seed in range(first, first + n):
-        yield Generator(seed, params).program()
+        yield edges.program(seed, params) or Generator(seed, params).program()  # cosim/edges.py: every 3rd
 
 
 def listing(program: Sequence[Instruction] | Sequence[int]) -> str:
@@ -332,56 +386,30 @@ def listing(program: Sequence[Instruction] | Sequence[int]) -> str:
     return "\n".join(lines)
 
 
-@dataclass
-class Coverage:
-    """What a run's programs exercise, summed as they are drawn (:meth:`add`)."""
-
-    programs: int = 0
-    first: int | None = None
-    last: int | None = None
-    instructions: int = 0
-    features: Counter = field(default_factory=Counter)
-    stops: Counter = field(default_factory=Counter)
-
-    def add(self, prog: StressProgram, params: Params) -> None:
-        self.programs += 1
-        self.first = prog.seed if self.first is None else self.first
-        self.last = prog.seed
-        self.instructions += prog.job.length
-        self.features.update(prog.features)
-        self.stops[stop_name(prog.job.expected(params).error_code)] += 1
-
-    def seeds(self) -> str:
-        return f"seed {self.first}" if self.first == self.last else f"seeds {self.first}..{self.last}"
-
-    def lines(self) -> list[str]:
-        """Instructions and cases, and how the reference stopped the programs."""
-        cases = ["MM tb=1", "MM tb=1, odd strides", "MM K=1", "MM K=K_MAX", "MM output rows overlap",
-                 "SM len=1", "SM len=SM_MAX_LEN", "RQ in place", "VADD in place"]
-        return [
-            f"{counted(self.programs, 'program')} ({self.seeds()}), "
-            f"{counted(self.instructions, 'instruction')}",
-            "instructions: " + ", ".join(f"{k} {self.features[k]:,}" for k in KINDS),
-            "cases: " + ", ".join(f"{c} {self.features[c]:,}" for c in cases),
-            "stops (reference): " + ", ".join(f"{name} {self.stops[name]:,}" for name in STOPS),
-        ]
+def make_chunk(arg: tuple[int, int, str | None], params: Params) -> pool.Made:
+    """A chunk's programs (a :class:`cosim.pool.Recipe`'s ``make``): ``arg`` is (first seed,
+    count, the file for the chunk's coverage or None). The info: programs, instructions, seeds,
+    the coverage file."""
+    first, n, coverage_file = arg
+    progs = list(programs(first, n, params))
+    if coverage_file is not None:
+        model = coverage.Model(params)
+        for prog in progs:
+            model.sample(prog.job.program, prog.job.expected(params), prog.features.keys())
+        model.export(Path(coverage_file))
+    info = {"programs": n, "instructions": sum(prog.job.length for prog in progs), "first": first,
+            "last": first + n - 1, "coverage": coverage_file}
+    return pool.Made([prog.job for prog in progs], info)
 
 
-def stop_name(code: ErrorCode) -> str:
-    """How the coverage names a stop: HALT for a normal one, else the error code's name."""
-    return HALT if code is ErrorCode.NONE else code.name
-
-
-STOPS = tuple(stop_name(c) for c in ErrorCode)
-"""The stops, in the order the coverage lists them."""
-
-
-def coverage(programs: Sequence[StressProgram], params: Params) -> list[str]:
-    """What the programs exercise: instructions and cases, and how the reference stopped them."""
-    total = Coverage()
-    for prog in programs:
-        total.add(prog, params)
-    return total.lines()
+def recipes(first: int, n: int, camp: Campaign | None, size: int = pool.CHUNK) -> list[pool.Recipe]:
+    """Seeds first .. first+n-1 in chunks of ``size``; the campaign's coverage file per chunk."""
+    out = []
+    for number, start in enumerate(range(first, first + n, size)):
+        count = min(size, first + n - start)
+        path = None if camp is None else str(camp.coverage_file(number))
+        out.append(pool.Recipe(make_chunk, (start, count, path), count))
+    return out
 
 
 def rerun_lines(seeds: Sequence[int], choice: str, options: Sequence[str] = ()) -> list[str]:
@@ -403,34 +431,71 @@ def rerun_lines(seeds: Sequence[int], choice: str, options: Sequence[str] = ()) 
     return out
 
 
+def _coverage_lines(camp: Campaign, results: dict[int, pool.ChunkResult]) -> list[str]:
+    """The run's summary line and its coverage (the chunks' files merged)."""
+    infos = [results[k].info for k in sorted(results)]
+    if not infos:
+        return []
+    lines = [coverage.summary_line(sum(i["programs"] for i in infos), sum(i["instructions"] for i in infos),
+                                   infos[0]["first"], infos[-1]["last"])]
+    files = [Path(i["coverage"]) for i in infos if i["coverage"] and Path(i["coverage"]).is_file()]
+    if files:
+        lines += coverage.report(coverage.merge(files, camp.merged_coverage), camp.merged_coverage)
+    return lines
+
+
+def campaign_line(folder: Path, first: int, n: int, choice: str, options: Sequence[str]) -> str:
+    """Where the campaign is, and the command that reproduces it."""
+    extra = "".join(f" {shlex.quote(o)}" for o in options)
+    again = f"python -m cosim stress --seed {first} --n {n} --sim {choice}{extra}" if options \
+        else f"make stress SEED={first} N={n} SIM={choice}"
+    return f"campaign: {folder} ({again} reproduces it; add --resume to continue it after an interruption)"
+
+
+def _show(first: int, n: int, params: Params) -> None:
+    for prog in programs(first, n, params):
+        batch.emit([f"{prog.job.name} (ends {prog.ending}):", listing(prog.job.program), ""])
+
+
 def main(first: int, n: int, choice: str, *, waves: bool = False, verilog: Path | None = None,
-         keep: bool = False, show: bool = False, options: Sequence[str] = ()) -> int:
+         keep: bool = False, show: bool = False, options: Sequence[str] = (), resume: bool = False,
+         campaign: Path | None = None, mutant: str | None = None, jobs: int | None = None) -> int:
     """The whole command; returns the exit status.
 
     ``options`` are the command-line options besides --seed, --n and --sim that change the run
-    (for the rerun hint: :func:`rerun_lines`).
+    (for the rerun hint: :func:`rerun_lines`, and the campaign's identity). ``campaign`` is the
+    campaign's folder (default: :func:`cosim.campaign.default_folder`).
+
+    Raises:
+        CosimError: no Verilog, or the campaign cannot be resumed.
     """
-    note = seeds.long_run_note(n, batch.simulators(choice), "programs")
+    note = seeds.long_run_note(n, batch.simulators(choice), "programs", jobs)
     if note:
         print(note, file=sys.stderr, flush=True)
-    total = Coverage()
+    source = fresh_verilog(verilog)
+    params = verilog_params(source)
+    if show:
+        _show(first, n, params)
+    folder = campaign or default_folder(first, n, choice, mutant, source)
+    with Campaign(folder, identity(first, n, choice, source, list(options)), resume) as camp:
+        done = camp.done()
+        results = {r.number: r for r in done if r.simulator == batch.simulators(choice)[0]}
 
-    def drawn(params: Params) -> Iterator[Job]:
-        for prog in programs(first, n, params):
-            total.add(prog, params)
-            if show:
-                batch.emit([f"{prog.job.name} (ends {prog.ending}):", listing(prog.job.program), ""])
-            yield prog.job
+        def finished(result: pool.ChunkResult) -> None:
+            camp.record(result)
+            if result.simulator == batch.simulators(choice)[0]:
+                results[result.number] = result
 
-    outcomes = batch.run_stream(drawn, n, choice, making="drawing programs", verilog=verilog, waves=waves,
-                                keep=keep)
-    lines = []
-    for o in outcomes:
-        lines += batch.verdict(o, WHAT)
-    failing = sorted({first + f.index for o in outcomes for f in o.failures})
-    if failing:
-        lines += ["", *rerun_lines(failing[:10], choice, options)]
-    lines += ["", *total.lines(), "", *batch.timing(outcomes), *batch.waves_lines(outcomes)]
+        outcomes = pool.run_stream(recipes(first, n, camp), choice, verilog=source, waves=waves, keep=keep,
+                                   jobs=jobs, done=done, on_result=finished)
+        lines = []
+        for o in outcomes:
+            lines += batch.verdict(o, WHAT)
+        failing = sorted({first + f.index for o in outcomes for f in o.failures})
+        if failing:
+            lines += ["", *rerun_lines(failing[:10], choice, options)]
+        lines += ["", *_coverage_lines(camp, results), "", *batch.timing(outcomes),
+                  *batch.waves_lines(outcomes), campaign_line(folder, first, n, choice, options)]
     batch.emit(lines)
     if any(o.error for o in outcomes):
         return 2

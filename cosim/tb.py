@@ -1,4 +1,4 @@
-"""The cocotb test bench: runs a batch of GA-2 programs back to back on ``ga2_simtop``.
+"""The cocotb test bench: runs a batch of GA-2 programs back to back on the test harness.
 
 This module runs inside the simulator's process (cocotb loads it there); :mod:`cosim.runner`
 launches it. It reads its work from files named by environment variables:
@@ -9,16 +9,18 @@ launches it. It reads its work from files named by environment variables:
 ``COSIM_RESULTS``
     where to write the results (:func:`cosim.jobs.write_results`);
 ``COSIM_PROGRESS``
-    a file that gets one line per finished job (the host shows a progress bar from it).
+    a file that gets one line per finished job (the host shows a progress bar from it);
+``COSIM_BINARY``
+    ``1`` when the harness moves memories as binary files (:data:`cosim.harness.BINARY`).
 
-For each job :class:`TB` resets the core, loads the program, the external memory and a zeroed
-scratchpad through the Verilog arrays :mod:`flows.memmap` names (backdoor writes, only of the
-words that differ from what the arrays already hold), pulses ``start`` and waits for ``done``
-or for the job's cycle limit, whichever comes first, without touching a signal per cycle: the
-clock is cocotb's GPI clock (C++), and the wait is one trigger. Then, FAULT_SETTLE_CYCLES
-cycles later, it reads back the whole external memory and scratchpad, the five counters,
-``error``, ``error_code``, ``error_pc`` and ``timing_fault``; X or Z bits are recorded as such,
-never guessed.
+The top level is the harness (:mod:`cosim.harness`), which holds the clock and does every step
+of a program inside the simulator. For each job :class:`TB` writes the program, the external
+memory and the job file (prog_len, cycle limit) into the simulator's working folder, raises
+``request`` and waits for the harness to set ``served`` (one trigger, with a time-out of the
+job's cycle limit plus the steps' overhead in simulated time: a broken harness fails the test,
+it never hangs it), then reads back the dumped scratchpad and external memory and the state
+line (the stop, the five counters, ``timing_fault``, the cycles waited); X or Z bits are
+recorded as such, never guessed. Python wakes twice per program, never per cycle.
 """
 
 from __future__ import annotations
@@ -29,170 +31,96 @@ from pathlib import Path
 
 import cocotb
 import numpy as np
-from cocotb.clock import Clock
 from cocotb.handle import HierarchyObject
-from cocotb.simtime import get_sim_time
-from cocotb.triggers import FallingEdge, First, RisingEdge, Timer
-from cocotb.types import Logic
+from cocotb.triggers import First, Timer
 
 from flows import memmap
 from sim import spec
 from sim.spec import Params
 
+from . import harness, memfiles
 from .jobs import X, empty_results, read_jobs, write_results
 
-PERIOD_NS = 10
-"""Clock period of the simulation (any value works: the design is cycle-based)."""
-RESET_CYCLES = 2
-"""Rising edges with ``rst`` high (flows/memmap.py: hold it for two clock edges)."""
-FAULT_SETTLE_CYCLES = 2
-"""Rising edges waited after the one where ``done`` rose before anything is read:
-``hw.top.TIMING_CHECK_DELAY`` (not imported: this module stays free of Amaranth), so that
-``timing_fault`` has judged every cycle up to the first one with ``done`` high. The machine is
-stopped by then: nothing else the test bench reads changes meanwhile."""
 
-
-def _words(handles) -> tuple[np.ndarray, np.ndarray]:
-    """Read word handles -> (uint32 words, True where a word held X/Z bits).
-
-    ``int(str(value), 2)`` is about seven times faster than ``is_resolvable`` and
-    ``to_unsigned()`` on cocotb 2.1's LogicArray; a value with X/Z bits does not parse.
-    """
-    out = np.zeros(len(handles), np.int64)
-    unresolved = np.zeros(len(handles), bool)
-    for k, handle in enumerate(handles):
-        try:
-            out[k] = int(str(handle.value), 2)
-        except ValueError:
-            unresolved[k] = True
-    return out.astype(np.uint32), unresolved
-
-
-def _value(handle) -> int:
-    """A port's value as an unsigned int, or X (-1) when it holds X/Z bits."""
-    v = handle.value
-    if not v.is_resolvable:
-        return X
-    return int(v) if isinstance(v, Logic) else v.to_unsigned()
-
-
-class Memory:
-    """One GA-2 memory as its banks of Verilog arrays, with what the test bench knows they hold.
-
-    Word w sits where :func:`flows.memmap.locate` says (row ``w // 4`` of bank ``w % 4``).
-    ``known`` is the content as last written or read (X, i.e. -1, where unknown), so a load
-    writes only the words that change.
-    """
-
-    def __init__(self, dut: HierarchyObject, name: str, params: Params):
-        self.name = name
-        banks = {}
-        for array in memmap.arrays(name, params):
-            handle = dut
-            for part in array.path:
-                handle = getattr(handle, part)
-            banks[array.dotted()] = handle
-        self.size = sum(a.depth for a in memmap.arrays(name, params))
-        # the handle of word w at words[w], placed by flows.memmap.locate
-        self.words = []
-        for w in range(self.size):
-            path, index = memmap.locate(name, w, params)
-            self.words.append(banks[path][index])
-        self.known = np.full(self.size, X, np.int64)
-
-    def read(self) -> tuple[np.ndarray, np.ndarray]:
-        """Every word (uint32) and where it held X/Z bits; updates ``known``."""
-        words, unresolved = _words(self.words)
-        self.known = words.astype(np.int64)
-        self.known[unresolved] = X
-        return words, unresolved
-
-    def load(self, image: np.ndarray) -> int:
-        """Write the words of ``image`` (at most ``size`` words; the rest become 0) that differ
-        from what the arrays hold. Returns the number of words written."""
-        want = np.zeros(self.size, np.int64)
-        want[:len(image)] = np.asarray(image, dtype=np.int64) & 0xFFFFFFFF
-        changed = np.flatnonzero(want != self.known)
-        for w in changed:
-            self.words[w].value = int(want[w])
-        self.known = want
-        return len(changed)
+class HarnessError(AssertionError):
+    """The harness did not answer a request in time, or wrote files the test bench cannot read."""
 
 
 class TB:
-    """GA-2's simulation top (``hw.simtop.SimTop`` as ``ga2_simtop``) driven by cocotb.
+    """The test harness (:data:`cosim.harness.TOP`) driven by cocotb, one program at a time.
 
     Args:
-        dut: the top-level handle.
+        dut: the top-level handle (the harness).
         params: the machine the Verilog was generated for (memory sizes).
+        folder: the simulator's working folder, where the harness reads and writes its files.
+        binary: the harness moves memories as binary files, not text (cosim.harness.BINARY).
     """
 
-    def __init__(self, dut: HierarchyObject, params: Params):
+    def __init__(self, dut: HierarchyObject, params: Params, folder: Path, binary: bool = False):
         self.dut = dut
         self.params = params
-        self.spad = Memory(dut, "spad", params)
-        self.ext = Memory(dut, "ext", params)
-        self.imem = Memory(dut, "imem", params)
-        self.counters = [getattr(dut, f"count_{name}") for name in spec.COUNTERS]
+        self.folder = folder
+        self.binary = binary
+        self.banks = {m: [a.depth for a in memmap.arrays(m, params)] for m in memmap.MEMORIES}
+        self.requests = 0
         self.log = dut._log
 
-    async def start_clock(self) -> None:
-        """Start the clock and hold every input low; ``rst`` rises after time 0 (under Icarus
-        a reset that is high at time 0 loads X into the registers, flows/memmap.py)."""
-        d = self.dut
-        for port in (d.rst, d.start, d.prog_len, d.imem_we, d.imem_waddr, d.imem_wdata):
-            port.value = 0
-        Clock(d.clk, PERIOD_NS, unit="ns", impl="gpi").start(start_high=False)
-        await Timer(1, unit="ns")
+    def files(self, memory: str, dumped: bool = False) -> list[str]:
+        return [harness.bank_file(memory, b, dumped) for b in range(len(self.banks[memory]))]
 
-    async def reset(self) -> None:
-        """``rst`` high for RESET_CYCLES rising edges; inputs change on falling edges."""
-        await FallingEdge(self.dut.clk)
-        self.dut.rst.value = 1
-        for _ in range(RESET_CYCLES):
-            await RisingEdge(self.dut.clk)
-        await FallingEdge(self.dut.clk)
-        self.dut.rst.value = 0
+    def _load(self, memory: str, words: np.ndarray) -> None:
+        if self.binary:
+            names = [harness.binary_file(memory, b) for b in range(len(self.banks[memory]))]
+            memfiles.write_banks_binary(self.folder, names, words)
+        else:
+            memfiles.write_banks(self.folder, self.files(memory), words)
 
-    def load(self, words: np.ndarray, ext: np.ndarray) -> int:
-        """Program (the rest of the instruction memory zeroed), external memory, zeroed scratchpad."""
-        return self.imem.load(words) + self.ext.load(ext) + self.spad.load(np.zeros(0, np.int64))
+    def _dumped(self, memory: str) -> tuple[np.ndarray, np.ndarray]:
+        if self.binary:
+            return memfiles.read_binary(self.folder / harness.binary_file(memory), sum(self.banks[memory]))
+        return memfiles.read_banks(self.folder, self.files(memory, dumped=True), self.banks[memory][0])
 
-    async def run(self, prog_len: int, limit: int) -> tuple[bool, int]:
-        """Pulse ``start`` for one cycle and wait for ``done`` (at most ``limit`` cycles).
+    def write_inputs(self, words: np.ndarray, ext: np.ndarray, limit: int) -> None:
+        """The program's rows of the instruction memory (the harness zeroes the rest), the
+        external memory, the job file."""
+        banks = len(self.banks["imem"])
+        rows = -(-len(words) // banks)
+        self._load("imem", np.asarray(words, np.uint32))
+        self._load("ext", np.asarray(ext, np.uint32))
+        job = np.array([len(words) // spec.INSTR_WORDS, limit, rows], np.uint32)
+        (self.folder / harness.JOB_FILE).write_bytes(memfiles.hex_text(job))
 
-        Returns:
-            (done rose in time, cycles waited from the start pulse). It returns
-            FAULT_SETTLE_CYCLES cycles after that, half a cycle after a rising edge.
+    async def serve(self, limit: int) -> None:
+        """Raise ``request``; return when the harness has set ``served`` to it.
+
+        Raises:
+            HarnessError: no answer within the limit plus the steps' overhead (simulated time).
         """
-        d = self.dut
-        d.prog_len.value = prog_len
-        d.start.value = 1
-        await FallingEdge(d.clk)
-        d.start.value = 0
-        begin = get_sim_time(unit="ns")
-        await First(RisingEdge(d.done), Timer(limit * PERIOD_NS, unit="ns"))
-        waited = round((get_sim_time(unit="ns") - begin) / PERIOD_NS)
-        finished = _value(d.done) == 1
-        # timing_fault lags the cycles it judges (FAULT_SETTLE_CYCLES); then half a cycle more,
-        # so that every register updated at the last edge is settled
-        for _ in range(FAULT_SETTLE_CYCLES):
-            await RisingEdge(d.clk)
-        await FallingEdge(d.clk)
-        return finished, waited
+        self.requests += 1
+        self.dut.request.value = self.requests
+        timeout = Timer((limit + harness.OVERHEAD_CYCLES) * harness.PERIOD_NS, unit="ns")
+        await First(self.dut.served.value_change, timeout)
+        if self.dut.served.value.to_unsigned() != self.requests:
+            raise HarnessError(f"the harness did not answer request {self.requests} within {limit:,} + "
+                               f"{harness.OVERHEAD_CYCLES} cycles")
 
-    def read_state(self, results: dict[str, np.ndarray], k: int) -> None:
-        """Row k of the results: memories, counters, error outputs, timing_fault."""
-        results["ext"][k], results["ext_x"][k] = self.ext.read()
-        results["spad"][k], results["spad_x"][k] = self.spad.read()
-        for c, handle in enumerate(self.counters):
-            v = _value(handle)
+    def read_outputs(self, results: dict[str, np.ndarray], k: int) -> None:
+        """Row k of the results: memories, counters, error outputs, timing_fault, cycles waited."""
+        try:
+            for memory in harness.DUMPED:
+                results[memory][k], results[f"{memory}_x"][k] = self._dumped(memory)
+            state = memfiles.parse_fields((self.folder / harness.STATE_FILE).read_text(),
+                                          harness.STATE_FIELDS, harness.STATE_FILE)
+        except (OSError, ValueError) as e:
+            raise HarnessError(f"reading the harness's files: {e}") from None
+        for c, name in enumerate(spec.COUNTERS):
+            v = state[f"count_{name}"]
             results["counters"][k, c] = max(v, 0)
             results["counters_x"][k, c] = v == X
-        results["error"][k] = _value(self.dut.error)
-        results["error_code"][k] = _value(self.dut.error_code)
-        results["error_pc"][k] = _value(self.dut.error_pc)
-        results["timing_fault"][k] = _value(self.dut.timing_fault)
+        for name in ("error", "error_code", "error_pc", "timing_fault"):
+            results[name][k] = state[name]
+        results["finished"][k] = state["finished"] == 1
+        results["waited"][k] = max(state["waited"], 0)
 
 
 @cocotb.test()
@@ -201,26 +129,19 @@ async def run_jobs(dut: HierarchyObject) -> None:
     batch = read_jobs(Path(os.environ["COSIM_JOBS"]))
     results_path = Path(os.environ["COSIM_RESULTS"])
     progress = Path(os.environ["COSIM_PROGRESS"]) if os.environ.get("COSIM_PROGRESS") else None
-    tb = TB(dut, batch.params)
-    await tb.start_clock()
+    tb = TB(dut, batch.params, Path.cwd(), binary=os.environ.get("COSIM_BINARY") == "1")
     results = empty_results(len(batch), batch.params)
-    # the arrays' initial content (Amaranth zeroes them at time 0): read once, then track
-    tb.imem.read()
-    tb.ext.read()
-    tb.spad.read()
     for k, name in enumerate(batch.names):
         t0 = time.perf_counter()
-        await tb.reset()
-        written = tb.load(batch.words[k], batch.ext[k])
-        t1 = time.perf_counter()
-        finished, waited = await tb.run(len(batch.words[k]) // spec.INSTR_WORDS, batch.limit[k])
+        tb.write_inputs(batch.words[k], batch.ext[k], batch.limit[k])
+        t1, cpu = time.perf_counter(), time.process_time()
+        await tb.serve(batch.limit[k])
         results["sim_seconds"][k] = time.perf_counter() - t1
-        tb.read_state(results, k)
-        results["finished"][k] = finished
-        results["waited"][k] = waited
+        results["sim_cpu_seconds"][k] = time.process_time() - cpu
+        tb.read_outputs(results, k)
         results["seconds"][k] = time.perf_counter() - t0
-        tb.log.info("%s: %s after %d cycles (limit %d); %d words loaded, %.3f s", name,
-                    "stopped" if finished else "NO STOP", waited, batch.limit[k], written,
+        tb.log.info("%s: %s after %d cycles (limit %d), %.3f s", name,
+                    "stopped" if results["finished"][k] else "NO STOP", results["waited"][k], batch.limit[k],
                     results["seconds"][k])
         if progress is not None:
             with progress.open("a") as f:

@@ -30,7 +30,10 @@ line is ``digits: float A%, GA-2 B%, agree C%, RTL bit-exact on N images``; perc
 have one decimal; N is 0 with ``--rtl 0``. When the RTL differs from the reference the last
 line says so instead and the exit status is 1.
 
-Usage: python examples/digits.py [--rtl 16] [--epochs 60] [--quick] [--seed 0] [--param t8]
+With ``--report [HTML]`` it also writes the program's report page (default
+build/report/digits.html; see ``python -m report``).
+
+Usage: python examples/digits.py [--rtl 16] [--epochs 60] [--quick] [--seed 0] [--report [HTML]] [--param t8]
 """
 
 from __future__ import annotations
@@ -39,6 +42,7 @@ import argparse
 import sys
 import time
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 from _cli import add_machine, machine, non_negative, positive  # examples/_cli.py
@@ -51,6 +55,7 @@ PIXELS = 64
 PIXEL_MAX = 16.0
 """The digits images hold integers 0..16; they are divided by this."""
 SIMULATORS = ("icarus", "verilator")
+REPORT = Path(__file__).resolve().parent.parent / "build" / "report" / "digits.html"
 
 
 @dataclass
@@ -182,40 +187,30 @@ def useful_macs(graph) -> int:
     return total
 
 
-def run_rtl(program, feeds: list[dict]) -> tuple[list[str], int]:
+def run_rtl(program, feeds: list[dict]) -> tuple[list[str], int, list]:
     """Run the batches on the RTL under both simulators and compare with the reference machine
-    (every memory word, the five counters and the stop: :func:`cosim.api.compare`).
+    (every memory word, the five counters and the stop: :func:`report.rtl.run_rtl`).
 
     Returns:
-        (the lines to print, the number of runs that differ).
+        (the lines to print, the number of runs that differ, the results per simulator).
 
     Raises:
         ImportError: the cosim package is not there.
-        cosim.api.CosimError: a simulator is missing, or its build or run failed.
+        RuntimeError: a simulator is missing, or its build or run failed.
     """
     try:
-        from cosim.api import compare, run_programs
+        import cosim.api  # noqa: F401  (the message below names what is missing)
+        from report.rtl import run_rtl as run_on_rtl
     except ImportError as missing:
         raise ImportError("RTL run needs the cosim package: cosim.api.run_programs and cosim.api.compare "
                           f"({missing}); run with --rtl 0 to skip it") from missing
     jobs = [(program.code, program.ext_image(feed), f"digits batch {k}") for k, feed in enumerate(feeds)]
-    lines, bad = [], 0
-    for simulator in SIMULATORS:
-        start = time.perf_counter()
-        runs = run_programs(jobs, simulator)
-        seconds = time.perf_counter() - start
-        differences = [compare(job, run) for job, run in zip(jobs, runs, strict=True)]
-        wrong = [k for k, found in enumerate(differences) if found]
-        bad += len(wrong)
-        if wrong:
-            lines.append(f"  {simulator:9s}: {len(wrong)} of {len(jobs)} runs differ; the first, batch "
-                         f"{wrong[0]}: {differences[wrong[0]][0]}")
-        else:
-            cycles = ", ".join(str(c) for c in sorted({run.counters.cycles for run in runs}))
-            runs_text = f"{len(jobs)} run" + ("s" if len(jobs) != 1 else "")
-            lines.append(f"  {simulator:9s}: {runs_text} bit-exact (every memory word, the five "
-                         f"counters, the stop; {cycles} cycles each) in {seconds:.1f} s")
-    return lines, bad
+    results = run_on_rtl(jobs, SIMULATORS)
+    failed = [r for r in results if r.failure]
+    if failed:
+        raise RuntimeError(f"{failed[0].simulator}: {failed[0].failure}")
+    lines = [f"  {r.simulator:9s}: {r.summary()}" for r in results]
+    return lines, sum(len(r.differences) for r in results), results
 
 
 @dataclass
@@ -272,6 +267,9 @@ def main(argv: list[str] | None = None) -> int:
                         help="a quick check: fewer epochs, the first 64 test images, no RTL unless --rtl")
     parser.add_argument("--seed", type=int, default=0, help="seed of the weights and the training order")
     add_machine(parser)
+    parser.add_argument("--report", nargs="?", const=REPORT, default=None, type=Path, metavar="HTML",
+                        help=f"write the program's report page (default {REPORT}): graph, passes, plots, "
+                        "listing with cycles, the first batch's checks and, with --rtl, the RTL's PASS/FAIL")
     args = parser.parse_args(argv)
     params = machine(parser, args)
     epochs = args.epochs if args.epochs is not None else (8 if args.quick else 60)
@@ -318,12 +316,13 @@ def main(argv: list[str] | None = None) -> int:
     measured = run_reference(lowered, program, split, float_logits, float_classes)
 
     verdict = "RTL bit-exact on 0 images"
+    rtl = None
     if rtl_images > 0:
         runs = min(-(-rtl_images // BATCH), len(measured.feeds))
         images = min(runs * BATCH, len(split.test_x))
         print(f"\n== the first {images} test images on the RTL ({runs} runs per simulator)")
         try:
-            lines, bad = run_rtl(program, measured.feeds[:runs])
+            lines, bad, rtl = run_rtl(program, measured.feeds[:runs])
         except ImportError as missing:
             print(f"error: {missing}", file=sys.stderr)
             return 2
@@ -333,6 +332,13 @@ def main(argv: list[str] | None = None) -> int:
         print("\n".join(lines))
         verdict = (f"RTL bit-exact on {images} images" if bad == 0
                    else f"RTL differs from the reference in {bad} of {len(SIMULATORS) * runs} runs")
+    if args.report:
+        from report import Subject, write_report
+
+        title = f"digits MLP {PIXELS}-{HIDDEN}-{CLASSES}, batch {BATCH}"
+        origin = "examples/digits.py (trained in PyTorch, lowered through torch.fx)"
+        subject = Subject(title, program, measured.feeds[0], len(calibration), origin)
+        print(f"\n== report: {write_report(args.report, subject, rtl)}")
     print(f"\ndigits: float {float_accuracy:.1f}%, GA-2 {measured.accuracy:.1f}%, "
           f"agree {measured.agree:.1f}%, {verdict}")
     return 0 if measured.exact and "differs" not in verdict else 1

@@ -4,10 +4,16 @@
 ``build`` below is the part to edit: it describes a small residual network with a softmax
 head. The script compiles it with Capra, runs it on the reference machine and compares it
 with floating point; sweeps the hidden width to show how footprint, program length, cycles
-and accuracy move (and where the scratchpad runs out); and shows the graphs Capra refuses,
-each with its message and the fix it suggests.
+and accuracy move (and where a weight no longer fits the scratchpad whole and streams in
+blocks); and shows the graphs Capra refuses, each with its message and the fix it suggests.
+``--no-stream`` compiles as the seed's compiler did, every weight whole (the sweep then
+runs out of scratchpad at width 64, as the seed's does). The plots (the network's scales,
+tiling, memory map, engine timeline and roofline, and the sweep's footprint, cycles and
+error against the width) go to ``--plots`` as PNG files (default build/examples/own_graph;
+``--plots ''`` saves none).
 
-Usage: python examples/own_graph.py [--widths 8 16 32 48 64] [--no-refusals]
+Usage: python examples/own_graph.py [--widths 8 16 32 48 64] [--no-refusals] [--no-stream] [--param t8]
+                                    [--plots DIR]
 """
 
 from __future__ import annotations
@@ -16,7 +22,8 @@ import argparse
 import math
 import random
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from pathlib import Path
 
 import numpy as np
 from _cli import add_machine, machine, positive  # examples/_cli.py
@@ -27,6 +34,7 @@ from compiler.evaluate import evaluate
 from sim.spec import DEFAULT, Params
 
 Shapes = dict[str, tuple[int, int]]
+PLOTS = Path(__file__).resolve().parent.parent / "build" / "examples" / "own_graph"
 
 
 def build(batch: int = 4, d_in: int = 16, hidden: int = 32, d_out: int = 8,
@@ -73,25 +81,29 @@ class Row:
     classes: tuple[list[int], list[int]] | None = None
     refusal: str = ""
     note: str = ""
+    blocked: list[str] = field(default_factory=list)
 
 
-def compile_width(hidden: int, params: Params = DEFAULT) -> Row:
-    """Build with this hidden width, calibrate on 30 samples from Random(hidden), test on the next;
-    compiled for the machine ``params``."""
+def compile_width(hidden: int, stream: bool = True, params: Params = DEFAULT) -> Row:
+    """Build with this hidden width, calibrate on 30 samples from Random(hidden), test on the
+    next; ``stream=False`` loads every weight whole (the seed's compiler); compiled for the
+    machine ``params``."""
     g, shapes = build(hidden=hidden)
     rng = random.Random(hidden)
     calibration = [draw_inputs(shapes, rng) for _ in range(30)]
     test = draw_inputs(shapes, rng)
     row = Row(hidden)
     try:
-        program = compile_graph(g, calibration, params=params)
+        program = compile_graph(g, calibration, stream=stream, params=params)
     except CompileError as e:
         row.refusal = e.problem
         return row
     try:
-        row.spad_no_reuse = compile_graph(g, calibration, reuse=False, params=params).spad_high
+        row.spad_no_reuse = compile_graph(g, calibration, reuse=False, stream=stream, params=params).spad_high
     except CompileError:
         row.spad_no_reuse = None
+    row.blocked = [f"matmul node {nid}: {b.describe()}" for nid, b in program.blockings.items()
+                   if not b.whole]
     outcome = program.run(test)
     reference = evaluate(g, test)
     class_node = program.ext["class"].node
@@ -110,8 +122,8 @@ def compile_width(hidden: int, params: Params = DEFAULT) -> Row:
     return row
 
 
-def sweep(widths: list[int], params: Params = DEFAULT) -> list[Row]:
-    return [compile_width(w, params) for w in widths]
+def sweep(widths: list[int], stream: bool = True, params: Params = DEFAULT) -> list[Row]:
+    return [compile_width(w, stream, params) for w in widths]
 
 
 def refusals() -> list[tuple[str, CompileError]]:
@@ -147,7 +159,7 @@ def refusals() -> list[tuple[str, CompileError]]:
         g.matmul(g.input("a", (2, 3)), g.weight("b", np.full((4, 4), 0.1)))
 
     def too_big() -> None:
-        one_product(8, 64, 64, 0.01)
+        one_product(64, 16, 64, 0.01)
 
     def two_concats() -> None:
         g = Graph()
@@ -164,10 +176,21 @@ def refusals() -> list[tuple[str, CompileError]]:
     attempt("a product with inner dimension 65", wide_product)
     attempt("a relu that does not follow a matmul", relu_after_add)
     attempt("shapes that do not match", mismatched)
-    attempt("tensors too big for the scratchpad (a 64 x 64 weight fills all of it)", too_big)
+    attempt("a result too big for the scratchpad (64 x 64 words fill all of it: inputs and weights "
+            "stream from external memory, results stay)", too_big)
     attempt("one tensor in two concatenations", two_concats)
     attempt("calibration data with a NaN", nan_calibration)
     return cases
+
+
+def save_plots(program, rows: list[Row], folder: Path) -> None:
+    """The network's plots and the sweep's, as PNG files in ``folder``."""
+    from viz import SweepPoint, plot_sweep, save, save_program_plots
+
+    points = [SweepPoint(r.hidden, r.spad, r.spad_no_reuse, r.cycles, r.error, r.refusal) for r in rows]
+    written = save_program_plots(program, folder)
+    written.append(save(plot_sweep(points, program.machine.SPAD_WORDS), folder / "sweep.png"))
+    print(f"\n== plots: {', '.join(p.name for p in written)} in {folder}")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -176,6 +199,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--widths", type=positive, nargs="+", default=[8, 16, 32, 48, 64],
                         help="hidden widths to sweep (default 8 16 32 48 64)")
     parser.add_argument("--no-refusals", action="store_true", help="skip the refused graphs")
+    parser.add_argument("--no-stream", action="store_true",
+                        help="load every weight whole, as the seed's compiler (no blocking)")
+    parser.add_argument("--plots", default=str(PLOTS), metavar="DIR",
+                        help=f"folder for the plots (default {PLOTS}; '' for none)")
     add_machine(parser)
     args = parser.parse_args(argv)
     params = machine(parser, args)
@@ -194,9 +221,10 @@ def main(argv: list[str] | None = None) -> int:
           f"class (floating point): {floating}")
     print(f"  probabilities: relative error {100 * relative_error(program, outcome, test):.2f}%")
 
-    print("\n== 2. hidden width sweep (K_MAX and the scratchpad set the limits)")
+    limits = "K_MAX and the scratchpad set" if args.no_stream else "K_MAX sets"
+    print(f"\n== 2. hidden width sweep ({limits} the limits)")
     print("  width  instr  spad words reuse / no reuse  cycles  error vs float  classes")
-    rows = sweep(args.widths, params)
+    rows = sweep(args.widths, stream=not args.no_stream, params=params)
     for row in rows:
         if row.refusal:
             print(f"  {row.hidden:5d}  refused: {row.refusal}")
@@ -206,9 +234,15 @@ def main(argv: list[str] | None = None) -> int:
         print(f"  {row.hidden:5d}  {row.instructions:5d}  {row.spad:12d} / {no_reuse:>8}  {row.cycles:6d}"
               f"  {100 * row.error:12.2f}%  {agree}")
     for row in rows:
+        for blocked in row.blocked:
+            print(f"  width {row.hidden}: too big for the scratchpad whole, {blocked}")
+    for row in rows:
         if row.note:
             print(f"  note: {row.note}; a near tie flips under a 2% error in the probabilities, which is why "
                   "accuracy is judged on probabilities, not on classes")
+
+    if args.plots:
+        save_plots(program, rows, Path(args.plots))
 
     if not args.no_refusals:
         print("\n== 3. what Capra refuses: the message and the suggested fix")

@@ -71,7 +71,7 @@ def fast_figures(name: str, params: Params, digits_model) -> Figures:
     macs = sum(r.macs for r in rows)
     widths = {}
     for width in WIDTHS:
-        row = own_graph.compile_width(width, params)
+        row = own_graph.compile_width(width, params=params)
         widths[width] = row.cycles if row.cycles is not None else f"refused: {row.refusal}"
     lowered, calibration, feed = digits_model
     program = compile_graph(lowered.graph, calibration, params=params)

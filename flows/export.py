@@ -32,8 +32,9 @@ from sim import machines, spec
 from sim.spec import Params
 
 from . import memmap
+from .memmap import CORE, PORTS_JSON, SIMTOP
 
-TOPS = {"ga2": ("core", GA2), "ga2_simtop": ("simtop", SimTop)}
+TOPS = {CORE: ("core", GA2), SIMTOP: ("simtop", SimTop)}
 """Verilog module name -> (memory-map top, component class)."""
 
 CLOCK, RESET = "clk", "rst"
@@ -74,7 +75,7 @@ def export(params: Params, out_dir: Path) -> dict[str, Path]:
             "ports": ports(top),
             "memories": memmap.describe(params, top=map_top),
         }
-    path = out_dir / "ga2_ports.json"
+    path = out_dir / PORTS_JSON
     path.write_text(json.dumps(description, indent=2) + "\n")
     written["json"] = path
     return written

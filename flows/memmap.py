@@ -35,6 +35,17 @@ from dataclasses import dataclass
 from sim import spec
 from sim.spec import DEFAULT, Params
 
+CORE = "ga2"
+"""The core's Verilog module, and the stem of its file (``build/ga2.v``)."""
+SIMTOP = "ga2_simtop"
+"""The simulation top's Verilog module (:class:`hw.simtop.SimTop`), and the stem of its file
+(``build/ga2_simtop.v``): what cosim runs."""
+PORTS_JSON = "ga2_ports.json"
+"""The description ``python -m flows.export`` writes beside the Verilog: each top's ports and
+memories, the parameters and the timing constants it was generated with."""
+# The artifact names live here, not in flows/export.py, so that cosim and its test bench can
+# import them without loading Amaranth.
+
 MEMORIES = ("spad", "ext", "imem")
 """The memories a test bench loads or reads: scratchpad, external memory, program."""
 

@@ -4,6 +4,7 @@
 ``torch`` extra; importing this package without torch raises ImportError saying so).
 """
 
+from .batch import Feed
 from .torch_fx import Refusal, TorchGraph, UnsupportedModel, from_torch, run_torch
 
-__all__ = ["Refusal", "TorchGraph", "UnsupportedModel", "from_torch", "run_torch"]
+__all__ = ["Feed", "Refusal", "TorchGraph", "UnsupportedModel", "from_torch", "run_torch"]

@@ -32,9 +32,11 @@ from sim.spec import Params
 from ..errors import CompileError
 from ..ir import Graph
 from ..pipeline import check_structure
+from .inference import inference_refusal
 
-SUPPORTED = ("nn.Linear, matmul (@), a positive constant factor on a product, relu, softmax(dim=-1), "
-             "+, cat(dim=0) and argmax(dim=-1)")
+SUPPORTED = ("nn.Linear and F.linear, matmul (@), a positive constant factor on a product, relu, "
+             "softmax(dim=-1), +, cat(dim=0), argmax(dim=-1), and dropout (eval mode), flatten and "
+             "nn.Identity where they change nothing")
 """What the front end lowers, as the refusals quote it."""
 
 STATIC = "capra_static"
@@ -80,6 +82,11 @@ def flatten(value: Any) -> list[Any]:
     if isinstance(value, tuple | list):
         return [leaf for item in value for leaf in flatten(item)]
     return [value]
+
+
+def _values(parameter: torch.Tensor) -> np.ndarray:
+    """A parameter's values as float64 numpy."""
+    return parameter.detach().cpu().double().numpy()
 
 
 def _is_number(value: Any) -> bool:
@@ -138,14 +145,27 @@ def _value_readers(node: fx.Node) -> list[fx.Node]:
     return [user for user in node.users if not _is_shape_query(user)]
 
 
+def module_path(node: fx.Node) -> str:
+    """The path of the module whose forward a function or method call was traced in ('' for
+    the model's own forward), from the trace's ``nn_module_stack``."""
+    stack = node.meta.get("nn_module_stack") or {}
+    if not stack:
+        return ""
+    key, value = list(stack.items())[-1]
+    return value[0] if isinstance(value, tuple) else str(key)
+
+
 def describe(node: fx.Node, traced: fx.GraphModule) -> str:
-    """The operation of an fx node, as a refusal names it."""
+    """The operation of an fx node, as a refusal names it: a layer by its class and module
+    path (``Linear module 'encoder.fc1'``), a function or method with the path of the module
+    it is called in (``torch.relu in 'encoder'``)."""
     if node.op == "call_module":
         return f"{type(traced.get_submodule(node.target)).__name__} module '{node.target}'"
+    where = f" in '{module_path(node)}'" if module_path(node) else ""
     if node.op == "call_method":
-        return f"Tensor.{node.target}()"
+        return f"Tensor.{node.target}(){where}"
     if node.op == "call_function":
-        return _function_name(node.target)
+        return _function_name(node.target) + where
     if node.op == "placeholder":
         return f"input '{node.target}'"
     if node.op == "get_attr":
@@ -167,6 +187,7 @@ _SIGNATURES: dict[str, tuple[tuple[str, Any], ...]] = {
     "softmax": (("input", _REQUIRED), ("dim", None), ("_stacklevel", 3), ("dtype", None)),
     "cat": (("tensors", _REQUIRED), ("dim", 0)),
     "argmax": (("input", _REQUIRED), ("dim", None), ("keepdim", False)),
+    "f_linear": (("input", _REQUIRED), ("weight", _REQUIRED), ("bias", None)),
     "transpose": (("input", _REQUIRED), ("dim0", _REQUIRED), ("dim1", _REQUIRED)),
     "t": (("input", _REQUIRED),),
     "getattr": (("input", _REQUIRED), ("name", _REQUIRED)),
@@ -182,6 +203,7 @@ _FUNCTIONS: dict[Any, str] = {
     torch.softmax: "softmax", F.softmax: "softmax",
     torch.cat: "cat", torch.concat: "cat", torch.concatenate: "cat",
     torch.argmax: "argmax",
+    F.linear: "f_linear",
     torch.transpose: "transpose", torch.t: "t",
     getattr: "getattr",
 }
@@ -299,6 +321,9 @@ class Lowering:
             return self.lower_input(node)
         if node.op == "get_attr":
             return self.lower_attribute(node)
+        why = inference_refusal(node, self.traced)
+        if why is not None:
+            raise Refuse(why)
         rule = self.rule_of(node)
         if rule is None:
             raise Refuse(self.unsupported(node))
@@ -320,9 +345,6 @@ class Lowering:
         if node.op == "call_module":
             kind = type(self.traced.get_submodule(node.target))
             layer = f"{article(kind.__name__)} {kind.__name__} layer"
-            if issubclass(kind, nn.Dropout | nn.Identity):
-                return (f"{layer} is the identity at inference, but the front end lowers only what it can "
-                        "compute; leave it out of the module you compile")
             return f"GA-2 has no operation for {layer}; the front end lowers {SUPPORTED}"
         return f"GA-2 has no operation for it; the front end lowers {SUPPORTED}"
 
@@ -400,7 +422,7 @@ class Lowering:
     def producer_hint(self, arg: fx.Node) -> str:
         """Why a node's value is not a bare matmul product, for refusals that need one."""
         if arg.op == "call_module" and isinstance(self.traced.get_submodule(arg.target), nn.Linear):
-            return (f"{arg.name} is a Linear with a bias, whose result is the product plus the bias; "
+            return (f"Linear module '{arg.target}' has a bias, so its result is the product plus the bias; "
                     "build that layer with bias=False")
         return f"{arg.name} ({describe(arg, self.traced)}) is not the result of a matmul"
 
@@ -478,18 +500,43 @@ class Lowering:
     # ---------------------------------------------------------------- the operations
 
     def linear(self, node: fx.Node, module: nn.Linear, x: Any) -> _Value:
-        if module.in_features > self.params.K_MAX:
-            raise self.too_deep(module.in_features)
-        source = self.tensor(x, "input")
-        w = module.weight.detach().cpu().double().numpy()  # (out_features, in_features)
-        transposed = self.weight(f"{node.target}.weight.T", w.T)
-        if module.bias is None:
-            product = self.graph.matmul(source, transposed, scale=self.folded_factor(node))
+        weight = _Value(Kind.CONSTANT, array=_values(module.weight), name=f"{node.target}.weight")
+        bias = None if module.bias is None else _Value(Kind.CONSTANT, array=_values(module.bias),
+                                                         name=f"{node.target}.bias")
+        return self.dense(x, weight, bias, node)
+
+    def op_f_linear(self, node: fx.Node, input: Any, weight: Any, bias: Any) -> _Value:
+        return self.dense(input, self.value(weight), None if bias is None else self.value(bias), node)
+
+    def dense(self, x: Any, weight: _Value, bias: _Value | None, node: fx.Node) -> _Value:
+        """x W^T, plus the bias b repeated over the rows when there is one: an ``nn.Linear`` or
+        ``F.linear(x, W, b)`` with W (out_features, in_features) as PyTorch stores it. A
+        parameter W^T becomes the weight ``<W's name>.T``; a computed W is read transposed."""
+        if weight.kind is Kind.CONSTANT:
+            if weight.array.ndim != 2:
+                raise Refuse(f"uses the weight '{weight.name}' of shape {weight.array.shape}; a linear "
+                             "layer's weight is (out_features, in_features)")
+            if weight.array.shape[1] > self.params.K_MAX:
+                raise self.too_deep(weight.array.shape[1])
+            source = self.tensor(x, "input")
+            second, transpose_b = self.weight(f"{weight.name}.T", weight.array.T), False
+        elif weight.kind in (Kind.TENSOR, Kind.PRODUCT, Kind.TRANSPOSED):
+            source = self.tensor(x, "input")
+            second, transpose_b = weight.nid, weight.kind is not Kind.TRANSPOSED
+            if self.graph.nodes[source].shape[1] > self.params.K_MAX:
+                raise self.too_deep(self.graph.nodes[source].shape[1])
+        else:
+            raise Refuse("takes a weight that is not a tensor")
+        if bias is None:
+            factor = self.folded_factor(node)
+            product = self.graph.matmul(source, second, transpose_b=transpose_b, scale=factor)
             return _Value(Kind.PRODUCT, self.own(product))
-        product = self.own(self.graph.matmul(source, transposed))
+        if bias.kind is not Kind.CONSTANT:
+            raise Refuse("adds a computed bias; only a parameter bias is lowered, repeated over the rows at "
+                         "compile time")
+        product = self.own(self.graph.matmul(source, second, transpose_b=transpose_b))
         rows = self.graph.nodes[source].shape[0]
-        bias = np.tile(module.bias.detach().cpu().double().numpy(), (rows, 1))
-        total = self.graph.add(product, self.weight(f"{node.target}.bias", bias))
+        total = self.graph.add(product, self.weight(bias.name, np.tile(bias.array, (rows, 1))))
         return _Value(Kind.TENSOR, self.own(total))
 
     def too_deep(self, k: int) -> Refuse:

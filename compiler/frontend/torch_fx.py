@@ -1,12 +1,11 @@
 """The PyTorch front end: trace an ``nn.Module`` with torch.fx and lower it to a Capra graph.
 
-    from compiler import compile_graph
     from compiler.frontend import from_torch
 
-    lowered = from_torch(model, (64,), batch=8)      # or from_torch(model, torch.zeros(8, 64))
-    program = compile_graph(lowered.graph, [lowered.feed(b) for b in calibration_batches])
-    outcome = program.run(lowered.feed(images))      # images: 8 x 64, a tensor or an array
-    logits, classes = lowered.unpack(outcome)        # shaped as the module returns them
+    lowered = from_torch(model.eval(), (64,), batch=8)   # or from_torch(model, torch.zeros(8, 64))
+    program = lowered.compile([lowered.feed(b) for b in calibration])   # compile_graph(lowered.graph, ...)
+    outcome = program.run(lowered.feed(images))   # images: 8 x 64 (or fewer rows), a tensor or an array
+    logits, classes = lowered.unpack(outcome)     # shaped as the module returns them
 
 How: ``torch.fx.symbolic_trace`` records ``forward`` (of a copy of the module) as a graph of
 nodes; an operation that changes a tensor in place is refused at once (see below); the graph
@@ -23,6 +22,8 @@ PyTorch                                         Capra
                                                 ``<module>.weight.T`` (in_features x out_features)
 ``nn.Linear`` with bias                         the same, then ``add`` of the bias repeated over
                                                 the rows at compile time (weight ``<module>.bias``)
+``F.linear(x, W, b)`` (a bare ``nn.Linear`` is  the same; a parameter W becomes the weight
+traced as one)                                  ``<W>.T``, a computed W is read transposed
 ``a @ b``, ``torch.matmul``, ``torch.mm``,      ``matmul``; a second operand written ``b.T``,
 ``Tensor.matmul`` / ``mm``                      ``b.mT``, ``b.t()`` or ``b.transpose(-2, -1)`` is
                                                 read transposed (``transpose_b``); a parameter's
@@ -39,6 +40,9 @@ PyTorch                                         Capra
 ``torch.cat`` / ``concat`` / ``concatenate``    ``concat_rows``, chained for more than two parts
 with ``dim=0``
 ``argmax(dim=-1)``                              ``argmax`` (only an output may read its indices)
+dropout (eval mode, or ``training=False``),     nothing: removed before lowering
+``nn.Identity``, ``nn.Flatten`` on (batch,      (:mod:`.inference`); a dropout in training mode
+features) data                                  is refused ("call model.eval() before tracing")
 the returned tensor(s), a tuple too             one ``output`` each, named after the fx node
 =============================================== ===============================================
 
@@ -53,19 +57,24 @@ lowered as the operation itself. ``h += y`` is traced as ``h = h + y``, which is
 unless another name still refers to the old ``h``; the run of ``forward`` beside the trace
 catches that case.
 
-The rules themselves are in :mod:`.fx_lower`. Inputs become Capra inputs named after
-``forward``'s arguments, in their order (:attr:`TorchGraph.inputs`); every tensor is 2-D
-(rows, cols).
+The rules themselves are in :mod:`.fx_lower` (and :mod:`.inference`). Inputs become Capra
+inputs named after ``forward``'s arguments, in their order (:attr:`TorchGraph.inputs`); every
+tensor is 2-D (rows, cols). A LayerNorm (or RMSNorm) is refused: GA-2 has no exact integer
+method for a row's reciprocal square root. A partial batch is padded by
+:meth:`TorchGraph.feed` and trimmed by :meth:`TorchGraph.unpack` (:mod:`.batch`).
 
 Contract: nothing is approximated. A node that has no exact counterpart (another op,
 another ``dim``, a relu that cannot ride on a matmul's requantizer, a tensor that is not
 2-D, ...) is refused, and every refused node is collected before :class:`UnsupportedModel`
-is raised, one ``REFUSED <node>: <op>: <why>`` line per node. A node is reported for a
+is raised, one ``REFUSED <node>: <op>: <why>`` line per node; the op names a layer by its
+module path, and a function by the path of the module it is called in. A node is reported for a
 problem of its own only (a refused operand does not make it refused, a wrong ``dim`` does).
 When every node lowers, the compiler's structural passes (unit limits, relu fusion,
 placement, lifetimes, external layout: :func:`compiler.pipeline.check_structure`) run on
 the graph at once, so that a model they refuse fails
-here too, named by its fx node; no code is emitted in either case.
+here too, named by its fx node; no code is emitted in either case. :meth:`TorchGraph.compile`
+names the layer likewise when the compiler refuses a node later (a layer whose result leaves
+no room in the scratchpad for any blocking).
 """
 
 from __future__ import annotations
@@ -95,8 +104,11 @@ from sim.spec import DEFAULT, Params
 from ..errors import CompileError
 from ..ir import Graph
 from ..ops import OPS
-from ..program import OutputValue, RunOutcome
+from ..pipeline import compile_graph
+from ..program import OutputValue, Program, RunOutcome
+from .batch import Feed, pad_batch
 from .fx_lower import STATIC, Lowering, Refusal, article, describe, flatten
+from .inference import drop_identities
 from .inplace import inplace_refusals
 
 __all__ = ["Refusal", "TorchGraph", "UnsupportedModel", "from_torch", "run_torch"]
@@ -136,7 +148,11 @@ class TorchGraph:
         output_shapes: the shape PyTorch gives each output (an argmax without keepdim is
             (rows,), where Capra stores (rows, 1)).
         origin: Capra node id -> name of the fx node it was lowered from.
-        traced: the traced module (after dead-code elimination), for inspection.
+        traced: the traced module (after dead-code elimination and the removal of layers
+            that change nothing at inference), for inspection.
+        batch: the rows of every input when traced with ``batch=``, else None.
+        model: the module's class name (for messages).
+        params: the machine it was lowered for.
     """
 
     graph: Graph
@@ -145,40 +161,74 @@ class TorchGraph:
     output_shapes: tuple[tuple[int, ...], ...]
     origin: dict[int, str]
     traced: fx.GraphModule
+    batch: int | None = None
+    model: str = ""
+    params: Params = DEFAULT
 
-    def feed(self, *values: Any) -> dict[str, np.ndarray]:
+    def feed(self, *values: Any) -> Feed:
         """The inputs of a run or a calibration sample: input name -> float64 array.
+
+        A partial batch (traced with ``batch=``, given fewer rows) is padded with zero rows
+        (:mod:`compiler.frontend.batch`), and :meth:`unpack` drops them from the outputs.
 
         Args:
             values: one per input, in ``forward``'s order; torch tensors or array-likes of the
-                traced shape.
+                traced shape (or of fewer rows).
 
         Raises:
-            ValueError: not one value per input.
+            ValueError: not one value per input; a partial batch that cannot be padded (more
+                rows than the batch, inputs of different rows, a model that mixes rows).
         """
         if len(values) != len(self.inputs):
             raise ValueError(f"the module takes {len(self.inputs)} input(s) ({', '.join(self.inputs)}), "
                              f"{len(values)} value(s) given")
-        return {name: _as_array(value) for name, value in zip(self.inputs, values, strict=True)}
+        arrays = {name: _as_array(value) for name, value in zip(self.inputs, values, strict=True)}
+        return pad_batch(arrays, self.batch, self.graph)
 
-    def unpack(self, outcome: RunOutcome | Mapping[str, OutputValue]) -> list[np.ndarray]:
+    def unpack(self, outcome: RunOutcome | Mapping[str, OutputValue],
+               rows: int | None = None) -> list[np.ndarray]:
         """The outputs of a run, in the module's return order and shapes.
 
         Args:
             outcome: what :meth:`compiler.Program.run` returned, or its ``outputs``.
+            rows: keep only the first ``rows`` rows of each output; by default those of the
+                run's :meth:`feed` when it padded a partial batch, else all.
 
         Returns:
             One array per output: float64 values (int8 levels times the scale), or int64
             indices for an argmax.
         """
         outputs = outcome.outputs if isinstance(outcome, RunOutcome) else outcome
+        if rows is None and isinstance(outcome, RunOutcome) and isinstance(outcome.inputs, Feed):
+            rows = outcome.inputs.rows
         result = []
         for name, shape in zip(self.outputs, self.output_shapes, strict=True):
             value = outputs[name]
             source = self.graph.nodes[self.graph.nodes[self.graph.names[name]].ins[0]]
             array = value.floats if OPS[source.op].scaled else value.ints   # argmax: indices
-            result.append(np.asarray(array).reshape(shape))
+            array = np.asarray(array).reshape(shape)
+            result.append(array if rows is None else array[:rows])
         return result
+
+    def compile(self, calibration: Sequence[Mapping[str, object]], **options: Any) -> Program:
+        """:func:`compiler.compile_graph` on the graph, for the machine it was lowered for
+        (unless ``params=`` says otherwise); a refusal that names a node names the layer.
+
+        Raises:
+            UnsupportedModel: the compiler refuses a node (the scratchpad cannot hold any
+                blocking of a layer, say); one ``REFUSED`` line names its fx node and layer.
+            CompileError: another refusal (the calibration data, an argument).
+        """
+        options.setdefault("params", self.params)
+        try:
+            return compile_graph(self.graph, calibration, **options)
+        except CompileError as e:
+            name = self.origin.get(e.node) if e.node is not None else None
+            if name is None:
+                raise
+            node = next(n for n in self.traced.graph.nodes if n.name == name)
+            raise UnsupportedModel(self.model, [Refusal(name, describe(node, self.traced),
+                                                        f"Capra refuses it: {e}")]) from e
 
 
 def run_torch(module: nn.Module, *values: Any) -> list[np.ndarray]:
@@ -252,7 +302,7 @@ def from_torch(module: nn.Module, *examples: torch.Tensor | Sequence[int], batch
     traced_outputs = _propagate(model, traced, tensors)
     _check_trace(module, working, traced, tensors, traced_outputs)
     traced.graph.eliminate_dead_code()
-    traced.recompile()
+    drop_identities(traced)
     lowering = Lowering(traced, params)
     lowering.run()
     if lowering.refusals:
@@ -262,7 +312,8 @@ def from_torch(module: nn.Module, *examples: torch.Tensor | Sequence[int], batch
         raise UnsupportedModel(model, [refusal])
     return TorchGraph(graph=lowering.graph, inputs=tuple(lowering.inputs), outputs=tuple(lowering.outputs),
                       output_shapes=tuple(lowering.output_shapes),
-                      origin={nid: n.name for nid, n in lowering.origin.items()}, traced=traced)
+                      origin={nid: n.name for nid, n in lowering.origin.items()}, traced=traced, batch=batch,
+                      model=model, params=params)
 
 
 def _trace_fix(error: Exception) -> str:

@@ -15,7 +15,10 @@ Each random graph is compiled twice, with and without buffer reuse, and checked 
 
 Besides: five graphs the compiler must refuse (:func:`check_errors`), the directed
 cancellation case (:func:`check_cancellation`), slice graphs (:func:`check_slices`,
-:func:`check_slice_errors`) and int4 weights (:func:`check_int4`).
+:func:`check_slice_errors`), int4 weights (:func:`check_int4`), and streamed graphs
+(:func:`check_streamed`): layers up to 64 wide compiled for the smallest scratchpad they
+fit, where their weights and inputs stream in blocks (:mod:`compiler.streaming`), checks
+(a)-(e) again (with and without reuse the blockings differ, so (a) compares two of them).
 
 Every check returns a list of problems (empty: passed). A crash inside the compiler or the
 machine is reported as a problem, not raised, so that one run names every failure.
@@ -27,11 +30,12 @@ from __future__ import annotations
 
 import random
 import sys
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping, Sequence
 
 import numpy as np
 
 from sim.machine import MachineError
+from sim.spec import DEFAULT, Params
 
 from ..accuracy import relative_error
 from ..errors import CompileError
@@ -39,19 +43,29 @@ from ..interpret import interpret
 from ..ir import Graph
 from ..ops import OPS, Role
 from ..pipeline import compile_graph
+from ..program import Program
 from ..realcheck import stagewise_problems
-from .random_graphs import InputSpec, random_graph, random_slice_graph, sample_inputs
+from .random_graphs import InputSpec, random_graph, random_slice_graph, random_stream_graph, sample_inputs
 
 BOUND = 0.16
 """Accuracy bound of check (e) for the random graphs."""
 SLICE_BOUND = 0.40
 """Accuracy bound for the slice graphs (seed chapter 16)."""
+STREAM_BOUND = 0.33
+"""Accuracy bound for the streamed graphs: about twice the worst error of the correct compiler
+on seeds 0-39 (0.163; chains of up to five matmuls 64 wide), the seed's rule for 0.16."""
 INT4_BOUND = 0.80
 """Accuracy bound for graphs with int4 weights: about twice the worst error measured on
 seeds 0-59 (0.36 for random graphs, 0.41 for slice graphs), the seed's rule for 0.16. An
 int4 weight has only 15 levels, so this bound guards the meaning, not the accuracy."""
 BATTERY_SEEDS = range(60)
 CALIBRATION_SAMPLES = 30
+STREAM_SEEDS = range(24)
+"""The streamed graphs of :func:`check_streamed` (and of the mutation check)."""
+STREAM_SCRATCHPADS = (256, 512, 1024, 2048, 4096, 8192)
+"""The scratchpad sizes (SPAD_WORDS) a streamed graph is tried on, smallest first."""
+STREAM_EXT_WORDS = 16384
+"""External memory for the streamed graphs: their weights take up to 4 x 64 x 64 words."""
 
 GraphBuilder = Callable[[int, int], tuple[Graph, InputSpec]]
 
@@ -60,9 +74,16 @@ def _same_ints(a: np.ndarray, b: np.ndarray) -> bool:
     return a.shape == b.shape and bool(np.array_equal(a, b))
 
 
-def check_graph(seed: int, bound: float = BOUND, wbits: int = 8,
-                build: GraphBuilder | None = None) -> tuple[list[str], float | None]:
-    """Checks (a)-(e) on one random graph.
+def _samples(names: InputSpec, seed: int) -> tuple[list[dict[str, np.ndarray]], dict[str, np.ndarray]]:
+    """30 calibration samples, then the test input, from ``random.Random(seed * 7 + 1)``."""
+    rng = random.Random(seed * 7 + 1)
+    calibration = [sample_inputs(names, rng) for _ in range(CALIBRATION_SAMPLES)]
+    return calibration, sample_inputs(names, rng)
+
+
+def check_graph(seed: int, bound: float = BOUND, wbits: int = 8, build: GraphBuilder | None = None,
+                params: Params = DEFAULT) -> tuple[list[str], float | None]:
+    """Checks (a)-(e) on one random graph, compiled for ``params``.
 
     Calibration uses ``random.Random(seed * 7 + 1)``: 30 samples, then the test input.
 
@@ -70,15 +91,19 @@ def check_graph(seed: int, bound: float = BOUND, wbits: int = 8,
         (problems, worst relative error), the error None when the graph did not compile.
     """
     graph, names = (build or random_graph)(seed, wbits)
-    rng = random.Random(seed * 7 + 1)
-    calibration = [sample_inputs(names, rng) for _ in range(CALIBRATION_SAMPLES)]
-    test = sample_inputs(names, rng)
+    calibration, test = _samples(names, seed)
     label = f"seed {seed}"
     try:
-        reused = compile_graph(graph, calibration, reuse=True)
-        kept = compile_graph(graph, calibration, reuse=False)
+        reused = compile_graph(graph, calibration, reuse=True, params=params)
+        kept = compile_graph(graph, calibration, reuse=False, params=params)
     except CompileError as e:
         return [f"{label}: compile error: {e}"], None
+    return check_programs(label, graph, test, reused, kept, bound)
+
+
+def check_programs(label: str, graph: Graph, test: Mapping[str, np.ndarray], reused: Program, kept: Program,
+                   bound: float) -> tuple[list[str], float | None]:
+    """Checks (a)-(e) on a graph's two programs (with and without reuse) and a test input."""
     try:
         outcome_reused = reused.run(test, warn=False)   # a held-out sample may clip: expected
         outcome = kept.run(test, warn=False)
@@ -220,10 +245,13 @@ REFUSALS = (
     ("inner dimension 65", lambda: _single_product(2, 65, 3)),
     ("relu on a matmul that has a second reader", _relu_beside_its_matmul),
     ("relu that is not after a matmul", _relu_of_input),
-    ("tensors too big for the scratchpad", lambda: _single_product(32, 64, 64)),
+    ("a result too big for the scratchpad", lambda: _single_product(64, 16, 64)),
     ("one tensor in two concatenations", _one_tensor_two_concats),
 )
-"""The five graphs Capra must refuse (seed chapter 11): name, graph builder."""
+"""The five graphs Capra must refuse (seed chapter 11): name, graph builder. The seed's fifth,
+tensors too big for the scratchpad (32 x 64 times 64 x 64), compiles now that inputs and
+weights stream (:mod:`compiler.streaming`); a result of 64 x 64 words, which stays in the
+scratchpad, takes its place."""
 
 
 def check_errors() -> list[str]:
@@ -285,13 +313,66 @@ def check_int4(seeds: Iterable[int] = BATTERY_SEEDS, bound: float = INT4_BOUND) 
     return problems + check_slices(seeds, bound, wbits=4), worst
 
 
+def smallest_scratchpad(graph: Graph, calibration: Sequence[Mapping[str, np.ndarray]], reuse: bool,
+                        sizes: Iterable[int] = STREAM_SCRATCHPADS) -> Program | None:
+    """The graph compiled for the smallest scratchpad (of ``sizes``, in words) it fits, with
+    or without reuse; None when it fits none."""
+    for words in sizes:
+        try:
+            return compile_graph(graph, calibration, reuse=reuse,
+                                 params=Params(SPAD_WORDS=words, EXT_WORDS=STREAM_EXT_WORDS))
+        except CompileError:
+            continue
+    return None
+
+
+def check_streamed(seeds: Iterable[int] = STREAM_SEEDS, bound: float = STREAM_BOUND, stop_early: bool = False,
+                   programs: list[Program] | None = None) -> tuple[list[str], float]:
+    """Checks (a)-(e) on the streamed graphs (:func:`compiler.testing.random_graphs.random_stream_graph`),
+    each compiled for the smallest scratchpad it fits (:func:`smallest_scratchpad`), with
+    reuse and without (which needs more, so its scratchpad may be larger: (a) then compares
+    programs blocked for two machines).
+
+    Args:
+        programs: if a list is given, both programs of each graph are appended to it.
+
+    Returns:
+        (problems, worst relative error).
+    """
+    problems: list[str] = []
+    worst = 0.0
+    for seed in seeds:
+        graph, names = random_stream_graph(seed)
+        calibration, test = _samples(names, seed)
+        reused, kept = (smallest_scratchpad(graph, calibration, reuse) for reuse in (True, False))
+        if reused is None or kept is None:
+            problems.append(f"stream seed {seed}: refused on every scratchpad up to "
+                            f"{STREAM_SCRATCHPADS[-1]} words")
+        else:
+            if programs is not None:
+                programs += [reused, kept]
+            sizes = f"SPAD_WORDS={reused.machine.SPAD_WORDS}, {kept.machine.SPAD_WORDS} without reuse"
+            label = f"stream seed {seed} ({sizes})"
+            more, error = check_programs(label, graph, test, reused, kept, bound)
+            problems += more
+            worst = max(worst, error or 0.0)
+        if problems and stop_early:
+            break
+    return problems, worst
+
+
 def run_battery(nseeds: int = len(BATTERY_SEEDS), stop_early: bool = False) -> list[str]:
-    """The battery the mutation check runs: refusals, cancellation, then the random graphs."""
+    """The battery the mutation check runs: refusals, cancellation, the random graphs, then
+    the streamed graphs."""
     problems = check_errors() + check_cancellation()
     if problems and stop_early:
         return problems
     found, _ = check_many(range(nseeds), stop_early=stop_early)
-    return problems + found
+    problems += found
+    if problems and stop_early:
+        return problems
+    streamed, _ = check_streamed(stop_early=stop_early)
+    return problems + streamed
 
 
 MUTATION_EXIT = 2
@@ -306,6 +387,10 @@ def main(argv: list[str]) -> int:
     nseeds = int(argv[0]) if argv else len(BATTERY_SEEDS)
     problems, worst = check_many(range(nseeds))
     print(f"{nseeds} random graphs: worst relative error {worst:.4f}; problems: {problems[:8] or 'none'}")
+    streamed, worst = check_streamed()
+    print(f"{len(STREAM_SEEDS)} streamed graphs: worst relative error {worst:.4f}; problems: "
+          f"{streamed[:8] or 'none'}")
+    problems += streamed
     refusals = check_errors()
     print("refusals:", refusals or "all five bad graphs refused")
     cancellation = check_cancellation()

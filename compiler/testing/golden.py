@@ -5,8 +5,10 @@ filecheck style; ``tests/compiler/test_golden.py``).
 A case is a graph and its calibration data. :func:`render` writes, in sections: the graph
 (its text form, :mod:`compiler.text`), the scales (per node its range, scale, group and pin),
 the placement (per buffer its size, owner, members and the address emission gave it), the
-external layout, the requantizers, the notes and the listing; or, for a graph the compiler
-refuses, the pass that refused it and the message. A change in any of them shows as a diff
+external layout, the blockings (when a matmul is blocked: :mod:`compiler.streaming`), the
+requantizers, the notes and the listing; or, for a graph the compiler refuses, the pass
+that refused it and the message. A case compiles for the default machine unless it names
+another (a small scratchpad, to block a small graph). A change in any of them shows as a diff
 of a few lines.
 
 Regenerate after a deliberate change, and read the diff before committing it:
@@ -23,7 +25,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from sim.spec import DEFAULT
+from sim.spec import DEFAULT, Params
 
 from ..errors import CompileError
 from ..ir import Graph
@@ -39,11 +41,12 @@ Sample = dict[str, list[list[float]]]
 
 @dataclass(frozen=True)
 class Case:
-    """A graph and its calibration samples (built afresh each time)."""
+    """A graph and its calibration samples (built afresh each time), and the machine."""
 
     name: str
     what: str
     build: Callable[[], tuple[Graph, list[Sample]]]
+    params: Params = DEFAULT
 
 
 def _table(draw: random.Random, rows: int, cols: int, sd: float = 1.0) -> list[list[float]]:
@@ -104,6 +107,23 @@ def _one_tensor_two_concats() -> tuple[Graph, list[Sample]]:
     return g, _samples(g, random.Random(3), 1)
 
 
+def _streamed() -> tuple[Graph, list[Sample]]:
+    draw = random.Random(14)
+    g = Graph()
+    x = g.input("x", (12, 16))
+    hidden = g.relu(g.matmul(x, g.weight("w1", _table(draw, 16, 8, 0.25))))
+    g.output(g.matmul(hidden, g.weight("w2", _table(draw, 7, 8, 0.35)), transpose_b=True), "y")
+    return g, _samples(g, draw)
+
+
+def _result_too_big() -> tuple[Graph, list[Sample]]:
+    draw = random.Random(64)
+    g = Graph()
+    weight = g.weight("w", _table(draw, 16, 64, 0.2))
+    g.output(g.matmul(g.input("x", (64, 16)), weight), "y")
+    return g, _samples(g, draw, 1)
+
+
 def _int4_under_a_pin() -> tuple[Graph, list[Sample]]:
     draw = random.Random(5)
     g = Graph()
@@ -116,10 +136,14 @@ CASES = (
     Case("concat_slice", "a concatenation and slices of it: views, nested offsets, softmax and argmax",
          _concat_slice),
     Case("int4", "int4 weights: packed words, UNPACK, buffers rounded up to 8, scales range / 7", _int4),
+    Case("streamed", "a 256-word scratchpad: the input streams in row blocks, a weight in column panels "
+         "loaded again for each row block; a transposed weight in runs of rows", _streamed,
+         Params(SPAD_WORDS=256)),
     Case("refused_k", "refused: a matmul deeper than K_MAX", _k_too_deep),
     Case("refused_relu", "refused: a relu whose matmul has another reader", _relu_beside_its_matmul),
     Case("refused_concat", "refused: one tensor in two concatenations", _one_tensor_two_concats),
     Case("refused_int4_pin", "refused: an int4 weight in a group the softmax pins", _int4_under_a_pin),
+    Case("refused_spad", "refused: a result that leaves no room for any blocking", _result_too_big),
 )
 
 
@@ -142,15 +166,26 @@ def _placement(program: Program) -> list[str]:
     lines = []
     for buf in program.placement.buffers:
         members = ", ".join(f"%{m} row {program.placement.loc[m][1]}" for m in buf.members)
-        lines.append(f"buffer {buf.id}: {buf.words} words at {buf.home}, owner %{buf.owner}: {members}")
-    lines += [f"external {e.kind} '{e.name}': words {e.addr}..{e.end - 1}" for e in program.ext.values()]
+        where = "never placed (it streams)" if buf.home is None else f"at {buf.home}"
+        lines.append(f"buffer {buf.id}: {buf.words} words {where}, owner %{buf.owner}: {members}")
+    lines += [f"external {e.kind} '{e.name}': words {e.addr}..{e.end - 1}"
+              + (f", in panels of {e.panel} columns" if e.panel else "") for e in program.ext.values()]
     lines.append(f"scratchpad high-water mark {program.spad_high} words; external {program.ext_words} words")
     return lines
 
 
-def _refusal(graph: Graph, calibration: list[Sample]) -> list[str] | None:
+def _blockings(program: Program) -> list[str]:
+    """Each matmul's blocking, or nothing when every one ran whole."""
+    if all(b.whole for b in program.blockings.values()):
+        return []
+    lines = [f"%{nid} matmul: {b.describe()}: {b.cycles} cycles, footprint {b.footprint} words "
+             f"(workspace {b.workspace}), {b.moved} words loaded" for nid, b in program.blockings.items()]
+    return ["", "## blockings", *lines]
+
+
+def _refusal(graph: Graph, calibration: list[Sample], params: Params = DEFAULT) -> list[str] | None:
     """The pass that refuses the graph and its message, or None when every pass accepts it."""
-    state = Compilation(graph, DEFAULT, calibration)
+    state = Compilation(graph, params, calibration)
     for p in PASSES:
         try:
             p.run(state)
@@ -164,14 +199,16 @@ def render(case: Case) -> str:
     """The golden text of a case."""
     graph, calibration = case.build()
     lines = [f"# {case.name}: {case.what}", "", "## graph", graph.text()]
-    refusal = _refusal(graph, calibration)
+    if case.params != DEFAULT:
+        lines[1:1] = ["", f"machine: {case.params}"]
+    refusal = _refusal(graph, calibration, case.params)
     if refusal is not None:
         return "\n".join([*lines, "", "## refusal", *refusal]) + "\n"
-    program = compile_graph(graph, calibration)
+    program = compile_graph(graph, calibration, params=case.params)
     requantizers = [f"{key}: m={m} s={s} (x{m / 2 ** s:.8g})" for key, (m, s) in program.requantizers.items()]
     lines += ["", "## scales", *_scales(program), "", "## placement", *_placement(program),
-              "", "## requantizers", *requantizers, "", "## notes", *(program.notes or ["none"]),
-              "", "## listing", program.listing()]
+              *_blockings(program), "", "## requantizers", *requantizers,
+              "", "## notes", *(program.notes or ["none"]), "", "## listing", program.listing()]
     return "\n".join(lines) + "\n"
 
 

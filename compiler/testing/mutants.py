@@ -1,7 +1,9 @@
 """Testing the tests: break the compiler on purpose and see whether the battery notices.
 
-Each mutant mirrors one of the seed's 27 broken compilers (chapter 11, "Testing the tests")
-as a substitution, never as an edit of source text: it replaces one seam of the compiler with
+Each of the first 27 mutants mirrors one of the seed's 27 broken compilers (chapter 11,
+"Testing the tests"); 5 more break the streaming of layers larger than the scratchpad
+(:mod:`compiler.blocking`, :mod:`compiler.streaming`), which the battery's streamed graphs
+must catch. Each is a substitution, never an edit of source text: it replaces one seam of the compiler with
 a broken version built from the original (:class:`Function`: a small named function, or a
 property, patched where the code that calls it looks it up; :class:`Entry`: a field of an
 operation's entry in the table of :mod:`compiler.ops`; :class:`PassSeam`: a pass of
@@ -9,11 +11,13 @@ operation's entry in the table of :mod:`compiler.ops`; :class:`PassSeam`: a pass
 renaming a seam makes the check refuse to run, naming the mutant and the seam.
 
 For each mutant a subprocess imports the compiler, applies the substitution and runs the
-battery (the five refusals, the cancellation case, then the 60 random graphs, stopping at the
-first problem). A mutant is caught when the battery reports a problem, crashes, or runs out of
-time. One substitution is equivalent in effect (the allocator skipping a hole of exactly the
-right size) and should survive. The unbroken compiler runs first and must pass. The battery
-compiles for the default machine, so a mutant may use its parameters (``DEFAULT.T``).
+battery (the five refusals, the cancellation case, the 60 random graphs, then the streamed
+graphs, stopping at the first problem). A mutant is caught when the battery reports a
+problem, crashes, or runs out of time. One substitution is equivalent in effect (the
+allocator skipping a hole of exactly the right size) and should survive. The unbroken
+compiler runs first and must pass. The battery compiles for the default machine (the
+streamed graphs for smaller scratchpads, with the same T), so a mutant may use its
+parameters (``DEFAULT.T``).
 
 Usage: ``python -m compiler.testing.mutants [--jobs N] [--list] [--only N ...]``.
 """
@@ -207,13 +211,22 @@ def _freed_a_step_early(original: Any) -> Any:
     return dataclasses.replace(original, run=run)
 
 
+def _one_accumulator_row_short(original: Callable) -> Callable:
+    def workspace(mm: Any, rows: int, cols: int, stream_a: bool, stream_b: bool) -> Any:
+        space = original(mm, rows, cols, stream_a, stream_b)
+        short = mm.n
+        return space._replace(words=space.words - short, a_block=space.a_block - short,
+                              b_block=space.b_block - short)
+    return workspace
+
+
 def _ten_times_k_max(limits: tuple) -> tuple:
     first, *rest = limits
     original_bound = first.bound
     return (dataclasses.replace(first, bound=lambda params: 10 * original_bound(params)), *rest)
 
 
-MUTANTS = (
+SEED_MUTANTS = (
     Mutant("tiling: partial tiles at the edges are issued full size", Function("compiler.lowering.tiles"),
            _full_size_tiles),
     Mutant("tiling: moving down one tile of A skips T words instead of T rows",
@@ -271,6 +284,25 @@ MUTANTS = (
     Mutant("placement: a tensor may be a view in two concatenations",
            Function("compiler.placement.check_free"), _returns(None)),
 )
+"""The seed's broken compilers (chapter 11)."""
+
+STREAMING_MUTANTS = (
+    Mutant("streaming: a block of A or B starts 'first' words into the region, not 'first' rows of k words",
+           Function("compiler.blocking.block_src"), lambda original: lambda region, first, k: region + first),
+    Mutant("streaming: a block of B is not loaded again for the next row block, though others took its place",
+           Function("compiler.blocking.loads_b"),
+           lambda original: lambda row_block, col_blocks: row_block == 0),
+    Mutant("streaming: the workspace (footprint) counts one accumulator row too few",
+           Function("compiler.blocking.workspace"), _one_accumulator_row_short),
+    Mutant("streaming: a block of a B stored row by row is loaded as one run, not gathered row by row",
+           Function("compiler.blocking.gathered"), _returns(False)),
+    Mutant("layout: the host writes a panel-stored weight row by row",
+           Function("compiler.program.panel_major"), lambda original: lambda values, width: values.ravel()),
+)
+"""Broken streaming: a wrong block offset, a block not loaded again, an under-counted
+footprint, a gather skipped, the host's panel order lost."""
+
+MUTANTS = SEED_MUTANTS + STREAMING_MUTANTS
 
 EQUIVALENT = (
     Mutant("allocator: a free piece of exactly the requested size is passed over (a later, larger "

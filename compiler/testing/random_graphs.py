@@ -17,6 +17,11 @@ built so far), as a real cache and its new row have matching magnitudes.
 Names: inputs ``in0, in1, ...``; weights ``w<id>``, where id is the weight's node id;
 outputs ``out`` (the last tensor), ``tok`` (its argmax), ``mid`` (the first tensor after
 the input), and in slice graphs ``o0, o1, ...`` and ``cat``.
+
+:func:`random_stream_graph` (not the seed's) grows MLP-like chains with layers up to 64
+wide, for the blocked steps of :mod:`compiler.streaming`: dense layers, transposed
+weights, a weight read by two layers, residual adds, a self-attention-like score against
+the input, narrow layers after wide ones, softmax and argmax heads.
 """
 
 from __future__ import annotations
@@ -36,6 +41,8 @@ GRAPH_KINDS = ("matmul", "matmul", "matmul_relu", "scores", "softmax", "add", "c
 """The steps random_graph chooses from, uniformly (a plain matmul twice as often)."""
 SLICE_KINDS = ("matmul", "softmax", "scores", "argmax")
 """What a slice feeds in random_slice_graph."""
+STREAM_KINDS = ("dense", "dense", "dense_relu", "narrow", "transposed", "shared", "residual", "scores")
+"""The layers random_stream_graph chooses from, uniformly (a plain dense layer twice as often)."""
 MAX_SELF_PRODUCT_WIDTH = 64
 MAX_CONCAT_ROWS = 9
 OPTIONAL_OUTPUT_CHANCE = 0.3
@@ -67,10 +74,12 @@ class _Builder:
         self.spec[label] = (shape, sd)
         return self.net.input(label, shape)
 
-    def gaussian_weight(self, fan_in: int, fan_out: int) -> int:
-        """A fan_in x fan_out weight with N(0, 1/fan_in) entries, named after its node id."""
+    def gaussian_weight(self, fan_in: int, fan_out: int, stored: tuple[int, int] | None = None) -> int:
+        """A weight with N(0, 1/fan_in) entries, fan_in x fan_out (or of the ``stored``
+        shape: (fan_out, fan_in) for one read transposed), named after its node id."""
         spread = 1 / math.sqrt(fan_in)
-        table = [[self.rng.gauss(0, spread) for _ in range(fan_out)] for _ in range(fan_in)]
+        rows, cols = stored or (fan_in, fan_out)
+        table = [[self.rng.gauss(0, spread) for _ in range(cols)] for _ in range(rows)]
         return self.net.weight(f"w{len(self.net.nodes)}", table, bits=self.wbits)
 
     def magnitude(self, nid: int) -> float:
@@ -167,4 +176,35 @@ def random_slice_graph(seed: int, wbits: int = 8) -> tuple[Graph, InputSpec]:
                 result = logits
         b.net.output(result, f"o{k}")
     b.net.output(joined, "cat")
+    return b.net, b.spec
+
+
+def random_stream_graph(seed: int) -> tuple[Graph, InputSpec]:
+    """A chain of 2 to 4 layers up to 64 wide on a batch of 1 to 16 rows (int8 weights),
+    for the blocked steps of :mod:`compiler.streaming` (see the module docstring)."""
+    b = _Builder(seed, 8)
+    draw = b.rng
+    x = b.fresh_input((draw.randrange(1, 17), draw.randrange(8, 65)))
+    tip = x
+    for _ in range(draw.randrange(2, 5)):
+        k = b.shape(tip)[1]
+        kind = draw.choice(STREAM_KINDS)
+        if kind == "scores" and k == b.shape(x)[1]:
+            scores = b.net.matmul(tip, x, transpose_b=True, scale=1 / math.sqrt(k))
+            tip = b.net.softmax(scores)
+        elif kind == "transposed":
+            n = draw.randrange(4, 65)
+            tip = b.net.matmul(tip, b.gaussian_weight(k, n, stored=(n, k)), transpose_b=True)
+        elif kind in ("shared", "residual"):
+            w = b.gaussian_weight(k, k)
+            product = b.net.matmul(tip, w)
+            tip = b.net.matmul(b.net.relu(product), w) if kind == "shared" else b.net.add(product, tip)
+        else:
+            n = draw.randrange(2, 9) if kind == "narrow" else draw.randrange(4, 65)
+            tip = b.net.matmul(tip, b.gaussian_weight(k, n))
+            if kind == "dense_relu":
+                tip = b.net.relu(tip)
+    if draw.random() < OPTIONAL_OUTPUT_CHANCE:
+        b.net.output(b.net.argmax(tip), "tok")
+    b.net.output(tip, "out")
     return b.net, b.spec

@@ -11,7 +11,7 @@ import re
 import numpy as np
 import pytest
 
-from compiler import CompileError, compile_graph
+from compiler import CompileError, Graph, compile_graph
 from compiler.allocator import AllocEvent
 from compiler.evaluate import evaluate
 from compiler.interpret import interpret
@@ -135,10 +135,29 @@ def test_six_layers_fit_only_with_reuse():
     graph, calibration = six_layer_network()
     program = compile_graph(graph, calibration)
     assert (len(program.code), program.spad_high) == (111, 1792)
+    assert all(b.whole for b in program.blockings.values())
     with pytest.raises(CompileError) as info:
-        compile_graph(graph, calibration, reuse=False)
+        compile_graph(graph, calibration, reuse=False, stream=False)   # the seed's compiler: weights whole
     assert info.value.problem.startswith("scratchpad is full")
     assert FULL.search(info.value.problem).groups() == ("256", "0", "0")
+
+
+def test_six_layers_without_reuse_fit_by_streaming_the_last_four_weights():
+    """Every buffer kept: the free scratchpad shrinks layer by layer, so the weights stream in
+    narrower and narrower column blocks (the last layer's accumulator in row blocks too)."""
+    graph, calibration = six_layer_network()
+    kept = compile_graph(graph, calibration, reuse=False)
+    assert [b.describe() for b in kept.blockings.values()] == [
+        "1 x 1 block of 8 x 32 (A whole, B whole)",
+        "1 x 1 block of 8 x 32 (A whole, B whole)",
+        "1 x 2 blocks of 8 x 16 (A whole, B streams in panels, 2 loads)",
+        "1 x 2 blocks of 8 x 16 (A whole, B streams in panels, 2 loads)",
+        "1 x 4 blocks of 8 x 8 (A whole, B streams in panels, 4 loads)",
+        "2 x 8 blocks of 4 x 4 (A whole, B streams in panels, 16 loads)"]
+    assert kept.spad_high == 4096
+    sample = {name: np.asarray(values) for name, values in calibration[0].items()}
+    reused = compile_graph(graph, calibration)
+    assert np.array_equal(kept.run(sample).outputs["y"].ints, reused.run(sample).outputs["y"].ints)
 
 
 # ----------------------------------------------------------------------------- section 2: seeds 100-111
@@ -179,16 +198,31 @@ def test_example_b_default_network():
     assert round(100 * rel_error(outcome.outputs["probs"].floats, floating[probs]), 2) == 2.92
 
 
-def test_example_b_width_sweep():
+def sweep_rows(rows):
+    return [(r.hidden, r.instructions, r.spad, r.spad_no_reuse, round(100 * r.error, 2),
+             r.classes[0] == r.classes[1]) for r in rows]
+
+
+def test_example_b_width_sweep():  # as the seed's compiler: every weight whole
     module = load_example("own_graph")
-    rows = module.sweep([8, 16, 32, 48, 64])
-    got = [(r.hidden, r.instructions, r.spad, r.spad_no_reuse, round(100 * r.error, 2),
-            r.classes[0] == r.classes[1]) for r in rows[:4]]
-    assert got == B_SWEEP
+    rows = module.sweep([8, 16, 32, 48, 64], stream=False)
+    assert sweep_rows(rows[:4]) == B_SWEEP
     assert "sample 2 is classed 1 instead of 6" in rows[0].note
     assert "0.166 and 0.165" in rows[0].note and "0.001" in rows[0].note
     assert rows[4].instructions is None and rows[4].refusal.startswith("scratchpad is full")
     assert FULL.search(rows[4].refusal).groups() == ("4096", "3840", "2")
+
+
+def test_example_b_width_sweep_with_streaming():
+    """The widths that fit whole compile as before; width 48 without reuse and width 64 now
+    fit, W2 (64 x 64, the whole scratchpad) streaming in two blocks of 32 columns."""
+    module = load_example("own_graph")
+    rows = module.sweep([8, 16, 32, 48, 64])
+    assert sweep_rows(rows) == [*B_SWEEP[:3], (48, 48, 3328, 4096, 2.44, True),
+                                (64, 57, 3648, 3904, 2.64, True)]
+    assert [r.blocked for r in rows[:4]] == [[], [], [], []]
+    assert rows[4].blocked == ["matmul node 5: 1 x 2 blocks of 4 x 32 (A whole, B streams in panels, "
+                               "2 loads)"]
 
 
 def test_example_b_refusals():
@@ -197,4 +231,11 @@ def test_example_b_refusals():
     assert problems[0].startswith("matmul node 2: its inner dimension is 65")
     assert problems[1].startswith("relu node 2 reads node 1 (add)")
     assert "(2, 3)" in problems[2] and "(4, 4)" in problems[2]
-    assert FULL.search(problems[3]).groups() == ("4096", "3584", "1")
+    assert problems[3].startswith("scratchpad is full at node 2 (matmul)")
+    assert "needs 4480 words" in problems[3]
+    with pytest.raises(CompileError) as info:  # the seed's case: a 64 x 64 weight, loaded whole
+        net = Graph()
+        weight = net.weight("w", np.full((64, 64), 0.01))
+        net.output(net.matmul(net.input("x", (8, 64)), weight), "y")
+        compile_graph(net, [{"x": np.full((8, 64), 0.5)}], stream=False)
+    assert FULL.search(info.value.problem).groups() == ("4096", "3584", "1")

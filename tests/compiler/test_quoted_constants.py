@@ -33,7 +33,9 @@ def quotes():
         (battery, f"({battery.BOUND}: twice the worst error"),
         (battery, f"on the {seeds} battery graphs"),
         (mutants, f"the {seeds} random graphs"),
-        (mutants, f"the seed's {len(mutants.MUTANTS)} broken compilers"),
+        (mutants, f"the first {len(mutants.SEED_MUTANTS)} mutants mirrors one of the seed's "
+                  f"{len(mutants.SEED_MUTANTS)} broken compilers"),
+        (mutants, f"; {len(mutants.STREAMING_MUTANTS)} more break the streaming"),
         (bench, f"over the {seeds} battery graphs, for compile ({battery.CALIBRATION_SAMPLES} calibration "
                 "samples)"),
         (bench, "chains of " + ", ".join(f"{n:,}" for n in bench.CHAIN_SIZES[:-1])

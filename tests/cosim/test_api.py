@@ -10,7 +10,7 @@ from cosim.api import compare, run_programs
 from cosim.jobs import Job, RtlRun
 from sim.asm import build
 from sim.machine import Counters
-from sim.spec import DEFAULT
+from sim.spec import DEFAULT, ErrorCode
 
 PROGRAM = [build("LD", dst=4, src=0, len=6), build("RQ", dst=20, src=4, len=6, m=1 << 23, s=23, relu=0),
            build("ST", src=20, dst=50, len=6), build("HALT")]
@@ -103,3 +103,16 @@ def test_no_image_and_no_program_on_the_rtl(icarus):
     runs = run_programs(jobs, icarus)
     assert [compare(job, run) for job, run in zip(jobs, runs, strict=True)] == [[], [], []]
     assert run_programs([], icarus) == []
+
+
+def test_a_compiled_program_that_stops_with_an_error_is_a_difference():
+    """Both machines agree that the program stops with BAD_FIELD: for a compiled graph (one that
+    must halt) that is no PASS."""
+    bad = [build("SM", dst=100, src=0, len=DEFAULT.SM_MAX_LEN + 1, strict=False), build("HALT")]
+    job = Job(bad, None, "graph", halts=True)
+    run = exact_run(job)
+    assert (run.error_code, run.error_pc) == (ErrorCode.BAD_FIELD, 0)
+    found = compare(job, run)
+    assert found == ["the reference machine stops with error 2 (field out of its legal range) at pc 0 "
+                     "(SM field len=65 is outside 1..64): a compiled program must end at its HALT"]
+    assert compare(Job(bad, None, "hand-written"), exact_run(job)) == []

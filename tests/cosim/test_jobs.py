@@ -100,3 +100,23 @@ def test_jobs_file_refuses_a_program_longer_than_imem(tmp_path):
     long = Job([build("HALT")] * (small.IMEM_WORDS + 1), [], "long", limit=10)
     with pytest.raises(ValueError, match="long: the program's 4097 instructions do not fit IMEM_WORDS=4096"):
         write_jobs(tmp_path / "jobs.npz", [long], small)
+
+
+def test_a_program_made_for_another_machine_is_refused_naming_both():
+    other = Params(SPAD_WORDS=2048, EXT_WORDS=4096)
+    job = Job(PROGRAM, [], "graph", machine=other)
+    job.check(other)
+    with pytest.raises(ValueError, match=r"job 0 \(graph\): the program was made for the machine T=4 "
+                                         r"K_MAX=64 SPAD_WORDS=2048 EXT_WORDS=4096 .*, but the Verilog was "
+                                         r"generated for T=4 K_MAX=64 SPAD_WORDS=4096 EXT_WORDS=8192 "):
+        as_jobs([job], DEFAULT)
+
+
+def test_the_job_of_a_compiled_program_must_halt_on_its_machine():
+    from compiler.testing.seedtable import compile_seed
+
+    run = compile_seed(104)
+    job = Job.of_program(run.program, run.test_inputs, "seed 104")
+    assert job.halts and job.machine == run.program.machine == DEFAULT
+    assert list(job.words) == list(Job(run.program.code, None).words)
+    assert (job.ext_image() == run.program.ext_image(run.test_inputs)).all()

@@ -2,30 +2,36 @@
 
 from __future__ import annotations
 
+import os
 import shlex
+import signal
 import subprocess
 import sys
+import time
 
 import pytest
 
-from cosim import runner
 from cosim.__main__ import _bare_waves, main, switch
+from cosim.verilog import ROOT
 
 
 def run(*args: str) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "cosim", *args], capture_output=True, text=True,
-                          cwd=runner.ROOT, timeout=120)
+                          cwd=ROOT, timeout=120)
 
 
 def test_help_documents_the_commands():
     done = run("--help")
     assert done.returncode == 0
-    for text in ("seeds", "stress", "build", "mutants", "build/cosim/<sim>/", "exits with 0"):
+    for text in ("seeds", "stress", "bench", "build", "mutants", "build/cosim/<sim>/", "exits with 0",
+                 "--jobs"):
         assert text in done.stdout, text
     seeds = run("seeds", "--help").stdout
     assert "--sim {icarus,verilator,both}" in seeds and "--waves" in seeds
     assert "--mutant {dma-late,rq-round}" in seeds
-    assert "--seed" in run("stress", "--help").stdout
+    stress = run("stress", "--help").stdout
+    assert "--seed" in stress and "--resume" in stress and "--campaign DIR" in stress
+    assert "--length" in run("bench", "--help").stdout
 
 
 def test_mutants_are_listed(capsys):
@@ -54,6 +60,7 @@ def test_help_is_plain_text():
     (["stress", "--n", ""], "argument --n: expected a whole number of at least 1, got ''"),
     (["stress", "--n", "2000000"], "argument --n: 2,000,000 programs in one run is more than the 1,000,000"),
     (["stress", "--seed", "-3"], "argument --seed: expected a whole number of at least 0, got '-3'"),
+    (["stress", "--jobs", "0"], "argument --jobs: expected a whole number of at least 1, got '0'"),
     (["seeds", ""], "argument SEEDS: empty; give N, N-M or a comma-separated list of those"),
     (["seeds", "1-10000000"], "argument SEEDS: 10,000,000 seeds in one run is more than the 1,000,000"),
     (["seeds", "--waves=maybe"], "argument --waves: expected 1, yes, true or on (or 0, no, false, off), "
@@ -76,7 +83,7 @@ def test_waves_values():
 def _make(*variables: str) -> list[str]:
     """The python command make would run (make -n), as arguments."""
     done = subprocess.run(["make", "-n", "--no-print-directory", *variables], capture_output=True, text=True,
-                          cwd=runner.ROOT, timeout=60)
+                          cwd=ROOT, timeout=60)
     line = next(ln for ln in done.stdout.splitlines() if " -m cosim " in ln)
     return shlex.split(line)[3:]
 
@@ -99,3 +106,34 @@ def test_make_waves_values():
     assert _make("stress", "WAVES=1")[-1] == "--waves=1"
     assert not any(a.startswith("--waves") for a in _make("cosim"))
     assert _make("cosim", "SEEDS=3,7")[:2] == ["seeds", "3,7"]
+    assert _make("cosim", "SEEDS=1 2")[:2] == ["seeds", "1 2"]
+    assert _make("stress", "RESUME=1", "JOBS=1")[-3:] == ["--resume", "--jobs", "1"]
+    assert "--resume" not in _make("stress")
+
+
+@pytest.mark.rtl
+def test_ctrl_c_stops_the_workers_and_says_how_to_resume(icarus, tmp_path):
+    """The terminal's Ctrl-C reaches the main process (workers are process groups of their
+    own); it stops every worker and simulator at once and exits with 130."""
+    campaign = tmp_path / "campaign"
+    command = [sys.executable, "-m", "cosim", "stress", "--n", "300", "--seed", "7", "--sim", icarus,
+               "--campaign", str(campaign)]
+
+    def job() -> None:                              # as a shell starts a foreground job
+        signal.signal(signal.SIGINT, signal.SIG_DFL)
+        os.setpgrp()
+
+    process = subprocess.Popen(command, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                               preexec_fn=job)
+    deadline = time.monotonic() + 120
+    while not list(campaign.parent.glob(f".{campaign.name}.lock")) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    time.sleep(3)                                   # workers forked, simulators launched
+    os.killpg(process.pid, signal.SIGINT)
+    out, err = process.communicate(timeout=60)
+    assert process.returncode == 130, out + err
+    assert "interrupted: the workers and their simulators are stopped" in err
+    assert "Traceback" not in err, err                # no worker caught it and went on
+    time.sleep(1)
+    left = subprocess.run(["pgrep", "-f", str(campaign)], capture_output=True, text=True).stdout.split()
+    assert left == [], left

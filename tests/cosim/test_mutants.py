@@ -10,24 +10,26 @@ import sys
 
 import pytest
 
-from cosim import mutants, runner
+from cosim import mutants
+from cosim.verilog import ROOT, fresh_verilog
+from flows.memmap import PORTS_JSON
 
 
 def test_rq_round_changes_every_lane(tmp_path):
     source = tmp_path / "ga2_simtop.v"     # a copy: the export may be redone meanwhile
-    source.write_bytes(runner.fresh_verilog().read_bytes())
-    (tmp_path / runner.PORTS_JSON).write_text("{}")
+    source.write_bytes(fresh_verilog().read_bytes())
+    (tmp_path / PORTS_JSON).write_text("{}")
     target = mutants.mutate(source, "rq-round", tmp_path / "mutant")
     before, after = source.read_text().splitlines(), target.read_text().splitlines()
     changed = [(a, b) for a, b in zip(before, after, strict=True) if a != b]
     assert len(changed) == 4  # one per lane
     assert all("requant.py" in a and "2'h1" in a and "2'h0" in b for a, b in changed)
-    assert (tmp_path / "mutant" / runner.PORTS_JSON).is_file()
+    assert (tmp_path / "mutant" / PORTS_JSON).is_file()
 
 
 def test_dma_late_registers_the_dmas_done(tmp_path):
     source = tmp_path / "ga2_simtop.v"
-    source.write_bytes(runner.fresh_verilog().read_bytes())
+    source.write_bytes(fresh_verilog().read_bytes())
     target = mutants.mutate(source, "dma-late", tmp_path / "mutant")
     before, after = source.read_text().splitlines(), target.read_text().splitlines()
     assert len(after) == len(before) + 2
@@ -55,7 +57,7 @@ def test_a_mutant_that_no_longer_applies_is_an_error(tmp_path):
 @pytest.mark.rtl
 def test_broken_requantizer_fails_the_seed_run(icarus):
     command = [sys.executable, "-m", "cosim", "seeds", "100", "--sim", icarus, "--mutant", "rq-round"]
-    done = subprocess.run(command, capture_output=True, text=True, cwd=runner.ROOT, timeout=600)
+    done = subprocess.run(command, capture_output=True, text=True, cwd=ROOT, timeout=600)
     assert done.returncode == 1, done.stdout + done.stderr
     lines = done.stdout.splitlines()
     assert lines[0].startswith("mutant rq-round: hw/requant.py (Requantizer, stage 6) truncates")
@@ -70,7 +72,7 @@ def test_a_late_dma_done_fails_on_timing_fault_alone(icarus):
     """Memories and counters match (the execute stage counts the spec's latency): without the
     core's timing_fault this mutant would PASS."""
     command = [sys.executable, "-m", "cosim", "seeds", "100", "--sim", icarus, "--mutant", "dma-late"]
-    done = subprocess.run(command, capture_output=True, text=True, cwd=runner.ROOT, timeout=600)
+    done = subprocess.run(command, capture_output=True, text=True, cwd=ROOT, timeout=600)
     assert done.returncode == 1, done.stdout + done.stderr
     lines = done.stdout.splitlines()
     assert lines[0].startswith("mutant dma-late: hw/dma.py (DMA, its done output) raises done one cycle")

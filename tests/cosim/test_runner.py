@@ -1,41 +1,50 @@
-"""cosim/runner.py: the Verilog, the build cache, the errors."""
+"""cosim/runner.py: the build cache and its errors; cosim/simulators.py: what the builds are made with."""
 
 from __future__ import annotations
 
-import json
+import shutil
 
 import pytest
 
-from cosim import runner
-from sim.spec import DEFAULT, Params
+from cosim import runner, simulators
+from cosim.verilog import COSIM_BUILD, VERILOG, fresh_verilog
+from flows.memmap import PORTS_JSON, SIMTOP
 
 
 def test_default_roots_keep_copies_apart(tmp_path):
-    assert runner.default_root(runner.VERILOG) == runner.COSIM_BUILD
-    inside = runner.COSIM_BUILD / "mutants" / "x" / "ga2_simtop.v"
+    assert runner.default_root(VERILOG) == COSIM_BUILD
+    inside = COSIM_BUILD / "mutants" / "x" / f"{SIMTOP}.v"
     assert runner.default_root(inside) == inside.parent
-    elsewhere = runner.default_root(tmp_path / "ga2_simtop.v")
-    assert elsewhere.parent == runner.COSIM_BUILD / "other"
+    elsewhere = runner.default_root(tmp_path / f"{SIMTOP}.v")
+    assert elsewhere.parent == COSIM_BUILD / "other"
 
 
-def test_verilog_params_from_ports_json(tmp_path):
-    (tmp_path / "ga2_simtop.v").write_text("")
-    assert runner.verilog_params(tmp_path / "ga2_simtop.v") == DEFAULT
-    (tmp_path / "ga2_ports.json").write_text(json.dumps({"params": {"SPAD_WORDS": 256, "EXT_WORDS": 512}}))
-    assert runner.verilog_params(tmp_path / "ga2_simtop.v") == Params(SPAD_WORDS=256, EXT_WORDS=512)
-
-
-def test_unknown_simulator_and_missing_verilog(tmp_path):
+def test_unknown_simulator():
     with pytest.raises(ValueError, match="simulator='ghdl': expected one of icarus, verilator"):
-        runner.check_simulator("ghdl")
-    with pytest.raises(runner.CosimError, match="no Verilog file"):
-        runner.fresh_verilog(tmp_path / "none.v")
+        simulators.check_simulator("ghdl")
+
+
+def test_the_verilator_model_is_built_lean_and_fast():
+    """No --public-flat-rw (every signal reachable through VPI: 5.5 times slower), -O2 for the
+    model and Verilator's library, the harness's clock in the model (--timing)."""
+    assert issubclass(simulators.LeanVerilator, simulators.Verilator)
+    assert simulators.PUBLIC_FLAT_RW not in simulators.VERILATOR_ARGS
+    assert "--timing" in simulators.VERILATOR_ARGS
+    assert {"OPT_FAST=-O2", "OPT_GLOBAL=-O2"} <= set(simulators.verilator_makeflags().split())
+
+
+def _copy(tmp_path):
+    """A copy of the Verilog and its description (build/ga2_simtop.v may be exported again
+    meanwhile by another test)."""
+    source = tmp_path / f"{SIMTOP}.v"
+    fresh = fresh_verilog()
+    source.write_bytes(fresh.read_bytes())
+    shutil.copyfile(fresh.with_name(PORTS_JSON), tmp_path / PORTS_JSON)
+    return source
 
 
 def test_build_is_cached(icarus, tmp_path):
-    # a copy: build/ga2_simtop.v is exported again whenever hw/ changes, maybe by another test
-    source = tmp_path / "ga2_simtop.v"
-    source.write_bytes(runner.fresh_verilog().read_bytes())
+    source = _copy(tmp_path)
     first = runner.build(icarus, source, root=tmp_path / "builds")
     again = runner.build(icarus, source, root=tmp_path / "builds")
     assert not first.cached and again.cached
@@ -45,9 +54,23 @@ def test_build_is_cached(icarus, tmp_path):
 
 
 def test_build_failure_names_the_log(icarus, tmp_path):
-    bad = tmp_path / "ga2_simtop.v"
-    bad.write_text("module ga2_simtop(input clk);\n  this is not verilog\nendmodule\n")
+    bad = _copy(tmp_path)
+    bad.write_text(f"module {SIMTOP}(input clk);\n  this is not verilog\nendmodule\n")
     with pytest.raises(runner.BuildError, match=r"icarus: building .* failed .*; the log: .*build\.log") as e:
         runner.build(icarus, bad, root=tmp_path / "builds")
     assert (tmp_path / "builds" / "icarus" / "build.log").is_file()
     assert "syntax error" in str(e.value)
+
+
+@pytest.mark.slow
+def test_the_verilator_build_command(tmp_path):
+    """The command line Verilator recorded in the cached build: cocotb_tools' command, without
+    --public-flat-rw."""
+    try:
+        simulators.check_simulator("verilator")
+    except simulators.SimulatorMissing as e:
+        pytest.skip(str(e))
+    built = runner.build("verilator", fresh_verilog())
+    recorded = (built.directory / "Vtop__verFiles.dat").read_text(errors="replace")
+    command = next(line for line in recorded.splitlines() if line.startswith("C ") and " --vpi " in line)
+    assert " --timing " in command and simulators.PUBLIC_FLAT_RW not in command

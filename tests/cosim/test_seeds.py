@@ -1,7 +1,9 @@
-"""cosim/seeds.py: the SEEDS syntax, and make cosim's output on each simulator."""
+"""cosim/seeds.py: the SEEDS syntax, the chunks, compiling for the Verilog's machine, and make
+cosim's output on each simulator."""
 
 from __future__ import annotations
 
+import shutil
 import subprocess
 import sys
 
@@ -9,7 +11,11 @@ import pytest
 
 from compiler.testing.seedtable import compile_seed
 from cosim import runner, seeds
+from cosim.errors import CosimError
 from cosim.seeds import Row, Totals, parse_seeds, seed_ranges
+from cosim.verilog import ROOT
+from flows.memmap import SIMTOP
+from sim.spec import DEFAULT, Params
 
 
 def test_parse_seeds():
@@ -26,14 +32,31 @@ def test_parse_seeds():
             parse_seeds(empty)
 
 
+def test_spaces_separate_seeds_as_commas_do():
+    assert parse_seeds("1 2") == [1, 2]
+    assert parse_seeds(" 3,  7 20-22 ") == [3, 7, 20, 21, 22]
+    with pytest.raises(ValueError, match="is not N or N-M"):
+        parse_seeds("1 - 3")
+
+
+def test_chunks_of_seeds_stay_small_however_many_seeds():
+    recipes = seeds.recipes(seed_ranges("1-250,1000-1004"), size=100)
+    assert [r.size for r in recipes] == [100, 100, 55]
+    assert recipes[2].arg == ((201, 251), (1000, 1005))
+    assert len(seeds.recipes(seed_ranges("1-1000000"))) == 10_000
+
+
 def test_a_huge_range_is_counted_without_listing_it():
     assert seed_ranges("1-100000000000,5") == [range(1, 100000000001)]
     with pytest.raises(ValueError, match=r"100,000,000,000 seeds in one run is more than the 1,000,000 "):
         seeds.check_count(sum(len(r) for r in seed_ranges("1-100000000000")))
     seeds.check_count(seeds.MAX_SEEDS)
     assert seeds.long_run_note(seeds.LONG_RUN - 1, ("icarus",)) is None
-    note = seeds.long_run_note(100_000, ("icarus", "verilator"))
-    assert note.startswith("note: 100,000 seeds take about 5.6 hours on icarus and verilator")
+    note = seeds.long_run_note(100_000, ("icarus", "verilator"), jobs=2)
+    hours = 100_000 * (seeds.SECONDS_PER_SEED["icarus"] + seeds.SECONDS_PER_SEED["verilator"]) / 2 / 3600
+    assert note.startswith(f"note: 100,000 seeds take about {hours:.1f} hours on icarus and verilator")
+    assert seeds.long_run_note(10_000, ("verilator",), "programs", jobs=2).startswith(
+        "note: 10,000 programs take about 7 minutes on verilator")
 
 
 def test_the_table_widens_for_long_seeds_and_totals_beyond_its_rows():
@@ -51,10 +74,43 @@ def test_the_table_widens_for_long_seeds_and_totals_beyond_its_rows():
                         f"error vs float mean {mean:.2f}%, max 50.00% (seed {big})")
 
 
+def test_graphs_are_compiled_for_the_verilogs_machine():
+    other = Params(SPAD_WORDS=2048, EXT_WORDS=4096)
+    run = seeds.compile_seed_for(104, other)
+    assert run.program.machine == other and run.row == compile_seed(104).row
+    made = seeds.make_chunk(((104, 105),), other)
+    assert made.jobs[0].machine == other and made.jobs[0].halts
+    assert seeds.compile_seed_for(104, DEFAULT).program.machine == DEFAULT
+    with pytest.raises(CosimError, match=r"seed 103 does not compile for the Verilog's machine \(Params\(.*"
+                                         r"SPAD_WORDS=128"):
+        seeds.compile_seed_for(103, Params(SPAD_WORDS=128, EXT_WORDS=4096))
+
+
+@pytest.mark.rtl
+def test_cosim_on_a_verilog_of_other_parameters(icarus, tmp_path):
+    """make cosim on a Verilog exported for another machine compiles the graphs for that machine
+    (a graph compiled for the default one would be refused, or stop with BAD_FIELD: never a PASS)."""
+    other = Params(SPAD_WORDS=2048, EXT_WORDS=4096)
+    subprocess.run([sys.executable, "-m", "flows.export", "--out", str(tmp_path), "--param",
+                    f"SPAD_WORDS={other.SPAD_WORDS}", "--param", f"EXT_WORDS={other.EXT_WORDS}"],
+                   check=True, capture_output=True, cwd=ROOT, timeout=600)
+    source = tmp_path / f"{SIMTOP}.v"
+    try:
+        done = subprocess.run([sys.executable, "-m", "cosim", "seeds", "100 101", "--sim", icarus,
+                               "--verilog", str(source)], capture_output=True, text=True, cwd=ROOT,
+                              timeout=900)
+    finally:
+        shutil.rmtree(runner.default_root(source), ignore_errors=True)
+    assert done.returncode == 0, done.stdout + done.stderr
+    cycles = sum(seeds.compile_seed_for(s, other).outcome.counters.cycles for s in (100, 101))
+    assert done.stdout.splitlines()[0] == (f"{icarus:<10} PASS: 2 programs match the reference (memory and "
+                                           f"all five counters), {cycles:,} cycles in total")
+
+
 def test_cosim_prints_pass_and_the_table(simulator):
     rows = [compile_seed(s) for s in (100, 101)]
     done = subprocess.run([sys.executable, "-m", "cosim", "seeds", "100-101", "--sim", simulator],
-                          capture_output=True, text=True, cwd=runner.ROOT, timeout=900)
+                          capture_output=True, text=True, cwd=ROOT, timeout=900)
     assert done.returncode == 0, done.stdout + done.stderr
     lines = done.stdout.splitlines()
     cycles = [row.outcome.counters.cycles for row in rows]

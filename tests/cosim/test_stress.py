@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import subprocess
 import sys
-from collections import Counter
 
 import pytest
 
-from cosim import runner, stress
+from cosim import coverage, stress
+from cosim.jobs import Job
+from cosim.verilog import ROOT
 from sim import spec
-from sim.asm import Instruction
+from sim.asm import Instruction, build
 from sim.spec import DEFAULT, ErrorCode
 
 
@@ -43,19 +44,60 @@ def test_the_body_before_the_ending_is_legal(programs):
                 assert spec.check(ins.spec, ins.fields, DEFAULT)[0] is ErrorCode.NONE
 
 
-def test_coverage_of_sixty_programs(programs):
-    total = Counter()
-    for prog in programs:
-        total.update(prog.features)
-    cases = ("MM tb=1", "MM tb=1, odd strides", "MM K=1", "MM K=K_MAX", "MM output rows overlap", "SM len=1",
-             "SM len=SM_MAX_LEN", "RQ in place", "VADD in place")
-    for feature in (*stress.KINDS, *cases):
-        assert total[feature] > 0, feature
-    lines = stress.coverage(programs, DEFAULT)
-    assert lines[0].startswith("60 programs (seeds 1..60), ")
-    assert lines[3] == ("stops (reference): HALT 24, BAD_OPCODE 6, BAD_FIELD 6, SPAD_RANGE 6, EXT_RANGE 6, "
-                        "OVERLAP 6, NO_HALT 6")
-    assert stress.coverage(programs[:1], DEFAULT)[0].startswith("1 program (seed 1), ")
+def _coverage(first: int, n: int, folder) -> dict:
+    made = stress.make_chunk((first, n, str(folder / "chunk.yml")), DEFAULT)
+    assert made.info["programs"] == n and made.info["coverage"] == str(folder / "chunk.yml")
+    return coverage.merge([folder / "chunk.yml"], folder / "merged.yml")
+
+
+def test_coverage_of_sixty_programs(tmp_path):
+    data = _coverage(1, 60, tmp_path)
+    assert data["stress.stops"] == {"HALT": 24, "BAD_OPCODE": 6, "BAD_FIELD": 6, "SPAD_RANGE": 6,
+                                    "EXT_RANGE": 6, "OVERLAP": 6, "NO_HALT": 6}
+    assert all(data["stress.cases"].values()), data["stress.cases"]
+    assert coverage.holes(data, "stress.instructions") == []
+    lines = coverage.report(data)
+    assert lines[2] == ("  stops: 7 of 7 bins (100%): HALT 24, BAD_OPCODE 6, BAD_FIELD 6, SPAD_RANGE 6, "
+                        "EXT_RANGE 6, OVERLAP 6, NO_HALT 6")
+    assert lines[1].startswith("  instructions: 9 of 9 bins (100%): LD ")
+
+
+def test_what_ci_runs_covers_every_instruction_and_every_stop(tmp_path):
+    """make stress N=500 SEED=1 (.ci/run): every instruction executed and every error code met."""
+    data = _coverage(1, 500, tmp_path)
+    for point in coverage.REQUIRED:
+        assert coverage.holes(data, point) == [], point
+    every = {"HALT", *(c.name for c in ErrorCode)} - {"NONE"}
+    assert set(data["stress.stops"]) == set(coverage.STOPS) == every
+
+
+def test_cover_points_count_what_the_machine_checked(tmp_path):
+    """The instructions after a fault never ran: they count for nothing; the faulty one's fields
+    and addresses count, an instruction that ran counts as executed."""
+    bad_mm = build("MM", M=4, K=65, N=1, tb=0, A=0, B=0, dst=8, lda=1, ldb=1, ldc=1, strict=False)
+    program = [build("LD", dst=3, src=0, len=1), bad_mm, build("SM", dst=0, src=0, len=1)]
+    job = Job(program, None)
+    model = coverage.Model(DEFAULT)
+    model.sample(program, job.expected(), ["SM len=1"])
+    model.export(tmp_path / "one.yml")
+    data = coverage.read(tmp_path / "one.yml")
+    assert data["stress.instructions"]["LD"] == 1 and data["stress.instructions"]["MM"] == 0
+    assert data["stress.stops"]["BAD_FIELD"] == 1
+    assert data["stress.fields.MM.K"] == {"lo-1": 0, "lo": 0, "hi": 0, "hi+1": 1}
+    assert data["stress.fields.MM.M"]["hi"] == 1
+    assert data["stress.fields.LD.len"] == {"lo-1": 0, "lo": 1}
+    assert data["stress.alignment.LD.dst"] == {0: 0, 1: 0, 2: 0, 3: 1}
+    assert data["stress.fields.SM.len"]["lo"] == 0 and data["stress.cases"]["SM len=1"] == 1
+
+
+def test_strategies_take_turns_and_the_first_is_the_random_body():
+    assert stress.STRATEGIES[0].name == "random"
+    assert {stress.strategy_for(s).name for s in range(40)} == {s.name for s in stress.STRATEGIES}
+
+
+def test_a_long_program_is_legal_and_long():
+    job = stress.long_program(1, 300)
+    assert job.length == 300 and job.expected().error_code is ErrorCode.NONE
 
 
 def test_listing_shows_an_unknown_opcode():
@@ -65,14 +107,19 @@ def test_listing_shows_an_unknown_opcode():
     assert "???? opcode" in text and text.splitlines()[-1].endswith("HALT")
 
 
-def test_short_stress_run(simulator):
-    command = [sys.executable, "-m", "cosim", "stress", "--n", "20", "--seed", "1", "--sim", simulator]
-    done = subprocess.run(command, capture_output=True, text=True, cwd=runner.ROOT, timeout=900)
+def test_short_stress_run(simulator, tmp_path):
+    command = [sys.executable, "-m", "cosim", "stress", "--n", "20", "--seed", "1", "--sim", simulator,
+               "--campaign", str(tmp_path / "campaign")]
+    done = subprocess.run(command, capture_output=True, text=True, cwd=ROOT, timeout=900)
     assert done.returncode == 0, done.stdout + done.stderr
     lines = done.stdout.splitlines()
     assert lines[0].startswith(f"{simulator:<10} PASS: 20 programs match the reference (memory, all five "
                                "counters, error code and pc), ")
-    assert "stops (reference): HALT 8, BAD_OPCODE 2, BAD_FIELD 2" in done.stdout
+    assert lines[2].startswith("20 programs (seeds 1..20), ")
+    assert ("  stops: 7 of 7 bins (100%): HALT 8, BAD_OPCODE 2, BAD_FIELD 2, SPAD_RANGE 2, EXT_RANGE 2, "
+            "OVERLAP 2, NO_HALT 2") in lines
+    assert lines[-1].startswith(f"campaign: {tmp_path / 'campaign'} (make stress SEED=1 N=20 SIM={simulator} "
+                                "reproduces it")
 
 
 def test_rerun_lines_carry_every_option_that_changes_the_run():
@@ -88,12 +135,12 @@ def test_rerun_lines_carry_every_option_that_changes_the_run():
 def test_the_rerun_command_of_a_mutant_fails_again(icarus):
     command = [sys.executable, "-m", "cosim", "stress", "--n", "6", "--seed", "5", "--sim", icarus,
                "--mutant", "rq-round"]
-    done = subprocess.run(command, capture_output=True, text=True, cwd=runner.ROOT, timeout=900)
+    done = subprocess.run(command, capture_output=True, text=True, cwd=ROOT, timeout=900)
     assert done.returncode == 1, done.stdout + done.stderr
     hint = done.stdout.splitlines().index("rerun a failing program alone (add --show to print its listing):")
     rerun = done.stdout.splitlines()[hint + 1].split()
     assert rerun[:3] == ["python", "-m", "cosim"] and rerun[-2:] == ["--mutant", "rq-round"]
-    again = subprocess.run([sys.executable, *rerun[1:]], capture_output=True, text=True, cwd=runner.ROOT,
+    again = subprocess.run([sys.executable, *rerun[1:]], capture_output=True, text=True, cwd=ROOT,
                            timeout=900)
     assert again.returncode == 1, again.stdout + again.stderr
     assert again.stdout.splitlines()[1] == f"{icarus:<10} FAIL: 1 of 1 program differs from the reference"

@@ -1,8 +1,9 @@
-"""cosim/tb.py through cosim.api.run_programs: a batch of programs back to back on each simulator.
+"""cosim/tb.py and the harness (cosim/harness.py) through cosim.api.run_programs: a batch of
+programs back to back on each simulator.
 
-The batch checks what the test bench does between programs: the scratchpad is zeroed (a
-program that stores the scratchpad right after one that filled it reads zeros), the rest of
-the instruction memory is cleared (a short program without HALT stops with NO_HALT at its own
+The batch checks what the harness does between programs: the scratchpad is zeroed (a program
+that stores the scratchpad right after one that filled it reads zeros), the rest of the
+instruction memory is cleared (a short program without HALT stops with NO_HALT at its own
 length), errors come back with their code and pc, a program that cannot finish within its
 cycle limit is reported as such without hanging, and the next program runs normally after it.
 """
@@ -12,10 +13,8 @@ from __future__ import annotations
 import numpy as np
 
 from compiler.testing.seedtable import compile_seed
-from cosim import tb
 from cosim.api import compare, run_programs
 from cosim.jobs import Job
-from hw.top import TIMING_CHECK_DELAY
 from sim.asm import build
 from sim.spec import DEFAULT, ErrorCode
 
@@ -61,7 +60,3 @@ def test_batch_back_to_back(simulator):
     assert compiled.counters.cycles == cycles and compiled.error_pc == jobs[2].length - 1
     assert [r.timing_fault for r in runs] == [0] * len(runs)
 
-
-def test_timing_fault_is_read_once_it_has_judged_the_done_cycle():
-    """cosim/tb.py keeps its own copy of hw.top.TIMING_CHECK_DELAY (it does not import Amaranth)."""
-    assert tb.FAULT_SETTLE_CYCLES == TIMING_CHECK_DELAY

@@ -45,7 +45,7 @@ def _resolve(text: str, top: str, path: tuple[str, ...]) -> str:
     return modules[current]
 
 
-@pytest.mark.parametrize("top", ["ga2", "ga2_simtop"])
+@pytest.mark.parametrize("top", [memmap.CORE, memmap.SIMTOP])
 def test_memory_paths_exist(exported, top: str):
     text = exported["paths"][top].read_text()
     map_top = export.TOPS[top][0]
@@ -58,7 +58,7 @@ def test_memory_paths_exist(exported, top: str):
         assert info["arrays"] == [a.dotted() for a in memmap.arrays(memory, SMALL, top=map_top)]
 
 
-@pytest.mark.parametrize("top", ["ga2", "ga2_simtop"])
+@pytest.mark.parametrize("top", [memmap.CORE, memmap.SIMTOP])
 def test_ports_match_verilog(exported, top: str):
     text = exported["paths"][top].read_text()
     body = _modules(text)[top]
@@ -68,7 +68,7 @@ def test_ports_match_verilog(exported, top: str):
     names = {p["name"] for p in exported["json"]["tops"][top]["ports"]}
     assert {"clk", "rst", "start", "prog_len", "done", "error", "error_code", "error_pc", "busy",
             "count_cycles", "count_sfu", "imem_we"} <= names
-    assert ("ext__rd_data" in names) == (top == "ga2")
+    assert ("ext__rd_data" in names) == (top == memmap.CORE)
 
 
 def test_json_records_params_and_timing(exported):
@@ -93,13 +93,19 @@ def test_locate():
 
 def test_cli(tmp_path, capsys):
     assert export.main(["--out", str(tmp_path), "--param", "SPAD_WORDS=256", "--param", "EXT_WORDS=256"]) == 0
-    assert {p.name for p in tmp_path.iterdir()} == {"ga2.v", "ga2_simtop.v", "ga2_ports.json"}
+    assert {p.name for p in tmp_path.iterdir()} == {f"{memmap.CORE}.v", f"{memmap.SIMTOP}.v",
+                                                    memmap.PORTS_JSON}
     assert export.main(["--out", str(tmp_path), "--param", "SPAD_WORDS=100"]) == 1
     assert "Params.SPAD_WORDS = 100" in capsys.readouterr().err
     with pytest.raises(SystemExit):
         export.main(["--param", "NOPE=3"])
 
 
+def test_the_artifact_names():
+    """Defined once (flows/memmap.py) and imported everywhere; the README and the Makefile quote
+    them."""
+    assert (memmap.CORE, memmap.SIMTOP, memmap.PORTS_JSON) == ("ga2", "ga2_simtop", "ga2_ports.json")
+    assert list(export.TOPS) == [memmap.CORE, memmap.SIMTOP]
 def test_cli_writes_another_machine_beside_the_default(tmp_path, monkeypatch):
     """Without --out, the default machine's files go to build/, another machine's to
     build/machines/<tag>/ (sim.machines.machine_dir): two machines never share a file."""

@@ -402,15 +402,29 @@ REFUSALS = {
     "gelu": (lambda m, x: F.gelu(m.fc(x)), {},
              "REFUSED gelu: torch.nn.functional.gelu: GA-2 has no operation"),
     "subtraction": (lambda m, x: m.fc(x) - x, {}, "REFUSED sub: operator -: GA-2 has no operation"),
-    "dropout": (lambda m, x: m.drop(m.fc(x)), {"drop": nn.Dropout(0.1)},
-                "REFUSED drop: Dropout module 'drop': a Dropout layer is the identity at inference"),
+    "dropout in training mode": (
+        lambda m, x: m.drop(m.fc(x)), {"drop": nn.Dropout(0.1)},
+        "REFUSED drop: Dropout module 'drop': the model is in training mode, where a dropout zeroes random "
+        "values; call model.eval() before tracing"),
+    "F.dropout without training=": (
+        lambda m, x: F.dropout(m.fc(x), 0.1), {},
+        "REFUSED dropout: torch.nn.functional.dropout: is called with training=True, so it zeroes random "
+        "values; call model.eval() before tracing and pass training=self.training (F.dropout's default is "
+        "True)"),
     "layer norm": (lambda m, x: m.norm(x), {"norm": nn.LayerNorm(16)},
-                   "REFUSED norm: LayerNorm module 'norm': GA-2 has no operation for a LayerNorm layer"),
+                   "REFUSED norm: LayerNorm module 'norm': GA-2 has no exact integer method for it: a layer "
+                   "norm divides each row by the square root of its variance"),
+    "F.layer_norm": (lambda m, x: F.layer_norm(m.fc(x), (16,)), {},
+                     "REFUSED layer_norm: torch.nn.functional.layer_norm: GA-2 has no exact integer method"),
+    "RMS norm": (lambda m, x: m.norm(x), {"norm": nn.RMSNorm(16)},
+                 "REFUSED norm: RMSNorm module 'norm': GA-2 has no exact integer method"),
+    "flatten to 1-D": (lambda m, x: torch.flatten(m.fc(x)), {},
+                       "REFUSED flatten: torch.flatten: flattens (4, 16) into (64,); Capra tensors are 2-D"),
     "relu after a biased Linear": (
         lambda m, x: torch.relu(m.biased(x)), {"biased": nn.Linear(16, 16)},
         "REFUSED relu: torch.relu: GA-2 has no relu instruction: a relu is the flag of the requantizer that "
-        "ends a matmul, and biased is a Linear with a bias, whose result is the product plus the bias; build "
-        "that layer with bias=False"),
+        "ends a matmul, and Linear module 'biased' has a bias, so its result is the product plus the bias; "
+        "build that layer with bias=False"),
     "relu of an input": (lambda m, x: F.relu(x), {},
                          "REFUSED relu: torch.nn.functional.relu: GA-2 has no relu instruction: a relu is "
                          "the flag of the requantizer that ends a matmul, and x (input 'x') is not the "
@@ -510,7 +524,8 @@ def test_a_4d_input_and_a_convolution():
         "REFUSED x: input 'x': has shape (8, 1, 8, 8); Capra tensors are 2-D (rows, cols)",
         f"REFUSED conv: Conv2d module 'conv': GA-2 has no operation for a Conv2d layer; the front end "
         f"lowers {SUPPORTED}",
-        f"REFUSED flatten: torch.flatten: GA-2 has no operation for it; the front end lowers {SUPPORTED}",
+        "REFUSED flatten: torch.flatten: flattens (8, 4, 6, 6) into (8, 144); Capra tensors are 2-D (rows, "
+        "cols), so only a flatten that changes nothing is lowered (start_dim=1 on (batch, features) data)",
         "REFUSED fc: Linear module 'fc': its inner dimension is 144, more than the 64 that one MM "
         "instruction sums (K_MAX); split the layer into pieces of at most 64 and add them",
     ]  # the relu of the refused convolution is not reported: its operand was refused
@@ -872,7 +887,7 @@ def test_the_global_random_state_is_kept():  # the runs on the example inputs se
     expected = torch.rand(3)
     torch.manual_seed(123)
     lines = refusal_lines(model, torch.zeros(4, 8))
-    assert lines[0].startswith("REFUSED dropout: torch.nn.functional.dropout: GA-2 has no operation for it")
+    assert lines[0].startswith("REFUSED dropout: torch.nn.functional.dropout: is called with training=True")
     assert torch.equal(torch.rand(3), expected)
 
 
@@ -910,9 +925,7 @@ def test_a_divisor_is_called_a_divisor(fn, expected):
 
 def test_a_layer_is_named_with_the_right_article():
     lines = refusal_lines(nn.Sequential(lin(8, 16), nn.Identity(), nn.ELU(), nn.Hardtanh()), (4, 8))
-    assert lines == [
-        "REFUSED _1: Identity module '1': an Identity layer is the identity at inference, but the front end "
-        "lowers only what it can compute; leave it out of the module you compile",
+    assert lines == [   # the Identity is the identity: dropped, not refused
         f"REFUSED _2: ELU module '2': GA-2 has no operation for an ELU layer; the front end lowers "
         f"{SUPPORTED}",
         f"REFUSED _3: Hardtanh module '3': GA-2 has no operation for a Hardtanh layer; the front end lowers "

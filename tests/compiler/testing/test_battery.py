@@ -2,6 +2,7 @@
 
 from compiler.testing.battery import (
     BOUND,
+    STREAM_SEEDS,
     check_cancellation,
     check_errors,
     check_graph,
@@ -9,6 +10,7 @@ from compiler.testing.battery import (
     check_many,
     check_slice_errors,
     check_slices,
+    check_streamed,
 )
 
 
@@ -36,3 +38,17 @@ def test_int4_graphs():
 def test_a_tight_bound_is_reported_as_check_e():
     problems, worst = check_graph(3, bound=1e-6)
     assert worst > 0 and problems == [f"seed 3: (e) relative error {worst:.3f} exceeds 1e-06"]
+
+
+def test_streamed_graphs_pass_checks_a_to_e_and_cover_every_way_of_streaming():
+    programs = []
+    problems, worst = check_streamed(programs=programs)
+    assert problems == [] and 0.05 < worst < 0.33
+    blocked = [b for p in programs for b in p.blockings.values() if not b.whole]
+    assert len({id(p) for p in programs}) == 2 * len(STREAM_SEEDS)
+    assert sum(any(not b.whole for b in p.blockings.values()) for p in programs) >= len(STREAM_SEEDS)
+    assert any(b.stream_a for b in blocked)                                   # an input in row blocks
+    assert any(b.b_how == "in panels" for b in blocked)
+    assert any(b.b_how == "gathered row by row" for b in blocked)
+    assert any(b.stream_b and not b.b_how and b.col_blocks > 1 for b in blocked)   # a transposed B
+    assert any(b.stream_b and b.row_blocks > 1 and b.col_blocks > 1 for b in blocked)  # B loaded again

@@ -1,0 +1,398 @@
+"""Blocking: how a matmul step runs when its operands and result do not all fit the scratchpad.
+
+GA-2 computes one output tile of at most T x T per MM instruction, K <= K_MAX, reading both
+operands from the scratchpad (GA2.md section 3). Normally (seed chapter 11) a matmul's
+operands are there whole: an input or weight is loaded whole just before the first step
+that reads it and stays until its last reader, and one int32 accumulator holds the whole
+product before one RQ. When that does not fit, the step is *blocked*, as the loop nests of
+tiled accelerators are (Gemmini, VTA):
+
+* the output is made in **row blocks** of ``rows`` rows: an accumulator of rows x n int32
+  words, the MMs of the block's tiles, then one RQ into those rows of the output (rows of a
+  row-major tensor are contiguous, so one instruction);
+* **A streams** when it is a source (an input or 8-bit weight, in external memory, in a
+  buffer of its own, not loaded yet): each row block's rows of A are one LD (rows x k
+  contiguous words) into an A block;
+* **B streams**, when it is such a source too, in **column blocks** of ``cols`` columns into
+  a B block (:func:`load_b`). Read transposed (stored n x k), a column block is a run of
+  whole rows of the stored matrix: one LD. Otherwise, when this matmul is B's only reader,
+  the compiler stores B in external memory in column *panels* of ``cols`` columns, panel
+  after panel, each k x width row by row (:func:`compiler.layout.panel_major`), so that a
+  block is one LD too, which the MM reads with ldb = the block's width. A B that others
+  read as well stays row by row, and a block is gathered with one LD per row of B (k LDs:
+  slower, the last resort);
+* row blocks outer, column blocks inner: with two or more column blocks a streamed B is
+  loaded again for every row block (:func:`loads_b`).
+
+A blocked step's temporaries (the accumulator, the A block, the B block) are one
+allocation, its *workspace* (:func:`workspace`). Its *footprint* is the peak of the
+scratchpad words the step holds: the operands it loads whole, the output's buffer when the
+step places it, the workspace.
+
+:func:`rank_blockings` enumerates the candidates (row block sizes x column block sizes x
+which operands stream) and ranks them by cycles, exact: ``sim.spec.latency`` summed over the
+instructions :func:`block_steps` gives for them, the same steps emission writes (the machine
+is serial today, so a program's cycles are the sum of its instructions' latencies). Ties go
+to the smaller footprint, then to fewer streams. Emission (:mod:`compiler.streaming`) takes
+the first candidate that fits the scratchpad as it is at that step.
+
+The steps are data (:class:`Step`: an instruction, the block it belongs to, and the spans
+of memory it reads and writes), so that a scheduler can later reorder or overlap them
+(double buffering); none does yet.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import NamedTuple
+
+from sim.spec import BY_NAME, Mem, Params, latency
+
+from .lowering import strided_mm_fields, tiles
+
+
+@dataclass(frozen=True)
+class Whole:
+    """What bringing one operand whole into the scratchpad costs at a matmul's step.
+
+    Attributes:
+        words: scratchpad words it holds from then on (its buffer).
+        transient: words held only while it loads (an int4 weight's packed words).
+        cycles: cycles of its loading instructions (``sim.spec.latency``).
+        moved: words the DMA moves for it.
+        instructions: how many loading instructions.
+    """
+
+    words: int = 0
+    transient: int = 0
+    cycles: int = 0
+    moved: int = 0
+    instructions: int = 0
+
+
+IN_PLACE = Whole()
+"""An operand already in the scratchpad: bringing it costs nothing."""
+
+
+@dataclass(frozen=True)
+class Matmul:
+    """A matmul step as the blocking sees it.
+
+    Attributes:
+        node: the matmul's node id.
+        m, k, n: A is m x k, B is k x n (stored n x k when ``transpose_b``), the result m x n.
+        transpose_b: B is read transposed (MM's tb).
+        a, b: what bringing A and B whole costs at this step (:data:`IN_PLACE` when there).
+        a_streams, b_streams: the operand may stream from external memory instead.
+        b_panels: B may be stored in column panels (it is not transposed, and this matmul
+            is its only reader); else a block of a non-transposed B is gathered row by row.
+        out: words of the result's buffer that this step places (0: placed already).
+    """
+
+    node: int
+    m: int
+    k: int
+    n: int
+    transpose_b: bool = False
+    a: Whole = IN_PLACE
+    b: Whole = IN_PLACE
+    a_streams: bool = False
+    b_streams: bool = False
+    b_panels: bool = False
+    out: int = 0
+
+
+class Workspace(NamedTuple):
+    """A blocked step's temporaries in one allocation: total words, then each part's offset."""
+
+    words: int
+    acc: int
+    a_block: int
+    b_block: int
+
+
+class Places(NamedTuple):
+    """The addresses a blocked step's instructions use (scratchpad, then external memory).
+
+    a and b are the operands when whole (ignored for a streamed one); acc, a_block, b_block
+    the workspace's parts; out the result; a_ext and b_ext the streamed operands' regions.
+    """
+
+    a: int = 0
+    b: int = 0
+    acc: int = 0
+    a_block: int = 0
+    b_block: int = 0
+    out: int = 0
+    a_ext: int = 0
+    b_ext: int = 0
+
+
+class Span(NamedTuple):
+    """A run of words an instruction reads or writes: memory, first word, words, written."""
+
+    mem: Mem
+    start: int
+    words: int
+    writes: bool
+
+
+class Step(NamedTuple):
+    """One instruction of a blocked step: mnemonic, fields, what it does (``load A``,
+    ``load B``, ``tile``, ``requantize``) and its block (row block, column block)."""
+
+    op: str
+    fields: dict[str, int]
+    role: str
+    block: tuple[int, int]
+
+    def spans(self) -> list[Span]:
+        """What it reads and writes, from its instruction's regions in ``sim.spec``: what a
+        scheduler needs to tell which steps may be reordered or overlapped."""
+        spec = BY_NAME[self.op]
+        return [Span(r.mem, self.fields[r.start], int(r.extent(self.fields)), r.writes) for r in spec.regions]
+
+
+@dataclass(frozen=True)
+class Blocking:
+    """One way to run a matmul step, and what it costs.
+
+    Attributes:
+        rows: output rows per row block (a multiple of T, or m).
+        cols: columns per column block (a multiple of T, or n); n when B does not stream.
+        stream_a, stream_b: the operands that stream from external memory.
+        row_blocks, col_blocks: how many blocks of each.
+        cycles: the step's cycles, exact: ``sim.spec.latency`` summed over its instructions,
+            the whole loads of its operands included.
+        footprint: scratchpad words it needs at its peak.
+        workspace: words of its temporaries (accumulator, A block, B block).
+        moved: words its loads move (external memory to scratchpad).
+        b_loads: LDs of B (one per block, or k per block when gathered; again for each row
+            block when there are several column blocks; 0 when B does not stream).
+        instructions: how many instructions it writes (whole loads of operands included).
+        b_how: how a streamed B's blocks are laid out when narrower than B: ``in panels``,
+            ``gathered row by row``, or '' (transposed, or one block: contiguous anyway).
+    """
+
+    rows: int
+    cols: int
+    stream_a: bool
+    stream_b: bool
+    row_blocks: int
+    col_blocks: int
+    cycles: int
+    footprint: int
+    workspace: int
+    moved: int
+    b_loads: int
+    instructions: int
+    b_how: str = ""
+
+    @property
+    def whole(self) -> bool:
+        """The unblocked way: both operands whole, one accumulator for the whole product."""
+        return self.row_blocks == self.col_blocks == 1 and not (self.stream_a or self.stream_b)
+
+    def describe(self) -> str:
+        """``1 x 4 blocks of 16 x 16 (A whole, B streams in panels, 4 loads)``."""
+        blocks = "block" if self.row_blocks * self.col_blocks == 1 else "blocks"
+        a = "A streams" if self.stream_a else "A whole"
+        loads = f"{self.b_loads} load{'s' if self.b_loads != 1 else ''}"
+        how = f" {self.b_how}" if self.b_how else ""
+        b = f"B streams{how}, {loads}" if self.stream_b else "B whole"
+        return f"{self.row_blocks} x {self.col_blocks} {blocks} of {self.rows} x {self.cols} ({a}, {b})"
+
+
+def ceil_div(a: int, b: int) -> int:
+    return -(-a // b)
+
+
+def block_sizes(total: int, t: int) -> list[int]:
+    """Block sizes worth trying for ``total`` rows or columns on a t x t array, largest
+    first: for each number of blocks, the smallest multiple of t that covers ``total`` in that
+    many blocks (capped at ``total``); any other size needs as many blocks and more words."""
+    count = ceil_div(total, t)
+    return sorted({min(total, t * ceil_div(count, c)) for c in range(1, count + 1)}, reverse=True)
+
+
+def workspace(mm: Matmul, rows: int, cols: int, stream_a: bool, stream_b: bool) -> Workspace:
+    """The temporaries of a blocked step: the int32 accumulator of a row block (rows x n),
+    the A block (rows x k) when A streams, the B block (k x cols) when B streams, in that
+    order in one allocation."""
+    acc = rows * mm.n
+    a_block = rows * mm.k if stream_a else 0
+    b_block = cols * mm.k if stream_b else 0
+    return Workspace(acc + a_block + b_block, 0, acc, acc + a_block)
+
+
+def footprint(mm: Matmul, words: int, stream_a: bool, stream_b: bool) -> int:
+    """The peak of the words a step holds: operands loaded whole (A, then B, each with its
+    transient words while it loads), then the result's buffer and ``words`` of workspace."""
+    a = IN_PLACE if stream_a else mm.a
+    b = IN_PLACE if stream_b else mm.b
+    return max(a.words + a.transient, a.words + b.words + b.transient, a.words + b.words + mm.out + words)
+
+
+def block_src(region: int, first: int, k: int) -> int:
+    """External address of the block that starts at row ``first`` of A, or at column
+    ``first`` of B: every row of A, every stored row of a transposed B and every column of a
+    panel-stored B holds k words, and the blocks before it hold ``first`` of them."""
+    return region + first * k
+
+
+def loads_b(row_block: int, col_blocks: int) -> bool:
+    """Whether a streamed B block is loaded at this row block: always for the first; for
+    later ones only when there are several column blocks (one block stays in place)."""
+    return row_block == 0 or col_blocks > 1
+
+
+def gathered(mm: Matmul, width: int) -> bool:
+    """Whether a column block of B ``width`` wide is gathered row by row (k LDs): B is not
+    transposed, not stored in panels, and the block is not the whole of B."""
+    return not (mm.transpose_b or mm.b_panels or width == mm.n)
+
+
+class Block(NamedTuple):
+    """One block of a blocked step: its row and column block indices, first row and column,
+    height and width, and what happens around it: A's rows are loaded (the first block of
+    a row block, when A streams), B's block is loaded, the row block's RQ follows (its last
+    block)."""
+
+    r: int
+    c: int
+    i0: int
+    j0: int
+    height: int
+    width: int
+    load_a: bool
+    load_b: bool
+    last: bool
+
+
+def blocks(mm: Matmul, rows: int, cols: int, stream_a: bool, stream_b: bool) -> Iterator[Block]:
+    """The blocks of a step in order: row blocks outer, column blocks inner."""
+    col_blocks = ceil_div(mm.n, cols)
+    for r, i0 in enumerate(range(0, mm.m, rows)):
+        for c, j0 in enumerate(range(0, mm.n, cols)):
+            yield Block(r, c, i0, j0, min(rows, mm.m - i0), min(cols, mm.n - j0), stream_a and c == 0,
+                        stream_b and loads_b(r, col_blocks), c == col_blocks - 1)
+
+
+def load_b(mm: Matmul, at: Places, blk: Block) -> Iterator[Step]:
+    """The LDs of a block of B: one when it is contiguous in external memory (B transposed,
+    stored in panels, or the whole of B), else one per row of B (:func:`gathered`)."""
+    where = (blk.r, blk.c)
+    if not gathered(mm, blk.width):
+        src = block_src(at.b_ext, blk.j0, mm.k)
+        yield Step("LD", {"dst": at.b_block, "src": src, "len": blk.width * mm.k}, "load B", where)
+        return
+    for t in range(mm.k):
+        fields = {"dst": at.b_block + t * blk.width, "src": at.b_ext + t * mm.n + blk.j0,
+                  "len": blk.width}
+        yield Step("LD", fields, "load B", where)
+
+
+def block_steps(mm: Matmul, rows: int, cols: int, stream_a: bool, stream_b: bool, at: Places,
+                requantizer: tuple[int, int, int], t: int) -> Iterator[Step]:
+    """The instructions of a blocked step, in order.
+
+    Args:
+        mm: the step. rows, cols: the block sizes. stream_a, stream_b: which operands stream.
+        at: the addresses. requantizer: (m, s, relu) of the RQs. t: the array's size T.
+    """
+    tb = mm.transpose_b
+    m_, s_, relu = requantizer
+    for blk in blocks(mm, rows, cols, stream_a, stream_b):
+        if blk.load_a:
+            src = block_src(at.a_ext, blk.i0, mm.k)
+            yield Step("LD", {"dst": at.a_block, "src": src, "len": blk.height * mm.k}, "load A", (blk.r, 0))
+        if blk.load_b:
+            yield from load_b(mm, at, blk)
+        a = at.a_block if stream_a else at.a + blk.i0 * mm.k
+        b = at.b_block if stream_b else at.b + (blk.j0 * mm.k if tb else blk.j0)
+        ldb = mm.k if tb else (blk.width if stream_b else mm.n)
+        for tile in tiles(blk.height, blk.width, t):
+            fields = strided_mm_fields(tile, a, b, at.acc + blk.j0, mm.k, ldb, mm.n, tb)
+            yield Step("MM", fields, "tile", (blk.r, blk.c))
+        if blk.last:
+            fields = {"dst": at.out + blk.i0 * mm.n, "src": at.acc, "len": blk.height * mm.n,
+                      "m": m_, "s": s_, "relu": relu}
+            yield Step("RQ", fields, "requantize", (blk.r, 0))
+
+
+def tile_cycles(mm: Matmul, params: Params) -> tuple[int, int]:
+    """(cycles, count) of the step's MMs: the same for every blocking, because block sizes are
+    multiples of T (or the whole), so a blocking's tiles are the whole product's T x T tiles,
+    and an MM's latency depends on its M, N, K and tb only."""
+    fields = [strided_mm_fields(tile, 0, 0, 0, mm.k, mm.k, mm.n, mm.transpose_b)
+              for tile in tiles(mm.m, mm.n, params.T)]
+    return sum(latency(BY_NAME["MM"], f, params) for f in fields), len(fields)
+
+
+def _moving(op: str, words: int, params: Params) -> int:
+    """The latency of an LD, or of an RQ, of ``words`` words (it depends on len only)."""
+    fields = {"dst": 0, "src": 0, "len": words}
+    if op == "RQ":
+        fields |= {"m": 1, "s": 1, "relu": 0}
+    return latency(BY_NAME[op], fields, params)
+
+
+def cost(mm: Matmul, rows: int, cols: int, stream_a: bool, stream_b: bool, params: Params,
+         mms: tuple[int, int] | None = None) -> Blocking:
+    """One candidate with its cycles, footprint and words moved (see :class:`Blocking`).
+
+    The cycles are those of the instructions :func:`block_steps` writes, block by block
+    (:func:`blocks`), without writing them: each LD's and RQ's latency depends on its
+    length only, and the MMs are :func:`tile_cycles` (``mms``, when the caller has it).
+    ``tests/compiler/test_blocking.py`` checks the sum against the instructions.
+    """
+    space = workspace(mm, rows, cols, stream_a, stream_b)
+    cycles, count = mms or tile_cycles(mm, params)
+    moved = b_loads = 0
+    for blk in blocks(mm, rows, cols, stream_a, stream_b):
+        loads = []
+        if blk.load_a:
+            loads.append((1, blk.height * mm.k))
+        if blk.load_b:
+            lds = mm.k if gathered(mm, blk.width) else 1
+            loads.append((lds, blk.width * mm.k // lds))
+            b_loads += lds
+        for lds, words in loads:
+            cycles += lds * _moving("LD", words, params)
+            moved += lds * words
+            count += lds
+        if blk.last:
+            cycles += _moving("RQ", blk.height * mm.n, params)
+            count += 1
+    for whole, streams in ((mm.a, stream_a), (mm.b, stream_b)):
+        if not streams:
+            cycles += whole.cycles
+            moved += whole.moved
+            count += whole.instructions
+    how = ""
+    if stream_b and cols < mm.n and not mm.transpose_b:
+        how = "in panels" if mm.b_panels else "gathered row by row"
+    return Blocking(rows, cols, stream_a, stream_b, ceil_div(mm.m, rows), ceil_div(mm.n, cols), cycles,
+                    footprint(mm, space.words, stream_a, stream_b), space.words, moved, b_loads, count, how)
+
+
+def rank_blockings(mm: Matmul, params: Params, within: int | None = None) -> list[Blocking]:
+    """Every candidate blocking of a matmul step, fewest cycles first (then the smaller
+    footprint, then fewer streams). The first is the unblocked way, or as fast as it.
+
+    Args:
+        within: if given, only the candidates whose footprint is at most this many words.
+    """
+    found = []
+    mms = tile_cycles(mm, params)
+    for stream_a in (False, True) if mm.a_streams else (False,):
+        for stream_b in (False, True) if mm.b_streams else (False,):
+            widths = block_sizes(mm.n, params.T) if stream_b else [mm.n]
+            for rows in block_sizes(mm.m, params.T):
+                for cols in widths:
+                    words = workspace(mm, rows, cols, stream_a, stream_b).words
+                    if within is None or footprint(mm, words, stream_a, stream_b) <= within:
+                        found.append(cost(mm, rows, cols, stream_a, stream_b, params, mms))
+    found.sort(key=lambda b: (b.cycles, b.footprint, b.stream_a + b.stream_b))
+    return found

@@ -1,0 +1,187 @@
+"""A matmul's step in emission: whole when its operands fit the scratchpad, else blocked.
+
+The table's ``blocked`` hook of a matmul (:func:`lower_matmul_step`). It first tries the
+step as it has always run (seed chapter 11): the operands loaded whole, one accumulator, the
+table's ``lower`` hook. When that runs out of scratchpad, the try is undone
+(:meth:`compiler.emit.Emitter.rollback`), the candidates of :func:`compiler.blocking.rank_blockings`
+are tried fastest first, and the first whose allocations succeed is written
+(:func:`compiler.blocking.block_steps`). So a graph that fits as before compiles to the same
+program, instruction for instruction; only a step that did not fit is blocked.
+
+What may stream (:func:`streams`): a source (input or weight) not loaded yet, 8-bit (an
+int4 weight is unpacked whole), in a buffer it owns (a part of a concatenation is loaded
+into the concatenation's buffer), and not the matmul's other operand too. A B not read
+transposed whose only reader is this matmul is stored in column panels when it streams in
+column blocks (``Emission.panels``; the host writes it so,
+:meth:`compiler.Program.ext_image`); one that others read too is gathered row by row.
+Results of matmuls (and every other computed tensor) stay in the scratchpad: a step whose
+result and the tensors alive across it leave no room for the smallest blocking is refused,
+naming the node and the words that blocking needs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from sim.spec import BY_NAME, Params, latency
+
+from . import blocking
+from .allocator import ScratchpadFull
+from .blocking import IN_PLACE, Blocking, Matmul, Places, Whole, block_steps, footprint, rank_blockings
+from .errors import CompileError, plural
+from .int4 import is_int4
+from .lowering import ld_fields, matmul_requantizer
+
+if TYPE_CHECKING:
+    from sim.asm import Instruction
+
+    from .emit import Emitter
+    from .ir import Node
+
+
+def lower_matmul_step(em: Emitter, node: Node) -> None:
+    """A matmul's step: whole if it fits, else (unless ``em.stream`` is False) the fastest
+    blocking that fits.
+
+    Raises:
+        CompileError: no blocking fits the scratchpad at this step (naming the node, its
+            operands and the words the smallest blocking needs), or what the matmul's
+            lowering raises (its requantizer).
+    """
+    before = matmul_step(em, node, costs=False)   # the words only: cheap, for the record
+    mark = em.checkpoint()
+    try:
+        em.lower(node, [em.ensure(i) for i in node.ins])
+    except ScratchpadFull:
+        if not em.stream:
+            raise
+        em.rollback(mark)
+        lower_blocked(em, node, matmul_step(em, node))
+        return
+    em.out.blockings[node.id] = measured(before, em.out.code[mark.code:], em.params)
+
+
+def matmul_step(em: Emitter, node: Node, costs: bool = True) -> Matmul:
+    """The step as :mod:`compiler.blocking` sees it, from where emission stands (without the
+    cycles and words of loading the operands whole unless ``costs``)."""
+    a_id, b_id = node.ins
+    m, k = em.nodes[a_id].shape
+    n = node.shape[1]
+    same = a_id == b_id
+    buf_id, _ = em.placement.loc[node.id]
+    out = em.placement.buffers[buf_id]
+    b_whole = IN_PLACE if same else whole_cost(em, b_id, costs)
+    return Matmul(node.id, m, k, n, node.transpose_b, whole_cost(em, a_id, costs), b_whole,
+                  a_streams=not same and streams(em, a_id), b_streams=not same and streams(em, b_id),
+                  b_panels=not node.transpose_b and em.readers(b_id) == [node.id],
+                  out=out.words if out.addr is None else 0)
+
+
+def whole_cost(em: Emitter, nid: int, costs: bool = True) -> Whole:
+    """What loading an operand whole costs at this step (:data:`IN_PLACE` when it is there):
+    the words it holds, and (with ``costs``) the cycles, words moved and count of the
+    instructions :func:`compiler.lowering.lower_load` writes."""
+    node = em.nodes[nid]
+    if not em.unloaded_source(nid):
+        return IN_PLACE
+    entry = em.ext[node.name]
+    buf = em.placement.buffer_of(nid)
+    held = buf.words if buf.addr is None else 0
+    transient = entry.words if is_int4(node) else 0
+    if not costs:
+        return Whole(held, transient)
+    cycles = latency(BY_NAME["LD"], ld_fields(entry, 0), em.params)
+    if not is_int4(node):
+        return Whole(held, 0, cycles, entry.words, 1)
+    cycles += latency(BY_NAME["UNPACK"], {"dst": 0, "src": 0, "len": entry.words}, em.params)
+    return Whole(held, transient, cycles, entry.words, 2)
+
+
+def streams(em: Emitter, nid: int) -> bool:
+    """Whether an operand may stream from external memory (see the module docstring)."""
+    if not em.unloaded_source(nid) or is_int4(em.nodes[nid]):
+        return False
+    buf = em.placement.buffer_of(nid)
+    return buf.owner == nid and buf.addr is None
+
+
+def measured(mm: Matmul, code: Sequence[Instruction], params: Params) -> Blocking:
+    """The whole step as it was written: its cycles and words moved from its instructions."""
+    cycles = moved = 0
+    for ins in code:
+        fields = ins.fields
+        cycles += latency(ins.spec, fields, params)
+        moved += fields["len"] if ins.op == "LD" else 0
+    words = blocking.workspace(mm, mm.m, mm.n, False, False).words
+    peak = footprint(mm, words, False, False)
+    return Blocking(mm.m, mm.n, False, False, 1, 1, cycles, peak, words, moved, 0, len(code))
+
+
+def lower_blocked(em: Emitter, node: Node, mm: Matmul) -> None:
+    """The fastest blocking whose allocations succeed at this step, written.
+
+    Raises:
+        CompileError: none fits (:func:`no_blocking_fits`).
+    """
+    ranked = rank_blockings(mm, em.params, within=em.alloc.free_words())
+    room = em.params.IMEM_WORDS - len(em.out.code) - 1   # HALT comes last
+    for choice in ranked:
+        if choice.instructions > room:
+            continue
+        mark = em.checkpoint()
+        try:
+            at = take(em, node, mm, choice)
+        except ScratchpadFull:
+            em.rollback(mark)
+            continue
+        write(em, node, mm, choice, at)
+        return
+    raise no_blocking_fits(em, node, mm)
+
+
+def take(em: Emitter, node: Node, mm: Matmul, choice: Blocking) -> Places:
+    """Place what a blocking needs: the operands it keeps whole, the result, the workspace.
+
+    Raises:
+        ScratchpadFull: it does not fit (the caller rolls back).
+    """
+    a_id, b_id = node.ins
+    a = 0 if choice.stream_a else em.ensure(a_id)
+    b = 0 if choice.stream_b else em.ensure(b_id)
+    out = em.address(node.id)
+    space = blocking.workspace(mm, choice.rows, choice.cols, choice.stream_a, choice.stream_b)
+    base = em.alloc.alloc(space.words, f"workspace of node {node.id}")
+    a_ext = em.ext[em.nodes[a_id].name].addr if choice.stream_a else 0
+    b_ext = em.ext[em.nodes[b_id].name].addr if choice.stream_b else 0
+    return Places(a, b, base + space.acc, base + space.a_block, base + space.b_block, out, a_ext, b_ext)
+
+
+def write(em: Emitter, node: Node, mm: Matmul, choice: Blocking, at: Places) -> None:
+    """Write a blocking's instructions, free its workspace, record the blocking (and the
+    panel layout of a B that streams in column blocks)."""
+    requantizer = matmul_requantizer(em, node)
+    for step in block_steps(mm, choice.rows, choice.cols, choice.stream_a, choice.stream_b, at, requantizer,
+                            em.params.T):
+        em.put(step.op, **step.fields)
+    words = blocking.workspace(mm, choice.rows, choice.cols, choice.stream_a, choice.stream_b).words
+    em.alloc.release(at.acc, words, f"workspace of node {node.id}")
+    if choice.b_how == "in panels":
+        em.out.panels[em.nodes[node.ins[1]].name] = choice.cols
+    em.out.blockings[node.id] = choice
+
+
+def no_blocking_fits(em: Emitter, node: Node, mm: Matmul) -> CompileError:
+    """The refusal: the node, its operands, the smallest blocking and the words it needs."""
+    least = min(rank_blockings(mm, em.params), key=lambda b: (b.footprint, b.cycles))
+    a, b = (em.nodes[i] for i in node.ins)
+    free, size = em.alloc.free_words(), em.params.SPAD_WORDS
+    problem = (f"scratchpad is full at {node.describe()}, the {mm.m} x {mm.k} by {mm.k} x {mm.n} product of "
+               f"{a.describe()} and {b.describe()}: its smallest blocking, {least.describe()}, needs "
+               f"{plural(least.footprint, 'word')}; {free} of the {size} words are free at this step "
+               f"(in {plural(len(em.alloc.free_list), 'piece')})")
+    fix = (f"use a smaller batch or narrower layers (its result alone takes {plural(mm.m * mm.n, 'word')}); "
+           "inputs and weights stream from external memory, but computed tensors stay in the scratchpad")
+    if any(is_int4(x) for x in (a, b)):
+        fix += "; an int4 weight is unpacked whole: with bits=8 it could stream"
+    return CompileError(problem, fix, node.id)

@@ -1,0 +1,200 @@
+"""What stress programs exercise, as functional coverage (cocotb-coverage's cover points).
+
+The cover points, each a ``cocotb_coverage.coverage.CoverPoint`` under ``stress``:
+
+``stress.instructions``
+    every instruction (HALT included) that the reference machine executed;
+``stress.stops``
+    how the reference machine stopped: HALT or each error code (:data:`cosim.stress.STOPS`);
+``stress.cases``
+    the generator's named cases (transposed MM, K = 1, rows that overlap, RQ in place, ...);
+``stress.fields.<instruction>.<field>``
+    every field with a legal range (``sim.spec.Field.lo``/``hi``) at its edges, in the
+    instructions the machine checked (executed, or stopped on): ``lo-1`` and ``lo``, and
+    ``hi`` and ``hi+1`` where the upper bound is below the field's largest value;
+``stress.alignment.<instruction>.<region>``
+    the start address of every memory region modulo LANES, in the instructions checked.
+
+cocotb-coverage keeps one coverage database per process (``coverage_db``). A :class:`Model`
+clears it and declares the points afresh, so that a chunk of programs, drawn in a worker of the
+pool, exports its own counts (``export_to_yaml``); a run merges the chunks' files with
+``merge_coverage`` (:func:`merge`) and :func:`report` prints the merged counts, with the holes
+(bins never hit) named. :data:`REQUIRED` are the points a CI run of 500 programs must cover
+completely (a test checks it).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+
+import yaml
+from cocotb_coverage.coverage import CoverPoint, coverage_db, merge_coverage
+
+from sim import spec
+from sim.asm import AsmError, Instruction, decode
+from sim.spec import ErrorCode, Params
+
+from .jobs import Expected
+from .text import counted
+
+ROOT = "stress"
+HALT = "HALT"
+STOPS = tuple(HALT if c is ErrorCode.NONE else c.name for c in ErrorCode)
+"""The stops, in the order of :class:`sim.spec.ErrorCode` (HALT for a normal one)."""
+INSTRUCTIONS = tuple(s.name for s in spec.INSTRUCTIONS)
+CASES = ("MM tb=1", "MM tb=1, odd strides", "MM K=1", "MM K=K_MAX", "MM output rows overlap", "SM len=1",
+         "SM len=SM_MAX_LEN", "RQ in place", "VADD in place")
+"""The generator's named cases (``cosim.stress.Generator`` counts them in its features)."""
+REQUIRED = (f"{ROOT}.instructions", f"{ROOT}.stops")
+"""Cover points a run of 500 programs covers completely."""
+GROUPS = (("instructions", f"{ROOT}.instructions"), ("stops", f"{ROOT}.stops"), ("cases", f"{ROOT}.cases"),
+          ("field edges", f"{ROOT}.fields."), ("alignment", f"{ROOT}.alignment."))
+"""The report's lines: a title and the cover points whose name is (or starts with) the key."""
+_EDGE_ORDER = ("lo-1", "lo", "hi", "hi+1")
+
+
+def stop_name(code: ErrorCode) -> str:
+    """How the coverage names a stop: HALT for a normal one, else the error code's name."""
+    return HALT if code is ErrorCode.NONE else code.name
+
+
+def edges(field: spec.Field, params: Params) -> dict[int, str]:
+    """A bounded field's edge values -> their bins (``lo-1``, ``lo``, ``hi``, ``hi+1``)."""
+    lo, hi = field.legal_range(params)
+    top = (1 << field.width) - 1
+    out = {lo: "lo"}
+    if lo > 0:
+        out[lo - 1] = "lo-1"
+    if hi < top:
+        out[hi] = "hi"
+        out[hi + 1] = "hi+1"
+    return out
+
+
+def _bounded(ispec: spec.InstrSpec) -> list[spec.Field]:
+    return [f for f in ispec.fields if f.lo is not None or f.hi is not None]
+
+
+def _checked(program: Sequence[Instruction] | Sequence[int], expected: Expected) -> list[Instruction]:
+    """The instructions the machine checked, up to the one it stopped on: a program given as
+    words (it holds an unknown opcode) is decoded up to the first word that does not decode."""
+    if len(program) and isinstance(program[0], Instruction):
+        return list(program[:expected.error_pc + 1])
+    out = []
+    for pc in range(min(expected.error_pc + 1, len(program) // spec.INSTR_WORDS)):
+        try:
+            out.append(decode([int(w) for w in program[pc * spec.INSTR_WORDS:(pc + 1) * spec.INSTR_WORDS]]))
+        except AsmError:
+            break
+    return out
+
+
+def _ignore(*_args) -> None:
+    """What a cover point decorates: the sampling is the point's own work."""
+
+
+class Model:
+    """A fresh set of the cover points (the database of this process cleared first).
+
+    Args:
+        params: the machine (field bounds, LANES).
+    """
+
+    def __init__(self, params: Params):
+        coverage_db.clear()
+        self.params = params
+        self.instruction = CoverPoint(f"{ROOT}.instructions", bins=list(INSTRUCTIONS))(_ignore)
+        self.stop = CoverPoint(f"{ROOT}.stops", bins=list(STOPS))(_ignore)
+        self.case = CoverPoint(f"{ROOT}.cases", bins=list(CASES))(_ignore)
+        self.fields, self.regions = {}, {}
+        for ispec in spec.INSTRUCTIONS:
+            for f in _bounded(ispec):
+                table = edges(f, params)
+                self.fields[ispec.name, f.name] = CoverPoint(
+                    f"{ROOT}.fields.{ispec.name}.{f.name}", xf=lambda v, t=table: t.get(v),
+                    bins=list(dict.fromkeys(sorted(table.values(), key=_EDGE_ORDER.index))))(_ignore)
+            for region in ispec.regions:
+                self.regions[ispec.name, region.start] = CoverPoint(
+                    f"{ROOT}.alignment.{ispec.name}.{region.start}", xf=lambda v, n=params.LANES: v % n,
+                    bins=list(range(params.LANES)))(_ignore)
+
+    def sample(self, program: Sequence[Instruction] | Sequence[int], expected: Expected,
+               features: Iterable[str] = ()) -> None:
+        """Count one program: its stop, its named cases, and each instruction the reference
+        machine checked (executed or stopped on), up to ``expected.error_pc``."""
+        self.stop(stop_name(expected.error_code))
+        for case in features:
+            if case in CASES:
+                self.case(case)
+        for pc, ins in enumerate(_checked(program, expected)):
+            name, fields = ins.spec.name, ins.fields
+            if pc < expected.error_pc or expected.error_code is ErrorCode.NONE:
+                self.instruction(name)
+            for f in _bounded(ins.spec):
+                self.fields[name, f.name](fields[f.name])
+            for region in ins.spec.regions:
+                self.regions[name, region.start](fields[region.start])
+
+    def export(self, path: Path) -> None:
+        """Write the counts of this model (cocotb-coverage's YAML)."""
+        path.parent.mkdir(parents=True, exist_ok=True)
+        coverage_db.export_to_yaml(str(path))
+
+
+def merge(paths: Sequence[Path], out: Path) -> dict:
+    """Merge the chunks' files (cocotb-coverage's ``merge_coverage``) into ``out``; the merged
+    counts: cover point -> {bin: hits}."""
+    merge_coverage(lambda _message: None, str(out), *(str(p) for p in paths))
+    return read(out)
+
+
+def read(path: Path) -> dict[str, dict]:
+    """A coverage YAML file -> cover point -> {bin: hits} (points with bins only, the bins in the
+    order they are declared)."""
+    data = yaml.safe_load(Path(path).read_text())
+    return {name: dict(sorted(item["bins:_hits"].items(), key=_bin_order))
+            for name, item in data.items() if "bins:_hits" in item}
+
+
+_KNOWN = {b: k for k, b in enumerate((*INSTRUCTIONS, *STOPS, *CASES, *_EDGE_ORDER))}
+
+
+def _bin_order(item: tuple) -> tuple:
+    """Bins in the order they are declared (YAML sorts them by name)."""
+    name = item[0]
+    return (0, name, "") if isinstance(name, int) else (1, _KNOWN.get(name, len(_KNOWN)), str(name))
+
+
+def holes(data: dict[str, dict], prefix: str) -> list[str]:
+    """The bins never hit among the cover points named ``prefix`` (or under it)."""
+    return [f"{name.removeprefix(ROOT + '.')} {bin_}" for name, bins in sorted(data.items())
+            if name == prefix or name.startswith(prefix) for bin_, hits in bins.items() if not hits]
+
+
+def _line(title: str, data: dict[str, dict], prefix: str, counts: bool) -> str:
+    points = {n: b for n, b in data.items() if n == prefix or n.startswith(prefix)}
+    total = sum(len(b) for b in points.values())
+    hit = sum(1 for b in points.values() for h in b.values() if h)
+    line = f"  {title}: {hit} of {total} bins ({100 * hit / max(total, 1):.0f}%)"
+    if counts and len(points) == 1:
+        (bins,) = points.values()
+        line += ": " + ", ".join(f"{b} {h:,}" for b, h in bins.items())
+    missing = holes(data, prefix)
+    if missing:
+        shown = ", ".join(missing[:8]) + (f" and {len(missing) - 8} more" if len(missing) > 8 else "")
+        line += f"; never hit: {shown}"
+    return line
+
+
+def report(data: dict[str, dict], where: Path | None = None) -> list[str]:
+    """The coverage lines of a run: per group the bins hit of all, the counts of the small ones,
+    and the holes."""
+    head = "coverage (cocotb-coverage" + (f", {where})" if where else ")")
+    return [head, *(_line(title, data, prefix, counts=title in ("instructions", "stops", "cases"))
+                    for title, prefix in GROUPS)]
+
+
+def summary_line(programs: int, instructions: int, first: int, last: int) -> str:
+    seeds = f"seed {first}" if first == last else f"seeds {first}..{last}"
+    return f"{counted(programs, 'program')} ({seeds}), {counted(instructions, 'instruction')}"

@@ -1,0 +1,528 @@
+"""Stress programs aimed at the edges where hardware breaks (one strategy per edge).
+
+Random fields rarely land on an exact rounding tie, a saturation boundary or a field one past
+its limit. Every third stress program (seed % EDGE_EVERY == EDGE_REMAINDER) is made here
+instead of by :class:`cosim.stress.Generator`; it ends as the stress seed says (HALT, or
+each error code, ENDINGS[seed % 10]), so the stress run keeps its mix of endings, and it is
+named ``seed N (edge: <strategy>)``. The body comes from one strategy, by turns:
+
+``rq_ties``
+    RQ on int32 accumulators ``a`` and pairs (m, s) such that ``a * m`` is an exact tie at the
+    shift, ``(2z + 1) * 2**(s-1)``, of both signs (rounding half away from zero), including
+    results of exactly +-127.5 (which round to +-128 and saturate to +-127) and +-126.5, the
+    neighbours ``a +- 1`` of every tie, 0 and the int32 extremes; with and without relu.
+``softmax_rows``
+    SM rows that are all negative (-128 included), widely spread (max - min = 255, the last
+    entry of the exp table, and differences where the table is 0), all equal, of length 4k+1
+    (a lone element in the last beat), of length 1 and SM_MAX_LEN, the maximum first, last
+    or twice, at every alignment of source and destination.
+``mm_extremes``
+    MM with K = K_MAX of -128 * -128 (sums of 2**20), -128 * 127, M = N = T, strides of 0,
+    tb = 0 and 1, int8 words whose upper 24 bits are not a sign extension.
+``vector_edges``
+    VADD sums of exactly +-127, +-128 (saturating) and 127 + -128; AMAX with ties inside a
+    beat, across beats and in the last lane of a 4k+1 row, an all -128 row; UNPACK nibbles
+    -8, 7, -1, 0; in place; every alignment.
+``touching_regions``
+    every instruction with a long source and its destination right before or right after it.
+``field_limits``
+    every bounded field at its limit (M = N = T, K = 1 and K_MAX, s = 1 and 63, m = 0 and
+    2**24 - 1, SM len = SM_MAX_LEN, len = 1) and regions that end exactly at the last word of
+    the scratchpad or of the external memory, or touch each other without overlapping; long
+    regions (the whole scratchpad in one LD, an MM whose strided operands span most of it).
+
+The endings are edges too: a field one past its limit (BAD_FIELD), a region one word past
+the end of its memory, short or long (SPAD_RANGE, EXT_RANGE), a destination overlapping a source by one word
+(OVERLAP), and for half of them two faults in one instruction, so that the error priority
+shows (BAD_FIELD with a region out of range or an overlap; SPAD_RANGE with EXT_RANGE; an
+unknown opcode over fields that are also out of range).
+
+Not covered here: a program loaded through the host's instruction-memory port. The test
+bench (cosim/tb.py) loads programs through the arrays (a backdoor) and holds ``imem_we`` low,
+so no stress program can reach that port.
+"""
+
+from __future__ import annotations
+
+import random
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from sim import arith, spec
+from sim.asm import Instruction, build
+from sim.spec import DEFAULT, ErrorCode, Mem, Params
+
+from . import stress
+from .jobs import Job
+
+EDGE_EVERY = 3
+EDGE_REMAINDER = 2
+"""Stress seed k is an edge program when k % EDGE_EVERY == EDGE_REMAINDER."""
+INT32_MIN, INT32_MAX = -(1 << 31), (1 << 31) - 1
+TIE_ODD_PARTS = (1, 3, 5, 15, 17, 51, 85, 255)
+"""Odd parts of the mantissa in rq_ties: the divisors of 255, so that 127.5 = 255/2 is a tie."""
+
+
+def is_edge(seed: int) -> bool:
+    """Whether stress seed ``seed`` is an edge program."""
+    return seed % EDGE_EVERY == EDGE_REMAINDER
+
+
+# --------------------------------------------------------------------------- building blocks
+
+
+@dataclass
+class Builder:
+    """A program under construction: the external-memory image, the body, and free space.
+
+    Data goes to the external memory and is loaded (LD) into the scratchpad; the scratchpad
+    is handed out upwards from a random start with small random gaps (so every alignment
+    happens), never twice: regions of one program never overlap unless a strategy says so.
+    """
+
+    rng: random.Random
+    params: Params
+    body: list[Instruction] = field(default_factory=list)
+    features: Counter = field(default_factory=Counter)
+
+    def __post_init__(self):
+        draw = np.random.default_rng(self.rng.getrandbits(32))
+        self.ext = draw.integers(0, 1 << 32, self.params.EXT_WORDS, dtype=np.int64).astype(np.uint32)
+        self.spad_next = self.rng.randrange(0, 8)
+        self.ext_next = self.rng.randrange(0, 8)
+
+    def spad(self, n: int) -> int:
+        """A fresh scratchpad region of n words."""
+        start = self.spad_next + self.rng.randrange(0, 4)
+        if start + n > self.params.SPAD_WORDS:
+            raise ValueError(f"the edge program needs more than {self.params.SPAD_WORDS} scratchpad words")
+        self.spad_next = start + n
+        return start
+
+    def load(self, values, int8: bool = False) -> int:
+        """Put values in the external memory, LD them into a fresh scratchpad region; its start.
+
+        int8 values get random upper 24 bits in half the words (only the low byte is read).
+        """
+        n = len(values)
+        src = self.ext_next + self.rng.randrange(0, 4)
+        self.ext_next = src + n
+        words = np.asarray(values, dtype=np.int64) & 0xFFFFFFFF
+        if int8:
+            noise = np.array([self.rng.getrandbits(24) if self.rng.random() < 0.5 else 0 for _ in range(n)],
+                             dtype=np.int64)
+            words = (words & 0xFF) | (noise << 8)
+        self.ext[src:src + n] = words.astype(np.uint32)
+        dst = self.spad(n)
+        self.add("LD", dst=dst, src=src, len=n)
+        return dst
+
+    def add(self, op: str, **fields: int) -> Instruction:
+        ins = build(op, params=self.params, **fields)
+        self.body.append(ins)
+        return ins
+
+
+def int8s(rng: random.Random, n: int, lo: int = -128, hi: int = 127) -> list[int]:
+    return [rng.randint(lo, hi) for _ in range(n)]
+
+
+# --------------------------------------------------------------------------- rq_ties
+
+
+def tie_pair(rng: random.Random, s: int, q: int) -> tuple[int, int] | None:
+    """A mantissa m = q * 2**j and a step u = 2**(s-1-j) for shift s: then a = k * u with k odd
+    gives a * m = k * q * 2**(s-1), an exact tie at the shift (value k*q/2). None when no j
+    fits (m < 2**24, and 255 * u within int32: from s = 47 on a * m < 2**55 cannot reach
+    2**(s-1) * 255, and results are small or 0)."""
+    low = max(0, s - 1 - 22)                 # 255 * 2**(s-1-j) < 2**31
+    high = min(s - 1, arith.MANTISSA_BITS - q.bit_length())
+    if low > high:
+        return None
+    j = rng.randint(low, high)
+    return q << j, 1 << (s - 1 - j)
+
+
+def tie_accumulators(rng: random.Random, q: int, u: int) -> list[int]:
+    """int32 accumulators for mantissa odd part q and step u: ties of both signs (255/q odd
+    multiples: +-127.5; 253: +-126.5 when q divides it; small and random odd ones), each
+    tie's neighbours, zero and the int32 extremes."""
+    odd = {255 // q, 1, 3, rng.randrange(1, 2 * max(1, 255 // q), 2)}
+    if 253 % q == 0:
+        odd.add(253 // q)
+    out = []
+    for k in sorted(odd):
+        a = k * u
+        if a <= INT32_MAX:
+            out += [a, -a]
+            if u > 1:
+                out += [a + 1, -a - 1, a - 1, -(a - 1)]
+    return [*out, 0, INT32_MIN, INT32_MAX]
+
+
+def rq_ties(b: Builder) -> None:
+    shifts = [1, 2, 8, 16, 24, 31, 32, 40, 44, 46, b.rng.randint(1, 46)]
+    for s in b.rng.sample(shifts, 5):
+        q = b.rng.choice([q for q in TIE_ODD_PARTS if tie_pair(random.Random(0), s, q) is not None])
+        m, u = tie_pair(b.rng, s, q)
+        values = tie_accumulators(b.rng, q, u)
+        b.rng.shuffle(values)
+        src = b.load(values)
+        relu = b.rng.randint(0, 1)
+        in_place = b.rng.random() < 0.3
+        b.add("RQ", dst=src if in_place else b.spad(len(values)), src=src, len=len(values), m=m, s=s,
+              relu=relu)
+        b.features["edge: RQ ties"] += 1
+
+
+# --------------------------------------------------------------------------- softmax_rows
+
+
+def softmax_row_values(rng: random.Random, kind: str, n: int) -> list[int]:
+    """One row of ``kind``: negative, spread, equal, tail (max in the last place), twin (two
+    maxima) or random."""
+    if kind == "negative":
+        row = int8s(rng, n, -128, -1)
+        row[rng.randrange(n)] = -128
+    elif kind == "spread":
+        row = [rng.choice((-128, 127, rng.randint(-128, -60), rng.randint(60, 127))) for _ in range(n)]
+        row[rng.randrange(n)] = 127
+        row[rng.randrange(n)] = -128
+    elif kind == "equal":
+        row = [rng.randint(-128, 127)] * n
+    else:
+        row = int8s(rng, n)
+        top = max(row)
+        if kind == "tail":
+            row[-1] = min(127, top + 1)
+        elif kind == "twin" and n > 1:
+            i, j = rng.sample(range(n), 2)
+            row[i] = row[j] = min(127, top + 1)
+    return row
+
+
+def softmax_rows(b: Builder) -> None:
+    p = b.params
+    odd = [4 * k + 1 for k in b.rng.sample(range(1, (p.SM_MAX_LEN - 1) // 4 + 1), 5)]
+    lengths = [1, p.SM_MAX_LEN, p.SM_MAX_LEN, *odd, b.rng.randint(2, p.SM_MAX_LEN)]
+    for n in lengths:
+        kind = b.rng.choice(("negative", "spread", "equal", "tail", "twin", "negative", "spread"))
+        if n == 1 or n == p.SM_MAX_LEN:
+            kind = b.rng.choice(("negative", "spread", "equal"))
+        src = b.load(softmax_row_values(b.rng, kind, n), int8=True)
+        b.add("SM", dst=b.spad(n), src=src, len=n)
+        b.features[f"edge: SM {kind}"] += 1
+
+
+# --------------------------------------------------------------------------- mm_extremes
+
+
+def mm_extremes(b: Builder) -> None:
+    p = b.params
+    for k, (fill_a, fill_b) in enumerate(((-128, -128), (-128, 127), (127, 127), (None, -128))):
+        K = p.K_MAX if k < 3 else b.rng.choice((1, p.K_MAX))
+        M, N, tb = p.T, p.T, b.rng.randint(0, 1)
+        lda = b.rng.choice((K, 0, K + 1))
+        ldb = b.rng.choice((K if tb else N, 0))
+        a_len = (M - 1) * lda + K
+        b_len = (N - 1) * ldb + K if tb else (K - 1) * ldb + N
+        a_values = [fill_a if fill_a is not None else b.rng.randint(-128, 127) for _ in range(a_len)]
+        A = b.load(a_values, int8=True)
+        B = b.load([fill_b] * b_len, int8=True)
+        b.add("MM", dst=b.spad(M * N), A=A, B=B, M=M, K=K, N=N, tb=tb, lda=lda, ldb=ldb, ldc=N)
+        b.features["edge: MM extremes"] += 1
+
+
+# --------------------------------------------------------------------------- vector_edges
+
+
+def vector_edges(b: Builder) -> None:
+    rng = b.rng
+    n = 4 * rng.randint(1, 12) + 1
+    pairs = [(127, 127), (-128, -128), (127, -128), (-127, -1), (-127, -2), (63, 64), (-64, -63), (0, -128)]
+    firsts = [pairs[i % len(pairs)][0] for i in range(n)]
+    seconds = [pairs[i % len(pairs)][1] for i in range(n)]
+    s1, s2 = b.load(firsts, int8=True), b.load(seconds, int8=True)
+    dst = s1 if rng.random() < 0.3 else b.spad(n)
+    b.add("VADD", dst=dst, src1=s1, src2=s2, len=n)
+    for kind in ("tail", "twin", "all -128", "first"):
+        m = 4 * rng.randint(0, 15) + 1
+        row = [-128] * m if kind == "all -128" else int8s(rng, m, -128, 100)
+        if kind == "tail":
+            row[-1] = 127
+        elif kind == "twin" and m > 1:
+            i = rng.randrange(m - 1)
+            row[i] = row[rng.randrange(i + 1, m)] = 127
+        elif kind == "first":
+            row[0] = row[-1] = 127
+        b.add("AMAX", dst=b.spad(1), src=b.load(row, int8=True), len=m)
+        b.features[f"edge: AMAX {kind}"] += 1
+    packed = [int("".join(rng.choice("8f70") for _ in range(8)), 16) for _ in range(rng.randint(1, 6))]
+    b.add("UNPACK", dst=b.spad(8 * len(packed)), src=b.load(packed), len=len(packed))
+    b.features["edge: VADD saturation"] += 1
+
+
+# --------------------------------------------------------------------------- field_limits
+
+
+def long_regions(b: Builder) -> None:
+    """The whole scratchpad loaded at once; a long ST to the end of the external memory; an MM
+    whose strided A and B span most of the scratchpad (extents with their upper bits set, which
+    the checker computes and compares)."""
+    p, rng = b.params, b.rng
+    b.add("LD", dst=0, src=rng.randrange(0, p.EXT_WORDS - p.SPAD_WORDS + 1), len=p.SPAD_WORDS)
+    n = rng.randrange(p.SPAD_WORDS // 4 + 1, p.SPAD_WORDS)
+    b.add("ST", src=rng.randrange(0, p.SPAD_WORDS - n + 1), dst=p.EXT_WORDS - n, len=n)
+    K, out = rng.randint(1, p.K_MAX), p.SPAD_WORDS - p.T * p.T
+    lda = rng.randint(p.SPAD_WORDS // (4 * (p.T - 1)), (out - K) // (p.T - 1))
+    ldb = rng.randint(K, (out - K) // (p.T - 1))
+    b.add("MM", dst=out, A=0, B=rng.randrange(0, out - (p.T - 1) * ldb - K + 1), M=p.T, K=K, N=p.T, tb=1,
+          lda=lda, ldb=ldb, ldc=p.T)
+    b.features["edge: long regions"] += 1
+
+
+def field_limits(b: Builder) -> None:
+    p, rng = b.params, b.rng
+    long_regions(b)
+    src = b.load(int8s(rng, 64))
+    b.add("MM", dst=b.spad(p.T * p.T), A=src, B=src + 1, M=p.T, K=1, N=p.T, tb=0, lda=1, ldb=0, ldc=p.T)
+    acc = b.load([rng.randint(INT32_MIN, INT32_MAX) for _ in range(8)])
+    for m, s in ((0, 1), ((1 << 24) - 1, 1), ((1 << 24) - 1, 63), (rng.randrange(1 << 24), 63)):
+        b.add("RQ", dst=b.spad(8), src=acc, len=8, m=m, s=s, relu=rng.randint(0, 1))
+    row = b.load(int8s(rng, p.SM_MAX_LEN), int8=True)
+    b.add("SM", dst=b.spad(p.SM_MAX_LEN), src=row, len=p.SM_MAX_LEN)
+    b.add("AMAX", dst=b.spad(1), src=row, len=1)
+    # regions that end on the last word of each memory, and regions that touch
+    last = p.SPAD_WORDS - p.SM_MAX_LEN
+    b.add("SM", dst=last, src=row, len=p.SM_MAX_LEN)
+    b.add("ST", src=last, dst=p.EXT_WORDS - p.SM_MAX_LEN, len=p.SM_MAX_LEN)
+    b.add("LD", dst=p.SPAD_WORDS - 1, src=p.EXT_WORDS - 1, len=1)
+    touch = b.spad(16)
+    b.add("VADD", dst=touch, src1=touch + 8, src2=touch + 8, len=8)
+    b.add("UNPACK", dst=p.SPAD_WORDS - 8 * 4, src=touch + 4, len=4)
+    b.add("MM", dst=b.spad(p.T * p.T), A=touch, B=touch, M=p.T, K=4, N=p.T, tb=1, lda=0, ldb=0, ldc=p.T)
+    b.features["edge: fields at their limits"] += 1
+
+
+def touching_regions(b: Builder) -> None:
+    """Every instruction with a long source (hundreds to thousands of words) and its destination
+    touching it, just before or just after, without overlapping: the checker's region ends and
+    overlap comparisons at their tightest, where a region end one too large makes a false
+    OVERLAP."""
+    p, rng = b.params, b.rng
+    b.add("LD", dst=0, src=rng.randrange(0, p.EXT_WORDS - p.SPAD_WORDS + 1), len=p.SPAD_WORDS)
+    for kind in ("RQ", "VADD", "AMAX", "UNPACK", "SM", "MM"):
+        f = lengthened(b, kind, _legal_fields(b, kind))
+        regions = spec.BY_NAME[kind].regions
+        write = next(r for r in regions if r.writes)
+        reads = [r for r in regions if not r.writes and r.mem is Mem.SPAD]
+        low = min(f[r.start] for r in reads)
+        if rng.random() < 0.5 and low >= write.extent(f):
+            f[write.start] = low - write.extent(f)          # ends where the sources begin
+        b.add(kind, **f)
+        b.features["edge: regions touching"] += 1
+
+
+STRATEGIES: dict[str, Callable[[Builder], None]] = {
+    "rq_ties": rq_ties, "softmax_rows": softmax_rows, "mm_extremes": mm_extremes,
+    "vector_edges": vector_edges, "field_limits": field_limits, "touching_regions": touching_regions,
+}
+"""The legal bodies, by turns over the edge seeds."""
+
+
+# --------------------------------------------------------------------------- faults
+
+
+def _legal_fields(b: Builder, kind: str) -> dict[str, int]:
+    """Legal fields of ``kind``: short regions anywhere in their memories (so that their ends
+    take every bit pattern, not only the low addresses of the body's data), none overlapping."""
+    p, rng = b.params, b.rng
+    ispec = spec.BY_NAME[kind]
+    for _ in range(1000):
+        n = rng.randint(1, 24)
+        f = {"LD": {"len": n}, "ST": {"len": n},
+             "RQ": {"len": n, "m": rng.randrange(1 << 24), "s": 20, "relu": 0}, "SM": {"len": n},
+             "VADD": {"len": n}, "AMAX": {"len": n}, "UNPACK": {"len": 1 + n % 4},
+             "MM": {"M": rng.randint(1, p.T), "K": n, "N": rng.randint(1, p.T), "tb": rng.randint(0, 1),
+                    "lda": n + rng.randint(0, 3), "ldb": p.T + n, "ldc": p.T}}[kind]
+        for region in ispec.regions:
+            f.setdefault(region.start, 0)
+        for region in ispec.regions:
+            size = p.EXT_WORDS if region.mem is Mem.EXT else p.SPAD_WORDS
+            f[region.start] = rng.randrange(0, size - region.extent(f) + 1)
+        if spec.check(ispec, f, p)[0] is ErrorCode.NONE:
+            return f
+    raise AssertionError(f"no legal {kind} found")
+
+
+def one_past(b: Builder, kind: str, f: dict[str, int]) -> dict[str, int]:
+    """A bounded field of f set one past its limit (hi + 1, or lo - 1)."""
+    bounded = [fl for fl in spec.BY_NAME[kind].fields if fl.lo is not None or fl.hi is not None]
+    fl = b.rng.choice(bounded)
+    lo, hi = fl.legal_range(b.params)
+    options = ([lo - 1] if lo > 0 else []) + ([hi + 1] if hi < (1 << fl.width) - 1 else [])
+    return {**f, fl.name: b.rng.choice(options)}
+
+
+def past_end(b: Builder, kind: str, f: dict[str, int], mem: Mem) -> dict[str, int]:
+    """One region of ``mem`` made to end one word past the end of that memory: moved there, or
+    (half the time) grown there from low in the memory, by its length or by MM's row stride,
+    so that the checker sees long extents as well as short ones."""
+    size = b.params.SPAD_WORDS if mem is Mem.SPAD else b.params.EXT_WORDS
+    region = b.rng.choice([r for r in spec.BY_NAME[kind].regions if r.mem is mem])
+    grow = {"A": "lda", "B": "ldb", "dst": "ldc"}.get(region.start) if kind == "MM" else "len"
+    if b.rng.random() < 0.5 and grow in f:
+        g = dict(f)
+        for _ in range(50):
+            g[grow] = b.rng.randrange(1, size)
+            start = size - region.extent(g) + 1
+            if 0 <= start < size // 2:
+                return {**g, region.start: start}
+    start = size - region.extent(f) + 1
+    return {**f, region.start: start} if start >= 0 else f     # too long to move: faulty() draws again
+
+
+def overlap_by_one(b: Builder, kind: str, f: dict[str, int]) -> dict[str, int]:
+    """The destination moved to overlap a source by exactly one word (at its first or last word)."""
+    regions = spec.BY_NAME[kind].regions
+    write = next(r for r in regions if r.writes)
+    read = b.rng.choice([r for r in regions if not r.writes and r.mem is Mem.SPAD])
+    w, r = write.extent(f), read.extent(f)
+    start = f[read.start] + r - 1 if b.rng.random() < 0.5 else f[read.start] - w + 1
+    if start < 0 or (start == f[read.start] and spec.BY_NAME[kind].in_place_ok):
+        start = f[read.start] + r - 1
+    return {**f, write.start: start}
+
+
+def lengthened(b: Builder, kind: str, f: dict[str, int]) -> dict[str, int]:
+    """f with long regions (hundreds to thousands of words: by its length, or MM's A by its row
+    stride), every source at one random place, the destination after them: for an overlap of
+    one word at the end of a long source (the checker's region ends with their upper bits set)."""
+    p, g = b.params, dict(f)
+    if kind == "MM":
+        g["lda"] = b.rng.randint(p.SPAD_WORDS // 16, p.SPAD_WORDS // (2 * (p.T - 1)))
+    elif "len" in g and kind != "SM":
+        g["len"] = b.rng.randint(p.SPAD_WORDS // 32, p.SPAD_WORDS // (3 if kind != "UNPACK" else 10))
+    regions = spec.BY_NAME[kind].regions
+    reads = [r for r in regions if not r.writes and r.mem is Mem.SPAD]
+    span = max(r.extent(g) for r in reads)
+    room = p.SPAD_WORDS - span - next(r for r in regions if r.writes).extent(g)
+    start = b.rng.randrange(0, room + 1) if room > 0 else 0
+    for r in regions:
+        if r.mem is Mem.SPAD:
+            g[r.start] = start if not r.writes else start + span
+    return g
+
+
+def nearest_legal(ispec: spec.InstrSpec, f: dict[str, int], params: Params) -> dict[str, int]:
+    """f with every field outside its legal range moved to the nearest legal value."""
+    out = dict(f)
+    for fl in ispec.fields:
+        lo, hi = fl.legal_range(params)
+        out[fl.name] = min(max(out[fl.name], lo), hi)
+    return out
+
+
+def faulty(b: Builder, code: ErrorCode, turn: int = 0) -> tuple[list[int], str]:
+    """An instruction (encoded) that stops the machine with ``code``, at an edge. ``turn`` (the
+    how-manieth program with this ending) picks the instruction, so that consecutive programs
+    take every kind in turn, and whether (every other turn) the fault comes with a second one of
+    lower priority in the same instruction (BAD_FIELD and SPAD_RANGE; checked: with the first
+    fault repaired, the second one stops it) or (OVERLAP) the source is long. An unknown opcode
+    always sits over fields with two faults. Returns (words, what it is).
+
+    Raises:
+        AssertionError: no such instruction found in 100 draws (a bug here).
+    """
+    double = turn % 2 == 1 and code in (ErrorCode.BAD_FIELD, ErrorCode.SPAD_RANGE)
+    for _ in range(100):
+        kind, f, what = _draw_fault(b, code, turn)
+        ispec = spec.BY_NAME[kind]
+        words = build(kind, params=b.params, strict=False, **f).encode()
+        if code is ErrorCode.BAD_OPCODE:
+            unused = [op for op in range(1 << spec.OPCODE_BITS) if op not in spec.BY_OPCODE]
+            words[0] = (words[0] & ~((1 << spec.OPCODE_BITS) - 1)) | b.rng.choice(unused)
+            return words, f"unknown opcode over {kind} fields also at fault"
+        if spec.check(ispec, f, b.params)[0] is not code or not _at_the_edge(ispec, f, code, b.params):
+            continue
+        if not double:
+            return words, f"{kind}: {what}"
+        if code is ErrorCode.BAD_FIELD and spec.check(ispec, nearest_legal(ispec, f, b.params), b.params)[0] \
+                in (ErrorCode.SPAD_RANGE, ErrorCode.OVERLAP):
+            return words, f"{kind}: {what}"
+        if code is ErrorCode.SPAD_RANGE and f["src"] + f["len"] > b.params.EXT_WORDS:
+            return words, f"{kind}: {what}"
+    raise AssertionError(f"no instruction found that stops with {code.name}")
+
+
+def _at_the_edge(ispec: spec.InstrSpec, f: dict[str, int], code: ErrorCode, params: Params) -> bool:
+    """For a range fault: a region of that memory ends exactly one word past its end."""
+    if code not in (ErrorCode.SPAD_RANGE, ErrorCode.EXT_RANGE):
+        return True
+    mem, size = (Mem.SPAD, params.SPAD_WORDS) if code is ErrorCode.SPAD_RANGE else (Mem.EXT, params.EXT_WORDS)
+    return any(f[r.start] + r.extent(f) == size + 1 for r in ispec.regions if r.mem is mem)
+
+
+SPAD_KINDS = ("MM", "RQ", "SM", "VADD", "AMAX", "UNPACK")
+"""The instructions that read and write the scratchpad, in the order the faults take them."""
+
+
+def _draw_fault(b: Builder, code: ErrorCode, turn: int) -> tuple[str, dict[str, int], str]:
+    """(kind, fields, what) of a fault of ``code`` (see :func:`faulty` for ``turn``)."""
+    n = len(SPAD_KINDS)
+    kind = SPAD_KINDS[(turn + turn // n) % n]     # every kind in turn, each both ways over 2n turns
+    double = turn % 2 == 1
+    if code in (ErrorCode.BAD_OPCODE, ErrorCode.BAD_FIELD):
+        f = _legal_fields(b, kind)
+        if double or code is ErrorCode.BAD_OPCODE:
+            f = past_end(b, kind, f, Mem.SPAD) if b.rng.random() < 0.5 else overlap_by_one(b, kind, f)
+        what = "field one past its limit" + (", and a second fault" if double else "")
+        return kind, one_past(b, kind, f), what
+    if code is ErrorCode.SPAD_RANGE:
+        kind = "LD" if double or turn % 4 == 2 else kind
+        f = _legal_fields(b, kind)
+        if double:
+            f = past_end(b, kind, f, Mem.EXT)
+        return kind, past_end(b, kind, f, Mem.SPAD), \
+            "region one word past the scratchpad" + (", and the external memory" if double else "")
+    if code is ErrorCode.EXT_RANGE:
+        kind = ("LD", "ST")[turn % 2]
+        f = past_end(b, kind, _legal_fields(b, kind), Mem.EXT)
+        return kind, f, "region one word past the external memory"
+    f = _legal_fields(b, kind)
+    if double:
+        return kind, overlap_by_one(b, kind, lengthened(b, kind, f)), \
+            "destination overlapping a long source by one word"
+    return kind, overlap_by_one(b, kind, f), "destination overlapping a source by one word"
+
+
+# --------------------------------------------------------------------------- programs
+
+
+def program(seed: int, params: Params = DEFAULT) -> stress.StressProgram | None:
+    """The edge program of stress seed ``seed``, or None when the seed is not an edge seed."""
+    if not is_edge(seed):
+        return None
+    name = list(STRATEGIES)[(seed // EDGE_EVERY) % len(STRATEGIES)]
+    rng = random.Random(f"edge {seed}")
+    b = Builder(rng, params)
+    STRATEGIES[name](b)
+    ending = stress.ENDINGS[seed % len(stress.ENDINGS)]
+    words = [w for ins in b.body for w in ins.encode()]
+    if ending == stress.HALT:
+        words += build("HALT").encode()
+    elif ending != ErrorCode.NO_HALT.name:
+        fault, what = faulty(b, ErrorCode[ending], seed // (EDGE_EVERY * len(stress.ENDINGS)))
+        b.features[f"edge: {what}"] += 1
+        words += fault
+        for _ in range(rng.randint(0, 2)):     # never run: the fault stops the machine
+            words += build("LD", params=params, dst=0, src=0, len=rng.randint(1, 8)).encode()
+        words += build("HALT").encode()
+    b.features[f"ends {ending}"] += 1
+    for ins in b.body:
+        b.features[ins.op] += 1
+    job = Job(words, b.ext, name=f"seed {seed} (edge: {name})")
+    return stress.StressProgram(seed, ending, job, b.features)

@@ -1,0 +1,227 @@
+"""The Verilog test harness around ``ga2_simtop``: the clock, the program's steps, the files.
+
+The harness (module :data:`TOP`, generated from the simulation top's ports and memories in its
+``ga2_ports.json``) instantiates ``ga2_simtop`` and runs the clock itself, so that the simulator
+runs a whole program without waking Python. The test bench (:mod:`cosim.tb`) writes a program's
+files into the simulator's working folder, raises ``request`` and waits for ``served`` to
+follow it; the harness then, as named tasks:
+
+1. ``read_job``: prog_len and the cycle limit from :data:`JOB_FILE`;
+2. ``reset_core``: ``rst`` high for :data:`RESET_CYCLES` rising edges (inputs change on falling
+   edges; ``rst`` rises after time 0, as Icarus needs: flows/memmap.py);
+3. ``load_memories``: the program and the external memory, one file per bank (:func:`bank_file`,
+   :func:`binary_file`); the rows of the instruction memory the previous program filled beyond
+   this one's are zeroed, so the rest of the instruction memory is always zero (as at time 0);
+4. ``zero_scratchpad``: every scratchpad word to 0 by backdoor (the reference machine starts
+   from a zeroed scratchpad; whether reset should clear it is a decision for the RTL, not here);
+5. ``run_program``: ``start`` high for one cycle, then the cycles until ``done`` or the cycle
+   limit, whichever comes first, then :data:`FAULT_SETTLE_CYCLES` more, so that
+   ``timing_fault`` has judged every cycle up to the one where ``done`` rose;
+6. ``dump_state``: the scratchpad and the external memory (one file per bank with ``$writememh``,
+   or one file per memory) and one line in :data:`STATE_FILE`: finished, cycles waited, error,
+   error_code, error_pc, timing_fault and the five counters, in hex (``x`` or ``z`` where a bit
+   is unknown: never guessed).
+
+Memories move as text (``$readmemh``/``$writememh``) under Icarus and as binary files under
+Verilator (:data:`BINARY`).
+
+Under Verilator only ``request`` and ``served`` are public (``/*verilator public_flat_rw*/``):
+the rest of the design is compiled without VPI access, which is what makes it fast.
+"""
+
+from __future__ import annotations
+
+from flows.memmap import SIMTOP
+from sim import spec
+
+from .verilog import Description
+
+TOP = "ga2_cosim"
+"""The harness module, the simulator's top level."""
+PERIOD_NS = 10
+"""Clock period of the simulation (any value works: the design is cycle-based)."""
+RESET_CYCLES = 2
+"""Rising edges with ``rst`` high (flows/memmap.py: hold it for two clock edges)."""
+FAULT_SETTLE_CYCLES = 2
+"""Rising edges waited after ``done`` rose before anything is read: ``hw.top.TIMING_CHECK_DELAY``
+(not imported: cosim's test bench stays free of Amaranth; a test compares them), so that
+``timing_fault`` has judged every cycle up to the first one with ``done`` high."""
+OVERHEAD_CYCLES = RESET_CYCLES + FAULT_SETTLE_CYCLES + 4
+"""Cycles of a program's steps besides its run (reset, start, settle), for the test bench's
+time-out."""
+JOB_FILE = "job.hex"
+"""Three words: prog_len (instructions), the cycle limit, and the rows of each instruction-memory
+bank the program fills (its files hold those rows only)."""
+STATE_FILE = "state.out"
+"""The stop, the counters and the cycles waited, one line (:data:`STATE_FIELDS`)."""
+STATE_FIELDS = ("finished", "waited", "error", "error_code", "error_pc", "timing_fault",
+                *(f"count_{name}" for name in spec.COUNTERS))
+"""The fields of :data:`STATE_FILE`, in order."""
+LOADED = ("imem", "ext")
+DUMPED = ("spad", "ext")
+PUBLIC = ("request", "served")
+"""The harness's signals the test bench touches (public under Verilator)."""
+
+
+BINARY = {"icarus": False, "verilator": True}
+"""How a simulator's harness moves the memories. Binary (Verilator): ``$fread`` loads each bank
+(big-endian words) and ``$fwrite`` ``%u`` dumps each memory in word order (native byte order),
+two to three times faster than text, and Verilator is two-state, so there is no unknown bit to
+keep. Text (Icarus): ``$readmemh``/``$writememh``, whose dumps carry x and z digits (Icarus reads
+and writes text faster than binary, too)."""
+
+
+def bank_file(memory: str, bank: int, dumped: bool = False) -> str:
+    """The text file of one bank: ``ext0.hex`` loaded, ``ext0.out`` dumped."""
+    return f"{memory}{bank}.{'out' if dumped else 'hex'}"
+
+
+def binary_file(memory: str, bank: int | None = None) -> str:
+    """A binary file: one bank loaded (``ext0.bin``), or a whole memory dumped (``ext.out.bin``)."""
+    return f"{memory}.out.bin" if bank is None else f"{memory}{bank}.bin"
+
+
+def _instance(description: Description) -> list[str]:
+    """``ga2_simtop dut (...)``: clock and harness registers in, tied-off inputs, wires out."""
+    driven = {"clk", "rst", "start", "prog_len"}
+    lines, connections = [], []
+    for port in description.ports:
+        name, width = port["name"], int(port["width"])
+        vector = f"[{width - 1}:0] " if width > 1 else ""
+        if port["dir"] == "output":
+            lines.append(f"  wire {vector}{name};")
+            connections.append(f".{name}({name})")
+        elif name in driven:
+            connections.append(f".{name}({name})")
+        else:
+            connections.append(f".{name}({width}'d0)")   # the host's instruction-write port: unused
+    lines.append(f"  {SIMTOP} dut (")
+    lines.append(",\n".join(f"    {c}" for c in connections))
+    lines.append("  );")
+    return lines
+
+
+
+def _banks(description: Description, memory: str) -> list[str]:
+    return [f"dut.{path}" for path in description.memories[memory]["arrays"]]
+
+
+def _rows(description: Description, memory: str) -> int:
+    return int(description.memories[memory]["depth"])
+
+
+def _load_bank(memory: str, b: int, path: str, rows: str, binary: bool) -> list[str]:
+    """Load rows 0 .. ``rows`` - 1 of one bank (explicit: Amaranth declares the arrays
+    [depth-1:0], whose default direction the Verilog standards disagree on; Icarus warns on every
+    ``$readmemh`` without them)."""
+    if not binary:
+        return [f'$readmemh("{bank_file(memory, b)}", {path}, 0, {rows} - 1);']
+    return [f'fd = $fopen("{binary_file(memory, b)}", "rb");', f"got = $fread({path}, fd, 0, {rows});",
+            "$fclose(fd);"]
+
+
+def _load(description: Description, binary: bool) -> list[str]:
+    imem = _banks(description, "imem")
+    return ["    if (rows > 0) begin",
+            *[f"      {line}" for b, path in enumerate(imem)
+              for line in _load_bank("imem", b, path, "rows", binary)],
+            "    end",
+            "    for (row = rows; row < loaded; row = row + 1) begin",
+            *[f"      {path}[row] = 32'd0;" for path in imem],
+            "    end",
+            "    loaded = rows;",
+            *[f"    {line}" for b, path in enumerate(_banks(description, "ext"))
+              for line in _load_bank("ext", b, path, str(_rows(description, "ext")), binary)]]
+
+
+def _dump(description: Description, binary: bool) -> list[str]:
+    if not binary:
+        return [f'    $writememh("{bank_file(m, b, True)}", {path}, 0, {_rows(description, m) - 1});'
+                for m in DUMPED for b, path in enumerate(_banks(description, m))]
+    out = []
+    for m in DUMPED:
+        banks = _banks(description, m)
+        out += [f'    fd = $fopen("{binary_file(m)}", "wb");',
+                f"    for (row = 0; row < {_rows(description, m)}; row = row + 1)",
+                f'      $fwrite(fd, "{"%u" * len(banks)}", {", ".join(f"{p}[row]" for p in banks)});',
+                "    $fclose(fd);"]
+    return out
+
+
+def _tasks(description: Description, prog_len: int, binary: bool) -> list[str]:
+    spad = _banks(description, "spad")
+    fields = ", ".join(STATE_FIELDS)
+    return [
+        "  task read_job; begin",
+        f'    $readmemh("{JOB_FILE}", job);',
+        f"    prog_len = job[0][{prog_len - 1}:0];",
+        "    limit = job[1];",
+        "    rows = job[2];",
+        "  end endtask",
+        "  task reset_core; begin",
+        "    @(negedge clk) rst = 1'b1;",
+        f"    repeat ({RESET_CYCLES}) @(posedge clk);",
+        "    @(negedge clk) rst = 1'b0;",
+        "  end endtask",
+        "  task load_memories; begin", *_load(description, binary), "  end endtask",
+        "  task zero_scratchpad; begin",
+        f"    for (row = 0; row < {_rows(description, 'spad')}; row = row + 1) begin",
+        *[f"      {path}[row] = 32'd0;" for path in spad],
+        "    end",
+        "  end endtask",
+        "  task run_program; begin",
+        "    start = 1'b1;",
+        "    @(negedge clk) start = 1'b0;",
+        "    waited = 0;",
+        "    while (done !== 1'b1 && waited < limit) begin",
+        "      @(negedge clk);",
+        "      waited = waited + 1;",
+        "    end",
+        "    finished = done === 1'b1;",
+        f"    repeat ({FAULT_SETTLE_CYCLES}) @(posedge clk);",
+        "    @(negedge clk);",
+        "  end endtask",
+        "  task dump_state; begin", *_dump(description, binary),
+        f'    fd = $fopen("{STATE_FILE}", "w");',
+        f'    $fwrite(fd, "{" ".join(["%h"] * len(STATE_FIELDS))}\\n", {fields});',
+        "    $fclose(fd);",
+        "  end endtask",
+    ]
+
+
+def render(description: Description, binary: bool = False) -> str:
+    """The harness's Verilog for a simulation top (its ``ga2_ports.json``: :class:`Description`),
+    moving the memories as binary files or as text (:data:`BINARY`)."""
+    prog_len = next(int(p["width"]) for p in description.ports if p["name"] == "prog_len")
+    lines = [
+        f"// {TOP}: cosim's test harness around {SIMTOP}, generated by cosim/harness.py from the",
+        "// ports and memories in ga2_ports.json (do not edit). The steps of a program are the tasks",
+        "// below; the test bench (cosim/tb.py) raises request, the harness sets served when done.",
+        f"module {TOP};",
+        "  reg clk = 1'b0;",
+        f"  always #{PERIOD_NS // 2} clk = ~clk;",
+        "  reg [31:0] request /*verilator public_flat_rw*/ = 32'd0;",
+        "  reg [31:0] served /*verilator public_flat_rw*/ = 32'd0;",
+        "  reg rst = 1'b0;",
+        "  reg start = 1'b0;",
+        f"  reg [{prog_len - 1}:0] prog_len = {prog_len}'d0;",
+        *_instance(description),
+        "  reg [31:0] job [0:2];",
+        "  reg finished = 1'b0;",
+        "  integer limit = 0, waited = 0, rows = 0, loaded = 0, row = 0, fd = 0, got = 0;",
+        *_tasks(description, prog_len, binary),
+        "  initial begin",
+        "    forever begin",
+        "      wait (request != served);",
+        "      read_job;",
+        "      reset_core;",
+        "      load_memories;",
+        "      zero_scratchpad;",
+        "      run_program;",
+        "      dump_state;",
+        "      served = request;",
+        "    end",
+        "  end",
+        "endmodule",
+    ]
+    return "\n".join(lines) + "\n"

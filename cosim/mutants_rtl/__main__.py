@@ -1,0 +1,187 @@
+"""``python -m cosim.mutants_rtl`` (``make mutants-rtl``): mutate GA-2's hardware with Yosys and grade
+each mutant with cosim and stress.
+
+For each of --count mutants (drawn by Yosys's ``mutate -list`` over the core, an equal share
+from every unit: MXU, requantizer, softmax, its divider and exp table, vector unit, DMA,
+scratchpad banks, control, counters, checker, top), it writes the mutated Verilog, runs
+``python -m cosim seeds 100-111`` on it and then ``python -m cosim stress`` in growing chunks
+of seeds (the stress mix includes the edge programs of cosim/edges.py) and stops at the first
+FAIL: the mutant is caught. A survivor is judged equivalent (with the reason: a note, or a
+proof by Yosys) or a GAP. The unmutated round trip through Yosys (mutant ``none``) is graded
+first, alongside; it must pass, or the run stops with an error.
+
+Output: the table, one line per survivor, and the score line, e.g. ``RTL mutants: 47 of 49
+non-equivalent caught (95.9%); 3 equivalent; 0 tool errors``; the JSON report goes to
+build/mutants-rtl/report.json, the mutants' Verilog to build/cosim/mutants-rtl/<id>/.
+Exit status: 0 when the score reaches --target and no tool error happened, 1 when it does
+not, 2 when the run could not be done (no Yosys, the none mutant fails, ...).
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import sys
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor, as_completed
+from pathlib import Path
+
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+from .. import runner
+from ..text import plain
+from . import draw, grade, report, verdicts, yosys
+
+OUT = runner.BUILD / "mutants-rtl"
+MUTANTS_DIR = runner.COSIM_BUILD / "mutants-rtl"
+"""Where the mutants' Verilog goes (inside build/cosim, so each one's simulator build sits in its
+own folder and goes with it)."""
+LISTED = 4000
+"""Mutations Yosys lists (its even sampling) before the draw picks --count of them."""
+NONE = "none"
+WIDE = 180
+"""Columns of the table when the output is not a terminal (a log keeps whole lines)."""
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    doc = plain(__doc__)
+    p = argparse.ArgumentParser(prog="python -m cosim.mutants_rtl", description=doc.split("\n\n")[0],
+                                epilog="\n\n".join(doc.split("\n\n")[1:]),
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--count", type=int, default=48, help="mutants to draw, at least 1 (default 48)")
+    p.add_argument("--seed", type=int, default=1, help="seed of Yosys's listing and of the draw (default 1)")
+    p.add_argument("--jobs", type=int, default=2, help="mutants graded at the same time (default 2)")
+    p.add_argument("--sim", choices=runner.SIMULATORS, default="icarus",
+                   help="simulator (default icarus: its build takes a second, Verilator's half a "
+                        "minute or more, and each mutant is a new build)")
+    p.add_argument("--seeds", default="100-111", help="cosim seeds run first (default 100-111)")
+    p.add_argument("--stress-n", type=int, default=140, help="stress programs after the seeds (default 140)")
+    p.add_argument("--stress-seed", type=int, default=1, help="first stress seed (default 1)")
+    p.add_argument("--timeout", type=float, default=900.0,
+                   help="seconds one mutant may take, all steps (default 900); beyond it: a tool error")
+    p.add_argument("--only", default="", help="grade only these ids (comma-separated, e.g. m03,m17)")
+    p.add_argument("--list", action="store_true", help="list the drawn mutants and stop")
+    p.add_argument("--no-proofs", action="store_true",
+                   help="judge survivors by the netlist and the notes only (no Yosys proof)")
+    p.add_argument("--target", type=float, default=95.0, help="the score to reach, in percent (default 95)")
+    p.add_argument("--keep", action="store_true", help="keep each mutant's simulator build")
+    args = p.parse_args(argv)
+    if args.count < 1 or args.jobs < 1 or args.stress_n < 0 or args.timeout <= 0:
+        p.error("--count and --jobs must be at least 1, --stress-n at least 0, --timeout positive")
+    return args
+
+
+def drawn(args: argparse.Namespace,
+          console: Console) -> tuple[Path, yosys.Netlist, draw.Netlist, list[report.Row]]:
+    """Export (if stale), read into Yosys, list, attribute and draw."""
+    verilog = runner.fresh_verilog(say=lambda s: console.print(s, highlight=False))
+    t0 = time.perf_counter()
+    net = yosys.prepare(verilog, OUT)
+    graph = draw.Netlist(net.json)
+    lines = yosys.listing(net, max(LISTED, args.count), args.seed)
+    listed = [graph.attribute(draw.parse(line)) for line in lines]
+    candidates = [m for m in listed if not verdicts.unchanged(verdicts.site(graph.modules, m))]
+    picked = draw.draw(candidates, args.count, args.seed)
+    width = len(str(len(picked)))
+    rows = [report.Row(f"m{k + 1:0{width}d}", m) for k, m in enumerate(picked)]
+    console.print(f"Yosys: {len(listed)} mutations listed over the core ({len(listed) - len(candidates)} "
+                  f"change nothing: a bit forced to the constant it is), {len(rows)} drawn from "
+                  f"{len({r.mutation.unit for r in rows})} units ({time.perf_counter() - t0:.1f} s)",
+                  highlight=False)
+    return verilog, net, graph, rows
+
+
+def grade_all(rows: list[report.Row], none: Path, paths: dict[str, Path], args: argparse.Namespace,
+              console: Console) -> grade.Grade:
+    """Grade the none mutant and every row, --jobs at a time, with a progress bar (or lines)."""
+    steps = grade.plan(args.seeds, args.stress_n, args.stress_seed)
+    lock = threading.Lock()
+    live = console.is_terminal
+    bar = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                   console=console, disable=not live, transient=True)
+    task = bar.add_task("grading mutants", total=len(rows) + 1)
+    result: dict[str, grade.Grade] = {}
+
+    def one(ident: str, path: Path) -> tuple[str, grade.Grade]:
+        g = grade.grade(path, steps, args.sim, args.timeout)
+        if not args.keep:
+            grade.clean(path)
+        return ident, g
+
+    with bar, ThreadPoolExecutor(max_workers=args.jobs) as pool:
+        futures = [pool.submit(one, NONE, none)] + [pool.submit(one, r.ident, paths[r.ident]) for r in rows]
+        for done, future in enumerate(as_completed(futures), 1):
+            ident, g = future.result()
+            result[ident] = g
+            with lock:
+                bar.update(task, completed=done)
+                what = g.status + (f" by {g.step}" if g.step and g.status != "survived" else "")
+                line = f"[{done}/{len(futures)}] {ident}: {what} ({g.seconds:.0f} s)"
+                if live:
+                    bar.console.print(line, highlight=False)
+                else:
+                    print(line, file=sys.stderr, flush=True)
+    for r in rows:
+        r.grade = result[r.ident]
+    return result[NONE]
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    console = Console()
+    if not console.is_terminal:
+        console = Console(width=max(console.width, WIDE))
+    t0 = time.perf_counter()
+    try:
+        verilog, net, graph, rows = drawn(args, console)
+    except (yosys.YosysError, runner.CosimError, ValueError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    if args.list:
+        console.print(report.listing_table(rows, f"{len(rows)} mutants (seed {args.seed})"))
+        return 0
+    if args.only:
+        wanted = {s.strip() for s in args.only.split(",") if s.strip()}
+        unknown = wanted - {r.ident for r in rows}
+        if unknown:
+            print(f"error: --only: no mutant {', '.join(sorted(unknown))} in this draw", file=sys.stderr)
+            return 2
+        rows = [r for r in rows if r.ident in wanted]
+    try:
+        paths = yosys.write_mutants(net, [(r.ident, r.mutation.line) for r in rows], verilog, MUTANTS_DIR)
+    except yosys.YosysError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    none = MUTANTS_DIR / NONE / net.none.name
+    none.parent.mkdir(parents=True, exist_ok=True)
+    for f in net.none.parent.iterdir():
+        shutil.copyfile(f, none.parent / f.name)
+    steps = grade.plan(args.seeds, args.stress_n, args.stress_seed)
+    console.print(f"grading {len(rows)} mutants and the unmutated round trip on {args.sim}, {args.jobs} at a "
+                  f"time: {', '.join(s.name for s in steps)}", highlight=False)
+    base = grade_all(rows, none, paths, args, console)
+    if base.status != grade.SURVIVED:
+        print(f"error: the unmutated netlist ({none}) does not pass: {base.status} by {base.step}: "
+              f"{'; '.join(base.detail)}", file=sys.stderr)
+        return 2
+    survivors = [(r.ident, r.mutation) for r in rows if r.grade.status == grade.SURVIVED]
+    if survivors:
+        console.print(f"judging {len(survivors)} survivor{'s' if len(survivors) != 1 else ''}",
+                      highlight=False)
+    found = verdicts.judge_all(net, graph.modules, survivors, proofs=not args.no_proofs)
+    for r in rows:
+        r.verdict = found.get(r.ident)
+    seconds = time.perf_counter() - t0
+    settings = {k: v for k, v in vars(args).items() if k not in ("list", "keep")} | {
+        "verilog_sha256": net.digest, "listed": max(LISTED, args.count)}
+    report.write_json(OUT / "report.json", rows, settings, seconds)
+    report.show(console, rows)
+    console.print(f"{seconds / 60:.1f} minutes; the report: {OUT / 'report.json'}", highlight=False)
+    s = report.score(rows)
+    return 0 if s.percent >= args.target and not s.errors else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,331 @@
+"""Survivors: equivalent (and why) or a gap.
+
+A mutant that cosim and stress did not catch is judged in three ways, in this order:
+
+1. the **netlist**: a bit forced to the constant it already is (Yosys lists ``const0`` on a
+   bit tied to 0, the reset value of a register for instance), or a ``cnot`` whose control is
+   the constant that leaves the bit as it is;
+2. a **note** (:data:`NOTES`): a kind of survivor studied by hand, recognised by where it is
+   (module, signal, bit, mode) rather than by Yosys's cell names, which change with every
+   export, and why such mutants are equivalent;
+3. a **proof** by Yosys on the mutated module alone: the original and the mutated module
+   side by side in a miter (``miter -equiv``), and ``sat -tempinduct`` (k-induction from
+   the all-zero state, the reset input free) proves that no input sequence makes their
+   outputs differ. A module holding a memory is not tried (its words would become
+   thousands of registers). A proof is a verdict; a counterexample at the module's ports
+   is not one (the rest of the core may never drive those inputs), and neither is an
+   induction that does not close.
+
+Anything else is a GAP: a mutant the grading should catch and does not.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+
+from sim import arith, spec
+from sim.spec import DEFAULT, Params
+
+from . import yosys
+from .draw import Mutation
+
+EQUIVALENT = "equivalent"
+INDUCTION_STEPS = 8
+"""k of the k-induction."""
+PROOF_TIMEOUT = 300.0
+"""Seconds Yosys may take for one proof."""
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """What a survivor is.
+
+    Attributes:
+        equivalent: True when no program can tell it from the original machine.
+        why: the reason, in a sentence.
+        method: ``note`` (studied by hand), ``proof`` (Yosys), or ``none``.
+    """
+
+    equivalent: bool
+    why: str
+    method: str
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class Site:
+    """A mutation with what the netlist says of its port: the connected bits (a Yosys bit
+    number, or "0"/"1"/"x" for a constant) and the cell's type."""
+
+    m: Mutation
+    cell_type: str
+    bits: tuple
+    module: dict = field(default_factory=dict, repr=False, compare=False)
+
+    @property
+    def width(self) -> int:
+        return len(self.bits)
+
+    def constant(self, index: int) -> str | None:
+        """"0" or "1" when that bit of the port is tied to a constant, else None."""
+        b = self.bits[index] if 0 <= index < len(self.bits) else None
+        return b if b in ("0", "1") else None
+
+
+def site(netlist: dict, m: Mutation) -> Site:
+    mod = netlist[m.module]
+    cell = mod["cells"][m.cell]
+    return Site(m, cell["type"], tuple(cell["connections"][m.port]), mod)
+
+
+def unchanged(at: Site) -> str | None:
+    """Why the mutation changes nothing at all, or None: a bit tied to 0 (1) made 0 (1), or a
+    cnot whose control bit is the constant that leaves it as it is (XOR 0, XNOR 1)."""
+    m = at.m
+    value = at.constant(m.portbit)
+    if (m.mode, value) in (("const0", "0"), ("const1", "1")):
+        return f"the bit is the constant {value} already; {m.mode} leaves it"
+    ctrl = at.constant(m.ctrlbit)
+    if (m.mode, ctrl) in (("cnot1", "0"), ("cnot0", "1")):
+        xor = "XOR" if ctrl == "0" else "XNOR"
+        return f"its control bit is the constant {ctrl}, so the bit is {xor}ed with {ctrl}: unchanged"
+    return None
+
+
+def longest_latency(params: Params = DEFAULT) -> int:
+    """The longest latency of any legal instruction (sim/spec.py): every field at its legal
+    maximum, a length as long as its regions fit their memories (a strided MM's strides do not
+    enter its latency)."""
+    longest = 0
+    for ispec in spec.INSTRUCTIONS:
+        f = {fl.name: fl.legal_range(params)[1] for fl in ispec.fields}
+        if "len" in f:
+            f["len"] = min(f["len"], params.SPAD_WORDS)
+            while any(r.extent(f) > (params.SPAD_WORDS if r.mem is spec.Mem.SPAD else params.EXT_WORDS)
+                      for r in ispec.regions):
+                f["len"] -= 1
+        longest = max(longest, spec.latency(ispec, f, params))
+    return longest
+
+
+def counter_reach(params: Params = DEFAULT) -> int:
+    """Bits a cycle counter can reach: the bit length of an upper bound of the cycles of any
+    legal program, IMEM_WORDS instructions of :func:`longest_latency` with FRONTEND_CYCLES and
+    STOP_CYCLES added (hw/README.md's counter formula)."""
+    bound = spec.FRONTEND_CYCLES + params.IMEM_WORDS * longest_latency(params) + spec.STOP_CYCLES
+    return bound.bit_length()
+
+
+def _counter_bits(at: Site) -> str | None:
+    m, reach = at.m, counter_reach()
+    if m.unit != "counters" or at.width != spec.COUNTER_BITS:
+        return None
+    if m.mode == "const0" and m.portbit >= reach:
+        return (f"bit {m.portbit} of a cycle counter is never 1: no legal program runs 2**{reach} cycles "
+                f"({DEFAULT.IMEM_WORDS} instructions of at most the longest latency)")
+    if m.mode == "cnot1" and m.ctrlbit >= reach:
+        return (f"its control, bit {m.ctrlbit} of a cycle counter, is never 1 (2**{reach} cycles are out "
+                "of reach)")
+    return None
+
+
+def _rd1_high_bits(at: Site) -> str | None:
+    m = at.m
+    if m.module != "ga2_simtop.core.spad" or not m.signal.startswith("rd1") or at.width % 32:
+        return None
+    if m.portbit % 32 >= 8:
+        return ("scratchpad read port 1 carries int8 operands only (MM's B, VADD's src2: hw/mxu.py and "
+                f"hw/vector.py read bits 0..7), and bit {m.portbit % 32} of a word is above them")
+    return None
+
+
+def _dma_st_enable(at: Site) -> str | None:
+    m = at.m
+    if m.module != "ga2_simtop.core.dma" or not m.signal.startswith("st_arrives") or m.mode != "const1":
+        return None
+    return ("st_arrives only enables the register that takes an ST beat off the shared read port; the beat "
+            "is written the cycle after it arrives, so a register loaded every cycle holds the same word "
+            "then")
+
+
+def _names(at: Site, bit) -> list[str]:
+    """The public wires holding a bit of the module."""
+    return [name for name, net in at.module.get("netnames", {}).items()
+            if not net.get("hide_name") and bit in net["bits"]]
+
+
+def _bank_read_hold(at: Site) -> str | None:
+    m = at.m
+    if m.module != "ga2_simtop.core.spad" or at.cell_type != "$mux" or m.port != "A":
+        return None
+    select = at.module["cells"][m.cell]["connections"]["S"]
+    names = _names(at, select[0]) if len(select) == 1 and isinstance(select[0], int) else []
+    port = next((n for n in names if re.fullmatch(r"rd\d+_en_q", n)), "")
+    if not port:
+        return None
+    return (f"it changes what a bank's read register holds while its read port is idle ({port} low); "
+            "every unit takes read data only in the cycle its own read returns, which the bank loaded "
+            "afresh (hw/banked.py, hw/README.md)")
+
+
+DIVISOR_MAX = DEFAULT.SM_MAX_LEN * arith.Q16_ONE
+"""The largest softmax sum z, the dividers' divisor: SM_MAX_LEN entries of EXP_LUT[0] = 65536."""
+
+
+def _divider_bounds(at: Site) -> str | None:
+    m = at.m
+    kind = re.fullmatch(r"(?:pre|s\d+)_(divisor|x(\d+))", m.signal)
+    if not m.module.startswith("ga2_simtop.core.softmax.div") or kind is None:
+        return None
+    net = at.module["netnames"].get(m.signal, {})
+    if at.width != len(net.get("bits", ())):
+        return None
+    factor = int(kind[2]) if kind[2] else 1
+    top = (factor * DIVISOR_MAX).bit_length()
+    what = "the divisor" if factor == 1 else f"{factor} x the divisor"
+    why = (f"{m.signal} holds {what}, at most {factor} x {DIVISOR_MAX} (the softmax sum of SM_MAX_LEN "
+           f"entries of 65536), so its bits from {top} up are 0")
+    if m.mode == "const0" and m.portbit >= top:
+        return f"{why}, as const0 makes bit {m.portbit}"
+    if m.mode == "cnot1" and m.ctrlbit >= top:
+        return f"{why}: the control bit {m.ctrlbit} is 0 and XOR 0 changes nothing"
+    return None
+
+
+def _lane0_mask(at: Site) -> str | None:
+    m = at.m
+    if m.module not in ("ga2_simtop.core.requant", "ga2_simtop.core.dma") or at.cell_type != "$gt":
+        return None
+    cell = at.module["cells"][m.cell]["connections"]
+    if m.port != "Y" or m.mode != "const1" or any(b != "0" for b in cell["B"]):
+        return None
+    return ("it makes a lane mask's `left > 0` term (lane 0) always true (hw/lanes.py); the mask counts "
+            "only while a beat is issued (Mux(issue, ...)), when at least one element is left and lane 0 "
+            "is valid anyway")
+
+
+NOTES: tuple[Callable[[Site], str | None], ...] = (_counter_bits, _rd1_high_bits, _dma_st_enable,
+                                                   _bank_read_hold, _divider_bounds, _lane0_mask)
+"""The survivors studied by hand: each returns why its mutations are equivalent, or None."""
+HOST_PORT_MEMORIES = "imem"
+"""The instruction memory's banks (hw/control.py), written by the host port only."""
+
+
+_READERS: dict[int, tuple[dict, dict]] = {}
+
+
+def _readers(module: dict) -> dict[int, list[tuple[str, str]]]:
+    """bit -> the (cell, input port) pairs that read it, once per module."""
+    key = id(module)
+    if key not in _READERS or _READERS[key][0] is not module:
+        users: dict[int, list[tuple[str, str]]] = {}
+        for name, cell in module.get("cells", {}).items():
+            for port, bits in cell["connections"].items():
+                if cell.get("port_directions", {}).get(port) == "input":
+                    for b in bits:
+                        if isinstance(b, int):
+                            users.setdefault(b, []).append((name, port))
+        _READERS[key] = (module, users)
+    return _READERS[key][1]
+
+
+def host_port_only(at: Site) -> bool:
+    """Whether everything the mutated bit reaches is a write port (WR_*) of an instruction-memory
+    bank: the host's program-loading path, which the test bench never drives (cosim/tb.py loads
+    programs through the arrays and holds imem_we low)."""
+    cells = at.module.get("cells", {})
+    users = _readers(at.module)
+    own = cells.get(at.m.cell, {})
+    if own.get("type") == "$mem_v2":
+        return at.m.cell.startswith(HOST_PORT_MEMORIES) and at.m.port.startswith("WR_")
+    outputs = {b for p in at.module.get("ports", {}).values() for b in p["bits"] if isinstance(b, int)}
+    frontier = [b for port, bits in own.get("connections", {}).items()
+                if own.get("port_directions", {}).get(port) == "output" for b in bits if isinstance(b, int)]
+    seen, reached = set(frontier), False
+    while frontier:
+        b = frontier.pop()
+        if b in outputs:
+            return False
+        for name, port in users.get(b, []):
+            cell = cells[name]
+            if cell["type"] == "$mem_v2":
+                if not (name.startswith(HOST_PORT_MEMORIES) and port.startswith("WR_")):
+                    return False
+                reached = True
+                continue
+            for q, bits in cell["connections"].items():
+                if cell.get("port_directions", {}).get(q) == "output":
+                    new = [x for x in bits if isinstance(x, int) and x not in seen]
+                    seen.update(new)
+                    frontier += new
+    return reached
+
+
+def proof_script(net: yosys.Netlist, m: Mutation) -> str:
+    """The Yosys script of :func:`prove` (the mutated module against the original)."""
+    side = ("read_rtlil {il}\n{mutate}hierarchy -top {mod}\nflatten\nrename {mod} {name}\n"
+            "design -save {name}\ndesign -reset\n")
+    return (side.format(il=net.rtlil, mutate="", mod=m.module, name="gold")
+            + side.format(il=net.rtlil, mutate=yosys.apply_command(m.line) + "\n", mod=m.module, name="gate")
+            + "design -copy-from gold gold\ndesign -copy-from gate gate\n"
+            "miter -equiv -flatten -make_assert -ignore_gold_x gold gate miter\nhierarchy -top miter\n"
+            "opt -fast\nselect -assert-none t:$mem_v2 t:$mem\n"
+            f"sat -prove-asserts -tempinduct -set-init-zero -maxsteps {INDUCTION_STEPS} miter\n")
+
+
+def prove(net: yosys.Netlist, m: Mutation, ident: str, timeout: float = PROOF_TIMEOUT) -> tuple[str, str]:
+    """Try to prove the mutated module equivalent to the original.
+
+    Returns:
+        (outcome, detail): ``proved``, ``differs`` (a counterexample at the module's ports,
+        found within INDUCTION_STEPS cycles), ``open`` (the induction did not close), or
+        ``skipped`` (the module holds a memory, Yosys failed or timed out).
+    """
+    folder = net.root / "proofs"
+    folder.mkdir(exist_ok=True)
+    try:
+        log = yosys.run(proof_script(net, m), net.root, f"proofs/{ident}", timeout=timeout)
+    except yosys.YosysError as e:
+        text = str(e)
+        if "select -assert-none" in text or "Assertion failed: selection is not empty" in text:
+            return "skipped", f"module {m.module} holds a memory"
+        return "skipped", text.splitlines()[0]
+    if "Induction step proven: SUCCESS" in log:
+        return "proved", f"k-induction, k <= {INDUCTION_STEPS}"
+    if "model found for base case" in log:
+        return "differs", f"a counterexample at the ports of {m.module}"
+    return "open", f"no counterexample within {INDUCTION_STEPS} cycles; the induction did not close"
+
+
+def judge(net: yosys.Netlist, netlist: dict, m: Mutation, ident: str, *, proofs: bool = True) -> Verdict:
+    """The verdict on a survivor (see the module docstring); ``netlist`` is the JSON netlist's
+    modules."""
+    at = site(netlist, m)
+    why = unchanged(at)
+    if why:
+        return Verdict(True, why, "netlist")
+    for note in NOTES:
+        why = note(at)
+        if why:
+            return Verdict(True, why, "note")
+    if host_port_only(at):
+        return Verdict(False, "it only changes how the host port writes the instruction memory, and the test "
+                              "bench loads programs through the arrays (cosim/tb.py): no program can show it",
+                       "netlist")
+    if proofs:
+        outcome, detail = prove(net, m, ident)
+        if outcome == "proved":
+            where = m.module.removeprefix("ga2_simtop.")
+            return Verdict(True, f"Yosys proves {where} unchanged at its ports ({detail})", "proof")
+        return Verdict(False, f"no note; Yosys: {outcome}, {detail}", "none")
+    return Verdict(False, "no note (proofs not run)", "none")
+
+
+def judge_all(net: yosys.Netlist, netlist: dict, survivors: list[tuple[str, Mutation]], *,
+              proofs: bool = True) -> dict[str, Verdict]:
+    """:func:`judge` for every (id, mutation) of ``survivors``."""
+    return {ident: judge(net, netlist, m, ident, proofs=proofs) for ident, m in survivors}

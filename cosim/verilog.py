@@ -1,0 +1,186 @@
+"""The Verilog cosim runs, kept fresh by content hash, and what its export says about it.
+
+* **the default Verilog** is ``build/ga2_simtop.v``, the output of ``make verilog``
+  (``python -m flows.export --out build``). It is exported again only when the SHA-256 of the
+  generator's sources (every ``.py`` file under ``hw/``, ``sim/``, ``flows/``) or of the
+  exported files differs from what ``build/cosim/verilog.json`` recorded at the last export:
+  content decides, not file times (a checkout, a copy or an editor that touches a file without
+  changing it exports nothing).
+* **its description** is ``ga2_ports.json`` beside it (:data:`flows.memmap.PORTS_JSON`): the
+  machine parameters it was generated with, the simulation top's ports and where its memories
+  are. cosim needs it (the programs are compiled for those parameters, the test harness is
+  generated from those ports and memories) and refuses a Verilog without one.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import hashlib
+import json
+import subprocess
+import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+from flows.memmap import MEMORIES, PORTS_JSON, SIMTOP
+from sim.spec import Params
+
+from .errors import CosimError
+
+ROOT = Path(__file__).resolve().parents[1]
+BUILD = ROOT / "build"
+VERILOG = BUILD / f"{SIMTOP}.v"
+"""Where ``make verilog`` writes the simulation top."""
+COSIM_BUILD = BUILD / "cosim"
+"""Default root of the cached simulator builds."""
+GENERATOR_SOURCES = ("hw", "sim", "flows")
+"""Folders whose Python sources make the Verilog."""
+STAMP = COSIM_BUILD / "verilog.json"
+"""What the last export by cosim was made from (:func:`fresh_verilog`)."""
+
+
+@contextmanager
+def flock(path: Path, exclusive: bool) -> Iterator[None]:
+    """Hold a file lock (shared or exclusive) on ``path`` (created if missing)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "a") as f:
+        fcntl.flock(f, fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH)
+        try:
+            yield
+        finally:
+            fcntl.flock(f, fcntl.LOCK_UN)
+
+
+def sources_digest(root: Path | None = None) -> str:
+    """SHA-256 over the path and content of every ``.py`` file under GENERATOR_SOURCES (of
+    ``root``, by default the project's)."""
+    root = ROOT if root is None else root
+    h = hashlib.sha256()
+    for folder in GENERATOR_SOURCES:
+        for path in sorted((root / folder).rglob("*.py")):
+            h.update(str(path.relative_to(root)).encode() + b"\0" + path.read_bytes() + b"\0")
+    return h.hexdigest()
+
+
+def file_digest(path: Path) -> str:
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+
+
+def _record() -> dict:
+    """What the default Verilog is made from now: the sources and the exported files."""
+    record = {"sources": sources_digest()}
+    for path in (VERILOG, BUILD / PORTS_JSON):
+        record[path.name] = file_digest(path) if path.is_file() else None
+    return record
+
+
+def _stale_reason() -> str | None:
+    """Why ``build/ga2_simtop.v`` must be exported again, or None when it is fresh."""
+    if not VERILOG.is_file() or not (BUILD / PORTS_JSON).is_file():
+        return "missing"
+    try:
+        recorded = json.loads(STAMP.read_text())
+    except (OSError, ValueError):
+        return f"not exported by cosim yet (no {STAMP.relative_to(ROOT)})"
+    now = _record()
+    if recorded.get("sources") != now["sources"]:
+        return "the sources in hw/, sim/ or flows/ changed since its export"
+    if any(recorded.get(name) != now[name] for name in (VERILOG.name, PORTS_JSON)):
+        return "rewritten since cosim exported it"
+    return None
+
+
+def fresh_verilog(verilog: Path | None = None, say: Callable[[str], None] = print) -> Path:
+    """The Verilog to simulate.
+
+    Args:
+        verilog: a given file (used as it is; its ``ga2_ports.json`` must be beside it), or
+            None for ``build/ga2_simtop.v``, exported again (``python -m flows.export --out
+            build``, what ``make verilog`` runs) when it is missing or its sources changed (see
+            the module docstring).
+        say: where to report that the Verilog is being exported, and why.
+
+    Raises:
+        CosimError: the given file does not exist, or the export failed.
+    """
+    if verilog is not None:
+        verilog = Path(verilog).resolve()
+        if not verilog.is_file():
+            raise CosimError(f"no Verilog file {verilog}")
+        return verilog
+    with flock(COSIM_BUILD / "verilog.lock", exclusive=True):
+        why = _stale_reason()
+        if why is None:
+            return VERILOG
+        say(f"exporting the Verilog ({VERILOG.relative_to(ROOT)}: {why}): python -m flows.export --out build")
+        done = subprocess.run([sys.executable, "-m", "flows.export", "--out", str(BUILD)], cwd=ROOT,
+                              capture_output=True, text=True)
+        if done.returncode != 0:
+            raise CosimError(f"python -m flows.export failed (exit {done.returncode}):\n"
+                             f"{done.stderr.strip()[-3000:]}")
+        STAMP.write_text(json.dumps(_record(), indent=1) + "\n")
+    return VERILOG
+
+
+@contextmanager
+def reading(verilog: Path) -> Iterator[None]:
+    """Hold off :func:`fresh_verilog`'s export while ``build/ga2_simtop.v`` is read."""
+    if Path(verilog).resolve() == VERILOG.resolve():
+        with flock(COSIM_BUILD / "verilog.lock", exclusive=False):
+            yield
+    else:
+        yield
+
+
+@dataclass(frozen=True)
+class Description:
+    """What ``ga2_ports.json`` says about the simulation top of a Verilog file.
+
+    Attributes:
+        params: the machine parameters it was generated with.
+        ports: its ports, ``{"name", "dir", "width"}`` each (flows.export.ports).
+        memories: memory -> ``{"arrays": dotted paths, bank 0 first, "depth": words per bank,
+            "width": bits}`` (flows.memmap.describe).
+    """
+
+    params: Params
+    ports: tuple[dict, ...]
+    memories: dict
+
+
+def describe(verilog: Path) -> Description:
+    """Read the ``ga2_ports.json`` beside a Verilog file.
+
+    Raises:
+        CosimError: there is none, or it does not describe the simulation top (the message
+            says how to write one).
+    """
+    path = Path(verilog).with_name(PORTS_JSON)
+    remedy = (f"cosim reads the machine's parameters, the ports and the memories of {SIMTOP} from it; "
+              f"python -m flows.export --out DIR writes both files")
+    with reading(verilog):
+        try:
+            data = json.loads(path.read_text())
+        except FileNotFoundError:
+            raise CosimError(f"no {PORTS_JSON} beside {verilog}: {remedy}") from None
+        except ValueError as e:
+            raise CosimError(f"{path} is not JSON ({e}): {remedy}") from None
+    try:
+        top = data["tops"][SIMTOP]
+        params = Params(**data["params"])
+        memories = {name: top["memories"][name] for name in MEMORIES}
+        ports = tuple(top["ports"])
+    except (KeyError, TypeError, ValueError) as e:
+        raise CosimError(f"{path} does not describe {SIMTOP} ({type(e).__name__}: {e}): {remedy}") from None
+    return Description(params, ports, memories)
+
+
+def verilog_params(verilog: Path) -> Params:
+    """The parameters the Verilog was generated with (its ``ga2_ports.json``).
+
+    Raises:
+        CosimError: as :func:`describe`.
+    """
+    return describe(verilog).params

@@ -1,0 +1,111 @@
+"""Co-simulation for the report: a program's runs on the RTL, PASS or FAIL per simulator.
+
+:func:`run_rtl` runs jobs (a program's code and an external-memory image each) in one launch
+per simulator through :mod:`cosim.api` and compares every run with the reference machine
+(every memory word, the five counters, the stop): :func:`cosim.api.compare`.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+SIMULATORS = ("icarus", "verilator")
+
+
+@dataclass
+class RtlResult:
+    """One simulator's verdict on a set of runs.
+
+    Attributes:
+        simulator: ``icarus`` or ``verilator``.
+        runs: how many jobs were run.
+        differences: job index -> what differs from the reference (only the jobs that differ).
+        cycles: the RTL's ``cycles`` counter of each run.
+        seconds: wall time of the launch (build included).
+        failure: why the simulator could not run (missing, a failed build), else "".
+    """
+
+    simulator: str
+    runs: int
+    differences: dict[int, list[str]] = field(default_factory=dict)
+    cycles: list[int] = field(default_factory=list)
+    seconds: float = 0.0
+    failure: str = ""
+
+    @property
+    def passed(self) -> bool:
+        """Every run bit-exact (and the simulator ran)."""
+        return not self.failure and not self.differences and self.runs > 0
+
+    @property
+    def verdict(self) -> str:
+        """``PASS``, ``FAIL`` or ``NOT RUN``."""
+        return "NOT RUN" if self.failure else "PASS" if self.passed else "FAIL"
+
+    def summary(self) -> str:
+        """One line: what ran, how it compared, how long it took (without the simulator's name)."""
+        if self.failure:
+            return f"could not run: {self.failure}"
+        runs = f"{self.runs} run" + ("s" if self.runs != 1 else "")
+        if self.differences:
+            first = min(self.differences)
+            return (
+                f"{len(self.differences)} of {self.runs} runs differ from the reference; "
+                f"the first, run {first}: {self.differences[first][0]}"
+            )
+        cycles = ", ".join(str(c) for c in sorted(set(self.cycles)))
+        return (
+            f"{runs} bit-exact (every memory word, the five counters, the stop; "
+            f"{cycles} cycles each) in {self.seconds:.1f} s"
+        )
+
+
+def simulators(choice: str) -> tuple[str, ...]:
+    """``both``, ``icarus``, ``verilator`` or ``none`` -> the simulators to run.
+
+    Raises:
+        ValueError: another word.
+    """
+    if choice == "both":
+        return SIMULATORS
+    if choice == "none":
+        return ()
+    if choice in SIMULATORS:
+        return (choice,)
+    raise ValueError(f"simulator {choice!r}: give icarus, verilator, both or none")
+
+
+def run_rtl(jobs: Sequence[tuple], which: Sequence[str]) -> list[RtlResult]:
+    """Run the jobs on each simulator of ``which`` and compare them with the reference machine.
+
+    Args:
+        jobs: ``(code, ext_image, name)`` tuples (see :mod:`cosim.api`).
+        which: simulator names.
+
+    Returns:
+        one :class:`RtlResult` per simulator; a simulator that cannot run (missing, a failed
+        build) gives a result whose ``failure`` says why, rather than an exception.
+    """
+    from cosim.api import compare, run_programs
+    from cosim.runner import CosimError
+
+    results = []
+    for simulator in which:
+        start = time.perf_counter()
+        result = RtlResult(simulator, len(jobs))
+        try:
+            runs = run_programs(list(jobs), simulator)
+        except CosimError as failed:
+            result.failure = str(failed).splitlines()[0]
+            results.append(result)
+            continue
+        result.seconds = time.perf_counter() - start
+        for k, (job, run) in enumerate(zip(jobs, runs, strict=True)):
+            found = compare(job, run)
+            if found:
+                result.differences[k] = found
+            result.cycles.append(run.counters.cycles)
+        results.append(result)
+    return results

@@ -1,0 +1,121 @@
+"""Where a report's program comes from: a seed of the battery, running example A, or a
+function of the user's (returning a graph and its data, or a PyTorch module)."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+
+from compiler import Graph, Program, compile_graph
+
+from .page import Subject
+
+TORCH_SAMPLES = 30
+"""Calibration batches drawn for a PyTorch module (unit Gaussian), plus one test batch."""
+
+
+def seed_subject(seed: int) -> Subject:
+    """The battery's random graph of ``seed``, calibrated and tested as ``make cosim`` does
+    (:func:`compiler.testing.seedtable.compile_seed`)."""
+    from compiler.testing.seedtable import CALIBRATION_SAMPLES, compile_seed
+
+    run = compile_seed(seed)
+    return Subject(
+        f"seed {seed}",
+        run.program,
+        run.test_inputs,
+        CALIBRATION_SAMPLES,
+        f"compiler.testing.seedtable.compile_seed({seed})",
+    )
+
+
+def example_a_subject() -> Subject:
+    """Running example A (one attention decode step) as the seed runs it: 20 calibration samples."""
+    from compiler.testing.seedtable import attention_step_network
+
+    graph, calibration, test = attention_step_network()
+    return Subject(
+        "running example A: one attention decode step",
+        compile_graph(graph, calibration),
+        test,
+        len(calibration),
+        "compiler.testing.seedtable.attention_step_network()",
+    )
+
+
+def load_function(spec: str) -> Callable:
+    """``path/to/file.py:name`` -> the function ``name`` defined in that file.
+
+    Raises:
+        ValueError: no ``:name``, the file is missing, or it has no such callable.
+    """
+    path, _, name = spec.rpartition(":")
+    if not path or not name:
+        raise ValueError(f"{spec!r}: give FILE.py:FUNCTION, e.g. examples/own_graph.py:build")
+    file = Path(path)
+    if not file.is_file():
+        raise ValueError(f"{spec!r}: there is no file {path}")
+    module_spec = importlib.util.spec_from_file_location(f"_report_user_{file.stem}", file)
+    module = importlib.util.module_from_spec(module_spec)
+    sys.path.insert(0, str(file.resolve().parent))  # the file's own imports, as a script run has them
+    try:
+        module_spec.loader.exec_module(module)
+    finally:
+        sys.path.pop(0)
+    found = getattr(module, name, None)
+    if not callable(found):
+        raise ValueError(f"{spec!r}: {path} defines no function {name!r}")
+    return found
+
+
+def user_subject(spec: str, samples: int, seed: int) -> Subject:
+    """The function ``spec`` names returns a :class:`Program`, or ``(graph, calibration)``,
+    ``(graph, calibration, test_inputs)``, or ``(graph, input_shapes)`` (input name ->
+    (rows, cols): ``samples`` unit-Gaussian calibration samples and a test input are drawn
+    from ``numpy.random.default_rng(seed)``).
+
+    Raises:
+        ValueError: it returns something else (the message says what it should return).
+        CompileError: the graph is refused.
+    """
+    made = load_function(spec)()
+    if isinstance(made, Program):
+        return Subject(spec, made, None, None, spec)
+    if isinstance(made, tuple) and len(made) in (2, 3) and isinstance(made[0], Graph):
+        graph, second = made[0], made[1]
+        if isinstance(second, dict):  # input shapes
+            rng = np.random.default_rng(seed)
+            draw = [
+                {name: rng.normal(size=shape) for name, shape in second.items()} for _ in range(samples + 1)
+            ]
+            return Subject(spec, compile_graph(graph, draw[:samples]), draw[samples], samples, spec)
+        test = made[2] if len(made) == 3 else None
+        return Subject(spec, compile_graph(graph, list(second)), test, len(second), spec)
+    raise ValueError(
+        f"{spec} returned {type(made).__name__}; return a compiler.Program, (graph, calibration), "
+        "(graph, calibration, test_inputs) or (graph, {input name: (rows, cols)})"
+    )
+
+
+def torch_subject(spec: str, shape: tuple[int, ...], batch: int | None, samples: int, seed: int) -> Subject:
+    """The function ``spec`` names returns a PyTorch module of one input; it is traced for inputs of
+    ``shape`` (one row when ``batch`` is given) and calibrated on ``samples`` unit-Gaussian
+    batches from ``numpy.random.default_rng(seed)``; the next batch is the test input.
+
+    Raises:
+        compiler.frontend.UnsupportedModel: the module has operations GA-2 cannot run.
+        CompileError: the lowered graph is refused.
+    """
+    from compiler.frontend import from_torch
+
+    module = load_function(spec)()
+    lowered = from_torch(module, tuple(shape), batch=batch)
+    full = (batch, *shape) if batch is not None else tuple(shape)
+    rng = np.random.default_rng(seed)
+    feeds = [lowered.feed(rng.normal(size=full)) for _ in range(samples + 1)]
+    program = compile_graph(lowered.graph, feeds[:samples])
+    return Subject(f"{spec} (PyTorch)", program, feeds[samples], samples, f"{spec} through torch.fx")

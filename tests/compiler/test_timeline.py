@@ -1,0 +1,68 @@
+"""compiler.timeline: each instruction's span on the serial machine, checked against the
+reference machine's counters and the spec's latency formulas worked by hand."""
+
+import itertools
+import math
+
+import pytest
+
+from compiler import compile_graph
+from compiler.testing.seedtable import TABLE_SEEDS, attention_step_network, compile_seed
+from compiler.timeline import serial_timeline, unit_totals
+from sim import spec
+from sim.asm import build
+from sim.machine import Machine
+
+
+@pytest.fixture(scope="module")
+def example_a():
+    graph, calibration, test = attention_step_network()
+    program = compile_graph(graph, calibration)
+    return program, test
+
+
+def test_spans_follow_each_other_from_the_front_end(example_a):
+    program, _ = example_a
+    spans = serial_timeline(program.code)
+    assert spans[0].start == spec.FRONTEND_CYCLES
+    assert all(a.end == b.start for a, b in itertools.pairwise(spans))
+    assert [s.pc for s in spans] == list(range(len(program.code)))
+    assert spans[-1].op == "HALT" and spans[-1].unit is None
+
+
+def test_example_a_by_hand(example_a):
+    program, _ = example_a
+    spans = serial_timeline(program.code)
+    # pc 0: LD of 40 words at 4 words a cycle; pc 3: MM M=1 K=8 N=4 tb=1
+    assert spans[0].cycles == math.ceil(40 / 4) + spec.LD_OVERHEAD
+    assert spans[3].cycles == 8 + 1 + (4 - 1) + spec.MM_OVERHEAD
+    assert spans[-1].end == 164  # README's bench table: example A takes 164 cycles
+
+
+def test_the_spans_sum_to_the_machines_counters(example_a):
+    program, test = example_a
+    counters = Machine().run(program.code, program.ext_image(test)).counters
+    totals = unit_totals(serial_timeline(program.code))
+    assert tuple(totals[name] for name in spec.COUNTERS) == counters.as_tuple()
+
+
+@pytest.mark.parametrize("seed", TABLE_SEEDS)
+def test_the_spans_sum_to_the_counters_on_the_seeds(seed):
+    run = compile_seed(seed)
+    totals = unit_totals(serial_timeline(run.program.code))
+    assert tuple(totals[name] for name in spec.COUNTERS) == run.outcome.counters.as_tuple()
+
+
+def test_an_illegal_instruction_is_named_by_its_pc():
+    code = [
+        build("LD", dst=0, src=0, len=4),
+        build("LD", dst=4095, src=0, len=4, strict=False),
+        build("HALT"),
+    ]
+    with pytest.raises(ValueError, match=r"instruction 1 \(LD\) is illegal"):
+        serial_timeline(code)
+
+
+def test_a_program_without_halt_is_refused():
+    with pytest.raises(ValueError, match="no HALT"):
+        serial_timeline([build("LD", dst=0, src=0, len=4)])

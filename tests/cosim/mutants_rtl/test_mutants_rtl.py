@@ -1,0 +1,161 @@
+"""cosim/mutants_rtl (make mutants-rtl): Yosys's mutations of the hardware, graded end to end.
+
+Three mutants of the cycle counter, made with Yosys's own ``mutate`` on the netlist's
+count_cycles register (found by its name, not by a cell name, which changes with every export):
+bit 3 tied to 1 (seed 100 catches it: its 263 cycles have bit 3 clear), bit 11 tied to 0 (the
+seed programs all stop before 2,048 cycles, so only a program as long as the edge programs'
+long regions shows it) and bit 25 tied to 0 (equivalent: no legal program counts 2**23
+cycles). The rest checks the pieces: the listing's parsing, the draw's spread over every unit,
+the score line, the plan of steps, the counter bound.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+
+import pytest
+
+from cosim import edges, runner
+from cosim.mutants_rtl import draw, grade, report, verdicts, yosys
+from sim import arith, spec
+from sim.spec import DEFAULT
+
+LINE = ("mutate -mode cnot1 -module ga2_simtop.core.vector -cell $or$x.v:12$3 -port B -portbit 5 -ctrlbit 2 "
+        "-wire \\$7 -wirebit 5 -src x.v:12.3-12.9 -src /w/hw/vector.py:186")
+
+
+def test_a_listing_line_parses_and_applies_without_its_notes():
+    m = draw.parse(LINE)
+    assert (m.mode, m.module, m.cell, m.port, m.portbit, m.ctrlbit, m.wire, m.wirebit) == (
+        "cnot1", "ga2_simtop.core.vector", "$or$x.v:12$3", "B", 5, 2, "$7", 5)
+    assert yosys.apply_command(LINE) == ("mutate -mode cnot1 -module ga2_simtop.core.vector "
+                                         "-cell $or$x.v:12$3 -port B -portbit 5 -ctrlbit 2")
+    assert m.where == "core.vector $or$3.B[5,2]"
+    with pytest.raises(ValueError, match="missing portbit"):
+        draw.parse("mutate -mode inv -module a -cell b -port A")
+
+
+def test_only_all_zero_memory_inits_are_dropped():
+    text = ("module m;\n  initial begin\n    mem[0] = 32'd0;\n    mem[1] = 32'd0;\n  end\n"
+            "  initial begin\n    rom[0] = 32'd7;\n  end\nendmodule\n")
+    out, n = yosys.strip_zero_inits(text)
+    assert n == 1 and "mem[0]" not in out and "rom[0] = 32'd7;" in out
+
+
+def test_the_plan_doubles_its_stress_chunks():
+    assert [s.name for s in grade.plan("100-111", 140, 1)] == [
+        "seeds 100-111", "stress 1..20", "stress 21..60", "stress 61..140"]
+    assert grade.plan("", 5, 7)[0].argv == ("stress", "--seed", "7", "--n", "5")
+
+
+def test_score_line():
+    assert report.Score(caught=47, equivalent=3, gaps=2, errors=0).line() == (
+        "RTL mutants: 47 of 49 non-equivalent caught (95.9%); 3 equivalent; 0 tool errors")
+    assert report.Score(1, 0, 0, 1).line().endswith("0 equivalent; 1 tool error")
+
+
+def test_counters_reach_23_bits():
+    # the longest instruction: RQ over the whole scratchpad, ceil(4096 / 4) beats + RQ_OVERHEAD
+    assert verdicts.longest_latency(DEFAULT) == math.ceil(DEFAULT.SPAD_WORDS / 4) + spec.RQ_OVERHEAD == 1034
+    assert (8 + 4096 * 1034 + 1).bit_length() == verdicts.counter_reach(DEFAULT) == 23
+
+
+@pytest.fixture(scope="module")
+def netlist():
+    try:
+        yosys.command()
+    except yosys.YosysError as e:
+        pytest.skip(str(e))
+    verilog = runner.fresh_verilog()
+    net = yosys.prepare(verilog, runner.BUILD / "mutants-rtl")
+    return verilog, net, draw.Netlist(net.json)
+
+
+@pytest.fixture(scope="module")
+def listed(netlist):
+    _, net, graph = netlist
+    return [graph.attribute(draw.parse(line)) for line in yosys.listing(net, 4000, 1)]
+
+
+def test_the_draw_takes_every_unit_and_depends_on_its_seed(listed):
+    picked = draw.draw(listed, 48, 1)
+    units = {m.unit for m in picked}
+    assert units == set(draw.UNITS), set(draw.UNITS) ^ units
+    assert all(sum(m.unit == u for m in picked) >= 3 for u in units)
+    assert len({m.key for m in picked}) == 48
+    assert [m.line for m in draw.draw(listed, 48, 1)] == [m.line for m in picked]
+    assert [m.line for m in draw.draw(listed, 48, 2)] != [m.line for m in picked]
+    assert all(re.fullmatch(r"hw/\w+\.py:\d+", m.src) for m in picked)
+
+
+def test_the_host_port_and_constant_bits_are_recognised(netlist, listed):
+    _, _, graph = netlist
+    host = [m for m in listed if verdicts.host_port_only(verdicts.site(graph.modules, m))]
+    assert host and all(m.module == "ga2_simtop.core.control" for m in host)
+    same = [m for m in listed if verdicts.unchanged(verdicts.site(graph.modules, m))]
+    assert same and all(m.mode in ("const0", "const1", "cnot0", "cnot1") for m in same)
+
+
+def _counter_register(graph: draw.Netlist) -> str:
+    """The flip-flop cell whose Q is count_cycles."""
+    control = graph.modules["ga2_simtop.core.control"]
+    bits = control["netnames"]["count_cycles"]["bits"]
+    return next(name for name, cell in control["cells"].items()
+                if cell["type"] in ("$dff", "$sdff") and cell["connections"]["Q"] == bits)
+
+
+def _counter_mutation(graph: draw.Netlist, mode: str, bit: int) -> draw.Mutation:
+    line = (f"mutate -mode {mode} -module ga2_simtop.core.control -cell {_counter_register(graph)} "
+            f"-port Q -portbit {bit}")
+    return graph.attribute(draw.parse(line))
+
+
+@pytest.mark.rtl
+def test_three_mutants_end_to_end(netlist, icarus, tmp_path):
+    verilog, net, graph = netlist
+    seen = _counter_mutation(graph, "const1", 3)
+    edge_only = _counter_mutation(graph, "const0", 11)
+    never = _counter_mutation(graph, "const0", 25)
+    assert seen.unit == edge_only.unit == "counters" and seen.signal == "count_cycles"
+    paths = yosys.write_mutants(net, [("seen", seen.line), ("edge", edge_only.line)], verilog,
+                                runner.COSIM_BUILD / "mutants-rtl-test")
+
+    caught = grade.grade(paths["seen"], grade.plan("100", 0, 1), icarus, timeout=600)
+    assert caught.status == grade.CAUGHT and caught.step == "seeds 100", caught
+    assert "counter cycles" in " ".join(caught.detail)
+
+    # seeds 100-111 all stop before 2**11 cycles: bit 11 never rises there
+    long_seed = next(s for s in range(2, 3000, 3)
+                     if edges.program(s).job.expected().counters.cycles & (1 << 11))
+    steps = [*grade.plan("100-111", 0, 1), *grade.plan("", 1, long_seed)]
+    found = grade.grade(paths["edge"], steps, icarus, timeout=900)
+    assert found.status == grade.CAUGHT and found.steps == [s.name for s in steps], found
+    assert "(edge: " in " ".join(found.detail)
+
+    verdict = verdicts.judge(net, graph.modules, never, "never", proofs=False)
+    assert verdict.equivalent and "never 1" in verdict.why
+    for path in paths.values():
+        grade.clean(path)
+
+
+def _register_of(graph: draw.Netlist, module: str, signal: str) -> str:
+    mod = graph.modules[module]
+    bits = mod["netnames"][signal]["bits"]
+    return next(name for name, cell in mod["cells"].items()
+                if cell["type"] in ("$dff", "$sdff") and cell["connections"]["Q"] == bits)
+
+
+def test_a_note_covers_only_the_bits_out_of_reach(netlist):
+    _, net, graph = netlist
+    # the divider's 3*D: D <= 64 entries of EXP_LUT[0] = 65536 = 2**22, so 3*D < 2**24
+    assert verdicts.DIVISOR_MAX == DEFAULT.SM_MAX_LEN * max(arith.EXP_LUT) == 1 << 22
+    module = "ga2_simtop.core.softmax.div1"
+    cell = _register_of(graph, module, "s0_x3")
+
+    def verdict(ctrl: int) -> verdicts.Verdict:
+        line = f"mutate -mode cnot1 -module {module} -cell {cell} -port Q -portbit 11 -ctrlbit {ctrl}"
+        return verdicts.judge(net, graph.modules, graph.attribute(draw.parse(line)), "note", proofs=False)
+
+    assert verdict(24).equivalent and "bits from 24 up are 0" in verdict(24).why
+    assert not verdict(23).equivalent and verdict(23).why.startswith("no note")

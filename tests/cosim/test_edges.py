@@ -1,0 +1,197 @@
+"""cosim/edges.py: the edge programs are legal (or illegal) as intended and hit the edge they aim at,
+checked against the reference machine and the exact arithmetic of sim/arith.py."""
+
+from __future__ import annotations
+
+import random
+from fractions import Fraction
+
+import numpy as np
+import pytest
+
+from cosim import edges, stress
+from sim import arith, spec
+from sim.asm import decode_program
+from sim.machine import s8, s32
+from sim.spec import DEFAULT, ErrorCode, Mem
+
+P = DEFAULT
+SEEDS = range(2, 2 + 3 * 60, 3)
+"""Sixty edge seeds: every strategy with every ending."""
+
+
+@pytest.fixture(scope="module")
+def programs() -> list[stress.StressProgram]:
+    return [edges.program(seed) for seed in SEEDS]
+
+
+def built(strategy: str, seed: int) -> edges.Builder:
+    b = edges.Builder(random.Random(seed), P)
+    edges.STRATEGIES[strategy](b)
+    return b
+
+
+def loaded(b: edges.Builder, spad_start: int, n: int) -> np.ndarray:
+    """The words an LD of the body put at spad_start .. +n (the image's words it copied)."""
+    ld = next(i for i in b.body if i.op == "LD" and i.dst == spad_start and i.len == n)
+    return b.ext[ld.src:ld.src + n]
+
+
+def test_only_every_third_seed_is_an_edge_program():
+    assert [s for s in range(12) if edges.is_edge(s)] == [2, 5, 8, 11]
+    assert edges.program(3) is None
+    drawn = stress.generate(1, 6)
+    assert [p.job.name for p in drawn] == ["seed 1", "seed 2 (edge: rq_ties)", "seed 3",
+                                           "seed 4", "seed 5 (edge: softmax_rows)", "seed 6"]
+
+
+def test_each_ends_as_its_stress_seed_says_and_runs_legal_code_before(programs):
+    strategies = set()
+    for prog in programs:
+        want = ErrorCode.NONE if prog.ending == stress.HALT else ErrorCode[prog.ending]
+        stop = prog.job.expected()
+        assert stop.error_code is want, (prog.job.name, stop.detail)
+        code = decode_program(prog.job.words[:spec.INSTR_WORDS * stop.error_pc])
+        for ins in code:
+            assert spec.check(ins.spec, ins.fields, P)[0] is ErrorCode.NONE, (prog.job.name, ins)
+        strategies.add(prog.job.name.split("edge: ")[1].rstrip(")"))
+    assert strategies == set(edges.STRATEGIES)
+
+
+def test_rq_ties_are_exact_ties_of_both_signs_and_reach_127_5():
+    signs, at_127_5 = set(), []
+    for seed in range(20):
+        b = built("rq_ties", seed)
+        for rq in (i for i in b.body if i.op == "RQ"):
+            a = s32(loaded(b, rq.src, rq.len))
+            for value in (Fraction(int(x) * rq.m, 1 << rq.s) for x in a):
+                if value.denominator == 2:                      # an exact tie at the shift
+                    signs.add(value > 0)
+            for x in a:
+                if abs(Fraction(int(x) * rq.m, 1 << rq.s)) == Fraction(255, 2):
+                    at_127_5.append((int(x), rq.m, rq.s))
+    assert signs == {True, False}
+    assert at_127_5
+    for x, m, s in at_127_5:                                    # 127.5 rounds to 128, saturates
+        assert arith.requant(x, m, s) == (127 if x > 0 else -127)
+
+
+def test_tie_pair_gives_a_tie_for_every_odd_multiple():
+    rng = random.Random(1)
+    for s in (1, 2, 16, 31, 46):
+        for q in edges.TIE_ODD_PARTS:
+            pair = edges.tie_pair(rng, s, q)
+            if pair is None:
+                assert s > 16, (s, q)        # only large shifts leave no room for big q
+                continue
+            m, u = pair
+            assert m < 1 << arith.MANTISSA_BITS and 255 * u <= edges.INT32_MAX
+            for k in (1, 3, 255 // q):
+                p = k * u * m
+                assert p % (1 << s) == 1 << (s - 1)            # exactly half way
+                assert arith.requant(k * u, m, s) == -arith.requant(-k * u, m, s)   # symmetric
+
+
+def test_softmax_rows_hit_negative_spread_and_4k_plus_1():
+    lengths, negative, spread = set(), 0, 0
+    for seed in range(10):
+        b = built("softmax_rows", seed)
+        for sm in (i for i in b.body if i.op == "SM"):
+            row = [int(v) for v in s8(loaded(b, sm.src, sm.len))]
+            lengths.add(sm.len)
+            negative += max(row) < 0
+            if max(row) - min(row) == 255:
+                spread += 1
+                assert arith.softmax_fixed(row)[row.index(-128)] == 0     # exp(-255/16) in Q16 is 0
+    assert {1, P.SM_MAX_LEN} <= lengths
+    assert len({n for n in lengths if n % 4 == 1 and 1 < n < P.SM_MAX_LEN}) >= 3
+    assert negative and spread
+
+
+def test_vector_edges_saturate_and_tie():
+    b = built("vector_edges", 3)
+    vadd = next(i for i in b.body if i.op == "VADD")
+    x = s8(loaded(b, vadd.src1, vadd.len))
+    y = s8(loaded(b, vadd.src2, vadd.len))
+    sums = set(arith.sat_add_array(x, y).tolist())
+    assert {127, -127, -1} <= sums                     # 127+127, -128+-128, 127+-128
+    assert vadd.len % 4 == 1
+    amax = [i for i in b.body if i.op == "AMAX"]
+    assert all(i.len % 4 == 1 for i in amax)
+
+
+def test_mm_extremes_reach_k_max_of_minus_128_squared():
+    b = built("mm_extremes", 5)
+    mm = [i for i in b.body if i.op == "MM"]
+    assert all(i.M == P.T and i.N == P.T for i in mm)
+    first = mm[0]
+    assert first.K == P.K_MAX
+    assert set(s8(loaded(b, first.A, (first.M - 1) * first.lda + first.K)).tolist()) == {-128}
+    assert P.K_MAX * 128 * 128 == 1 << 20
+
+
+def test_field_limits_end_regions_on_the_last_word():
+    b = built("field_limits", 7)
+    ends = {Mem.SPAD: set(), Mem.EXT: set()}
+    for ins in b.body:
+        assert spec.check(ins.spec, ins.fields, P)[0] is ErrorCode.NONE
+        for r in ins.spec.regions:
+            ends[r.mem].add(ins.fields[r.start] + r.extent(ins.fields))
+    assert P.SPAD_WORDS in ends[Mem.SPAD] and P.EXT_WORDS in ends[Mem.EXT]
+    rq = [i for i in b.body if i.op == "RQ"]
+    assert {i.s for i in rq} == {1, 63} and {0, (1 << 24) - 1} <= {i.m for i in rq}
+
+
+def _fault(prog: stress.StressProgram):
+    stop = prog.job.expected()
+    words = prog.job.words[spec.INSTR_WORDS * stop.error_pc:spec.INSTR_WORDS * (stop.error_pc + 1)]
+    return stop, decode_program(words)[0]
+
+
+@pytest.mark.parametrize("code", [ErrorCode.BAD_FIELD, ErrorCode.SPAD_RANGE, ErrorCode.EXT_RANGE,
+                                  ErrorCode.OVERLAP])
+def test_faults_sit_one_past_the_limit(programs, code):
+    found = 0
+    for prog in (p for p in programs if p.ending == code.name):
+        _, ins = _fault(prog)
+        f, found = ins.fields, found + 1
+        if code is ErrorCode.BAD_FIELD:
+            bad = [fl for fl in ins.spec.fields if fl.name in spec.field_errors(ins.spec, f, P)]
+            assert any(f[fl.name] in (fl.legal_range(P)[0] - 1, fl.legal_range(P)[1] + 1) for fl in bad)
+        elif code is ErrorCode.OVERLAP:
+            w = next(r for r in ins.spec.regions if r.writes)
+            reads = [r for r in ins.spec.regions if not r.writes and r.mem is Mem.SPAD]
+            shared = [len(set(range(f[w.start], f[w.start] + w.extent(f)))
+                          & set(range(f[r.start], f[r.start] + r.extent(f)))) for r in reads]
+            assert 1 in shared, (prog.job.name, ins)
+        else:
+            mem, size = (Mem.SPAD, P.SPAD_WORDS) if code is ErrorCode.SPAD_RANGE else (Mem.EXT, P.EXT_WORDS)
+            assert any(f[r.start] + r.extent(f) == size + 1 for r in ins.spec.regions if r.mem is mem)
+    assert found >= 5
+
+
+def test_two_faults_in_one_instruction_report_the_first_code(programs):
+    doubles = 0
+    for prog in (p for p in programs if p.ending == "BAD_FIELD"):
+        stop, ins = _fault(prog)
+        repaired = dict(ins.fields)
+        for fl in ins.spec.fields:
+            lo, hi = fl.legal_range(P)
+            repaired[fl.name] = min(max(repaired[fl.name], lo), hi)
+        second = spec.check(ins.spec, repaired, P)[0]
+        if second is not ErrorCode.NONE:
+            doubles += 1
+            assert second > ErrorCode.BAD_FIELD and stop.error_code is ErrorCode.BAD_FIELD
+    assert doubles >= 1
+    unknown = [p for p in programs if p.ending == "BAD_OPCODE"]
+    assert unknown
+    for prog in unknown:                       # the fields under the unknown opcode are bad too
+        stop = prog.job.expected()
+        words = [int(w) for w in prog.job.words[spec.INSTR_WORDS * stop.error_pc:][:spec.INSTR_WORDS]]
+        assert stop.error_code is ErrorCode.BAD_OPCODE and (words[0] & 0xF) not in spec.BY_OPCODE
+        as_known = []
+        for opcode, ispec in spec.BY_OPCODE.items():
+            if ispec.fields:
+                ins = decode_program([(words[0] & ~0xF) | opcode, *words[1:]])[0]
+                as_known.append(spec.check(ins.spec, ins.fields, P)[0])
+        assert any(code is not ErrorCode.NONE for code in as_known)

@@ -1,0 +1,75 @@
+"""cosim/harness.py: the Verilog harness around ga2_simtop, generated from its ga2_ports.json."""
+
+from __future__ import annotations
+
+import re
+
+from cosim import harness, verilog
+from hw.top import TIMING_CHECK_DELAY
+
+
+def _text() -> str:
+    return harness.render(verilog.describe(verilog.fresh_verilog()))
+
+
+def test_the_steps_of_a_program_in_order():
+    text = _text()
+    loop = text[text.index("forever begin"):]
+    steps = ["read_job", "reset_core", "load_memories", "zero_scratchpad", "run_program", "dump_state"]
+    assert [s for s in re.findall(r"^\s+(\w+);$", loop, re.M) if s in steps] == steps
+    for step in steps:
+        assert f"task {step};" in text
+
+
+def test_only_the_handshake_is_public_under_verilator():
+    text = _text()
+    public = re.findall(r"reg \[31:0\] (\w+) /\*verilator public_flat_rw\*/", text)
+    assert tuple(public) == harness.PUBLIC == ("request", "served")
+    assert text.count("verilator public") == 2
+
+
+def test_every_memory_word_goes_through_a_file_or_is_zeroed():
+    description = verilog.describe(verilog.fresh_verilog())
+    text = harness.render(description, binary=False)
+    for memory, direction in (("imem", "readmemh"), ("ext", "readmemh"), ("spad", "writememh"),
+                              ("ext", "writememh")):
+        for b, path in enumerate(description.memories[memory]["arrays"]):
+            name = harness.bank_file(memory, b, dumped=direction == "writememh")
+            assert re.search(rf'\${direction}\("{name}", dut\.{re.escape(path)}, 0, ', text), (memory, b)
+    for path in description.memories["spad"]["arrays"]:
+        assert f"dut.{path}[row] = 32'd0;" in text       # zero_scratchpad
+    for path in description.memories["imem"]["arrays"]:
+        assert f"dut.{path}[row] = 32'd0;" in text       # the rows of a longer program before
+
+
+def test_ports_from_the_description():
+    description = verilog.describe(verilog.fresh_verilog())
+    text = _text()
+    for port in description.ports:
+        assert f".{port['name']}(" in text
+    assert ".imem_we(1'd0)" in text and ".imem_wdata(32'd0)" in text
+    assert ".count_cycles(count_cycles)" in text and "wire [31:0] count_cycles;" in text
+    state = re.search(r'\$fwrite\(fd, "[^"]*", (.*)\);', text)[1]
+    assert tuple(state.split(", ")) == harness.STATE_FIELDS
+
+
+def test_timing_fault_is_read_once_it_has_judged_the_done_cycle():
+    """The harness waits hw.top.TIMING_CHECK_DELAY edges after done (cosim does not import
+    Amaranth, so it keeps its own copy)."""
+    assert harness.FAULT_SETTLE_CYCLES == TIMING_CHECK_DELAY
+    assert f"repeat ({TIMING_CHECK_DELAY}) @(posedge clk);" in _text()
+
+
+def test_binary_files_under_verilator():
+    """Verilator (two-state) moves memories as binary files: $fread per bank, $fwrite %u per
+    memory in word order (bank 0 .. LANES-1 of each row)."""
+    assert harness.BINARY == {"icarus": False, "verilator": True}
+    description = verilog.describe(verilog.fresh_verilog())
+    text = harness.render(description, binary=True)
+    assert "$readmemh(\"ext" not in text and "$writememh" not in text
+    for b, path in enumerate(description.memories["ext"]["arrays"]):
+        assert f'fd = $fopen("ext{b}.bin", "rb");' in text
+        assert f"got = $fread(dut.{path}, fd, 0, {description.memories['ext']['depth']});" in text
+    for memory in harness.DUMPED:
+        banks = ", ".join(f"dut.{p}[row]" for p in description.memories[memory]["arrays"])
+        assert f'$fwrite(fd, "{"%u" * len(description.memories[memory]["arrays"])}", {banks});' in text

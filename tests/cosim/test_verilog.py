@@ -1,0 +1,86 @@
+"""cosim/verilog.py: the default Verilog is fresh by content hash, and cosim reads its parameters,
+ports and memories from the ga2_ports.json beside it (and refuses a Verilog without one)."""
+
+from __future__ import annotations
+
+import json
+import os
+
+import pytest
+
+from cosim import verilog
+from cosim.errors import CosimError
+from flows.memmap import PORTS_JSON, SIMTOP
+from sim.spec import DEFAULT, Params
+
+
+def _tree(root):
+    for folder in verilog.GENERATOR_SOURCES:
+        (root / folder).mkdir(parents=True)
+        (root / folder / "a.py").write_text(f"# {folder}\n")
+    return root
+
+
+def test_the_sources_digest_follows_content_not_file_times(tmp_path):
+    root = _tree(tmp_path)
+    before = verilog.sources_digest(root)
+    os.utime(root / "hw" / "a.py", (1, 1))                 # touched: same content
+    assert verilog.sources_digest(root) == before
+    (root / "hw" / "a.py").write_text("# hw, changed\n")
+    changed = verilog.sources_digest(root)
+    assert changed != before
+    (root / "sim" / "b.py").write_text("")                  # a new file counts too
+    assert verilog.sources_digest(root) != changed
+
+
+@pytest.fixture
+def build_dir(tmp_path, monkeypatch):
+    """verilog.py's paths moved into tmp_path, with an exported Verilog recorded as fresh."""
+    root = _tree(tmp_path / "root")
+    build = tmp_path / "build"
+    build.mkdir()
+    monkeypatch.setattr(verilog, "ROOT", root)
+    monkeypatch.setattr(verilog, "BUILD", build)
+    monkeypatch.setattr(verilog, "VERILOG", build / f"{SIMTOP}.v")
+    monkeypatch.setattr(verilog, "STAMP", build / "cosim" / "verilog.json")
+    (build / f"{SIMTOP}.v").write_text("module ga2_simtop; endmodule\n")
+    (build / PORTS_JSON).write_text("{}")
+    verilog.STAMP.parent.mkdir()
+    verilog.STAMP.write_text(json.dumps(verilog._record()))
+    return root, build
+
+
+def test_fresh_unless_a_source_or_the_export_changed(build_dir):
+    root, build = build_dir
+    assert verilog._stale_reason() is None
+    os.utime(root / "flows" / "a.py", None)                 # newer, same content: still fresh
+    assert verilog._stale_reason() is None
+    (root / "flows" / "a.py").write_text("# changed\n")
+    assert verilog._stale_reason() == "the sources in hw/, sim/ or flows/ changed since its export"
+    verilog.STAMP.write_text(json.dumps(verilog._record()))
+    (build / PORTS_JSON).write_text('{"params": {}}')
+    assert verilog._stale_reason() == "rewritten since cosim exported it"
+    (build / PORTS_JSON).unlink()
+    assert verilog._stale_reason() == "missing"
+
+
+def test_describe_reads_ports_json_and_refuses_a_verilog_without_one(tmp_path):
+    source = tmp_path / f"{SIMTOP}.v"
+    source.write_text("")
+    with pytest.raises(CosimError, match=rf"no {PORTS_JSON} beside .*: cosim reads the machine's parameters"):
+        verilog.describe(source)
+    (tmp_path / PORTS_JSON).write_text("{}")
+    with pytest.raises(CosimError, match=rf"does not describe {SIMTOP} \(KeyError"):
+        verilog.describe(source)
+    real = json.loads(verilog.fresh_verilog().with_name(PORTS_JSON).read_text())
+    real["params"] = {"SPAD_WORDS": 2048, "EXT_WORDS": 4096}
+    (tmp_path / PORTS_JSON).write_text(json.dumps(real))
+    described = verilog.describe(source)
+    assert described.params == Params(SPAD_WORDS=2048, EXT_WORDS=4096) != DEFAULT
+    assert described.memories["spad"]["arrays"][0] == "core.spad.bank0"
+    assert verilog.verilog_params(source) == described.params
+
+
+def test_missing_verilog(tmp_path):
+    with pytest.raises(CosimError, match="no Verilog file"):
+        verilog.fresh_verilog(tmp_path / "none.v")
