@@ -17,12 +17,17 @@ SEED    ?= 1
 WAVES   ?= 0
 RESUME  ?= 0
 JOBS    ?=
-SUDO    := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+PARAMS  ?=
 # $(call quote,VALUE): VALUE as one shell word whatever it holds, quotes included (it's -> 'it'\''s')
 quote    = '$(subst ','\'',$(1))'
+SYNTH   ?= 0
+# the machine, as every command takes it (sim/machines.py): NAME=VALUE items and presets t2 t4 t8 t16
+MACHINE := $(if $(strip $(PARAMS)),--param $(call quote,$(PARAMS)))
+MACHINE_DIR = $(if $(strip $(PARAMS)),$(shell $(PY) -m sim.machines --dir $(call quote,$(PARAMS))),build)
+SUDO    := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
 .PHONY: help setup test test-all cosim stress verilog lint bench bench-sim bench-compiler bench-cosim mutants mutants-rtl \
-        docs docs-check synth synth-setup bitstream digits report plots chromium clean
+        docs docs-check synth synth-setup bitstream digits sweep report plots chromium clean
 
 help:  ## list the targets
 	@echo "GA-2 / Capra. Set-up is automatic: every target runs 'make setup' first."
@@ -31,6 +36,9 @@ help:  ## list the targets
 	@echo
 	@echo $(call quote,Variables: SEEDS=$(SEEDS) SIM=$(SIM) (icarus|verilator|both) N=$(N) SEED=$(SEED) WAVES=$(WAVES) RESUME=$(RESUME))
 	@echo $(call quote,           JOBS=(one per core) FREQ=$(FREQ) COUNT=$(COUNT))
+	@echo $(call quote,           PARAMS=$(PARAMS)): the machine for verilog, lint, cosim, stress, bench, synth, bitstream, digits,
+	@echo "           e.g. PARAMS=t8 or PARAMS=\"T=8 LANES=8 SPAD_WORDS=16384\" (presets t2 t4 t8 t16; the"
+	@echo "           parameters and their ranges: docs/isa.md; outputs of another machine: build/machines/<tag>/)"
 
 setup: $(STAMP) iverilog chromium  ## create .venv, install the project and its tools (idempotent)
 
@@ -76,8 +84,8 @@ stress: setup  ## N random ISA programs from SEED on the RTL vs the reference, w
 bench-cosim: setup  ## co-simulation speed: launch overhead, simulated cycles/s on a long program, warm make cosim (SIM=)
 	$(PY) -m cosim bench --sim $(call quote,$(SIM))
 
-bench: setup  ## GA-2 cycles on the seed's programs vs the seed chip, MXU utilisation (seeds 100-111 headline)
-	$(PY) -m compiler.testing.perf
+bench: setup  ## GA-2 cycles on the seed's programs vs the seed chip, MXU utilisation (seeds 100-111 headline); PARAMS=
+	$(PY) -m compiler.testing.perf $(MACHINE)
 
 bench-sim: setup  ## reference machine speed: instructions/s and simulated cycles/s
 	$(PY) -m sim.bench
@@ -100,20 +108,20 @@ mutants: setup  ## the compiler's mutation check: the battery must catch 32 of 3
 mutants-rtl: setup synth-setup  ## COUNT=48 mutations of the hardware by Yosys (every unit), each graded by cosim and stress; SEED=1
 	$(PY) -m cosim.mutants_rtl --count $(call quote,$(COUNT)) --seed $(call quote,$(SEED)) --jobs 2
 
-verilog: setup  ## write build/ga2.v (core), build/ga2_simtop.v (core + external memory), build/ga2_ports.json
-	$(PY) -m flows.export --out build
+verilog: setup  ## write build/ga2.v (core), build/ga2_simtop.v (core + external memory), build/ga2_ports.json; PARAMS=
+	$(PY) -m flows.export $(MACHINE)
 
-lint: setup verilog  ## verilator --lint-only -Wall on build/ga2.v; the waivers, with reasons: hw/lint_waivers.vlt
+lint: setup verilog  ## verilator --lint-only -Wall on build/ga2.v; the waivers, with reasons: hw/lint_waivers.vlt; PARAMS=
 	@root=$$($(PY) -c 'import os, verilator; print(os.path.dirname(verilator.__file__))'); \
 	  export VERILATOR_ROOT=$$root PATH=$$root/bin:$$PATH; \
-	  echo "verilator --lint-only -Wall hw/lint_waivers.vlt build/ga2.v --top-module ga2"; \
-	  verilator --lint-only -Wall hw/lint_waivers.vlt build/ga2.v --top-module ga2
+	  echo "verilator --lint-only -Wall hw/lint_waivers.vlt $(MACHINE_DIR)/ga2.v --top-module ga2"; \
+	  verilator --lint-only -Wall hw/lint_waivers.vlt $(MACHINE_DIR)/ga2.v --top-module ga2
 
-synth: setup synth-setup  ## GA-2 out of context on the ECP5-85F (Yosys, nextpnr from PyPI): build/synth/report.md; FREQ=100
-	$(PY) -m flows.synth --out build/synth --freq $(call quote,$(FREQ))
+synth: setup synth-setup  ## GA-2 out of context on the ECP5-85F (Yosys, nextpnr from PyPI): build/synth/report.md; FREQ=100, PARAMS=
+	$(PY) -m flows.synth --freq $(call quote,$(FREQ)) $(MACHINE)
 
-bitstream: setup synth-setup  ## ULX3S 85F bitstream: example A from block RAM, PASS/FAIL on the LEDs (build/bitstream)
-	$(PY) -m flows.board --out build/bitstream
+bitstream: setup synth-setup  ## ULX3S 85F bitstream: example A from block RAM, PASS/FAIL on the LEDs (build/bitstream); PARAMS=
+	$(PY) -m flows.board $(MACHINE)
 
 report: setup  ## the report page of seed SEED (build/report/seed-SEED.html); SIM=none|icarus|verilator|both
 	$(PY) -m report seed $(call quote,$(SEED)) --sim $(call quote,$(SIM)) --out $(call quote,build/report/seed-$(SEED).html) --plots $(call quote,build/plots/seed-$(SEED))
@@ -123,5 +131,8 @@ plots: setup  ## the plots of example A and seed 100 under build/plots, and READ
 	$(PY) -m report seed 100 --out build/report/seed-100.html --plots build/plots/seed-100
 	$(PY) -m report.readme --write
 
-digits: setup  ## PyTorch MLP on scikit-learn digits through torch.fx onto GA-2 (reference machine and RTL)
-	$(PY) examples/digits.py
+digits: setup  ## PyTorch MLP on scikit-learn digits through torch.fx onto GA-2 (reference machine and RTL); PARAMS=
+	$(PY) examples/digits.py $(MACHINE)
+
+sweep: setup  ## cycles of the seed's programs, examples A and B and the digits MLP at T = 2, 4, 8, 16; SYNTH=1 adds synthesis (hours)
+	$(PY) examples/sweep.py $(if $(filter-out 0,$(SYNTH)),--synth --write)

@@ -14,8 +14,8 @@ from typing import Any
 
 import numpy as np
 
-INT4_PER_WORD = 8
-"""int4 values packed in one 32-bit word; UNPACK writes this many per word (GA2.md section 2)."""
+from sim.spec import INT4_PER_WORD
+
 INT4_BITS = 4
 """Bits of one packed value."""
 INT4_MAX = 7

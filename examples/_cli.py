@@ -8,6 +8,9 @@ from __future__ import annotations
 
 import argparse
 
+from sim import machines
+from sim.spec import Params
+
 
 def _at_least(text: str, low: int) -> int:
     try:
@@ -35,3 +38,15 @@ def non_negative(text: str) -> int:
         argparse.ArgumentTypeError: not a whole number, or below 0.
     """
     return _at_least(text, 0)
+
+
+def add_machine(parser: argparse.ArgumentParser) -> None:
+    """``--param NAME=VALUE|PRESET``: the machine to compile for (sim.machines; default: the
+    default machine), as every command of the project takes it."""
+    machines.add_argument(parser)
+
+
+def machine(parser: argparse.ArgumentParser, args: argparse.Namespace) -> Params:
+    """The machine of the command line; a bad one ends the program with argparse's usage error,
+    naming the parameter, its value and the legal range."""
+    return machines.from_args(args, parser)

@@ -28,7 +28,7 @@ import argparse
 import sys
 
 import numpy as np
-from _cli import non_negative, positive  # examples/_cli.py
+from _cli import add_machine, machine, non_negative, positive  # examples/_cli.py
 
 
 def make_block(dim: int, seed: int):
@@ -69,7 +69,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--tests", type=positive, default=16, help="test sequences (default 16)")
     parser.add_argument("--seed", type=non_negative, default=0,
                         help="seed of the weights and the data (default 0)")
+    add_machine(parser)
     args = parser.parse_args(argv)
+    args.params = machine(parser, args)
 
     from compiler import CompileError
 
@@ -101,7 +103,7 @@ def run(args: argparse.Namespace) -> int:
     rng = np.random.default_rng(args.seed)
     shape = (args.seq, args.dim)
     calibration = [lowered.feed(rng.normal(size=shape)) for _ in range(args.samples)]
-    program = compile_graph(lowered.graph, calibration)
+    program = compile_graph(lowered.graph, calibration, params=args.params)
     print(f"\n== compiled: {len(program.code)} instructions, scratchpad high-water mark "
           f"{program.spad_high} words")
     for note in program.notes:

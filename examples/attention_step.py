@@ -22,7 +22,7 @@ import random
 import sys
 from pathlib import Path
 
-from _cli import positive  # examples/_cli.py
+from _cli import add_machine, machine, positive  # examples/_cli.py
 
 from compiler import CompileError, compile_graph
 from compiler.explain import run_checks
@@ -41,7 +41,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=3, help="random seed of the data (default 3)")
     parser.add_argument("--plots", default=str(PLOTS), metavar="DIR",
                         help=f"folder for the plots (default {PLOTS}; '' for none)")
+    add_machine(parser)
     args = parser.parse_args(argv)
+    args.params = machine(parser, args)
     try:
         return run(args)
     except CompileError as refused:  # the message names the node at fault and the fix
@@ -56,9 +58,9 @@ def run(args: argparse.Namespace) -> int:
     calibration = [draw_sample(rng, args.dim, args.cache) for _ in range(args.samples)]
     test = draw_sample(rng, args.dim, args.cache)
 
-    program = compile_graph(g, calibration)
+    program = compile_graph(g, calibration, params=args.params)
     print(program.explain(test, samples=args.samples))
-    no_reuse = compile_graph(g, calibration, reuse=False)
+    no_reuse = compile_graph(g, calibration, reuse=False, params=args.params)
     print(f"high-water mark: {program.spad_high} words with reuse, {no_reuse.spad_high} without buffer reuse")
     if args.plots:
         from viz import save_program_plots

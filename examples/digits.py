@@ -24,7 +24,8 @@ The data is scikit-learn's bundled digits set (1797 images of 8 x 8 pixels with 
 
 It prints float accuracy, GA-2 accuracy, how often the two classify alike, cycles per
 image and the MXU utilisation: the model's multiply-adds over what a T x T array could do
-in the same cycles, multiply-adds / (T * T * cycles), T from ``sim.spec.DEFAULT``. The last
+in the same cycles, multiply-adds / (T * T * cycles), T the machine's (``--param``; default
+T = 4). The last
 line is ``digits: float A%, GA-2 B%, agree C%, RTL bit-exact on N images``; percentages
 have one decimal; N is 0 with ``--rtl 0``. When the RTL differs from the reference the last
 line says so instead and the exit status is 1.
@@ -32,7 +33,7 @@ line says so instead and the exit status is 1.
 With ``--report [HTML]`` it also writes the program's report page (default
 build/report/digits.html; see ``python -m report``).
 
-Usage: python examples/digits.py [--rtl 16] [--epochs 60] [--quick] [--seed 0] [--report [HTML]]
+Usage: python examples/digits.py [--rtl 16] [--epochs 60] [--quick] [--seed 0] [--report [HTML]] [--param t8]
 """
 
 from __future__ import annotations
@@ -44,9 +45,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
-from _cli import non_negative, positive  # examples/_cli.py
-
-from sim.spec import DEFAULT
+from _cli import add_machine, machine, non_negative, positive  # examples/_cli.py
 
 BATCH = 8
 """Images per run: the batch the program is compiled for."""
@@ -247,7 +246,7 @@ def run_reference(lowered, program, split: Split, float_logits: np.ndarray,
 
     counters = outcomes[0].counters
     macs = useful_macs(lowered.graph)
-    t = DEFAULT.T
+    t = program.machine.T
     print(f"  cycles per run of {BATCH}: {counters.cycles} ({counters}); "
           f"per image {counters.cycles / BATCH:.1f}")
     print(f"  MXU utilisation: {macs} multiply-adds / ({t} x {t} x {counters.cycles} cycles) = "
@@ -267,10 +266,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true",
                         help="a quick check: fewer epochs, the first 64 test images, no RTL unless --rtl")
     parser.add_argument("--seed", type=int, default=0, help="seed of the weights and the training order")
+    add_machine(parser)
     parser.add_argument("--report", nargs="?", const=REPORT, default=None, type=Path, metavar="HTML",
                         help=f"write the program's report page (default {REPORT}): graph, passes, plots, "
                         "listing with cycles, the first batch's checks and, with --rtl, the RTL's PASS/FAIL")
     args = parser.parse_args(argv)
+    params = machine(parser, args)
     epochs = args.epochs if args.epochs is not None else (8 if args.quick else 60)
     rtl_images = args.rtl if args.rtl is not None else (0 if args.quick else 16)
 
@@ -306,7 +307,7 @@ def main(argv: list[str] | None = None) -> int:
     show_refusals()
 
     calibration = [lowered.feed(b) for b in batches(split.train_x)[:len(split.train_x) // BATCH]]
-    program = compile_graph(lowered.graph, calibration)
+    program = compile_graph(lowered.graph, calibration, params=params)
     print(f"\n== compiled with {len(calibration)} calibration batches of {BATCH} training images: "
           f"{len(program.code)} instructions, scratchpad high-water mark {program.spad_high} words")
     for note in program.notes:

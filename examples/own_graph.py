@@ -12,7 +12,7 @@ tiling, memory map, engine timeline and roofline, and the sweep's footprint, cyc
 error against the width) go to ``--plots`` as PNG files (default build/examples/own_graph;
 ``--plots ''`` saves none).
 
-Usage: python examples/own_graph.py [--widths 8 16 32 48 64] [--no-refusals] [--no-stream]
+Usage: python examples/own_graph.py [--widths 8 16 32 48 64] [--no-refusals] [--no-stream] [--param t8]
                                     [--plots DIR]
 """
 
@@ -26,12 +26,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
-from _cli import positive  # examples/_cli.py
+from _cli import add_machine, machine, positive  # examples/_cli.py
 
 from compiler import CompileError, Graph, compile_graph
 from compiler.accuracy import relative_error
 from compiler.evaluate import evaluate
-from sim.spec import DEFAULT
+from sim.spec import DEFAULT, Params
 
 Shapes = dict[str, tuple[int, int]]
 PLOTS = Path(__file__).resolve().parent.parent / "build" / "examples" / "own_graph"
@@ -84,16 +84,16 @@ class Row:
     blocked: list[str] = field(default_factory=list)
 
 
-def compile_width(hidden: int, stream: bool = True) -> Row:
+def compile_width(hidden: int, stream: bool = True, params: Params = DEFAULT) -> Row:
     """Build with this hidden width, calibrate on 30 samples from Random(hidden), test on the
-    next; ``stream=False`` loads every weight whole (the seed's compiler). A width above
-    K_MAX is refused before its hidden x hidden weight is drawn (10^10 values for 100,000):
-    it is the inner dimension of the next matmul, which the compiler refuses (one MM
-    instruction takes at most K_MAX; seed chapter 11)."""
+    next; ``stream=False`` loads every weight whole (the seed's compiler); compiled for the
+    machine ``params``. A width above K_MAX is refused before its hidden x hidden weight is
+    drawn (10^10 values for 100,000): it is the inner dimension of the next matmul, which the
+    compiler refuses (one MM instruction takes at most K_MAX; seed chapter 11)."""
     row = Row(hidden)
-    if hidden > DEFAULT.K_MAX:
+    if hidden > params.K_MAX:
         row.refusal = (f"hidden width {hidden} is the inner dimension of the next matmul, more than "
-                       f"the K_MAX = {DEFAULT.K_MAX} one MM instruction takes "
+                       f"the K_MAX = {params.K_MAX} one MM instruction takes "
                        "(refused before building its weights)")
         return row
     g, shapes = build(hidden=hidden)
@@ -101,12 +101,12 @@ def compile_width(hidden: int, stream: bool = True) -> Row:
     calibration = [draw_inputs(shapes, rng) for _ in range(30)]
     test = draw_inputs(shapes, rng)
     try:
-        program = compile_graph(g, calibration, stream=stream)
+        program = compile_graph(g, calibration, stream=stream, params=params)
     except CompileError as e:
         row.refusal = e.problem
         return row
     try:
-        row.spad_no_reuse = compile_graph(g, calibration, reuse=False, stream=stream).spad_high
+        row.spad_no_reuse = compile_graph(g, calibration, reuse=False, stream=stream, params=params).spad_high
     except CompileError:
         row.spad_no_reuse = None
     row.blocked = [f"matmul node {nid}: {b.describe()}" for nid, b in program.blockings.items()
@@ -129,8 +129,8 @@ def compile_width(hidden: int, stream: bool = True) -> Row:
     return row
 
 
-def sweep(widths: list[int], stream: bool = True) -> list[Row]:
-    return [compile_width(w, stream) for w in widths]
+def sweep(widths: list[int], stream: bool = True, params: Params = DEFAULT) -> list[Row]:
+    return [compile_width(w, stream, params) for w in widths]
 
 
 def refusals() -> list[tuple[str, CompileError]]:
@@ -210,14 +210,16 @@ def main(argv: list[str] | None = None) -> int:
                         help="load every weight whole, as the seed's compiler (no blocking)")
     parser.add_argument("--plots", default=str(PLOTS), metavar="DIR",
                         help=f"folder for the plots (default {PLOTS}; '' for none)")
+    add_machine(parser)
     args = parser.parse_args(argv)
+    params = machine(parser, args)
 
     print("== 1. the network of build() (batch 4, 16 inputs, 32 hidden, 8 classes)")
     g, shapes = build()
     rng = random.Random(9)
     calibration = [draw_inputs(shapes, rng) for _ in range(30)]
     test = draw_inputs(shapes, rng)
-    program = compile_graph(g, calibration)
+    program = compile_graph(g, calibration, params=params)
     outcome = program.run(test)
     floating = [int(v) for v in evaluate(g, test)[program.ext["class"].node][:, 0]]
     print(f"  {len(program.code)} instructions, scratchpad high-water mark {program.spad_high} words, "
@@ -229,7 +231,7 @@ def main(argv: list[str] | None = None) -> int:
     limits = "K_MAX and the scratchpad set" if args.no_stream else "K_MAX sets"
     print(f"\n== 2. hidden width sweep ({limits} the limits)")
     print("  width  instr  spad words reuse / no reuse  cycles  error vs float  classes")
-    rows = sweep(args.widths, stream=not args.no_stream)
+    rows = sweep(args.widths, stream=not args.no_stream, params=params)
     for row in rows:
         if row.refusal:
             print(f"  {row.hidden:5d}  refused: {row.refusal}")

@@ -57,7 +57,7 @@ from amaranth.lib.wiring import In, Out
 from hw.banked import BankedMemory, attach_bus
 from hw.component import Checked
 from hw.top import GA2
-from sim import spec
+from sim import machines, spec
 from sim.asm import encode_program
 from sim.machine import Machine
 from sim.spec import DEFAULT, Params
@@ -111,34 +111,36 @@ class BoardProgram:
                    expected, result.counters.as_tuple())
 
 
-def example_a() -> BoardProgram:
-    """Running example A as the seed runs it (compiler.testing.seedtable.attention_step_network)."""
+def example_a(params: Params = DEFAULT) -> BoardProgram:
+    """Running example A as the seed runs it (compiler.testing.seedtable.attention_step_network),
+    compiled for the machine ``params``."""
     from compiler import compile_graph
     from compiler.testing.seedtable import attention_step_network
 
     graph, calibration, test = attention_step_network()
-    return BoardProgram.from_compiled("running example A", compile_graph(graph, calibration), test)
+    return BoardProgram.from_compiled("running example A", compile_graph(graph, calibration, params=params),
+                                      test)
 
 
-def seed_program(seed: int) -> BoardProgram:
+def seed_program(seed: int, params: Params = DEFAULT) -> BoardProgram:
     """The random graph of ``seed`` as make cosim compiles it (compiler.testing.seedtable.compile_seed;
-    100..111 are the seed table's), on its test input."""
+    100..111 are the seed table's), for the machine ``params``, on its test input."""
     from compiler.testing.seedtable import compile_seed
 
-    run = compile_seed(seed)
+    run = compile_seed(seed, params)
     return BoardProgram.from_compiled(f"seed {seed}", run.program, run.test_inputs)
 
 
-def program_by_name(text: str) -> BoardProgram:
-    """``example-a`` or ``seed:N``.
+def program_by_name(text: str, params: Params = DEFAULT) -> BoardProgram:
+    """``example-a`` or ``seed:N``, compiled for ``params``.
 
     Raises:
         ValueError: neither.
     """
     if text == "example-a":
-        return example_a()
+        return example_a(params)
     if text.startswith("seed:") and text[5:].isdigit():
-        return seed_program(int(text[5:]))
+        return seed_program(int(text[5:]), params)
     raise ValueError(f"--program {text!r}: expected example-a or seed:N (N a seed of the random-graph "
                      "battery, as make cosim SEEDS= takes them: 100..111 are the seed table's)")
 
@@ -430,17 +432,21 @@ def main(argv: list[str] | None = None) -> int:
         description="Build a ULX3S 85F bitstream: GA-2 runs a compiled program from block RAM after reset "
                     "and shows done / error / PASS / FAIL (outputs and counters against the reference "
                     "machine) on the LEDs.")
-    parser.add_argument("--out", type=Path, default=Path("build/bitstream"),
-                        help="build folder (default: build/bitstream)")
+    parser.add_argument("--out", type=Path, default=None,
+                        help="build folder (default: build/bitstream for the default machine, "
+                             "build/machines/<tag>/bitstream for another)")
     parser.add_argument("--program", default="example-a",
                         help="example-a (running example A, the default) or seed:N (the random graph of "
                              "seed N, as make cosim compiles it; 100..111 are the seed table's)")
     parser.add_argument("--no-build", action="store_true",
                         help="write the build files (RTLIL, LPF, Yosys script) without running the tools")
+    machines.add_argument(parser)
     args = parser.parse_args(argv)
     try:
-        program = program_by_name(args.program)
-        build(program, args.out, run=not args.no_build)
+        params = machines.from_args(args)
+        program = program_by_name(args.program, params)
+        build(program, args.out or machines.machine_dir("build", params) / "bitstream", params=params,
+              run=not args.no_build)
     except (SynthError, ValueError, OSError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 1

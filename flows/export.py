@@ -3,6 +3,7 @@
 Usage::
 
     python -m flows.export                        # build/ga2.v, build/ga2_simtop.v, build/ga2_ports.json
+    python -m flows.export --param t8              # build/machines/T8-LANES8/...: another machine
     python -m flows.export --out DIR --param SPAD_WORDS=1024
 
 ``ga2.v`` holds module ``ga2`` (:class:`hw.top.GA2`, the core: host interface, the external
@@ -27,7 +28,7 @@ from amaranth.lib import wiring
 
 from hw.simtop import SimTop
 from hw.top import GA2
-from sim import spec
+from sim import machines, spec
 from sim.spec import Params
 
 from . import memmap
@@ -80,30 +81,18 @@ def export(params: Params, out_dir: Path) -> dict[str, Path]:
     return written
 
 
-def param_override(text: str) -> tuple[str, int]:
-    """An argparse type for ``--param NAME=VALUE``: (NAME, VALUE) with NAME a field of
-    :class:`sim.spec.Params` and VALUE an int (its range is Params' to check).
-
-    Raises:
-        argparse.ArgumentTypeError: not NAME=INT, or NAME is not a Params field.
-    """
-    name, _, value = text.partition("=")
-    if name not in {f.name for f in dataclasses.fields(Params)} or not value.lstrip("-").isdigit():
-        raise argparse.ArgumentTypeError(f"expected NAME=INT with NAME a Params field, got {text!r}")
-    return name, int(value)
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m flows.export", description=__doc__.split("\n\n")[0])
-    parser.add_argument("--out", type=Path, default=Path("build"), help="output folder (default: build)")
-    parser.add_argument("--param", type=param_override, action="append", default=[], metavar="NAME=VALUE",
-                        help="override a sim.spec.Params field (repeatable)")
+    parser.add_argument("--out", type=Path, default=None,
+                        help="output folder (default: build for the default machine, build/machines/<tag> "
+                             "for another: sim.machines.machine_dir)")
+    machines.add_argument(parser)
     args = parser.parse_args(argv)
     if args.out.exists() and not args.out.is_dir():
         parser.error(f"--out {args.out} is a file, not a folder: give the folder to write the Verilog in")
     try:
-        params = Params(**dict(args.param))
-        written = export(params, args.out)
+        params = machines.from_args(args)
+        written = export(params, args.out or machines.machine_dir("build", params))
     except ValueError as e:
         print(f"error: {e}", file=sys.stderr)
         return 1

@@ -47,7 +47,7 @@ class BankedMemory(Checked):
     Parameters:
         depth: words, a power of two and a multiple of lanes.
         n_read: number of read ports.
-        lanes: words per access (4).
+        lanes: words per access (LANES).
         init: optional initial contents, a sequence of at most depth 32-bit words.
         latency: read latency in cycles, one of :data:`LATENCIES` (default
             ``spec.SPAD_READ_LATENCY``; the external memories of the tops take
@@ -72,7 +72,7 @@ class BankedMemory(Checked):
     """
 
     @classmethod
-    def check(cls, depth: int, n_read: int = 1, lanes: int = 4, init=(), *,
+    def check(cls, depth: int, n_read: int = 1, lanes: int = spec.DEFAULT.LANES, init=(), *,
               latency: int = spec.SPAD_READ_LATENCY) -> None:
         """The Raises above, before the memory exists."""
         if depth < lanes or depth & (depth - 1) or depth % lanes:
@@ -85,7 +85,7 @@ class BankedMemory(Checked):
         if len(init) > depth:
             raise ValueError(f"BankedMemory: init has {len(init)} words, more than depth={depth}")
 
-    def __init__(self, depth: int, n_read: int = 1, lanes: int = 4, init=(), *,
+    def __init__(self, depth: int, n_read: int = 1, lanes: int = spec.DEFAULT.LANES, init=(), *,
                  latency: int = spec.SPAD_READ_LATENCY):
         init = list(init)
         self.depth = depth

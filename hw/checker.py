@@ -55,11 +55,21 @@ def _latency(ispec: InstrSpec, params: Params) -> spec.FieldFormula:
 UNIT_INSTRUCTIONS = tuple(s for s in spec.INSTRUCTIONS if s.counter is not None)
 """The instructions a unit executes (all but HALT): the ones with a latency to count down."""
 
-END_STAGES = max(1, *(formula.depth(_end(r), list(s.field_names))
-                      for s in spec.INSTRUCTIONS for r in s.regions),
-                 *(formula.depth(_latency(s, DEFAULT), list(s.field_names)) for s in UNIT_INSTRUCTIONS))
-"""Stages from the registered instruction to the registered ends (start + extent) of every
-region and the registered latencies (at least one: the field-range flags are registered too)."""
+
+
+def end_stages(params: Params) -> int:
+    """Stages from the registered instruction to the registered ends (start + extent) of every
+    region and the registered latencies of this machine (at least one: the field-range flags
+    are registered too). The formulas' structure, not the parameters' values, sets it."""
+    ends = (formula.depth(_end(r), list(s.field_names)) for s in spec.INSTRUCTIONS for r in s.regions)
+    latencies = (formula.depth(_latency(s, params), list(s.field_names)) for s in UNIT_INSTRUCTIONS)
+    return max(1, *ends, *latencies)
+
+
+END_STAGES = end_stages(DEFAULT)
+"""Stages from the registered instruction to the registered ends and latencies (:func:`end_stages`);
+sim.spec.FRONTEND_CYCLES counts them, so every machine must need the same number (the
+checker asserts it)."""
 CHECK_STAGES = 1 + END_STAGES + 1
 """Register stages from ``in_*`` to ``out_*``: R, the ends, C (D is combinational after C)."""
 
@@ -118,6 +128,7 @@ class Checker(Checked):
     """
 
     def __init__(self, params: Params = DEFAULT):
+        assert end_stages(params) == END_STAGES, "this machine's formulas need another pipeline depth"
         self.params = params
         pcw = pc_bits(params)
         super().__init__({

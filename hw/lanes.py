@@ -12,7 +12,7 @@ import operator
 from collections.abc import Iterable, Sequence
 from functools import reduce
 
-from amaranth.hdl import Cat, Const, Signal, Value
+from amaranth.hdl import Cat, Const, Mux, Signal, Value
 
 
 def lane_mask(left: Value, lanes: int) -> Value:
@@ -48,6 +48,26 @@ def select(onehot: Sequence[Value], values: Sequence[Value]) -> Value:
     return out
 
 
+def first_maximum(values: Sequence[Value], valid: Value, first_lane: int = 0,
+                  lane_bits: int | None = None) -> tuple[Value, Value]:
+    """(value, lane) of the first maximum of ``values`` (lanes first_lane, first_lane + 1, ...),
+    as a tree of compares, the earlier lane winning a tie. ``valid`` is the lanes' mask, a
+    prefix (lane i valid => every earlier lane valid): an invalid lane never wins, and the
+    result is lane first_lane's value when none is valid. One compare level for two lanes.
+    The lane is a number of ``lane_bits`` bits (default: as many as the last lane needs)."""
+    if lane_bits is None:
+        lane_bits = max(1, (first_lane + len(values) - 1).bit_length())
+    level = [(v, Const(first_lane + i, lane_bits), valid[i]) for i, v in enumerate(values)]
+    while len(level) > 1:
+        merged = []
+        for (v0, i0, ok0), (v1, i1, ok1) in zip(level[::2], level[1::2], strict=True):
+            later = ok1 & (v1 > v0)
+            merged.append((Mux(later, v1, v0), Mux(later, i1, i0), ok0))
+        level = merged
+    value, lane, _ = level[0]
+    return value, lane
+
+
 def delay(m, value: Value, cycles: int, name: str) -> Signal:
     """``value`` delayed by ``cycles`` registers (a tag travelling beside its beat's data)."""
     for k in range(cycles):
@@ -60,6 +80,20 @@ def delay(m, value: Value, cycles: int, name: str) -> Signal:
 def carry_save(a: Value, b: Value, c: Value) -> tuple[Value, Value]:
     """A 3:2 compressor: (sum, carry) with a + b + c == sum + carry, one LUT level per bit."""
     return a ^ b ^ c, ((a & b) | (a & c) | (b & c)) << 1
+
+
+def carry_save_tree(operands: Sequence[Value]) -> tuple[Value, Value]:
+    """Two values whose sum is the sum of the operands (at least two): 3:2 compressors in
+    levels, three operands at a time (a Wallace tree), so that the depth grows with the log
+    of the count: 3 levels for 5 operands, 6 for 17."""
+    level = list(operands)
+    while len(level) > 2:
+        out = []
+        for k in range(0, len(level) - 2, 3):
+            out += carry_save(*level[k:k + 3])
+        out += level[len(level) - len(level) % 3:] if len(level) % 3 else []
+        level = out
+    return level[0], level[1]
 
 
 def any_of(values: Iterable[Value]) -> Value:

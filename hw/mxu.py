@@ -7,13 +7,15 @@ Schedule, in cycles after the dispatch cycle d (tau = 0 is d itself; every first
 straight from ``fields`` in the dispatch cycle), with D = tb * (N - 1) and R = SPAD_READ_LATENCY
 (the cycles from a read to its data):
 
-* A, on ``rd0``: the K steps are cut in chunks of LANES = 4. Chunk c of row i (words
-  A + i*lda + 4c ..) is read at tau = D + 4c + i, so each row gets its next chunk exactly as it
-  shifts out the last element of the previous one (M <= T <= 4 reads per 4 steps); the chunk
-  register loads the data as it returns, R cycles after the read.
+* A, on ``rd0``: the K steps are cut in chunks of LANES words. Chunk c of row i (words
+  A + i*lda + LANES*c ..) is read at tau = D + LANES*c + i, so each row gets its next chunk
+  exactly as it shifts out the last element of the previous one (M <= T <= LANES reads per
+  LANES steps: why Params asks T <= LANES); the chunk register loads the data as it returns,
+  R cycles after the read.
 * B, on ``rd1``: with tb = 0, row t of B (N words at B + t*ldb) is read at tau = t and enters
-  the array as it returns. With tb = 1, chunk c of row j of B^T (words B + j*ldb + 4c ..) is read
-  at tau = 4c + j into a double-buffered chunk register per column; step t = 4c + k enters the
+  the array as it returns. With tb = 1, chunk c of row j of B^T (words B + j*ldb + LANES*c ..)
+  is read at tau = LANES*c + j into a double-buffered chunk register per column; step
+  t = LANES*c + k enters the
   array at tau = D + R + t, built from the N columns' chunk registers (column N - 1's chunk c is
   taken straight from the read data in the cycle it returns). Chunk c + 1 arrives while chunk
   c is still being used, hence two buffers.
@@ -40,7 +42,7 @@ from amaranth.lib import data
 from sim import spec
 from sim.spec import DEFAULT, Params
 
-from .component import Checked, check_params
+from .component import Checked
 from .isa import fields_view
 from .lanes import delay
 from .ports import addr_bits, unit_members
@@ -51,7 +53,7 @@ class MatrixUnit(Checked):
     """The MM unit: one T x T tile of int8 x int8 -> int32 products per instruction.
 
     Parameters:
-        params: the machine's :class:`sim.spec.Params` (T <= LANES, K_MAX, SPAD_WORDS).
+        params: the machine's :class:`sim.spec.Params` (T, LANES >= T, K_MAX, SPAD_WORDS).
 
     Members (``hw.ports.unit_members(params, n_read=2, write=True)``):
         start In(1), opcode In(4), fields In(124), done Out(1): the execute-stage contract.
@@ -69,23 +71,15 @@ class MatrixUnit(Checked):
     1..K_MAX, every region inside the scratchpad, dst disjoint from A and B).
 
     Raises:
-        TypeError: params is not a :class:`sim.spec.Params`.
-        ValueError: params.T > params.LANES (a row of B or of the output would need more than one
-            access, and M reads per chunk more than LANES cycles; not built).
+        TypeError: params is not a :class:`sim.spec.Params` (a Params with T > LANES does not
+            exist: its constructor refuses it, since a row of B or of the output would need
+            more than one access and M reads per chunk more than LANES cycles).
     """
 
     OPCODES = ("MM",)
     """The instructions this unit executes."""
     OVERHEAD = spec.SPAD_READ_LATENCY + 2
     """Cycles of the schedule beyond K + M + tb*(N-1): sim.spec.MM_OVERHEAD must equal it."""
-
-    @classmethod
-    def check(cls, params: Params = DEFAULT) -> None:
-        """TypeError for a params that is not a Params, ValueError for T > LANES."""
-        check_params(cls.__name__, params)
-        if params.T > params.LANES:
-            raise ValueError(f"MatrixUnit: params.T={params.T} must be at most params.LANES={params.LANES} "
-                             "(one access per row of B and of the output)")
 
     def __init__(self, params: Params = DEFAULT):
         assert spec.MM_OVERHEAD == self.OVERHEAD, "sim.spec.MM_OVERHEAD must be what hw/mxu.py realises"
@@ -137,8 +131,8 @@ class MatrixUnit(Checked):
         bounds = {
             "skew": skew,                                     # step t decided for tau = D + 1 + t
             "a_begin": Mux(skew == 0, 0, skew - 1),           # A reads from tau = D ...
-            "a_end": chunks * lanes + skew - 1,               # ... to tau < D + 4 * chunks
-            "b_end": Mux(f.tb, chunks * lanes - 1, f.K - 1),  # B reads to tau < 4*chunks or K
+            "a_end": chunks * lanes + skew - 1,               # ... to tau < D + LANES * chunks
+            "b_end": Mux(f.tb, chunks * lanes - 1, f.K - 1),  # B reads to tau < LANES*chunks or K
             "s_end": skew + f.K,
             "s_last": skew + f.K - 1,
         }
@@ -187,7 +181,7 @@ class MatrixUnit(Checked):
 
     def _read_a(self, m: Module, f, array: SystolicArray, now: dict[str, Signal]) -> None:
         """A on ``rd0``: the read pointer walks the rows of a chunk by lda and jumps to the next
-        chunk's row 0 (base + 4) after LANES phases; the chunk registers load as the data returns."""
+        chunk's row 0 (base + LANES) after LANES phases; the chunk registers load as the data returns."""
         t_size, lanes, _lane_bits = self._sizes()
         a_addr = self._walker(m, "a", f.A, f.lda, advance=now["a_on"], wrap=now["a_row"] == lanes - 1,
                               chunked=1)
@@ -202,7 +196,7 @@ class MatrixUnit(Checked):
         ]
 
     def _read_b(self, m: Module, f, cycle: Signal, active: Signal, now: dict[str, Signal]):
-        """B on ``rd1``: tb = 0, row t at tau = t; tb = 1, column j of chunk c at tau = 4c + j,
+        """B on ``rd1``: tb = 0, row t at tau = t; tb = 1, column j of chunk c at tau = LANES*c + j,
         into double-buffered chunk registers. Returns what the array's feed needs: the returning
         read's flag, column and slot, the read data and the chunk registers."""
         t_size, lanes, lane_bits = self._sizes()
@@ -226,7 +220,7 @@ class MatrixUnit(Checked):
 
     def _feed_array(self, m: Module, f, array: SystolicArray, now: dict[str, Signal], b_back, b_back_col,
                     b_back_slot, b_data, b_chunks) -> None:
-        """Steps into the array: step t = 4c + k enters at tau = D + SPAD_READ_LATENCY + t."""
+        """Steps into the array: step t = LANES*c + k enters at tau = D + SPAD_READ_LATENCY + t."""
         t_size, _lanes, _lane_bits = self._sizes()
         # the decisions place step t at D + 1 + t; registers hold them back by the rest of the
         # read latency

@@ -54,7 +54,7 @@ class Requantizer(Checked):
     are independent of the others'.
 
     Parameters:
-        lanes: number of lanes (LANES = 4 in GA-2).
+        lanes: number of lanes (the machine's LANES).
 
     Members:
         a In(ArrayLayout(signed(32), lanes)): the accumulators, sampled every cycle.
@@ -91,6 +91,8 @@ class Requantizer(Checked):
 
     LATENCY = 7
     """Cycles from a, m, s, relu presented to y valid."""
+    PARTIAL_PRODUCTS = 4
+    """Multipliers per lane, each at most 18 x 18 bits (a DSP block of the ECP5; see SPLIT)."""
 
     @classmethod
     def check(cls, lanes: int = DEFAULT.LANES) -> None:

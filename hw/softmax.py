@@ -8,12 +8,13 @@ The unit streams the row from the scratchpad three times, LANES words per beat, 
 data taken into a register untouched on arrival (the block RAM and the rotation network use up
 that cycle):
 
-* pass 0, max: the maxima of the lane pairs (tail lanes excluded), then mx <- max(mx, both),
-  two register stages of one comparator level and a multiplexer each;
-* pass 1, exp and sum: e_i = EXP_LUT[mx - x_i] (LUT logic), then z <- z + the four e_i
-  (three carry-save levels and one adder);
+* pass 0, max: the maxima of each half of the lanes (tail lanes excluded; one comparator level
+  and a multiplexer at LANES = 4, a tree of them beyond), then mx <- max(mx, both), two
+  register stages;
+* pass 1, exp and sum: e_i = EXP_LUT[mx - x_i] (LUT logic), then z <- z + the LANES e_i
+  (a tree of carry-save adders, three levels at LANES = 4, and one adder);
 * pass 2, divide: the same e_i go to LANES pipelined dividers (hw/divider.py, radix 4), one per
-  lane, each with z as its divisor; the beat's four quotients are written together.
+  lane, each with z as its divisor; the beat's LANES quotients are written together.
 
 One idle read cycle (SM_PASS_OVERHEAD) separates passes 0 and 1, so that pass 1's first beat
 reaches the exp stage just as mx becomes final; pass 2 follows pass 1 with no gap, its first
@@ -36,7 +37,7 @@ from .component import Checked
 from .divider import Divider
 from .exp_lut import INDEX_BITS, VALUE_BITS, ExpLUT
 from .isa import fields_view
-from .lanes import carry_save, delay, lane_mask, last_beat
+from .lanes import carry_save_tree, delay, first_maximum, lane_mask, last_beat
 from .ports import SPAD_READ_LATENCY, unit_members
 
 Q16_BITS = (arith.Q16_ONE - 1).bit_length()
@@ -71,15 +72,15 @@ class SoftmaxUnit(Checked):
         wr Out(WritePort): the probabilities, LANES per beat, unsigned Q16 in the low 17 bits.
         Every output is 0 when the unit is idle.
 
-    Latency: L = 3 * ceil(len / 4) + SM_OVERHEAD cycles, SM_OVERHEAD = SPAD_READ_LATENCY (3)
+    Latency: L = 3 * ceil(len / LANES) + SM_OVERHEAD cycles, SM_OVERHEAD = SPAD_READ_LATENCY (3)
     + data register (1) + exp register (1) + SM_PASS_OVERHEAD (1) + SM_DIV_LATENCY (9) = 15.
-    With n = ceil(len / 4), beat k of pass 0 is read in cycle d + k, of pass p > 0 in cycle
+    With n = ceil(len / LANES), beat k of pass 0 is read in cycle d + k, of pass p > 0 in cycle
     d + p*n + 1 + k; pass 2's beat k is written SM_OVERHEAD - 1 cycles after its read; done
     rises with the last write.
 
-    Timing: about 113 MHz on the ECP5-85F (speed 6) with the scratchpad's read path taken out
-    (nextpnr, the unit with a scratchpad and four ORed request sources); about 8,000 LUTs, most
-    of them the four dividers.
+    Timing: about 113 MHz on the ECP5-85F (speed 6) at LANES = 4 with the scratchpad's read
+    path taken out (nextpnr, the unit with a scratchpad and four ORed request sources); about
+    8,000 LUTs, most of them the four dividers (LANES dividers: about 2,000 LUTs each).
 
     The ISA checks guarantee 1 <= len <= SM_MAX_LEN, both rows inside the scratchpad and no
     overlap between src and dst; the unit relies on them.
@@ -189,17 +190,17 @@ class SoftmaxUnit(Checked):
         return tag_x, xs, tag_e
 
     def _maximum(self, m: Module, tag_x, tag_e, xs) -> Signal:
-        """Pass 0, the row's maximum mx: two register stages, each a comparator level and a
-        multiplexer: the maxima of the lane pairs (tail lanes excluded), then the running maximum
-        of those and mx."""
+        """Pass 0, the row's maximum mx: two register stages: the maxima of the two halves of
+        the lanes (tail lanes excluded; a comparator level and a multiplexer per halving), then
+        the running maximum of those and mx."""
         start = self.start
         lanes = self.params.LANES
         int8_min = -(1 << 7)
-        pair = [Signal(signed(8), name=f"max{2 * k}{2 * k + 1}") for k in range(lanes // 2)]
+        half = lanes // 2
+        pair = [Signal(signed(8), name=f"max_half{k}") for k in range(2)]
         for k, pk in enumerate(pair):
-            a, b = xs[2 * k], xs[2 * k + 1]
-            valid_a, valid_b = tag_x.mask[2 * k], tag_x.mask[2 * k + 1]
-            m.d.sync += pk.eq(Mux(valid_a, Mux(valid_b & (b > a), b, a), int8_min))
+            value, _lane = first_maximum(xs[k * half:(k + 1) * half], tag_x.mask[k * half:(k + 1) * half])
+            m.d.sync += pk.eq(Mux(tag_x.mask[k * half], value, int8_min))
         mx = Signal(signed(8), init=int8_min)
         with m.If(start):
             m.d.sync += mx.eq(int8_min)
@@ -221,16 +222,13 @@ class SoftmaxUnit(Checked):
         return e
 
     def _sum(self, m: Module, tag_e, e: list[Signal]) -> Signal:
-        """Pass 1, z = the sum of the e_i of the row: carry-save over the lanes, one register."""
+        """Pass 1, z = the sum of the e_i of the row: a carry-save tree over the lanes, one register."""
         start = self.start
-        lanes = self.params.LANES
         z = Signal(self.sum_bits)
         with m.If(start):
             m.d.sync += z.eq(0)
         with m.Elif(tag_e.valid & (tag_e.pass_ == 1)):
-            s, c = carry_save(z, e[0], e[1])
-            for i in range(2, lanes):
-                s, c = carry_save(s, c, e[i])
+            s, c = carry_save_tree([z, *e])
             m.d.sync += z.eq(s + c)
         return z
 

@@ -14,10 +14,14 @@ from amaranth.hdl import Module, Mux, Signal, signed
 from amaranth.lib import data
 from amaranth.lib.wiring import In, Out
 
+from sim import spec
+
 from .component import Checked
 
 OPERAND_BITS = 8
 """int8 operands (the low byte of a scratchpad word, read as signed)."""
+PRODUCT_NAME = "mul"
+"""The multiplier output of PE (i, j) is the signal ``mul{i}_{j}`` of the array."""
 
 
 def accumulator_bits(k_max: int) -> int:
@@ -35,7 +39,7 @@ class SystolicArray(Checked):
     Parameters:
         t: rows and columns (T).
         k_max: longest sum (K_MAX); sets the accumulator width.
-        lanes: elements per A chunk (LANES = 4, one scratchpad read).
+        lanes: elements per A chunk (LANES, one scratchpad read).
 
     Members:
         a_load In(t): bit i loads row i's chunk register from ``a_chunk`` at the end of the cycle
@@ -69,13 +73,13 @@ class SystolicArray(Checked):
     """Cycles from the last step entering to row 0's sums being final."""
 
     @classmethod
-    def check(cls, t: int, k_max: int, lanes: int = 4) -> None:
+    def check(cls, t: int, k_max: int, lanes: int = spec.DEFAULT.LANES) -> None:
         """ValueError for t, k_max or lanes that is not a positive int."""
         for name, value in (("t", t), ("k_max", k_max), ("lanes", lanes)):
             if not isinstance(value, int) or value < 1:
                 raise ValueError(f"SystolicArray: {name}={value!r} must be a positive int")
 
-    def __init__(self, t: int, k_max: int, lanes: int = 4):
+    def __init__(self, t: int, k_max: int, lanes: int = spec.DEFAULT.LANES):
         self.t = t
         self.k_max = k_max
         self.lanes = lanes
@@ -120,8 +124,12 @@ class SystolicArray(Checked):
             p_step, p_first, p_last = (Signal(name=f"p_{n}{i}") for n in ("step", "first", "last"))
             m.d.sync += [p_step.eq(step), p_first.eq(first), p_last.eq(step & last & (rows > i))]
             for j in range(t):
+                # the multiplier's output has a name of its own (flows/synth finds the products
+                # of a row by it, to build them in LUTs when the FPGA has too few DSP blocks)
+                mul = Signal(product, name=f"{PRODUCT_NAME}{i}_{j}")
                 prod = Signal(product, name=f"prod{i}_{j}")
-                m.d.sync += prod.eq(chunk[0] * b_row[j])
+                m.d.comb += mul.eq(chunk[0] * b_row[j])
+                m.d.sync += prod.eq(mul)
                 acc = self.acc[i][j]
                 with m.If(p_step):
                     m.d.sync += acc.eq(Mux(p_first, prod, acc + prod))

@@ -103,8 +103,8 @@ class GA2(Checked):
 
     Raises:
         TypeError: params is not a :class:`sim.spec.Params`.
-        ValueError: an instruction has no unit (and stub_missing is False), or params.T >
-            params.LANES (the MXU is built for T <= LANES).
+        ValueError: an instruction has no unit (and stub_missing is False). (Params itself
+            refuses a machine the generator does not build, T > LANES among them.)
     """
 
     @classmethod
@@ -113,9 +113,6 @@ class GA2(Checked):
         """Refuse what :class:`GA2` cannot be built from, before any part is built (the
         Raises of the class)."""
         check_params(cls.__name__, params)
-        if params.T > params.LANES:    # hw/mxu.py says why
-            raise ValueError(f"GA2: params.T={params.T} must be at most params.LANES={params.LANES} "
-                             "(the MXU moves a row of B and of the output in one scratchpad access)")
         missing = missing_units(modules)
         if missing and not stub_missing:
             raise ValueError(f"GA2: no unit executes {', '.join(missing)} "

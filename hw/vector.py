@@ -1,14 +1,16 @@
-"""The vector unit: VADD, AMAX and UNPACK (GA2.md section 3), four elements per cycle.
+"""The vector unit: VADD, AMAX and UNPACK (GA2.md section 3), LANES elements per cycle.
 
 * VADD dst src1 src2 len: S[dst+i] = clamp(s8(S[src1+i]) + s8(S[src2+i]), -127, 127). Beat k of
   src1 on ``rd0`` and of src2 on ``rd1`` in the same cycle. In place (dst == src1 or src2) is
   safe: beat k is written three cycles after its read, while beat k+3 is read.
-* AMAX dst src len: S[dst] = the index of the first maximum of s8(S[src+i]). The maxima of the
-  lane pairs (the earlier lane wins a tie), then the running (maximum, index), the earlier
-  winning a tie again; one write at the end.
+* AMAX dst src len: S[dst] = the index of the first maximum of s8(S[src+i]). The first maximum
+  of each half of the beat's lanes (a tree of compares, the earlier lane winning a tie; one
+  level at LANES = 4), then the running (maximum, index), the earlier winning a tie again; one
+  write at the end.
 * UNPACK dst src len: packed word i (element 8i+j, a signed int4, in bits 4j+3..4j) becomes
-  eight int8 words at dst+8i, four per cycle: the word is read every other cycle and written
-  as two beats (nibbles 0..3, then 4..7), its sign extension being wiring only.
+  eight int8 words at dst+8i, LANES per cycle, its sign extension being wiring only. LANES = 4:
+  the word is read every other cycle and written as two beats (nibbles 0..3, then 4..7);
+  LANES = 8: one word a cycle, one beat; LANES = 16: two words a cycle (one read), one beat.
 
 Every beat's data is taken into a register untouched on arrival (the block RAM and the rotation
 network use up that cycle), so a beat read in cycle d' is worked on in cycle d'+R+1, R =
@@ -26,8 +28,12 @@ from sim import arith, spec
 
 from .component import Checked
 from .isa import fields_view, opcode
-from .lanes import any_of, delay, lane_mask, last_beat
+from .lanes import any_of, delay, first_maximum, lane_mask, last_beat
 from .ports import SPAD_READ_LATENCY, unit_members
+
+INT4_SHIFT = (spec.INT4_PER_WORD - 1).bit_length()
+"""log2 of the int4 values in a packed word: UNPACK's lanes per word left, as a shift."""
+assert 1 << INT4_SHIFT == spec.INT4_PER_WORD
 
 # dst, and src of AMAX and UNPACK, sit where VADD's dst and src1 do: one address path for all
 _OFFSETS = {name: spec.BY_NAME[name].field_offsets() for name in ("VADD", "AMAX", "UNPACK")}
@@ -63,13 +69,14 @@ class VectorUnit(Checked):
             zero-extended).
         Every output is 0 when the unit is idle.
 
-    Latency, with n = ceil(len / 4), dispatch in cycle d:
+    Latency, with n = ceil(len / LANES), dispatch in cycle d:
         VADD: beat k read at d+k, added and saturated at d+k+R+1, written at d+k+R+2:
             L = n + VADD_OVERHEAD, VADD_OVERHEAD = R + 2.
         AMAX: beat k read at d+k; pair maxima at d+k+R+1, running maximum at d+k+R+2; the
             index written at d+n+R+2: L = n + AMAX_OVERHEAD, AMAX_OVERHEAD = R + 3.
-        UNPACK: word i read at d+2i, written at d+2i+R+1 and d+2i+R+2:
-            L = 2*len + UNPACK_OVERHEAD, UNPACK_OVERHEAD = R + 1.
+        UNPACK: n' = ceil(8*len / LANES) beats, beat b written at d+b+R+1 (LANES = 4: word i
+            read at d+2i, written at d+2i+R+1 and d+2i+R+2; LANES >= 8: the LANES/8 words of
+            beat b read at d+b): L = n' + UNPACK_OVERHEAD, UNPACK_OVERHEAD = R + 1.
         (R = SPAD_READ_LATENCY.)
 
     The ISA checks guarantee len >= 1, the rows inside the scratchpad and no partial overlap
@@ -83,6 +90,12 @@ class VectorUnit(Checked):
 
     def __init__(self, params: spec.Params = spec.DEFAULT):
         self.params = params
+        lanes = params.LANES
+        self.unpack_beats = max(1, spec.INT4_PER_WORD // lanes)
+        """UNPACK: write beats per packed word (2 at LANES = 4, else 1)."""
+        self.unpack_words = max(1, lanes // spec.INT4_PER_WORD)
+        """UNPACK: packed words per read (2 at LANES = 16, else 1)."""
+        assert self.unpack_beats <= 2, "UNPACK writes a packed word in at most two beats (LANES >= 4)"
         super().__init__(unit_members(params, n_read=2, write=True))
         # the schedules below realise these; the spec's constants are the contract
         assert SPAD_READ_LATENCY + 2 == spec.VADD_OVERHEAD
@@ -110,18 +123,18 @@ class VectorUnit(Checked):
         return SimpleNamespace(f=vadd_f, is_vadd=is_vadd, is_amax=is_amax, is_unpack=is_unpack, length=length)
 
     def _read_sequencer(self, m: Module, op: SimpleNamespace) -> Signal:
-        """Beat k (VADD, AMAX: LANES elements; UNPACK: one packed word) read at d+k (UNPACK: d+2k),
-        the first address straight from the fields. Returns the read's tag (the operation, the
-        valid lanes, the last beat), which travels beside the data."""
+        """Beat k (VADD, AMAX: LANES elements; UNPACK: unpack_words packed words) read at d+k
+        (UNPACK at LANES = 4: d+2k), the first address straight from the fields. Returns the
+        read's tag (the operation, the valid lanes, the last beat), which travels beside the data."""
         lanes = self.params.LANES
         vadd_f, is_vadd, is_amax, is_unpack, length = op.f, op.is_vadd, op.is_amax, op.is_unpack, op.length
         start = self.start  # the top raises it only for this unit's instructions
         reading = Signal()                    # more reads follow (after the first)
-        pause = Signal()                      # UNPACK: the cycle between two reads
+        pause = Signal()                      # UNPACK at LANES = 4: the cycle between two reads
         left = Signal(len(vadd_f.len))        # elements (packed words) left, counting this read
         addr0 = Signal(len(self.rd0.addr))
         addr1 = Signal(len(self.rd1.addr))
-        step = Mux(is_unpack, 1, lanes)
+        step = Mux(is_unpack, self.unpack_words, lanes)
 
         issue = Signal()
         cur_left = Signal.like(left)
@@ -138,12 +151,16 @@ class VectorUnit(Checked):
             self.rd1.addr.eq(cur_addr1),
         ]
         rd_tag = Signal(_tag_layout(lanes))
+        mask = lane_mask(cur_left, lanes)
+        if self.unpack_words > 1:   # UNPACK's lanes: 8 per packed word left (every lane below LANES = 16)
+            mask = Mux(is_unpack, lane_mask(cur_left << INT4_SHIFT, lanes), mask)
         m.d.comb += [
             rd_tag.vadd.eq(issue & is_vadd),
             rd_tag.amax.eq(issue & is_amax),
             rd_tag.unpack.eq(issue & is_unpack),
-            rd_tag.mask.eq(lane_mask(cur_left, lanes)),
-            rd_tag.last.eq(Mux(is_unpack, cur_left == 1, last_beat(cur_left, lanes))),
+            rd_tag.mask.eq(mask),
+            rd_tag.last.eq(Mux(is_unpack, last_beat(cur_left, self.unpack_words),
+                               last_beat(cur_left, lanes))),
         ]
         with m.If(issue):
             with m.If(rd_tag.last):
@@ -151,7 +168,7 @@ class VectorUnit(Checked):
             with m.Else():
                 m.d.sync += [
                     reading.eq(1),
-                    pause.eq(is_unpack),
+                    pause.eq(is_unpack if self.unpack_beats > 1 else 0),
                     left.eq(cur_left - step),
                     addr0.eq(cur_addr0 + step),
                     addr1.eq(Mux(is_vadd, cur_addr1 + step, 0)),
@@ -189,7 +206,7 @@ class VectorUnit(Checked):
             m.d.sync += wr_addr.eq(op.f.dst)
         all_lanes = Const((1 << lanes) - 1, lanes)
         vadd_write = self._vadd(m, writes, tag_x, tag_y, a8, b8)
-        unpack_high = self._unpack(m, writes, tag_x, tag_y, a, all_lanes)
+        unpack_last = self._unpack(m, writes, tag_x, tag_y, a, all_lanes)
         amax_write = self._amax(m, writes, op, tag_x, tag_y, a8)
         # one write at a time: each operation's words gated by its own valid, then ORed
         m.d.comb += [
@@ -202,7 +219,7 @@ class VectorUnit(Checked):
                                                for valid, _, values in writes))
         any_write = self.wr.en
 
-        last_write = (vadd_write & tag_y.last) | (unpack_high & tag_y.last) | amax_write
+        last_write = (vadd_write & tag_y.last) | unpack_last | amax_write
         with m.If(last_write):
             m.d.sync += wr_addr.eq(0)
         with m.Elif(any_write):
@@ -220,18 +237,28 @@ class VectorUnit(Checked):
         return vadd_write
 
     def _unpack(self, m: Module, writes: list, tag_x, tag_y, a, all_lanes) -> Value:
-        """UNPACK: nibbles 0..3 in the data's first cycle, 4..7 in the next (tag_y)."""
+        """UNPACK: lane j of a beat is nibble j of the packed data registers (a[0], then a[1] at
+        LANES = 16); at LANES = 4 nibbles 0..3 in the data's first cycle, 4..7 in the next
+        (tag_y). Returns the valid of the word's last beat."""
         lanes = self.params.LANES
+        bits = spec.WORD_BITS // spec.INT4_PER_WORD
+        packed = Cat(a[:self.unpack_words])
+        if self.unpack_beats == 1:
+            nibbles = [packed[bits * j:bits * (j + 1)] for j in range(lanes)]
+            mask = tag_x.mask if self.unpack_words > 1 else all_lanes
+            writes.append((tag_x.unpack, mask, [n.as_signed() for n in nibbles]))
+            return tag_x.unpack & tag_x.last
         unpack_low = tag_x.unpack
         unpack_high = tag_y.unpack
-        packed = a[0]
-        nibbles = [Mux(unpack_high, packed[4 * (j + lanes):4 * (j + lanes + 1)], packed[4 * j:4 * (j + 1)])
+        nibbles = [Mux(unpack_high, packed[bits * (j + lanes):bits * (j + lanes + 1)],
+                       packed[bits * j:bits * (j + 1)])
                    for j in range(lanes)]
         writes.append((unpack_low | unpack_high, all_lanes, [n.as_signed() for n in nibbles]))
-        return unpack_high
+        return unpack_high & tag_y.last
 
     def _amax(self, m: Module, writes: list, op: SimpleNamespace, tag_x, tag_y, a8) -> Value:
-        """AMAX: lane-pair maxima (value, lane), then the running first maximum."""
+        """AMAX: the first maximum (value, lane) of each half of the lanes, then the running
+        first maximum."""
         lanes = self.params.LANES
         start, vadd_f = self.start, op.f
         beat = Signal(len(vadd_f.len))  # beats through the data registers so far
@@ -243,17 +270,17 @@ class VectorUnit(Checked):
         index_bits = len(vadd_f.len)
         lane_bits = (lanes - 1).bit_length()
         pairs = []
-        for k in range(lanes // 2):
-            lo, hi = 2 * k, 2 * k + 1
-            hi_wins = tag_x.mask[hi] & (a8[hi] > a8[lo])  # the earlier lane wins a tie
-            value = Signal(signed(8), name=f"pair{k}_max")
-            index = Signal(index_bits, name=f"pair{k}_index")
-            valid = Signal(name=f"pair{k}_valid")
-            lane = Mux(hi_wins, Const(hi, lane_bits), Const(lo, lane_bits))
+        half = lanes // 2
+        for k in range(2):
+            value_, lane_ = first_maximum(a8[k * half:(k + 1) * half], tag_x.mask[k * half:(k + 1) * half],
+                                          k * half, lane_bits)
+            value = Signal(signed(8), name=f"half{k}_max")
+            index = Signal(index_bits, name=f"half{k}_index")
+            valid = Signal(name=f"half{k}_valid")
             m.d.sync += [
-                value.eq(Mux(hi_wins, a8[hi], a8[lo])),
-                index.eq(Cat(lane, beat)),  # 4 * beat + lane
-                valid.eq(tag_x.mask[lo]),
+                value.eq(value_),
+                index.eq(Cat(lane_, beat)),  # LANES * beat + lane
+                valid.eq(tag_x.mask[k * half]),
             ]
             pairs.append((value, index, valid))
         best = Signal(signed(8), init=int8_min)

@@ -5,6 +5,7 @@ Usage::
     python -m sim.isadoc            # print the page
     python -m sim.isadoc --write    # (re)write docs/isa.md
     python -m sim.isadoc --check    # exit 1 with a message when docs/isa.md is stale
+    python -m sim.isadoc --param t8 # the page of another machine (values for T=8, LANES=8)
 
 Nothing on the page is typed here: the parameters, opcodes, field layouts, legal ranges,
 effects, regions, latencies, timing constants, error codes and counters all come from
@@ -30,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from . import spec
+from .machines import add_argument, describe, from_args
 from .spec import DEFAULT, InstrSpec, Mem, Params, Region
 
 DOC_PATH = Path(__file__).resolve().parent.parent / "docs" / "isa.md"
@@ -196,15 +198,34 @@ def _symbols(ispec: InstrSpec) -> dict[str, Sym]:
     return {f.name: Sym(f.name) for f in ispec.fields}
 
 
+class _ParamSymbols:
+    """Stands for a :class:`~sim.spec.Params` in a formula printed as text: each parameter
+    is its own name (``ceil(len/LANES)``)."""
+
+    def __getattr__(self, name: str) -> Sym:
+        if name not in spec.PARAM_NAMES:
+            raise AttributeError(name)
+        return Sym(name)
+
+
+PARAM_SYMBOLS = _ParamSymbols()
+
+
 def extent_text(region: Region, ispec: InstrSpec) -> str:
     """The text of a region's extent formula, each field a symbol of its own name."""
     return str(region.formula(TEXT, _symbols(ispec)))
 
 
-def latency_text(ispec: InstrSpec, params: Params = DEFAULT) -> str:
-    """The text of an instruction's latency formula (parameters as their values, timing
-    constants by name): ``ceil(len/4) + LD_OVERHEAD``."""
-    return str(Sym.of(ispec.latency_formula(TEXT, _symbols(ispec), params)))
+def latency_text(ispec: InstrSpec) -> str:
+    """The text of an instruction's latency formula, parameters and timing constants by name:
+    ``ceil(len/LANES) + LD_OVERHEAD``."""
+    return str(Sym.of(ispec.latency_formula(TEXT, _symbols(ispec), PARAM_SYMBOLS)))
+
+
+def named_values(text: str, params: Params) -> dict[str, int]:
+    """The timing constants and parameters a formula's text names, with their values."""
+    named = {**spec.TIMING_CONSTANTS, **{n: getattr(params, n) for n in spec.PARAM_NAMES}}
+    return {n: v for n, v in named.items() if re.search(rf"\b{n}\b", text)}
 
 
 def with_values(text: str, values: dict[str, int]) -> str:
@@ -273,8 +294,10 @@ def _section_header(params: Params) -> list[str]:
         "",
         "The semantics and the arithmetic are those of `shared/design/GA2.md` sections 3 and 4; "
         "`S` is the scratchpad, `E` the external memory, `s8`/`s32` read a word as a signed "
-        "8/32-bit value. Values below are for the default parameters unless a formula names a "
-        "parameter.",
+        "8/32-bit value. Values below are for "
+        + ("the default machine" if params == DEFAULT else f"the machine {describe(params)} (the other "
+           "parameters as the default machine's)")
+        + "; a formula names its parameters, and `=` gives its value on that machine.",
         "",
     ]
 
@@ -352,11 +375,11 @@ def _section_instruction(s: InstrSpec, params: Params) -> list[str]:
                     else "any overlap is refused, in place included")
             out += [f"Overlap check, written against read regions: {items}; {rule}.", ""]
     # latency
-    text = latency_text(s, params)
-    consts = {n: v for n, v in spec.TIMING_CONSTANTS.items() if re.search(rf"\b{n}\b", text)}
+    text = latency_text(s)
+    values = named_values(text, params)
     lat = f"`{text}`"
-    if consts:
-        lat += f" = `{with_values(text, consts)}`"
+    if values:
+        lat += f" = `{with_values(text, values)}`"
     target = f"counter `{s.counter}` (and `cycles`)" if s.counter else "`cycles` only"
     out += [f"**Latency (cycles):** {lat}, counted in {target}.", ""]
     return out
@@ -364,7 +387,7 @@ def _section_instruction(s: InstrSpec, params: Params) -> list[str]:
 
 def _section_instructions(params: Params) -> list[str]:
     out = ["## Instructions", ""]
-    rows = [[_code(s.name), _code(_syntax(s)), s.counter or "-", _code(latency_text(s, params))]
+    rows = [[_code(s.name), _code(_syntax(s)), s.counter or "-", _code(latency_text(s))]
             for s in spec.INSTRUCTIONS]
     out += _table(["instruction", "syntax", "counter", "latency (cycles)"], rows)
     out += ["Text form (`sim.asm.disassemble` writes it, `sim.asm.assemble` reads it): the mnemonic "
@@ -375,14 +398,14 @@ def _section_instructions(params: Params) -> list[str]:
     return out
 
 
-def _section_timing(docs: dict[str, str]) -> list[str]:
+def _section_timing(docs: dict[str, str], params: Params) -> list[str]:
     out = ["## Timing", "",
            "Every latency is the number of cycles from the dispatch of an instruction to the dispatch of "
            "the next; one instruction runs at a time. A run takes "
            "`cycles = FRONTEND_CYCLES + sum of the latencies of the instructions dispatched before the "
            "stop + STOP_CYCLES` (the HALT's latency, or the cycle of the instruction that stopped the "
-           "machine with an error). `ceil(len/4)` is the number of beats to move `len` consecutive words "
-           "at LANES = 4 words per cycle, at any alignment.", ""]
+           "machine with an error). `ceil(len/LANES)` is the number of beats to move `len` consecutive "
+           f"words at LANES (= {params.LANES}) words per cycle, at any alignment.", ""]
     rows = [[_code(n), v, docs.get(n, "")] for n, v in spec.TIMING_CONSTANTS.items()]
     return out + _table(["constant", "cycles", "meaning"], rows)
 
@@ -438,7 +461,7 @@ def render(params: Params = DEFAULT) -> str:
     lines += _section_params(params, docs)
     lines += _section_encoding(docs)
     lines += _section_instructions(params)
-    lines += _section_timing(docs)
+    lines += _section_timing(docs, params)
     lines += _section_errors(docs)
     lines += _section_counters()
     while lines and not lines[-1]:
@@ -449,9 +472,9 @@ def render(params: Params = DEFAULT) -> str:
 # --------------------------------------------------------------------------- command line
 
 
-def stale_diff(path: Path = DOC_PATH) -> str:
+def stale_diff(path: Path = DOC_PATH, params: Params = DEFAULT) -> str:
     """Empty when ``path`` holds exactly what :func:`render` writes; else a message with a diff."""
-    fresh = render()
+    fresh = render(params)
     if not path.exists():
         return f"{path} does not exist; run `{REGENERATE}`"
     current = path.read_text()
@@ -471,20 +494,27 @@ def main(argv: list[str] | None = None) -> int:
     group.add_argument("--write", action="store_true", help="write the page to --path")
     group.add_argument("--check", action="store_true",
                        help="exit with status 1 and a diff when the page at --path is stale")
-    parser.add_argument("--path", type=Path, default=DOC_PATH,
-                        help="the page (default: docs/isa.md of this checkout)")
+    parser.add_argument("--path", type=Path, default=None,
+                        help="the page (default: docs/isa.md of this checkout, the default machine's)")
+    add_argument(parser)
     args = parser.parse_args(argv)
+    params = from_args(args, parser)
+    if args.path is None:
+        if params != DEFAULT and (args.write or args.check):
+            parser.error(f"{DOC_PATH.name} documents the default machine; give --path for the page of "
+                         f"{describe(params)}")
+        args.path = DOC_PATH
     if args.path.is_dir():
         parser.error(f"--path {args.path} is a folder: give the page's file, "
                      f"e.g. {args.path / DOC_PATH.name}")
     if args.check:
-        problem = stale_diff(args.path)
+        problem = stale_diff(args.path, params)
         if problem:
             print(problem, file=sys.stderr)
             return 1
         print(f"{args.path} is up to date")
         return 0
-    text = render()
+    text = render(params)
     if args.write:
         try:
             args.path.parent.mkdir(parents=True, exist_ok=True)

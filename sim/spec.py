@@ -41,28 +41,35 @@ PC_BITS = 16
 
 # --------------------------------------------------------------------------- parameters
 
+T_MAX = 16
+"""The largest array the generator builds (Params.T; the M and N fields have room for more)."""
+LANES_BUILT = (4, 8, 16)
+"""The data path widths the generator builds (Params.LANES), in words per cycle."""
+
 
 @dataclass(frozen=True)
 class Params:
     """The machine's size parameters (GA2.md section 1).
 
-    The hardware generator and the reference machine take the same object.
+    The hardware generator, the reference machine and the compiler take the same object; a
+    value none of them can build or run is refused here, before anything is built or written.
 
     Attributes:
-        T: the systolic array is T x T; one MM computes at most T x T outputs. The reference
-            machine and the compiler take T <= 16; the RTL is built for T <= LANES only
-            (hw/mxu.py refuses more with a ValueError naming T).
-        K_MAX: largest inner dimension of one MM.
-        SPAD_WORDS: scratchpad size in 32-bit words.
-        EXT_WORDS: external memory seen by the DMA, in 32-bit words.
+        T: the systolic array is T x T; one MM computes at most T x T outputs. 1..16 (the
+            generator's sizes), at most LANES.
+        K_MAX: largest inner dimension of one MM (1..255: the K field is 8 bits).
+        SPAD_WORDS: scratchpad size in 32-bit words, a power of two from LANES to 65536 (the
+            16-bit address fields reach every word).
+        EXT_WORDS: external memory seen by the DMA, in 32-bit words (same rule).
         IMEM_WORDS: instruction memory capacity, in instructions.
         SM_MAX_LEN: longest softmax row, in elements.
         LANES: words moved per cycle by the scratchpad ports, the DMA and the vector units
-            (GA2.md section 6: four).
+            (GA2.md section 6): 4, 8 or 16, and at least T (the MXU reads a row of B and
+            writes a row of the output in one access, and M <= T rows of A per LANES steps).
 
     Raises:
         ValueError: a parameter is out of the range the encoding or the hardware supports;
-            the message names the parameter and shows the bad value.
+            the message names the parameter, shows the bad value and the legal range.
     """
 
     T: int = 4
@@ -78,26 +85,32 @@ class Params:
             if not ok:
                 raise ValueError(f"Params.{name} = {getattr(self, name)!r}: {what}")
 
-        for name in ("T", "K_MAX", "SPAD_WORDS", "EXT_WORDS", "IMEM_WORDS", "SM_MAX_LEN", "LANES"):
-            need(isinstance(getattr(self, name), int) and getattr(self, name) >= 1, name,
+        for name in PARAM_NAMES:
+            value = getattr(self, name)
+            need(isinstance(value, int) and not isinstance(value, bool) and value >= 1, name,
                  "must be a positive int")
-        need(self.LANES == 4, "LANES", "the 4-wide design of GA2.md section 6 is the only one built")
-        need(self.T <= 16, "T",
-             "must be at most 16 (the M and N fields are 8 bits; the RTL is sized for <= 16)")
-        need(self.K_MAX <= 255, "K_MAX", "must be at most 255 (the K field is 8 bits)")
+        need(self.LANES in LANES_BUILT, "LANES",
+             f"must be one of {', '.join(map(str, LANES_BUILT))} (the widths the generator builds)")
+        need(self.T <= T_MAX, "T", f"must be 1..{T_MAX} (the array sizes the generator builds)")
+        need(self.T <= self.LANES, "LANES",
+             f"must be at least T = {self.T} (the MXU moves a row of B and of the output in one "
+             f"access): LANES in {', '.join(str(n) for n in LANES_BUILT if n >= self.T)}")
+        need(self.K_MAX <= 255, "K_MAX", "must be 1..255 (the K field is 8 bits)")
         for name in ("SPAD_WORDS", "EXT_WORDS"):
             value = getattr(self, name)
-            need(value <= 1 << ADDR_BITS, name,
-                 f"must be at most {1 << ADDR_BITS} (address fields are {ADDR_BITS} bits)")
-            need(value % self.LANES == 0 and value & (value - 1) == 0, name,
-                 f"must be a power of two, at least LANES={self.LANES}")
-        need(self.IMEM_WORDS >= 4096, "IMEM_WORDS", "must be at least 4096 (GA2.md section 1)")
-        need(self.IMEM_WORDS <= 1 << 16, "IMEM_WORDS", "must be at most 65536 (the pc is 16 bits)")
-        need(self.SM_MAX_LEN >= 64, "SM_MAX_LEN", "must be at least 64 (GA2.md section 1)")
-        need(self.SM_MAX_LEN <= 1024, "SM_MAX_LEN", "must be at most 1024 (the softmax sum is 27 bits)")
+            need(value & (value - 1) == 0 and self.LANES <= value <= 1 << ADDR_BITS, name,
+                 f"must be a power of two from LANES = {self.LANES} to {1 << ADDR_BITS} "
+                 f"(address fields are {ADDR_BITS} bits)")
+        need(4096 <= self.IMEM_WORDS <= 1 << 16, "IMEM_WORDS",
+             "must be 4096..65536 (GA2.md section 1 asks for 4096; the pc is 16 bits)")
+        need(64 <= self.SM_MAX_LEN <= 1024, "SM_MAX_LEN",
+             "must be 64..1024 (GA2.md section 1 asks for 64; the softmax sum is 27 bits)")
 
 
+PARAM_NAMES: tuple[str, ...] = tuple(Params.__dataclass_fields__)
+"""The parameters' names, in declaration order."""
 DEFAULT = Params()
+"""The default machine: GA2.md section 1 (T = 4, LANES = 4, SPAD_WORDS = 4096, EXT_WORDS = 8192)."""
 
 class Opcode(enum.IntEnum):
     """Opcode values (design). 0 is deliberately not an instruction: a zeroed word is an
@@ -324,7 +337,7 @@ class InstrSpec:
 
 # --------------------------------------------------------------------------- timing (GA2.md section 6)
 #
-# The 4-wide machine. Every latency below is the number of cycles from the cycle in which the
+# The LANES-wide machine. Every latency below is the number of cycles from the cycle in which the
 # execute stage dispatches the instruction to the cycle before it dispatches the next one; the
 # front end (fetch, decode, checks) works ahead and is hidden, except for FRONTEND_CYCLES
 # before the first dispatch. These constants are the pipeline depths the RTL realises; they are
@@ -370,9 +383,11 @@ AMAX_OVERHEAD = SPAD_READ_LATENCY + 3
 maximum; beat k is read in the dispatch cycle + k, the index written three cycles after the
 last beat's data arrives, AMAX_OVERHEAD after its read (hw/vector.py)."""
 UNPACK_OVERHEAD = SPAD_READ_LATENCY + 1
-"""UNPACK: scratchpad read latency and the data register; packed word i is read in the
-dispatch cycle + 2i and written as two beats UNPACK_OVERHEAD and UNPACK_OVERHEAD + 1
-cycles later (hw/vector.py)."""
+"""UNPACK: scratchpad read latency and the data register; the len packed words become
+ceil(8*len/LANES) beats of LANES int8 words, beat b written in the dispatch cycle + b +
+UNPACK_OVERHEAD, from the packed words read LANES/8 at a time in cycle + b (LANES >= 8) or
+once for 8/LANES beats in cycle + b - b mod (8/LANES) (LANES = 4: word i read in cycle + 2i,
+written as two beats; hw/vector.py)."""
 SM_PASS_OVERHEAD = 1
 """SM: idle read cycles between pass 0 (max) and pass 1 (exp and sum): the row maximum is
 final two register stages after pass 0's last data (lane pairs, then the running maximum).
@@ -382,9 +397,13 @@ SM_DIV_LATENCY = 9
 rounding bit; hw/divider.py)."""
 SM_OVERHEAD = SPAD_READ_LATENCY + 2 + SM_PASS_OVERHEAD + SM_DIV_LATENCY
 """SM: scratchpad read latency, the data register (1), the exp register (1), the pass gap,
-the divider. With n = ceil(len/4) beats per pass, beat k of pass 0 is read in the dispatch
+the divider. With n = ceil(len/LANES) beats per pass, beat k of pass 0 is read in the dispatch
 cycle + k, of pass p > 0 in the dispatch cycle + p*n + SM_PASS_OVERHEAD + k, and pass 2's beat
 k is written SM_OVERHEAD - SM_PASS_OVERHEAD cycles after its read (hw/softmax.py)."""
+
+
+INT4_PER_WORD = 8
+"""int4 values in one packed word (UNPACK; GA2.md section 2)."""
 
 
 def _beats(a: Arith, n: Any, params: Params) -> Any:
@@ -497,8 +516,8 @@ INSTRUCTIONS: tuple[InstrSpec, ...] = (
          _len("number of packed words (8 int4 values each)")),
         "vpu", "S[dst+8i+j] = signed int4 in bits 4j+3..4j of S[src+i], i < len, j < 8",
         (Region(Mem.SPAD, "src", lambda a, f: f["len"], writes=False),
-         Region(Mem.SPAD, "dst", lambda a, f: 8 * f["len"], writes=True)),
-        lambda a, f, p: 2 * f["len"] + a.const("UNPACK_OVERHEAD"),
+         Region(Mem.SPAD, "dst", lambda a, f: INT4_PER_WORD * f["len"], writes=True)),
+        lambda a, f, p: _beats(a, INT4_PER_WORD * f["len"], p) + a.const("UNPACK_OVERHEAD"),
     ),
     InstrSpec(
         "HALT", Opcode.HALT, (), None, "stop; done rises", (),

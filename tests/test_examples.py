@@ -34,6 +34,16 @@ RUNS = [
         "hidden width sweep (K_MAX and the scratchpad set the limits)",
         "64  refused: scratchpad is full: cannot place a buffer of 4096 words",
     ]),
+    # another machine (sim.machines): 8 x 8 tiles, fewer cycles (docs/sweep.md has the table)
+    ("own_graph.py", ["--widths", "16", "--no-refusals", "--param", "t8"], [
+        "31 instructions, scratchpad high-water mark 1728 words, 820 cycles on the reference machine",
+        "     16     27           448 /      992     456",
+    ]),
+    ("attention_step.py", ["--param", "T=8", "--param", "LANES=8", "--plots", ""], [
+        "== pass 4: tiling into 8 x 8 output tiles",
+        re.compile(r"%9 +\(1 x 6\) x \(6 x 8\) +1 +rows 0-0 cols 0-7 @9"),
+        re.compile(r"machine == integer interpreter, every output value +True"),
+    ]),
 ]
 
 
@@ -61,6 +71,10 @@ TORCH_RUNS = [
         "machine == integer interpreter on every batch: True",
         "the seed's compiler (every weight whole) refuses it",
         "streaming costs 6 cycles (0.06%)",
+    ]),
+    ("sweep.py", ["--machines", "t2", "t8", "--epochs", "1"], [   # cycles do not depend on the weights
+        "| t2 | 2 | 4 | 7295 | 24.4% | 201 | 775 | 1407 | 3151 | 5535 | 792.8 |",
+        "| t8 | 8 | 8 | 3436 | 3.2% | 119 | 322 | 456 | 820 | 1312 | 120.6 |",
     ]),
 ]
 """Examples that need the optional torch extra (torch and scikit-learn)."""
@@ -140,8 +154,17 @@ BAD_FLAGS = [
     ("big_mlp.py", ["--batch", "0"], too_small("big_mlp.py", "--batch", 0, 1)),
     ("big_mlp.py", ["--widths", "32", "10"],
      "big_mlp.py: error: --widths: the first is 64 (pixels), the last 10 (classes)"),
-    ("big_mlp.py", ["--spad", "3000"], "big_mlp.py: error: Params.SPAD_WORDS = 3000: must be a power of two, "
-                                       "at least LANES=4"),
+    ("big_mlp.py", ["--spad", "3000"], "big_mlp.py: error: Params.SPAD_WORDS = 3000: must be a power of two "
+                                       "from LANES = 4 to 65536 (address fields are 16 bits)"),
+    ("own_graph.py", ["--param", "T=0"],
+     "own_graph.py: error: Params.T = 0: must be a positive int (machine: T=0)"),
+    ("digits.py", ["--param", "t9"],
+     "digits.py: error: argument --param: machine item 't9' is neither NAME=VALUE with NAME one of T, K_MAX, "
+     "SPAD_WORDS, EXT_WORDS, IMEM_WORDS, SM_MAX_LEN, LANES nor a preset (t2, t4, t8, t16, default)"),
+    ("sweep.py", ["--machines", "T=8"],
+     "sweep.py: error: Params.LANES = 4: must be at least T = 8 (the MXU moves a row of B and of the output "
+     "in one access): LANES in 8, 16 (machine: T=8)"),
+    ("sweep.py", ["--write"], "sweep.py: error: --write records a full run: give --synth too"),
 ]
 """A flag out of range: argparse's usage and one line naming the flag, status 2, nothing run."""
 

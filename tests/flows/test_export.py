@@ -108,6 +108,15 @@ def test_the_artifact_names():
     them."""
     assert (memmap.CORE, memmap.SIMTOP, memmap.PORTS_JSON) == ("ga2", "ga2_simtop", "ga2_ports.json")
     assert list(export.TOPS) == [memmap.CORE, memmap.SIMTOP]
+def test_cli_writes_another_machine_beside_the_default(tmp_path, monkeypatch):
+    """Without --out, the default machine's files go to build/, another machine's to
+    build/machines/<tag>/ (sim.machines.machine_dir): two machines never share a file."""
+    monkeypatch.chdir(tmp_path)
+    assert export.main(["--param", "T=2 SPAD_WORDS=256 EXT_WORDS=256"]) == 0
+    folder = tmp_path / "build" / "machines" / "T2-SPAD_WORDS256-EXT_WORDS256"
+    assert {p.name for p in folder.iterdir()} == {"ga2.v", "ga2_simtop.v", "ga2_ports.json"}
+    assert json.loads((folder / "ga2_ports.json").read_text())["params"]["T"] == 2
+    assert not (tmp_path / "build" / "ga2.v").exists()
 
 
 def _verilator() -> dict | None:

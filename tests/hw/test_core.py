@@ -21,6 +21,7 @@ from hw.simtop import SimTop
 from hw.top import UNIT_MODULES
 from sim import spec
 from sim.asm import build
+from sim.machines import describe
 from sim.spec import DEFAULT, Params
 
 from .corebench import Case, case, compare, reference, run_case
@@ -191,17 +192,41 @@ def _random_instruction(rng: random.Random, op: str, params: Params):
             return build(op, params=params, **fields)
 
 
-def test_random_programs():
-    """Random legal programs over every kind whose unit exists: units back to back, sharing ports."""
-    rng = random.Random(2024)
+def _random_cases(seed: int, count: int, params: Params) -> list[Case]:
+    rng = random.Random(seed)
     kinds = [s.name for s in spec.INSTRUCTIONS if s.counter]
     cases = []
-    for k in range(5):
-        program = [b("LD", dst=0, src=0, len=SMALL.SPAD_WORDS)]
-        program += [_random_instruction(rng, rng.choice(kinds), SMALL) for _ in range(14)]
-        program += [b("ST", src=0, dst=0, len=SMALL.SPAD_WORDS), HALT]
-        cases.append(case(f"random {k}", program, ext=_image(100 + k, SMALL.EXT_WORDS, "int32")))
-    run_core(cases)
+    for k in range(count):
+        program = [b("LD", params, dst=0, src=0, len=params.SPAD_WORDS)]
+        program += [_random_instruction(rng, rng.choice(kinds), params) for _ in range(14)]
+        program += [b("ST", params, src=0, dst=0, len=params.SPAD_WORDS), HALT]
+        cases.append(case(f"random {k}", program, ext=_image(seed + k, params.EXT_WORDS, "int32")))
+    return cases
+
+
+def test_random_programs():
+    """Random legal programs over every kind whose unit exists: units back to back, sharing ports."""
+    run_core(_random_cases(2024, 5, SMALL))
+
+
+@pytest.mark.parametrize("params", [Params(T=2, SPAD_WORDS=256, EXT_WORDS=512),
+                                    Params(T=8, LANES=8, SPAD_WORDS=256, EXT_WORDS=512),
+                                    Params(T=16, LANES=16, SPAD_WORDS=256, EXT_WORDS=512)], ids=describe)
+def test_random_programs_on_other_machines(params):
+    """The whole core of another size (T, LANES), random programs: memories, counters, stop and
+    timing_fault as the reference machine of that size."""
+    run_core(_random_cases(params.T * 10 + params.LANES, 2, params))
+
+
+def test_compiled_graph_at_t8():
+    """Running example A compiled for T = 8, LANES = 8 (8 x 8 tiles) on that core."""
+    t8 = Params(T=8, LANES=8)
+    rng = random.Random(3)
+    calibration = [attention_step_sample(rng) for _ in range(20)]
+    program = compile_graph(attention_step_graph(), calibration, params=t8)
+    assert max(ins.N for ins in program.code if ins.op == "MM") == 8   # a tile the 4 x 4 array has not
+    run_core([case("example A at T=8", program.code, ext=program.ext_image(attention_step_sample(rng)))],
+             params=t8)
 
 
 # --------------------------------------------------------------------------- stops

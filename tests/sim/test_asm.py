@@ -229,7 +229,7 @@ def test_build_refuses_out_of_legal_range_unless_not_strict(op, fields, message)
 
 
 def test_legal_ranges_follow_the_params():
-    big = Params(T=8, K_MAX=128, SM_MAX_LEN=128)
+    big = Params(T=8, LANES=8, K_MAX=128, SM_MAX_LEN=128)
     assert build("MM", params=big, **{**_MM, "M": 8, "K": 128}).M == 8
     assert build("SM", params=big, dst=0, src=200, len=128).len == 128
     with pytest.raises(AsmError, match=r"outside its legal range 1\.\.8"):

@@ -8,6 +8,7 @@ import pytest
 
 from sim import isadoc, spec
 from sim.isadoc import DOC_PATH, TEXT, Sym, attribute_docs, docstring_section, latency_text, main, render
+from sim.spec import Params
 from tests.readonly import read_only, run_unprivileged
 
 
@@ -90,7 +91,16 @@ def test_page_layout_rows_by_hand():
     assert "`((N - 1)*ldb + K if tb = 1, else (K - 1)*ldb + N)`" in page
     assert "| scratchpad S | reads | `A` | `(M - 1)*lda + K` | `A .. A + (M - 1)*lda + K - 1` |" in page
     assert "| scratchpad S | writes | `dst` | `8*len` |" in page
-    assert f"`ceil(len/4) + LD_OVERHEAD` = `ceil(len/4) + {spec.LD_OVERHEAD}`" in page
+    assert f"`ceil(len/LANES) + LD_OVERHEAD` = `ceil(len/4) + {spec.LD_OVERHEAD}`" in page
+    assert "`ceil(8*len/LANES) + UNPACK_OVERHEAD` = `ceil(8*len/4) + 4`" in page
+
+
+def test_page_of_another_machine_gives_its_values():
+    page = render(Params(T=8, LANES=8))
+    assert "Values below are for the machine T=8 LANES=8" in page
+    assert "`ceil(len/LANES) + LD_OVERHEAD` = `ceil(len/8) + 2`" in page
+    assert "| `N` | 68 | 8 | w2[11:4] | 1 .. T (= 8) |" in page
+    assert render(Params(T=8, LANES=8)) != render()
 
 
 def test_sym_parenthesises_only_where_needed():
@@ -140,4 +150,6 @@ def test_text_arithmetic_by_hand():
     assert str(t.select(Sym("tb"), a, b)) == "(a if tb = 1, else b)"
     assert str(3 * t.ceil_div(a, 4) + t.const("SM_OVERHEAD")) == "3*ceil(a/4) + SM_OVERHEAD"
     assert latency_text(spec.BY_NAME["MM"]) == "K + M + tb*(N - 1) + MM_OVERHEAD"
+    assert latency_text(spec.BY_NAME["LD"]) == "ceil(len/LANES) + LD_OVERHEAD"
+    assert latency_text(spec.BY_NAME["UNPACK"]) == "ceil(8*len/LANES) + UNPACK_OVERHEAD"
     assert latency_text(spec.BY_NAME["HALT"]) == "STOP_CYCLES"

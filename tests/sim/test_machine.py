@@ -247,7 +247,7 @@ def test_predict_counters_refuses_illegal_programs():
 
 
 def _counters_after_ld8() -> Counters:
-    ld = math.ceil(8 / 4) + spec.LD_OVERHEAD
+    ld = math.ceil(8 / spec.DEFAULT.LANES) + spec.LD_OVERHEAD
     return Counters(cycles=spec.FRONTEND_CYCLES + ld + spec.STOP_CYCLES, dma=ld)
 
 

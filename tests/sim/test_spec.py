@@ -33,18 +33,25 @@ def test_defaults_follow_ga2_section_1():
 @pytest.mark.parametrize(("kwargs", "message"), [
     ({"T": 0}, "Params.T = 0: must be a positive int"),
     ({"T": "4"}, "Params.T = '4': must be a positive int"),
+    ({"T": True}, "Params.T = True: must be a positive int"),
     ({"K_MAX": -1}, "Params.K_MAX = -1: must be a positive int"),
-    ({"T": 17}, "Params.T = 17: must be at most 16"),
-    ({"K_MAX": 256}, "Params.K_MAX = 256: must be at most 255 (the K field is 8 bits)"),
-    ({"SPAD_WORDS": 3000}, "Params.SPAD_WORDS = 3000: must be a power of two, at least LANES=4"),
-    ({"SPAD_WORDS": 2}, "Params.SPAD_WORDS = 2: must be a power of two, at least LANES=4"),
-    ({"SPAD_WORDS": 1 << 17}, "Params.SPAD_WORDS = 131072: must be at most 65536"),
+    ({"T": 17, "LANES": 16}, "Params.T = 17: must be 1..16"),
+    ({"T": 8}, "Params.LANES = 4: must be at least T = 8 (the MXU moves a row of B and of the output in "
+               "one access): LANES in 8, 16"),
+    ({"T": 16, "LANES": 8}, "Params.LANES = 8: must be at least T = 16"),
+    ({"LANES": 2}, "Params.LANES = 2: must be one of 4, 8, 16"),
+    ({"LANES": 12}, "Params.LANES = 12: must be one of 4, 8, 16"),
+    ({"K_MAX": 256}, "Params.K_MAX = 256: must be 1..255 (the K field is 8 bits)"),
+    ({"SPAD_WORDS": 3000}, "Params.SPAD_WORDS = 3000: must be a power of two from LANES = 4 to 65536"),
+    ({"SPAD_WORDS": 2}, "Params.SPAD_WORDS = 2: must be a power of two from LANES = 4 to 65536"),
+    ({"SPAD_WORDS": 4, "LANES": 8}, "Params.SPAD_WORDS = 4: must be a power of two from LANES = 8 to 65536"),
+    ({"SPAD_WORDS": 1 << 17}, "Params.SPAD_WORDS = 131072: must be a power of two from LANES = 4 to 65536 "
+                              "(address fields are 16 bits)"),
     ({"EXT_WORDS": 5000}, "Params.EXT_WORDS = 5000: must be a power of two"),
-    ({"IMEM_WORDS": 100}, "Params.IMEM_WORDS = 100: must be at least 4096"),
-    ({"IMEM_WORDS": 1 << 17}, "Params.IMEM_WORDS = 131072: must be at most 65536"),
-    ({"SM_MAX_LEN": 32}, "Params.SM_MAX_LEN = 32: must be at least 64"),
-    ({"SM_MAX_LEN": 2048}, "Params.SM_MAX_LEN = 2048: must be at most 1024"),
-    ({"LANES": 8}, "Params.LANES = 8: the 4-wide design"),
+    ({"IMEM_WORDS": 100}, "Params.IMEM_WORDS = 100: must be 4096..65536"),
+    ({"IMEM_WORDS": 1 << 17}, "Params.IMEM_WORDS = 131072: must be 4096..65536"),
+    ({"SM_MAX_LEN": 32}, "Params.SM_MAX_LEN = 32: must be 64..1024"),
+    ({"SM_MAX_LEN": 2048}, "Params.SM_MAX_LEN = 2048: must be 64..1024"),
 ])
 def test_params_validation_messages(kwargs, message):
     with pytest.raises(ValueError, match=re.escape(message)):
@@ -52,8 +59,13 @@ def test_params_validation_messages(kwargs, message):
 
 
 def test_params_accept_the_limits():
-    p = Params(T=16, K_MAX=255, SPAD_WORDS=1 << 16, EXT_WORDS=4, IMEM_WORDS=1 << 16, SM_MAX_LEN=1024)
+    p = Params(T=16, LANES=16, K_MAX=255, SPAD_WORDS=1 << 16, EXT_WORDS=16, IMEM_WORDS=1 << 16,
+               SM_MAX_LEN=1024)
     assert p.SPAD_WORDS == 65536
+    for t in range(1, spec.T_MAX + 1):
+        for lanes in spec.LANES_BUILT:
+            if t <= lanes:
+                assert t == Params(T=t, LANES=lanes).T
 
 
 # --------------------------------------------------------------------------- opcodes and layout
@@ -101,7 +113,7 @@ def test_legal_ranges_follow_ga2():
     assert {f.name: f.legal_range(DEFAULT) for f in spec.BY_NAME["SM"].fields}["len"] == (1, 64)
     lo, hi = {f.name: f.legal_range(DEFAULT) for f in spec.BY_NAME["RQ"].fields}["s"]
     assert lo <= 1 and hi >= 63                                          # the shifter covers 1..63
-    big = Params(T=8, SM_MAX_LEN=100)
+    big = Params(T=8, LANES=8, SM_MAX_LEN=100)
     assert {f.name: f.legal_range(big) for f in spec.BY_NAME["MM"].fields}["N"] == (1, 8)
 
 
@@ -154,20 +166,40 @@ def test_latencies_by_hand():
     assert (c.VADD_OVERHEAD, c.AMAX_OVERHEAD, c.UNPACK_OVERHEAD, c.SM_OVERHEAD) == (5, 6, 4, 15)
 
 
-def _eval_latency_text(doc: str, fields: dict[str, int]) -> int:
+def test_latencies_on_wider_machines_by_hand():
+    c = spec
+    wide, widest = Params(T=8, LANES=8), Params(T=16, LANES=16)
+    ld = {"dst": 0, "src": 0, "len": 17}
+    assert latency(c.BY_NAME["LD"], ld, wide) == 3 + c.LD_OVERHEAD           # 8 + 8 + 1
+    assert latency(c.BY_NAME["LD"], ld, widest) == 2 + c.LD_OVERHEAD         # 16 + 1
+    sm = {"dst": 0, "src": 0, "len": 10}
+    assert latency(c.BY_NAME["SM"], sm, wide) == 3 * 2 + c.SM_OVERHEAD
+    # UNPACK: 8 int4 values a word, LANES a beat: two beats a word at 4, one at 8, half at 16
+    unpack = {"dst": 0, "src": 0, "len": 3}
+    assert [latency(c.BY_NAME["UNPACK"], unpack, p) for p in (DEFAULT, wide, widest)] == [
+        6 + c.UNPACK_OVERHEAD, 3 + c.UNPACK_OVERHEAD, 2 + c.UNPACK_OVERHEAD]
+    # MM does not depend on LANES: one step a cycle, whatever the width
+    mm = {"dst": 0, "A": 0, "B": 0, "M": 8, "K": 20, "N": 8, "tb": 1, "lda": 0, "ldb": 0, "ldc": 0}
+    assert latency(c.BY_NAME["MM"], mm, wide) == 20 + 8 + 7 + c.MM_OVERHEAD
+
+
+def _eval_latency_text(doc: str, fields: dict[str, int], params: Params = DEFAULT) -> int:
     """The printed formula (docs/isa.md's) evaluated by Python, with exact integer ceil."""
-    text = re.sub(r"ceil\((\w+)/(\d+)\)", r"(-(-\1 // \2))", doc)
-    return eval(text, {"__builtins__": {}, "max": max, **spec.TIMING_CONSTANTS}, dict(fields))
+    text = re.sub(r"ceil\(([\w*]+)/(\w+)\)", r"(-(-\1 // \2))", doc)
+    names = {**spec.TIMING_CONSTANTS, **{n: getattr(params, n) for n in spec.PARAM_NAMES}}
+    return eval(text, {"__builtins__": {}, "max": max, **names}, dict(fields))
 
 
+@pytest.mark.parametrize("params", [DEFAULT, Params(T=8, LANES=8), Params(T=2, LANES=16)], ids=str)
 @pytest.mark.parametrize("ispec", spec.INSTRUCTIONS, ids=lambda s: s.name)
-def test_latency_text_matches_the_formula(ispec):
+def test_latency_text_matches_the_formula(ispec, params):
     rng = random.Random(7)
     for _ in range(300):
-        fields = {f.name: rng.randint(*f.legal_range(DEFAULT)) for f in ispec.fields}
+        fields = {f.name: rng.randint(*f.legal_range(params)) for f in ispec.fields}
         if "len" in fields:
             fields["len"] = rng.randint(1, 300) if ispec.name != "SM" else rng.randint(1, 64)
-        assert _eval_latency_text(latency_text(ispec), fields) == latency(ispec, fields), fields
+        printed = _eval_latency_text(latency_text(ispec), fields, params)
+        assert printed == latency(ispec, fields, params), fields
 
 
 def test_latency_is_positive_and_grows_with_len():

@@ -18,7 +18,7 @@ def test_help(capsys):
 @pytest.mark.parametrize("argv, message", [
     (["--freq", "0"], "--freq: expected a frequency in MHz between 1 and 1000, got '0'"),
     (["--freq", "fast"], "--freq: expected a frequency in MHz between 1 and 1000, got 'fast'"),
-    (["--param", "Q=1"], "--param: expected NAME=INT with NAME a Params field, got 'Q=1'"),
+    (["--param", "Q=1"], "--param: machine item 'Q=1' is neither NAME=VALUE with NAME one of T, K_MAX"),
     (["--seed", "-2"], "--seed: expected a positive integer, got '-2'"),
 ])
 def test_bad_options_are_refused_by_name(capsys, argv, message):
@@ -30,14 +30,14 @@ def test_bad_options_are_refused_by_name(capsys, argv, message):
 
 def test_bad_parameters_are_refused_before_any_tool_runs(capsys, tmp_path):
     assert synth.main(["--param", "T=99", "--out", str(tmp_path)]) == 1
-    assert "Params.T = 99: must be at most 16" in capsys.readouterr().err
+    assert "Params.T = 99: must be 1..16" in capsys.readouterr().err
     assert not any(tmp_path.iterdir())
 
 
 def test_parameters_the_rtl_does_not_build_are_refused_before_anything_is_written(capsys, tmp_path):
     out = tmp_path / "synth"
     assert synth.main(["--param", "T=8", "--out", str(out)]) == 1
-    assert "GA2: params.T=8 must be at most params.LANES=4" in capsys.readouterr().err
+    assert "Params.LANES = 4: must be at least T = 8" in capsys.readouterr().err
     assert not out.exists()
 
 

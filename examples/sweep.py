@@ -1,0 +1,225 @@
+#!/usr/bin/env python3
+"""The machine sweep (``make sweep``): the same programs on GA-2 of every array size.
+
+For each machine (by default the presets t2, t4, t8 and t16: T = 2, 4, 8, 16 with the LANES
+each needs, sim.machines.PRESETS) the programs are compiled for that machine and run on the
+reference machine, whose counters the RTL matches exactly (``make cosim PARAMS=...`` checks
+it):
+
+* the twelve graphs of seeds 100-111 (compiler.testing.seedtable.compile_seed): total cycles
+  and MXU utilisation (useful multiply-adds over T*T*cycles);
+* running example A (one attention decode step);
+* running example B (examples/own_graph.py) at hidden widths 8, 16, 32 and 48;
+* the digits MLP of examples/digits.py (64-32-10, batch 8, trained once): cycles per image.
+
+The synthesis figures (LUT4, flip-flops, DSP blocks, DP16KD, Fmax on the ECP5-85F) take tens
+of minutes a machine, so they are not measured by default: ``--synth`` runs flows/synth for
+every machine (``build/machines/<tag>/synth``); without it the table shows the figures of the
+last full run, kept in docs/sweep.json with its date and tool versions. ``--write`` stores the
+run in docs/sweep.json and rewrites docs/sweep.md (docs/change-the-machine.md quotes it).
+
+Usage: python examples/sweep.py [--machines t2 t8 "T=8 LANES=16"] [--synth] [--write] [--epochs 60]
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import sys
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import digits
+import own_graph
+from _cli import positive  # examples/_cli.py
+
+from compiler import compile_graph
+from compiler.testing.perf import measure
+from sim import machines
+from sim.spec import Params
+
+ROOT = Path(__file__).resolve().parents[1]
+RECORD = ROOT / "docs" / "sweep.json"
+"""The last run written with --write: the figures, its date and the tool versions."""
+PAGE = ROOT / "docs" / "sweep.md"
+"""The tables of RECORD as Markdown."""
+MACHINES = ("t2", "t4", "t8", "t16")
+WIDTHS = (8, 16, 32, 48)
+"""Example B's hidden widths (GA2.md section 6 quotes the seed chip at these)."""
+SYNTH_KEYS = (("LUT4", "LUT4"), ("TRELLIS_FF", "FF"), ("MULT18X18D", "DSP"), ("DP16KD", "DP16KD"))
+
+
+@dataclass
+class Figures:
+    """One machine's figures."""
+
+    machine: str
+    params: dict
+    seeds_cycles: int
+    seeds_mxu_util: float
+    example_a: int
+    example_b: dict[int, int | str]
+    digits_per_image: float
+    synth: dict = field(default_factory=dict)
+
+
+def fast_figures(name: str, params: Params, digits_model) -> Figures:
+    """Everything but synthesis: compiled for ``params``, run on the reference machine."""
+    rows, example = measure(params)
+    cycles = sum(r.counters.cycles for r in rows)
+    macs = sum(r.macs for r in rows)
+    widths = {}
+    for width in WIDTHS:
+        row = own_graph.compile_width(width, params=params)
+        widths[width] = row.cycles if row.cycles is not None else f"refused: {row.refusal}"
+    lowered, calibration, feed = digits_model
+    program = compile_graph(lowered.graph, calibration, params=params)
+    per_image = program.run(feed).counters.cycles / digits.BATCH
+    return Figures(name, asdict(params), cycles, round(100 * macs / (params.T ** 2 * cycles), 1),
+                   example.counters.cycles, widths, per_image)
+
+
+def digits_model(epochs: int):
+    """The digits MLP trained as examples/digits.py trains it (seed 0), lowered for batches of
+    8, its calibration batches and the first test batch."""
+    import torch
+
+    from compiler.frontend import from_torch
+
+    torch.set_num_threads(1)
+    split = digits.load_split()
+    mlp, classifier = digits.make_models(0)
+    digits.train(mlp, split, epochs, 0)
+    lowered = from_torch(classifier, (digits.PIXELS,), batch=digits.BATCH)
+    train = digits.batches(split.train_x)[:len(split.train_x) // digits.BATCH]
+    calibration = [lowered.feed(b) for b in train]
+    return lowered, calibration, lowered.feed(digits.batches(split.test_x)[0])
+
+
+def synthesise(params: Params) -> dict:
+    """flows/synth for one machine (its report in build/machines/<tag>/synth); the figures."""
+    from flows.synth import SynthError
+    from flows.synth import synthesise as run
+
+    out = machines.machine_dir(ROOT / "build", params) / "synth"
+    print(f"  synthesis of {machines.describe(params)} -> {out} (tens of minutes)", flush=True)
+    try:
+        report = run(params, out, command=f"python examples/sweep.py --synth ({out})",
+                     yosys_cache=ROOT / "build" / "yosys-cache")
+    except (SynthError, ValueError) as e:
+        return {"error": str(e)}
+    used = {label: report.utilisation[key]["used"] for key, label in SYNTH_KEYS}
+    return {**used, "Fmax": report.fmax, "overfull": report.overfull, "versions": report.versions,
+            "seconds": report.seconds.get("total")}
+
+
+def cycle_table(figures: list[Figures]) -> list[str]:
+    head = ["machine", "T", "LANES", "seeds 100-111", "MXU util", "example A",
+            *(f"B w{w}" for w in WIDTHS), "digits / image"]
+    rows = []
+    for f in figures:
+        b = [str(v) if isinstance(v, int) else "refused" for v in f.example_b.values()]
+        rows.append([f.machine, f.params["T"], f.params["LANES"], f.seeds_cycles, f"{f.seeds_mxu_util}%",
+                     f.example_a, *b, f"{f.digits_per_image:.1f}"])
+    return _markdown(head, rows)
+
+
+def synth_table(figures: list[Figures]) -> list[str]:
+    head = ["machine", *(label for _, label in SYNTH_KEYS), "Fmax (MHz)", "fits the 85F"]
+    rows = []
+    for f in figures:
+        s = f.synth
+        if not s:
+            rows.append([f.machine, *["not run"] * (len(SYNTH_KEYS) + 2)])
+        elif "error" in s:
+            rows.append([f.machine, *["-"] * (len(SYNTH_KEYS) + 1), f"refused: {s['error']}"])
+        else:
+            fmax = "-" if s["Fmax"] is None else f"{s['Fmax']:.1f}"
+            rows.append([f.machine, *(f"{s[label]:,}" for _, label in SYNTH_KEYS), fmax,
+                         "yes" if not s["overfull"] else f"no: {s['overfull']}"])
+    return _markdown(head, rows)
+
+
+def _markdown(head: list, rows: list[list]) -> list[str]:
+    out = ["| " + " | ".join(map(str, head)) + " |", "|" + "|".join("---" for _ in head) + "|"]
+    return out + ["| " + " | ".join(map(str, row)) + " |" for row in rows]
+
+
+def page(record: dict) -> str:
+    """docs/sweep.md: the two tables of a record, its date and tools."""
+    figures = [Figures(**f) for f in record["figures"]]
+    versions = record.get("versions") or {}
+    lines = ["# The machine sweep", "",
+             f"<!-- Written by `python examples/sweep.py --synth --write` on {record['date']}. "
+             "Do not edit by hand. -->", "",
+             "Cycles on the reference machine (the RTL's counters are the same: `make cosim PARAMS=...`), "
+             "each program compiled for the machine it runs on. MXU utilisation: useful multiply-adds "
+             "over T*T*cycles, seeds 100-111. Example B: the network of examples/own_graph.py at "
+             "hidden width w (batch 4). Digits: the MLP of examples/digits.py, cycles per image in "
+             "batches of 8.", "", *cycle_table(figures), "",
+             f"Synthesis on the ECP5-85F (speed 6, out of context, nextpnr seed 1, `--freq 100`), "
+             f"{record['date']}:", "", *synth_table(figures), ""]
+    notes = [f"- {f.machine}: {f.synth['dsp']}" for f in figures if f.synth.get("dsp")]
+    if notes:
+        lines += [*notes, ""]
+    if versions:
+        lines += ["Tools: " + "; ".join(f"{k} {v}" for k, v in versions.items()) + ".", ""]
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description="Cycles (and, with --synth, synthesis figures) of the same "
+                                     "programs on GA-2 of every array size.")
+    parser.add_argument("--machines", nargs="+", type=machines.argument, default=list(MACHINES),
+                        metavar="MACHINE", help="machines, each a preset or NAME=VALUE items in quotes "
+                        f"(default: {' '.join(MACHINES)})")
+    parser.add_argument("--synth", action="store_true", help="run synthesis for every machine (slow)")
+    parser.add_argument("--write", action="store_true", help=f"store the run in {RECORD.relative_to(ROOT)} "
+                        f"and rewrite {PAGE.relative_to(ROOT)}")
+    parser.add_argument("--epochs", type=positive, default=60, help="digits training epochs (default 60)")
+    args = parser.parse_args(argv)
+    try:
+        chosen = {text: machines.parse(text) for text in args.machines}
+    except ValueError as e:
+        parser.error(str(e))
+    if args.write and not args.synth:
+        parser.error("--write records a full run: give --synth too")
+    last = json.loads(RECORD.read_text()) if RECORD.exists() else {"figures": []}
+    recorded = {tuple(sorted(f["params"].items())): f.get("synth", {}) for f in last["figures"]}
+
+    print(f"training the digits MLP ({args.epochs} epochs) ...", flush=True)
+    model = digits_model(args.epochs)
+    figures = []
+    for name, params in chosen.items():
+        print(f"{name}: {machines.describe(params)}", flush=True)
+        f = fast_figures(name, params, model)
+        if args.synth:
+            f.synth = {**synthesise(params), "dsp": _dsp(params)}
+        else:
+            f.synth = recorded.get(tuple(sorted(asdict(params).items())), {})
+        figures.append(f)
+    print()
+    print("\n".join(cycle_table(figures)))
+    print()
+    when = "this run" if args.synth else f"the last full run ({last.get('date', 'none')})"
+    print(f"synthesis on the ECP5-85F, {when}:")
+    print("\n".join(synth_table(figures)))
+    if args.write:
+        versions = next((f.synth["versions"] for f in figures if f.synth.get("versions")), {})
+        record = {"date": datetime.date.today().isoformat(), "versions": versions,
+                  "figures": [asdict(f) for f in figures]}
+        RECORD.write_text(json.dumps(record, indent=1) + "\n")
+        PAGE.write_text(page(record))
+        print(f"\nwrote {RECORD} and {PAGE}")
+    return 0
+
+
+def _dsp(params: Params) -> str:
+    from flows.synth import dsp
+
+    return dsp.summary(params)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
