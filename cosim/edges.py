@@ -382,7 +382,8 @@ def past_end(b: Builder, kind: str, f: dict[str, int], mem: Mem) -> dict[str, in
             if 0 <= start < size // 2:
                 return {**g, region.start: start}
     start = size - region.extent(f) + 1
-    return {**f, region.start: start} if start >= 0 else f     # too long to move: faulty() draws again
+    # too long to move, or (a memory of 2^16 words) a start past the 16-bit field: faulty() draws again
+    return {**f, region.start: start} if 0 <= start < 1 << spec.ADDR_BITS else f
 
 
 def overlap_by_one(b: Builder, kind: str, f: dict[str, int]) -> dict[str, int]:
