@@ -233,6 +233,10 @@ class Field:
         lo, hi: the legal range, inclusive. An int, the name of a :class:`Params` attribute,
             or None (no limit beyond the width). A value outside the range but within the
             width encodes, and stops the machine with ``BAD_FIELD``.
+        default: the value the assembler fills in when a program leaves the field out, or
+            None (the field must be given). A field added to an existing instruction gets one,
+            so that every program written before it still assembles and means what it meant;
+            the disassembler leaves such a field out while it holds its default.
     """
 
     name: str
@@ -240,6 +244,7 @@ class Field:
     doc: str
     lo: int | str | None = None
     hi: int | str | None = None
+    default: int | None = None
 
     def bound(self, which: int | str | None, params: Params) -> int | None:
         if which is None or isinstance(which, int):
@@ -527,6 +532,9 @@ INSTRUCTIONS: tuple[InstrSpec, ...] = (
 
 BY_NAME: dict[str, InstrSpec] = {s.name: s for s in INSTRUCTIONS}
 BY_OPCODE: dict[int, InstrSpec] = {int(s.opcode): s for s in INSTRUCTIONS}
+UNKNOWN_OPCODES: tuple[int, ...] = tuple(op for op in range(1 << OPCODE_BITS) if op not in BY_OPCODE)
+"""The opcode values no instruction has (0 among them): each stops the machine with BAD_OPCODE;
+the nonzero ones are free for a new instruction."""
 
 COUNTERS = ("cycles", "dma", "mxu", "vpu", "sfu")
 """The five 32-bit cycle counters (GA2.md section 5), in the order the RTL reports them."""

@@ -468,6 +468,8 @@ def _reference(program: list[Instruction], image: np.ndarray) -> tuple[list[int]
                 for j in range(8):
                     nib = (S[f["src"] + i] >> (4 * j)) & 0xF
                     S[f["dst"] + 8 * i + j] = word(nib - 16 if nib >= 8 else nib)
+        else:
+            raise AssertionError(f"{ins.op}: GA2.md section 3 has it, this plain interpreter not yet")
     return S, E
 
 
