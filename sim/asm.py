@@ -89,7 +89,7 @@ def build(op: str, *, params: Params = DEFAULT, strict: bool = True, **fields: i
     ispec = spec.BY_NAME.get(op) if isinstance(op, str) else None
     if ispec is None:
         raise AsmError(f"unknown instruction {op!r}; known: {', '.join(spec.BY_NAME)}")
-    fields = {f.name: f.default for f in ispec.fields if f.default is not None} | fields
+    fields = ispec.defaults | fields
     missing = [n for n in ispec.field_names if n not in fields]
     unknown = [n for n in fields if n not in ispec.field_names]
     if missing or unknown:

@@ -329,6 +329,11 @@ class InstrSpec:
     def field_names(self) -> tuple[str, ...]:
         return tuple(f.name for f in self.fields)
 
+    @functools.cached_property
+    def defaults(self) -> dict[str, int]:
+        """The fields a program may leave out, with the values they then take (Field.default)."""
+        return {f.name: f.default for f in self.fields if f.default is not None}
+
     def field_offsets(self) -> dict[str, tuple[int, int]]:
         """Bit position of each field in the 128-bit instruction: name -> (lsb, width)."""
         pos = OPCODE_BITS
@@ -553,11 +558,12 @@ INT = IntArith(TIMING_CONSTANTS)
 
 
 def field_errors(spec: InstrSpec, fields: Mapping[str, int], params: Params) -> list[str]:
-    """Names of the fields outside their legal range (empty when all are legal)."""
+    """Names of the fields outside their legal range (empty when all are legal; a field left
+    out holds its default)."""
     bad = []
     for f in spec.fields:
         lo, hi = f.legal_range(params)
-        if not lo <= fields[f.name] <= hi:
+        if not lo <= fields.get(f.name, f.default) <= hi:
             bad.append(f.name)
     return bad
 
@@ -574,6 +580,7 @@ def check(spec: InstrSpec, fields: Mapping[str, int], params: Params) -> tuple[E
         (ErrorCode.NONE, "") when the instruction is legal, else the first fault's code and a
         sentence naming the field or region at fault.
     """
+    fields = spec.defaults | dict(fields)
     bad = field_errors(spec, fields, params)
     if bad:
         name = bad[0]
