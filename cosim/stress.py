@@ -197,11 +197,12 @@ class Generator:
 
     def _note(self, kind: str, f: dict[str, int]) -> None:
         self.features[kind] += 1
+        for flag in spec.BY_NAME[kind].fields:
+            if flag.width == 1 and f[flag.name]:
+                self.features[f"{kind} {flag.name}=1"] += 1   # coverage.FLAGS
         if kind == "MM":
-            if f["tb"]:
-                self.features["MM tb=1"] += 1
-                if f["lda"] % 2 or f["ldb"] % 2:
-                    self.features["MM tb=1, odd strides"] += 1
+            if f["tb"] and (f["lda"] % 2 or f["ldb"] % 2):
+                self.features["MM tb=1, odd strides"] += 1
             if f["K"] == 1:
                 self.features["MM K=1"] += 1
             if f["K"] == self.p.K_MAX:
