@@ -457,8 +457,8 @@ def _reference(program: list[Instruction], image: np.ndarray) -> tuple[list[int]
             for i, v in enumerate(p):
                 S[f["dst"] + i] = v
         elif ins.op == "VADD":
-            sums = [max(0, v) if f["relu"] else v
-                    for v in (arith.clamp_int8(s8(S[f["src1"] + i]) + s8(S[f["src2"] + i])) for i in range(f["len"]))]
+            sums = [arith.clamp_int8(s8(S[f["src1"] + i]) + s8(S[f["src2"] + i])) for i in range(f["len"])]
+            sums = [max(0, v) if f["relu"] else v for v in sums]
             for i, v in enumerate(sums):
                 S[f["dst"] + i] = word(v)
         elif ins.op == "AMAX":
