@@ -31,6 +31,7 @@ from sim.spec import Params
 
 from ..errors import CompileError
 from ..ir import Graph
+from ..ops import OPS, Op
 from ..pipeline import check_structure
 from .inference import inference_refusal
 
@@ -432,9 +433,9 @@ class Lowering:
     def shape_of(self, node: fx.Node) -> tuple[int, ...]:
         return tuple(node.meta["tensor_meta"].shape)
 
-    def producer_hint(self, arg: fx.Node) -> str:
-        """Why a node's value is not a bare matmul product, for refusals that need one."""
-        return f"{arg.name} ({describe(arg, self.traced)}) is not the result of a matmul"
+    def producer_hint(self, arg: fx.Node, wanted: str = "a matmul") -> str:
+        """Why a node's value is not a bare matmul product (or ``wanted``), for refusals that need one."""
+        return f"{arg.name} ({describe(arg, self.traced)}) is not the result of {wanted}"
 
     # ---------------------------------------------------------------- sources and sinks
 
@@ -645,10 +646,13 @@ class Lowering:
                      "factor 1 / divisor, and the requantizer's multiplier is unsigned")
 
     def op_relu(self, node: fx.Node, input: Any, inplace: bool = False) -> _Value:
-        """The requantizer's relu flag after a matmul that nothing else reads; else a table."""
+        """The relu flag of the RQ ending a matmul (or of the VADD of an add) that nothing else
+        reads; else a table (one LUT)."""
         nid = self.tensor(input, "operand")
+        host = self.graph.nodes[nid].op
         readers = [u.name for u in _value_readers(input) if u is not node]
-        if self.value(input).kind is not Kind.PRODUCT or readers:
+        fusable = self.value(input).kind is Kind.PRODUCT or host in OPS[Op.RELU].fuses_into
+        if not fusable or readers:   # not the flag of the matmul's RQ or of the add's VADD: a table
             return self.table(nid, "relu")
         return _Value(Kind.TENSOR, self.own(self.graph.relu(nid)))
 

@@ -34,12 +34,9 @@ def rel_error(got: np.ndarray, want: np.ndarray) -> float:
 
 
 def code_tuples(program):
-    """(op, fields...) without the mode fields that hold their defaults (MM acc, LD fmt: issue
-    14), as the seed's listing has them."""
-    def shown(ins):
-        pairs = zip(ins.spec.fields, ins.values, strict=True)
-        return (v for f, v in pairs if f.default is None or v != f.default)
-    return [(i.op, *shown(i)) for i in program.code]
+    """The listing's values: a field left at its default is not shown (VADD's relu=0)."""
+    return [(i.op, *(v for f, v in zip(i.spec.fields, i.values, strict=True) if v != f.default))
+            for i in program.code]
 
 
 # ----------------------------------------------------------------------------- running example A
@@ -246,7 +243,7 @@ def test_example_b_refusals():
     module = load_example("own_graph")
     problems = [e.problem for _, e in module.refusals()]
     assert problems[0].startswith("node 2 (matmul): its bias (up to 1e+09) is more than")
-    assert problems[1].startswith("relu node 2 reads node 1 (add)")
+    assert problems[1].startswith("relu node 1 reads node 0 (input")
     assert "(2, 3)" in problems[2] and "(4, 4)" in problems[2]
     assert problems[3].startswith("scratchpad is full at node 2 (matmul)")
     assert "needs 4480 words" in problems[3]
