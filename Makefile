@@ -90,11 +90,13 @@ bench: setup  ## GA-2 cycles on the seed's programs vs the seed chip, MXU utilis
 bench-sim: setup  ## reference machine speed: instructions/s and simulated cycles/s
 	$(PY) -m sim.bench
 
-docs: setup  ## regenerate docs/isa.md from the ISA spec
+docs: setup  ## regenerate docs/isa.md from the ISA spec, and the code excerpts of docs/add-an-instruction.md
 	$(PY) -m sim.isadoc --write
+	$(PY) examples/add_an_instruction.py --write
 
-docs-check: setup  ## fail when docs/isa.md is stale against the ISA spec
+docs-check: setup  ## fail when docs/isa.md or the excerpts of docs/add-an-instruction.md are stale
 	$(PY) -m sim.isadoc --check
+	$(PY) examples/add_an_instruction.py --check
 
 clean:  ## remove build outputs (keeps .venv)
 	rm -rf build .pytest_cache .hypothesis
