@@ -98,7 +98,7 @@ def ga2_counters() -> dict[str, str]:
 
 def test_instructions_and_field_order_follow_ga2():
     order = ga2_field_order()
-    assert "HALT" in order and "MM" in order and order["MM"] == "dst A B M K N tb lda ldb ldc"
+    assert "HALT" in order and "MM" in order and order["MM"] == "dst A B M K N tb lda ldb ldc acc"
     assert {s.name: " ".join(s.field_names) for s in spec.INSTRUCTIONS} == order
 
 
