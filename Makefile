@@ -91,11 +91,13 @@ bench: setup  ## GA-2 cycles on the seed's programs vs the seed chip, MXU utilis
 bench-sim: setup  ## reference machine speed: instructions/s and simulated cycles/s
 	$(PY) -m sim.bench
 
-docs: setup  ## regenerate docs/isa.md from the ISA spec
+docs: setup  ## regenerate docs/isa.md from the ISA spec, and the code excerpts of docs/add-an-instruction.md
 	$(PY) -m sim.isadoc --write
+	$(PY) examples/add_an_instruction.py --write
 
-docs-check: setup  ## fail when docs/isa.md is stale against the ISA spec
+docs-check: setup  ## fail when docs/isa.md or the excerpts of docs/add-an-instruction.md are stale
 	$(PY) -m sim.isadoc --check
+	$(PY) examples/add_an_instruction.py --check
 
 clean:  ## remove build outputs (keeps .venv)
 	rm -rf build .pytest_cache .hypothesis
@@ -103,7 +105,7 @@ clean:  ## remove build outputs (keeps .venv)
 bench-compiler: setup  ## compiler speed: battery graphs/s, compile time of 100/1,000/10,000-node chains
 	$(PY) -m compiler.testing.bench
 
-mutants: setup  ## the compiler's mutation check: the battery must catch 32 of 32 broken compilers
+mutants: setup  ## the compiler's mutation check: the battery must catch 33 of 33 broken compilers
 	$(PY) -m compiler.testing.mutants --jobs 2
 
 mutants-rtl: setup synth-setup  ## COUNT=48 mutations of the hardware by Yosys (every unit), each graded by cosim and stress; SEED=1

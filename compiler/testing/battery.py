@@ -18,7 +18,8 @@ cancellation case (:func:`check_cancellation`), slice graphs (:func:`check_slice
 :func:`check_slice_errors`), int4 weights (:func:`check_int4`), and streamed graphs
 (:func:`check_streamed`): layers up to 64 wide compiled for the smallest scratchpad they
 fit, where their weights and inputs stream in blocks (:mod:`compiler.streaming`), checks
-(a)-(e) again (with and without reuse the blockings differ, so (a) compares two of them).
+(a)-(e) again (with and without reuse the blockings differ, so (a) compares two of them), and
+graphs with a relu after each add (:func:`check_add_relu`: the relu rides on the add's VADD).
 
 Every check returns a list of problems (empty: passed). A crash inside the compiler or the
 machine is reported as a problem, not raised, so that one run names every failure.
@@ -47,6 +48,7 @@ from ..program import Program
 from ..realcheck import stagewise_problems
 from .random_graphs import (
     InputSpec,
+    random_add_relu_graph,
     random_graph,
     random_slice_graph,
     random_stream_graph,
@@ -71,6 +73,9 @@ STREAM_SEEDS = range(24)
 """The streamed graphs of :func:`check_streamed` (and of the mutation check)."""
 STREAM_SCRATCHPADS = (256, 512, 1024, 2048, 4096, 8192)
 """The scratchpad sizes (SPAD_WORDS) a streamed graph is tried on, smallest first."""
+ADD_RELU_SEEDS = range(24)
+"""The graphs of :func:`check_add_relu` (and of the mutation check); the correct compiler's worst
+error on them is 0.064, so the random graphs' BOUND serves."""
 STREAM_EXT_WORDS = 16384
 """External memory for the streamed graphs: their weights take up to 4 x 64 x 64 words."""
 
@@ -163,6 +168,23 @@ def check_many(seeds: Iterable[int] = BATTERY_SEEDS, bound: float = BOUND, wbits
         problems += found
         worst = max(worst, error or 0.0)
         if found and stop_early:
+            break
+    return problems, worst
+
+
+def check_add_relu(seeds: Iterable[int] = ADD_RELU_SEEDS, bound: float = BOUND,
+                   stop_early: bool = False) -> tuple[list[str], float]:
+    """Checks (a)-(e) on graphs where a relu follows each add
+    (:func:`compiler.testing.random_graphs.random_add_relu_graph`): the relu is the relu field of
+    the add's VADD, so (b) and (c) compare what the machine's VADD wrote with the interpreter's
+    relu of the sum, and (d) with the real-number meaning. Returns (problems, worst error)."""
+    problems: list[str] = []
+    worst = 0.0
+    for seed in seeds:
+        found, error = check_graph(seed, bound, build=random_add_relu_graph)
+        problems += [f"add-relu {p}" for p in found]
+        worst = max(worst, error or 0.0)
+        if problems and stop_early:
             break
     return problems, worst
 
@@ -409,9 +431,12 @@ def check_wide(seeds: Iterable[int] = WIDE_SEEDS, bound: float = WIDE_BOUND,
 
 
 def run_battery(nseeds: int = len(BATTERY_SEEDS), stop_early: bool = False) -> list[str]:
-    """The battery the mutation check runs: refusals, cancellation, the random graphs, then
-    the streamed graphs."""
+    """The battery the mutation check runs: refusals, cancellation, the add-relu graphs, the
+    random graphs, then the streamed graphs."""
     problems = check_errors() + check_cancellation()
+    if problems and stop_early:
+        return problems
+    problems += check_add_relu(stop_early=stop_early)[0]
     if problems and stop_early:
         return problems
     found, _ = check_many(range(nseeds), stop_early=stop_early)
@@ -442,6 +467,10 @@ def main(argv: list[str]) -> int:
     print(f"{len(STREAM_SEEDS)} streamed graphs: worst relative error {worst:.4f}; problems: "
           f"{streamed[:8] or 'none'}")
     problems += streamed
+    add_relu, worst = check_add_relu()
+    print(f"{len(ADD_RELU_SEEDS)} add-relu graphs: worst relative error {worst:.4f}; problems: "
+          f"{add_relu[:8] or 'none'}")
+    problems += add_relu
     refusals = check_errors()
     print("refusals:", refusals or "all five bad graphs refused")
     cancellation = check_cancellation()

@@ -4,7 +4,8 @@ Each of the first 26 mutants mirrors one of the seed's 27 broken compilers (chap
 "Testing the tests"; the 27th checked K against 10 x K_MAX, and a K above K_MAX compiles
 now); 5 more break the streaming of layers larger than the scratchpad
 (:mod:`compiler.blocking`, :mod:`compiler.streaming`), which the battery's streamed graphs
-must catch; 4 more break biases and the cutting of K (issue 14), for its wide graphs. Each
+must catch; 4 more break biases and the cutting of K (issue 14), for its wide graphs; 1 drops
+the relu fused into an add's VADD, which the battery's add-relu graphs must catch. Each
 is a substitution, never an edit of source text: it replaces one seam of the compiler with a
 broken version built from the original (:class:`Function`: a small named function, or a
 property, patched where the code that calls it looks it up; :class:`Entry`: a field of an
@@ -13,8 +14,8 @@ operation's entry in the table of :mod:`compiler.ops`; :class:`PassSeam`: a pass
 renaming a seam makes the check refuse to run, naming the mutant and the seam.
 
 For each mutant a subprocess imports the compiler, applies the substitution and runs the
-battery (the five refusals, the cancellation case, the 60 random graphs, then the streamed
-graphs, stopping at the first problem). A mutant is caught when the battery reports a
+battery (the five refusals, the cancellation case, the add-relu graphs, the 60 random graphs,
+then the streamed graphs, stopping at the first problem). A mutant is caught when the battery reports a
 problem, crashes, or runs out of time. One substitution is equivalent in effect (the
 allocator skipping a hole of exactly the right size) and should survive. The unbroken
 compiler runs first and must pass. The battery compiles for the default machine (the
@@ -327,7 +328,15 @@ STREAMING_MUTANTS = (
 """Broken streaming: a wrong block offset, a block not loaded again, an under-counted
 footprint, a gather skipped, the host's panel order lost."""
 
-MUTANTS = SEED_MUTANTS + STREAMING_MUTANTS + WIDE_MUTANTS
+ADD_RELU_MUTANTS = (
+    Mutant("fusion: a relu after an add never sets the VADD relu flag (the sum is stored unclipped)",
+           Function("compiler.lowering.fused_relu"),
+           lambda original: lambda em, node: node.op is not Op.ADD and original(em, node)),
+)
+"""The relu fused into an add's VADD (docs/add-an-instruction.md): the battery's add-relu graphs
+must catch it."""
+
+MUTANTS = SEED_MUTANTS + STREAMING_MUTANTS + WIDE_MUTANTS + ADD_RELU_MUTANTS
 
 EQUIVALENT = (
     Mutant("allocator: a free piece of exactly the requested size is passed over (a later, larger "

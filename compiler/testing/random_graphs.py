@@ -22,6 +22,11 @@ the input), and in slice graphs ``o0, o1, ...`` and ``cat``.
 wide, for the blocked steps of :mod:`compiler.streaming`: dense layers, transposed
 weights, a weight read by two layers, residual adds, a self-attention-like score against
 the input, narrow layers after wide ones, softmax and argmax heads.
+
+:func:`random_add_relu_graph` (not the seed's) grows chains where a relu follows an add, which
+Capra fuses into the add's VADD (its relu field, GA2.md section 3): ResNet-style residual
+blocks ``relu(x + lin2(relu(lin1(x))))``, sums with an earlier tensor or a new input, and plain
+matmuls between them.
 """
 
 from __future__ import annotations
@@ -44,6 +49,8 @@ SLICE_KINDS = ("matmul", "softmax", "scores", "argmax")
 """What a slice feeds in random_slice_graph."""
 STREAM_KINDS = ("dense", "dense", "dense_relu", "narrow", "transposed", "shared", "residual", "scores")
 """The layers random_stream_graph chooses from, uniformly (a plain dense layer twice as often)."""
+ADD_RELU_KINDS = ("residual", "residual", "sum", "matmul")
+"""The steps random_add_relu_graph chooses from, uniformly (a residual block twice as often)."""
 MAX_SELF_PRODUCT_WIDTH = 64
 MAX_CONCAT_ROWS = 9
 OPTIONAL_OUTPUT_CHANCE = 0.3
@@ -234,3 +241,36 @@ def random_wide_graph(seed: int, wbits: int = 8) -> tuple[Graph, InputSpec]:
             x = g.relu(x)
     g.output(x, "y")
     return g, {"x": ((rows, widths[0]), 1.0)}
+
+
+def random_add_relu_graph(seed: int, wbits: int = 8) -> tuple[Graph, InputSpec]:
+    """A chain of 2 to 4 steps on a (1..6, 2..19) input where each add is followed by a relu:
+    a residual block ``relu(tip + lin2(relu(lin1(tip))))`` (hidden width 1..10), a sum
+    ``relu(tip + partner)`` (a tensor of the chain of the same shape, else a new input of
+    matching magnitude), or a plain matmul (width 1..10). Outputs as :func:`random_graph`'s:
+    ``out``, sometimes ``tok`` and ``mid``.
+    """
+    b = _Builder(seed, wbits)
+    draw = b.rng
+    tip = b.fresh_input((draw.randrange(1, 7), draw.randrange(2, 20)))
+    history = [tip]
+    for _ in range(draw.randrange(2, 5)):
+        shape = b.shape(tip)
+        kind = draw.choice(ADD_RELU_KINDS)
+        if kind == "residual":
+            hidden = b.net.relu(b.net.matmul(tip, b.gaussian_weight(shape[1], draw.randrange(1, 11))))
+            branch = b.net.matmul(hidden, b.gaussian_weight(b.shape(hidden)[1], shape[1]))
+            tip = b.net.relu(b.net.add(tip, branch))
+        elif kind == "sum":
+            partners = [p for p in history if p != tip and b.shape(p) == shape]
+            partner = draw.choice(partners) if partners else b.fresh_input(shape, b.magnitude(tip))
+            tip = b.net.relu(b.net.add(tip, partner))
+        else:
+            tip = b.net.matmul(tip, b.gaussian_weight(shape[1], draw.randrange(1, 11)))
+        history.append(tip)
+    if draw.random() < OPTIONAL_OUTPUT_CHANCE:
+        b.net.output(b.net.argmax(tip), "tok")
+    b.net.output(tip, "out")
+    if len(history) > 2 and draw.random() < OPTIONAL_OUTPUT_CHANCE:
+        b.net.output(history[1], "mid")
+    return b.net, b.spec

@@ -316,3 +316,54 @@ def test_a_field_with_a_default_may_be_left_out_and_is_shown_only_when_set():
     assert disassemble(acc).endswith("ldc=2 acc=1") and assemble(disassemble(acc)) == [acc]
     ld = build("LD", dst=1, src=2, len=9, fmt=1)
     assert disassemble(ld) == "LD   dst=1 src=2 len=9 fmt=1" and assemble("LD dst=1 src=2 len=9")[0].fmt == 0
+
+
+# --------------------------------------------------------------------------- fields with a default
+
+WITH_DEFAULTS = [(i, f) for i in spec.INSTRUCTIONS for f in i.fields if f.default is not None]
+"""Every field a program may leave out (VADD relu today), from the spec."""
+
+
+def _least_fields(ispec: spec.InstrSpec) -> dict[str, int]:
+    """The smallest legal value of every field."""
+    return {f.name: f.legal_range(spec.DEFAULT)[0] for f in ispec.fields}
+
+
+def test_vadd_relu_by_hand():
+    """relu is VADD's fifth field, bit 68 of the instruction: bit 4 of its third word."""
+    plain = build("VADD", dst=1, src1=2, src2=3, len=4)
+    fused = build("VADD", dst=1, src1=2, src2=3, len=4, relu=1)
+    assert plain.relu == 0 and plain == build("VADD", dst=1, src1=2, src2=3, len=4, relu=0)
+    assert [a ^ b for a, b in zip(fused.encode(), plain.encode(), strict=True)] == [0, 0, 1 << 4, 0]
+    assert str(fused) == "VADD dst=1 src1=2 src2=3 len=4 relu=1"
+    assert str(plain) == "VADD dst=1 src1=2 src2=3 len=4"       # the default is not shown
+    assert assemble("VADD dst=1 src1=2 src2=3 len=4") == [plain]
+    with pytest.raises(AsmError, match=r"^VADD field relu=2 does not fit in 1 bits \(0\.\.1\)$"):
+        build("VADD", dst=1, src1=2, src2=3, len=4, relu=2)
+
+
+@pytest.mark.parametrize(("ispec", "field"), WITH_DEFAULTS, ids=lambda x: getattr(x, "name", None))
+def test_a_field_left_out_takes_its_default_and_the_listing_omits_it(ispec, field):
+    given_all = _least_fields(ispec)
+    left_out = {k: v for k, v in given_all.items() if k != field.name}
+    ins = build(ispec.name, **left_out)
+    assert ins.fields[field.name] == field.default
+    assert ins == build(ispec.name, **{**left_out, field.name: field.default})
+    text = disassemble(ins)
+    assert f" {field.name}=" not in text and assemble(text) == [ins]
+    value = (field.default + 1) % (1 << field.width)     # another value is shown
+    other = build(ispec.name, **{**left_out, field.name: value})
+    assert f" {field.name}={value}" in disassemble(other)
+    assert decode(other.encode()) == other and decode(ins.encode()) == ins
+
+
+@pytest.mark.parametrize(("ispec", "field"), WITH_DEFAULTS, ids=lambda x: getattr(x, "name", None))
+def test_a_wrong_value_of_a_field_with_a_default_is_refused_naming_it(ispec, field):
+    fields = {**_least_fields(ispec), field.name: 1 << field.width}
+    with pytest.raises(AsmError, match=rf"^{ispec.name} field {field.name}={1 << field.width} does not fit"):
+        build(ispec.name, **fields)
+    with pytest.raises(AsmError, match=rf"{ispec.name} field {field.name}: expected an int"):
+        build(ispec.name, **{**fields, field.name: "1"})
+    line = f"{ispec.name} " + " ".join(f"{k}={v}" for k, v in fields.items())
+    with pytest.raises(AsmError, match=rf"line 1: .*{field.name}"):
+        assemble(line)
