@@ -420,7 +420,7 @@ def lengthened(b: Builder, kind: str, f: dict[str, int]) -> dict[str, int]:
 
 def nearest_legal(ispec: spec.InstrSpec, f: dict[str, int], params: Params) -> dict[str, int]:
     """f with every field outside its legal range moved to the nearest legal value."""
-    out = dict(f)
+    out = ispec.defaults | dict(f)   # a field left out holds its default (MM acc, LD fmt, VADD relu)
     for fl in ispec.fields:
         lo, hi = fl.legal_range(params)
         out[fl.name] = min(max(out[fl.name], lo), hi)
