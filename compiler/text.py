@@ -54,7 +54,7 @@ def node_text(node: Node) -> str:
                 parts.append("bias=" + json.dumps([float(v) for v in value], separators=(",", ":")))
             continue
         if key != "name" and (default is None or value != default):
-            parts.append(f"{key}={value!r}")
+            parts.append(f"{key}={json.dumps(value) if isinstance(value, str) else repr(value)}")
     if node.tag is not None:
         parts.append(f"tag={json.dumps(node.tag)}")
     return " ".join(parts) + f" -> {node.shape}"

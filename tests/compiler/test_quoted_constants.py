@@ -34,7 +34,8 @@ def quotes():
         (battery, f"on the {seeds} battery graphs"),
         (mutants, f"the {seeds} random graphs"),
         (mutants, f"the first {len(mutants.SEED_MUTANTS)} mutants mirrors one of the seed's "
-                  f"{len(mutants.SEED_MUTANTS)} broken compilers"),
+                  f"{len(mutants.SEED_MUTANTS) + 1} broken compilers"),
+        (mutants, f"; {len(mutants.WIDE_MUTANTS)} more break biases and the cutting of K"),
         (mutants, f"; {len(mutants.STREAMING_MUTANTS)} more break the streaming"),
         (bench, f"over the {seeds} battery graphs, for compile ({battery.CALIBRATION_SAMPLES} calibration "
                 "samples)"),
