@@ -74,10 +74,10 @@ test-all: setup synth-setup  ## the whole test suite, slow tests included (Veril
 	$(PY) -m pytest -q -n 2
 
 cosim: setup  ## compiled graphs SEEDS=100-111 (or 3,7,20-25) on the RTL vs the reference; SIM=icarus|verilator|both, WAVES=1 (yes, on)
-	$(PY) -m cosim seeds '$(SEEDS)' --sim '$(SIM)' $(if $(filter-out 0,$(WAVES)),--waves='$(WAVES)') $(if $(JOBS),--jobs '$(JOBS)')
+	$(PY) -m cosim seeds '$(SEEDS)' --sim '$(SIM)' $(if $(filter-out 0,$(WAVES)),--waves='$(WAVES)') $(if $(JOBS),--jobs '$(JOBS)') $(MACHINE)
 
 stress: setup  ## N random ISA programs from SEED on the RTL vs the reference, with coverage; RESUME=1 continues a campaign
-	$(PY) -m cosim stress --n '$(N)' --seed '$(SEED)' --sim '$(SIM)' $(if $(filter-out 0,$(WAVES)),--waves='$(WAVES)') $(if $(filter-out 0,$(RESUME)),--resume) $(if $(JOBS),--jobs '$(JOBS)')
+	$(PY) -m cosim stress --n '$(N)' --seed '$(SEED)' --sim '$(SIM)' $(if $(filter-out 0,$(WAVES)),--waves='$(WAVES)') $(if $(filter-out 0,$(RESUME)),--resume) $(if $(JOBS),--jobs '$(JOBS)') $(MACHINE)
 
 bench-cosim: setup  ## co-simulation speed: launch overhead, simulated cycles/s on a long program, warm make cosim (SIM=)
 	$(PY) -m cosim bench --sim '$(SIM)'

@@ -72,6 +72,32 @@ def test_bad_options_are_named_under_their_command(args, message):
     assert f"usage: python -m cosim {args[0]} " in done.stderr
 
 
+@pytest.mark.parametrize(("args", "message"), [
+    (["seeds", "100", "--param", "T=0"], "error: Params.T = 0: must be a positive int (machine: T=0)"),
+    (["stress", "--n", "3", "--param", "T=8"], "error: Params.LANES = 4: must be at least T = 8"),
+    (["seeds", "100", "--param", "SPAD_WORDS=3000"],
+     "error: Params.SPAD_WORDS = 3000: must be a power of two from LANES = 4 to 65536"),
+    (["build", "--param", "t8 EXT_WORDS=131072"],
+     "error: Params.EXT_WORDS = 131072: must be a power of two from LANES = 8 to 65536"),
+    (["seeds", "100", "--param", "t2", "--verilog", "x.v"],
+     "error: --param t2 with --verilog: a Verilog file runs the machine of its ga2_ports.json"),
+])
+def test_a_machine_the_generator_does_not_build_is_refused_before_anything_runs(args, message):
+    """Refused with exit status 2 before any export, build or simulation: nothing is written."""
+    done = run(*args)
+    assert done.returncode == 2 and message in done.stderr, done.stderr
+    assert done.stdout == "" and "exporting" not in done.stderr
+
+
+def test_the_rerun_command_names_the_machine():
+    import argparse
+
+    from cosim.__main__ import _options
+
+    args = argparse.Namespace(param=["t8", "SPAD_WORDS=2048"], verilog=None, mutant="rq-round")
+    assert _options(args) == ["--param", "t8 SPAD_WORDS=2048", "--mutant", "rq-round"]
+
+
 def test_waves_values():
     values = ("1", "yes", "TRUE", "On", "0", "no", "false", "OFF")
     assert [switch(v) for v in values] == [True] * 4 + [False] * 4
