@@ -18,10 +18,12 @@ WAVES   ?= 0
 RESUME  ?= 0
 JOBS    ?=
 PARAMS  ?=
+# $(call quote,VALUE): VALUE as one shell word whatever it holds, quotes included (it's -> 'it'\''s')
+quote    = '$(subst ','\'',$(1))'
 SYNTH   ?= 0
 # the machine, as every command takes it (sim/machines.py): NAME=VALUE items and presets t2 t4 t8 t16
-MACHINE := $(if $(strip $(PARAMS)),--param '$(PARAMS)')
-MACHINE_DIR = $(if $(strip $(PARAMS)),$(shell $(PY) -m sim.machines --dir '$(PARAMS)'),build)
+MACHINE := $(if $(strip $(PARAMS)),--param $(call quote,$(PARAMS)))
+MACHINE_DIR = $(if $(strip $(PARAMS)),$(shell $(PY) -m sim.machines --dir $(call quote,$(PARAMS))),build)
 SUDO    := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
 .PHONY: help setup test test-all cosim stress verilog lint bench bench-sim bench-compiler bench-cosim mutants mutants-rtl \
@@ -32,9 +34,9 @@ help:  ## list the targets
 	@echo
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/^([a-z-]+):.*## (.*)/  make \1\t\2/' | expand -t 26
 	@echo
-	@echo "Variables: SEEDS=$(SEEDS) SIM=$(SIM) (icarus|verilator|both) N=$(N) SEED=$(SEED) WAVES=$(WAVES) RESUME=$(RESUME)"
-	@echo "           JOBS=(one per core) FREQ=$(FREQ) COUNT=$(COUNT)"
-	@echo "           PARAMS='$(PARAMS)': the machine for verilog, lint, cosim, stress, bench, synth, bitstream, digits,"
+	@echo $(call quote,Variables: SEEDS=$(SEEDS) SIM=$(SIM) (icarus|verilator|both) N=$(N) SEED=$(SEED) WAVES=$(WAVES) RESUME=$(RESUME))
+	@echo $(call quote,           JOBS=(one per core) FREQ=$(FREQ) COUNT=$(COUNT))
+	@echo $(call quote,           PARAMS=$(PARAMS)): the machine for verilog, lint, cosim, stress, bench, synth, bitstream, digits,
 	@echo "           e.g. PARAMS=t8 or PARAMS=\"T=8 LANES=8 SPAD_WORDS=16384\" (presets t2 t4 t8 t16; the"
 	@echo "           parameters and their ranges: docs/isa.md; outputs of another machine: build/machines/<tag>/)"
 
@@ -74,13 +76,13 @@ test-all: setup synth-setup  ## the whole test suite, slow tests included (Veril
 	$(PY) -m pytest -q -n 2
 
 cosim: setup  ## compiled graphs SEEDS=100-111 (or 3,7,20-25) on the RTL vs the reference; SIM=icarus|verilator|both, WAVES=1 (yes, on)
-	$(PY) -m cosim seeds '$(SEEDS)' --sim '$(SIM)' $(if $(filter-out 0,$(WAVES)),--waves='$(WAVES)') $(if $(JOBS),--jobs '$(JOBS)') $(MACHINE)
+	$(PY) -m cosim seeds $(call quote,$(SEEDS)) --sim $(call quote,$(SIM)) $(if $(filter-out 0,$(WAVES)),--waves=$(call quote,$(WAVES))) $(if $(JOBS),--jobs $(call quote,$(JOBS))) $(MACHINE)
 
 stress: setup  ## N random ISA programs from SEED on the RTL vs the reference, with coverage; RESUME=1 continues a campaign
-	$(PY) -m cosim stress --n '$(N)' --seed '$(SEED)' --sim '$(SIM)' $(if $(filter-out 0,$(WAVES)),--waves='$(WAVES)') $(if $(filter-out 0,$(RESUME)),--resume) $(if $(JOBS),--jobs '$(JOBS)') $(MACHINE)
+	$(PY) -m cosim stress --n $(call quote,$(N)) --seed $(call quote,$(SEED)) --sim $(call quote,$(SIM)) $(if $(filter-out 0,$(WAVES)),--waves=$(call quote,$(WAVES))) $(if $(filter-out 0,$(RESUME)),--resume) $(if $(JOBS),--jobs $(call quote,$(JOBS))) $(MACHINE)
 
 bench-cosim: setup  ## co-simulation speed: launch overhead, simulated cycles/s on a long program, warm make cosim (SIM=)
-	$(PY) -m cosim bench --sim '$(SIM)'
+	$(PY) -m cosim bench --sim $(call quote,$(SIM))
 
 bench: setup  ## GA-2 cycles on the seed's programs vs the seed chip, MXU utilisation (seeds 100-111 headline); PARAMS=
 	$(PY) -m compiler.testing.perf $(MACHINE)
@@ -104,7 +106,7 @@ mutants: setup  ## the compiler's mutation check: the battery must catch 32 of 3
 	$(PY) -m compiler.testing.mutants --jobs 2
 
 mutants-rtl: setup synth-setup  ## COUNT=48 mutations of the hardware by Yosys (every unit), each graded by cosim and stress; SEED=1
-	$(PY) -m cosim.mutants_rtl --count '$(COUNT)' --seed '$(SEED)' --jobs 2
+	$(PY) -m cosim.mutants_rtl --count $(call quote,$(COUNT)) --seed $(call quote,$(SEED)) --jobs 2
 
 verilog: setup  ## write build/ga2.v (core), build/ga2_simtop.v (core + external memory), build/ga2_ports.json; PARAMS=
 	$(PY) -m flows.export $(MACHINE)
@@ -116,13 +118,13 @@ lint: setup verilog  ## verilator --lint-only -Wall on build/ga2.v; the waivers,
 	  verilator --lint-only -Wall hw/lint_waivers.vlt $(MACHINE_DIR)/ga2.v --top-module ga2
 
 synth: setup synth-setup  ## GA-2 out of context on the ECP5-85F (Yosys, nextpnr from PyPI): build/synth/report.md; FREQ=100, PARAMS=
-	$(PY) -m flows.synth --freq $(FREQ) $(MACHINE)
+	$(PY) -m flows.synth --freq $(call quote,$(FREQ)) $(MACHINE)
 
 bitstream: setup synth-setup  ## ULX3S 85F bitstream: example A from block RAM, PASS/FAIL on the LEDs (build/bitstream); PARAMS=
 	$(PY) -m flows.board $(MACHINE)
 
 report: setup  ## the report page of seed SEED (build/report/seed-SEED.html); SIM=none|icarus|verilator|both
-	$(PY) -m report seed '$(SEED)' --sim '$(SIM)' --out 'build/report/seed-$(SEED).html' --plots 'build/plots/seed-$(SEED)'
+	$(PY) -m report seed $(call quote,$(SEED)) --sim $(call quote,$(SIM)) --out $(call quote,build/report/seed-$(SEED).html) --plots $(call quote,build/plots/seed-$(SEED))
 
 plots: setup  ## the plots of example A and seed 100 under build/plots, and README's two (docs/img/*.png)
 	$(PY) -m report example-a --out build/report/example-a.html --plots build/plots/example-a

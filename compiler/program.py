@@ -6,7 +6,8 @@ the host puts inputs and finds outputs. :meth:`Program.ext_image` quantizes inpu
 weights into an external-memory image (values beyond a scale's range saturate at -127 or
 127); :meth:`Program.run` runs the reference machine on it, counts the clipped input values
 (a :class:`SaturationWarning` names them) and reads the outputs back;
-:meth:`Program.read_tensor` reads any tensor still in place in the scratchpad after a run.
+:meth:`Program.read_tensor` reads any tensor still in place in the scratchpad after a run;
+:meth:`Program.whose` names what a memory word holds (for co-simulation's reports).
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ from .lowering import RequantKey
 from .ops import OPS, Role
 from .placement import Placement
 from .scales import ScalePlan
+from .symbols import ext_symbol, spad_symbol
 
 __all__ = ["OutputValue", "Program", "RunOutcome", "SaturationWarning"]
 
@@ -238,6 +240,30 @@ class Program:
                 floats = ints * self.scales[entry.node]
             outputs[entry.name] = OutputValue(ints, floats)
         return RunOutcome(outputs, state.counters, state, clipped, inputs)
+
+    def whose(self, memory: str, address: int, pc: int | None = None) -> str | None:
+        """What a memory word holds, in the program's terms (:mod:`compiler.symbols`).
+
+        Args:
+            memory: ``"ext"`` (external memory) or ``"spad"`` (scratchpad).
+            address: the word's address.
+            pc: for the scratchpad, the instruction at whose time to look (its buffers come
+                and go); default: the last one (the HALT).
+
+        Returns:
+            ``output 'probs' row 1 col 2, from node 9 (softmax)``, ``weight 'w1' row 0 col 3
+            (node 2)``, ``node 4 (matmul 'h') row 1 col 0``, ``accumulator of node 4
+            (matmul 'h'), word 6 of 16``, ``free scratchpad``; None for an external word outside
+            every region.
+
+        Raises:
+            ValueError: an unknown memory.
+        """
+        if memory == "ext":
+            return ext_symbol(self, int(address))
+        if memory == "spad":
+            return spad_symbol(self, int(address), len(self.code) - 1 if pc is None else int(pc))
+        raise ValueError(f"memory={memory!r}: expected 'ext' or 'spad'")
 
     def tensor_address(self, nid: int) -> int | None:
         """Scratchpad address of a tensor at the end of the program, None once released.

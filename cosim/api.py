@@ -27,7 +27,7 @@ import numpy as np
 from sim import spec
 from sim.spec import ErrorCode
 
-from . import runner
+from . import runner, where
 from .errors import CosimError
 from .jobs import Job, JobLike, RtlRun, as_job, as_jobs
 from .runner import Simulation
@@ -114,7 +114,11 @@ def compare(job: JobLike, run: RtlRun, *, shown: int = SHOWN) -> list[str]:
     and, often, the memories cannot show); each of the five counters; every external-memory
     word, then every scratchpad word (an unresolved word is a difference). Each line names
     what differs with the RTL's and the reference's values; a memory line gives the number of
-    differing words and the first ``shown`` addresses.
+    differing words and the first ``shown`` addresses, and is followed by a line naming the
+    first one in the program's terms (:mod:`cosim.where`: the instruction that last wrote it,
+    with its disassembly, and for a compiled program the tensor, its node, operation, name,
+    row and column); after them, the earliest instruction whose written words differ, when
+    those lines do not name it.
 
     Raises:
         TypeError, ValueError: the job is bad (as :func:`run_programs` checks it), or ``run``
@@ -155,12 +159,20 @@ def compare(job: JobLike, run: RtlRun, *, shown: int = SHOWN) -> list[str]:
             out.append(f"counter {name}: RTL X, reference {expected}")
         elif got != expected:
             out.append(f"counter {name}: RTL {got}, reference {expected} ({got - expected:+d})")
+    differing, summaries = {}, {}
     for memory, got, unresolved, expected in (("ext", run.ext, run.ext_x, want.ext),
                                               ("spad", run.spad, run.spad_x, want.spad)):
         bad = np.flatnonzero((got != expected) | unresolved)
         if len(bad):
             first = "; ".join(f"[{a}] RTL {_word(int(got[a]), bool(unresolved[a]))}, reference "
                               f"{_word(int(expected[a]))}" for a in bad[:shown])
-            out.append(f"{memory}: {counted(len(bad), 'word')} {verb(len(bad), 'differs', 'differ')}; "
-                       f"first {first}")
+            summaries[memory] = (f"{memory}: {counted(len(bad), 'word')} "
+                                 f"{verb(len(bad), 'differs', 'differ')}; first {first}")
+            differing[memory] = bad
+    if differing:
+        named = where.lines(job, want, run.params, differing)
+        for memory, summary in summaries.items():
+            out += [summary, named[memory]]
+        if "earliest" in named:
+            out.append(named["earliest"])
     return out

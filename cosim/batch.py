@@ -111,7 +111,7 @@ class Outcome(Tally):
             self.waves = sorted([*self.waves, Path(chunk.waves)])
 
 
-def verdict(outcome: Outcome, what: str, *, listed: int = KEPT_FAILURES, lines_each: int = 4) -> list[str]:
+def verdict(outcome: Outcome, what: str, *, listed: int = KEPT_FAILURES, lines_each: int = 6) -> list[str]:
     """The PASS or FAIL lines of one simulator.
 
     Args:

@@ -16,6 +16,7 @@ import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -73,6 +74,9 @@ class Job:
         halts: the program must stop at its HALT (a compiled graph): a run where the
             reference machine stops with an error code is a difference, however well the RTL
             agrees (:func:`cosim.api.compare`).
+        compiled: the compiled program (``compiler.Program``) the job was made from, or None;
+            with it, :func:`cosim.api.compare` names the tensor behind a differing word
+            (``Program.whose``), not only the instruction that wrote it.
     """
 
     program: Sequence[Instruction] | Sequence[int]
@@ -81,14 +85,16 @@ class Job:
     limit: int | None = None
     machine: Params | None = None
     halts: bool = False
+    compiled: Any = field(default=None, repr=False, compare=False)
     _expected: dict = field(default_factory=dict, repr=False, compare=False)
 
     @classmethod
     def of_program(cls, program, inputs, name: str = "") -> Job:
         """The job of a compiled program (``compiler.Program``) on the given inputs: its code,
         its external-memory image (``program.ext_image(inputs)``), made for
-        ``program.machine``, and required to halt."""
-        return cls(program.code, program.ext_image(inputs), name, machine=program.machine, halts=True)
+        ``program.machine``, and required to halt; it keeps the program (:attr:`compiled`)."""
+        return cls(program.code, program.ext_image(inputs), name, machine=program.machine, halts=True,
+                   compiled=program)
 
     @property
     def words(self) -> np.ndarray:

@@ -87,12 +87,19 @@ class Row:
 def compile_width(hidden: int, stream: bool = True, params: Params = DEFAULT) -> Row:
     """Build with this hidden width, calibrate on 30 samples from Random(hidden), test on the
     next; ``stream=False`` loads every weight whole (the seed's compiler); compiled for the
-    machine ``params``."""
+    machine ``params``. A width above K_MAX is refused before its hidden x hidden weight is
+    drawn (10^10 values for 100,000): it is the inner dimension of the next matmul, which the
+    compiler refuses (one MM instruction takes at most K_MAX; seed chapter 11)."""
+    row = Row(hidden)
+    if hidden > params.K_MAX:
+        row.refusal = (f"hidden width {hidden} is the inner dimension of the next matmul, more than "
+                       f"the K_MAX = {params.K_MAX} one MM instruction takes "
+                       "(refused before building its weights)")
+        return row
     g, shapes = build(hidden=hidden)
     rng = random.Random(hidden)
     calibration = [draw_inputs(shapes, rng) for _ in range(30)]
     test = draw_inputs(shapes, rng)
-    row = Row(hidden)
     try:
         program = compile_graph(g, calibration, stream=stream, params=params)
     except CompileError as e:

@@ -104,8 +104,9 @@ def main(argv: list[str] | None = None) -> int:
         if subject.inputs is None:
             print("error: --sim needs test inputs, and this source gives none", file=sys.stderr)
             return 2
-        job = (subject.program.code, subject.program.ext_image(subject.inputs), subject.title)
-        rtl = run_rtl([job], simulators(args.sim))
+        from cosim.jobs import Job  # the compiled program goes with it: a FAIL names the tensors
+
+        rtl = run_rtl([Job.of_program(subject.program, subject.inputs, subject.title)], simulators(args.sim))
         for result in rtl:
             print(f"{result.verdict} {result.simulator}: {result.summary()}")
     out = (

@@ -51,9 +51,11 @@ class RtlResult:
         runs = f"{self.runs} run" + ("s" if self.runs != 1 else "")
         if self.differences:
             first = min(self.differences)
+            lines = self.differences[first]
+            named = f"; {lines[1]}" if len(lines) > 1 and lines[1].startswith(("ext[", "spad[")) else ""
             return (
                 f"{len(self.differences)} of {self.runs} runs differ from the reference; "
-                f"the first, run {first}: {self.differences[first][0]}"
+                f"the first, run {first}: {lines[0]}{named}"
             )
         cycles = ", ".join(str(c) for c in sorted(set(self.cycles)))
         return (
@@ -81,7 +83,9 @@ def run_rtl(jobs: Sequence[tuple], which: Sequence[str]) -> list[RtlResult]:
     """Run the jobs on each simulator of ``which`` and compare them with the reference machine.
 
     Args:
-        jobs: ``(code, ext_image, name)`` tuples (see :mod:`cosim.api`).
+        jobs: ``(code, ext_image, name)`` tuples or :class:`cosim.jobs.Job` objects (see
+            :mod:`cosim.api`; ``Job.of_program`` keeps the compiled program, so that a FAIL names
+            the tensor behind a differing word).
         which: simulator names.
 
     Returns:

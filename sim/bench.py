@@ -190,6 +190,10 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if not 1 <= args.n < DEFAULT.IMEM_WORDS:
         parser.error(f"--n must be 1..{DEFAULT.IMEM_WORDS - 1} (the program and its HALT fit IMEM_WORDS)")
+    if args.reps < 1:
+        parser.error(f"--reps must be at least 1 (the best of that many runs counts), got {args.reps}")
+    if args.seed < 0:
+        parser.error(f"--seed must be 0 or more (numpy's generators take no negative seed), got {args.seed}")
     report(bench(args.n, args.reps, args.seed))
     return 0
 

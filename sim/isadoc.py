@@ -504,6 +504,9 @@ def main(argv: list[str] | None = None) -> int:
             parser.error(f"{DOC_PATH.name} documents the default machine; give --path for the page of "
                          f"{describe(params)}")
         args.path = DOC_PATH
+    if args.path.is_dir():
+        parser.error(f"--path {args.path} is a folder: give the page's file, "
+                     f"e.g. {args.path / DOC_PATH.name}")
     if args.check:
         problem = stale_diff(args.path, params)
         if problem:
@@ -513,8 +516,13 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     text = render(params)
     if args.write:
-        args.path.parent.mkdir(parents=True, exist_ok=True)
-        args.path.write_text(text)
+        try:
+            args.path.parent.mkdir(parents=True, exist_ok=True)
+            args.path.write_text(text)
+        except OSError as e:      # a read-only folder, a parent that is a file
+            print(f"error: cannot write --path {args.path}: {e.strerror or e}"
+                  f"{f' ({e.filename})' if e.filename else ''}", file=sys.stderr)
+            return 1
         print(f"wrote {args.path}")
     else:
         sys.stdout.write(text)

@@ -23,6 +23,7 @@ import numpy as np
 
 from sim.spec import DEFAULT
 
+from ..errors import CompileError
 from ..ir import Graph
 from ..pipeline import compile_graph
 from .battery import BATTERY_SEEDS, CALIBRATION_SAMPLES, check_graph
@@ -32,6 +33,9 @@ CHAIN_SIZES = (100, 1_000, 10_000)
 CHAIN_WIDTH = 4
 CHAIN_IMEM_WORDS = 1 << 16
 """The instruction memory the chains are compiled for (the largest sim.spec.Params allows)."""
+CHAIN_MIN = 11
+"""The shortest chain :func:`chain` makes of exactly that many nodes: the input, eight weights,
+one operation and the output."""
 
 
 def battery_throughput(seeds: range = BATTERY_SEEDS) -> tuple[float, float]:
@@ -85,17 +89,35 @@ def chain_compile_seconds(nodes: int, repeats: int = 3) -> float:
     return min(times)
 
 
+def chain_size(text: str) -> int:
+    """argparse type of --sizes: a whole number of at least :data:`CHAIN_MIN`."""
+    try:
+        size = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if size < CHAIN_MIN:
+        raise argparse.ArgumentTypeError(f"{size} is too small: a chain has at least {CHAIN_MIN} nodes "
+                                         "(the input, eight weights, one operation, the output)")
+    return size
+
+
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description="Capra compile speed.")
-    parser.add_argument("--sizes", type=int, nargs="*", default=list(CHAIN_SIZES),
-                        help="chain lengths in nodes (default 100 1000 10000)")
+    parser = argparse.ArgumentParser(prog="python -m compiler.testing.bench",
+                                     description="Capra compile speed.")
+    parser.add_argument("--sizes", type=chain_size, nargs="*", default=list(CHAIN_SIZES),
+                        help=f"chain lengths in nodes, each at least {CHAIN_MIN} (default 100 1000 10000; "
+                             "about 27,000 fill the 65,536 instructions the chains are compiled for)")
     args = parser.parse_args(argv)
     compile_and_run, full_check = battery_throughput()
     print(f"battery, {len(BATTERY_SEEDS)} graphs: {compile_and_run:.0f} graphs/s compiled and run once; "
           f"{full_check:.0f} graphs/s through checks (a)-(e) (two compiles, two runs, interpreter, checks)")
     print(f"{'chain nodes':>12} {'compile s':>10} {'us per node':>12}   (best of 3)")
     for size in args.sizes:
-        seconds = chain_compile_seconds(size)
+        try:
+            seconds = chain_compile_seconds(size)
+        except CompileError as e:
+            print(f"error: a chain of {size:,} nodes: {e}", file=sys.stderr)
+            return 1
         print(f"{size:12d} {seconds:10.3f} {1e6 * seconds / size:12.1f}")
     return 0
 

@@ -382,6 +382,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--only", type=int, nargs="+", metavar="N",
                         help=f"run only these mutants (1..{len(ALL)}, as --list numbers them)")
     args = parser.parse_args(argv)
+    if args.jobs < 1:
+        parser.error(f"--jobs must be at least 1 (mutants run in parallel), got {args.jobs}")
     if args.list:
         print(_listing())
         return 0

@@ -22,6 +22,7 @@ from compiler.testing.seedtable import (
     section1_network,
     six_layer_network,
 )
+from sim.spec import DEFAULT
 
 from .conftest import load_example
 
@@ -223,6 +224,18 @@ def test_example_b_width_sweep_with_streaming():
     assert [r.blocked for r in rows[:4]] == [[], [], [], []]
     assert rows[4].blocked == ["matmul node 5: 1 x 2 blocks of 4 x 32 (A whole, B streams in panels, "
                                "2 loads)"]
+
+
+def test_example_b_refuses_a_width_above_k_max_as_the_compiler_would():
+    """The sweep refuses a width above K_MAX without building it; the compiler refuses it too."""
+    module = load_example("own_graph")
+    wide = DEFAULT.K_MAX + 1
+    (row,) = module.sweep([wide])
+    assert row.instructions is None and f"hidden width {wide} is the inner dimension" in row.refusal
+    graph, shapes = module.build(hidden=wide)
+    refusal = f"matmul node 5: its inner dimension is {wide}, more than the K_MAX"
+    with pytest.raises(CompileError, match=refusal):
+        compile_graph(graph, [module.draw_inputs(shapes, random.Random(0))])
 
 
 def test_example_b_refusals():

@@ -32,22 +32,81 @@ def test_exact_run_has_no_differences():
     assert compare((PROGRAM, JOB.ext), exact_run()) == []
 
 
-def test_memory_differences_name_the_first_addresses_and_values():
+def test_memory_differences_name_the_first_addresses_and_values_and_their_writers():
+    """By hand: ext 50..55 is the ST's (pc 2), spad 20..25 the RQ's (pc 1); nothing writes
+    spad 300. A hand-written job has no compiled program: no tensor is named."""
     run = exact_run()
     run.ext[52] ^= 1
     run.spad[21] = 0xFFFFFF80
     run.spad[300] = 9
     found = compare(JOB, run)
     assert found[0] == "ext: 1 word differs; first [52] RTL 0x00000065 (101), reference 0x00000064 (100)"
-    assert found[1].startswith("spad: 2 words differ; first [21] RTL 0xffffff80 (-128), "
+    assert found[1] == "ext[52]: last written by pc 2: ST src=20 dst=50 len=6"
+    assert found[2].startswith("spad: 2 words differ; first [21] RTL 0xffffff80 (-128), "
                                "reference 0xfffffff9 (-7)")
-    assert "[300] RTL 0x00000009 (9), reference 0x00000000 (0)" in found[1]
+    assert "[300] RTL 0x00000009 (9), reference 0x00000000 (0)" in found[2]
+    assert found[3] == "spad[21]: last written by pc 1: RQ dst=20 src=4 len=6 m=8388608 s=23 relu=0"
+    assert len(found) == 4      # the earliest writer (pc 1) is named already
+    run = exact_run()
+    run.spad[300] = 9
+    assert compare(JOB, run)[1] == ("spad[300]: no instruction before the stop at pc 3 writes it (the "
+                                    "reference keeps the zeroed scratchpad's value)")
+
+
+def test_the_earliest_differing_write_gets_a_line_when_no_other_names_it():
+    """By hand: the LD (pc 0) writes spad 30..35, the RQ (pc 1) 20..25 from there, the ST
+    (pc 2) ext 50..55. The first differing words are ext[51] and spad[21]; spad[31], written
+    earlier than both, gets the last line."""
+    program = [build("LD", dst=30, src=0, len=6), build("RQ", dst=20, src=30, len=6, m=1 << 23, s=23, relu=0),
+               build("ST", src=20, dst=50, len=6), build("HALT")]
+    job = Job(program, [3, -7, 100, 200, -300, 5], "earliest")
+    run = exact_run(job)
+    run.spad[31] ^= 2
+    run.spad[21] ^= 2
+    run.ext[51] ^= 2
+    found = compare(job, run)
+    assert found[1] == "ext[51]: last written by pc 2: ST src=20 dst=50 len=6"
+    assert found[3] == "spad[21]: last written by pc 1: RQ dst=20 src=30 len=6 m=8388608 s=23 relu=0"
+    assert found[4:] == ["earliest differing write: spad[31]: last written by pc 0: LD dst=30 src=0 len=6"]
+    run.spad[31] ^= 2          # now the earliest writer is pc 1, named above: no last line
+    assert len(compare(job, run)) == 4
+    run = exact_run(job)
+    run.ext[0] ^= 1            # the host's image, never written
+    assert compare(job, run)[1] == ("ext[0]: no instruction before the stop at pc 3 writes it (the reference "
+                                    "keeps the host's image's value)")
+
+
+def test_words_between_the_rows_of_a_matmul_are_not_its_writes():
+    """MM writes M rows of N words, ldc apart: the words between them keep their last writer
+    (here the LD at pc 0), although they lie in the MM's dst span."""
+    program = [build("LD", dst=0, src=0, len=40),
+               build("MM", dst=10, A=0, B=4, M=2, K=2, N=2, tb=0, lda=2, ldb=2, ldc=5),
+               build("HALT")]
+    job = Job(program, list(range(1, 41)), "strided")
+    for address, writer in ((10, 1), (11, 1), (12, 0), (14, 0), (15, 1), (16, 1), (17, 0)):
+        run = exact_run(job)
+        run.spad[address] ^= 1
+        assert compare(job, run)[1].startswith(f"spad[{address}]: last written by pc {writer}:"), address
+
+
+def test_an_illegal_program_names_writers_before_its_stop_only():
+    """The ST at pc 2 reaches past the external memory: the machine stops there, so the LD at
+    pc 3, which would write spad 0..1, never runs."""
+    program = [build("LD", dst=0, src=0, len=4), build("LD", dst=2, src=0, len=4),
+               build("ST", src=0, dst=8190, len=4), build("LD", dst=0, src=0, len=2), build("HALT")]
+    job = Job(program, [1, 2, 3, 4], "stops at pc 2")
+    assert (job.expected().error_code, job.expected().error_pc) == (ErrorCode.EXT_RANGE, 2)
+    for address, line in ((1, "pc 0: LD dst=0 src=0 len=4"), (3, "pc 1: LD dst=2 src=0 len=4")):
+        run = exact_run(job)
+        run.spad[address] ^= 1
+        assert compare(job, run)[1] == f"spad[{address}]: last written by {line}"
 
 
 def test_unresolved_words_are_differences():
     run = exact_run()
     run.spad_x[7] = True
-    assert compare(JOB, run) == ["spad: 1 word differs; first [7] RTL X, reference 0x000000c8 (200)"]
+    assert compare(JOB, run) == ["spad: 1 word differs; first [7] RTL X, reference 0x000000c8 (200)",
+                                 "spad[7]: last written by pc 0: LD dst=4 src=0 len=6"]
 
 
 def test_counters_and_stop():

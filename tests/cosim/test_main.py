@@ -119,12 +119,32 @@ def _make(*variables: str) -> list[str]:
     (("cosim", "WAVES=maybe"), "argument --waves: expected 1, yes, true or on (or 0, no, false, off)"),
     (("stress", "N="), "argument --n: expected a whole number of at least 1, got ''"),
     (("stress", "N=-1"), "argument --n: expected a whole number of at least 1, got '-1'"),
+    (("cosim", "SEEDS=1'2"), "argument SEEDS: \"1'2\" in \"1'2\" is not N or N-M"),
+    (("stress", "SEED=it's"), "argument --seed: expected a whole number of at least 0, got \"it's\""),
 ])
 def test_make_passes_bad_variables_on_to_be_refused(variables, refused):
     args = _make(*variables)
     assert args[0] == ("seeds" if variables[0] == "cosim" else "stress")
     done = run(*args)
     assert done.returncode == 2 and refused in done.stderr and "usage: python -m cosim" in done.stderr
+
+
+@pytest.mark.parametrize("value", ["1'2", "'", "a b", '"x"', "`id`", "1;echo hi", "\\", "*"])
+def test_make_passes_any_value_as_one_word(value):
+    """Quotes, spaces and shell syntax in a variable reach cosim as they were typed (cosim then
+    refuses them with its usage), never as a shell syntax error or a command."""
+    assert _make("cosim", f"SEEDS={value}", f"SIM={value}", f"JOBS={value}") == \
+        ["seeds", value, "--sim", value, "--jobs", value]
+    assert _make("stress", f"N={value}", f"WAVES={value}")[:3] == ["stress", "--n", value]
+    assert _make("stress", f"WAVES={value}")[-1] == f"--waves={value}"
+
+
+def test_make_passes_the_machine_on():
+    assert _make("cosim", "PARAMS=t8")[-2:] == ["--param", "t8"]
+    assert _make("stress", "PARAMS=T=8 LANES=8")[-2:] == ["--param", "T=8 LANES=8"]
+    assert "--param" not in _make("cosim") and "--param" not in _make("stress")
+    done = run(*_make("cosim", "PARAMS=T=8 LANES=5"))
+    assert done.returncode == 2 and "error: Params.LANES = 5: must be one of 4, 8, 16" in done.stderr
 
 
 def test_make_waves_values():

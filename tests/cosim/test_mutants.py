@@ -1,6 +1,6 @@
 """cosim/mutants.py: a broken requantizer in a copy of the Verilog, and the co-simulation
-catching it (make cosim prints FAIL with the first differing words); a DMA whose done comes a
-cycle late, caught by the core's timing_fault alone."""
+catching it (make cosim prints FAIL with the first differing words, named by tensor and
+instruction); a DMA whose done comes a cycle late, caught by the core's timing_fault alone."""
 
 from __future__ import annotations
 
@@ -10,9 +10,12 @@ import sys
 
 import pytest
 
+from compiler.testing.seedtable import compile_seed
 from cosim import mutants
 from cosim.verilog import ROOT, fresh_verilog
+from cosim.writers import text
 from flows.memmap import PORTS_JSON
+from tests.cosim.test_where import last_writer
 
 
 def test_rq_round_changes_every_lane(tmp_path):
@@ -63,8 +66,25 @@ def test_broken_requantizer_fails_the_seed_run(icarus):
     assert lines[0].startswith("mutant rq-round: hw/requant.py (Requantizer, stage 6) truncates")
     assert lines[1] == "icarus     FAIL: 1 of 1 program differs from the reference"
     word = r"0x[0-9a-f]{8} \(-?\d+\)"
-    first = rf"    seed 100: ext: \d+ words? differs?; first \[\d+\] RTL {word}, reference {word}"
-    assert re.match(first, lines[2]), lines[2]
+    first = rf"    seed 100: ext: \d+ words? differs?; first \[(\d+)\] RTL {word}, reference {word}"
+    m = re.match(first, lines[2])
+    assert m, lines[2]
+    # the first differing word in the program's terms, worked out from its layout and listing
+    program = compile_seed(100).program
+    address = int(m[1])
+    entry = next(e for e in program.ext.values() if e.addr <= address < e.addr + e.words)
+    assert entry.kind == "output" and entry.panel == 0
+    row, col = divmod(address - entry.addr, entry.shape[1])
+    stored = program.graph.nodes[program.graph.nodes[entry.node].ins[0]]
+    pc = last_writer(program.code, "ext", address)
+    assert lines[3] == (f"              ext[{address}] (output '{entry.name}' row {row} col {col}, from "
+                        f"{stored.describe()}): last written by pc {pc}: {text(program.code[pc])}")
+    m = re.match(rf"              spad: \d+ words differ; first \[(\d+)\] RTL {word}", lines[4])
+    assert m, lines[4]
+    address = int(m[1])
+    pc = last_writer(program.code, "spad", address)
+    assert re.fullmatch(rf"              spad\[{address}\] \(.*node \d+ \(\w+.*\): last written by "
+                        rf"pc {pc}: {re.escape(text(program.code[pc]))}", lines[5]), lines[5]
 
 
 @pytest.mark.rtl

@@ -7,12 +7,14 @@ import os
 import re
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
 from flows import export, memmap
 from sim.spec import DEFAULT, Params
+from tests.readonly import read_only, run_unprivileged
 
 SMALL = Params(SPAD_WORDS=256, EXT_WORDS=512)
 ROOT = Path(__file__).resolve().parents[2]
@@ -192,3 +194,23 @@ def test_icarus_backdoor_smoke(tmp_path):
     assert [int(v) for v in stop] == [0, 2, *want.counters.as_tuple()]
     got = {int(w): int(v) for _, w, v in (ln.split() for ln in out.splitlines() if ln.startswith("EXT"))}
     assert [got[w] for w in range(params.EXT_WORDS)] == [int(v) for v in want.ext]
+
+
+def test_cli_refuses_an_out_it_cannot_write(tmp_path, capsys):
+    """--out a file, under a file, or a read-only folder: one line naming it, no traceback."""
+    a_file = tmp_path / "a_file"
+    a_file.write_text("")
+    with pytest.raises(SystemExit) as stop:
+        export.main(["--out", str(a_file)])
+    assert stop.value.code == 2
+    assert f"--out {a_file} is a file, not a folder" in capsys.readouterr().err
+    assert export.main(["--out", str(a_file / "sub")]) == 1
+    assert f"cannot write the Verilog in --out {a_file / 'sub'}: Not a directory" in capsys.readouterr().err
+    locked = tmp_path / "locked"
+    locked.mkdir()
+    with read_only(locked):
+        done = run_unprivileged([sys.executable, "-m", "flows.export", "--out", str(locked / "v")], cwd=ROOT)
+    assert done.returncode == 1, done.stderr
+    assert done.stderr == (f"error: cannot write the Verilog in --out {locked / 'v'}: Permission denied "
+                           f"({locked / 'v'}); give a folder you can write\n")
+    assert not (locked / "v").exists()

@@ -78,6 +78,10 @@ def test_the_rtl_section_shows_each_verdict(example_a):
     assert "co-simulation: FAIL" in html and "counter cycles: RTL 165, reference 164 (+1)" in html
     assert passed.verdict == "PASS" and failed.verdict == "FAIL"
     assert RtlResult("icarus", 1, failure="iverilog is missing").verdict == "NOT RUN"
+    first = "ext: 1 word differs; first [150] RTL 0x00000001 (1), reference 0x00000002 (2)"
+    named = "ext[150] (output 'out' row 0 col 3, from node 12 (concat)): last written by pc 17: ST src=93 ..."
+    memory = RtlResult("icarus", 2, differences={1: [first, named, "counter cycles: RTL 165, reference 164"]})
+    assert memory.summary() == f"1 of 2 runs differ from the reference; the first, run 1: {first}; {named}"
     assert simulators("both") == ("icarus", "verilator") and simulators("none") == ()
     with pytest.raises(ValueError, match="give icarus"):
         simulators("vcs")

@@ -35,3 +35,17 @@ def test_bench_reports(capsys):
     assert "instr/s" in out and "sim cycles/s" in out and "UNPACK" in out
     with pytest.raises(SystemExit):
         bench.main(["--n", "5000"])
+
+
+@pytest.mark.parametrize(("args", "refused"), [
+    (["--reps", "0"], "--reps must be at least 1 (the best of that many runs counts), got 0"),
+    (["--reps", "-2"], "--reps must be at least 1 (the best of that many runs counts), got -2"),
+    (["--seed", "-3"], "--seed must be 0 or more (numpy's generators take no negative seed), got -3"),
+    (["--n", "0"], "--n must be 1..4095"),
+])
+def test_bad_flags_are_refused_before_running(args, refused, capsys):
+    with pytest.raises(SystemExit) as stop:
+        bench.main(args)
+    assert stop.value.code == 2
+    err = capsys.readouterr().err
+    assert err.startswith("usage: python -m sim.bench") and f"error: {refused}" in err

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import sys
+
 import pytest
 
 from sim import isadoc, spec
 from sim.isadoc import DOC_PATH, TEXT, Sym, attribute_docs, docstring_section, latency_text, main, render
 from sim.spec import Params
+from tests.readonly import read_only, run_unprivileged
 
 
 def test_docs_isa_md_is_up_to_date():
@@ -26,6 +29,28 @@ def test_check_and_write_through_the_command_line(tmp_path, capsys):
     err = capsys.readouterr().err
     assert "is stale" in err and "python -m sim.isadoc --write" in err
     assert "-| `T` | 5 |" in err and "+| `T` | 4 |" in err
+
+
+def test_a_path_it_cannot_write_is_one_line(tmp_path, capsys):
+    """--path a folder, under a file, or in a read-only folder: one line naming it, no traceback."""
+    with pytest.raises(SystemExit) as stop:
+        main(["--write", "--path", str(tmp_path)])
+    assert stop.value.code == 2
+    assert f"error: --path {tmp_path} is a folder: give the page's file, e.g. {tmp_path / 'isa.md'}" \
+        in capsys.readouterr().err
+    a_file = tmp_path / "a_file"
+    a_file.write_text("")
+    page = a_file / "isa.md"
+    assert main(["--write", "--path", str(page)]) == 1
+    assert capsys.readouterr().err == f"error: cannot write --path {page}: File exists ({a_file})\n"
+    page = tmp_path / "locked" / "isa.md"
+    page.parent.mkdir()
+    with read_only(page.parent):
+        done = run_unprivileged([sys.executable, "-m", "sim.isadoc", "--write", "--path", str(page)],
+                                cwd=DOC_PATH.parents[1])
+    assert done.returncode == 1
+    assert done.stderr == f"error: cannot write --path {page}: Permission denied ({page})\n"
+    assert not page.exists()
 
 
 def test_help_and_printing(capsys):

@@ -65,6 +65,17 @@ def test_only_takes_numbers_from_the_list():
         mutants.main(["--only", "34"])
 
 
+@pytest.mark.parametrize("jobs", ["0", "-1"])
+def test_jobs_below_one_are_refused_before_any_work(jobs, capsys, monkeypatch):
+    monkeypatch.setattr(mutants, "_run", lambda *a: pytest.fail("ran before refusing"))
+    with pytest.raises(SystemExit) as stop:
+        mutants.main(["--jobs", jobs])
+    assert stop.value.code == 2
+    err = capsys.readouterr().err
+    assert err.startswith("usage: python -m compiler.testing.mutants")
+    assert f"error: --jobs must be at least 1 (mutants run in parallel), got {jobs}" in err
+
+
 def test_the_mutation_check_catches_32_of_32(capsys):
     assert mutants.main(["--jobs", "2"]) == 0
     out = capsys.readouterr().out

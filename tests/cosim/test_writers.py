@@ -1,0 +1,74 @@
+"""cosim/writers.py: the last writer of every word, against an oracle that runs the reference
+machine's semantics (sim.machine.apply) instruction by instruction on two random fills of
+the memories and sees which words each instruction changes."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from compiler.testing.seedtable import compile_seed
+from cosim import stress
+from cosim.jobs import Job
+from cosim.writers import NOT_WRITTEN, Writers, instructions, text
+from sim.asm import build
+from sim.machine import apply
+from sim.spec import DEFAULT
+
+
+def oracle(program, stop: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    """(spad, ext) last writers: an instruction writes a word if applying it changes the word
+    on either of two random fills (a written value equal to both fills' is a 2^-64 chance)."""
+    rng = np.random.default_rng(seed)
+    spad = np.full(DEFAULT.SPAD_WORDS, NOT_WRITTEN, np.int32)
+    ext = np.full(DEFAULT.EXT_WORDS, NOT_WRITTEN, np.int32)
+    for pc, ins in enumerate(instructions(program)[:stop]):
+        if ins is None:
+            continue
+        for _ in range(2):
+            s0 = rng.integers(0, 1 << 32, DEFAULT.SPAD_WORDS, dtype=np.uint32)
+            e0 = rng.integers(0, 1 << 32, DEFAULT.EXT_WORDS, dtype=np.uint32)
+            s1, e1 = s0.copy(), e0.copy()
+            apply(ins, s1, e1)
+            spad[s1 != s0] = pc
+            ext[e1 != e0] = pc
+    return spad, ext
+
+
+def check_against_oracle(job) -> None:
+    stop = job.expected().error_pc
+    writers = Writers.replay(job.program, stop, DEFAULT)
+    spad, ext = oracle(job.program, stop)
+    assert np.array_equal(writers.spad, spad), np.flatnonzero(writers.spad != spad)[:10]
+    assert np.array_equal(writers.ext, ext), np.flatnonzero(writers.ext != ext)[:10]
+
+
+@pytest.mark.parametrize("seed", [100, 103, 107])
+def test_compiled_programs_match_the_oracle(seed):
+    run = compile_seed(seed)
+    check_against_oracle(Job.of_program(run.program, run.test_inputs, f"seed {seed}"))
+
+
+def test_stress_programs_match_the_oracle():
+    """Strided and overlapping matmuls, every instruction, illegal stops, undecodable words."""
+    mms = 0
+    for sp in stress.programs(0, 40):
+        check_against_oracle(sp.job)
+        mms += sum(ins is not None and ins.op == "MM" for ins in instructions(sp.job.program))
+    assert mms > 20
+
+
+def test_text_is_the_disassembly_on_single_spaces():
+    assert text(build("ST", src=93, dst=147, len=42)) == "ST src=93 dst=147 len=42"
+    assert text(build("HALT")) == "HALT"
+    writers = Writers.replay([build("LD", dst=0, src=0, len=2), build("HALT")], 1, DEFAULT)
+    assert writers.instruction(0) == "pc 0: LD dst=0 src=0 len=2"
+    assert writers.of("spad", 1) == 0
+    assert writers.of("spad", 2) == writers.of("ext", 0) == NOT_WRITTEN
+
+
+def test_words_that_do_not_decode_write_nothing():
+    words = [*build("LD", dst=0, src=0, len=2).encode(), 12, 0, 0, 0]   # opcode 12: none
+    writers = Writers.replay(words, 2, DEFAULT)
+    assert writers.program[1] is None and writers.instruction(1) == "pc 1: (does not decode)"
+    assert writers.of("spad", 0) == 0
