@@ -21,6 +21,7 @@ from __future__ import annotations
 import fcntl
 import hashlib
 import json
+import shlex
 import subprocess
 import sys
 from collections.abc import Callable, Iterator
@@ -132,13 +133,13 @@ def fresh_verilog(verilog: Path | None = None, say: Callable[[str], None] = prin
             raise CosimError(f"no Verilog file {verilog}")
         return verilog
     target, stamp = _places(params)
-    with flock(COSIM_BUILD / "verilog.lock", exclusive=True):
+    with flock(_lock(target), exclusive=True):
         why = _stale_reason(params)
         if why is None:
             return target
         machine = [] if params == DEFAULT else ["--param", machines.describe(params)]
         command = ["python", "-m", "flows.export", "--out", str(target.parent.relative_to(ROOT)), *machine]
-        say(f"exporting the Verilog ({target.relative_to(ROOT)}: {why}): {' '.join(command)}")
+        say(f"exporting the Verilog ({target.relative_to(ROOT)}: {why}): {shlex.join(command)}")
         done = subprocess.run([sys.executable, *command[1:]], cwd=ROOT, capture_output=True, text=True)
         if done.returncode != 0:
             raise CosimError(f"python -m flows.export failed (exit {done.returncode}):\n"
@@ -147,14 +148,26 @@ def fresh_verilog(verilog: Path | None = None, say: Callable[[str], None] = prin
     return target
 
 
+def _lock(verilog: Path) -> Path | None:
+    """The lock that :func:`fresh_verilog` holds while it exports a machine's Verilog: one per
+    machine (``build/cosim/verilog.lock``, ``build/machines/<tag>/verilog.lock``), so that the
+    export of one machine does not hold up the runs of another; None for any other file."""
+    verilog = Path(verilog).resolve()
+    if verilog == VERILOG.resolve():
+        return COSIM_BUILD / "verilog.lock"
+    if verilog.parent.parent == (BUILD / "machines").resolve():
+        return verilog.with_name("verilog.lock")
+    return None
+
+
 @contextmanager
 def reading(verilog: Path) -> Iterator[None]:
     """Hold off :func:`fresh_verilog`'s export while an exported Verilog is read."""
-    verilog = Path(verilog).resolve()
-    if verilog == VERILOG.resolve() or (BUILD / "machines").resolve() in verilog.parents:
-        with flock(COSIM_BUILD / "verilog.lock", exclusive=False):
-            yield
-    else:
+    lock = _lock(verilog)
+    if lock is None:
+        yield
+        return
+    with flock(lock, exclusive=False):
         yield
 
 

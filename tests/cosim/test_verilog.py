@@ -94,6 +94,8 @@ def test_each_machine_has_its_own_verilog_and_record(build_dir):
     source, stamp = verilog._places(t2)
     assert source == build / "machines" / "T2" / f"{SIMTOP}.v" and stamp == source.with_name("verilog.json")
     assert verilog._places(DEFAULT) == (verilog.VERILOG, verilog.STAMP)
+    assert verilog._lock(source) == source.with_name("verilog.lock")      # one export lock per machine
+    assert verilog._lock(build / "elsewhere" / f"{SIMTOP}.v") is None
     assert verilog._stale_reason(t2) == "missing"          # the default machine's export is not T=2's
     source.parent.mkdir(parents=True)
     source.write_text("module ga2_simtop; /* T=2 */ endmodule\n")
