@@ -90,11 +90,13 @@ bench: setup  ## GA-2 cycles on the seed's programs vs the seed chip, MXU utilis
 bench-sim: setup  ## reference machine speed: instructions/s and simulated cycles/s
 	$(PY) -m sim.bench
 
-docs: setup  ## regenerate docs/isa.md from the ISA spec
+docs: setup  ## regenerate docs/isa.md from the ISA spec, and the generated parts of docs/change-the-machine.md
 	$(PY) -m sim.isadoc --write
+	$(PY) examples/change_the_machine.py --write
 
-docs-check: setup  ## fail when docs/isa.md is stale against the ISA spec
+docs-check: setup  ## fail when docs/isa.md or docs/change-the-machine.md is stale
 	$(PY) -m sim.isadoc --check
+	$(PY) examples/change_the_machine.py --check
 
 clean:  ## remove build outputs (keeps .venv)
 	rm -rf build .pytest_cache .hypothesis
