@@ -172,7 +172,10 @@ BAD_FLAGS = [
     ("sweep.py", ["--machines", "T=8"],
      "sweep.py: error: Params.LANES = 4: must be at least T = 8 (the MXU moves a row of B and of the output "
      "in one access): LANES in 8, 16 (machine: T=8)"),
-    ("sweep.py", ["--write"], "sweep.py: error: --write records a full run: give --synth too"),
+    ("sweep.py", ["--write"], "sweep.py: error: --write records synthesis figures: give --synth or "
+                              "--synth-reports too"),
+    ("sweep.py", ["--synth", "--synth-reports"], "sweep.py: error: --synth runs synthesis, --synth-reports "
+                                                 "reads its last reports: give one"),
 ]
 """A flag out of range: argparse's usage and one line naming the flag, status 2, nothing run."""
 
