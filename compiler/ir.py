@@ -208,8 +208,8 @@ class Graph:
         return self.add_node(Op.ADD, (a, b))
 
     def relu(self, a: int) -> int:
-        """max(0, a). It must directly follow a matmul that has no other reader (it becomes
-        the matmul's requantizer flag); the compiler checks that."""
+        """max(0, a). It must directly follow a matmul or an add that has no other reader (it
+        becomes the relu flag of the matmul's RQ or of the add's VADD); the compiler checks that."""
         return self.add_node(Op.RELU, (a,))
 
     def concat_rows(self, a: int, b: int) -> int:

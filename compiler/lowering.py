@@ -15,7 +15,8 @@ and fixes every address:
   operands do not fit the scratchpad whole, :mod:`compiler.streaming` blocks the step;
 * softmax: the output buffer, a Q16 temporary, one SM per row, one RQ to the 1/127 scale;
 * add: for each operand whose scale differs from the sum's, a temporary and an RQ that
-  rescales it (int8 to int8); then the output buffer and one VADD; the temporaries go;
+  rescales it (int8 to int8); then the output buffer and one VADD (with the relu flag when a
+  relu was fused); the temporaries go;
 * argmax: the output buffer, one AMAX per row;
 * output: one ST to the output's external region.
 
@@ -118,7 +119,7 @@ def st_fields(entry: ExtEntry, src: int) -> dict[str, int]:
 
 
 def fused_relu(em: Emitter, node: Node) -> bool:
-    """Whether a matmul's RQ applies the relu fused into it (:mod:`compiler.fusion`)."""
+    """Whether a matmul's RQ or an add's VADD applies the relu fused into it (:mod:`compiler.fusion`)."""
     return node.id in em.fused
 
 
@@ -199,7 +200,8 @@ def lower_add(em: Emitter, node: Node, operands: Sequence[int]) -> None:
         em.requantizers[(node.id, k)] = (m_, s_)
         em.put("RQ", dst=tmp, src=addr, len=size, m=m_, s=s_, relu=0)
         sources.append(tmp)
-    em.put("VADD", dst=em.address(node.id), src1=sources[0], src2=sources[1], len=size)
+    em.put("VADD", dst=em.address(node.id), src1=sources[0], src2=sources[1], len=size,
+           relu=int(fused_relu(em, node)))
     for tmp in temps:
         em.alloc.release(tmp, size, f"rescaled operand of node {node.id}")
 

@@ -17,7 +17,7 @@ scale      which scale group it joins, what it must hold, what the hardware pins
            (:class:`ScaleRule`: scale planning)
 scaled     its result is int8 levels with a scale; False: row indices (argmax)
 levels     the largest level of its integer encoding (127; 7 for an int4 weight)
-fuses_into the operations whose requantizer can carry it (relu fusion)
+fuses_into the operations whose last instruction can carry it (relu fusion: RQ's or VADD's relu)
 limits     the unit limits it must respect (:class:`Limit`: the limits pass)
 evaluate   its float meaning (calibration, the float reference: :mod:`.semantics`)
 interpret  its integer meaning (the interpreter)
@@ -269,7 +269,8 @@ def _table() -> dict[Op, OpSpec]:
                role=Role.COMPUTE, place=Place.OWN, scale=ScaleRule(covers=(0, 1)), tolerance=2,
                evaluate=s.float_add, interpret=s.int_add, real=s.real_add, lower=low.lower_add),
         OpSpec(Op.RELU, arity=1, builder="relu", shape=shapes.same_shape,
-               role=Role.VIEW, place=Place.HOSTS_OPERAND, scale=SHARES_OPERAND, fuses_into=(Op.MATMUL,),
+               role=Role.VIEW, place=Place.HOSTS_OPERAND, scale=SHARES_OPERAND,
+               fuses_into=(Op.MATMUL, Op.ADD),
                evaluate=s.float_relu, interpret=s.same_as_operand, real=s.no_arithmetic,
                lower=low.lower_view),
         OpSpec(Op.CONCAT, arity=2, builder="concat_rows", shape=shapes.concat_shape,

@@ -186,12 +186,13 @@ def int_softmax(node: Node, operands: Sequence[np.ndarray], context: IntContext)
 
 
 def int_add(node: Node, operands: Sequence[np.ndarray], context: IntContext) -> np.ndarray:
-    """The saturating sum of the operands, each first rescaled if the compiler gave it a pair."""
+    """The saturating sum of the operands, each first rescaled if the compiler gave it a pair
+    (and its fused relu)."""
     rescaled = []
     for k, x in enumerate(operands):
         pair = context.program.requantizers.get((node.id, k))
         rescaled.append(x if pair is None else requant_array(x, *pair))
-    return sat_add_array(*rescaled)
+    return sat_add_array(*rescaled, node.id in context.program.relu_fused)
 
 
 def int_concat(node: Node, operands: Sequence[np.ndarray], context: IntContext) -> np.ndarray:
@@ -236,4 +237,5 @@ def real_softmax(node: Node, real: Callable[[int], np.ndarray], program: Program
 
 
 def real_add(node: Node, real: Callable[[int], np.ndarray], program: Program) -> np.ndarray:
-    return level(real(node.ins[0]) + real(node.ins[1]), program.scales[node.id])
+    want = level(real(node.ins[0]) + real(node.ins[1]), program.scales[node.id])
+    return np.maximum(want, 0) if node.id in program.relu_fused else want

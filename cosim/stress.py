@@ -42,6 +42,7 @@ import numpy as np
 
 from sim import spec
 from sim.asm import AsmError, Instruction, build, decode, disassemble, encode_program
+from sim.bench import draw_missing
 from sim.spec import DEFAULT, ErrorCode, Mem, Params
 
 from . import batch, coverage, edges, pool, seeds
@@ -120,9 +121,18 @@ class Generator:
         return self.rng.randrange(packed, packed + 200) | 1
 
     def _values(self, kind: str) -> dict[str, int]:
-        """The fields of ``kind`` that are not region starts, legal."""
+        """The fields of ``kind`` that are not region starts, legal: the kind's rule below, then
+        every field it leaves out drawn from its legal range (``sim.bench.draw_missing``)."""
+        ispec = spec.BY_NAME[kind]
+        values = self._rule(kind, min(LEN_MAX, self.window[1]))
+        unset = {r.start: 0 for r in ispec.regions if r.start not in values}
+        drawn = draw_missing(kind, values | unset, self.rng, self.p, min(LEN_MAX, self.window[1]))
+        return {name: v for name, v in drawn.items() if name not in unset}
+
+    def _rule(self, kind: str, vector: int) -> dict[str, int]:
+        """What a uniform draw would miss for ``kind`` (edge values, strides); {} for a kind
+        without a rule."""
         p, rng = self.p, self.rng
-        vector = min(LEN_MAX, self.window[1])
         if kind in ("LD", "ST", "VADD", "AMAX"):
             return {"len": self._length(vector)}
         if kind == "MM":
@@ -144,7 +154,7 @@ class Generator:
         if kind == "UNPACK":
             hi = max(1, min(64, self.window[1] // 9))
             return {"len": rng.randint(1, min(4, hi)) if rng.random() < 0.3 else rng.randint(1, hi)}
-        raise AssertionError(f"no values for {kind}")
+        return {}
 
     # ------------------------------------------------------------------ placement
 
@@ -187,11 +197,12 @@ class Generator:
 
     def _note(self, kind: str, f: dict[str, int]) -> None:
         self.features[kind] += 1
+        for flag in spec.BY_NAME[kind].fields:
+            if flag.width == 1 and f[flag.name]:
+                self.features[f"{kind} {flag.name}=1"] += 1   # coverage.FLAGS
         if kind == "MM":
-            if f["tb"]:
-                self.features["MM tb=1"] += 1
-                if f["lda"] % 2 or f["ldb"] % 2:
-                    self.features["MM tb=1, odd strides"] += 1
+            if f["tb"] and (f["lda"] % 2 or f["ldb"] % 2):
+                self.features["MM tb=1, odd strides"] += 1
             if f["K"] == 1:
                 self.features["MM K=1"] += 1
             if f["K"] == self.p.K_MAX:
@@ -210,7 +221,7 @@ class Generator:
     def _faulty(self, code: ErrorCode) -> Instruction | list[int]:
         """One instruction that stops the machine with ``code`` (encoded words for BAD_OPCODE)."""
         if code is ErrorCode.BAD_OPCODE:
-            unused = [op for op in range(1 << spec.OPCODE_BITS) if op not in spec.BY_OPCODE]
+            unused = spec.UNKNOWN_OPCODES
             words = [self.rng.getrandbits(spec.WORD_BITS) for _ in range(spec.INSTR_WORDS)]
             words[0] = (words[0] & ~((1 << spec.OPCODE_BITS) - 1)) | self.rng.choice(unused)
             return words
@@ -258,14 +269,14 @@ class Generator:
         return kind, f
 
     def _ext_range(self) -> tuple[str, dict[str, int]]:
-        kind, f = self._legal_fields(["LD", "ST"])
-        ext = "src" if kind == "LD" else "dst"
-        lowest = max(0, self.p.EXT_WORDS - f["len"] + 1)
-        f[ext] = self.rng.choice([lowest, self.rng.randint(lowest, (1 << spec.ADDR_BITS) - 1)])
+        kind, f = self._legal_fields(_kinds_with(Mem.EXT))
+        region = next(r for r in spec.BY_NAME[kind].regions if r.mem is Mem.EXT)
+        lowest = max(0, self.p.EXT_WORDS - region.extent(f) + 1)
+        f[region.start] = self.rng.choice([lowest, self.rng.randint(lowest, (1 << spec.ADDR_BITS) - 1)])
         return kind, f
 
     def _overlap(self) -> tuple[str, dict[str, int]] | None:
-        kind, f = self._legal_fields(["MM", "RQ", "SM", "VADD", "AMAX", "UNPACK"])
+        kind, f = self._legal_fields(_kinds_with(Mem.SPAD, writes=True))
         regions = spec.BY_NAME[kind].regions
         write = next(r for r in regions if r.writes)
         read = self.rng.choice([r for r in regions if not r.writes])
@@ -332,6 +343,16 @@ class Strategy:
 
     name: str
     body: Callable[[Generator], list[Instruction | list[int]]]
+
+
+def _kinds_with(mem: Mem, *, writes: bool = False) -> list[str]:
+    """The kinds with a region in ``mem`` (with ``writes``: that write ``mem`` and read it too:
+    the kinds whose destination can overlap a source), in the spec's order."""
+    def has(kind: str, w: bool) -> bool:
+        return any(r.mem is mem and r.writes == w for r in spec.BY_NAME[kind].regions)
+    if writes:
+        return [k for k in KINDS if has(k, True) and has(k, False)]
+    return [k for k in KINDS if has(k, True) or has(k, False)]
 
 
 def random_body(g: Generator) -> list[Instruction | list[int]]:

@@ -155,10 +155,10 @@ def refusals() -> list[tuple[str, CompileError]]:
     def wide_product() -> None:
         one_product(2, 65, 4, 0.1)
 
-    def relu_after_add() -> None:
+    def relu_of_input() -> None:
         g = Graph()
         x = g.input("x", (2, 4))
-        g.output(g.relu(g.add(x, x)), "y")
+        g.output(g.relu(x), "y")
         compile_graph(g, [{"x": np.full((2, 4), 0.5)}])
 
     def mismatched() -> None:
@@ -181,7 +181,7 @@ def refusals() -> list[tuple[str, CompileError]]:
         compile_graph(g, [sample])
 
     attempt("a product with inner dimension 65", wide_product)
-    attempt("a relu that does not follow a matmul", relu_after_add)
+    attempt("a relu that follows neither a matmul nor an add", relu_of_input)
     attempt("shapes that do not match", mismatched)
     attempt("a result too big for the scratchpad (64 x 64 words fill all of it: inputs and weights "
             "stream from external memory, results stay)", too_big)

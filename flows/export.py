@@ -88,17 +88,21 @@ def main(argv: list[str] | None = None) -> int:
                              "for another: sim.machines.machine_dir)")
     machines.add_argument(parser)
     args = parser.parse_args(argv)
-    if args.out is not None and args.out.exists() and not args.out.is_dir():
-        parser.error(f"--out {args.out} is a file, not a folder: give the folder to write the Verilog in")
     try:
         params = machines.from_args(args)
-        out = args.out or machines.machine_dir("build", params)
-        written = export(params, out)
+    except ValueError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 1
+    args.out = args.out or machines.machine_dir("build", params)
+    if args.out.exists() and not args.out.is_dir():
+        parser.error(f"--out {args.out} is a file, not a folder: give the folder to write the Verilog in")
+    try:
+        written = export(params, args.out)
     except ValueError as e:
         print(f"error: {e}", file=sys.stderr)
         return 1
     except OSError as e:          # a read-only folder, a parent that is a file, a full disk
-        print(f"error: cannot write the Verilog in --out {out}: {e.strerror or e}"
+        print(f"error: cannot write the Verilog in --out {args.out}: {e.strerror or e}"
               f"{f' ({e.filename})' if e.filename else ''}; give a folder you can write", file=sys.stderr)
         return 1
     for path in written.values():

@@ -233,6 +233,10 @@ class Field:
         lo, hi: the legal range, inclusive. An int, the name of a :class:`Params` attribute,
             or None (no limit beyond the width). A value outside the range but within the
             width encodes, and stops the machine with ``BAD_FIELD``.
+        default: the value the assembler fills in when a program leaves the field out, or
+            None (the field must be given). A field added to an existing instruction gets one,
+            so that every program written before it still assembles and means what it meant;
+            the disassembler leaves such a field out while it holds its default.
     """
 
     name: str
@@ -240,6 +244,7 @@ class Field:
     doc: str
     lo: int | str | None = None
     hi: int | str | None = None
+    default: int | None = None
 
     def bound(self, which: int | str | None, params: Params) -> int | None:
         if which is None or isinstance(which, int):
@@ -323,6 +328,11 @@ class InstrSpec:
     @functools.cached_property
     def field_names(self) -> tuple[str, ...]:
         return tuple(f.name for f in self.fields)
+
+    @functools.cached_property
+    def defaults(self) -> dict[str, int]:
+        """The fields a program may leave out, with the values they then take (Field.default)."""
+        return {f.name: f.default for f in self.fields if f.default is not None}
 
     def field_offsets(self) -> dict[str, tuple[int, int]]:
         """Bit position of each field in the 128-bit instruction: name -> (lsb, width)."""
@@ -491,8 +501,9 @@ INSTRUCTIONS: tuple[InstrSpec, ...] = (
         (_addr("dst", "scratchpad address of the first int8 sum"),
          _addr("src1", "scratchpad address of the first operand"),
          _addr("src2", "scratchpad address of the second operand"),
-         _len()),
-        "vpu", "S[dst+i] = clamp(s8(S[src1+i]) + s8(S[src2+i]), -127, 127) for i < len",
+         _len(),
+         Field("relu", 1, "1: clamp negative sums to 0 (a ReLU after the add)", default=0)),
+        "vpu", "S[dst+i] = sat_add(s8(S[src1+i]), s8(S[src2+i]), relu) for i < len",
         (Region(Mem.SPAD, "src1", lambda a, f: f["len"], writes=False),
          Region(Mem.SPAD, "src2", lambda a, f: f["len"], writes=False),
          Region(Mem.SPAD, "dst", lambda a, f: f["len"], writes=True)),
@@ -527,6 +538,9 @@ INSTRUCTIONS: tuple[InstrSpec, ...] = (
 
 BY_NAME: dict[str, InstrSpec] = {s.name: s for s in INSTRUCTIONS}
 BY_OPCODE: dict[int, InstrSpec] = {int(s.opcode): s for s in INSTRUCTIONS}
+UNKNOWN_OPCODES: tuple[int, ...] = tuple(op for op in range(1 << OPCODE_BITS) if op not in BY_OPCODE)
+"""The opcode values no instruction has (0 among them): each stops the machine with BAD_OPCODE;
+the nonzero ones are free for a new instruction."""
 
 COUNTERS = ("cycles", "dma", "mxu", "vpu", "sfu")
 """The five 32-bit cycle counters (GA2.md section 5), in the order the RTL reports them."""
@@ -545,11 +559,12 @@ INT = IntArith(TIMING_CONSTANTS)
 
 
 def field_errors(spec: InstrSpec, fields: Mapping[str, int], params: Params) -> list[str]:
-    """Names of the fields outside their legal range (empty when all are legal)."""
+    """Names of the fields outside their legal range (empty when all are legal; a field left
+    out holds its default)."""
     bad = []
     for f in spec.fields:
         lo, hi = f.legal_range(params)
-        if not lo <= fields[f.name] <= hi:
+        if not lo <= fields.get(f.name, f.default) <= hi:
             bad.append(f.name)
     return bad
 
@@ -566,6 +581,7 @@ def check(spec: InstrSpec, fields: Mapping[str, int], params: Params) -> tuple[E
         (ErrorCode.NONE, "") when the instruction is legal, else the first fault's code and a
         sentence naming the field or region at fault.
     """
+    fields = spec.defaults | dict(fields)
     bad = field_errors(spec, fields, params)
     if bad:
         name = bad[0]

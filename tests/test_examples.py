@@ -52,7 +52,6 @@ TORCH_RUNS = [
         "machine == integer interpreter on the first batch, both outputs: True",
         "MXU utilisation: 18944 multiply-adds",
         "RTL bit-exact on 0 images",
-        "REFUSED relu: torch.relu: GA-2 has no relu instruction",
         "REFUSED softmax: torch.softmax: normalises over dim=0",
     ]),
     ("attention_block.py", ["--tests", "4"], [

@@ -31,6 +31,7 @@ from sim.spec import Params
 
 from ..errors import CompileError
 from ..ir import Graph
+from ..ops import OPS, Op
 from ..pipeline import check_structure
 from .inference import inference_refusal
 
@@ -419,12 +420,12 @@ class Lowering:
     def shape_of(self, node: fx.Node) -> tuple[int, ...]:
         return tuple(node.meta["tensor_meta"].shape)
 
-    def producer_hint(self, arg: fx.Node) -> str:
-        """Why a node's value is not a bare matmul product, for refusals that need one."""
+    def producer_hint(self, arg: fx.Node, wanted: str = "a matmul") -> str:
+        """Why a node's value is not a bare matmul product (or ``wanted``), for refusals that need one."""
         if arg.op == "call_module" and isinstance(self.traced.get_submodule(arg.target), nn.Linear):
             return (f"Linear module '{arg.target}' has a bias, so its result is the product plus the bias; "
                     "build that layer with bias=False")
-        return f"{arg.name} ({describe(arg, self.traced)}) is not the result of a matmul"
+        return f"{arg.name} ({describe(arg, self.traced)}) is not the result of {wanted}"
 
     # ---------------------------------------------------------------- sources and sinks
 
@@ -649,13 +650,15 @@ class Lowering:
 
     def op_relu(self, node: fx.Node, input: Any, inplace: bool) -> _Value:
         nid = self.tensor(input, "operand")
-        if self.value(input).kind is not Kind.PRODUCT:
+        host = self.graph.nodes[nid].op
+        if self.value(input).kind is not Kind.PRODUCT and host not in OPS[Op.RELU].fuses_into:
+            hint = self.producer_hint(input, "a matmul or an add")
             raise Refuse("GA-2 has no relu instruction: a relu is the flag of the requantizer that ends a "
-                         f"matmul, and {self.producer_hint(input)}")
+                         f"matmul or of the VADD of an add, and {hint}")
         readers = [u.name for u in _value_readers(input) if u is not node]
         if readers:
-            raise Refuse(f"{input.name} is also read by {', '.join(readers)}; fused into the matmul's "
-                         "requantizer, the relu would change what they read")
+            raise Refuse(f"{input.name} is also read by {', '.join(readers)}; fused into the {host}'s last "
+                         "instruction, the relu would change what they read")
         return _Value(Kind.TENSOR, self.own(self.graph.relu(nid)))
 
     def op_softmax(self, node: fx.Node, input: Any, dim: Any, _stacklevel: Any = 3,

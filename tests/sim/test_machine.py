@@ -457,7 +457,8 @@ def _reference(program: list[Instruction], image: np.ndarray) -> tuple[list[int]
             for i, v in enumerate(p):
                 S[f["dst"] + i] = v
         elif ins.op == "VADD":
-            sums = [arith.sat_add(s8(S[f["src1"] + i]), s8(S[f["src2"] + i])) for i in range(f["len"])]
+            sums = [arith.clamp_int8(s8(S[f["src1"] + i]) + s8(S[f["src2"] + i])) for i in range(f["len"])]
+            sums = [max(0, v) if f["relu"] else v for v in sums]
             for i, v in enumerate(sums):
                 S[f["dst"] + i] = word(v)
         elif ins.op == "AMAX":
@@ -468,6 +469,8 @@ def _reference(program: list[Instruction], image: np.ndarray) -> tuple[list[int]
                 for j in range(8):
                     nib = (S[f["src"] + i] >> (4 * j)) & 0xF
                     S[f["dst"] + 8 * i + j] = word(nib - 16 if nib >= 8 else nib)
+        else:
+            raise AssertionError(f"{ins.op}: GA2.md section 3 has it, this plain interpreter not yet")
     return S, E
 
 

@@ -420,19 +420,14 @@ REFUSALS = {
                  "REFUSED norm: RMSNorm module 'norm': GA-2 has no exact integer method"),
     "flatten to 1-D": (lambda m, x: torch.flatten(m.fc(x)), {},
                        "REFUSED flatten: torch.flatten: flattens (4, 16) into (64,); Capra tensors are 2-D"),
-    "relu after a biased Linear": (
-        lambda m, x: torch.relu(m.biased(x)), {"biased": nn.Linear(16, 16)},
-        "REFUSED relu: torch.relu: GA-2 has no relu instruction: a relu is the flag of the requantizer that "
-        "ends a matmul, and Linear module 'biased' has a bias, so its result is the product plus the bias; "
-        "build that layer with bias=False"),
     "relu of an input": (lambda m, x: F.relu(x), {},
                          "REFUSED relu: torch.nn.functional.relu: GA-2 has no relu instruction: a relu is "
-                         "the flag of the requantizer that ends a matmul, and x (input 'x') is not the "
-                         "result of a matmul"),
+                         "the flag of the requantizer that ends a matmul or of the VADD of an add, and x "
+                         "(input 'x') is not the result of a matmul or an add"),
     "relu of a product read twice": (
         lambda m, x: (torch.relu(h := m.fc(x)), h), {},
-        "REFUSED relu: torch.relu: fc is also read by output; fused into the matmul's requantizer, the relu "
-        "would change what they read"),
+        "REFUSED relu: torch.relu: fc is also read by output; fused into the matmul's last instruction, the "
+        "relu would change what they read"),
     "softmax over dim 0": (lambda m, x: F.softmax(m.fc(x), dim=0), {},
                            "REFUSED softmax: torch.nn.functional.softmax: normalises over dim=0; GA-2's "
                            "softmax unit normalises each row (dim=-1) only"),
