@@ -84,18 +84,21 @@ stress: setup  ## N random ISA programs from SEED on the RTL vs the reference, w
 bench-cosim: setup  ## co-simulation speed: launch overhead, simulated cycles/s on a long program, warm make cosim (SIM=)
 	$(PY) -m cosim bench --sim $(call quote,$(SIM))
 
-bench: setup  ## GA-2 cycles on the seed's programs vs the seed chip, MXU utilisation (seeds 100-111 headline); PARAMS=
+bench: setup  ## GA-2 cycles on the seed's programs vs the seed chip, MXU utilisation (seeds 100-111 headline); the digits MLP at batch 1, 8, 64; PARAMS=
 	$(PY) -m compiler.testing.perf $(MACHINE)
+	$(PY) -m compiler.testing.mlpbench $(MACHINE)
 
 bench-sim: setup  ## reference machine speed: instructions/s and simulated cycles/s
 	$(PY) -m sim.bench
 
-docs: setup  ## regenerate docs/isa.md from the ISA spec, and the generated parts of docs/change-the-machine.md
+docs: setup  ## regenerate docs/isa.md, the code excerpts of docs/add-an-instruction.md and the generated parts of docs/change-the-machine.md
 	$(PY) -m sim.isadoc --write
+	$(PY) examples/add_an_instruction.py --write
 	$(PY) examples/change_the_machine.py --write
 
-docs-check: setup  ## fail when docs/isa.md or docs/change-the-machine.md is stale
+docs-check: setup  ## fail when docs/isa.md, the excerpts of docs/add-an-instruction.md or docs/change-the-machine.md are stale
 	$(PY) -m sim.isadoc --check
+	$(PY) examples/add_an_instruction.py --check
 	$(PY) examples/change_the_machine.py --check
 
 clean:  ## remove build outputs (keeps .venv)
@@ -104,7 +107,7 @@ clean:  ## remove build outputs (keeps .venv)
 bench-compiler: setup  ## compiler speed: battery graphs/s, compile time of 100/1,000/10,000-node chains
 	$(PY) -m compiler.testing.bench
 
-mutants: setup  ## the compiler's mutation check: the battery must catch 32 of 32 broken compilers
+mutants: setup  ## the compiler's mutation check: the battery must catch 33 of 33 broken compilers
 	$(PY) -m compiler.testing.mutants --jobs 2
 
 mutants-rtl: setup synth-setup  ## COUNT=48 mutations of the hardware by Yosys (every unit), each graded by cosim and stress; SEED=1

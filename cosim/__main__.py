@@ -252,8 +252,9 @@ def _terminated(signum, frame) -> None:
 
 def _command(args: argparse.Namespace) -> int:
     if args.command == "mutants":
+        width = max(map(len, mutants.MUTANTS))
         for m in mutants.MUTANTS.values():
-            print(f"{m.name:10s} {m.unit}: {m.what}")
+            print(f"{m.name:{width}s} {m.unit}: {m.what}")
         return 0
     if args.command == "build":
         source = fresh_verilog(params=_machine(args))

@@ -385,7 +385,8 @@ def past_end(b: Builder, kind: str, f: dict[str, int], mem: Mem) -> dict[str, in
             if 0 <= start < size // 2:
                 return {**g, region.start: start}
     start = size - region.extent(f) + 1
-    return {**f, region.start: start} if start >= 0 else f     # too long to move: faulty() draws again
+    # too long to move, or (a memory of 2^16 words) a start past the 16-bit field: faulty() draws again
+    return {**f, region.start: start} if 0 <= start < 1 << spec.ADDR_BITS else f
 
 
 def overlap_by_one(b: Builder, kind: str, f: dict[str, int]) -> dict[str, int]:
@@ -422,8 +423,9 @@ def lengthened(b: Builder, kind: str, f: dict[str, int]) -> dict[str, int]:
 
 
 def nearest_legal(ispec: spec.InstrSpec, f: dict[str, int], params: Params) -> dict[str, int]:
-    """f with every field outside its legal range moved to the nearest legal value."""
-    out = dict(f)
+    """f with every field outside its legal range moved to the nearest legal value (a field left
+    out, such as VADD's relu, at its default)."""
+    out = ispec.defaults | dict(f)
     for fl in ispec.fields:
         lo, hi = fl.legal_range(params)
         out[fl.name] = min(max(out[fl.name], lo), hi)

@@ -5,7 +5,9 @@
 with the first differing words. With ``--mutant dma-late`` the DMA raises ``done`` a
 cycle late: the memories and the counters stay right (the execute stage counts the spec's
 latency, not the units' ``done``), and only the core's ``timing_fault`` self-check makes it
-FAIL. Each mutant is a text edit of the exported Verilog that must
+FAIL. ``vadd-norelu`` and ``vadd-relu-bit`` break VADD's relu field (the ReLU dropped; the
+field read from len's lowest bit): docs/add-an-instruction.md shows which checks catch them.
+Each mutant is a text edit of the exported Verilog that must
 apply (a mutant that no longer finds its pattern raises, so a changed RTL cannot silently
 turn the check into a no-op).
 """
@@ -19,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from flows.memmap import PORTS_JSON
+from sim.spec import BY_NAME, OPCODE_BITS
 
 
 class MutantError(ValueError):
@@ -53,6 +56,37 @@ def _dma_done_late(text: str) -> tuple[str, int]:
     return text[:start] + body + text[end:], n
 
 
+def _vadd_field_bit(name: str) -> int:
+    """Where VADD's field ``name`` starts in the units' ``fields`` port (the instruction less its
+    opcode), from the spec's encoding."""
+    return BY_NAME["VADD"].field_offsets()[name][0] - OPCODE_BITS
+
+
+def _vadd_relu_dropped(text: str) -> tuple[str, int]:
+    # hw/vector.py _vadd: relu_total = Mux(tag_x.relu & total[-1], 0, total), one per lane; Amaranth
+    # writes the condition as `tag_x_0[K] & (* src = ".../vector.py:L" *) \$N [7];` where bit K is
+    # the tag's relu (`assign \tag_x_0.relu  = tag_x_0[K];`): the condition becomes 0
+    start, end = _module(text, ".vector")
+    body = text[start:end]
+    tag = re.search(r"assign \\tag_x_0\.relu\s+= (tag_x_0\[\d+\]);", body)
+    if not tag:
+        return text, 0
+    body, n = re.subn(rf"= {re.escape(tag[1])} & (\(\* src = \"[^\"]*vector\.py:\d+\" \*\) \\\$\d+ \[7\];)",
+                      r"= 1'h0 & \1", body)
+    return text[:start] + body + text[end:], n
+
+
+def _vadd_relu_wrong_bit(text: str) -> tuple[str, int]:
+    # hw/vector.py: cur_relu = Mux(start, vadd_f.relu, relu) reads the field as `fields[B]`; the mutant
+    # reads len's lowest bit instead (a field offset computed wrong), so a VADD of odd length
+    # applies the ReLU and one of even length does not
+    start, end = _module(text, ".vector")
+    right, wrong = _vadd_field_bit("relu"), _vadd_field_bit("len")
+    body, n = re.subn(rf"(\(\* src = \"[^\"]*vector\.py:\d+\" \*\) )fields\[{right}\]( : relu;)",
+                      rf"\g<1>fields[{wrong}]\2", text[start:end])
+    return text[:start] + body + text[end:], n
+
+
 @dataclass(frozen=True)
 class Mutant:
     """A named break of the RTL.
@@ -76,6 +110,11 @@ MUTANTS = {m.name: m for m in (
     Mutant("dma-late", "hw/dma.py (DMA, its done output)",
            "raises done one cycle after its last write, a cycle later than the spec's latency "
            "(memories and counters stay right: only timing_fault shows it)", _dma_done_late),
+    Mutant("vadd-norelu", "hw/vector.py (VectorUnit._vadd, the relu select)",
+           "writes a negative sum of a VADD with relu=1 as it is (the ReLU dropped)", _vadd_relu_dropped),
+    Mutant("vadd-relu-bit", "hw/vector.py (VectorUnit, VADD's relu field)",
+           f"reads VADD's relu from bit {_vadd_field_bit('len')} of the fields (len's lowest bit) instead "
+           f"of bit {_vadd_field_bit('relu')}", _vadd_relu_wrong_bit),
 )}
 
 

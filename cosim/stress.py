@@ -7,7 +7,8 @@ reach what the compiler never emits:
 * every instruction, with random lengths (1 word up to 512) at random alignments, in a
   scratchpad window small enough that instructions read each other's results;
 * MM with tb = 0 and 1, odd and overlapping strides (rows of A or of the output that overlap,
-  stride 0), K = 1 and K = K_MAX; SM rows of length 1 and SM_MAX_LEN; RQ and VADD in place;
+  stride 0), K = 1 and K = K_MAX, acc = 0 and 1; LD of packed int8 (fmt = 1); LUT (in place
+  too); SM rows of length 1 and SM_MAX_LEN; RQ and VADD in place;
   UNPACK; RQ shifts 1 and 63 and extreme mantissas;
 * programs that end in each error code: an unknown opcode, a field out of range, a scratchpad
   or external-memory region past the end (large strides included), a destination that partly
@@ -140,7 +141,8 @@ class Generator:
             k = 1 if r < 0.15 else p.K_MAX if r < 0.3 else rng.randint(1, p.K_MAX)
             m, n, tb = rng.randint(1, p.T), rng.randint(1, p.T), rng.randint(0, 1)
             return {"M": m, "K": k, "N": n, "tb": tb, "lda": self._stride(k),
-                    "ldb": self._stride(k if tb else n), "ldc": self._stride(n)}
+                    "ldb": self._stride(k if tb else n), "ldc": self._stride(n),
+                    "acc": int(rng.random() < 0.35)}
         if kind == "RQ":
             r = rng.random()
             mant = (0 if r < 0.05 else (1 << 24) - 1 if r < 0.15 else rng.randint(1, 1 << 23) if r < 0.3
@@ -209,6 +211,12 @@ class Generator:
                 self.features["MM K=K_MAX"] += 1
             if f["M"] > 1 and f["ldc"] < f["N"]:
                 self.features["MM output rows overlap"] += 1
+            if f["acc"]:
+                self.features["MM acc=1"] += 1
+        elif kind == "LD" and f["fmt"]:
+            self.features["LD fmt=1"] += 1
+        elif kind == "LUT" and f["dst"] in (f["src"], f["table"]):
+            self.features["LUT in place"] += 1
         elif kind == "SM" and f["len"] in (1, self.p.SM_MAX_LEN):
             self.features[f"SM len={'1' if f['len'] == 1 else 'SM_MAX_LEN'}"] += 1
         elif kind == "RQ" and f["dst"] == f["src"]:
@@ -271,8 +279,11 @@ class Generator:
     def _ext_range(self) -> tuple[str, dict[str, int]]:
         kind, f = self._legal_fields(_kinds_with(Mem.EXT))
         region = next(r for r in spec.BY_NAME[kind].regions if r.mem is Mem.EXT)
+        top = (1 << spec.ADDR_BITS) - 1
+        if self.p.EXT_WORDS - region.extent(f) + 1 > top:   # a memory as large as the address range:
+            f["len"] = max(f["len"], 2 * (spec.INT8_PER_WORD if f.get("fmt") else 1))   # reach past it
         lowest = max(0, self.p.EXT_WORDS - region.extent(f) + 1)
-        f[region.start] = self.rng.choice([lowest, self.rng.randint(lowest, (1 << spec.ADDR_BITS) - 1)])
+        f[region.start] = self.rng.choice([lowest, self.rng.randint(lowest, top)])
         return kind, f
 
     def _overlap(self) -> tuple[str, dict[str, int]] | None:

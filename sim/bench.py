@@ -74,7 +74,7 @@ def _rule(kind: str, rng: random.Random, p: Params) -> dict[str, int]:
     if kind in ("LD", "ST"):
         n = rng.randint(1, VECTOR_LEN_MAX)
         s_addr, e_addr = addr(spad, n), addr(ext, n)
-        return ({"dst": s_addr, "src": e_addr, "len": n} if kind == "LD"
+        return ({"dst": s_addr, "src": e_addr, "len": n, "fmt": int(rng.random() < 0.3)} if kind == "LD"
                 else {"src": s_addr, "dst": e_addr, "len": n})
     if kind == "MM":
         m, k, n, tb = rng.randint(1, p.T), rng.randint(1, p.K_MAX), rng.randint(1, p.T), rng.randint(0, 1)
@@ -84,7 +84,7 @@ def _rule(kind: str, rng: random.Random, p: Params) -> dict[str, int]:
         b_extent = (n - 1) * ldb + k if tb else (k - 1) * ldb + n
         return {"dst": addr(spad, (m - 1) * ldc + n), "A": addr(spad, (m - 1) * lda + k),
                 "B": addr(spad, b_extent), "M": m, "K": k, "N": n, "tb": tb,
-                "lda": lda, "ldb": ldb, "ldc": ldc}
+                "lda": lda, "ldb": ldb, "ldc": ldc, "acc": rng.randint(0, 1)}
     if kind == "RQ":
         n = rng.randint(1, VECTOR_LEN_MAX)
         src = addr(spad, n)
@@ -105,6 +105,11 @@ def _rule(kind: str, rng: random.Random, p: Params) -> dict[str, int]:
     if kind == "UNPACK":
         n = rng.randint(1, UNPACK_LEN_MAX)
         return {"dst": addr(spad, 8 * n), "src": addr(spad, n), "len": n}
+    if kind == "LUT":
+        n = rng.randint(1, VECTOR_LEN_MAX)
+        src = addr(spad, n)
+        return {"dst": src if rng.random() < 0.3 else addr(spad, n), "src": src, "len": n,
+                "table": addr(spad, spec.LUT_TABLE_WORDS)}
     return {}
 
 

@@ -18,7 +18,8 @@ cancellation case (:func:`check_cancellation`), slice graphs (:func:`check_slice
 :func:`check_slice_errors`), int4 weights (:func:`check_int4`), and streamed graphs
 (:func:`check_streamed`): layers up to 64 wide compiled for the smallest scratchpad they
 fit, where their weights and inputs stream in blocks (:mod:`compiler.streaming`), checks
-(a)-(e) again (with and without reuse the blockings differ, so (a) compares two of them).
+(a)-(e) again (with and without reuse the blockings differ, so (a) compares two of them), and
+graphs with a relu after each add (:func:`check_add_relu`: the relu rides on the add's VADD).
 
 Every check returns a list of problems (empty: passed). A crash inside the compiler or the
 machine is reported as a problem, not raised, so that one run names every failure.
@@ -45,7 +46,15 @@ from ..ops import OPS, Role
 from ..pipeline import compile_graph
 from ..program import Program
 from ..realcheck import stagewise_problems
-from .random_graphs import InputSpec, random_graph, random_slice_graph, random_stream_graph, sample_inputs
+from .random_graphs import (
+    InputSpec,
+    random_add_relu_graph,
+    random_graph,
+    random_slice_graph,
+    random_stream_graph,
+    random_wide_graph,
+    sample_inputs,
+)
 
 BOUND = 0.16
 """Accuracy bound of check (e) for the random graphs."""
@@ -64,8 +73,17 @@ STREAM_SEEDS = range(24)
 """The streamed graphs of :func:`check_streamed` (and of the mutation check)."""
 STREAM_SCRATCHPADS = (256, 512, 1024, 2048, 4096, 8192)
 """The scratchpad sizes (SPAD_WORDS) a streamed graph is tried on, smallest first."""
+ADD_RELU_SEEDS = range(24)
+"""The graphs of :func:`check_add_relu` (and of the mutation check); the correct compiler's worst
+error on them is 0.064, so the random graphs' BOUND serves."""
 STREAM_EXT_WORDS = 16384
 """External memory for the streamed graphs: their weights take up to 4 x 64 x 64 words."""
+
+WIDE_SEEDS = range(16)
+"""The wide graphs of :func:`check_wide` (biases, K > K_MAX, streamed; issue 14)."""
+WIDE_BOUND = 0.16
+"""Accuracy bound of the wide graphs: the random graphs' bound (their worst on seeds 0-15 is
+0.05: MLPs of up to three layers)."""
 
 GraphBuilder = Callable[[int, int], tuple[Graph, InputSpec]]
 
@@ -150,6 +168,23 @@ def check_many(seeds: Iterable[int] = BATTERY_SEEDS, bound: float = BOUND, wbits
         problems += found
         worst = max(worst, error or 0.0)
         if found and stop_early:
+            break
+    return problems, worst
+
+
+def check_add_relu(seeds: Iterable[int] = ADD_RELU_SEEDS, bound: float = BOUND,
+                   stop_early: bool = False) -> tuple[list[str], float]:
+    """Checks (a)-(e) on graphs where a relu follows each add
+    (:func:`compiler.testing.random_graphs.random_add_relu_graph`): the relu is the relu field of
+    the add's VADD, so (b) and (c) compare what the machine's VADD wrote with the interpreter's
+    relu of the sum, and (d) with the real-number meaning. Returns (problems, worst error)."""
+    problems: list[str] = []
+    worst = 0.0
+    for seed in seeds:
+        found, error = check_graph(seed, bound, build=random_add_relu_graph)
+        problems += [f"add-relu {p}" for p in found]
+        worst = max(worst, error or 0.0)
+        if problems and stop_early:
             break
     return problems, worst
 
@@ -241,14 +276,23 @@ def _one_tensor_two_concats() -> Graph:
     return net
 
 
+def _huge_bias() -> Graph:
+    net = Graph()
+    weight = net.weight("w", np.full((4, 3), 0.01))
+    net.output(net.matmul(net.input("x", (2, 4)), weight, bias=np.full(3, 1e9)), "o")
+    return net
+
+
 REFUSALS = (
-    ("inner dimension 65", lambda: _single_product(2, 65, 3)),
+    ("a bias too large for the int32 accumulator", _huge_bias),
     ("relu on a matmul that has a second reader", _relu_beside_its_matmul),
     ("relu that is not after a matmul", _relu_of_input),
     ("a result too big for the scratchpad", lambda: _single_product(64, 16, 64)),
     ("one tensor in two concatenations", _one_tensor_two_concats),
 )
-"""The five graphs Capra must refuse (seed chapter 11): name, graph builder. The seed's fifth,
+"""The five graphs Capra must refuse (seed chapter 11): name, graph builder. The seed's first,
+an inner dimension of 65, compiles now that MM adds into its destination (split K, issue 14);
+a bias beyond what the int32 accumulator holds beside the product takes its place. The seed's fifth,
 tensors too big for the scratchpad (32 x 64 times 64 x 64), compiles now that inputs and
 weights stream (:mod:`compiler.streaming`); a result of 64 x 64 words, which stays in the
 scratchpad, takes its place."""
@@ -361,10 +405,38 @@ def check_streamed(seeds: Iterable[int] = STREAM_SEEDS, bound: float = STREAM_BO
     return problems, worst
 
 
+def check_wide(seeds: Iterable[int] = WIDE_SEEDS, bound: float = WIDE_BOUND,
+               stop_early: bool = False) -> tuple[list[str], float]:
+    """Checks (a)-(e) on the wide graphs (:func:`compiler.testing.random_graphs.random_wide_graph`:
+    biases in the accumulator, inner dimensions cut along K), each on the default machine and,
+    where it fits, on the smallest scratchpad of STREAM_SCRATCHPADS (its weights and input then
+    stream in blocks). Returns (problems, worst relative error)."""
+    problems: list[str] = []
+    worst = 0.0
+    for seed in seeds:
+        more, error = check_graph(seed, bound, build=random_wide_graph)
+        problems += [f"wide {p}" for p in more]
+        worst = max(worst, error or 0.0)
+        graph, names = random_wide_graph(seed)
+        calibration, test = _samples(names, seed)
+        reused, kept = (smallest_scratchpad(graph, calibration, reuse) for reuse in (True, False))
+        if reused is not None and kept is not None and reused.machine.SPAD_WORDS < DEFAULT.SPAD_WORDS:
+            label = f"wide seed {seed} streamed (SPAD_WORDS={reused.machine.SPAD_WORDS})"
+            more, error = check_programs(label, graph, test, reused, kept, bound)
+            problems += more
+            worst = max(worst, error or 0.0)
+        if problems and stop_early:
+            break
+    return problems, worst
+
+
 def run_battery(nseeds: int = len(BATTERY_SEEDS), stop_early: bool = False) -> list[str]:
-    """The battery the mutation check runs: refusals, cancellation, the random graphs, then
-    the streamed graphs."""
+    """The battery the mutation check runs: refusals, cancellation, the add-relu graphs, the
+    random graphs, then the streamed graphs."""
     problems = check_errors() + check_cancellation()
+    if problems and stop_early:
+        return problems
+    problems += check_add_relu(stop_early=stop_early)[0]
     if problems and stop_early:
         return problems
     found, _ = check_many(range(nseeds), stop_early=stop_early)
@@ -372,7 +444,11 @@ def run_battery(nseeds: int = len(BATTERY_SEEDS), stop_early: bool = False) -> l
     if problems and stop_early:
         return problems
     streamed, _ = check_streamed(stop_early=stop_early)
-    return problems + streamed
+    problems += streamed
+    if problems and stop_early:
+        return problems
+    wide, _ = check_wide(stop_early=stop_early)
+    return problems + wide
 
 
 MUTATION_EXIT = 2
@@ -391,6 +467,10 @@ def main(argv: list[str]) -> int:
     print(f"{len(STREAM_SEEDS)} streamed graphs: worst relative error {worst:.4f}; problems: "
           f"{streamed[:8] or 'none'}")
     problems += streamed
+    add_relu, worst = check_add_relu()
+    print(f"{len(ADD_RELU_SEEDS)} add-relu graphs: worst relative error {worst:.4f}; problems: "
+          f"{add_relu[:8] or 'none'}")
+    problems += add_relu
     refusals = check_errors()
     print("refusals:", refusals or "all five bad graphs refused")
     cancellation = check_cancellation()

@@ -1,18 +1,21 @@
 """Testing the tests: break the compiler on purpose and see whether the battery notices.
 
-Each of the first 27 mutants mirrors one of the seed's 27 broken compilers (chapter 11,
-"Testing the tests"); 5 more break the streaming of layers larger than the scratchpad
+Each of the first 26 mutants mirrors one of the seed's 27 broken compilers (chapter 11,
+"Testing the tests"; the 27th checked K against 10 x K_MAX, and a K above K_MAX compiles
+now); 5 more break the streaming of layers larger than the scratchpad
 (:mod:`compiler.blocking`, :mod:`compiler.streaming`), which the battery's streamed graphs
-must catch. Each is a substitution, never an edit of source text: it replaces one seam of the compiler with
-a broken version built from the original (:class:`Function`: a small named function, or a
+must catch; 4 more break biases and the cutting of K (issue 14), for its wide graphs; 1 drops
+the relu fused into an add's VADD, which the battery's add-relu graphs must catch. Each
+is a substitution, never an edit of source text: it replaces one seam of the compiler with a
+broken version built from the original (:class:`Function`: a small named function, or a
 property, patched where the code that calls it looks it up; :class:`Entry`: a field of an
 operation's entry in the table of :mod:`compiler.ops`; :class:`PassSeam`: a pass of
 :data:`compiler.pipeline.PASSES`). Renaming or reformatting code leaves the mutants intact;
 renaming a seam makes the check refuse to run, naming the mutant and the seam.
 
 For each mutant a subprocess imports the compiler, applies the substitution and runs the
-battery (the five refusals, the cancellation case, the 60 random graphs, then the streamed
-graphs, stopping at the first problem). A mutant is caught when the battery reports a
+battery (the five refusals, the cancellation case, the add-relu graphs, the 60 random graphs,
+then the streamed graphs, stopping at the first problem). A mutant is caught when the battery reports a
 problem, crashes, or runs out of time. One substitution is equivalent in effect (the
 allocator skipping a hole of exactly the right size) and should survive. The unbroken
 compiler runs first and must pass. The battery compiles for the default machine (the
@@ -220,10 +223,18 @@ def _one_accumulator_row_short(original: Callable) -> Callable:
     return workspace
 
 
-def _ten_times_k_max(limits: tuple) -> tuple:
-    first, *rest = limits
-    original_bound = first.bound
-    return (dataclasses.replace(first, bound=lambda params: 10 * original_bound(params)), *rest)
+def _later_pieces_overwrite(original: Callable) -> Callable:
+    def mm_pieces(fields: dict, k_max: int, onto: bool = False) -> list:
+        pieces = original(fields, k_max, onto)
+        return pieces[:1] + [p | {"acc": 0} for p in pieces[1:]]
+    return mm_pieces
+
+
+def _first_piece_overwrites(original: Callable) -> Callable:
+    def mm_pieces(fields: dict, k_max: int, onto: bool = False) -> list:
+        pieces = original(fields, k_max, onto)
+        return [pieces[0] | {"acc": 0}, *pieces[1:]]
+    return mm_pieces
 
 
 SEED_MUTANTS = (
@@ -278,13 +289,28 @@ SEED_MUTANTS = (
     Mutant("allocator: freed pieces merge with a neighbour even across a gap",
            Function("compiler.allocator.adjacent"),
            lambda original: lambda piece, start: piece[0] + piece[1] <= start),
-    Mutant("limits: K is checked against 10 x K_MAX", Entry(Op.MATMUL, "limits"), _ten_times_k_max),
     Mutant("fusion: a relu is fused although its matmul has other readers",
            Function("compiler.fusion.other_readers"), _returns([])),
     Mutant("placement: a tensor may be a view in two concatenations",
            Function("compiler.placement.check_free"), _returns(None)),
 )
 """The seed's broken compilers (chapter 11)."""
+
+WIDE_MUTANTS = (
+    Mutant("split K: every piece after the first overwrites the accumulator (acc = 0)",
+           Function("compiler.lowering.mm_pieces"), _later_pieces_overwrite),
+    Mutant("bias: the first piece overwrites the bias loaded into the accumulator (acc = 0)",
+           Function("compiler.lowering.mm_pieces"), _first_piece_overwrites),
+    Mutant("bias: the bias is loaded into the accumulator's first row only",
+           Function("compiler.lowering.bias_rows"),
+           lambda original: lambda acc, rows, cols, entry: original(acc, 1, cols, entry)),
+    Mutant("bias: the bias enters the accumulator in units of the output's scale, not the accumulator's",
+           Function("compiler.bias.accumulator_unit"),
+           lambda original: lambda node, scales: scales[node.id]),
+)
+"""Broken compilers for issue 14 (biases in the accumulator, K cut into pieces), which the
+battery's wide graphs (:func:`compiler.testing.battery.check_wide`) must catch. (The seed's
+27th, K checked against 10 x K_MAX, went with the limit: a K above K_MAX compiles now.)"""
 
 STREAMING_MUTANTS = (
     Mutant("streaming: a block of A or B starts 'first' words into the region, not 'first' rows of k words",
@@ -302,7 +328,15 @@ STREAMING_MUTANTS = (
 """Broken streaming: a wrong block offset, a block not loaded again, an under-counted
 footprint, a gather skipped, the host's panel order lost."""
 
-MUTANTS = SEED_MUTANTS + STREAMING_MUTANTS
+ADD_RELU_MUTANTS = (
+    Mutant("fusion: a relu after an add never sets the VADD relu flag (the sum is stored unclipped)",
+           Function("compiler.lowering.fused_relu"),
+           lambda original: lambda em, node: node.op is not Op.ADD and original(em, node)),
+)
+"""The relu fused into an add's VADD (docs/add-an-instruction.md): the battery's add-relu graphs
+must catch it."""
+
+MUTANTS = SEED_MUTANTS + STREAMING_MUTANTS + WIDE_MUTANTS + ADD_RELU_MUTANTS
 
 EQUIVALENT = (
     Mutant("allocator: a free piece of exactly the requested size is passed over (a later, larger "

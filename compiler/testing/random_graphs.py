@@ -22,10 +22,16 @@ the input), and in slice graphs ``o0, o1, ...`` and ``cat``.
 wide, for the blocked steps of :mod:`compiler.streaming`: dense layers, transposed
 weights, a weight read by two layers, residual adds, a self-attention-like score against
 the input, narrow layers after wide ones, softmax and argmax heads.
+
+:func:`random_add_relu_graph` (not the seed's) grows chains where a relu follows an add, which
+Capra fuses into the add's VADD (its relu field, GA2.md section 3): ResNet-style residual
+blocks ``relu(x + lin2(relu(lin1(x))))``, sums with an earlier tensor or a new input, and plain
+matmuls between them.
 """
 
 from __future__ import annotations
 
+import itertools
 import math
 import random
 
@@ -43,6 +49,8 @@ SLICE_KINDS = ("matmul", "softmax", "scores", "argmax")
 """What a slice feeds in random_slice_graph."""
 STREAM_KINDS = ("dense", "dense", "dense_relu", "narrow", "transposed", "shared", "residual", "scores")
 """The layers random_stream_graph chooses from, uniformly (a plain dense layer twice as often)."""
+ADD_RELU_KINDS = ("residual", "residual", "sum", "matmul")
+"""The steps random_add_relu_graph chooses from, uniformly (a residual block twice as often)."""
 MAX_SELF_PRODUCT_WIDTH = 64
 MAX_CONCAT_ROWS = 9
 OPTIONAL_OUTPUT_CHANCE = 0.3
@@ -207,4 +215,62 @@ def random_stream_graph(seed: int) -> tuple[Graph, InputSpec]:
     if draw.random() < OPTIONAL_OUTPUT_CHANCE:
         b.net.output(b.net.argmax(tip), "tok")
     b.net.output(tip, "out")
+    return b.net, b.spec
+
+
+WIDE_WIDTHS = (3, 17, 64, 65, 100, 130)
+"""Layer widths of :func:`random_wide_graph`: below, at and above K_MAX (64), up to 130."""
+
+
+def random_wide_graph(seed: int, wbits: int = 8) -> tuple[Graph, InputSpec]:
+    """A random MLP of 1 to 3 layers (issue 14): widths from WIDE_WIDTHS (inner dimensions above
+    K_MAX, cut along K), every layer with a bias half the time, a relu after it half the time
+    (fused into the requantizer: the bias sits in the accumulator before it). ``wbits`` is
+    ignored (8-bit weights: they may stream). From ``random.Random(seed)`` alone."""
+    rng = random.Random(seed * 13 + 5)
+    rows = rng.choice((1, 3, 4))
+    widths = [rng.choice(WIDE_WIDTHS) for _ in range(rng.randint(2, 4))]
+    g = Graph()
+    x = g.input("x", (rows, widths[0]))
+    for k, (inner, outer) in enumerate(itertools.pairwise(widths)):
+        sd = 1.0 / math.sqrt(inner)
+        weight = g.weight(f"w{k}", [[rng.gauss(0, sd) for _ in range(outer)] for _ in range(inner)])
+        bias = [rng.gauss(0, 0.5) for _ in range(outer)] if rng.random() < 0.5 else None
+        x = g.matmul(x, weight, bias=bias)
+        if rng.random() < 0.5:
+            x = g.relu(x)
+    g.output(x, "y")
+    return g, {"x": ((rows, widths[0]), 1.0)}
+
+
+def random_add_relu_graph(seed: int, wbits: int = 8) -> tuple[Graph, InputSpec]:
+    """A chain of 2 to 4 steps on a (1..6, 2..19) input where each add is followed by a relu:
+    a residual block ``relu(tip + lin2(relu(lin1(tip))))`` (hidden width 1..10), a sum
+    ``relu(tip + partner)`` (a tensor of the chain of the same shape, else a new input of
+    matching magnitude), or a plain matmul (width 1..10). Outputs as :func:`random_graph`'s:
+    ``out``, sometimes ``tok`` and ``mid``.
+    """
+    b = _Builder(seed, wbits)
+    draw = b.rng
+    tip = b.fresh_input((draw.randrange(1, 7), draw.randrange(2, 20)))
+    history = [tip]
+    for _ in range(draw.randrange(2, 5)):
+        shape = b.shape(tip)
+        kind = draw.choice(ADD_RELU_KINDS)
+        if kind == "residual":
+            hidden = b.net.relu(b.net.matmul(tip, b.gaussian_weight(shape[1], draw.randrange(1, 11))))
+            branch = b.net.matmul(hidden, b.gaussian_weight(b.shape(hidden)[1], shape[1]))
+            tip = b.net.relu(b.net.add(tip, branch))
+        elif kind == "sum":
+            partners = [p for p in history if p != tip and b.shape(p) == shape]
+            partner = draw.choice(partners) if partners else b.fresh_input(shape, b.magnitude(tip))
+            tip = b.net.relu(b.net.add(tip, partner))
+        else:
+            tip = b.net.matmul(tip, b.gaussian_weight(shape[1], draw.randrange(1, 11)))
+        history.append(tip)
+    if draw.random() < OPTIONAL_OUTPUT_CHANCE:
+        b.net.output(b.net.argmax(tip), "tok")
+    b.net.output(tip, "out")
+    if len(history) > 2 and draw.random() < OPTIONAL_OUTPUT_CHANCE:
+        b.net.output(history[1], "mid")
     return b.net, b.spec

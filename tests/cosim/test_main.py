@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import shlex
 import signal
 import subprocess
@@ -11,6 +12,7 @@ import time
 
 import pytest
 
+from cosim import mutants
 from cosim.__main__ import _bare_waves, main, switch
 from cosim.verilog import ROOT
 
@@ -28,7 +30,7 @@ def test_help_documents_the_commands():
         assert text in done.stdout, text
     seeds = run("seeds", "--help").stdout
     assert "--sim {icarus,verilator,both}" in seeds and "--waves" in seeds
-    assert "--mutant {dma-late,rq-round}" in seeds
+    assert f"--mutant {{{','.join(sorted(mutants.MUTANTS))}}}" in seeds    # every mutant, from the list
     stress = run("stress", "--help").stdout
     assert "--seed" in stress and "--resume" in stress and "--campaign DIR" in stress
     assert "--length" in run("bench", "--help").stdout
@@ -37,8 +39,10 @@ def test_help_documents_the_commands():
 def test_mutants_are_listed(capsys):
     assert main(["mutants"]) == 0
     lines = capsys.readouterr().out.splitlines()
-    assert lines[0].startswith("rq-round   hw/requant.py (Requantizer, stage 6): truncates")
-    assert lines[1].startswith("dma-late   hw/dma.py (DMA, its done output): raises done one cycle after")
+    assert re.match(r"rq-round +hw/requant\.py \(Requantizer, stage 6\): truncates", lines[0])
+    assert re.match(r"dma-late +hw/dma\.py \(DMA, its done output\): raises done one cycle after", lines[1])
+    assert len(lines) == len(mutants.MUTANTS)
+    assert len({line.index(" hw/") for line in lines}) == 1          # one column
 
 
 def test_bad_seeds_are_refused():

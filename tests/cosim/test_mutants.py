@@ -8,6 +8,7 @@ import re
 import subprocess
 import sys
 
+import numpy as np
 import pytest
 
 from compiler.testing.seedtable import compile_seed
@@ -15,6 +16,7 @@ from cosim import mutants
 from cosim.verilog import ROOT, fresh_verilog
 from cosim.writers import text
 from flows.memmap import PORTS_JSON
+from sim.spec import DEFAULT
 from tests.cosim.test_where import last_writer
 
 
@@ -101,3 +103,71 @@ def test_a_late_dma_done_fails_on_timing_fault_alone(icarus):
         "    seed 100: timing_fault: a unit's done and the execute stage's count disagreed (the spec latency "
         "of some instruction is not what the RTL does)",
         ""]
+
+
+def _changed_lines(tmp_path, name):
+    source = tmp_path / "ga2_simtop.v"
+    source.write_bytes(fresh_verilog().read_bytes())
+    target = mutants.mutate(source, name, tmp_path / name)
+    before, after = source.read_text().splitlines(), target.read_text().splitlines()
+    return [(a, b) for a, b in zip(before, after, strict=True) if a != b]
+
+
+def test_vadd_norelu_clears_the_relu_select_of_every_lane(tmp_path):
+    changed = _changed_lines(tmp_path, "vadd-norelu")
+    assert len(changed) == DEFAULT.LANES
+    for a, b in changed:
+        assert "vector.py" in a and a.strip().endswith("[7];")   # the sum's sign bit
+        assert re.sub(r"= tag_x_0\[\d+\] &", "= 1'h0 &", a) == b
+
+
+def test_vadd_relu_bit_reads_the_lowest_bit_of_len(tmp_path):
+    """relu is bit 68 of the instruction, len bits 52-67 (docs/isa.md); the units' fields port
+    starts after the 4-bit opcode."""
+    changed = _changed_lines(tmp_path, "vadd-relu-bit")
+    assert changed and all("vector.py" in a and "fields[64] : relu;" in a for a, _ in changed)
+    assert all(b == a.replace("fields[64]", "fields[48]") for a, b in changed)
+    what = mutants.MUTANTS["vadd-relu-bit"].what
+    assert "from bit 48 of the fields (len's lowest bit) instead of bit 64" in what
+
+
+def test_the_vadd_mutants_refuse_a_vector_unit_without_their_pattern(tmp_path):
+    (tmp_path / "v.v").write_text("module \\x.core.vector (a);\nendmodule\n")
+    for name in ("vadd-norelu", "vadd-relu-bit"):
+        with pytest.raises(mutants.MutantError, match=rf"mutant '{name}': its pattern in hw/vector\.py"):
+            mutants.mutate(tmp_path / "v.v", name, tmp_path / "out")
+
+
+def first_stress_seed_the_dropped_relu_shows(monkeypatch, first: int = 1, n: int = 60) -> int:
+    """The first stress program whose memories change when the reference machine's VADD ignores
+    relu (what vadd-norelu does to the RTL), worked out on the reference alone."""
+    from cosim.jobs import reference
+    from cosim.stress import programs
+    from sim import machine
+
+    plain = machine._EXECUTE["VADD"]
+    for generated in programs(first, n):
+        job = generated.job
+        want = job.expected()
+        with monkeypatch.context() as patch:
+            patch.setitem(machine._EXECUTE, "VADD", lambda spad, ext, f: plain(spad, ext, {**f, "relu": 0}))
+            dropped = reference(job.program, job.ext_image())
+        if not (np.array_equal(want.spad, dropped.spad) and np.array_equal(want.ext, dropped.ext)):
+            return generated.seed
+    raise AssertionError(f"no stress program of seeds {first}..{first + n - 1} shows a dropped relu")
+
+
+@pytest.mark.rtl
+def test_stress_catches_the_dropped_relu(icarus, monkeypatch):
+    """The first stress program (from the spec's random draws) where, by the reference machine,
+    a VADD relu=1 meets a negative sum: the mutant's RTL fails it."""
+    seed = first_stress_seed_the_dropped_relu_shows(monkeypatch)
+    command = [sys.executable, "-m", "cosim", "stress", "--seed", str(seed), "--n", "1", "--sim", icarus,
+               "--mutant", "vadd-norelu"]
+    done = subprocess.run(command, capture_output=True, text=True, cwd=ROOT, timeout=600)
+    assert done.returncode == 1, done.stdout + done.stderr
+    lines = done.stdout.splitlines()
+    assert lines[1] == "icarus     FAIL: 1 of 1 program differs from the reference"
+    # the words the reference predicted (the first may be downstream of the unclipped sum)
+    first = rf"    seed {seed}: (spad|ext): \d+ words? differs?; first \[\d+\] RTL "
+    assert re.match(first, lines[2]), lines[2]

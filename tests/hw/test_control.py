@@ -18,7 +18,7 @@ from sim.spec import ErrorCode, Mem, Params
 
 from .corebench import Case, case, compare, reference, run_case
 
-SMALL = Params(SPAD_WORDS=256, EXT_WORDS=512)
+SMALL = Params(SPAD_WORDS=1024, EXT_WORDS=512)
 
 BASE = {
     "LD": dict(dst=0, src=0, len=4),
@@ -29,6 +29,7 @@ BASE = {
     "VADD": dict(dst=70, src1=0, src2=10, len=5),
     "AMAX": dict(dst=80, src=0, len=5),
     "UNPACK": dict(dst=90, src=0, len=2),
+    "LUT": dict(dst=110, src=0, len=5, table=300),
     "HALT": {},
 }
 """A legal instance of each kind, in SMALL, chosen by hand; :func:`base` derives one from the

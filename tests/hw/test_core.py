@@ -258,7 +258,7 @@ def test_errors_keep_earlier_effects():
 
 
 def test_default_params():
-    """The real sizes: addresses near the ends of the 4096-word scratchpad and 8192-word external memory."""
+    """The real sizes: addresses near the ends of the 4096-word scratchpad and 65536-word external memory."""
     ext = _image(7, DEFAULT.EXT_WORDS, "int32")
     program = [b("LD", DEFAULT, dst=4090, src=8180, len=6), b("ST", DEFAULT, src=4089, dst=8187, len=5), HALT]
     run_core([case("default", program, ext=ext)], params=DEFAULT)

@@ -13,7 +13,7 @@ from sim import spec
 from sim.asm import build
 from sim.spec import Params
 
-from .harness import check_idle_outputs, check_unit
+from .harness import check_idle_outputs, check_unit, run_unit
 
 P = Params(SPAD_WORDS=512)
 """A small scratchpad keeps the simulator quick; nothing here depends on its size."""
@@ -55,6 +55,39 @@ def test_vadd_every_length_and_alignment():
             a1, a2, ad = (n + k) % 4, (n // 4 + k) % 4, (n * 3 + k) % 4
             program.append(build("VADD", dst=2 * REGION + 4 * n + ad, src1=4 * n + a1,
                                  src2=REGION + 4 * n + a2, len=n, params=P))
+    _check(program, spad)
+
+
+RELU_CASES = [  # (a, b, the saturated sum, with relu=1), worked by hand (GA2.md section 4)
+    (-5, 2, -3, 0),          # a negative sum becomes 0
+    (3, 4, 7, 7),            # a positive one is kept
+    (100, 27, 127, 127),     # 127 exactly
+    (100, 100, 127, 127),    # saturated at 127, kept
+    (-100, -27, -127, 0),    # -127 exactly, then 0
+    (-128, -128, -127, 0),   # saturated at -127, then 0
+    (-128, 0, -127, 0),      # -128 is not a result: -127, then 0
+    (64, -65, -1, 0),
+    (-1, 1, 0, 0),
+    (0, 0, 0, 0),
+]
+
+
+def test_vadd_relu_field_by_hand():
+    """VADD relu=1, then the same operands with relu=0, then relu=1 again, back to back, over 10
+    elements (three beats: the field is held for the later beats and not carried into the next
+    VADD): the RTL writes the hand-worked sums, and matches the reference and the latencies."""
+    rng = random.Random(5)
+    spad = [0] * P.SPAD_WORDS
+    for i, (a, b, _, _) in enumerate(RELU_CASES):
+        spad[i], spad[REGION + i] = _word(rng, a), _word(rng, b)
+    n = len(RELU_CASES)
+    outs = (2 * REGION, 2 * REGION + 16, 2 * REGION + 32)
+    program = [build("VADD", dst=dst, src1=0, src2=REGION, len=n, relu=relu, params=P)
+               for dst, relu in zip(outs, (1, 0, 1), strict=True)]
+    got, _, _ = run_unit(lambda: VectorUnit(P), program, spad, None, P)
+    low_bytes = [[int(w) & 0xFF for w in got[dst:dst + n]] for dst in outs]
+    with_relu = [c[3] & 0xFF for c in RELU_CASES]
+    assert low_bytes == [with_relu, [c[2] & 0xFF for c in RELU_CASES], with_relu]
     _check(program, spad)
 
 

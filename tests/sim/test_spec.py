@@ -26,7 +26,7 @@ def code_of(op: str, params: Params = DEFAULT, **fields: int) -> ErrorCode:
 
 def test_defaults_follow_ga2_section_1():
     p = Params()
-    assert (p.T, p.K_MAX, p.SPAD_WORDS, p.EXT_WORDS) == (4, 64, 4096, 8192)
+    assert (p.T, p.K_MAX, p.SPAD_WORDS, p.EXT_WORDS) == (4, 64, 4096, 65536)
     assert p.IMEM_WORDS >= 4096 and p.SM_MAX_LEN >= 64 and p.LANES == 4
     assert p == DEFAULT
 
@@ -260,9 +260,11 @@ def test_bad_field_comes_before_range_and_the_first_field_is_named():
 @pytest.mark.parametrize(("fields", "expected"), [
     ({"dst": 4086, "src": 0, "len": 10}, NONE),          # words 4086..4095: the last word
     ({"dst": 4087, "src": 0, "len": 10}, SPAD_RANGE),    # reaches 4096
-    ({"dst": 0, "src": 8182, "len": 10}, NONE),          # external words 8182..8191
-    ({"dst": 0, "src": 8183, "len": 10}, EXT_RANGE),
-    ({"dst": 4095, "src": 8191, "len": 2}, SPAD_RANGE),  # both out: the scratchpad is checked first
+    ({"dst": 0, "src": 65526, "len": 10}, NONE),          # external words 65526..65535
+    ({"dst": 0, "src": 65527, "len": 10}, EXT_RANGE),
+    ({"dst": 0, "src": 65533, "len": 12, "fmt": 1}, NONE),       # packed: 3 words, 65533..65535
+    ({"dst": 0, "src": 65534, "len": 9, "fmt": 1}, EXT_RANGE),   # packed: 3 words from 65534
+    ({"dst": 4095, "src": 65535, "len": 2}, SPAD_RANGE),  # both out: the scratchpad is checked first
     ({"dst": 65535, "src": 0, "len": 65535}, SPAD_RANGE),
 ])
 def test_ld_bounds(fields, expected):
@@ -271,9 +273,9 @@ def test_ld_bounds(fields, expected):
 
 def test_st_bounds_and_message():
     assert code_of("ST", src=4095, dst=8191, len=1) is NONE
-    code, detail = check(spec.BY_NAME["ST"], {"src": 0, "dst": 8190, "len": 3}, DEFAULT)
+    code, detail = check(spec.BY_NAME["ST"], {"src": 0, "dst": 65534, "len": 3}, DEFAULT)
     assert code is EXT_RANGE
-    assert detail == "ST dst=8190: words 8190..8192 reach past the 8192-word external memory"
+    assert detail == "ST dst=65534: words 65534..65536 reach past the 65536-word external memory"
 
 
 def test_bounds_follow_the_params():

@@ -1,8 +1,13 @@
 """compiler/testing/battery.py: the seed's battery passes on our compiler, with the seed's worst error."""
 
+import random
+
+from compiler import compile_graph
 from compiler.testing.battery import (
+    ADD_RELU_SEEDS,
     BOUND,
     STREAM_SEEDS,
+    check_add_relu,
     check_cancellation,
     check_errors,
     check_graph,
@@ -12,6 +17,7 @@ from compiler.testing.battery import (
     check_slices,
     check_streamed,
 )
+from compiler.testing.random_graphs import random_add_relu_graph, sample_inputs
 
 
 def test_sixty_random_graphs_pass_checks_a_to_e():
@@ -52,3 +58,13 @@ def test_streamed_graphs_pass_checks_a_to_e_and_cover_every_way_of_streaming():
     assert any(b.b_how == "gathered row by row" for b in blocked)
     assert any(b.stream_b and not b.b_how and b.col_blocks > 1 for b in blocked)   # a transposed B
     assert any(b.stream_b and b.row_blocks > 1 and b.col_blocks > 1 for b in blocked)  # B loaded again
+
+
+def test_add_relu_graphs_pass_checks_a_to_e_and_the_relu_is_on_the_vadd():
+    problems, worst = check_add_relu()
+    assert problems == [] and round(worst, 3) == 0.064
+    graph, names = random_add_relu_graph(ADD_RELU_SEEDS[0])
+    program = compile_graph(graph, [sample_inputs(names, random.Random(k)) for k in range(4)])
+    adds = {n.id for n in graph.nodes if n.op == "add"}
+    assert adds <= program.relu_fused
+    assert [ins.relu for ins in program.code if ins.op == "VADD"] == [1] * len(adds)

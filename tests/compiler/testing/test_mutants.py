@@ -7,13 +7,17 @@ import pytest
 from compiler import lowering, pipeline
 from compiler.ops import OPS, Op
 from compiler.testing import mutants
+from compiler.testing.battery import check_add_relu
 from compiler.testing.mutants import Entry, Function, Mutant, PassSeam
 
 
-def test_every_seam_exists_and_there_are_32_broken_compilers():
+def test_every_seam_exists_and_there_are_36_broken_compilers():
     assert mutants.missing_seams() == []
-    assert len(mutants.MUTANTS) == 32 and len(mutants.EQUIVALENT) == 1
-    assert len(mutants.SEED_MUTANTS) == 27 and len(mutants.STREAMING_MUTANTS) == 5
+    assert len(mutants.MUTANTS) == 36 and len(mutants.EQUIVALENT) == 1
+    assert len(mutants.SEED_MUTANTS) == 26 and len(mutants.STREAMING_MUTANTS) == 5   # K-limit one gone
+    assert len(mutants.WIDE_MUTANTS) == 4 and len(mutants.ADD_RELU_MUTANTS) == 1
+    assert mutants.MUTANTS == (mutants.SEED_MUTANTS + mutants.STREAMING_MUTANTS + mutants.WIDE_MUTANTS
+                               + mutants.ADD_RELU_MUTANTS)
 
 
 def test_a_missing_seam_is_reported_by_mutant_and_seam():
@@ -55,14 +59,14 @@ def test_an_entry_substitution_replaces_the_table_entry_only_while_applied():
 def test_the_list_names_every_mutant_and_its_seam(capsys):
     assert mutants.main(["--list"]) == 0
     lines = capsys.readouterr().out.splitlines()
-    assert len(lines) == 1 + 33
+    assert len(lines) == 1 + len(mutants.ALL) == 1 + 37
     assert lines[1].split()[:2] == ["1", "lowering.tiles"]
     assert "pass lifetimes" in lines[23] and lines[-1].endswith("(equivalent)")
 
 
 def test_only_takes_numbers_from_the_list():
     with pytest.raises(SystemExit):
-        mutants.main(["--only", "34"])
+        mutants.main(["--only", str(len(mutants.ALL) + 1)])
 
 
 @pytest.mark.parametrize("jobs", ["0", "-1"])
@@ -76,8 +80,19 @@ def test_jobs_below_one_are_refused_before_any_work(jobs, capsys, monkeypatch):
     assert f"error: --jobs must be at least 1 (mutants run in parallel), got {jobs}" in err
 
 
-def test_the_mutation_check_catches_32_of_32(capsys):
+def test_the_add_relu_mutant_drops_only_the_vadds_relu_and_the_battery_catches_it():
+    """The VADD of relu(add(a, b)) gets relu=0 (the RQ of relu(matmul) keeps its flag); the
+    add-relu graphs see the unclipped sum against the interpreter's relu of it."""
+    (mutant,) = mutants.ADD_RELU_MUTANTS
+    assert check_add_relu(range(4))[0] == []
+    with mutants.applied(mutant):
+        problems, _ = check_add_relu(range(4))
+    assert problems and all(p.startswith("add-relu seed ") for p in problems)
+    assert any("(b) output out differs from the interpreter" in p for p in problems)
+
+
+def test_the_mutation_check_catches_36_of_36(capsys):
     assert mutants.main(["--jobs", "2"]) == 0
     out = capsys.readouterr().out
-    assert "compiler: 32 of 32 broken compilers caught" in out
+    assert "compiler: 36 of 36 broken compilers caught" in out
     assert "not caught, as expected" in out

@@ -65,3 +65,13 @@ def test_bit_exact_on_the_rtl(fused, simulator):  # noqa: F811 (the imported fix
     job = Job.of_program(fused.program, fused.feed, "residual block")
     (run,) = run_programs([job], simulator)
     assert compare(job, run) == []
+
+
+def test_the_guides_listings_are_what_the_compiler_emits(fused, carried):
+    """docs/add-an-instruction.md records both listings and their cycles (--record residual-listings)."""
+    from tests.compiler.conftest import load_example
+
+    guide = load_example("add_an_instruction")
+    recorded = load_example("_excerpts").blocks_in(guide.GUIDE.read_text())["residual-listings"]
+    assert recorded == guide.residual_listings(fused, carried), \
+        "stale: run python examples/add_an_instruction.py --record residual-listings"
