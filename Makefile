@@ -76,10 +76,10 @@ test-all: setup synth-setup  ## the whole test suite, slow tests included (Veril
 	$(PY) -m pytest -q -n 2
 
 cosim: setup  ## compiled graphs SEEDS=100-111 (or 3,7,20-25) on the RTL vs the reference; SIM=icarus|verilator|both, WAVES=1 (yes, on)
-	$(PY) -m cosim seeds $(call quote,$(SEEDS)) --sim $(call quote,$(SIM)) $(if $(filter-out 0,$(WAVES)),--waves=$(call quote,$(WAVES))) $(if $(JOBS),--jobs $(call quote,$(JOBS)))
+	$(PY) -m cosim seeds $(call quote,$(SEEDS)) --sim $(call quote,$(SIM)) $(if $(filter-out 0,$(WAVES)),--waves=$(call quote,$(WAVES))) $(if $(JOBS),--jobs $(call quote,$(JOBS))) $(MACHINE)
 
 stress: setup  ## N random ISA programs from SEED on the RTL vs the reference, with coverage; RESUME=1 continues a campaign
-	$(PY) -m cosim stress --n $(call quote,$(N)) --seed $(call quote,$(SEED)) --sim $(call quote,$(SIM)) $(if $(filter-out 0,$(WAVES)),--waves=$(call quote,$(WAVES))) $(if $(filter-out 0,$(RESUME)),--resume) $(if $(JOBS),--jobs $(call quote,$(JOBS)))
+	$(PY) -m cosim stress --n $(call quote,$(N)) --seed $(call quote,$(SEED)) --sim $(call quote,$(SIM)) $(if $(filter-out 0,$(WAVES)),--waves=$(call quote,$(WAVES))) $(if $(filter-out 0,$(RESUME)),--resume) $(if $(JOBS),--jobs $(call quote,$(JOBS))) $(MACHINE)
 
 bench-cosim: setup  ## co-simulation speed: launch overhead, simulated cycles/s on a long program, warm make cosim (SIM=)
 	$(PY) -m cosim bench --sim $(call quote,$(SIM))
@@ -91,13 +91,15 @@ bench: setup  ## GA-2 cycles on the seed's programs vs the seed chip, MXU utilis
 bench-sim: setup  ## reference machine speed: instructions/s and simulated cycles/s
 	$(PY) -m sim.bench
 
-docs: setup  ## regenerate docs/isa.md from the ISA spec, and the code excerpts of docs/add-an-instruction.md
+docs: setup  ## regenerate docs/isa.md, the code excerpts of docs/add-an-instruction.md and the generated parts of docs/change-the-machine.md
 	$(PY) -m sim.isadoc --write
 	$(PY) examples/add_an_instruction.py --write
+	$(PY) examples/change_the_machine.py --write
 
-docs-check: setup  ## fail when docs/isa.md or the excerpts of docs/add-an-instruction.md are stale
+docs-check: setup  ## fail when docs/isa.md, the excerpts of docs/add-an-instruction.md or docs/change-the-machine.md are stale
 	$(PY) -m sim.isadoc --check
 	$(PY) examples/add_an_instruction.py --check
+	$(PY) examples/change_the_machine.py --check
 
 clean:  ## remove build outputs (keeps .venv)
 	rm -rf build .pytest_cache .hypothesis

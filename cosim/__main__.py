@@ -12,6 +12,10 @@ Commands (``make cosim``, ``make stress`` and ``make bench-cosim`` call three of
   build           build (or check the cache of) the simulators only
   mutants         list the deliberately broken RTL variants for --mutant
 
+--param NAME=VALUE|PRESET (make's PARAMS=, e.g. t8 or "T=8 LANES=8") runs another machine: its
+Verilog (build/machines/<tag>/ga2_simtop.v, exported again when stale) and the seeds' graphs
+compiled for it; a program compiled for other parameters is refused before anything runs.
+
 Every run compares every external-memory and scratchpad word, the five cycle counters and the
 stop (error code, error pc) with the reference machine, and requires the core's timing_fault
 self-check to stay 0 (hw/top.py: a unit finished in another cycle than the spec's latency);
@@ -42,10 +46,14 @@ import sys
 import threading
 from pathlib import Path
 
+from flows.memmap import PORTS_JSON
+from sim import machines
+from sim.spec import DEFAULT, Params
+
 from . import batch, bench, mutants, runner, seeds, stress
 from .errors import CosimError
 from .text import plain
-from .verilog import COSIM_BUILD, fresh_verilog
+from .verilog import BUILD, COSIM_BUILD, fresh_verilog
 
 SWITCH = {**dict.fromkeys(("1", "yes", "true", "on"), True),
           **dict.fromkeys(("0", "no", "false", "off"), False)}
@@ -110,8 +118,10 @@ def _common(parser: argparse.ArgumentParser) -> None:
     _waves(parser, "record waveforms (FST under Icarus, VCD under Verilator, one file per launch of "
                    "100 programs) and print where")
     parser.add_argument("--verilog", type=Path, default=None,
-                        help="the Verilog of ga2_simtop to run (default: build/ga2_simtop.v, exported "
-                             "again when stale); its parameters come from ga2_ports.json beside it")
+                        help="the Verilog of ga2_simtop to run (default: the machine's, exported again when "
+                             "stale: build/ga2_simtop.v, or build/machines/<tag>/ga2_simtop.v with --param); "
+                             "its parameters come from ga2_ports.json beside it")
+    machines.add_argument(parser)
     parser.add_argument("--mutant", choices=sorted(mutants.MUTANTS), default=None,
                         help="run a deliberately broken copy of the Verilog (python -m cosim mutants); "
                              "the run must FAIL")
@@ -136,6 +146,8 @@ def _bare_waves(argv: list[str]) -> list[str]:
 def _options(args: argparse.Namespace) -> list[str]:
     """The options besides --seed, --n, --sim that change what runs (for a rerun command)."""
     out = []
+    if args.param:
+        out += ["--param", " ".join(machines.items(args.param))]
     if args.verilog is not None:
         out += ["--verilog", str(args.verilog)]
     if args.mutant is not None:
@@ -143,12 +155,32 @@ def _options(args: argparse.Namespace) -> list[str]:
     return out
 
 
+def _machine(args: argparse.Namespace) -> Params:
+    """The machine of --param (the default without it).
+
+    Raises:
+        CosimError: --param with --verilog (a Verilog carries its own machine), or a machine the
+            generator does not build (sim.machines' message).
+    """
+    try:
+        params = machines.from_args(args)
+    except machines.MachineError as e:
+        raise CosimError(str(e)) from None
+    if args.param and getattr(args, "verilog", None) is not None:
+        raise CosimError(f"--param {' '.join(machines.items(args.param))} with --verilog: a Verilog file "
+                         f"runs the machine of its {PORTS_JSON}; give one of the two")
+    return params
+
+
 def _verilog(args: argparse.Namespace) -> tuple[Path | None, str | None]:
-    """The Verilog to run, and a note when it is a mutant."""
+    """The Verilog to run (the machine's, with --param), and a note when it is a mutant."""
+    params = _machine(args)
+    verilog = args.verilog if params == DEFAULT else fresh_verilog(params=params)
     if args.mutant is None:
-        return args.verilog, None
-    source = fresh_verilog(args.verilog)
-    target = mutants.mutate(source, args.mutant, COSIM_BUILD / "mutants" / args.mutant)
+        return verilog, None
+    source = fresh_verilog(verilog)
+    folder = COSIM_BUILD if params == DEFAULT else machines.machine_dir(BUILD, params) / "cosim"
+    target = mutants.mutate(source, args.mutant, folder / "mutants" / args.mutant)
     m = mutants.MUTANTS[args.mutant]
     return target, f"mutant {m.name}: {m.unit} {m.what} ({target})"
 
@@ -185,6 +217,7 @@ def main(argv: list[str] | None = None) -> int:
     p = sub.add_parser("build", help="build the simulators (or find them in the cache) and stop")
     p.add_argument("--sim", choices=batch.SIM_CHOICES, default=batch.BOTH)
     _waves(p, "the waveform-recording builds")
+    machines.add_argument(p)
 
     sub.add_parser("mutants", help="list the broken RTL variants --mutant accepts")
 
@@ -224,7 +257,7 @@ def _command(args: argparse.Namespace) -> int:
             print(f"{m.name:{width}s} {m.unit}: {m.what}")
         return 0
     if args.command == "build":
-        source = fresh_verilog()
+        source = fresh_verilog(params=_machine(args))
         for name in batch.simulators(args.sim):
             b = runner.build(name, source, waves=args.waves)
             done = "build cached" if b.cached else f"built in {b.seconds:.1f} s"

@@ -25,7 +25,7 @@ from pathlib import Path
 import numpy as np
 
 from sim import spec
-from sim.spec import ErrorCode
+from sim.spec import DEFAULT, ErrorCode, Params
 
 from . import runner, where
 from .errors import CosimError
@@ -53,9 +53,12 @@ def simulate(jobs: Sequence[JobLike], simulator: str, *, verilog: Path | None = 
     Args:
         jobs: the jobs (see the module docstring).
         simulator: ``icarus`` or ``verilator``.
-        verilog: the Verilog of ``ga2_simtop`` (default: ``build/ga2_simtop.v``, exported again
-            when the generator's sources changed); its machine parameters come from the
-            ``ga2_ports.json`` beside it, and a job made for other parameters is refused.
+        verilog: the Verilog of ``ga2_simtop`` (default: the Verilog of the machine the jobs
+            were made for, :attr:`Job.machine`, e.g. ``build/machines/T8-LANES8/ga2_simtop.v``
+            for programs compiled at T = 8, or ``build/ga2_simtop.v`` for the default machine
+            and hand-written jobs; exported again when the generator's sources changed); its
+            machine parameters come from the ``ga2_ports.json`` beside it, and a job made for
+            other parameters is refused.
         waves: record a waveform (the :class:`~cosim.runner.Simulation` says where).
         build_root: where the cached builds live (default: ``build/cosim`` for the default
             Verilog, :func:`cosim.runner.default_root` for another file).
@@ -68,11 +71,19 @@ def simulate(jobs: Sequence[JobLike], simulator: str, *, verilog: Path | None = 
         cosim.errors.CosimError: no simulator, a failed build or simulation.
     """
     check_simulator(simulator)
-    source = fresh_verilog(verilog, say=say)
+    source = fresh_verilog(verilog, say=say, params=machine_of(jobs))
     params = verilog_params(source)
     batch = as_jobs(jobs, params)
     built = runner.build(simulator, source, waves=waves, root=build_root)
     return runner.run_batch(built, batch, params, keep=keep, progress=progress)
+
+
+def machine_of(jobs: Sequence[JobLike]) -> Params:
+    """The machine the jobs were made for (their :attr:`Job.machine`, when they name one and all
+    the same), else the default machine. Jobs of several machines are refused later, by
+    :func:`cosim.jobs.as_jobs`, naming both parameter sets."""
+    made = {job.machine for job in jobs if isinstance(job, Job) and job.machine is not None}
+    return made.pop() if len(made) == 1 else DEFAULT
 
 
 def run_programs(jobs: Sequence[JobLike], simulator: str = "verilator", **options) -> list[RtlRun]:

@@ -41,8 +41,12 @@ GENERATOR_FILES = ("cosim/stress.py", "cosim/coverage.py")
 def default_folder(seed: int, n: int, choice: str, mutant: str | None = None,
                    verilog: Path | None = None) -> Path:
     """``build/stress/seed<SEED>-n<N>-<sim>[-<mutant>][-<hash>]``: the hash of the Verilog's path
-    when it is not ``build/ga2_simtop.v`` (runs on different files never share a folder)."""
+    when it is not ``build/ga2_simtop.v`` (runs on different files never share a folder);
+    ``build/machines/<tag>/stress/seed<SEED>-...`` for another machine's exported Verilog
+    (``--param``, cosim.verilog)."""
     name = f"seed{seed}-n{n}-{choice}" + (f"-{mutant}" if mutant else "")
+    if verilog is not None and Path(verilog).resolve().parent.parent == (BUILD / "machines").resolve():
+        return Path(verilog).resolve().parent / "stress" / name
     if verilog is not None and Path(verilog).resolve() != VERILOG.resolve():
         name += "-" + hashlib.sha256(str(Path(verilog).resolve()).encode()).hexdigest()[:12]
     return STRESS_ROOT / name

@@ -229,6 +229,8 @@ def mm_extremes(b: Builder) -> None:
         ldb = b.rng.choice((K if tb else N, 0))
         a_len = (M - 1) * lda + K
         b_len = (N - 1) * ldb + K if tb else (K - 1) * ldb + N
+        if b.spad_next + a_len + b_len + M * N + 3 * 3 > p.SPAD_WORDS:
+            break       # a large array's cases fill the scratchpad (T = 8: three of four fit)
         a_values = [fill_a if fill_a is not None else b.rng.randint(-128, 127) for _ in range(a_len)]
         A = b.load(a_values, int8=True)
         B = b.load([fill_b] * b_len, int8=True)
@@ -277,8 +279,9 @@ def long_regions(b: Builder) -> None:
     n = rng.randrange(p.SPAD_WORDS // 4 + 1, p.SPAD_WORDS)
     b.add("ST", src=rng.randrange(0, p.SPAD_WORDS - n + 1), dst=p.EXT_WORDS - n, len=n)
     K, out = rng.randint(1, p.K_MAX), p.SPAD_WORDS - p.T * p.T
-    lda = rng.randint(p.SPAD_WORDS // (4 * (p.T - 1)), (out - K) // (p.T - 1))
-    ldb = rng.randint(K, (out - K) // (p.T - 1))
+    strides = max(p.T - 1, 1)                           # the row strides between T rows (T = 1: none)
+    lda = rng.randint(p.SPAD_WORDS // (4 * strides), (out - K) // strides)
+    ldb = rng.randint(K, (out - K) // strides)
     b.add("MM", dst=out, A=0, B=rng.randrange(0, out - (p.T - 1) * ldb - K + 1), M=p.T, K=K, N=p.T, tb=1,
           lda=lda, ldb=ldb, ldc=p.T)
     b.features["edge: long regions"] += 1
@@ -404,7 +407,8 @@ def lengthened(b: Builder, kind: str, f: dict[str, int]) -> dict[str, int]:
     one word at the end of a long source (the checker's region ends with their upper bits set)."""
     p, g = b.params, dict(f)
     if kind == "MM":
-        g["lda"] = b.rng.randint(p.SPAD_WORDS // 16, p.SPAD_WORDS // (2 * (p.T - 1)))
+        most = p.SPAD_WORDS // (2 * max(p.T - 1, 1))       # T rows of A in half the scratchpad
+        g["lda"] = b.rng.randint(min(p.SPAD_WORDS // 16, most), most)
     elif "len" in g and kind != "SM":
         g["len"] = b.rng.randint(p.SPAD_WORDS // 32, p.SPAD_WORDS // (3 if kind != "UNPACK" else 10))
     regions = spec.BY_NAME[kind].regions

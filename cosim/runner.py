@@ -127,13 +127,18 @@ def _recipe(simulator: str, waves: bool) -> str:
 
 
 def default_root(verilog: Path) -> Path:
-    """Where the builds of a Verilog file live: ``build/cosim`` for ``build/ga2_simtop.v``; the
-    file's own folder when it is inside ``build/cosim`` (mutants); else a folder of
+    """Where the builds of a Verilog file live: ``build/cosim`` for ``build/ga2_simtop.v``;
+    ``build/machines/<tag>/cosim`` for another machine's exported Verilog (cosim.verilog); the
+    file's own folder when it is inside ``build/cosim`` or a machine's ``cosim`` (mutants); else a folder of
     ``build/cosim/other`` named by the file's path. A copy never overwrites the main builds."""
     verilog = Path(verilog).resolve()
     if verilog == VERILOG.resolve():
         return COSIM_BUILD
-    if COSIM_BUILD.resolve() in verilog.parents:
+    machines = (BUILD / "machines").resolve()
+    if verilog.parent.parent == machines:
+        return verilog.parent / "cosim"
+    if COSIM_BUILD.resolve() in verilog.parents or (
+            machines in verilog.parents and "cosim" in verilog.relative_to(machines).parts):
         return verilog.parent
     return COSIM_BUILD / "other" / hashlib.sha256(str(verilog).encode()).hexdigest()[:12]
 

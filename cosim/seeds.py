@@ -27,18 +27,15 @@ from __future__ import annotations
 
 import bisect
 import os
-import random
 import re
 import sys
 from dataclasses import dataclass, field
 from itertools import chain
 from pathlib import Path
 
-from compiler import CompileError, compile_graph
-from compiler.accuracy import relative_error
-from compiler.testing.random_graphs import random_graph, sample_inputs
-from compiler.testing.seedtable import CALIBRATION_SAMPLES, SeedRun, compile_seed
-from sim.spec import DEFAULT, Params
+from compiler import CompileError
+from compiler.testing.seedtable import SeedRun, compile_seed
+from sim.spec import Params
 
 from . import batch, pool
 from .errors import CosimError
@@ -189,20 +186,10 @@ def compile_seed_for(seed: int, params: Params) -> SeedRun:
     Raises:
         CosimError: the seed's graph does not compile for that machine (named, with both).
     """
-    if params == DEFAULT:
-        return compile_seed(seed)
-    graph, names = random_graph(seed)
-    rng = random.Random(seed)
-    calibration = [sample_inputs(names, rng) for _ in range(CALIBRATION_SAMPLES)]
-    test = sample_inputs(names, rng)
     try:
-        program = compile_graph(graph, calibration, params=params)
-        program_no_reuse = compile_graph(graph, calibration, reuse=False, params=params)
+        return compile_seed(seed, params)
     except CompileError as e:
         raise CosimError(f"seed {seed} does not compile for the Verilog's machine ({params}): {e}") from None
-    outcome = program.run(test, warn=False)
-    error = relative_error(program, outcome, test)
-    return SeedRun(seed, graph, program, program_no_reuse, test, outcome, error)
 
 
 def make_chunk(parts: tuple[tuple[int, int], ...], params: Params) -> pool.Made:

@@ -6,6 +6,10 @@
   exported files differs from what ``build/cosim/verilog.json`` recorded at the last export:
   content decides, not file times (a checkout, a copy or an editor that touches a file without
   changing it exports nothing).
+* **another machine's Verilog** (``--param``, ``make cosim PARAMS=...``) is
+  ``build/machines/<tag>/ga2_simtop.v`` (sim.machines.machine_dir), kept fresh the same way with
+  its own ``verilog.json`` beside it: each machine has its own files, and one machine's are
+  never taken for another's.
 * **its description** is ``ga2_ports.json`` beside it (:data:`flows.memmap.PORTS_JSON`): the
   machine parameters it was generated with, the simulation top's ports and where its memories
   are. cosim needs it (the programs are compiled for those parameters, the test harness is
@@ -17,6 +21,7 @@ from __future__ import annotations
 import fcntl
 import hashlib
 import json
+import shlex
 import subprocess
 import sys
 from collections.abc import Callable, Iterator
@@ -25,7 +30,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from flows.memmap import MEMORIES, PORTS_JSON, SIMTOP
-from sim.spec import Params
+from sim import machines
+from sim.spec import DEFAULT, Params
 
 from .errors import CosimError
 
@@ -68,39 +74,55 @@ def file_digest(path: Path) -> str:
     return hashlib.sha256(Path(path).read_bytes()).hexdigest()
 
 
-def _record() -> dict:
-    """What the default Verilog is made from now: the sources and the exported files."""
+def _places(params: Params) -> tuple[Path, Path]:
+    """The exported Verilog of a machine and its stamp: ``build/ga2_simtop.v`` and
+    ``build/cosim/verilog.json`` for the default machine, ``build/machines/<tag>/ga2_simtop.v``
+    and ``verilog.json`` beside it for another (sim.machines.machine_dir)."""
+    if params == DEFAULT:
+        return VERILOG, STAMP
+    folder = machines.machine_dir(BUILD, params)
+    return folder / f"{SIMTOP}.v", folder / "verilog.json"
+
+
+def _record(verilog: Path | None = None) -> dict:
+    """What an exported Verilog (default ``build/ga2_simtop.v``) is made from now: the sources
+    and the exported files."""
+    verilog = VERILOG if verilog is None else verilog
     record = {"sources": sources_digest()}
-    for path in (VERILOG, BUILD / PORTS_JSON):
+    for path in (verilog, verilog.with_name(PORTS_JSON)):
         record[path.name] = file_digest(path) if path.is_file() else None
     return record
 
 
-def _stale_reason() -> str | None:
-    """Why ``build/ga2_simtop.v`` must be exported again, or None when it is fresh."""
-    if not VERILOG.is_file() or not (BUILD / PORTS_JSON).is_file():
+def _stale_reason(params: Params = DEFAULT) -> str | None:
+    """Why the machine's Verilog must be exported again, or None when it is fresh."""
+    verilog, stamp = _places(params)
+    if not verilog.is_file() or not verilog.with_name(PORTS_JSON).is_file():
         return "missing"
     try:
-        recorded = json.loads(STAMP.read_text())
+        recorded = json.loads(stamp.read_text())
     except (OSError, ValueError):
-        return f"not exported by cosim yet (no {STAMP.relative_to(ROOT)})"
-    now = _record()
+        return f"not exported by cosim yet (no {stamp.relative_to(ROOT)})"
+    now = _record(verilog)
     if recorded.get("sources") != now["sources"]:
         return "the sources in hw/, sim/ or flows/ changed since its export"
-    if any(recorded.get(name) != now[name] for name in (VERILOG.name, PORTS_JSON)):
+    if any(recorded.get(name) != now[name] for name in (verilog.name, PORTS_JSON)):
         return "rewritten since cosim exported it"
     return None
 
 
-def fresh_verilog(verilog: Path | None = None, say: Callable[[str], None] = print) -> Path:
+def fresh_verilog(verilog: Path | None = None, say: Callable[[str], None] = print, *,
+                  params: Params = DEFAULT) -> Path:
     """The Verilog to simulate.
 
     Args:
         verilog: a given file (used as it is; its ``ga2_ports.json`` must be beside it), or
-            None for ``build/ga2_simtop.v``, exported again (``python -m flows.export --out
-            build``, what ``make verilog`` runs) when it is missing or its sources changed (see
-            the module docstring).
+            None for the Verilog of the machine ``params``: ``build/ga2_simtop.v`` for the
+            default machine, ``build/machines/<tag>/ga2_simtop.v`` for another, exported again
+            (``python -m flows.export``, what ``make verilog PARAMS=...`` runs) when it is
+            missing or its sources changed (see the module docstring).
         say: where to report that the Verilog is being exported, and why.
+        params: the machine (only without ``verilog``: a given file names its own).
 
     Raises:
         CosimError: the given file does not exist, or the export failed.
@@ -110,27 +132,42 @@ def fresh_verilog(verilog: Path | None = None, say: Callable[[str], None] = prin
         if not verilog.is_file():
             raise CosimError(f"no Verilog file {verilog}")
         return verilog
-    with flock(COSIM_BUILD / "verilog.lock", exclusive=True):
-        why = _stale_reason()
+    target, stamp = _places(params)
+    with flock(_lock(target), exclusive=True):
+        why = _stale_reason(params)
         if why is None:
-            return VERILOG
-        say(f"exporting the Verilog ({VERILOG.relative_to(ROOT)}: {why}): python -m flows.export --out build")
-        done = subprocess.run([sys.executable, "-m", "flows.export", "--out", str(BUILD)], cwd=ROOT,
-                              capture_output=True, text=True)
+            return target
+        machine = [] if params == DEFAULT else ["--param", machines.describe(params)]
+        command = ["python", "-m", "flows.export", "--out", str(target.parent.relative_to(ROOT)), *machine]
+        say(f"exporting the Verilog ({target.relative_to(ROOT)}: {why}): {shlex.join(command)}")
+        done = subprocess.run([sys.executable, *command[1:]], cwd=ROOT, capture_output=True, text=True)
         if done.returncode != 0:
             raise CosimError(f"python -m flows.export failed (exit {done.returncode}):\n"
                              f"{done.stderr.strip()[-3000:]}")
-        STAMP.write_text(json.dumps(_record(), indent=1) + "\n")
-    return VERILOG
+        stamp.write_text(json.dumps(_record(target), indent=1) + "\n")
+    return target
+
+
+def _lock(verilog: Path) -> Path | None:
+    """The lock that :func:`fresh_verilog` holds while it exports a machine's Verilog: one per
+    machine (``build/cosim/verilog.lock``, ``build/machines/<tag>/verilog.lock``), so that the
+    export of one machine does not hold up the runs of another; None for any other file."""
+    verilog = Path(verilog).resolve()
+    if verilog == VERILOG.resolve():
+        return COSIM_BUILD / "verilog.lock"
+    if verilog.parent.parent == (BUILD / "machines").resolve():
+        return verilog.with_name("verilog.lock")
+    return None
 
 
 @contextmanager
 def reading(verilog: Path) -> Iterator[None]:
-    """Hold off :func:`fresh_verilog`'s export while ``build/ga2_simtop.v`` is read."""
-    if Path(verilog).resolve() == VERILOG.resolve():
-        with flock(COSIM_BUILD / "verilog.lock", exclusive=False):
-            yield
-    else:
+    """Hold off :func:`fresh_verilog`'s export while an exported Verilog is read."""
+    lock = _lock(verilog)
+    if lock is None:
+        yield
+        return
+    with flock(lock, exclusive=False):
         yield
 
 

@@ -197,7 +197,10 @@ def run_rtl(program, feeds: list[dict]) -> tuple[list[str], int, list]:
     except ImportError as missing:
         raise ImportError("RTL run needs the cosim package: cosim.api.run_programs and cosim.api.compare "
                           f"({missing}); run with --rtl 0 to skip it") from missing
-    jobs = [(program.code, program.ext_image(feed), f"digits batch {k}") for k, feed in enumerate(feeds)]
+    from cosim.jobs import Job
+
+    # made for the program's machine: run on that machine's Verilog (build/machines/<tag>/ with --param)
+    jobs = [Job.of_program(program, feed, f"digits batch {k}") for k, feed in enumerate(feeds)]
     results = run_on_rtl(jobs, SIMULATORS)
     failed = [r for r in results if r.failure]
     if failed:

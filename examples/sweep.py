@@ -42,6 +42,8 @@ from sim.spec import Params
 ROOT = Path(__file__).resolve().parents[1]
 RECORD = ROOT / "docs" / "sweep.json"
 """The last run written with --write: the figures, its date and the tool versions."""
+YOSYS_CACHE = ROOT / "build" / "yosys-cache"
+"""Yosys's results by a hash of the Verilog, the script and Yosys (flows/synth/run.py)."""
 PAGE = ROOT / "docs" / "sweep.md"
 """The tables of RECORD as Markdown."""
 MACHINES = ("t2", "t4", "t8", "t16")
@@ -97,21 +99,51 @@ def digits_model(epochs: int):
     return lowered, calibration, lowered.feed(digits.batches(split.test_x)[0])
 
 
+def synth_dir(params: Params) -> Path:
+    """Where flows/synth puts a machine's report: build/synth, build/machines/<tag>/synth."""
+    return machines.machine_dir(ROOT / "build", params) / "synth"
+
+
 def synthesise(params: Params) -> dict:
     """flows/synth for one machine (its report in build/machines/<tag>/synth); the figures."""
     from flows.synth import SynthError
     from flows.synth import synthesise as run
 
-    out = machines.machine_dir(ROOT / "build", params) / "synth"
+    out = synth_dir(params)
     print(f"  synthesis of {machines.describe(params)} -> {out} (tens of minutes)", flush=True)
     try:
         report = run(params, out, command=f"python examples/sweep.py --synth ({out})",
-                     yosys_cache=ROOT / "build" / "yosys-cache")
+                     yosys_cache=YOSYS_CACHE)
     except (SynthError, ValueError) as e:
         return {"error": str(e)}
+    return report_figures(report)
+
+
+def report_figures(report) -> dict:
+    """The figures the sweep keeps of a flows.synth Report."""
     used = {label: report.utilisation[key]["used"] for key, label in SYNTH_KEYS}
     return {**used, "Fmax": report.fmax, "overfull": report.overfull, "versions": report.versions,
             "seconds": report.seconds.get("total")}
+
+
+def reported(params: Params) -> dict:
+    """The figures of the machine's last synthesis report (``report.json`` in its synth folder:
+    what ``make synth PARAMS=...`` or an earlier ``--synth`` wrote), or {} when there is none or
+    it was not made from the current Verilog and Yosys script (flows.synth.run.report_is_current:
+    a report of older sources is never recorded)."""
+    from flows.synth import Report
+    from flows.synth.run import report_is_current
+
+    folder = synth_dir(params)
+    try:
+        report = Report(**json.loads((folder / "report.json").read_text()))
+    except (OSError, ValueError, TypeError):
+        print(f"  no synthesis report in {folder}", flush=True)
+        return {}
+    if not report_is_current(report, params, YOSYS_CACHE):
+        print(f"  the report in {folder} was made from other sources: not used", flush=True)
+        return {}
+    return report_figures(report)
 
 
 def cycle_table(figures: list[Figures]) -> list[str]:
@@ -151,7 +183,8 @@ def page(record: dict) -> str:
     figures = [Figures(**f) for f in record["figures"]]
     versions = record.get("versions") or {}
     lines = ["# The machine sweep", "",
-             f"<!-- Written by `python examples/sweep.py --synth --write` on {record['date']}. "
+             f"<!-- Written by `{record.get('command', 'python examples/sweep.py --synth --write')}` on "
+             f"{record['date']}. "
              "Do not edit by hand. -->", "",
              "Cycles on the reference machine (the RTL's counters are the same: `make cosim PARAMS=...`), "
              "each program compiled for the machine it runs on. MXU utilisation: useful multiply-adds "
@@ -159,7 +192,8 @@ def page(record: dict) -> str:
              "hidden width w (batch 4). Digits: the MLP of examples/digits.py, cycles per image in "
              "batches of 8.", "", *cycle_table(figures), "",
              f"Synthesis on the ECP5-85F (speed 6, out of context, nextpnr seed 1, `--freq 100`), "
-             f"{record['date']}:", "", *synth_table(figures), ""]
+             f"{record['date']}; Fmax '-': Yosys only (no place and route), 'not run': no report of the "
+             "current sources:", "", *synth_table(figures), ""]
     notes = [f"- {f.machine}: {f.synth['dsp']}" for f in figures if f.synth.get("dsp")]
     if notes:
         lines += [*notes, ""]
@@ -175,6 +209,10 @@ def main(argv: list[str] | None = None) -> int:
                         metavar="MACHINE", help="machines, each a preset or NAME=VALUE items in quotes "
                         f"(default: {' '.join(MACHINES)})")
     parser.add_argument("--synth", action="store_true", help="run synthesis for every machine (slow)")
+    parser.add_argument("--synth-reports", action="store_true",
+                        help="take each machine's synthesis figures from its last report (make synth "
+                        "PARAMS=..., build/machines/<tag>/synth/report.json) when it synthesised the current "
+                        "sources")
     parser.add_argument("--write", action="store_true", help=f"store the run in {RECORD.relative_to(ROOT)} "
                         f"and rewrite {PAGE.relative_to(ROOT)}")
     parser.add_argument("--epochs", type=positive, default=60, help="digits training epochs (default 60)")
@@ -183,8 +221,10 @@ def main(argv: list[str] | None = None) -> int:
         chosen = {text: machines.parse(text) for text in args.machines}
     except ValueError as e:
         parser.error(str(e))
-    if args.write and not args.synth:
-        parser.error("--write records a full run: give --synth too")
+    if args.write and not (args.synth or args.synth_reports):
+        parser.error("--write records synthesis figures: give --synth or --synth-reports too")
+    if args.synth and args.synth_reports:
+        parser.error("--synth runs synthesis, --synth-reports reads its last reports: give one")
     last = json.loads(RECORD.read_text()) if RECORD.exists() else {"figures": []}
     recorded = {tuple(sorted(f["params"].items())): f.get("synth", {}) for f in last["figures"]}
 
@@ -196,18 +236,23 @@ def main(argv: list[str] | None = None) -> int:
         f = fast_figures(name, params, model)
         if args.synth:
             f.synth = {**synthesise(params), "dsp": _dsp(params)}
+        elif args.synth_reports:
+            found = reported(params)
+            f.synth = {**found, "dsp": _dsp(params)} if found else {}
         else:
             f.synth = recorded.get(tuple(sorted(asdict(params).items())), {})
         figures.append(f)
     print()
     print("\n".join(cycle_table(figures)))
     print()
-    when = "this run" if args.synth else f"the last full run ({last.get('date', 'none')})"
+    when = ("this run" if args.synth else "the machines' last reports" if args.synth_reports
+            else f"the last full run ({last.get('date', 'none')})")
     print(f"synthesis on the ECP5-85F, {when}:")
     print("\n".join(synth_table(figures)))
     if args.write:
         versions = next((f.synth["versions"] for f in figures if f.synth.get("versions")), {})
-        record = {"date": datetime.date.today().isoformat(), "versions": versions,
+        command = " ".join(["python examples/sweep.py", *(sys.argv[1:] if argv is None else argv)])
+        record = {"date": datetime.date.today().isoformat(), "command": command, "versions": versions,
                   "figures": [asdict(f) for f in figures]}
         RECORD.write_text(json.dumps(record, indent=1) + "\n")
         PAGE.write_text(page(record))

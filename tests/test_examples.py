@@ -133,14 +133,22 @@ def test_torch_example_runs(script, args, expected):
 @pytest.mark.torch
 @pytest.mark.rtl
 @pytest.mark.slow
-def test_digits_on_the_rtl():
+@pytest.mark.parametrize("machine", [[], ["--param", "t8"]], ids=["default", "t8"])
+def test_digits_on_the_rtl(machine):
+    """The digits MLP bit-exact on the RTL of the machine it was compiled for: at T = 8 the
+    program (8 x 8 tiles, its own cycles) runs on build/machines/T8-LANES8/ga2_simtop.v."""
     pytest.importorskip("torch")
     pytest.importorskip("sklearn")
-    done = subprocess.run([sys.executable, str(EXAMPLES / "digits.py"), "--quick", "--rtl", "8"],
-                          capture_output=True, text=True, timeout=900)
+    done = subprocess.run([sys.executable, str(EXAMPLES / "digits.py"), "--quick", "--rtl", "8", *machine],
+                          capture_output=True, text=True, timeout=1800)
     assert done.returncode == 0, done.stderr
+    t = 8 if machine else 4
+    utilisation = re.search(rf"MXU utilisation: \d+ multiply-adds / \({t} x {t} x (\d+) cycles\)",
+                            done.stdout)
+    assert utilisation, done.stdout
     for simulator in ("icarus", "verilator"):
-        assert f"{simulator:9s}: 1 run bit-exact" in done.stdout, simulator
+        assert f"{simulator:9s}: 1 run bit-exact (every memory word, the five counters, the stop; " \
+               f"{utilisation[1]} cycles each)" in done.stdout, simulator
     assert done.stdout.strip().endswith("RTL bit-exact on 8 images")
 
 
@@ -200,7 +208,10 @@ BAD_FLAGS = [
     ("sweep.py", ["--machines", "T=8"],
      "sweep.py: error: Params.LANES = 4: must be at least T = 8 (the MXU moves a row of B and of the output "
      "in one access): LANES in 8, 16 (machine: T=8)"),
-    ("sweep.py", ["--write"], "sweep.py: error: --write records a full run: give --synth too"),
+    ("sweep.py", ["--write"], "sweep.py: error: --write records synthesis figures: give --synth or "
+                              "--synth-reports too"),
+    ("sweep.py", ["--synth", "--synth-reports"], "sweep.py: error: --synth runs synthesis, --synth-reports "
+                                                 "reads its last reports: give one"),
 ]
 """A flag out of range: argparse's usage and one line naming the flag, status 2, nothing run."""
 

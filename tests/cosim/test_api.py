@@ -6,11 +6,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from cosim import api
 from cosim.api import compare, run_programs
-from cosim.jobs import Job, RtlRun
+from cosim.jobs import Job, RtlRun, as_jobs
 from sim.asm import build
 from sim.machine import Counters
-from sim.spec import DEFAULT, ErrorCode
+from sim.spec import DEFAULT, ErrorCode, Params
 
 PROGRAM = [build("LD", dst=4, src=0, len=6), build("RQ", dst=20, src=4, len=6, m=1 << 23, s=23, relu=0),
            build("ST", src=20, dst=50, len=6), build("HALT")]
@@ -175,3 +176,17 @@ def test_a_compiled_program_that_stops_with_an_error_is_a_difference():
     assert found == ["the reference machine stops with error 2 (field out of its legal range) at pc 0 "
                      "(SM field len=65 is outside 1..64): a compiled program must end at its HALT"]
     assert compare(Job(bad, None, "hand-written"), exact_run(job)) == []
+
+
+def test_jobs_run_on_the_verilog_of_the_machine_they_were_made_for():
+    """A compiled program's job names its machine; cosim.api takes that machine's Verilog
+    (build/machines/<tag>/) unless given one; hand-written jobs and mixed ones take the default
+    (mixed ones are then refused by as_jobs, naming both)."""
+    t8 = Params(T=8, LANES=8)
+    made = Job([build("HALT")], None, "t8", machine=t8)
+    assert api.machine_of([made, (PROGRAM, None)]) == t8
+    assert api.machine_of([(PROGRAM, None)]) == DEFAULT
+    mixed = [made, Job([build("HALT")], None, "t2", machine=Params(T=2))]
+    assert api.machine_of(mixed) == DEFAULT
+    with pytest.raises(ValueError, match=r"job 0 \(t8\): the program was made for the machine T=8 "):
+        as_jobs(mixed, DEFAULT)

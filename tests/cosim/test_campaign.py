@@ -58,6 +58,9 @@ def test_the_default_folder_names_the_run():
     assert campaign.default_folder(1, 9, "icarus", None, campaign.VERILOG).name == "seed1-n9-icarus"
     one, two = (campaign.default_folder(1, 9, "icarus", None, Path(f"/m/{k}/ga2_simtop.v")) for k in (1, 2))
     assert one.name.startswith("seed1-n9-icarus-") and one != two
+    t8 = campaign.BUILD / "machines" / "T8-LANES8" / "ga2_simtop.v"       # make stress PARAMS=t8
+    folder = campaign.default_folder(1, 9, "icarus", None, t8)
+    assert folder == t8.resolve().parent / "stress" / "seed1-n9-icarus"
 
 
 @pytest.mark.rtl

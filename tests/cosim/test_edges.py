@@ -195,3 +195,17 @@ def test_two_faults_in_one_instruction_report_the_first_code(programs):
                 ins = decode_program([(words[0] & ~0xF) | opcode, *words[1:]])[0]
                 as_known.append(spec.check(ins.spec, ins.fields, P)[0])
         assert any(code is not ErrorCode.NONE for code in as_known)
+
+
+@pytest.mark.parametrize("machine", ["T=1", "t2", "t8", "t16", "t16 SPAD_WORDS=2048"])
+def test_every_strategy_fits_the_machines_the_generator_builds(machine):
+    """make stress PARAMS=...: the edge programs of another array size and scratchpad are made
+    for it (T = 8's four MM extremes need more than 4096 words: as many as fit are made; T = 1
+    has no row strides) and stop as their seed says on the reference machine of that size."""
+    from sim import machines
+
+    params = machines.parse(machine)
+    for seed in SEEDS[:len(edges.STRATEGIES) * 2]:
+        prog = edges.program(seed, params)
+        want = ErrorCode.NONE if prog.ending == stress.HALT else ErrorCode[prog.ending]
+        assert prog.job.expected(params).error_code is want, (machine, prog.job.name)

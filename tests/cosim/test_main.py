@@ -76,6 +76,32 @@ def test_bad_options_are_named_under_their_command(args, message):
     assert f"usage: python -m cosim {args[0]} " in done.stderr
 
 
+@pytest.mark.parametrize(("args", "message"), [
+    (["seeds", "100", "--param", "T=0"], "error: Params.T = 0: must be a positive int (machine: T=0)"),
+    (["stress", "--n", "3", "--param", "T=8"], "error: Params.LANES = 4: must be at least T = 8"),
+    (["seeds", "100", "--param", "SPAD_WORDS=3000"],
+     "error: Params.SPAD_WORDS = 3000: must be a power of two from LANES = 4 to 65536"),
+    (["build", "--param", "t8 EXT_WORDS=131072"],
+     "error: Params.EXT_WORDS = 131072: must be a power of two from LANES = 8 to 65536"),
+    (["seeds", "100", "--param", "t2", "--verilog", "x.v"],
+     "error: --param t2 with --verilog: a Verilog file runs the machine of its ga2_ports.json"),
+])
+def test_a_machine_the_generator_does_not_build_is_refused_before_anything_runs(args, message):
+    """Refused with exit status 2 before any export, build or simulation: nothing is written."""
+    done = run(*args)
+    assert done.returncode == 2 and message in done.stderr, done.stderr
+    assert done.stdout == "" and "exporting" not in done.stderr
+
+
+def test_the_rerun_command_names_the_machine():
+    import argparse
+
+    from cosim.__main__ import _options
+
+    args = argparse.Namespace(param=["t8", "SPAD_WORDS=2048"], verilog=None, mutant="rq-round")
+    assert _options(args) == ["--param", "t8 SPAD_WORDS=2048", "--mutant", "rq-round"]
+
+
 def test_waves_values():
     values = ("1", "yes", "TRUE", "On", "0", "no", "false", "OFF")
     assert [switch(v) for v in values] == [True] * 4 + [False] * 4
@@ -115,6 +141,14 @@ def test_make_passes_any_value_as_one_word(value):
         ["seeds", value, "--sim", value, "--jobs", value]
     assert _make("stress", f"N={value}", f"WAVES={value}")[:3] == ["stress", "--n", value]
     assert _make("stress", f"WAVES={value}")[-1] == f"--waves={value}"
+
+
+def test_make_passes_the_machine_on():
+    assert _make("cosim", "PARAMS=t8")[-2:] == ["--param", "t8"]
+    assert _make("stress", "PARAMS=T=8 LANES=8")[-2:] == ["--param", "T=8 LANES=8"]
+    assert "--param" not in _make("cosim") and "--param" not in _make("stress")
+    done = run(*_make("cosim", "PARAMS=T=8 LANES=5"))
+    assert done.returncode == 2 and "error: Params.LANES = 5: must be one of 4, 8, 16" in done.stderr
 
 
 def test_make_waves_values():

@@ -74,3 +74,13 @@ def test_the_verilator_build_command(tmp_path):
     recorded = (built.directory / "Vtop__verFiles.dat").read_text(errors="replace")
     command = next(line for line in recorded.splitlines() if line.startswith("C ") and " --vpi " in line)
     assert " --timing " in command and simulators.PUBLIC_FLAT_RW not in command
+
+
+def test_each_machine_builds_in_its_own_folder():
+    """build/machines/<tag>/ga2_simtop.v builds in build/machines/<tag>/cosim, a mutant of it in
+    its own folder, and the default machine's builds stay in build/cosim."""
+    machines = runner.BUILD / "machines"
+    assert runner.default_root(VERILOG) == COSIM_BUILD
+    assert runner.default_root(machines / "T2" / "ga2_simtop.v") == (machines / "T2" / "cosim").resolve()
+    mutant = machines / "T2" / "cosim" / "mutants" / "rq-round" / "ga2_simtop.v"
+    assert runner.default_root(mutant) == mutant.parent.resolve()

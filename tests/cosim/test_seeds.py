@@ -3,7 +3,6 @@ cosim's output on each simulator."""
 
 from __future__ import annotations
 
-import shutil
 import subprocess
 import sys
 
@@ -14,7 +13,7 @@ from cosim import runner, seeds
 from cosim.errors import CosimError
 from cosim.seeds import Row, Totals, parse_seeds, seed_ranges
 from cosim.verilog import ROOT
-from flows.memmap import SIMTOP
+from sim import machines
 from sim.spec import DEFAULT, Params
 
 
@@ -87,24 +86,21 @@ def test_graphs_are_compiled_for_the_verilogs_machine():
 
 
 @pytest.mark.rtl
-def test_cosim_on_a_verilog_of_other_parameters(icarus, tmp_path):
-    """make cosim on a Verilog exported for another machine compiles the graphs for that machine
-    (a graph compiled for the default one would be refused, or stop with BAD_FIELD: never a PASS)."""
-    other = Params(SPAD_WORDS=2048, EXT_WORDS=4096)
-    subprocess.run([sys.executable, "-m", "flows.export", "--out", str(tmp_path), "--param",
-                    f"SPAD_WORDS={other.SPAD_WORDS}", "--param", f"EXT_WORDS={other.EXT_WORDS}"],
-                   check=True, capture_output=True, cwd=ROOT, timeout=600)
-    source = tmp_path / f"{SIMTOP}.v"
-    try:
-        done = subprocess.run([sys.executable, "-m", "cosim", "seeds", "100 101", "--sim", icarus,
-                               "--verilog", str(source)], capture_output=True, text=True, cwd=ROOT,
-                              timeout=900)
-    finally:
-        shutil.rmtree(runner.default_root(source), ignore_errors=True)
+def test_cosim_runs_the_machine_it_is_given(icarus):
+    """make cosim PARAMS=t2: the Verilog exported for T=2 (build/machines/T2/, kept fresh by
+    content) and the graphs compiled for that machine (a graph compiled for the default one
+    would be refused, or stop with BAD_FIELD: never a PASS)."""
+    t2 = machines.parse("t2")
+    command = ["-m", "cosim", "seeds", "100 101", "--sim", icarus, "--param", "t2"]
+    done = subprocess.run([sys.executable, *command], capture_output=True, text=True, cwd=ROOT, timeout=900)
     assert done.returncode == 0, done.stdout + done.stderr
-    cycles = sum(seeds.compile_seed_for(s, other).outcome.counters.cycles for s in (100, 101))
+    runs = [seeds.compile_seed_for(s, t2) for s in (100, 101)]
+    assert all(run.program.machine == t2 for run in runs)
+    cycles = sum(run.outcome.counters.cycles for run in runs)
+    assert cycles != sum(compile_seed(s).outcome.counters.cycles for s in (100, 101))
     assert done.stdout.splitlines()[0] == (f"{icarus:<10} PASS: 2 programs match the reference (memory and "
                                            f"all five counters), {cycles:,} cycles in total")
+    assert (runner.BUILD / "machines" / "T2" / "cosim" / icarus / "stamp.sha256").is_file()
 
 
 def test_cosim_prints_pass_and_the_table(simulator):

@@ -84,3 +84,26 @@ def test_describe_reads_ports_json_and_refuses_a_verilog_without_one(tmp_path):
 def test_missing_verilog(tmp_path):
     with pytest.raises(CosimError, match="no Verilog file"):
         verilog.fresh_verilog(tmp_path / "none.v")
+
+
+def test_each_machine_has_its_own_verilog_and_record(build_dir):
+    """Another machine's Verilog lives in build/machines/<tag>/ with its own verilog.json: the
+    default machine's files are never taken for it, nor its record for the default's."""
+    _, build = build_dir
+    t2 = Params(T=2)
+    source, stamp = verilog._places(t2)
+    assert source == build / "machines" / "T2" / f"{SIMTOP}.v" and stamp == source.with_name("verilog.json")
+    assert verilog._places(DEFAULT) == (verilog.VERILOG, verilog.STAMP)
+    assert verilog._lock(source) == source.with_name("verilog.lock")      # one export lock per machine
+    assert verilog._lock(build / "elsewhere" / f"{SIMTOP}.v") is None
+    assert verilog._stale_reason(t2) == "missing"          # the default machine's export is not T=2's
+    source.parent.mkdir(parents=True)
+    source.write_text("module ga2_simtop; /* T=2 */ endmodule\n")
+    source.with_name(PORTS_JSON).write_text('{"params": {"T": 2}}')
+    stamp.write_text(json.dumps(verilog._record(source)))
+    assert verilog._stale_reason(t2) is None and verilog._stale_reason() is None
+    source.with_name(PORTS_JSON).write_text('{"params": {"T": 8}}')
+    assert verilog._stale_reason(t2) == "rewritten since cosim exported it"
+    assert verilog._stale_reason() is None                  # one machine's change leaves the other alone
+    verilog.STAMP.write_text(json.dumps(verilog._record(source)))   # the default's record, T=2's files
+    assert verilog._stale_reason() == "rewritten since cosim exported it"

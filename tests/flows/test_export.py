@@ -214,3 +214,23 @@ def test_cli_refuses_an_out_it_cannot_write(tmp_path, capsys):
     assert done.stderr == (f"error: cannot write the Verilog in --out {locked / 'v'}: Permission denied "
                            f"({locked / 'v'}); give a folder you can write\n")
     assert not (locked / "v").exists()
+
+
+@pytest.mark.parametrize(("machine", "message"), [
+    ("T=0", "Params.T = 0: must be a positive int"),
+    ("T=8", "Params.LANES = 4: must be at least T = 8"),
+    ("SPAD_WORDS=3000", "Params.SPAD_WORDS = 3000: must be a power of two from LANES = 4 to 65536"),
+    ("t8 EXT_WORDS=131072", "Params.EXT_WORDS = 131072: must be a power of two from LANES = 8 to 65536"),
+    ("K_MAX=256", "Params.K_MAX = 256: must be 1..255 (the K field is 8 bits)"),
+])
+def test_a_machine_the_generator_does_not_build_writes_nothing(machine, message, tmp_path, capsys,
+                                                                monkeypatch):
+    """make verilog PARAMS=...: refused with the parameter, its value and the legal range, before
+    a folder or a file is made (with --out, and in the machine's own build/machines/ folder)."""
+    out = tmp_path / "out"
+    assert export.main(["--out", str(out), "--param", machine]) == 1
+    assert message in capsys.readouterr().err
+    assert not out.exists()
+    monkeypatch.chdir(tmp_path)
+    assert export.main(["--param", machine]) == 1
+    assert sorted(tmp_path.iterdir()) == []

