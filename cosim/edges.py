@@ -37,9 +37,9 @@ the end of its memory, short or long (SPAD_RANGE, EXT_RANGE), a destination over
 shows (BAD_FIELD with a region out of range or an overlap; SPAD_RANGE with EXT_RANGE; an
 unknown opcode over fields that are also out of range).
 
-Not covered here: a program loaded through the host's instruction-memory port. The test
-bench (cosim/tb.py) loads programs through the arrays (a backdoor) and holds ``imem_we`` low,
-so no stress program can reach that port.
+The host's instruction-memory port is covered by how programs are loaded, not by their
+contents: every cosim.stress.PORT_EVERY th stress program (edge programs included) and the first
+program of every seeds chunk are written through it (cosim/harness.py), the rest by backdoor.
 """
 
 from __future__ import annotations

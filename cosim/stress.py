@@ -360,15 +360,24 @@ def long_program(seed: int, length: int, params: Params = DEFAULT) -> Job:
     return Job([*body, build("HALT")], g.ext_image(), name=name, machine=params)
 
 
+PORT_EVERY = 8
+"""Programs whose seed is a multiple of this are loaded through the host's instruction-memory
+write port (:attr:`cosim.jobs.Job.via_port`), the others by backdoor: the port's path is
+checked in every chunk, at a cost of a few cycles per instruction."""
+
+
 def generate(first: int, n: int, params: Params = DEFAULT) -> list[StressProgram]:
     """Programs for seeds first .. first+n-1."""
     return list(programs(first, n, params))
 
 
 def programs(first: int, n: int, params: Params = DEFAULT) -> Iterator[StressProgram]:
-    """Programs for seeds first .. first+n-1, each drawn when it is asked for."""
+    """Programs for seeds first .. first+n-1, each drawn when it is asked for; every
+    :data:`PORT_EVERY` th is loaded through the host's instruction-memory port."""
     for seed in range(first, first + n):
-        yield edges.program(seed, params) or Generator(seed, params).program()  # cosim/edges.py: every 3rd
+        prog = edges.program(seed, params) or Generator(seed, params).program()  # cosim/edges.py: every 3rd
+        prog.job.via_port = seed % PORT_EVERY == 0
+        yield prog
 
 
 def listing(program: Sequence[Instruction] | Sequence[int]) -> str:
