@@ -28,7 +28,10 @@ follow it; the harness then, as named tasks:
 
 The scratchpad is not touched between programs: reset does not clear it (docs/GA2.md section 2),
 so a program starts from the words the previous one left, and the host gives the reference
-machine that scratchpad (:attr:`cosim.jobs.RtlRun.spad_before`).
+machine that scratchpad (:attr:`cosim.jobs.RtlRun.spad_before`). Once, at time 0, ``configure``
+sets every scratchpad word to 0, as the bitstream does after configuration: the Verilog that
+Amaranth exports holds those initial values itself, but a netlist Yosys writes back may not
+(cosim/mutants_rtl drops them to save Yosys minutes).
 
 Memories move as text (``$readmemh``/``$writememh``) under Icarus and as binary files under
 Verilator (:data:`BINARY`).
@@ -206,6 +209,11 @@ def _tasks(description: Description, prog_len: int, binary: bool) -> list[str]:
         "  end endtask",
         "  task load_memories; begin", *_load(description, binary), "  end endtask",
         "  task load_through_port; begin", *_through_port(description), "  end endtask",
+        "  task configure; begin",
+        f"    for (row = 0; row < {_rows(description, 'spad')}; row = row + 1) begin",
+        *[f"      {path}[row] = 32'd0;" for path in _banks(description, "spad")],
+        "    end",
+        "  end endtask",
         "  task run_program; begin",
         "    start = 1'b1;",
         "    @(negedge clk) start = 1'b0;",
@@ -255,6 +263,7 @@ def render(description: Description, binary: bool = False) -> str:
         "  integer row = 0, word = 0, fd = 0, got = 0;",
         *_tasks(description, prog_len, binary),
         "  initial begin",
+        "    configure;",
         "    forever begin",
         "      wait (request != served);",
         "      read_job;",

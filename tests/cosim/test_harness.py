@@ -39,8 +39,12 @@ def test_every_memory_word_goes_through_a_file_or_is_zeroed():
         for b, path in enumerate(description.memories[memory]["arrays"]):
             name = harness.bank_file(memory, b, dumped=direction == "writememh")
             assert re.search(rf'\${direction}\("{name}", dut\.{re.escape(path)}, 0, ', text), (memory, b)
-    for path in description.memories["spad"]["arrays"]:
-        assert not re.search(rf"dut\.{re.escape(path)}\[[^\]]*\] *=", text)    # no backdoor write
+    configure = text[text.index("task configure;"):]
+    configure = configure[:configure.index("end endtask")]
+    for path in description.memories["spad"]["arrays"]:            # zeroed once, at time 0
+        assert len(re.findall(rf"dut\.{re.escape(path)}\[[^\]]*\] *=", text)) == 1
+        assert f"dut.{path}[row] = 32'd0;" in configure
+    assert text.index("    configure;") < text.index("forever begin")
     for path in description.memories["imem"]["arrays"]:
         assert f"dut.{path}[row] = 32'd0;" in text       # the rows of a longer program before
 
