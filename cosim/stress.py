@@ -280,7 +280,7 @@ class Generator:
             # a stride so long that the region's end needs more than 16 bits
             f["M"] = max(f["M"], 2)
             top = (1 << spec.ADDR_BITS) - 1
-            if self.p.SPAD_WORDS > top:        # a full 16-bit scratchpad: the longest stride
+            if top < self.p.SPAD_WORDS:        # a full 16-bit scratchpad: the longest stride
                 f["lda"] = top
                 return kind, f
             f["lda"] = self.rng.choice([self.p.SPAD_WORDS, top, self.rng.randrange(self.p.SPAD_WORDS, top + 1)])
