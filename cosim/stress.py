@@ -283,7 +283,8 @@ class Generator:
             if top < self.p.SPAD_WORDS:        # a full 16-bit scratchpad: the longest stride
                 f["lda"] = top
                 return kind, f
-            f["lda"] = self.rng.choice([self.p.SPAD_WORDS, top, self.rng.randrange(self.p.SPAD_WORDS, top + 1)])
+            f["lda"] = self.rng.choice([self.p.SPAD_WORDS, top,
+                                        self.rng.randrange(self.p.SPAD_WORDS, top + 1)])
             return kind, f
         region = self.rng.choice([r for r in spec.BY_NAME[kind].regions if r.mem is Mem.SPAD])
         extent = region.extent(f)

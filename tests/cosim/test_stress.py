@@ -44,9 +44,11 @@ def test_the_body_before_the_ending_is_legal(programs):
                 assert spec.check(ins.spec, ins.fields, DEFAULT)[0] is ErrorCode.NONE
 
 
-@pytest.mark.parametrize("sizes", [{"EXT_WORDS": 4}, {"EXT_WORDS": 16}, {"EXT_WORDS": 64}, {"EXT_WORDS": 256},
-                                   {"SPAD_WORDS": 4}, {"SPAD_WORDS": 65536}, {"SPAD_WORDS": 4, "EXT_WORDS": 4},
-                                   {"SPAD_WORDS": 65536, "EXT_WORDS": 65536}], ids=str)
+SIZES = [{"EXT_WORDS": 4}, {"EXT_WORDS": 16}, {"EXT_WORDS": 64}, {"EXT_WORDS": 256}, {"SPAD_WORDS": 4},
+         {"SPAD_WORDS": 65536}, {"SPAD_WORDS": 4, "EXT_WORDS": 4}, {"SPAD_WORDS": 65536, "EXT_WORDS": 65536}]
+
+
+@pytest.mark.parametrize("sizes", SIZES, ids=str)
 def test_every_legal_machine_size_gets_its_programs(sizes):
     """Memories of 4 to 65536 words (they crashed the generator: no chunk of 64 external words,
     an LD longer than the external memory, a region start past 16 bits, no room for UNPACK's 9
