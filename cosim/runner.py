@@ -119,6 +119,11 @@ class Build:
         return self.directory / "build.log"
 
 
+PRODUCT = {"icarus": "sim.vvp", "verilator": harness.TOP}
+"""What a build leaves in its folder for a launch to run (cocotb_tools' names): a build whose
+stamp is intact but whose product is gone (deleted, a cleaned folder) is built again."""
+
+
 def _recipe(simulator: str, waves: bool) -> str:
     verilator = simulator == "verilator"
     return json.dumps({"simulator": simulator, "version": simulator_version(simulator), "waves": waves,
@@ -176,7 +181,8 @@ def build(simulator: str, verilog: Path, *, waves: bool = False, root: Path | No
     digest = hashlib.sha256(text + b"\0" + top + b"\0" + _recipe(simulator, waves).encode()).hexdigest()
     stamp = directory / "stamp.sha256"
     with flock(root / f"{directory.name}.lock", exclusive=True):
-        if stamp.is_file() and stamp.read_text().strip() == digest:
+        product = directory / PRODUCT[simulator]
+        if stamp.is_file() and stamp.read_text().strip() == digest and product.is_file():
             return Build(simulator, directory, digest, waves, True, time.perf_counter() - t0)
         if starting is not None:
             starting()

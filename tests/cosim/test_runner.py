@@ -51,6 +51,10 @@ def test_build_is_cached(icarus, tmp_path):
     assert (again.directory / "stamp.sha256").read_text().strip() == again.digest
     source.write_text(source.read_text() + "// changed\n")
     assert not runner.build(icarus, source, root=tmp_path / "builds").cached
+    (again.directory / runner.PRODUCT[icarus]).unlink()      # the stamp intact, sim.vvp gone
+    rebuilt = runner.build(icarus, source, root=tmp_path / "builds")
+    assert not rebuilt.cached and (rebuilt.directory / "sim.vvp").is_file()
+    assert runner.build(icarus, source, root=tmp_path / "builds").cached
 
 
 def test_build_failure_names_the_log(icarus, tmp_path):
