@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import shutil
 import subprocess
 import tempfile
@@ -251,6 +252,18 @@ def _launch(b: Build, run_dir: Path, env: dict[str, str], progress_file: Path,
     return failure[0] if failure else None
 
 
+def run_prefix(pid: int | None = None) -> str:
+    """How a launch's folder under ``<build>/runs/`` begins: the time and the id of the process
+    that made it (``193012-4242-``), so that whoever stops that process finds its folders
+    (:func:`cosim.pool.run_stream` on Ctrl-C); None: this process, now."""
+    return f"{time.strftime('%H%M%S')}-{os.getpid() if pid is None else pid}-"
+
+
+def run_folders(directory: Path, pid: int) -> list[Path]:
+    """The launch folders process ``pid`` made under a build folder (:func:`run_prefix`)."""
+    return sorted((Path(directory) / "runs").glob(f"*-{pid}-*"))
+
+
 def run_batch(b: Build, jobs: Sequence[Job], params: Params, *, keep: bool = False,
               progress: Callable[[int], None] | None = None) -> Simulation:
     """Run jobs back to back in one launch of a build (:mod:`cosim.tb`).
@@ -272,7 +285,7 @@ def run_batch(b: Build, jobs: Sequence[Job], params: Params, *, keep: bool = Fal
         return Simulation([], b, 0.0)
     runs_root = b.directory / "runs"
     runs_root.mkdir(parents=True, exist_ok=True)
-    run_dir = Path(tempfile.mkdtemp(prefix=time.strftime("%H%M%S-"), dir=runs_root))
+    run_dir = Path(tempfile.mkdtemp(prefix=run_prefix(), dir=runs_root))
     jobs_file, results_file, progress_file = (run_dir / n for n in ("jobs.npz", "results.npz", "progress"))
     write_jobs(jobs_file, jobs, params)
     progress_file.touch()
