@@ -35,7 +35,7 @@ from flows.memmap import SIMTOP
 from sim.spec import Params
 
 from . import harness
-from .errors import BuildError, CosimError, SimulationError, SimulatorMissing
+from .errors import BuildError, CosimError, SimulationError, SimulatorMissing, writing
 from .jobs import Job, RtlRun, read_results, write_jobs
 from .simulators import (
     SIMULATORS,
@@ -187,12 +187,13 @@ def build(simulator: str, verilog: Path, *, waves: bool = False, root: Path | No
             return Build(simulator, directory, digest, waves, True, time.perf_counter() - t0)
         if starting is not None:
             starting()
-        if directory.exists():
-            shutil.rmtree(directory)
-        directory.mkdir(parents=True)
         sources = [directory / f"{harness.TOP}.v", directory / f"{SIMTOP}.v"]
-        sources[0].write_bytes(top)
-        sources[1].write_bytes(text)       # the build's own copy: later exports do not touch it
+        with writing(root):
+            if directory.exists():
+                shutil.rmtree(directory)
+            directory.mkdir(parents=True)
+            sources[0].write_bytes(top)
+            sources[1].write_bytes(text)       # the build's own copy: later exports do not touch it
         _compile(simulator, directory, sources, waves, verilog)
         stamp.write_text(digest + "\n")
     return Build(simulator, directory, digest, waves, False, time.perf_counter() - t0)
@@ -284,11 +285,13 @@ def run_batch(b: Build, jobs: Sequence[Job], params: Params, *, keep: bool = Fal
     if not jobs:
         return Simulation([], b, 0.0)
     runs_root = b.directory / "runs"
-    runs_root.mkdir(parents=True, exist_ok=True)
-    run_dir = Path(tempfile.mkdtemp(prefix=run_prefix(), dir=runs_root))
+    with writing(runs_root):
+        runs_root.mkdir(parents=True, exist_ok=True)
+        run_dir = Path(tempfile.mkdtemp(prefix=run_prefix(), dir=runs_root))
     jobs_file, results_file, progress_file = (run_dir / n for n in ("jobs.npz", "results.npz", "progress"))
-    write_jobs(jobs_file, jobs, params)
-    progress_file.touch()
+    with writing(run_dir):
+        write_jobs(jobs_file, jobs, params)
+        progress_file.touch()
     prepare_environment()
     env = {"COSIM_JOBS": str(jobs_file), "COSIM_RESULTS": str(results_file),
            "COSIM_PROGRESS": str(progress_file), "COSIM_BINARY": str(int(harness.BINARY[b.simulator])),
