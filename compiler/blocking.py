@@ -49,7 +49,7 @@ from typing import NamedTuple
 
 from sim.spec import BY_NAME, Mem, Params, latency
 
-from .lowering import strided_mm_fields, tiles
+from .lowering import mm_pieces, strided_mm_fields, tiles
 
 
 @dataclass(frozen=True)
@@ -88,6 +88,8 @@ class Matmul:
         b_panels: B may be stored in column panels (it is not transposed, and this matmul
             is its only reader); else a block of a non-transposed B is gathered row by row.
         out: words of the result's buffer that this step places (0: placed already).
+        bias: a bias is loaded into each row of the accumulator first (compiler/bias.py).
+        k_max: the machine's K_MAX (the MMs are cut along K into pieces of at most k_max).
     """
 
     node: int
@@ -101,6 +103,8 @@ class Matmul:
     b_streams: bool = False
     b_panels: bool = False
     out: int = 0
+    bias: bool = False
+    k_max: int = 1 << 16
 
 
 class Workspace(NamedTuple):
@@ -127,6 +131,7 @@ class Places(NamedTuple):
     out: int = 0
     a_ext: int = 0
     b_ext: int = 0
+    bias_ext: int = 0
 
 
 class Span(NamedTuple):
@@ -304,6 +309,10 @@ def block_steps(mm: Matmul, rows: int, cols: int, stream_a: bool, stream_b: bool
     tb = mm.transpose_b
     m_, s_, relu = requantizer
     for blk in blocks(mm, rows, cols, stream_a, stream_b):
+        if mm.bias and blk.c == 0:
+            for r in range(blk.height):
+                yield Step("LD", {"dst": at.acc + r * mm.n, "src": at.bias_ext, "len": mm.n}, "load bias",
+                           (blk.r, 0))
         if blk.load_a:
             src = block_src(at.a_ext, blk.i0, mm.k)
             yield Step("LD", {"dst": at.a_block, "src": src, "len": blk.height * mm.k}, "load A", (blk.r, 0))
@@ -314,7 +323,8 @@ def block_steps(mm: Matmul, rows: int, cols: int, stream_a: bool, stream_b: bool
         ldb = mm.k if tb else (blk.width if stream_b else mm.n)
         for tile in tiles(blk.height, blk.width, t):
             fields = strided_mm_fields(tile, a, b, at.acc + blk.j0, mm.k, ldb, mm.n, tb)
-            yield Step("MM", fields, "tile", (blk.r, blk.c))
+            for piece in mm_pieces(fields, mm.k_max, mm.bias):
+                yield Step("MM", piece, "tile", (blk.r, blk.c))
         if blk.last:
             fields = {"dst": at.out + blk.i0 * mm.n, "src": at.acc, "len": blk.height * mm.n,
                       "m": m_, "s": s_, "relu": relu}
@@ -325,8 +335,9 @@ def tile_cycles(mm: Matmul, params: Params) -> tuple[int, int]:
     """(cycles, count) of the step's MMs: the same for every blocking, because block sizes are
     multiples of T (or the whole), so a blocking's tiles are the whole product's T x T tiles,
     and an MM's latency depends on its M, N, K and tb only."""
-    fields = [strided_mm_fields(tile, 0, 0, 0, mm.k, mm.k, mm.n, mm.transpose_b)
-              for tile in tiles(mm.m, mm.n, params.T)]
+    fields = [piece for tile in tiles(mm.m, mm.n, params.T)
+              for piece in mm_pieces(strided_mm_fields(tile, 0, 0, 0, mm.k, mm.k, mm.n, mm.transpose_b),
+                                     params.K_MAX, mm.bias)]
     return sum(latency(BY_NAME["MM"], f, params) for f in fields), len(fields)
 
 
@@ -352,6 +363,8 @@ def cost(mm: Matmul, rows: int, cols: int, stream_a: bool, stream_b: bool, param
     moved = b_loads = 0
     for blk in blocks(mm, rows, cols, stream_a, stream_b):
         loads = []
+        if mm.bias and blk.c == 0:
+            loads.append((blk.height, mm.n))
         if blk.load_a:
             loads.append((1, blk.height * mm.k))
         if blk.load_b:

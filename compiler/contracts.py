@@ -13,8 +13,10 @@ import math
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
-from .ops import OPS, RESULT, Role
+from .bias import has_bias, region_name
+from .ops import OPS, RESULT, Op, Role
 from .requant import shift_range
+from .tables import region_name as table_region
 
 if TYPE_CHECKING:
     from .pipeline import Compilation
@@ -79,7 +81,10 @@ def check_layout(state: Compilation) -> None:
     _require(top == state.ext_words <= state.params.EXT_WORDS, "layout",
              f"the regions end at {top}, ext_words is {state.ext_words}")
     named = {n.name for n in state.graph.nodes if OPS[n.op].role in (Role.SOURCE, Role.SINK)}
-    _require(named == set(state.ext), "layout", "the regions are not one per input, weight and output")
+    named |= {region_name(n) for n in state.graph.nodes if has_bias(n)}
+    named |= {table_region(n) for n in state.graph.nodes if n.op == Op.TABLE}
+    _require(named == set(state.ext), "layout",
+             "the regions are not one per input, weight, bias and output")
 
 
 def check_calibration(state: Compilation) -> None:

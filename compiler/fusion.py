@@ -1,11 +1,12 @@
-"""Relu fusion: a relu is not an instruction but the relu flag of a matmul's requantizer.
+"""Relu fusion: a relu is not an instruction but the relu flag of the instruction that writes
+its operand: a matmul's requantizer (RQ) or an add's VADD.
 
-Contract: :func:`fuse_relus` returns the ids of the nodes whose requantizer applies a fused
-operation: for every node whose operation declares ``fuses_into`` in the table (a relu: a
-matmul), its operand. It refuses a relu whose input is not a matmul, or a matmul that
-anything besides the relu reads (that reader would need the values before the relu, which
-are never stored). Seed chapter 11, "relu fusion"; GA2.md section 3 (the RQ instruction's
-relu field).
+Contract: :func:`fuse_relus` returns the ids of the nodes whose last instruction applies a
+fused operation: for every node whose operation declares ``fuses_into`` in the table (a relu:
+a matmul or an add), its operand. It refuses a relu whose input is none of those, or an input
+that anything besides the relu reads (that reader would need the values before the relu,
+which are never stored). Seed chapter 11, "relu fusion"; GA2.md section 3 (the relu fields of
+RQ and VADD).
 """
 
 from __future__ import annotations
@@ -16,8 +17,10 @@ from .errors import CompileError
 from .ir import Graph, Node
 from .ops import OPS
 
-_FIX = ("put the relu directly after a matmul that nothing else reads (it becomes that matmul's "
-        "requantizer flag)")
+
+def _fix(hosts: Sequence[str]) -> str:
+    return (f"put the relu directly after a {' or '.join(hosts)} that nothing else reads (it becomes the "
+            "relu flag of that node's last instruction)")
 
 
 def other_readers(source: Node, node: Node, consumers: Mapping[int, Sequence[int]]) -> list[int]:
@@ -26,7 +29,7 @@ def other_readers(source: Node, node: Node, consumers: Mapping[int, Sequence[int
 
 
 def fuse_relus(graph: Graph, consumers: Mapping[int, Sequence[int]]) -> set[int]:
-    """Ids of the matmuls that carry a fused relu.
+    """Ids of the nodes (matmuls, adds) that carry a fused relu.
 
     Args:
         graph: the graph.
@@ -43,12 +46,13 @@ def fuse_relus(graph: Graph, consumers: Mapping[int, Sequence[int]]) -> set[int]
         source = graph.nodes[node.ins[0]]
         if source.op not in hosts:
             raise CompileError(f"{node.op} node {node.id} reads {source.describe()}, which is not a "
-                               f"{' or '.join(hosts)}, so it cannot be fused into a requantizer", _FIX,
+                               f"{' or '.join(hosts)}, so no instruction that writes it can carry it",
+                               _fix(hosts),
                                node.id)
         others = other_readers(source, node, consumers)
         if others:
             raise CompileError(f"{node.op} node {node.id} reads {source.describe()}, which node {others[0]} "
-                               f"also reads, so it cannot be fused into the {source.op}'s requantizer", _FIX,
+                               f"also reads, so it cannot be fused into the {source.op}", _fix(hosts),
                                node.id)
         fused.add(source.id)
     return fused

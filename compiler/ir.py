@@ -62,6 +62,9 @@ class Node:
         bits: 8 or 4 (weights only).
         transpose_b: the matmul reads its second operand transposed.
         factor: the matmul's constant factor (the ``scale=`` argument of :meth:`Graph.matmul`).
+        bias: the matmul's bias, float64 of shape (cols,), added to every row after the
+            factor (None: no bias).
+        fn: a table activation's function (``gelu``, ``leaky_relu:0.01``: compiler/tables.py).
         start, count: the rows a slice takes.
         tag: a user's name for the tensor, used by ``compile_graph(ranges=...)``.
 
@@ -77,6 +80,8 @@ class Node:
     bits: int = 8
     transpose_b: bool = False
     factor: float = 1.0
+    bias: np.ndarray | None = None
+    fn: str = ""
     start: int = 0
     count: int = 0
     tag: str | None = None
@@ -94,12 +99,17 @@ class Node:
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, Node):
             return NotImplemented
-        plain = ("id", "op", "ins", "shape", "name", "bits", "transpose_b", "factor", "start", "count", "tag")
+        plain = ("id", "op", "ins", "shape", "name", "bits", "transpose_b", "factor", "fn", "start", "count",
+                 "tag")
         if any(getattr(self, f) != getattr(other, f) for f in plain):
             return False
-        if self.array is None or other.array is None:
-            return self.array is other.array
-        return self.array.shape == other.array.shape and bool(np.array_equal(self.array, other.array))
+        for a, b in ((self.array, other.array), (self.bias, other.bias)):
+            if a is None or b is None:
+                if a is not b:
+                    return False
+            elif not (a.shape == b.shape and bool(np.array_equal(a, b))):
+                return False
+        return True
 
     __hash__ = None  # mutable (a tag can be added), so not hashable
 
@@ -195,9 +205,20 @@ class Graph:
         """
         return self.add_node(Op.WEIGHT, name=name, array=array, bits=bits)
 
-    def matmul(self, a: int, b: int, transpose_b: bool = False, scale: float = 1.0) -> int:
-        """scale * (a @ b), or scale * (a @ b^T) with ``transpose_b``."""
-        return self.add_node(Op.MATMUL, (a, b), transpose_b=transpose_b, factor=scale)
+    def matmul(self, a: int, b: int, transpose_b: bool = False, scale: float = 1.0, bias: Any = None) -> int:
+        """scale * (a @ b), or scale * (a @ b^T) with ``transpose_b``; plus ``bias`` (finite
+        floats, one per column of the result) on every row when given. The bias is added to
+        the int32 accumulator before requantization (MM acc = 1 onto the bias, GA2.md
+        section 3), so a relu after it still fuses into the requantizer."""
+        extra = {} if bias is None else {"bias": bias}
+        return self.add_node(Op.MATMUL, (a, b), transpose_b=transpose_b, factor=scale, **extra)
+
+    def table(self, a: int, fn: str) -> int:
+        """A function applied elementwise through a 256-entry table (one LUT instruction): ``fn``
+        is one of compiler.tables' (gelu, gelu_tanh, silu, sigmoid, tanh, hardswish, relu,
+        leaky_relu:<slope>, elu:<alpha>). The compiler builds the table from the input's and the
+        output's scales."""
+        return self.add_node(Op.TABLE, (a,), fn=fn)
 
     def softmax(self, a: int) -> int:
         """Softmax of each row."""
@@ -208,8 +229,8 @@ class Graph:
         return self.add_node(Op.ADD, (a, b))
 
     def relu(self, a: int) -> int:
-        """max(0, a). It must directly follow a matmul that has no other reader (it becomes
-        the matmul's requantizer flag); the compiler checks that."""
+        """max(0, a). It must directly follow a matmul or an add that has no other reader (it
+        becomes the relu flag of the matmul's RQ or of the add's VADD); the compiler checks that."""
         return self.add_node(Op.RELU, (a,))
 
     def concat_rows(self, a: int, b: int) -> int:

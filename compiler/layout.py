@@ -1,8 +1,9 @@
 """External memory layout: where the host puts inputs and weights and finds outputs.
 
 Contract: the sources (inputs and weights) take consecutive regions from word 0, in node
-order (an int4 weight takes ceil(elements / 8) packed words); the outputs follow, in node
-order, one word per element (seed chapter 11). The whole must fit the machine's EXT_WORDS.
+order (an int4 weight takes ceil(elements / 8) packed words); then the bias of each biased
+matmul, one int32 word per column (``bias of node <id>``, :mod:`compiler.bias`); the outputs
+follow, in node order, one word per element (seed chapter 11). The whole must fit the machine's EXT_WORDS.
 
 Inside its region a tensor is stored row by row, except a source that emission streams in
 column blocks (:mod:`compiler.streaming`): it is stored in column panels
@@ -16,12 +17,14 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from sim.spec import DEFAULT, Params
+from sim.spec import DEFAULT, LUT_TABLE_WORDS, Params
 
+from .bias import has_bias, region_name
 from .errors import CompileError, plural
 from .int4 import is_int4, packed_words
 from .ir import Graph, Node
 from .ops import OPS, Op, Role
+from .tables import region_name as table_region
 
 
 @dataclass(frozen=True)
@@ -70,10 +73,17 @@ def external_layout(graph: Graph, params: Params = DEFAULT) -> tuple[dict[str, E
     entries: dict[str, ExtEntry] = {}
     top = 0
     loaded = [n for n in graph.nodes if OPS[n.op].role is Role.SOURCE]
+    biased = [n for n in graph.nodes if has_bias(n)]
+    tables = [n for n in graph.nodes if n.op == Op.TABLE]
     stored = [n for n in graph.nodes if OPS[n.op].role is Role.SINK]
-    for node in loaded + stored:
-        entry = ExtEntry(node.name, top, external_words(node), node.shape, node.id, node.op)
-        entries[node.name] = entry
+    for node in loaded + biased + tables + stored:
+        if has_bias(node) and OPS[node.op].role is not Role.SOURCE:   # compiler/bias.py: int32 per column
+            entry = ExtEntry(region_name(node), top, node.shape[1], (1, node.shape[1]), node.id, node.op)
+        elif node.op == Op.TABLE:   # compiler/tables.py: 256 entries
+            entry = ExtEntry(table_region(node), top, LUT_TABLE_WORDS, (1, LUT_TABLE_WORDS), node.id, node.op)
+        else:
+            entry = ExtEntry(node.name, top, external_words(node), node.shape, node.id, node.op)
+        entries[entry.name] = entry
         top = entry.end
         if top > params.EXT_WORDS:
             raise CompileError(f"external memory is full: {node.describe()} would end at word {top}, "

@@ -9,13 +9,16 @@ and fixes every address:
   reads them: the buffer, then LD; an int4 weight is loaded packed into a temporary and
   expanded by UNPACK;
 * slice, concat, relu (:func:`lower_view`): the buffer, no instruction;
-* matmul: the output buffer, then an int32 accumulator; one MM per T x T output tile (tile
-  rows outer, tile columns inner; edge tiles smaller), then one RQ into the output (with
-  the relu flag when a relu was fused), then the accumulator is released. When its
+* matmul: the output buffer, then an int32 accumulator (a bias loaded into each of its rows
+  first, :mod:`compiler.bias`); one MM per T x T output tile (tile rows outer, tile columns
+  inner; edge tiles smaller), cut into pieces of at most K_MAX along K that add into the
+  tile (MM acc = 1), then one RQ into the output (with the relu flag when a relu was
+  fused), then the accumulator is released. When its
   operands do not fit the scratchpad whole, :mod:`compiler.streaming` blocks the step;
 * softmax: the output buffer, a Q16 temporary, one SM per row, one RQ to the 1/127 scale;
 * add: for each operand whose scale differs from the sum's, a temporary and an RQ that
-  rescales it (int8 to int8); then the output buffer and one VADD; the temporaries go;
+  rescales it (int8 to int8); then the output buffer and one VADD (with the relu flag when a
+  relu was fused); the temporaries go;
 * argmax: the output buffer, one AMAX per row;
 * output: one ST to the output's external region.
 
@@ -28,10 +31,13 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, NamedTuple, Protocol
 
-from sim.spec import Params
+from sim.spec import LUT_TABLE_WORDS, Params
 
+from .bias import bias_levels, has_bias, region_name
 from .int4 import is_int4
 from .requant import matmul_factor, requantizer, rescale_factor, softmax_factor
+from .tables import region_name as table_region
+from .tables import table_levels
 
 if TYPE_CHECKING:
     from .allocator import Allocator
@@ -97,6 +103,31 @@ def strided_mm_fields(tile: Tile, a: int, b: int, acc: int, k: int, ldb: int, ld
             "tb": int(transpose), "lda": k, "ldb": ldb, "ldc": ldc}
 
 
+def mm_pieces(fields: dict[str, int], k_max: int, onto: bool = False) -> list[dict[str, int]]:
+    """One tile's MM cut along K into pieces of at most ``k_max`` (GA2.md section 3: MM acc):
+    the first overwrites the accumulator tile (acc = 0) unless ``onto`` (a bias is there
+    already), every later one adds into it (acc = 1), so the sum is the unsplit product
+    exactly, in int32. A piece starts k0 columns into A's rows and k0 rows into B (k0 columns
+    into B^T's rows)."""
+    k = fields["K"]
+    pieces = []
+    for k0 in range(0, k, k_max):
+        piece = dict(fields)
+        piece["K"] = min(k_max, k - k0)
+        piece["A"] = fields["A"] + k0
+        piece["B"] = fields["B"] + (k0 if fields["tb"] else k0 * fields["ldb"])
+        piece["acc"] = int(bool(k0) or onto)
+        pieces.append(piece)
+    return pieces
+
+
+def bias_rows(acc: int, rows: int, cols: int, entry: ExtEntry) -> Iterator[dict[str, int]]:
+    """The LDs that put a bias (``entry``: cols int32 words) into each of ``rows`` rows of an
+    accumulator at ``acc`` (rows ``cols`` words apart)."""
+    for r in range(rows):
+        yield {"dst": acc + r * cols, "src": entry.addr, "len": cols}
+
+
 def sm_fields(row: int, dst: int, src: int, cols: int) -> dict[str, int]:
     """The SM of one row of a (rows, cols) tensor at ``src`` into Q16 values at ``dst``."""
     return {"dst": dst + row * cols, "src": src + row * cols, "len": cols}
@@ -118,7 +149,7 @@ def st_fields(entry: ExtEntry, src: int) -> dict[str, int]:
 
 
 def fused_relu(em: Emitter, node: Node) -> bool:
-    """Whether a matmul's RQ applies the relu fused into it (:mod:`compiler.fusion`)."""
+    """Whether a matmul's RQ or an add's VADD applies the relu fused into it (:mod:`compiler.fusion`)."""
     return node.id in em.fused
 
 
@@ -156,8 +187,14 @@ def lower_matmul(em: Emitter, node: Node, operands: Sequence[int]) -> None:
     n = node.shape[1]
     out = em.address(node.id)
     acc = em.alloc.alloc(m * n, f"accumulator of node {node.id}")
+    biased = has_bias(node)
+    if biased:
+        for fields in bias_rows(acc, m, n, em.ext[region_name(node)]):
+            em.put("LD", **fields)
     for tile in tiles(m, n, em.params.T):
-        em.put("MM", **mm_fields(tile, a_addr, b_addr, acc, k, n, node.transpose_b))
+        for piece in mm_pieces(mm_fields(tile, a_addr, b_addr, acc, k, n, node.transpose_b), em.params.K_MAX,
+                               biased):
+            em.put("MM", **piece)
     m_, s_, relu = matmul_requantizer(em, node)
     em.put("RQ", dst=out, src=acc, len=m * n, m=m_, s=s_, relu=relu)
     em.alloc.release(acc, m * n, f"accumulator of node {node.id}")
@@ -166,6 +203,8 @@ def lower_matmul(em: Emitter, node: Node, operands: Sequence[int]) -> None:
 def matmul_requantizer(em: Emitter, node: Node) -> tuple[int, int, int]:
     """A matmul's requantizer (m, s) and relu flag; (m, s) is recorded in ``em.requantizers``."""
     a_id, b_id = node.ins
+    if has_bias(node):
+        bias_levels(node, em.nodes, em.scales)   # refused here when it does not fit the accumulator
     factor = matmul_factor(node.factor, em.scales[a_id], em.scales[b_id], em.scales[node.id])
     m_, s_ = requantizer(factor, f"matmul node {node.id}", node.id, em.params)
     em.requantizers[node.id] = (m_, s_)
@@ -199,9 +238,21 @@ def lower_add(em: Emitter, node: Node, operands: Sequence[int]) -> None:
         em.requantizers[(node.id, k)] = (m_, s_)
         em.put("RQ", dst=tmp, src=addr, len=size, m=m_, s=s_, relu=0)
         sources.append(tmp)
-    em.put("VADD", dst=em.address(node.id), src1=sources[0], src2=sources[1], len=size)
+    em.put("VADD", dst=em.address(node.id), src1=sources[0], src2=sources[1], len=size,
+           relu=int(fused_relu(em, node)))
     for tmp in temps:
         em.alloc.release(tmp, size, f"rescaled operand of node {node.id}")
+
+
+def lower_table(em: Emitter, node: Node, operands: Sequence[int]) -> None:
+    """A table activation: its table (built from the scales, compiler/tables.py) loaded into a
+    temporary, one LUT, the temporary released."""
+    table_levels(node, em.scales)   # refused here when the function is not finite on the input
+    what = f"table of node {node.id}"
+    tmp = em.alloc.alloc(LUT_TABLE_WORDS, what)
+    em.put("LD", dst=tmp, src=em.ext[table_region(node)].addr, len=LUT_TABLE_WORDS)
+    em.put("LUT", dst=em.address(node.id), src=operands[0], len=node.words, table=tmp)
+    em.alloc.release(tmp, LUT_TABLE_WORDS, what)
 
 
 def lower_argmax(em: Emitter, node: Node, operands: Sequence[int]) -> None:

@@ -17,7 +17,7 @@ scale      which scale group it joins, what it must hold, what the hardware pins
            (:class:`ScaleRule`: scale planning)
 scaled     its result is int8 levels with a scale; False: row indices (argmax)
 levels     the largest level of its integer encoding (127; 7 for an int4 weight)
-fuses_into the operations whose requantizer can carry it (relu fusion)
+fuses_into the operations whose last instruction can carry it (relu fusion: RQ's or VADD's relu)
 limits     the unit limits it must respect (:class:`Limit`: the limits pass)
 evaluate   its float meaning (calibration, the float reference: :mod:`.semantics`)
 interpret  its integer meaning (the interpreter)
@@ -69,6 +69,7 @@ class Op(enum.StrEnum):
     SOFTMAX = "softmax"
     ADD = "add"
     RELU = "relu"
+    TABLE = "table"
     CONCAT = "concat"
     SLICE = "slice"
     ARGMAX = "argmax"
@@ -163,20 +164,6 @@ class Limit:
     fix: Callable[[int], str]
 
 
-def _inner_dimension(node: Node, nodes: Sequence[Node]) -> int:
-    return nodes[node.ins[0]].shape[1]
-
-
-def _too_deep(node: Node, k: int, bound: int) -> str:
-    return (f"matmul node {node.id}: its inner dimension is {k}, more than the K_MAX = {bound} one MM "
-            "instruction takes")
-
-
-def _split_k(bound: int) -> str:
-    return (f"cut the inner dimension into pieces of at most {bound} (an input and a weight per piece) "
-            "and add the partial products, or make the layer narrower")
-
-
 def _row_length(node: Node, nodes: Sequence[Node]) -> int:
     return node.shape[1]
 
@@ -189,16 +176,10 @@ def _shorter_rows(bound: int) -> str:
     return f"use rows of at most {plural(bound, 'value')}"
 
 
-def _k_max(params: Params) -> int:
-    return params.K_MAX
-
-
 def _sm_max_len(params: Params) -> int:
     return params.SM_MAX_LEN
 
 
-K_LIMIT = Limit(_inner_dimension, _k_max, _too_deep, _split_k)
-"""One MM sums at most K_MAX products: the matrix unit cannot accumulate across passes (seed chapter 11)."""
 SOFTMAX_ROW_LIMIT = Limit(_row_length, _sm_max_len, _rows_too_long, _shorter_rows)
 """The softmax unit takes rows of at most SM_MAX_LEN values (GA2.md section 1)."""
 
@@ -255,9 +236,9 @@ def _table() -> dict[Op, OpSpec]:
         OpSpec(Op.WEIGHT, arity=0, builder="weight", attrs={**NAME, "bits": 8},
                shape=shapes.weight_shape, role=Role.SOURCE, place=Place.OWN, scale=FREE, levels=weight_levels,
                evaluate=s.float_weight, interpret=s.int_weight, real=s.no_arithmetic, lower=low.lower_load),
-        OpSpec(Op.MATMUL, arity=2, builder="matmul", attrs={"transpose_b": False, "factor": 1.0},
+        OpSpec(Op.MATMUL, arity=2, builder="matmul",
+               attrs={"transpose_b": False, "factor": 1.0, "bias": None},
                shape=shapes.matmul_shape, role=Role.COMPUTE, place=Place.OWN, scale=FREE,
-               limits=(K_LIMIT,),
                evaluate=s.float_matmul, interpret=s.int_matmul, real=s.real_matmul, lower=low.lower_matmul,
                blocked=streaming.lower_matmul_step),
         OpSpec(Op.SOFTMAX, arity=1, builder="softmax", shape=shapes.same_shape,
@@ -269,9 +250,13 @@ def _table() -> dict[Op, OpSpec]:
                role=Role.COMPUTE, place=Place.OWN, scale=ScaleRule(covers=(0, 1)), tolerance=2,
                evaluate=s.float_add, interpret=s.int_add, real=s.real_add, lower=low.lower_add),
         OpSpec(Op.RELU, arity=1, builder="relu", shape=shapes.same_shape,
-               role=Role.VIEW, place=Place.HOSTS_OPERAND, scale=SHARES_OPERAND, fuses_into=(Op.MATMUL,),
+               role=Role.VIEW, place=Place.HOSTS_OPERAND, scale=SHARES_OPERAND,
+               fuses_into=(Op.MATMUL, Op.ADD),
                evaluate=s.float_relu, interpret=s.same_as_operand, real=s.no_arithmetic,
                lower=low.lower_view),
+        OpSpec(Op.TABLE, arity=1, builder="table", attrs={"fn": ""}, shape=shapes.table_shape,
+               role=Role.COMPUTE, place=Place.OWN, scale=FREE, tolerance=2,
+               evaluate=s.float_table, interpret=s.int_table, real=s.real_table, lower=low.lower_table),
         OpSpec(Op.CONCAT, arity=2, builder="concat_rows", shape=shapes.concat_shape,
                role=Role.VIEW, place=Place.STACKS_OPERANDS, scale=ScaleRule(joins=(0, 1)),
                evaluate=s.float_concat, interpret=s.int_concat, real=s.no_arithmetic, lower=low.lower_view),

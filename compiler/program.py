@@ -24,6 +24,7 @@ from sim.machine import Counters, Machine, RunResult, s8, s32, to_words
 from sim.spec import Params
 
 from .allocator import AllocEvent
+from .bias import bias_levels, region_name
 from .blocking import Blocking
 from .calibrate import check_sample
 from .errors import CompileError, plural, shown
@@ -35,6 +36,8 @@ from .ops import OPS, Role
 from .placement import Placement
 from .scales import ScalePlan
 from .symbols import ext_symbol, spad_symbol
+from .tables import region_name as table_region
+from .tables import table_levels
 
 __all__ = ["OutputValue", "Program", "RunOutcome", "SaturationWarning"]
 
@@ -197,9 +200,15 @@ class Program:
         image = np.zeros(self.machine.EXT_WORDS, dtype=np.int64)
         levels = self.quantized_inputs(inputs)
         for entry in self.ext.values():
+            node = self.graph.nodes[entry.node]
+            if entry.name == region_name(node):   # a matmul's bias, int32 (compiler/bias.py)
+                image[entry.addr:entry.end] = bias_levels(node, self.graph.nodes, self.scales)
+                continue
+            if entry.name == table_region(node):   # a table activation's entries (compiler/tables.py)
+                image[entry.addr:entry.end] = table_levels(node, self.scales)
+                continue
             if OPS[entry.kind].role is not Role.SOURCE:
                 continue
-            node = self.graph.nodes[entry.node]
             if node.id in levels:
                 values = levels[node.id]
             else:

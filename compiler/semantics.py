@@ -38,6 +38,9 @@ from sim.arith import (
     softmax_fixed_array,
 )
 
+from .bias import bias_levels
+from .tables import function, table_levels
+
 if TYPE_CHECKING:
     from .ir import Node
     from .program import Program
@@ -116,7 +119,8 @@ def float_matmul(node: Node, operands: Sequence[np.ndarray], context: FloatConte
     a, b = operands
     if node.transpose_b:
         b = np.swapaxes(b, -1, -2)
-    return node.factor * matmul_in_order(a, b)
+    product = node.factor * matmul_in_order(a, b)
+    return product if node.bias is None else product + node.bias
 
 
 def float_softmax(node: Node, operands: Sequence[np.ndarray], context: FloatContext) -> np.ndarray:
@@ -137,6 +141,11 @@ def float_concat(node: Node, operands: Sequence[np.ndarray], context: FloatConte
 
 def float_slice(node: Node, operands: Sequence[np.ndarray], context: FloatContext) -> np.ndarray:
     return operands[0][..., node.start:node.start + node.count, :]
+
+
+def float_table(node: Node, operands: Sequence[np.ndarray], context: FloatContext) -> np.ndarray:
+    with np.errstate(all="ignore"):
+        return np.asarray(function(node.fn)(np.asarray(operands[0], dtype=np.float64)), dtype=np.float64)
 
 
 def float_argmax(node: Node, operands: Sequence[np.ndarray], context: FloatContext) -> np.ndarray:
@@ -175,6 +184,8 @@ def int_matmul(node: Node, operands: Sequence[np.ndarray], context: IntContext) 
     """The int32 accumulator, requantized with the node's pair (and its fused relu)."""
     a, b = operands
     accumulator = a @ (b.T if node.transpose_b else b)
+    if node.bias is not None:   # compiler/bias.py: the bias in units of the accumulator
+        accumulator = accumulator + bias_levels(node, context.program.graph.nodes, context.program.scales)
     m, s = context.program.requantizers[node.id]
     return requant_array(accumulator, m, s, node.id in context.program.relu_fused)
 
@@ -186,12 +197,13 @@ def int_softmax(node: Node, operands: Sequence[np.ndarray], context: IntContext)
 
 
 def int_add(node: Node, operands: Sequence[np.ndarray], context: IntContext) -> np.ndarray:
-    """The saturating sum of the operands, each first rescaled if the compiler gave it a pair."""
+    """The saturating sum of the operands, each first rescaled if the compiler gave it a pair
+    (and its fused relu)."""
     rescaled = []
     for k, x in enumerate(operands):
         pair = context.program.requantizers.get((node.id, k))
         rescaled.append(x if pair is None else requant_array(x, *pair))
-    return sat_add_array(*rescaled)
+    return sat_add_array(*rescaled, node.id in context.program.relu_fused)
 
 
 def int_concat(node: Node, operands: Sequence[np.ndarray], context: IntContext) -> np.ndarray:
@@ -200,6 +212,12 @@ def int_concat(node: Node, operands: Sequence[np.ndarray], context: IntContext) 
 
 def int_slice(node: Node, operands: Sequence[np.ndarray], context: IntContext) -> np.ndarray:
     return operands[0][node.start:node.start + node.count]
+
+
+def int_table(node: Node, operands: Sequence[np.ndarray], context: IntContext) -> np.ndarray:
+    """The LUT: entry x + 128 of the node's table (compiler/tables.py)."""
+    table = table_levels(node, context.program.scales)
+    return table[np.asarray(operands[0], dtype=np.int64) + 128]
 
 
 def int_argmax(node: Node, operands: Sequence[np.ndarray], context: IntContext) -> np.ndarray:
@@ -225,6 +243,8 @@ def no_arithmetic(node: Node, real: Callable[[int], np.ndarray], program: Progra
 def real_matmul(node: Node, real: Callable[[int], np.ndarray], program: Program) -> np.ndarray:
     a, b = real(node.ins[0]), real(node.ins[1])
     product = node.factor * (a @ (b.T if node.transpose_b else b))
+    if node.bias is not None:
+        product = product + node.bias
     want = level(product, program.scales[node.id])
     if node.id in program.relu_fused:
         want = np.maximum(want, 0)
@@ -235,5 +255,11 @@ def real_softmax(node: Node, real: Callable[[int], np.ndarray], program: Program
     return level(softmax_rows(real(node.ins[0])), program.scales[node.id])
 
 
+def real_table(node: Node, real: Callable[[int], np.ndarray], program: Program) -> np.ndarray:
+    with np.errstate(all="ignore"):
+        return level(function(node.fn)(real(node.ins[0])), program.scales[node.id])
+
+
 def real_add(node: Node, real: Callable[[int], np.ndarray], program: Program) -> np.ndarray:
-    return level(real(node.ins[0]) + real(node.ins[1]), program.scales[node.id])
+    want = level(real(node.ins[0]) + real(node.ins[1]), program.scales[node.id])
+    return np.maximum(want, 0) if node.id in program.relu_fused else want

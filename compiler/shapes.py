@@ -103,12 +103,45 @@ def matmul_shape(operands: Sequence[Node], attrs: Attrs) -> tuple[Shape, Attrs]:
         raise CompileError(f"matmul of {na.describe()} by {nb.describe()}: the constant factor "
                            f"{scale!r} must be a positive finite number (the requantizer multiplier "
                            "is unsigned)", "fold a sign into one of the operands")
-    return (m, n), {"transpose_b": bool(transpose_b), "factor": factor}
+    out = {"transpose_b": bool(transpose_b), "factor": factor}
+    if attrs.get("bias") is not None:
+        out["bias"] = _bias(attrs["bias"], n, f"matmul of {na.describe()} by {nb.describe()}")
+    return (m, n), out
+
+
+def _bias(value: Any, n: int, where: str) -> np.ndarray:
+    """A matmul's bias as float64 (n,): n finite numbers (a (1, n) array is taken too)."""
+    try:
+        bias = np.asarray(value, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise CompileError(f"{where}: the bias {shown(value)} is not an array of numbers",
+                           f"pass {n} numbers, one per column of the result") from None
+    if bias.ndim == 2 and bias.shape[0] == 1:
+        bias = bias[0]
+    if bias.shape != (n,):
+        raise CompileError(f"{where}: the bias has shape {bias.shape}, the result has {n} columns",
+                           f"pass {n} numbers, one per column of the result")
+    if not np.all(np.isfinite(bias)):
+        raise CompileError(f"{where}: the bias holds a value that is not finite", "pass finite numbers")
+    return bias.copy()
 
 
 def same_shape(operands: Sequence[Node], attrs: Attrs) -> tuple[Shape, Attrs]:
     """softmax, relu, output: the operand's shape."""
     return operands[0].shape, {}
+
+
+def table_shape(operands: Sequence[Node], attrs: Attrs) -> tuple[Shape, Attrs]:
+    """table: the operand's shape; ``fn`` must name a function of compiler.tables."""
+    from .tables import function
+
+    fn = attrs.get("fn", "")
+    try:
+        function(fn if isinstance(fn, str) else "")
+    except ValueError as e:
+        raise CompileError(f"table of {operands[0].describe()}: {e}",
+                           "name one of the functions compiler.tables lists") from None
+    return operands[0].shape, {"fn": fn}
 
 
 def add_shape(operands: Sequence[Node], attrs: Attrs) -> tuple[Shape, Attrs]:

@@ -28,6 +28,7 @@ from sim.spec import BY_NAME, Params, latency
 
 from . import blocking
 from .allocator import ScratchpadFull
+from .bias import has_bias, region_name
 from .blocking import IN_PLACE, Blocking, Matmul, Places, Whole, block_steps, footprint, rank_blockings
 from .errors import CompileError, plural
 from .int4 import is_int4
@@ -75,7 +76,7 @@ def matmul_step(em: Emitter, node: Node, costs: bool = True) -> Matmul:
     return Matmul(node.id, m, k, n, node.transpose_b, whole_cost(em, a_id, costs), b_whole,
                   a_streams=not same and streams(em, a_id), b_streams=not same and streams(em, b_id),
                   b_panels=not node.transpose_b and em.readers(b_id) == [node.id],
-                  out=out.words if out.addr is None else 0)
+                  out=out.words if out.addr is None else 0, bias=has_bias(node), k_max=em.params.K_MAX)
 
 
 def whole_cost(em: Emitter, nid: int, costs: bool = True) -> Whole:
@@ -154,7 +155,9 @@ def take(em: Emitter, node: Node, mm: Matmul, choice: Blocking) -> Places:
     base = em.alloc.alloc(space.words, f"workspace of node {node.id}")
     a_ext = em.ext[em.nodes[a_id].name].addr if choice.stream_a else 0
     b_ext = em.ext[em.nodes[b_id].name].addr if choice.stream_b else 0
-    return Places(a, b, base + space.acc, base + space.a_block, base + space.b_block, out, a_ext, b_ext)
+    bias_ext = em.ext[region_name(node)].addr if has_bias(node) else 0
+    return Places(a, b, base + space.acc, base + space.a_block, base + space.b_block, out, a_ext, b_ext,
+                  bias_ext)
 
 
 def write(em: Emitter, node: Node, mm: Matmul, choice: Blocking, at: Places) -> None:

@@ -49,6 +49,10 @@ def node_text(node: Node) -> str:
         parts.append(json.dumps(node.name))
     for key, default in spec.attrs.items():
         value = getattr(node, key)
+        if key == "bias":   # a matmul's bias: a JSON list of its floats (exact: repr round-trips)
+            if value is not None:
+                parts.append("bias=" + json.dumps([float(v) for v in value], separators=(",", ":")))
+            continue
         if key != "name" and (default is None or value != default):
             parts.append(f"{key}={value!r}")
     if node.tag is not None:
@@ -62,9 +66,16 @@ def graph_text(graph: Graph) -> str:
 
 
 def _value(text: str, where: str) -> Any:
-    """An attribute's value: a JSON string, True or False, an int or a float."""
+    """An attribute's value: a JSON string, True or False, an int, a float or a JSON list of
+    numbers (a matmul's bias)."""
     if text.startswith('"'):
         return json.loads(text)
+    if text.startswith("["):
+        try:
+            return json.loads(text)
+        except ValueError:
+            raise CompileError(f"{where}: the list {text!r} is not a JSON list of numbers",
+                               "write bias=[0.5,-1.25] (no spaces)") from None
     if text in ("True", "False"):
         return text == "True"
     for kind in (int, float):

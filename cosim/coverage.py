@@ -43,8 +43,11 @@ HALT = "HALT"
 STOPS = tuple(HALT if c is ErrorCode.NONE else c.name for c in ErrorCode)
 """The stops, in the order of :class:`sim.spec.ErrorCode` (HALT for a normal one)."""
 INSTRUCTIONS = tuple(s.name for s in spec.INSTRUCTIONS)
-CASES = ("MM tb=1", "MM tb=1, odd strides", "MM K=1", "MM K=K_MAX", "MM output rows overlap", "SM len=1",
-         "SM len=SM_MAX_LEN", "RQ in place", "VADD in place")
+FLAGS = tuple(f"{s.name} {f.name}=1" for s in spec.INSTRUCTIONS for f in s.fields if f.width == 1)
+"""Every one-bit field set (``MM tb=1``, ``RQ relu=1``, ...), from the spec: a new flag is a bin."""
+CASES = tuple(dict.fromkeys((
+    "MM tb=1", "MM tb=1, odd strides", "MM K=1", "MM K=K_MAX", "MM output rows overlap", "SM len=1",
+    "SM len=SM_MAX_LEN", "RQ in place", "VADD in place", *FLAGS)))
 """The generator's named cases (``cosim.stress.Generator`` counts them in its features)."""
 REQUIRED = (f"{ROOT}.instructions", f"{ROOT}.stops")
 """Cover points a run of 500 programs covers completely."""

@@ -406,9 +406,8 @@ def past_end(b: Builder, kind: str, f: dict[str, int], mem: Mem) -> dict[str, in
             if 0 <= start < size // 2:
                 return {**g, region.start: start}
     start = size - region.extent(f) + 1
-    if not 0 <= start < 1 << spec.ADDR_BITS:     # too long to move, or past a 16-bit field: draw again
-        return f
-    return {**f, region.start: start}
+    # too long to move, or (a memory of 2^16 words) a start past the 16-bit field: faulty() draws again
+    return {**f, region.start: start} if 0 <= start < 1 << spec.ADDR_BITS else f
 
 
 def overlap_by_one(b: Builder, kind: str, f: dict[str, int]) -> dict[str, int]:
@@ -445,7 +444,7 @@ def lengthened(b: Builder, kind: str, f: dict[str, int]) -> dict[str, int]:
 
 def nearest_legal(ispec: spec.InstrSpec, f: dict[str, int], params: Params) -> dict[str, int]:
     """f with every field outside its legal range moved to the nearest legal value."""
-    out = dict(f)
+    out = dict(ispec.complete(f))        # a field left out (VADD's relu) takes its default
     for fl in ispec.fields:
         lo, hi = fl.legal_range(params)
         out[fl.name] = min(max(out[fl.name], lo), hi)

@@ -7,7 +7,8 @@ reach what the compiler never emits:
 * every instruction, with random lengths (1 word up to 512) at random alignments, in a
   scratchpad window small enough that instructions read each other's results;
 * MM with tb = 0 and 1, odd and overlapping strides (rows of A or of the output that overlap,
-  stride 0), K = 1 and K = K_MAX; SM rows of length 1 and SM_MAX_LEN; RQ and VADD in place;
+  stride 0), K = 1 and K = K_MAX, acc = 0 and 1; LD of packed int8 (fmt = 1); LUT (in place
+  too); SM rows of length 1 and SM_MAX_LEN; RQ and VADD in place;
   UNPACK; RQ shifts 1 and 63 and extreme mantissas;
 * programs that end in each error code: an unknown opcode, a field out of range, a scratchpad
   or external-memory region past the end (large strides included), a destination that partly
@@ -43,6 +44,7 @@ import numpy as np
 
 from sim import spec
 from sim.asm import AsmError, Instruction, build, decode, disassemble, encode_program
+from sim.bench import draw_missing
 from sim.spec import DEFAULT, ErrorCode, Mem, Params
 
 from . import batch, coverage, edges, pool, seeds
@@ -146,9 +148,18 @@ class Generator:
         return self.rng.randrange(packed, packed + 200) | 1
 
     def _values(self, kind: str) -> dict[str, int]:
-        """The fields of ``kind`` that are not region starts, legal."""
+        """The fields of ``kind`` that are not region starts, legal: the kind's rule below, then
+        every field it leaves out drawn from its legal range (``sim.bench.draw_missing``)."""
+        ispec = spec.BY_NAME[kind]
+        values = self._rule(kind, min(LEN_MAX, self.window[1]))
+        unset = {r.start: 0 for r in ispec.regions if r.start not in values}
+        drawn = draw_missing(kind, values | unset, self.rng, self.p, min(LEN_MAX, self.window[1]))
+        return {name: v for name, v in drawn.items() if name not in unset}
+
+    def _rule(self, kind: str, vector: int) -> dict[str, int]:
+        """What a uniform draw would miss for ``kind`` (edge values, strides); {} for a kind
+        without a rule."""
         p, rng = self.p, self.rng
-        vector = min(LEN_MAX, self.window[1])
         if kind in ("LD", "ST", "VADD", "AMAX"):
             return {"len": self._length(vector)}
         if kind == "MM":
@@ -156,7 +167,8 @@ class Generator:
             k = 1 if r < 0.15 else p.K_MAX if r < 0.3 else rng.randint(1, p.K_MAX)
             m, n, tb = rng.randint(1, p.T), rng.randint(1, p.T), rng.randint(0, 1)
             return {"M": m, "K": k, "N": n, "tb": tb, "lda": self._stride(k),
-                    "ldb": self._stride(k if tb else n), "ldc": self._stride(n)}
+                    "ldb": self._stride(k if tb else n), "ldc": self._stride(n),
+                    "acc": int(rng.random() < 0.35)}
         if kind == "RQ":
             r = rng.random()
             mant = (0 if r < 0.05 else (1 << 24) - 1 if r < 0.15 else rng.randint(1, 1 << 23) if r < 0.3
@@ -170,7 +182,7 @@ class Generator:
         if kind == "UNPACK":
             hi = max(1, min(64, self.window[1] // 9))
             return {"len": rng.randint(1, min(4, hi)) if rng.random() < 0.3 else rng.randint(1, hi)}
-        raise AssertionError(f"no values for {kind}")
+        return {}
 
     # ------------------------------------------------------------------ placement
 
@@ -218,17 +230,24 @@ class Generator:
 
     def _note(self, kind: str, f: dict[str, int]) -> None:
         self.features[kind] += 1
+        for flag in spec.BY_NAME[kind].fields:
+            if flag.width == 1 and f[flag.name]:
+                self.features[f"{kind} {flag.name}=1"] += 1   # coverage.FLAGS
         if kind == "MM":
-            if f["tb"]:
-                self.features["MM tb=1"] += 1
-                if f["lda"] % 2 or f["ldb"] % 2:
-                    self.features["MM tb=1, odd strides"] += 1
+            if f["tb"] and (f["lda"] % 2 or f["ldb"] % 2):
+                self.features["MM tb=1, odd strides"] += 1
             if f["K"] == 1:
                 self.features["MM K=1"] += 1
             if f["K"] == self.p.K_MAX:
                 self.features["MM K=K_MAX"] += 1
             if f["M"] > 1 and f["ldc"] < f["N"]:
                 self.features["MM output rows overlap"] += 1
+            if f["acc"]:
+                self.features["MM acc=1"] += 1
+        elif kind == "LD" and f["fmt"]:
+            self.features["LD fmt=1"] += 1
+        elif kind == "LUT" and f["dst"] in (f["src"], f["table"]):
+            self.features["LUT in place"] += 1
         elif kind == "SM" and f["len"] in (1, self.p.SM_MAX_LEN):
             self.features[f"SM len={'1' if f['len'] == 1 else 'SM_MAX_LEN'}"] += 1
         elif kind == "RQ" and f["dst"] == f["src"]:
@@ -241,7 +260,7 @@ class Generator:
     def _faulty(self, code: ErrorCode) -> Instruction | list[int]:
         """One instruction that stops the machine with ``code`` (encoded words for BAD_OPCODE)."""
         if code is ErrorCode.BAD_OPCODE:
-            unused = [op for op in range(1 << spec.OPCODE_BITS) if op not in spec.BY_OPCODE]
+            unused = spec.UNKNOWN_OPCODES
             words = [self.rng.getrandbits(spec.WORD_BITS) for _ in range(spec.INSTR_WORDS)]
             words[0] = (words[0] & ~((1 << spec.OPCODE_BITS) - 1)) | self.rng.choice(unused)
             return words
@@ -294,17 +313,18 @@ class Generator:
         f[region.start] = self.rng.choice([lowest, self.rng.randint(lowest, (1 << spec.ADDR_BITS) - 1)])
         return kind, f
 
-    def _ext_range(self) -> tuple[str, dict[str, int]] | None:
-        kind, f = self._legal_fields(["LD", "ST"])
-        ext = "src" if kind == "LD" else "dst"
-        lowest = max(0, self.p.EXT_WORDS - f["len"] + 1)
-        if lowest >= 1 << spec.ADDR_BITS:
-            return None
-        f[ext] = self.rng.choice([lowest, self.rng.randint(lowest, (1 << spec.ADDR_BITS) - 1)])
+    def _ext_range(self) -> tuple[str, dict[str, int]]:
+        kind, f = self._legal_fields(self.kinds(_kinds_with(Mem.EXT)))
+        region = next(r for r in spec.BY_NAME[kind].regions if r.mem is Mem.EXT)
+        top = (1 << spec.ADDR_BITS) - 1
+        if self.p.EXT_WORDS - region.extent(f) + 1 > top:   # a memory as large as the address range:
+            f["len"] = max(f["len"], 2 * (spec.INT8_PER_WORD if f.get("fmt") else 1))   # reach past it
+        lowest = max(0, self.p.EXT_WORDS - region.extent(f) + 1)
+        f[region.start] = self.rng.choice([lowest, self.rng.randint(lowest, top)])
         return kind, f
 
     def _overlap(self) -> tuple[str, dict[str, int]] | None:
-        kind, f = self._legal_fields(self.kinds(["MM", "RQ", "SM", "VADD", "AMAX", "UNPACK"]))
+        kind, f = self._legal_fields(self.kinds(_kinds_with(Mem.SPAD, writes=True)))
         regions = spec.BY_NAME[kind].regions
         write = next(r for r in regions if r.writes)
         read = self.rng.choice([r for r in regions if not r.writes])
@@ -373,6 +393,16 @@ class Strategy:
 
     name: str
     body: Callable[[Generator], list[Instruction | list[int]]]
+
+
+def _kinds_with(mem: Mem, *, writes: bool = False) -> list[str]:
+    """The kinds with a region in ``mem`` (with ``writes``: that write ``mem`` and read it too:
+    the kinds whose destination can overlap a source), in the spec's order."""
+    def has(kind: str, w: bool) -> bool:
+        return any(r.mem is mem and r.writes == w for r in spec.BY_NAME[kind].regions)
+    if writes:
+        return [k for k in KINDS if has(k, True) and has(k, False)]
+    return [k for k in KINDS if has(k, True) or has(k, False)]
 
 
 def random_body(g: Generator) -> list[Instruction | list[int]]:

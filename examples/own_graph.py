@@ -87,14 +87,13 @@ class Row:
 def compile_width(hidden: int, stream: bool = True, params: Params = DEFAULT) -> Row:
     """Build with this hidden width, calibrate on 30 samples from Random(hidden), test on the
     next; ``stream=False`` loads every weight whole (the seed's compiler); compiled for the
-    machine ``params``. A width above K_MAX is refused before its hidden x hidden weight is
-    drawn (10^10 values for 100,000): it is the inner dimension of the next matmul, which the
-    compiler refuses (one MM instruction takes at most K_MAX; seed chapter 11)."""
+    machine ``params``. A width whose hidden x hidden weight alone is more than the external
+    memory is refused before that weight is drawn (10^10 values for 100,000). (A width above
+    K_MAX compiles: its products are cut along K into MMs that add into one accumulator.)"""
     row = Row(hidden)
-    if hidden > params.K_MAX:
-        row.refusal = (f"hidden width {hidden} is the inner dimension of the next matmul, more than "
-                       f"the K_MAX = {params.K_MAX} one MM instruction takes "
-                       "(refused before building its weights)")
+    if hidden * hidden > params.EXT_WORDS:
+        row.refusal = (f"hidden width {hidden}: its {hidden} x {hidden} weight alone is more than the "
+                       f"{params.EXT_WORDS} words of external memory (refused before building it)")
         return row
     g, shapes = build(hidden=hidden)
     rng = random.Random(hidden)
@@ -152,13 +151,17 @@ def refusals() -> list[tuple[str, CompileError]]:
         net.output(product, "y")
         compile_graph(net, [{"x": np.full((rows, inner), 0.5)}])
 
-    def wide_product() -> None:
-        one_product(2, 65, 4, 0.1)
+    def huge_bias() -> None:
+        net = Graph()
+        weight = net.weight("w", np.full((4, 4), 0.01))
+        product = net.matmul(net.input("x", (2, 4)), weight, bias=np.full(4, 1e9))
+        net.output(product, "y")
+        compile_graph(net, [{"x": np.full((2, 4), 0.5)}])
 
-    def relu_after_add() -> None:
+    def relu_of_input() -> None:
         g = Graph()
         x = g.input("x", (2, 4))
-        g.output(g.relu(g.add(x, x)), "y")
+        g.output(g.relu(x), "y")
         compile_graph(g, [{"x": np.full((2, 4), 0.5)}])
 
     def mismatched() -> None:
@@ -180,8 +183,8 @@ def refusals() -> list[tuple[str, CompileError]]:
         sample["x"][1][2] = float("nan")
         compile_graph(g, [sample])
 
-    attempt("a product with inner dimension 65", wide_product)
-    attempt("a relu that does not follow a matmul", relu_after_add)
+    attempt("a bias too large for the int32 accumulator beside the product", huge_bias)
+    attempt("a relu that follows neither a matmul nor an add", relu_of_input)
     attempt("shapes that do not match", mismatched)
     attempt("a result too big for the scratchpad (64 x 64 words fill all of it: inputs and weights "
             "stream from external memory, results stay)", too_big)
@@ -228,7 +231,7 @@ def main(argv: list[str] | None = None) -> int:
           f"class (floating point): {floating}")
     print(f"  probabilities: relative error {100 * relative_error(program, outcome, test):.2f}%")
 
-    limits = "K_MAX and the scratchpad set" if args.no_stream else "K_MAX sets"
+    limits = "the scratchpad and the external memory set" if args.no_stream else "the external memory sets"
     print(f"\n== 2. hidden width sweep ({limits} the limits)")
     print("  width  instr  spad words reuse / no reuse  cycles  error vs float  classes")
     rows = sweep(args.widths, stream=not args.no_stream, params=params)

@@ -88,11 +88,16 @@ def main(argv: list[str] | None = None) -> int:
                              "for another: sim.machines.machine_dir)")
     machines.add_argument(parser)
     args = parser.parse_args(argv)
+    try:
+        params = machines.from_args(args)
+    except ValueError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 1
+    args.out = args.out or machines.machine_dir("build", params)
     if args.out.exists() and not args.out.is_dir():
         parser.error(f"--out {args.out} is a file, not a folder: give the folder to write the Verilog in")
     try:
-        params = machines.from_args(args)
-        written = export(params, args.out or machines.machine_dir("build", params))
+        written = export(params, args.out)
     except ValueError as e:
         print(f"error: {e}", file=sys.stderr)
         return 1

@@ -199,6 +199,9 @@ class Checker(Checked):
                     flag = flag | (value < lo)
                 if hi < (1 << f.width) - 1:
                     flag = flag | (value > hi)
+            if ispec.field_rule is not None:   # a condition across fields (sim.spec.InstrSpec)
+                flag = flag | ispec.field_rule({f.name: Value.cast(getattr(view, f.name))
+                                                for f in ispec.fields})
             bad_field[ispec.name] = flag
         return {
             "nohalt": pipe.input(r["nohalt"]), "pc": pipe.input(r["pc"]), "instr": pipe.input(instr),

@@ -8,7 +8,7 @@ below the remaining length.
 
 from __future__ import annotations
 
-from amaranth.hdl import Module, Mux, Signal
+from amaranth.hdl import Cat, Module, Mux, Signal, Value
 from amaranth.lib import data
 
 from sim import spec
@@ -115,10 +115,21 @@ class DMA(Checked):
             self.wr.en.eq(write_spad),
             self.wr.addr.eq(Mux(write_spad, at_ld_write.addr, 0)),
             self.wr.mask.eq(Mux(write_spad, at_ld_write.mask, 0)),
-            self.wr.data.eq(Mux(write_spad, from_ext, 0)),
+            self.wr.data.eq(Mux(write_spad, Mux(fields_view("LD", self.fields).fmt, self._unpacked(from_ext),
+                                                from_ext), 0)),
             self.done.eq((write_spad & at_ld_write.last) | (write_ext & at_st_write.last)),
         ]
         return m
+
+    def _unpacked(self, beat) -> Value:
+        """LD fmt = 1: lane i is byte i % 4 of the beat's word i // 4, sign-extended (the
+        beat's LANES/4 packed words sit in its first lanes): wiring only."""
+        per = spec.INT8_PER_WORD
+        lanes = []
+        for i in range(self.params.LANES):
+            byte = beat[i // per][8 * (i % per):8 * (i % per) + 8]
+            lanes.append(Cat(byte, byte[7].replicate(spec.WORD_BITS - 8)))
+        return Cat(*lanes)
 
     def _issue(self, m: Module):
         """The issue stage: one read per cycle, from the dispatch cycle until the last beat.
@@ -160,7 +171,7 @@ class DMA(Checked):
                 running.eq(~last),
                 load.eq(issue_ld),
                 spad_q.eq(spad_addr + lanes),
-                ext_q.eq(ext_addr + lanes),
+                ext_q.eq(ext_addr + Mux(issue_ld & ld.fmt, lanes // spec.INT8_PER_WORD, lanes)),
                 left_q.eq(left - lanes),
             ]
         return issue, issue_ld, spad_addr, ext_addr, mask, last

@@ -95,8 +95,11 @@ class MatrixUnit(Checked):
         cycle, active, now = self._timeline(m, f)
         self._read_a(m, f, array, now)
         b_reads = self._read_b(m, f, cycle, active, now)
-        self._feed_array(m, f, array, now, *b_reads)
-        self._write_results(m, f, array)
+        self._feed_array(m, f, array, now, *b_reads[:5])
+        self._write_results(m, f, array, now)
+        reading, addr = self._old_read
+        m.d.comb += [self.rd1.en.eq(b_reads[-1] | reading),
+                     self.rd1.addr.eq(Mux(reading, addr, b_reads[-2]))]
         return m
 
     def _sizes(self) -> tuple[int, int, int]:
@@ -203,7 +206,6 @@ class MatrixUnit(Checked):
         tau = Mux(self.start, 0, cycle)
         b_col = tau[:lane_bits]
         b_addr = self._walker(m, "b", f.B, f.ldb, advance=active, wrap=b_col == lanes - 1, chunked=f.tb)
-        m.d.comb += [self.rd1.en.eq(now["b_go"]), self.rd1.addr.eq(b_addr)]
 
         b_back = delay(m, now["b_go"] & f.tb, spec.SPAD_READ_LATENCY, "b_back")
         b_back_col = delay(m, b_col, spec.SPAD_READ_LATENCY, "b_back_col")
@@ -216,7 +218,7 @@ class MatrixUnit(Checked):
             for slot in range(2):
                 with m.If(b_back & (b_back_col == j) & (b_back_slot == slot)):
                     m.d.sync += b_chunks[j][slot].eq(Cat(b_data))
-        return b_back, b_back_col, b_back_slot, b_data, b_chunks
+        return b_back, b_back_col, b_back_slot, b_data, b_chunks, b_addr, now["b_go"]
 
     def _feed_array(self, m: Module, f, array: SystolicArray, now: dict[str, Signal], b_back, b_back_col,
                     b_back_slot, b_data, b_chunks) -> None:
@@ -247,22 +249,31 @@ class MatrixUnit(Checked):
             with m.Else():
                 m.d.comb += array.b[j].eq(from_buffer)
 
-    def _write_results(self, m: Module, f, array: SystolicArray) -> None:
+    def _write_results(self, m: Module, f, array: SystolicArray, now: dict[str, Signal]) -> None:
         """Results on ``wr``: row i is written in the cycle its sums become final; rows finish
         one per cycle. The fields they need are registered at the dispatch (the execute stage's
         registers are across the chip): which row is the last (one-hot), the columns, the row
-        stride."""
+        stride. With acc = 1 (:meth:`_read_old_rows`) the row and its old value are registered
+        side by side and their sum is written one cycle later (MM_ACC_CYCLES)."""
         t_size, lanes, _lane_bits = self._sizes()
         abits = addr_bits(self.params.SPAD_WORDS)
         rows = [array.row_done[i] for i in range(t_size)]   # only rows i < M signal
         last_of = Signal(t_size)
         columns = Signal(lanes)
         ldc = Signal.like(f.ldc)
+        acc = Signal()
         with m.If(self.start):
             m.d.sync += [last_of.eq(Cat(i + 1 == f.M for i in range(t_size))),
-                         columns.eq(Cat(j < f.N for j in range(lanes))), ldc.eq(f.ldc)]
+                         columns.eq(Cat(j < f.N for j in range(lanes))), ldc.eq(f.ldc), acc.eq(f.acc)]
+        old = self._read_old_rows(m, f, now, ldc)
+        row_done = Signal()
+        row_last = Signal()
+        m.d.comb += [row_done.eq(Cat(rows).any()), row_last.eq((Cat(rows) & last_of).any())]
+        summed = Signal()          # acc = 1: the row and its old value sit in registers
+        summed_last = Signal()
+        m.d.sync += [summed.eq(row_done & acc), summed_last.eq(row_last & acc)]
         write = Signal()
-        m.d.comb += [write.eq(Cat(rows).any()), self.done.eq((Cat(rows) & last_of).any())]
+        m.d.comb += [write.eq(Mux(acc, summed, row_done)), self.done.eq(Mux(acc, summed_last, row_last))]
         dst = Signal(abits)
         with m.If(self.start):
             m.d.sync += dst.eq(f.dst)
@@ -277,7 +288,35 @@ class MatrixUnit(Checked):
             word = 0
             for i in range(t_size):
                 word = word | Mux(rows[i], array.acc[i][j], 0)
-            m.d.comb += self.wr.data[j].eq(word)
+            row_q = Signal(spec.WORD_BITS, name=f"acc_row{j}")
+            with m.If(row_done & acc):
+                m.d.sync += row_q.eq(word)
+            m.d.comb += self.wr.data[j].eq(Mux(summed, (row_q + old[j])[:spec.WORD_BITS], word))
+
+    def _read_old_rows(self, m: Module, f, now: dict[str, Signal], ldc: Signal) -> list[Signal]:
+        """acc = 1: row i's old words, read on ``rd1`` at tau = D + K + 2 + i (the B stream ended
+        at tau < D + K; the row's sums are final SPAD_READ_LATENCY cycles later), registered as
+        they return. The decision for the first read is the last step's (tau = D + K) delayed by
+        one; address and enable leave registers. Returns the registered old words, one per lane."""
+        t_size, _lanes, _lane_bits = self._sizes()
+        abits = addr_bits(self.params.SPAD_WORDS)
+        first = delay(m, now["last"], 1, "old_first")      # tau = D + K + 1
+        reading = Signal(name="old_reading")
+        left = Signal(range(t_size), name="old_left")
+        addr = Signal(abits, name="old_addr")
+        with m.If(first & f.acc):
+            m.d.sync += [reading.eq(1), left.eq(f.M - 1), addr.eq(f.dst)]
+        with m.Elif(reading):
+            with m.If(left == 0):
+                m.d.sync += [reading.eq(0), addr.eq(0)]
+            with m.Else():
+                m.d.sync += [left.eq(left - 1), addr.eq(addr + ldc)]
+        self._old_read = (reading, addr)
+        back = delay(m, reading, spec.SPAD_READ_LATENCY, "old_back")
+        old = [Signal(spec.WORD_BITS, name=f"acc_old{j}") for j in range(t_size)]
+        with m.If(back):
+            m.d.sync += [old[j].eq(self.rd1.data[j]) for j in range(t_size)]
+        return old
 
     def _walker(self, m: Module, name: str, start_addr, stride, *, advance, wrap, chunked):
         """The address of a strided walk: start_addr, + stride each cycle; when ``chunked``, it

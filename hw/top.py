@@ -26,7 +26,7 @@ from .lanes import any_of
 from .ports import ExtPort, addr_bits
 from .stub import LatencyStub
 
-UNIT_MODULES = ("hw.dma", "hw.mxu", "hw.requant", "hw.vector", "hw.softmax")
+UNIT_MODULES = ("hw.dma", "hw.mxu", "hw.requant", "hw.vector", "hw.softmax", "hw.lut")
 """Where the units live (hw/README.md's block table)."""
 
 UNIT_OPCODES = tuple(s.name for s in spec.INSTRUCTIONS if s.counter is not None)

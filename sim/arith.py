@@ -126,14 +126,17 @@ def requant_array(a: np.ndarray, m: int, s: int, relu: bool = False) -> np.ndarr
     return np.maximum(y, 0) if relu else y
 
 
-def sat_add(a: int, b: int) -> int:
-    """Saturating int8 add: clamp(a + b, -127, 127)."""
-    return clamp_int8(a + b)
+def sat_add(a: int, b: int, relu: bool = False) -> int:
+    """Saturating int8 add (GA2.md section 4): clamp(a + b, -127, 127); with relu, negative
+    sums become 0 (VADD's relu field)."""
+    total = clamp_int8(a + b)
+    return max(0, total) if relu else total
 
 
-def sat_add_array(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+def sat_add_array(a: np.ndarray, b: np.ndarray, relu: bool = False) -> np.ndarray:
     """Vectorised :func:`sat_add`."""
-    return np.clip(np.asarray(a, dtype=np.int64) + np.asarray(b, dtype=np.int64), INT8_MIN, INT8_MAX)
+    total = np.clip(np.asarray(a, dtype=np.int64) + np.asarray(b, dtype=np.int64), INT8_MIN, INT8_MAX)
+    return np.maximum(total, 0) if relu else total
 
 
 def _exp_entry(d: int) -> int:

@@ -78,7 +78,7 @@ def build(op: str, *, params: Params = DEFAULT, strict: bool = True, **fields: i
         strict: when True (the default), every field must lie in its legal range; when
             False, only in its bit width, so that illegal programs can be built to test the
             machine's error checks.
-        **fields: every field of the instruction, by name.
+        **fields: every field of the instruction, by name (one with a default may be left out).
 
     Raises:
         AsmError: unknown mnemonic, a missing or unknown field, a value that is not an int,
@@ -89,6 +89,7 @@ def build(op: str, *, params: Params = DEFAULT, strict: bool = True, **fields: i
     ispec = spec.BY_NAME.get(op) if isinstance(op, str) else None
     if ispec is None:
         raise AsmError(f"unknown instruction {op!r}; known: {', '.join(spec.BY_NAME)}")
+    fields = ispec.defaults | fields
     missing = [n for n in ispec.field_names if n not in fields]
     unknown = [n for n in fields if n not in ispec.field_names]
     if missing or unknown:
@@ -167,10 +168,12 @@ def decode_program(words: Sequence[int]) -> list[Instruction]:
 
 
 def disassemble(ins: Instruction) -> str:
-    """One line of text: the mnemonic padded to four characters, then ``name=value`` fields."""
-    if not ins.values:
+    """One line of text: the mnemonic padded to four characters, then ``name=value`` fields
+    (a field that has a default and holds it is left out: ``build`` fills it in again)."""
+    shown = [f"{f.name}={v}" for f, v in zip(ins.spec.fields, ins.values, strict=True) if v != f.default]
+    if not shown:
         return ins.op
-    return f"{ins.op:<4} " + " ".join(f"{k}={v}" for k, v in ins.fields.items())
+    return f"{ins.op:<4} " + " ".join(shown)
 
 
 def listing(program: Iterable[Instruction]) -> str:

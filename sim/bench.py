@@ -34,8 +34,38 @@ UNPACK_LEN_MAX = 32
 """Longest UNPACK in the generated programs, in packed words (256 int8 results)."""
 
 
+def draw_missing(kind: str, fields: dict[str, int], rng: random.Random, p: Params,
+                 len_max: int = VECTOR_LEN_MAX) -> dict[str, int]:
+    """``fields`` with every field it leaves out drawn from the spec: ``len`` from 1..len_max,
+    any other field from its legal range, then each region's start anywhere its extent fits
+    (SPAD_WORDS or EXT_WORDS; 0 when it does not fit, for the caller's check to refuse).
+
+    So a new instruction, or a new field of one, gets random legal-ranged values before anyone
+    writes a rule for it; the rules of :func:`_fields_for` (and of ``cosim.stress``) say only
+    what a uniform draw would miss. Draws nothing for a field already given.
+    """
+    ispec = spec.BY_NAME[kind]
+    starts = {r.start for r in ispec.regions}
+    out = dict(fields)
+    for f in ispec.fields:
+        if f.name not in out and f.name not in starts:
+            out[f.name] = rng.randint(1, len_max) if f.name == "len" else rng.randint(*f.legal_range(p))
+    for r in ispec.regions:
+        if r.start not in out:
+            size = p.SPAD_WORDS if r.mem is spec.Mem.SPAD else p.EXT_WORDS
+            extent = r.extent({**out, **{s: 0 for s in starts if s not in out}})
+            out[r.start] = rng.randrange(0, size - extent + 1) if extent <= size else 0
+    return out
+
+
 def _fields_for(kind: str, rng: random.Random, p: Params) -> dict[str, int]:
     """Random field values for one instruction of ``kind``; addresses anywhere they fit."""
+    return draw_missing(kind, _rule(kind, rng, p), rng, p)
+
+
+def _rule(kind: str, rng: random.Random, p: Params) -> dict[str, int]:
+    """The fields a uniform draw would get wrong for ``kind`` (strides, in-place operands); {}
+    for a kind without a rule (:func:`draw_missing` draws all of its fields)."""
 
     def addr(size: int, extent: int) -> int:
         return rng.randrange(0, size - extent + 1)
@@ -44,7 +74,7 @@ def _fields_for(kind: str, rng: random.Random, p: Params) -> dict[str, int]:
     if kind in ("LD", "ST"):
         n = rng.randint(1, VECTOR_LEN_MAX)
         s_addr, e_addr = addr(spad, n), addr(ext, n)
-        return ({"dst": s_addr, "src": e_addr, "len": n} if kind == "LD"
+        return ({"dst": s_addr, "src": e_addr, "len": n, "fmt": int(rng.random() < 0.3)} if kind == "LD"
                 else {"src": s_addr, "dst": e_addr, "len": n})
     if kind == "MM":
         m, k, n, tb = rng.randint(1, p.T), rng.randint(1, p.K_MAX), rng.randint(1, p.T), rng.randint(0, 1)
@@ -54,7 +84,7 @@ def _fields_for(kind: str, rng: random.Random, p: Params) -> dict[str, int]:
         b_extent = (n - 1) * ldb + k if tb else (k - 1) * ldb + n
         return {"dst": addr(spad, (m - 1) * ldc + n), "A": addr(spad, (m - 1) * lda + k),
                 "B": addr(spad, b_extent), "M": m, "K": k, "N": n, "tb": tb,
-                "lda": lda, "ldb": ldb, "ldc": ldc}
+                "lda": lda, "ldb": ldb, "ldc": ldc, "acc": rng.randint(0, 1)}
     if kind == "RQ":
         n = rng.randint(1, VECTOR_LEN_MAX)
         src = addr(spad, n)
@@ -75,7 +105,12 @@ def _fields_for(kind: str, rng: random.Random, p: Params) -> dict[str, int]:
     if kind == "UNPACK":
         n = rng.randint(1, UNPACK_LEN_MAX)
         return {"dst": addr(spad, 8 * n), "src": addr(spad, n), "len": n}
-    raise AssertionError(f"no generator for {kind}")
+    if kind == "LUT":
+        n = rng.randint(1, VECTOR_LEN_MAX)
+        src = addr(spad, n)
+        return {"dst": src if rng.random() < 0.3 else addr(spad, n), "src": src, "len": n,
+                "table": addr(spad, spec.LUT_TABLE_WORDS)}
+    return {}
 
 
 def random_instruction(kind: str, rng: random.Random, params: Params = DEFAULT) -> Instruction:

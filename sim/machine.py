@@ -244,7 +244,14 @@ def predict_counters(program: Sequence[Instruction], params: Params = DEFAULT) -
 
 
 def _ld(spad: np.ndarray, ext: np.ndarray, f: dict[str, int]) -> None:
-    spad[f["dst"]:f["dst"] + f["len"]] = ext[f["src"]:f["src"] + f["len"]]
+    n = f["len"]
+    if f.get("fmt", 0):
+        # packed int8: byte j of E[src+i] is element 4i+j (GA2.md section 2)
+        words = ext[f["src"]:f["src"] + -(-n // spec.INT8_PER_WORD)].astype(np.int64)
+        nbytes = (words[:, None] >> (8 * np.arange(spec.INT8_PER_WORD))[None, :]) & 0xFF
+        spad[f["dst"]:f["dst"] + n] = to_words(s8(nbytes.ravel()[:n]))
+    else:
+        spad[f["dst"]:f["dst"] + n] = ext[f["src"]:f["src"] + n]
 
 
 def _st(spad: np.ndarray, ext: np.ndarray, f: dict[str, int]) -> None:
@@ -260,7 +267,11 @@ def _mm(spad: np.ndarray, ext: np.ndarray, f: dict[str, int]) -> None:
         b = s8(spad[f["B"] + j * f["ldb"] + t[:, None]])   # K x N, element (t, j) at B + j*ldb + t
     else:
         b = s8(spad[f["B"] + t[:, None] * f["ldb"] + j])   # K x N, element (t, j) at B + t*ldb + j
-    out = to_words(a @ b)
+    product = a @ b
+    if f.get("acc", 0):                                    # dst += A @ B, modulo 2^32; the rows
+        rows = f["dst"] + i * f["ldc"] + j                 # are disjoint (spec.check)
+        product = product + s32(spad[rows])
+    out = to_words(product)
     for row in range(f["M"]):                              # rows in increasing i: a later row wins
         start = f["dst"] + row * f["ldc"]
         spad[start:start + f["N"]] = out[row]
@@ -279,7 +290,7 @@ def _sm(spad: np.ndarray, ext: np.ndarray, f: dict[str, int]) -> None:
 def _vadd(spad: np.ndarray, ext: np.ndarray, f: dict[str, int]) -> None:
     a = s8(spad[f["src1"]:f["src1"] + f["len"]])
     b = s8(spad[f["src2"]:f["src2"] + f["len"]])
-    spad[f["dst"]:f["dst"] + f["len"]] = to_words(arith.sat_add_array(a, b))
+    spad[f["dst"]:f["dst"] + f["len"]] = to_words(arith.sat_add_array(a, b, bool(f["relu"])))
 
 
 def _amax(spad: np.ndarray, ext: np.ndarray, f: dict[str, int]) -> None:
@@ -294,6 +305,12 @@ def _unpack(spad: np.ndarray, ext: np.ndarray, f: dict[str, int]) -> None:
     spad[f["dst"]:f["dst"] + 8 * f["len"]] = to_words(np.where(nibbles >= 8, nibbles - 16, nibbles).ravel())
 
 
+def _lut(spad: np.ndarray, ext: np.ndarray, f: dict[str, int]) -> None:
+    table = s8(spad[f["table"]:f["table"] + spec.LUT_TABLE_WORDS])   # read whole, before any write
+    x = s8(spad[f["src"]:f["src"] + f["len"]])
+    spad[f["dst"]:f["dst"] + f["len"]] = to_words(table[x + 128])
+
+
 def apply(ins: Instruction, spad: np.ndarray, ext: np.ndarray) -> None:
     """Apply one instruction's semantics to the memories, in place, with no checks and no counters.
 
@@ -305,5 +322,6 @@ def apply(ins: Instruction, spad: np.ndarray, ext: np.ndarray) -> None:
 
 
 _EXECUTE = {"LD": _ld, "ST": _st, "MM": _mm, "RQ": _rq, "SM": _sm,
-            "VADD": _vadd, "AMAX": _amax, "UNPACK": _unpack}
+            "VADD": _vadd, "AMAX": _amax, "UNPACK": _unpack,
+            "LUT": _lut}
 assert set(_EXECUTE) | {"HALT"} == set(spec.BY_NAME), "every instruction of the spec has semantics here"

@@ -75,7 +75,7 @@ class Params:
     T: int = 4
     K_MAX: int = 64
     SPAD_WORDS: int = 4096
-    EXT_WORDS: int = 8192
+    EXT_WORDS: int = 65536
     IMEM_WORDS: int = 4096
     SM_MAX_LEN: int = 64
     LANES: int = 4
@@ -110,7 +110,7 @@ class Params:
 PARAM_NAMES: tuple[str, ...] = tuple(Params.__dataclass_fields__)
 """The parameters' names, in declaration order."""
 DEFAULT = Params()
-"""The default machine: GA2.md section 1 (T = 4, LANES = 4, SPAD_WORDS = 4096, EXT_WORDS = 8192)."""
+"""The default machine: GA2.md section 1 (T = 4, LANES = 4, SPAD_WORDS = 4096, EXT_WORDS = 65536)."""
 
 class Opcode(enum.IntEnum):
     """Opcode values (design). 0 is deliberately not an instruction: a zeroed word is an
@@ -124,6 +124,7 @@ class Opcode(enum.IntEnum):
     VADD = 6
     AMAX = 7
     UNPACK = 8
+    LUT = 9
     HALT = 15
 
 
@@ -233,6 +234,10 @@ class Field:
         lo, hi: the legal range, inclusive. An int, the name of a :class:`Params` attribute,
             or None (no limit beyond the width). A value outside the range but within the
             width encodes, and stops the machine with ``BAD_FIELD``.
+        default: the value the assembler fills in when a program leaves the field out, or
+            None (the field must be given). A field added to an existing instruction gets one,
+            so that every program written before it still assembles and means what it meant;
+            the disassembler leaves such a field out while it holds its default.
     """
 
     name: str
@@ -240,6 +245,7 @@ class Field:
     doc: str
     lo: int | str | None = None
     hi: int | str | None = None
+    default: int | None = None
 
     def bound(self, which: int | str | None, params: Params) -> int | None:
         if which is None or isinstance(which, int):
@@ -282,6 +288,10 @@ class Region:
     start: str
     formula: FieldFormula
     writes: bool
+    also_read_if: str | None = None
+    """For a written region: the 1-bit field that, when 1, makes the instruction read the
+    region's old words too (MM's acc). No overlap check applies between the two (they are the
+    same words, read before written); a hazard analysis must count the read."""
 
     def extent(self, fields: Mapping[str, int]) -> int:
         """The extent in words for these field values (Python ints)."""
@@ -315,14 +325,31 @@ class InstrSpec:
     latency_formula: LatencyFormula
     in_place_ok: bool = False
     extra_checks_doc: str = ""
+    field_rule: Callable[[Mapping[str, Any]], Any] | None = None
+    """A condition across fields that makes the instruction BAD_FIELD when it holds (besides
+    each field's own range), written with ``& | < > ==`` so that it evaluates on Python ints
+    and on Amaranth values alike; ``extra_checks_doc`` states it in words."""
+    field_rule_blames: str = ""
+    """The field the BAD_FIELD message names when ``field_rule`` holds."""
 
     def latency(self, fields: Mapping[str, int], params: Params | None = None) -> int:
         """Cycles for these field values (Python ints) and parameters (default :data:`DEFAULT`)."""
-        return self.latency_formula(INT, fields, DEFAULT if params is None else params)
+        return self.latency_formula(INT, self.complete(fields), DEFAULT if params is None else params)
+
+    def complete(self, fields: Mapping[str, int]) -> Mapping[str, int]:
+        """``fields`` with every field that has a default (:attr:`Field.default`) and is
+        missing set to it (the same object when none is missing)."""
+        missing = {f.name: f.default for f in self.fields if f.default is not None and f.name not in fields}
+        return {**fields, **missing} if missing else fields
 
     @functools.cached_property
     def field_names(self) -> tuple[str, ...]:
         return tuple(f.name for f in self.fields)
+
+    @functools.cached_property
+    def defaults(self) -> dict[str, int]:
+        """The fields a program may leave out, with the values they then take (Field.default)."""
+        return {f.name: f.default for f in self.fields if f.default is not None}
 
     def field_offsets(self) -> dict[str, tuple[int, int]]:
         """Bit position of each field in the 128-bit instruction: name -> (lsb, width)."""
@@ -388,6 +415,18 @@ ceil(8*len/LANES) beats of LANES int8 words, beat b written in the dispatch cycl
 UNPACK_OVERHEAD, from the packed words read LANES/8 at a time in cycle + b (LANES >= 8) or
 once for 8/LANES beats in cycle + b - b mod (8/LANES) (LANES = 4: word i read in cycle + 2i,
 written as two beats; hw/vector.py)."""
+MM_ACC_CYCLES = 1
+"""MM with acc = 1: the extra cycle of the read-modify-write of the output rows. Row i's old
+value is read on ``rd1`` R cycles before the row's sums are final (the B stream is over by
+then), the sums and the old row are registered side by side, and their int32 sum is written one
+cycle later than acc = 0 writes the row (hw/mxu.py)."""
+LUT_TABLE_WORDS = 256
+"""LUT: entries of a table, one per int8 input value -128..127 (entry x + 128 for input x)."""
+LUT_OVERHEAD = SPAD_READ_LATENCY + 3
+"""LUT: after the table's ceil(256/LANES) beats are read into the unit's table memory (beat b
+read in the dispatch cycle + b), the source's beat k is read in cycle + ceil(256/LANES) + k,
+registered on arrival (R + 1), looked up in the table memory (a synchronous read, 1) and its
+entries registered (1), then written: LUT_OVERHEAD cycles after its read (hw/lut.py)."""
 SM_PASS_OVERHEAD = 1
 """SM: idle read cycles between pass 0 (max) and pass 1 (exp and sum): the row maximum is
 final two register stages after pass 0's last data (lane pairs, then the running maximum).
@@ -404,6 +443,8 @@ k is written SM_OVERHEAD - SM_PASS_OVERHEAD cycles after its read (hw/softmax.py
 
 INT4_PER_WORD = 8
 """int4 values in one packed word (UNPACK; GA2.md section 2)."""
+INT8_PER_WORD = 4
+"""int8 values in one packed external word (LD fmt = 1; GA2.md section 2)."""
 
 
 def _beats(a: Arith, n: Any, params: Params) -> Any:
@@ -423,9 +464,12 @@ INSTRUCTIONS: tuple[InstrSpec, ...] = (
         "LD", Opcode.LD,
         (_addr("dst", "scratchpad address of the first word written"),
          _addr("src", "external-memory address of the first word read"),
-         _len("number of words")),
-        "dma", "S[dst+i] = E[src+i] for i < len",
-        (Region(Mem.EXT, "src", lambda a, f: f["len"], writes=False),
+         _len("number of words written"),
+         Field("fmt", 1, "0: one word per word; 1: packed int8, four per external word, byte j "
+               "of E[src+i] becoming the sign-extended word S[dst+4i+j]", default=0)),
+        "dma", "S[dst+i] = E[src+i] (fmt = 0), or s8(E[src+i//4] >> 8*(i%4)) (fmt = 1), for i < len",
+        (Region(Mem.EXT, "src", lambda a, f: a.select(f.get("fmt", 0), a.ceil_div(f["len"], INT8_PER_WORD),
+                                                      f["len"]), writes=False),
          Region(Mem.SPAD, "dst", lambda a, f: f["len"], writes=True)),
         lambda a, f, p: _beats(a, f["len"], p) + a.const("LD_OVERHEAD"),
     ),
@@ -450,17 +494,27 @@ INSTRUCTIONS: tuple[InstrSpec, ...] = (
          Field("tb", 1, "1: B is stored transposed (element (t, j) at B + j*ldb + t)"),
          _addr("lda", "row stride of A, words"),
          _addr("ldb", "row stride of B as stored, words"),
-         _addr("ldc", "row stride of the output, words")),
+         _addr("ldc", "row stride of the output, words"),
+         Field("acc", 1, "1: add the product into the int32 already at dst (dst += A @ B), "
+               "wrapping modulo 2^32; 0: overwrite", default=0)),
         "mxu",
-        "S[dst+i*ldc+j] = sum_t s8(S[A+i*lda+t]) * s8(Bv) for i < M, j < N, t < K; "
-        "Bv = S[B+t*ldb+j] (tb = 0) or S[B+j*ldb+t] (tb = 1); rows written in increasing i",
+        "S[dst+i*ldc+j] = acc*s32(S[dst+i*ldc+j]) + sum_t s8(S[A+i*lda+t]) * s8(Bv) for i < M, "
+        "j < N, t < K (mod 2^32); Bv = S[B+t*ldb+j] (tb = 0) or S[B+j*ldb+t] (tb = 1); rows "
+        "written in increasing i",
         (Region(Mem.SPAD, "A", lambda a, f: (f["M"] - 1) * f["lda"] + f["K"], writes=False),
          Region(Mem.SPAD, "B",
                 lambda a, f: a.select(f["tb"], (f["N"] - 1) * f["ldb"] + f["K"],
                                   (f["K"] - 1) * f["ldb"] + f["N"]),
                 writes=False),
-         Region(Mem.SPAD, "dst", lambda a, f: (f["M"] - 1) * f["ldc"] + f["N"], writes=True)),
-        lambda a, f, p: f["K"] + f["M"] + _mm_skew(a, f) + a.const("MM_OVERHEAD"),
+         Region(Mem.SPAD, "dst", lambda a, f: (f["M"] - 1) * f["ldc"] + f["N"], writes=True,
+                also_read_if="acc")),
+        lambda a, f, p: (f["K"] + f["M"] + _mm_skew(a, f) + a.const("MM_OVERHEAD")
+                         + a.select(f["acc"], a.const("MM_ACC_CYCLES"), 0)),
+        extra_checks_doc=("With acc = 1 the output rows must not overlap each other: M > 1 with "
+                          "ldc < N is BAD_FIELD (field ldc), since every row's old value is read "
+                          "before the rows above it are written."),
+        field_rule=lambda f: f["acc"] & (f["M"] > 1) & (f["ldc"] < f["N"]),
+        field_rule_blames="ldc",
     ),
     InstrSpec(
         "RQ", Opcode.RQ,
@@ -491,8 +545,9 @@ INSTRUCTIONS: tuple[InstrSpec, ...] = (
         (_addr("dst", "scratchpad address of the first int8 sum"),
          _addr("src1", "scratchpad address of the first operand"),
          _addr("src2", "scratchpad address of the second operand"),
-         _len()),
-        "vpu", "S[dst+i] = clamp(s8(S[src1+i]) + s8(S[src2+i]), -127, 127) for i < len",
+         _len(),
+         Field("relu", 1, "1: clamp negative sums to 0 (a ReLU after the add)", default=0)),
+        "vpu", "S[dst+i] = sat_add(s8(S[src1+i]), s8(S[src2+i]), relu) for i < len",
         (Region(Mem.SPAD, "src1", lambda a, f: f["len"], writes=False),
          Region(Mem.SPAD, "src2", lambda a, f: f["len"], writes=False),
          Region(Mem.SPAD, "dst", lambda a, f: f["len"], writes=True)),
@@ -520,6 +575,22 @@ INSTRUCTIONS: tuple[InstrSpec, ...] = (
         lambda a, f, p: _beats(a, INT4_PER_WORD * f["len"], p) + a.const("UNPACK_OVERHEAD"),
     ),
     InstrSpec(
+        "LUT", Opcode.LUT,
+        (_addr("dst", "scratchpad address of the first int8 result"),
+         _addr("src", "scratchpad address of the first int8 input"),
+         _len(),
+         _addr("table", "scratchpad address of the 256-entry table (entry x + 128 for input x, int8)")),
+        "vpu", "S[dst+i] = s8(S[table + s8(S[src+i]) + 128]) for i < len",
+        (Region(Mem.SPAD, "src", lambda a, f: f["len"], writes=False),
+         Region(Mem.SPAD, "table", lambda a, f: LUT_TABLE_WORDS, writes=False),
+         Region(Mem.SPAD, "dst", lambda a, f: f["len"], writes=True)),
+        lambda a, f, p: (_beats(a, LUT_TABLE_WORDS, p) + _beats(a, f["len"], p)
+                         + a.const("LUT_OVERHEAD")),
+        in_place_ok=True,
+        extra_checks_doc=("The whole table is read into the unit before the first result is "
+                          "written, so dst may also coincide with table (in_place_ok covers both)."),
+    ),
+    InstrSpec(
         "HALT", Opcode.HALT, (), None, "stop; done rises", (),
         lambda a, f, p: a.const("STOP_CYCLES"),
     ),
@@ -527,6 +598,9 @@ INSTRUCTIONS: tuple[InstrSpec, ...] = (
 
 BY_NAME: dict[str, InstrSpec] = {s.name: s for s in INSTRUCTIONS}
 BY_OPCODE: dict[int, InstrSpec] = {int(s.opcode): s for s in INSTRUCTIONS}
+UNKNOWN_OPCODES: tuple[int, ...] = tuple(op for op in range(1 << OPCODE_BITS) if op not in BY_OPCODE)
+"""The opcode values no instruction has (0 among them): each stops the machine with BAD_OPCODE;
+the nonzero ones are free for a new instruction."""
 
 COUNTERS = ("cycles", "dma", "mxu", "vpu", "sfu")
 """The five 32-bit cycle counters (GA2.md section 5), in the order the RTL reports them."""
@@ -545,11 +619,12 @@ INT = IntArith(TIMING_CONSTANTS)
 
 
 def field_errors(spec: InstrSpec, fields: Mapping[str, int], params: Params) -> list[str]:
-    """Names of the fields outside their legal range (empty when all are legal)."""
+    """Names of the fields outside their legal range (empty when all are legal; a field left
+    out holds its default)."""
     bad = []
     for f in spec.fields:
         lo, hi = f.legal_range(params)
-        if not lo <= fields[f.name] <= hi:
+        if not lo <= fields.get(f.name, f.default) <= hi:
             bad.append(f.name)
     return bad
 
@@ -566,11 +641,15 @@ def check(spec: InstrSpec, fields: Mapping[str, int], params: Params) -> tuple[E
         (ErrorCode.NONE, "") when the instruction is legal, else the first fault's code and a
         sentence naming the field or region at fault.
     """
+    fields = spec.defaults | dict(fields)
     bad = field_errors(spec, fields, params)
     if bad:
         name = bad[0]
         lo, hi = next(f for f in spec.fields if f.name == name).legal_range(params)
         return ErrorCode.BAD_FIELD, f"{spec.name} field {name}={fields[name]} is outside {lo}..{hi}"
+    if spec.field_rule is not None and spec.field_rule(fields):
+        name = spec.field_rule_blames
+        return ErrorCode.BAD_FIELD, f"{spec.name} field {name}={fields[name]}: {spec.extra_checks_doc}"
     spans = [(r, fields[r.start], r.extent(fields)) for r in spec.regions]
     for code, mem, size in ((ErrorCode.SPAD_RANGE, Mem.SPAD, params.SPAD_WORDS),
                             (ErrorCode.EXT_RANGE, Mem.EXT, params.EXT_WORDS)):
@@ -596,4 +675,4 @@ def check(spec: InstrSpec, fields: Mapping[str, int], params: Params) -> tuple[E
 
 def latency(spec: InstrSpec, fields: Mapping[str, int], params: Params = DEFAULT) -> int:
     """Cycles the instruction occupies the execute stage (GA2.md section 5)."""
-    return int(spec.latency_formula(INT, fields, params))
+    return int(spec.latency_formula(INT, spec.complete(fields), params))

@@ -52,8 +52,17 @@ TORCH_RUNS = [
         "machine == integer interpreter on the first batch, both outputs: True",
         "MXU utilisation: 18944 multiply-adds",
         "RTL bit-exact on 0 images",
-        "REFUSED relu: torch.relu: GA-2 has no relu instruction",
         "REFUSED softmax: torch.softmax: normalises over dim=0",
+    ]),
+    ("digits_mlp.py", ["--quick", "--batch", "4"], [
+        "(relu, biases)",
+        "node 5: 1 x 32 blocks of 4 x 4 (A whole, B streams in panels, 32 loads)",
+        "machine == integer interpreter on the first batch, both outputs: True",
+        "RTL bit-exact on 0 images",
+    ]),
+    ("digits_mlp.py", ["--quick", "--batch", "4", "--act", "gelu"], [
+        "(gelu, biases)",
+        "machine == integer interpreter on the first batch, both outputs: True",
     ]),
     ("attention_block.py", ["--tests", "4"], [
         "%7  = matmul  %2, %4    -> (8, 8)    ^T x0.2500",
@@ -79,6 +88,8 @@ TORCH_RUNS = [
 ]
 """Examples that need the optional torch extra (torch and scikit-learn)."""
 
+DIGITS_MLP_LAST_LINE = (r"digits_mlp (\w+): float (\d+\.\d)%, GA-2 (\d+\.\d)%, agree \d+\.\d%, "
+                        r"RTL bit-exact on \d+ images")
 DIGITS_LAST_LINE = r"digits: float (\d+\.\d)%, GA-2 (\d+\.\d)%, agree \d+\.\d%, RTL bit-exact on \d+ images"
 
 
@@ -112,6 +123,11 @@ def test_torch_example_runs(script, args, expected):
         match = re.fullmatch(DIGITS_LAST_LINE, last)
         assert match, last
         assert abs(float(match[1]) - float(match[2])) <= 1.5, last
+    if script == "digits_mlp.py":  # issue 14: within 1 point of float (1.5 for the gelu variant)
+        last = done.stdout.strip().splitlines()[-1]
+        match = re.fullmatch(DIGITS_MLP_LAST_LINE, last)
+        assert match, last
+        assert abs(float(match[2]) - float(match[3])) <= (1.0 if match[1] == "relu" else 1.5), last
 
 
 @pytest.mark.torch
@@ -126,6 +142,26 @@ def test_digits_on_the_rtl():
     for simulator in ("icarus", "verilator"):
         assert f"{simulator:9s}: 1 run bit-exact" in done.stdout, simulator
     assert done.stdout.strip().endswith("RTL bit-exact on 8 images")
+
+
+@pytest.mark.torch
+@pytest.mark.rtl
+@pytest.mark.slow
+@pytest.mark.parametrize("act", ["relu", "gelu"])
+def test_digits_mlp_on_the_rtl(act):
+    """Issue 14: the 64-256-128-10 MLP with biases, 16 test images (4 runs of 4) on Icarus and
+    Verilator, bit-exact (memories, counters, stop); the whole test set on the reference."""
+    pytest.importorskip("torch")
+    pytest.importorskip("sklearn")
+    done = subprocess.run([sys.executable, str(EXAMPLES / "digits_mlp.py"), "--batch", "4", "--rtl", "16",
+                           "--act", act], capture_output=True, text=True, timeout=3000)
+    assert done.returncode == 0, done.stderr
+    for simulator in ("icarus", "verilator"):
+        assert f"{simulator:9s}: 4 runs bit-exact" in done.stdout, simulator
+    last = done.stdout.strip().splitlines()[-1]
+    match = re.fullmatch(DIGITS_MLP_LAST_LINE, last)
+    assert match and last.endswith("RTL bit-exact on 16 images"), last
+    assert abs(float(match[2]) - float(match[3])) <= (1.0 if act == "relu" else 1.5), last
 
 
 def too_small(script: str, flag: str, value: int, low: int) -> str:

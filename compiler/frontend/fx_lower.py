@@ -31,10 +31,12 @@ from sim.spec import Params
 
 from ..errors import CompileError
 from ..ir import Graph
+from ..ops import OPS, Op
 from ..pipeline import check_structure
 from .inference import inference_refusal
 
 SUPPORTED = ("nn.Linear and F.linear, matmul (@), a positive constant factor on a product, relu, "
+             "the table activations gelu, silu, sigmoid, tanh, hardswish, leaky_relu and elu, "
              "softmax(dim=-1), +, cat(dim=0), argmax(dim=-1), and dropout (eval mode), flatten and "
              "nn.Identity where they change nothing")
 """What the front end lowers, as the refusals quote it."""
@@ -185,6 +187,13 @@ _SIGNATURES: dict[str, tuple[tuple[str, Any], ...]] = {
     "add": (("input", _REQUIRED), ("other", _REQUIRED), ("alpha", 1)),
     "relu": (("input", _REQUIRED), ("inplace", False)),
     "softmax": (("input", _REQUIRED), ("dim", None), ("_stacklevel", 3), ("dtype", None)),
+    "gelu": (("input", _REQUIRED), ("approximate", "none")),
+    "sigmoid": (("input", _REQUIRED),),
+    "tanh": (("input", _REQUIRED),),
+    "silu": (("input", _REQUIRED), ("inplace", False)),
+    "hardswish": (("input", _REQUIRED), ("inplace", False)),
+    "leaky_relu": (("input", _REQUIRED), ("negative_slope", 0.01), ("inplace", False)),
+    "elu": (("input", _REQUIRED), ("alpha", 1.0), ("inplace", False)),
     "cat": (("tensors", _REQUIRED), ("dim", 0)),
     "argmax": (("input", _REQUIRED), ("dim", None), ("keepdim", False)),
     "f_linear": (("input", _REQUIRED), ("weight", _REQUIRED), ("bias", None)),
@@ -200,6 +209,8 @@ _FUNCTIONS: dict[Any, str] = {
     operator.truediv: "div", torch.div: "div",
     operator.add: "add", torch.add: "add",
     torch.relu: "relu", F.relu: "relu",
+    F.gelu: "gelu", torch.sigmoid: "sigmoid", F.sigmoid: "sigmoid", torch.tanh: "tanh", F.tanh: "tanh",
+    F.silu: "silu", F.hardswish: "hardswish", F.leaky_relu: "leaky_relu", F.elu: "elu",
     torch.softmax: "softmax", F.softmax: "softmax",
     torch.cat: "cat", torch.concat: "cat", torch.concatenate: "cat",
     torch.argmax: "argmax",
@@ -210,10 +221,13 @@ _FUNCTIONS: dict[Any, str] = {
 """call_function targets -> rule."""
 
 _METHODS = {"matmul": "matmul", "mm": "matmul", "mul": "mul", "div": "div", "add": "add", "relu": "relu",
-            "softmax": "softmax", "argmax": "argmax", "transpose": "transpose", "t": "t"}
+            "softmax": "softmax", "argmax": "argmax", "transpose": "transpose", "t": "t",
+            "sigmoid": "sigmoid", "tanh": "tanh"}
 """call_method targets (Tensor methods) -> rule."""
 
-_MODULES = ((nn.Linear, "linear"), (nn.ReLU, "relu"), (nn.Softmax, "softmax"))
+_MODULES = ((nn.Linear, "linear"), (nn.ReLU, "relu"), (nn.Softmax, "softmax"), (nn.GELU, "gelu"),
+            (nn.Sigmoid, "sigmoid"), (nn.Tanh, "tanh"), (nn.SiLU, "silu"), (nn.Hardswish, "hardswish"),
+            (nn.LeakyReLU, "leaky_relu"), (nn.ELU, "elu"))
 """call_module targets (layers, by class) -> rule."""
 
 _SHAPE_QUERIES = {("call_method", "size"), ("call_method", "dim")}
@@ -419,12 +433,9 @@ class Lowering:
     def shape_of(self, node: fx.Node) -> tuple[int, ...]:
         return tuple(node.meta["tensor_meta"].shape)
 
-    def producer_hint(self, arg: fx.Node) -> str:
-        """Why a node's value is not a bare matmul product, for refusals that need one."""
-        if arg.op == "call_module" and isinstance(self.traced.get_submodule(arg.target), nn.Linear):
-            return (f"Linear module '{arg.target}' has a bias, so its result is the product plus the bias; "
-                    "build that layer with bias=False")
-        return f"{arg.name} ({describe(arg, self.traced)}) is not the result of a matmul"
+    def producer_hint(self, arg: fx.Node, wanted: str = "a matmul") -> str:
+        """Why a node's value is not a bare matmul product (or ``wanted``), for refusals that need one."""
+        return f"{arg.name} ({describe(arg, self.traced)}) is not the result of {wanted}"
 
     # ---------------------------------------------------------------- sources and sinks
 
@@ -495,7 +506,10 @@ class Lowering:
             return self.linear(node, module, x)
         if rule == "relu":
             return self.op_relu(node, x, inplace=module.inplace)
-        return self.op_softmax(node, x, dim=module.dim)
+        if rule == "softmax":
+            return self.op_softmax(node, x, dim=module.dim)
+        settings = {"gelu": ("approximate",), "leaky_relu": ("negative_slope",), "elu": ("alpha",)}
+        return getattr(self, f"op_{rule}")(node, x, **{k: getattr(module, k) for k in settings.get(rule, ())})
 
     # ---------------------------------------------------------------- the operations
 
@@ -516,33 +530,20 @@ class Lowering:
             if weight.array.ndim != 2:
                 raise Refuse(f"uses the weight '{weight.name}' of shape {weight.array.shape}; a linear "
                              "layer's weight is (out_features, in_features)")
-            if weight.array.shape[1] > self.params.K_MAX:
-                raise self.too_deep(weight.array.shape[1])
             source = self.tensor(x, "input")
             second, transpose_b = self.weight(f"{weight.name}.T", weight.array.T), False
         elif weight.kind in (Kind.TENSOR, Kind.PRODUCT, Kind.TRANSPOSED):
             source = self.tensor(x, "input")
             second, transpose_b = weight.nid, weight.kind is not Kind.TRANSPOSED
-            if self.graph.nodes[source].shape[1] > self.params.K_MAX:
-                raise self.too_deep(self.graph.nodes[source].shape[1])
         else:
             raise Refuse("takes a weight that is not a tensor")
-        if bias is None:
-            factor = self.folded_factor(node)
-            product = self.graph.matmul(source, second, transpose_b=transpose_b, scale=factor)
-            return _Value(Kind.PRODUCT, self.own(product))
-        if bias.kind is not Kind.CONSTANT:
-            raise Refuse("adds a computed bias; only a parameter bias is lowered, repeated over the rows at "
-                         "compile time")
-        product = self.own(self.graph.matmul(source, second, transpose_b=transpose_b))
-        rows = self.graph.nodes[source].shape[0]
-        total = self.graph.add(product, self.weight(bias.name, np.tile(bias.array, (rows, 1))))
-        return _Value(Kind.TENSOR, self.own(total))
-
-    def too_deep(self, k: int) -> Refuse:
-        return Refuse(f"its inner dimension is {k}, more than the {self.params.K_MAX} that one MM "
-                      "instruction sums (K_MAX); split the layer into pieces of at most "
-                      f"{self.params.K_MAX} and add them")
+        if bias is not None and bias.kind is not Kind.CONSTANT:
+            raise Refuse("adds a computed bias; only a parameter bias is lowered (into the accumulator, "
+                         "compiler/bias.py)")
+        factor = self.folded_factor(node)   # (x W^T + b) * c = c x W^T + c b
+        product = self.graph.matmul(source, second, transpose_b=transpose_b, scale=factor,
+                                    bias=None if bias is None else factor * np.ravel(bias.array))
+        return _Value(Kind.PRODUCT, self.own(product))
 
     def op_matmul(self, node: fx.Node, input: Any, other: Any) -> _Value:
         first = self.tensor(input, "first operand")
@@ -551,9 +552,6 @@ class Lowering:
             second, transpose_b = second_value.nid, True
         else:
             second, transpose_b = self.tensor(other, "second operand"), False
-        k = self.graph.nodes[first].shape[1]
-        if k > self.params.K_MAX:
-            raise self.too_deep(k)
         product = self.graph.matmul(first, second, transpose_b=transpose_b, scale=self.folded_factor(node))
         return _Value(Kind.PRODUCT, self.own(product))
 
@@ -647,16 +645,44 @@ class Lowering:
         raise Refuse(f"the divisor {c!r} is not a positive number; a division can only become the matmul's "
                      "factor 1 / divisor, and the requantizer's multiplier is unsigned")
 
-    def op_relu(self, node: fx.Node, input: Any, inplace: bool) -> _Value:
+    def op_relu(self, node: fx.Node, input: Any, inplace: bool = False) -> _Value:
+        """The relu flag of the RQ ending a matmul (or of the VADD of an add) that nothing else
+        reads; else a table (one LUT)."""
         nid = self.tensor(input, "operand")
-        if self.value(input).kind is not Kind.PRODUCT:
-            raise Refuse("GA-2 has no relu instruction: a relu is the flag of the requantizer that ends a "
-                         f"matmul, and {self.producer_hint(input)}")
+        host = self.graph.nodes[nid].op
         readers = [u.name for u in _value_readers(input) if u is not node]
-        if readers:
-            raise Refuse(f"{input.name} is also read by {', '.join(readers)}; fused into the matmul's "
-                         "requantizer, the relu would change what they read")
+        fusable = self.value(input).kind is Kind.PRODUCT or host in OPS[Op.RELU].fuses_into
+        if not fusable or readers:   # not the flag of the matmul's RQ or of the add's VADD: a table
+            return self.table(nid, "relu")
         return _Value(Kind.TENSOR, self.own(self.graph.relu(nid)))
+
+    def table(self, nid: int, fn: str) -> _Value:
+        """A table activation (one LUT: compiler/tables.py)."""
+        return _Value(Kind.TENSOR, self.own(self.graph.table(nid, fn)))
+
+    def op_gelu(self, node: fx.Node, input: Any, approximate: str = "none") -> _Value:
+        if approximate not in ("none", "tanh"):
+            raise Refuse(f"asks for approximate={approximate!r}; PyTorch knows 'none' and 'tanh'")
+        return self.table(self.tensor(input, "operand"), "gelu" if approximate == "none" else "gelu_tanh")
+
+    def op_sigmoid(self, node: fx.Node, input: Any) -> _Value:
+        return self.table(self.tensor(input, "operand"), "sigmoid")
+
+    def op_tanh(self, node: fx.Node, input: Any) -> _Value:
+        return self.table(self.tensor(input, "operand"), "tanh")
+
+    def op_silu(self, node: fx.Node, input: Any, inplace: bool = False) -> _Value:
+        return self.table(self.tensor(input, "operand"), "silu")
+
+    def op_hardswish(self, node: fx.Node, input: Any, inplace: bool = False) -> _Value:
+        return self.table(self.tensor(input, "operand"), "hardswish")
+
+    def op_leaky_relu(self, node: fx.Node, input: Any, negative_slope: Any = 0.01,
+                      inplace: bool = False) -> _Value:
+        return self.table(self.tensor(input, "operand"), f"leaky_relu:{float(negative_slope)!r}")
+
+    def op_elu(self, node: fx.Node, input: Any, alpha: Any = 1.0, inplace: bool = False) -> _Value:
+        return self.table(self.tensor(input, "operand"), f"elu:{float(alpha)!r}")
 
     def op_softmax(self, node: fx.Node, input: Any, dim: Any, _stacklevel: Any = 3,
                    dtype: Any = None) -> _Value:

@@ -16,7 +16,8 @@ from torch import fx
 
 from .fx_lower import Refusal, describe, rule_of
 
-_FRESH = ("linear", "matmul", "mul", "div", "add", "relu", "softmax", "cat")
+_FRESH = ("linear", "matmul", "mul", "div", "add", "relu", "softmax", "cat", "gelu", "sigmoid", "tanh",
+          "silu", "hardswish", "leaky_relu", "elu")
 """Rules whose result is a new tensor (not a view of, nor the same tensor as, an operand)."""
 
 _AUGMENTED = {operator.iadd: "+=", operator.isub: "-=", operator.imul: "*=", operator.itruediv: "/=",

@@ -45,7 +45,14 @@ from ..ops import OPS, Role
 from ..pipeline import compile_graph
 from ..program import Program
 from ..realcheck import stagewise_problems
-from .random_graphs import InputSpec, random_graph, random_slice_graph, random_stream_graph, sample_inputs
+from .random_graphs import (
+    InputSpec,
+    random_graph,
+    random_slice_graph,
+    random_stream_graph,
+    random_wide_graph,
+    sample_inputs,
+)
 
 BOUND = 0.16
 """Accuracy bound of check (e) for the random graphs."""
@@ -66,6 +73,12 @@ STREAM_SCRATCHPADS = (256, 512, 1024, 2048, 4096, 8192)
 """The scratchpad sizes (SPAD_WORDS) a streamed graph is tried on, smallest first."""
 STREAM_EXT_WORDS = 16384
 """External memory for the streamed graphs: their weights take up to 4 x 64 x 64 words."""
+
+WIDE_SEEDS = range(16)
+"""The wide graphs of :func:`check_wide` (biases, K > K_MAX, streamed; issue 14)."""
+WIDE_BOUND = 0.16
+"""Accuracy bound of the wide graphs: the random graphs' bound (their worst on seeds 0-15 is
+0.05: MLPs of up to three layers)."""
 
 GraphBuilder = Callable[[int, int], tuple[Graph, InputSpec]]
 
@@ -241,14 +254,23 @@ def _one_tensor_two_concats() -> Graph:
     return net
 
 
+def _huge_bias() -> Graph:
+    net = Graph()
+    weight = net.weight("w", np.full((4, 3), 0.01))
+    net.output(net.matmul(net.input("x", (2, 4)), weight, bias=np.full(3, 1e9)), "o")
+    return net
+
+
 REFUSALS = (
-    ("inner dimension 65", lambda: _single_product(2, 65, 3)),
+    ("a bias too large for the int32 accumulator", _huge_bias),
     ("relu on a matmul that has a second reader", _relu_beside_its_matmul),
     ("relu that is not after a matmul", _relu_of_input),
     ("a result too big for the scratchpad", lambda: _single_product(64, 16, 64)),
     ("one tensor in two concatenations", _one_tensor_two_concats),
 )
-"""The five graphs Capra must refuse (seed chapter 11): name, graph builder. The seed's fifth,
+"""The five graphs Capra must refuse (seed chapter 11): name, graph builder. The seed's first,
+an inner dimension of 65, compiles now that MM adds into its destination (split K, issue 14);
+a bias beyond what the int32 accumulator holds beside the product takes its place. The seed's fifth,
 tensors too big for the scratchpad (32 x 64 times 64 x 64), compiles now that inputs and
 weights stream (:mod:`compiler.streaming`); a result of 64 x 64 words, which stays in the
 scratchpad, takes its place."""
@@ -361,6 +383,31 @@ def check_streamed(seeds: Iterable[int] = STREAM_SEEDS, bound: float = STREAM_BO
     return problems, worst
 
 
+def check_wide(seeds: Iterable[int] = WIDE_SEEDS, bound: float = WIDE_BOUND,
+               stop_early: bool = False) -> tuple[list[str], float]:
+    """Checks (a)-(e) on the wide graphs (:func:`compiler.testing.random_graphs.random_wide_graph`:
+    biases in the accumulator, inner dimensions cut along K), each on the default machine and,
+    where it fits, on the smallest scratchpad of STREAM_SCRATCHPADS (its weights and input then
+    stream in blocks). Returns (problems, worst relative error)."""
+    problems: list[str] = []
+    worst = 0.0
+    for seed in seeds:
+        more, error = check_graph(seed, bound, build=random_wide_graph)
+        problems += [f"wide {p}" for p in more]
+        worst = max(worst, error or 0.0)
+        graph, names = random_wide_graph(seed)
+        calibration, test = _samples(names, seed)
+        reused, kept = (smallest_scratchpad(graph, calibration, reuse) for reuse in (True, False))
+        if reused is not None and kept is not None and reused.machine.SPAD_WORDS < DEFAULT.SPAD_WORDS:
+            label = f"wide seed {seed} streamed (SPAD_WORDS={reused.machine.SPAD_WORDS})"
+            more, error = check_programs(label, graph, test, reused, kept, bound)
+            problems += more
+            worst = max(worst, error or 0.0)
+        if problems and stop_early:
+            break
+    return problems, worst
+
+
 def run_battery(nseeds: int = len(BATTERY_SEEDS), stop_early: bool = False) -> list[str]:
     """The battery the mutation check runs: refusals, cancellation, the random graphs, then
     the streamed graphs."""
@@ -372,7 +419,11 @@ def run_battery(nseeds: int = len(BATTERY_SEEDS), stop_early: bool = False) -> l
     if problems and stop_early:
         return problems
     streamed, _ = check_streamed(stop_early=stop_early)
-    return problems + streamed
+    problems += streamed
+    if problems and stop_early:
+        return problems
+    wide, _ = check_wide(stop_early=stop_early)
+    return problems + wide
 
 
 MUTATION_EXIT = 2

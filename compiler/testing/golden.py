@@ -85,10 +85,19 @@ def _int4() -> tuple[Graph, list[Sample]]:
     return g, _samples(g, draw)
 
 
-def _k_too_deep() -> tuple[Graph, list[Sample]]:
+def _split_k_with_bias() -> tuple[Graph, list[Sample]]:
     draw = random.Random(65)
     g = Graph()
-    g.output(g.matmul(g.input("x", (2, 65)), g.weight("w", _table(draw, 65, 3, 0.1))), "y")
+    bias = [draw.uniform(-0.5, 0.5) for _ in range(3)]
+    product = g.matmul(g.input("x", (2, 65)), g.weight("w", _table(draw, 65, 3, 0.1)), bias=bias)
+    g.output(g.relu(product), "y")
+    return g, _samples(g, draw, 4)
+
+
+def _softmax_row_too_long() -> tuple[Graph, list[Sample]]:
+    draw = random.Random(66)
+    g = Graph()
+    g.output(g.softmax(g.input("x", (1, 65))), "y")
     return g, _samples(g, draw, 1)
 
 
@@ -139,7 +148,9 @@ CASES = (
     Case("streamed", "a 256-word scratchpad: the input streams in row blocks, a weight in column panels "
          "loaded again for each row block; a transposed weight in runs of rows", _streamed,
          Params(SPAD_WORDS=256)),
-    Case("refused_k", "refused: a matmul deeper than K_MAX", _k_too_deep),
+    Case("split_k_bias", "a matmul deeper than K_MAX with a bias and a relu: LD of the bias into each "
+         "accumulator row, MMs of K 64 and 1 adding onto it (acc=1), one RQ with relu", _split_k_with_bias),
+    Case("refused_softmax_row", "refused: a softmax row longer than SM_MAX_LEN", _softmax_row_too_long),
     Case("refused_relu", "refused: a relu whose matmul has another reader", _relu_beside_its_matmul),
     Case("refused_concat", "refused: one tensor in two concatenations", _one_tensor_two_concats),
     Case("refused_int4_pin", "refused: an int4 weight in a group the softmax pins", _int4_under_a_pin),

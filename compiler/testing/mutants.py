@@ -1,10 +1,12 @@
 """Testing the tests: break the compiler on purpose and see whether the battery notices.
 
-Each of the first 27 mutants mirrors one of the seed's 27 broken compilers (chapter 11,
-"Testing the tests"); 5 more break the streaming of layers larger than the scratchpad
+Each of the first 26 mutants mirrors one of the seed's 27 broken compilers (chapter 11,
+"Testing the tests"; the 27th checked K against 10 x K_MAX, and a K above K_MAX compiles
+now); 5 more break the streaming of layers larger than the scratchpad
 (:mod:`compiler.blocking`, :mod:`compiler.streaming`), which the battery's streamed graphs
-must catch. Each is a substitution, never an edit of source text: it replaces one seam of the compiler with
-a broken version built from the original (:class:`Function`: a small named function, or a
+must catch; 4 more break biases and the cutting of K (issue 14), for its wide graphs. Each
+is a substitution, never an edit of source text: it replaces one seam of the compiler with a
+broken version built from the original (:class:`Function`: a small named function, or a
 property, patched where the code that calls it looks it up; :class:`Entry`: a field of an
 operation's entry in the table of :mod:`compiler.ops`; :class:`PassSeam`: a pass of
 :data:`compiler.pipeline.PASSES`). Renaming or reformatting code leaves the mutants intact;
@@ -220,10 +222,18 @@ def _one_accumulator_row_short(original: Callable) -> Callable:
     return workspace
 
 
-def _ten_times_k_max(limits: tuple) -> tuple:
-    first, *rest = limits
-    original_bound = first.bound
-    return (dataclasses.replace(first, bound=lambda params: 10 * original_bound(params)), *rest)
+def _later_pieces_overwrite(original: Callable) -> Callable:
+    def mm_pieces(fields: dict, k_max: int, onto: bool = False) -> list:
+        pieces = original(fields, k_max, onto)
+        return pieces[:1] + [p | {"acc": 0} for p in pieces[1:]]
+    return mm_pieces
+
+
+def _first_piece_overwrites(original: Callable) -> Callable:
+    def mm_pieces(fields: dict, k_max: int, onto: bool = False) -> list:
+        pieces = original(fields, k_max, onto)
+        return [pieces[0] | {"acc": 0}, *pieces[1:]]
+    return mm_pieces
 
 
 SEED_MUTANTS = (
@@ -278,13 +288,28 @@ SEED_MUTANTS = (
     Mutant("allocator: freed pieces merge with a neighbour even across a gap",
            Function("compiler.allocator.adjacent"),
            lambda original: lambda piece, start: piece[0] + piece[1] <= start),
-    Mutant("limits: K is checked against 10 x K_MAX", Entry(Op.MATMUL, "limits"), _ten_times_k_max),
     Mutant("fusion: a relu is fused although its matmul has other readers",
            Function("compiler.fusion.other_readers"), _returns([])),
     Mutant("placement: a tensor may be a view in two concatenations",
            Function("compiler.placement.check_free"), _returns(None)),
 )
 """The seed's broken compilers (chapter 11)."""
+
+WIDE_MUTANTS = (
+    Mutant("split K: every piece after the first overwrites the accumulator (acc = 0)",
+           Function("compiler.lowering.mm_pieces"), _later_pieces_overwrite),
+    Mutant("bias: the first piece overwrites the bias loaded into the accumulator (acc = 0)",
+           Function("compiler.lowering.mm_pieces"), _first_piece_overwrites),
+    Mutant("bias: the bias is loaded into the accumulator's first row only",
+           Function("compiler.lowering.bias_rows"),
+           lambda original: lambda acc, rows, cols, entry: original(acc, 1, cols, entry)),
+    Mutant("bias: the bias enters the accumulator in units of the output's scale, not the accumulator's",
+           Function("compiler.bias.accumulator_unit"),
+           lambda original: lambda node, scales: scales[node.id]),
+)
+"""Broken compilers for issue 14 (biases in the accumulator, K cut into pieces), which the
+battery's wide graphs (:func:`compiler.testing.battery.check_wide`) must catch. (The seed's
+27th, K checked against 10 x K_MAX, went with the limit: a K above K_MAX compiles now.)"""
 
 STREAMING_MUTANTS = (
     Mutant("streaming: a block of A or B starts 'first' words into the region, not 'first' rows of k words",
@@ -302,7 +327,7 @@ STREAMING_MUTANTS = (
 """Broken streaming: a wrong block offset, a block not loaded again, an under-counted
 footprint, a gather skipped, the host's panel order lost."""
 
-MUTANTS = SEED_MUTANTS + STREAMING_MUTANTS
+MUTANTS = SEED_MUTANTS + STREAMING_MUTANTS + WIDE_MUTANTS
 
 EQUIVALENT = (
     Mutant("allocator: a free piece of exactly the requested size is passed over (a later, larger "

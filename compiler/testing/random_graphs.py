@@ -26,6 +26,7 @@ the input, narrow layers after wide ones, softmax and argmax heads.
 
 from __future__ import annotations
 
+import itertools
 import math
 import random
 
@@ -208,3 +209,28 @@ def random_stream_graph(seed: int) -> tuple[Graph, InputSpec]:
         b.net.output(b.net.argmax(tip), "tok")
     b.net.output(tip, "out")
     return b.net, b.spec
+
+
+WIDE_WIDTHS = (3, 17, 64, 65, 100, 130)
+"""Layer widths of :func:`random_wide_graph`: below, at and above K_MAX (64), up to 130."""
+
+
+def random_wide_graph(seed: int, wbits: int = 8) -> tuple[Graph, InputSpec]:
+    """A random MLP of 1 to 3 layers (issue 14): widths from WIDE_WIDTHS (inner dimensions above
+    K_MAX, cut along K), every layer with a bias half the time, a relu after it half the time
+    (fused into the requantizer: the bias sits in the accumulator before it). ``wbits`` is
+    ignored (8-bit weights: they may stream). From ``random.Random(seed)`` alone."""
+    rng = random.Random(seed * 13 + 5)
+    rows = rng.choice((1, 3, 4))
+    widths = [rng.choice(WIDE_WIDTHS) for _ in range(rng.randint(2, 4))]
+    g = Graph()
+    x = g.input("x", (rows, widths[0]))
+    for k, (inner, outer) in enumerate(itertools.pairwise(widths)):
+        sd = 1.0 / math.sqrt(inner)
+        weight = g.weight(f"w{k}", [[rng.gauss(0, sd) for _ in range(outer)] for _ in range(inner)])
+        bias = [rng.gauss(0, 0.5) for _ in range(outer)] if rng.random() < 0.5 else None
+        x = g.matmul(x, weight, bias=bias)
+        if rng.random() < 0.5:
+            x = g.relu(x)
+    g.output(x, "y")
+    return g, {"x": ((rows, widths[0]), 1.0)}

@@ -145,7 +145,7 @@ def random_matmuls(count: int, seed: int = 1):
 def test_the_cycles_of_every_candidate_are_the_latencies_of_its_instructions(t):
     """cost() adds latencies block by block; block_steps() writes each instruction: they agree
     exactly, whole loads included, on 40 random steps x every candidate."""
-    params = Params(T=t)
+    params = Params(T=t, LANES=max(t, 4))
     checked = 0
     for mm in random_matmuls(40):
         for b in rank_blockings(mm, params):

@@ -31,7 +31,7 @@ def test_a_5x12_by_12x10_product_is_six_mm_with_row_strides():
 
 
 def test_the_tile_size_comes_from_the_parameters():
-    program = compile_graph(single_matmul(5, 12, 10), [{"x": np.ones((5, 12))}], params=Params(T=8))
+    program = compile_graph(single_matmul(5, 12, 10), [{"x": np.ones((5, 12))}], params=Params(T=8, LANES=8))
     assert [(f["M"], f["N"]) for f in fields(program, "MM")] == [(5, 8), (5, 2)]
 
 

@@ -1,4 +1,4 @@
-"""compiler/fusion.py: a relu becomes its matmul's requantizer flag, or is refused."""
+"""compiler/fusion.py: a relu becomes the relu flag of its matmul's RQ or its add's VADD, or is refused."""
 
 import numpy as np
 import pytest
@@ -14,14 +14,23 @@ def test_relu_after_a_single_reader_matmul_is_fused():
     assert fuse_relus(g, g.consumers()) == {m}
 
 
-def test_relu_after_an_add_is_refused_naming_both_nodes():
+def test_relu_after_a_single_reader_add_is_fused():
     g = Graph()
     x = g.input("x", (1, 2))
-    g.relu(g.add(x, x))
+    a = g.add(x, x)
+    g.output(g.relu(a), "y")
+    assert fuse_relus(g, g.consumers()) == {a}
+
+
+def test_relu_of_an_input_is_refused_naming_both_nodes():
+    g = Graph()
+    x = g.input("x", (1, 2))
+    g.relu(x)
     with pytest.raises(CompileError) as info:
         fuse_relus(g, g.consumers())
-    assert "relu node 2 reads node 1 (add)" in info.value.problem
-    assert "directly after a matmul" in info.value.fix and info.value.node == 2
+    assert "relu node 1 reads node 0 (input" in info.value.problem
+    assert "which is not a matmul or add" in info.value.problem
+    assert "directly after a matmul or add" in info.value.fix and info.value.node == 1
 
 
 def test_relu_on_a_matmul_with_another_reader_is_refused():

@@ -55,6 +55,6 @@ def test_memory_sizes_come_from_the_machine():
     calibration = [{"x": np.ones((16, 64))}]
     compile_graph(g, calibration, params=Params(T=8, LANES=8))
     with pytest.raises(CompileError, match="scratchpad is full"):
-        compile_graph(g, calibration, params=Params(T=8, LANES=8, SPAD_WORDS=2048))
+        compile_graph(g, calibration, params=Params(T=8, LANES=8, SPAD_WORDS=2048), stream=False)
     with pytest.raises(CompileError, match="1024 words the machine has"):
-        compile_graph(g, calibration, params=Params(T=8, LANES=8, EXT_WORDS=1024))
+        compile_graph(g, calibration, params=Params(T=8, LANES=8, EXT_WORDS=1024), stream=False)

@@ -17,7 +17,7 @@ def test_ext_image_holds_quantized_inputs_and_weights_at_their_addresses():
     program = compile_graph(g, [{"x": [[1.27, -0.5]]}])   # x: scale 0.01; w: scale 1/127
     image = program.ext_image({"x": [[1.27, -0.5]]})
     x, w = program.ext["x"], program.ext["w"]
-    assert image.dtype == np.uint32 and len(image) == 8192
+    assert image.dtype == np.uint32 and len(image) == 65536
     assert s8(image[x.addr:x.addr + 2]).tolist() == [127, -50]
     assert s8(image[w.addr:w.addr + 2]).tolist() == [127, 64]   # 63.5 rounds away from zero
 

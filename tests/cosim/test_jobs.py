@@ -32,7 +32,7 @@ def test_ext_image_pads_and_refuses_oversize():
     image = Job(PROGRAM, [-1, 5]).ext_image()
     assert image.dtype == np.uint32 and len(image) == DEFAULT.EXT_WORDS
     assert image[0] == 0xFFFFFFFF and image[1] == 5 and not image[2:].any()
-    with pytest.raises(ValueError, match="has 8193 words, more than the 8192 that fit"):
+    with pytest.raises(ValueError, match="has 65537 words, more than the 65536 that fit"):
         Job(PROGRAM, np.zeros(DEFAULT.EXT_WORDS + 1, np.int64), name="big").ext_image()
 
 
@@ -108,7 +108,7 @@ def test_a_program_made_for_another_machine_is_refused_naming_both():
     job.check(other)
     with pytest.raises(ValueError, match=r"job 0 \(graph\): the program was made for the machine T=4 "
                                          r"K_MAX=64 SPAD_WORDS=2048 EXT_WORDS=4096 .*, but the Verilog was "
-                                         r"generated for T=4 K_MAX=64 SPAD_WORDS=4096 EXT_WORDS=8192 "):
+                                         r"generated for T=4 K_MAX=64 SPAD_WORDS=4096 EXT_WORDS=65536 "):
         as_jobs([job], DEFAULT)
 
 

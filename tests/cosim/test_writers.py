@@ -11,6 +11,7 @@ from compiler.testing.seedtable import compile_seed
 from cosim import stress
 from cosim.jobs import Job
 from cosim.writers import NOT_WRITTEN, Writers, instructions, text
+from sim import spec
 from sim.asm import build
 from sim.machine import apply
 from sim.spec import DEFAULT
@@ -68,7 +69,7 @@ def test_text_is_the_disassembly_on_single_spaces():
 
 
 def test_words_that_do_not_decode_write_nothing():
-    words = [*build("LD", dst=0, src=0, len=2).encode(), 12, 0, 0, 0]   # opcode 12: none
+    words = [*build("LD", dst=0, src=0, len=2).encode(), spec.UNKNOWN_OPCODES[-1], 0, 0, 0]
     writers = Writers.replay(words, 2, DEFAULT)
     assert writers.program[1] is None and writers.instruction(1) == "pc 1: (does not decode)"
     assert writers.of("spad", 0) == 0

@@ -13,7 +13,7 @@ from sim import spec
 from sim.asm import build, decode
 from sim.spec import DEFAULT, ErrorCode, Params
 
-SMALL = Params(SPAD_WORDS=256, EXT_WORDS=512)
+SMALL = Params(SPAD_WORDS=1024, EXT_WORDS=512)
 
 
 def _field_value(rng: random.Random, f: spec.Field, base: int, params: Params) -> int:
@@ -22,6 +22,8 @@ def _field_value(rng: random.Random, f: spec.Field, base: int, params: Params) -
     lo, hi = f.legal_range(params)
     top = (1 << f.width) - 1
     choice = rng.random()
+    if f.name == "table" and choice < 0.5:   # LUT's 256 words, beside the other regions or on dst
+        return max(0, min(top, base + rng.choice([-300, -280, 40, 60, 0])))
     if f.width == spec.ADDR_BITS and f.name != "len" and choice < 0.7:
         if choice < 0.4:
             return max(0, min(top, base + rng.randint(-12, 12)))

@@ -100,3 +100,23 @@ def test_idle_outputs_are_zero():
 def test_rejects_bad_params():
     with pytest.raises(TypeError, match="params=4"):
         DMA(4)
+
+
+@pytest.mark.parametrize("lanes", [4, 8])
+def test_ld_packed_int8_every_length_and_alignment(lanes: int):
+    """LD fmt = 1 (four int8 per external word, sign-extended): lengths 1..19 (every remainder
+    mod 4 and mod LANES) at every source and destination alignment, back to back with fmt = 0."""
+    params = Params(SPAD_WORDS=2048, EXT_WORDS=256, LANES=lanes)
+    rng = np.random.default_rng(50 + lanes)
+    program, dst = [], 0
+    for n in range(1, 20):
+        for align in range(2):
+            dst = (dst + lanes - 1) // lanes * lanes + (n + align) % lanes
+            src = int(rng.integers(0, 200))
+            program.append(build("LD", dst=dst, src=src, len=n, fmt=1 - (n % 5 == 0) * align, params=params))
+            dst += n + 1
+    check_unit(lambda: DMA(params), program, spad=_random_words(rng, params.SPAD_WORDS),
+               ext=_random_words(rng, params.EXT_WORDS), params=params)
+    one = build("LD", dst=0, src=0, len=4, fmt=1, params=params)
+    got, _, _ = run_unit(lambda: DMA(params), [one], ext=[0x80FF7F01], params=params)
+    assert [int(w) for w in got[:4]] == [1, 127, 0xFFFFFFFF, 0xFFFFFF80]   # 1, 127, -1, -128

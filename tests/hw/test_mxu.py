@@ -223,3 +223,36 @@ def test_rejects_bad_params():
         MatrixUnit(4)
     with pytest.raises(ValueError, match="k_max=0"):
         SystolicArray(4, 0)
+
+
+@pytest.mark.parametrize("tb", [0, 1])
+def test_accumulate_every_shape(tb: int):
+    """acc = 1 (dst += A @ B, int32 modulo 2^32) onto random 32-bit words: M, N from 1 to T, K = 1,
+    a middle K and K_MAX, alternating with acc = 0 tiles, back to back; then a chain of four
+    accumulations into the same tile, each reading what the one before it wrote (split K)."""
+    params = Params(SPAD_WORDS=2048)
+    rng = np.random.default_rng(40 + tb)
+    tiles = _Tiles(params)
+    for M in range(1, params.T + 1):
+        for N in range(1, params.T + 1):
+            for K in (1, int(rng.integers(2, 16)), params.K_MAX):
+                tiles.add(rng, M=M, N=N, K=K, tb=tb)
+                fields = dict(tiles.program[-1].fields)
+                fields["acc"] = int((M + N + K) % 3 != 0)
+                tiles.program[-1] = build("MM", params=params, **fields)
+    first = dict(tiles.program[-1].fields)
+    for k in range(4):
+        tiles.program.append(build("MM", params=params, **(first | {"A": first["A"] + k, "acc": 1})))
+    check_unit(lambda: MatrixUnit(params), tiles.program, spad=_random_words(rng, params.SPAD_WORDS),
+               params=params)
+
+
+def test_accumulate_rows_that_overlap_are_refused():
+    """acc = 1 with M > 1 and ldc < N is BAD_FIELD (the rows' old values are read before the rows
+    above them are written); M = 1 or ldc >= N is legal."""
+    mm = dict(dst=600, A=0, B=100, M=2, K=3, N=4, tb=0, lda=3, ldb=4, ldc=3, acc=1)
+    code, text = spec.check(spec.BY_NAME["MM"], mm, P)
+    assert code is spec.ErrorCode.BAD_FIELD and "ldc=3" in text
+    assert spec.check(spec.BY_NAME["MM"], mm | {"M": 1}, P)[0] is spec.ErrorCode.NONE
+    assert spec.check(spec.BY_NAME["MM"], mm | {"ldc": 4}, P)[0] is spec.ErrorCode.NONE
+    assert spec.check(spec.BY_NAME["MM"], mm | {"acc": 0}, P)[0] is spec.ErrorCode.NONE

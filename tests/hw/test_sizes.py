@@ -16,10 +16,8 @@ import numpy as np
 import pytest
 
 from cosim.stress import Generator
-from hw.dma import DMA
 from hw.mxu import MatrixUnit
-from hw.requant import RequantUnit
-from hw.softmax import SoftmaxUnit
+from hw.top import unit_classes
 from hw.vector import VectorUnit
 from sim.asm import build
 from sim.machines import describe
@@ -34,8 +32,8 @@ MACHINES = [
     Params(T=8, LANES=8, **SMALL),
     Params(T=16, LANES=16, **SMALL),
 ]
-UNITS = {DMA: ("LD", "ST"), MatrixUnit: ("MM",), RequantUnit: ("RQ",), VectorUnit: ("VADD", "AMAX", "UNPACK"),
-         SoftmaxUnit: ("SM",)}
+UNITS = {cls: tuple(cls.OPCODES) for cls in dict.fromkeys(unit_classes().values())}
+"""Each unit of the core and the instructions it executes (hw.top.unit_classes: their OPCODES)."""
 INSTRUCTIONS = 8
 """Instructions in each random program (back to back)."""
 

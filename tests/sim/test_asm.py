@@ -110,7 +110,7 @@ def test_decode_ignores_bits_above_the_last_field():
     assert decode(words) == build("LD", dst=1, src=2, len=3)
 
 
-@pytest.mark.parametrize("opcode", [0, 9, 10, 11, 12, 13, 14])
+@pytest.mark.parametrize("opcode", spec.UNKNOWN_OPCODES)
 def test_decode_refuses_an_unknown_opcode(opcode):
     with pytest.raises(AsmError, match=f"unknown opcode {opcode}"):
         decode([opcode, 0, 0, 0])
@@ -163,7 +163,7 @@ def test_fields_read_as_attributes():
     ins = build("MM", dst=240, A=8, B=72, M=3, K=10, N=4, tb=0, lda=10, ldb=9, ldc=11)
     assert (ins.M, ins.K, ins.N, ins.ldc) == (3, 10, 4, 11)
     assert ins.fields == {"dst": 240, "A": 8, "B": 72, "M": 3, "K": 10, "N": 4, "tb": 0,
-                          "lda": 10, "ldb": 9, "ldc": 11}
+                          "lda": 10, "ldb": 9, "ldc": 11, "acc": 0}
     with pytest.raises(AttributeError, match="MM has no field 'len'"):
         _ = ins.len
 
@@ -177,7 +177,7 @@ def test_build_refuses_an_unknown_op():
 
 
 def test_build_refuses_missing_and_unknown_fields():
-    with pytest.raises(AsmError, match=r"LD: missing field\(s\) len \(fields: dst src len\)"):
+    with pytest.raises(AsmError, match=r"LD: missing field\(s\) len \(fields: dst src len fmt\)"):
         build("LD", dst=0, src=0)
     with pytest.raises(AsmError, match=r"LD: unknown field\(s\) size"):
         build("LD", dst=0, src=0, len=1, size=3)
@@ -224,7 +224,8 @@ def test_build_refuses_out_of_legal_range_unless_not_strict(op, fields, message)
     with pytest.raises(AsmError, match=message):
         build(op, **fields)
     ins = build(op, strict=False, **fields)
-    assert ins.fields == fields
+    defaults = {f.name: f.default for f in spec.BY_NAME[op].fields if f.default is not None}
+    assert ins.fields == defaults | fields
     assert decode(ins.encode()) == ins
 
 
@@ -237,7 +238,7 @@ def test_legal_ranges_follow_the_params():
 
 
 def test_build_checks_value_types():
-    assert build("LD", dst=np.int64(3), src=np.uint16(4), len=True).values == (3, 4, 1)
+    assert build("LD", dst=np.int64(3), src=np.uint16(4), len=True).values == (3, 4, 1, 0)
     with pytest.raises(AsmError, match=r"LD field len: expected an int, got 3.5"):
         build("LD", dst=0, src=0, len=3.5)
     with pytest.raises(AsmError, match=r"LD field len: expected an int, got '3'"):
@@ -295,10 +296,23 @@ def test_build_refuses_non_integer_fields(value):
 
 
 def test_build_accepts_numpy_integers_and_bools():
-    assert build("LD", dst=np.int64(3), src=np.uint16(4), len=1).fields == {"dst": 3, "src": 4, "len": 1}
+    ld = build("LD", dst=np.int64(3), src=np.uint16(4), len=1)
+    assert ld.fields == {"dst": 3, "src": 4, "len": 1, "fmt": 0}
     assert build("MM", dst=0, A=16, B=32, M=1, K=1, N=1, tb=True, lda=1, ldb=1, ldc=1).tb == 1
 
 
 def test_build_refuses_bad_params():
     with pytest.raises(AsmError, match=r"params must be a sim\.spec\.Params"):
         build("HALT", params="x")
+
+
+def test_a_field_with_a_default_may_be_left_out_and_is_shown_only_when_set():
+    """MM's acc and LD's fmt (sim.spec.Field.default): the text of programs that do not use them
+    reads as before they existed; set, they show and read back."""
+    mm = build("MM", dst=40, A=0, B=20, M=2, K=3, N=2, tb=0, lda=3, ldb=2, ldc=2)
+    assert mm.fields["acc"] == 0 and "acc" not in disassemble(mm)
+    assert disassemble(mm) == "MM   dst=40 A=0 B=20 M=2 K=3 N=2 tb=0 lda=3 ldb=2 ldc=2"
+    acc = build("MM", **(mm.fields | {"acc": 1}))
+    assert disassemble(acc).endswith("ldc=2 acc=1") and assemble(disassemble(acc)) == [acc]
+    ld = build("LD", dst=1, src=2, len=9, fmt=1)
+    assert disassemble(ld) == "LD   dst=1 src=2 len=9 fmt=1" and assemble("LD dst=1 src=2 len=9")[0].fmt == 0

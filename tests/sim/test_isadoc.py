@@ -149,7 +149,7 @@ def test_text_arithmetic_by_hand():
     assert str(t.select(Sym("tb"), a - 1, 0)) == "tb*(a - 1)"      # a 1-bit condition times the value
     assert str(t.select(Sym("tb"), a, b)) == "(a if tb = 1, else b)"
     assert str(3 * t.ceil_div(a, 4) + t.const("SM_OVERHEAD")) == "3*ceil(a/4) + SM_OVERHEAD"
-    assert latency_text(spec.BY_NAME["MM"]) == "K + M + tb*(N - 1) + MM_OVERHEAD"
+    assert latency_text(spec.BY_NAME["MM"]) == "K + M + tb*(N - 1) + MM_OVERHEAD + acc*MM_ACC_CYCLES"
     assert latency_text(spec.BY_NAME["LD"]) == "ceil(len/LANES) + LD_OVERHEAD"
     assert latency_text(spec.BY_NAME["UNPACK"]) == "ceil(8*len/LANES) + UNPACK_OVERHEAD"
     assert latency_text(spec.BY_NAME["HALT"]) == "STOP_CYCLES"
