@@ -34,7 +34,7 @@ A graph has a text form, one node a line (``%3 = relu %2 -> (5, 10)``): ``str(gr
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -258,6 +258,12 @@ class Graph:
                                "name the tensor as compile_graph(ranges={name: ...}) will, e.g. 'cache'")
         na.tag = name
         return na.id
+
+    def snapshot(self) -> Graph:
+        """A copy whose nodes and names later builder calls on this graph do not change (a
+        weight's values are shared: they are read-only). ``compile_graph`` keeps one in
+        ``Program.graph``, so a program stays what it was compiled from."""
+        return Graph([replace(node) for node in self.nodes], dict(self.names))
 
     # ------------------------------------------------------------------ text form
 

@@ -255,7 +255,7 @@ def compile_graph(graph: Graph, calibration: Sequence[Mapping[str, object]], reu
     state = Compilation(graph, params, calibration, ranges, bool(reuse), trace, bool(stream))
     run_passes(state, check=check_contracts)
     emission = state.emission
-    return Program(graph=graph, code=emission.code, scales=state.plan.scales,
+    return Program(graph=graph.snapshot(), code=emission.code, scales=state.plan.scales,
                    requantizers=emission.requantizers, relu_fused=state.fused, plan=state.plan,
                    placement=state.placement, ext=with_panels(state.ext, emission.panels),
                    ext_words=state.ext_words, spad_high=emission.spad_high, notes=state.plan.notes,

@@ -92,7 +92,8 @@ class Program:
     """A GA-2 program compiled from a graph.
 
     Attributes:
-        graph: the source graph.
+        graph: the source graph as it was compiled (``Graph.snapshot``: nodes added to the
+            graph later, or a node changed, are not the program's).
         code: the instructions, ending in HALT.
         scales: node id -> scale (real value of one int8 level); argmax nodes have none.
         requantizers: the requantizers' (multiplier, shift) pairs: node id -> (m, s) for a

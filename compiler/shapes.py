@@ -167,8 +167,11 @@ def slice_shape(operands: Sequence[Node], attrs: Attrs) -> tuple[Shape, Attrs]:
     (na,) = operands
     start, count = attrs.get("start"), attrs.get("count")
     rows = na.shape[0]
-    ints = isinstance(start, int | np.integer) and isinstance(count, int | np.integer)
-    if not ints or count < 1 or start < 0 or start + count > rows:
+    for name, value in (("start", start), ("count", count)):
+        if isinstance(value, bool | np.bool_) or not isinstance(value, int | np.integer):
+            raise CompileError(f"slice_rows of {na.describe()}: {name}={shown(value)} is not an integer",
+                               f"give {name} as an int, e.g. slice_rows(a, 0, 1)")
+    if count < 1 or start < 0 or start + count > rows:
         raise CompileError(f"slice_rows of {na.describe()}: rows {start}..{start + count - 1} (start="
                            f"{start!r}, count={count!r}) do not lie inside its {plural(rows, 'row')}",
                            f"take 0 <= start and start + count <= {rows}, with count >= 1")

@@ -117,6 +117,9 @@ def _code(code: int) -> str:
 def compare(job: JobLike, run: RtlRun, *, shown: int = SHOWN) -> list[str]:
     """How the RTL's run of a job differs from the reference machine's; empty when bit-exact.
 
+    The reference machine starts from the scratchpad the RTL started from
+    (:attr:`RtlRun.spad_before`: reset does not clear it, docs/GA2.md section 2).
+
     Checks, in this order: for a job that must halt (:attr:`Job.halts`: a compiled graph), that
     the reference machine did (an error code there is a difference even when the RTL agrees);
     that the RTL stopped within the cycle limit; the error code and pc
@@ -145,7 +148,7 @@ def compare(job: JobLike, run: RtlRun, *, shown: int = SHOWN) -> list[str]:
         job.check(run.params)
     except (TypeError, ValueError) as e:
         raise type(e)(f"{job.name}: {e}") from None
-    want = job.expected(run.params)
+    want = job.expected(run.params, run.spad_before)
     out = []
     if job.halts and want.error_code != ErrorCode.NONE:
         out.append(f"the reference machine stops with error {_code(int(want.error_code))} at pc "

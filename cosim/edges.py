@@ -37,9 +37,9 @@ the end of its memory, short or long (SPAD_RANGE, EXT_RANGE), a destination over
 shows (BAD_FIELD with a region out of range or an overlap; SPAD_RANGE with EXT_RANGE; an
 unknown opcode over fields that are also out of range).
 
-Not covered here: a program loaded through the host's instruction-memory port. The test
-bench (cosim/tb.py) loads programs through the arrays (a backdoor) and holds ``imem_we`` low,
-so no stress program can reach that port.
+The host's instruction-memory port is covered by how programs are loaded, not by their
+contents: every cosim.stress.PORT_EVERY th stress program (edge programs included) and the first
+program of every seeds chunk are written through it (cosim/harness.py), the rest by backdoor.
 """
 
 from __future__ import annotations
@@ -52,7 +52,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from sim import arith, spec
-from sim.asm import Instruction, build
+from sim.asm import AsmError, Instruction, build
 from sim.spec import DEFAULT, ErrorCode, Mem, Params
 
 from . import stress
@@ -64,6 +64,11 @@ EDGE_REMAINDER = 2
 INT32_MIN, INT32_MAX = -(1 << 31), (1 << 31) - 1
 TIE_ODD_PARTS = (1, 3, 5, 15, 17, 51, 85, 255)
 """Odd parts of the mantissa in rq_ties: the divisors of 255, so that 127.5 = 255/2 is a tie."""
+
+
+class TooSmall(ValueError):
+    """The machine's memories have no room for an edge program's regions (a small SPAD_WORDS
+    or EXT_WORDS): the stress seed gets a random program instead."""
 
 
 def is_edge(seed: int) -> bool:
@@ -98,7 +103,7 @@ class Builder:
         """A fresh scratchpad region of n words."""
         start = self.spad_next + self.rng.randrange(0, 4)
         if start + n > self.params.SPAD_WORDS:
-            raise ValueError(f"the edge program needs more than {self.params.SPAD_WORDS} scratchpad words")
+            raise TooSmall(f"the edge program needs more than {self.params.SPAD_WORDS} scratchpad words")
         self.spad_next = start + n
         return start
 
@@ -109,6 +114,8 @@ class Builder:
         """
         n = len(values)
         src = self.ext_next + self.rng.randrange(0, 4)
+        if src + n > self.params.EXT_WORDS:
+            raise TooSmall(f"the edge program needs more than {self.params.EXT_WORDS} external words")
         self.ext_next = src + n
         words = np.asarray(values, dtype=np.int64) & 0xFFFFFFFF
         if int8:
@@ -270,16 +277,29 @@ def vector_edges(b: Builder) -> None:
 # --------------------------------------------------------------------------- field_limits
 
 
+def load_whole(b: Builder) -> int:
+    """One LD of as much of the scratchpad as one instruction and the external memory allow
+    (the whole scratchpad on the default machine; a len field holds 16 bits); its length."""
+    p, rng = b.params, b.rng
+    whole = min(p.SPAD_WORDS, p.EXT_WORDS, (1 << spec.ADDR_BITS) - 1)
+    if whole < 2:
+        raise TooSmall(f"no long regions in memories of {p.SPAD_WORDS} and {p.EXT_WORDS} words")
+    b.add("LD", dst=0, src=rng.randrange(0, p.EXT_WORDS - whole + 1), len=whole)
+    return whole
+
+
 def long_regions(b: Builder) -> None:
     """The whole scratchpad loaded at once; a long ST to the end of the external memory; an MM
     whose strided A and B span most of the scratchpad (extents with their upper bits set, which
     the checker computes and compares)."""
     p, rng = b.params, b.rng
-    b.add("LD", dst=0, src=rng.randrange(0, p.EXT_WORDS - p.SPAD_WORDS + 1), len=p.SPAD_WORDS)
-    n = rng.randrange(p.SPAD_WORDS // 4 + 1, p.SPAD_WORDS)
+    whole = load_whole(b)
+    n = rng.randrange(whole // 4 + 1, whole)
     b.add("ST", src=rng.randrange(0, p.SPAD_WORDS - n + 1), dst=p.EXT_WORDS - n, len=n)
     K, out = rng.randint(1, p.K_MAX), p.SPAD_WORDS - p.T * p.T
     strides = max(p.T - 1, 1)                           # the row strides between T rows (T = 1: none)
+    if (out - K) // strides < p.SPAD_WORDS // (4 * strides) or out - (p.T - 1) * K - K < 0:
+        raise TooSmall(f"no room for a long strided MM in {p.SPAD_WORDS} scratchpad words")
     lda = rng.randint(p.SPAD_WORDS // (4 * strides), (out - K) // strides)
     ldb = rng.randint(K, (out - K) // strides)
     b.add("MM", dst=out, A=0, B=rng.randrange(0, out - (p.T - 1) * ldb - K + 1), M=p.T, K=K, N=p.T, tb=1,
@@ -315,8 +335,8 @@ def touching_regions(b: Builder) -> None:
     touching it, just before or just after, without overlapping: the checker's region ends and
     overlap comparisons at their tightest, where a region end one too large makes a false
     OVERLAP."""
-    p, rng = b.params, b.rng
-    b.add("LD", dst=0, src=rng.randrange(0, p.EXT_WORDS - p.SPAD_WORDS + 1), len=p.SPAD_WORDS)
+    rng = b.rng
+    load_whole(b)
     for kind in ("RQ", "VADD", "AMAX", "UNPACK", "SM", "MM"):
         f = lengthened(b, kind, _legal_fields(b, kind))
         regions = spec.BY_NAME[kind].regions
@@ -344,6 +364,8 @@ def _legal_fields(b: Builder, kind: str) -> dict[str, int]:
     take every bit pattern, not only the low addresses of the body's data), none overlapping."""
     p, rng = b.params, b.rng
     ispec = spec.BY_NAME[kind]
+    if not stress.fits(kind, p):
+        raise TooSmall(f"no legal {kind} fits in {p.SPAD_WORDS} scratchpad words")
     for _ in range(1000):
         n = rng.randint(1, 24)
         f = {"LD": {"len": n}, "ST": {"len": n},
@@ -353,8 +375,10 @@ def _legal_fields(b: Builder, kind: str) -> dict[str, int]:
                     "lda": n + rng.randint(0, 3), "ldb": p.T + n, "ldc": p.T}}[kind]
         for region in ispec.regions:
             f.setdefault(region.start, 0)
-        for region in ispec.regions:
-            size = p.EXT_WORDS if region.mem is Mem.EXT else p.SPAD_WORDS
+        sizes = [p.EXT_WORDS if region.mem is Mem.EXT else p.SPAD_WORDS for region in ispec.regions]
+        if any(region.extent(f) > size for region, size in zip(ispec.regions, sizes, strict=True)):
+            continue
+        for region, size in zip(ispec.regions, sizes, strict=True):
             f[region.start] = rng.randrange(0, size - region.extent(f) + 1)
         if spec.check(ispec, f, p)[0] is ErrorCode.NONE:
             return f
@@ -509,9 +533,22 @@ def _draw_fault(b: Builder, code: ErrorCode, turn: int) -> tuple[str, dict[str, 
 
 
 def program(seed: int, params: Params = DEFAULT) -> stress.StressProgram | None:
-    """The edge program of stress seed ``seed``, or None when the seed is not an edge seed."""
+    """The edge program of stress seed ``seed``, or None when the seed is not an edge seed or
+    the machine has no room for it: the strategies are drawn for memories like the default
+    machine's, and on another one a strategy or a fault that cannot be built there (no room:
+    :class:`TooSmall`; a field that does not fit its bits: AsmError; no such fault there) gives
+    the seed a random program instead. On the default machine every one must build."""
     if not is_edge(seed):
         return None
+    try:
+        return _program(seed, params)
+    except (TooSmall, AsmError, AssertionError):
+        if params == DEFAULT:
+            raise
+        return None
+
+
+def _program(seed: int, params: Params) -> stress.StressProgram:
     name = list(STRATEGIES)[(seed // EDGE_EVERY) % len(STRATEGIES)]
     rng = random.Random(f"edge {seed}")
     b = Builder(rng, params)

@@ -6,14 +6,18 @@ runs a whole program without waking Python. The test bench (:mod:`cosim.tb`) wri
 files into the simulator's working folder, raises ``request`` and waits for ``served`` to
 follow it; the harness then, as named tasks:
 
-1. ``read_job``: prog_len and the cycle limit from :data:`JOB_FILE`;
+1. ``read_job``: prog_len, the cycle limit, the rows and how to load the program from
+   :data:`JOB_FILE`;
 2. ``reset_core``: ``rst`` high for :data:`RESET_CYCLES` rising edges (inputs change on falling
    edges; ``rst`` rises after time 0, as Icarus needs: flows/memmap.py);
 3. ``load_memories``: the program and the external memory, one file per bank (:func:`bank_file`,
-   :func:`binary_file`); the rows of the instruction memory the previous program filled beyond
-   this one's are zeroed, so the rest of the instruction memory is always zero (as at time 0);
-4. ``zero_scratchpad``: every scratchpad word to 0 by backdoor (the reference machine starts
-   from a zeroed scratchpad; whether reset should clear it is a decision for the RTL, not here);
+   :func:`binary_file`). The program goes into the instruction memory's arrays (a backdoor;
+   the rows the previous program filled beyond this one's are zeroed, so the rest of the
+   instruction memory is always zero, as at time 0), or, for a job loaded through the port,
+   into the harness's own copy of the banks (``hostprog0`` ..);
+4. ``load_through_port`` (a job loaded through the port only): the program word by word
+   through the host's instruction-memory write port (``imem_we``, ``imem_waddr``,
+   ``imem_wdata``), one word per cycle, as a user's SoC loads it (cycles no counter sees);
 5. ``run_program``: ``start`` high for one cycle, then the cycles until ``done`` or the cycle
    limit, whichever comes first, then :data:`FAULT_SETTLE_CYCLES` more, so that
    ``timing_fault`` has judged every cycle up to the one where ``done`` rose;
@@ -21,6 +25,13 @@ follow it; the harness then, as named tasks:
    or one file per memory) and one line in :data:`STATE_FILE`: finished, cycles waited, error,
    error_code, error_pc, timing_fault and the five counters, in hex (``x`` or ``z`` where a bit
    is unknown: never guessed).
+
+The scratchpad is not touched between programs: reset does not clear it (docs/GA2.md section 2),
+so a program starts from the words the previous one left, and the host gives the reference
+machine that scratchpad (:attr:`cosim.jobs.RtlRun.spad_before`). Once, at time 0, ``configure``
+sets every scratchpad word to 0, as the bitstream does after configuration: the Verilog that
+Amaranth exports holds those initial values itself, but a netlist Yosys writes back may not
+(cosim/mutants_rtl drops them to save Yosys minutes).
 
 Memories move as text (``$readmemh``/``$writememh``) under Icarus and as binary files under
 Verilator (:data:`BINARY`).
@@ -50,8 +61,12 @@ OVERHEAD_CYCLES = RESET_CYCLES + FAULT_SETTLE_CYCLES + 4
 """Cycles of a program's steps besides its run (reset, start, settle), for the test bench's
 time-out."""
 JOB_FILE = "job.hex"
-"""Three words: prog_len (instructions), the cycle limit, and the rows of each instruction-memory
-bank the program fills (its files hold those rows only)."""
+"""Four words: prog_len (instructions), the cycle limit, the rows of each instruction-memory
+bank the program fills (its files hold those rows only), and 1 to load the program through the
+host's write port (0: by backdoor)."""
+HOST_PORT = ("imem_we", "imem_waddr", "imem_wdata")
+"""The simulation top's instruction-memory write port, which the harness drives for a job
+loaded through the port."""
 STATE_FILE = "state.out"
 """The stop, the counters and the cycles waited, one line (:data:`STATE_FIELDS`)."""
 STATE_FIELDS = ("finished", "waited", "error", "error_code", "error_pc", "timing_fault",
@@ -83,7 +98,7 @@ def binary_file(memory: str, bank: int | None = None) -> str:
 
 def _instance(description: Description) -> list[str]:
     """``ga2_simtop dut (...)``: clock and harness registers in, tied-off inputs, wires out."""
-    driven = {"clk", "rst", "start", "prog_len"}
+    driven = {"clk", "rst", "start", "prog_len", *HOST_PORT}
     lines, connections = [], []
     for port in description.ports:
         name, width = port["name"], int(port["width"])
@@ -94,7 +109,7 @@ def _instance(description: Description) -> list[str]:
         elif name in driven:
             connections.append(f".{name}({name})")
         else:
-            connections.append(f".{name}({width}'d0)")   # the host's instruction-write port: unused
+            connections.append(f".{name}({width}'d0)")
     lines.append(f"  {SIMTOP} dut (")
     lines.append(",\n".join(f"    {c}" for c in connections))
     lines.append("  );")
@@ -120,16 +135,29 @@ def _load_bank(memory: str, b: int, path: str, rows: str, binary: bool) -> list[
             "$fclose(fd);"]
 
 
+def _host_copies(description: Description) -> list[str]:
+    """The harness's copy of each instruction-memory bank, for a program loaded through the port."""
+    return [f"hostprog{b}" for b in range(len(description.memories["imem"]["arrays"]))]
+
+
 def _load(description: Description, binary: bool) -> list[str]:
     imem = _banks(description, "imem")
-    return ["    if (rows > 0) begin",
-            *[f"      {line}" for b, path in enumerate(imem)
+    return ["    if (port != 0) begin",
+            "      if (rows > 0) begin",
+            *[f"        {line}" for b, path in enumerate(_host_copies(description))
               for line in _load_bank("imem", b, path, "rows", binary)],
+            "      end",
+            "      if (rows > loaded) loaded = rows;",
+            "    end else begin",
+            "      if (rows > 0) begin",
+            *[f"        {line}" for b, path in enumerate(imem)
+              for line in _load_bank("imem", b, path, "rows", binary)],
+            "      end",
+            "      for (row = rows; row < loaded; row = row + 1) begin",
+            *[f"        {path}[row] = 32'd0;" for path in imem],
+            "      end",
+            "      loaded = rows;",
             "    end",
-            "    for (row = rows; row < loaded; row = row + 1) begin",
-            *[f"      {path}[row] = 32'd0;" for path in imem],
-            "    end",
-            "    loaded = rows;",
             *[f"    {line}" for b, path in enumerate(_banks(description, "ext"))
               for line in _load_bank("ext", b, path, str(_rows(description, "ext")), binary)]]
 
@@ -148,8 +176,23 @@ def _dump(description: Description, binary: bool) -> list[str]:
     return out
 
 
+def _through_port(description: Description) -> list[str]:
+    """Word w of the program (bank w % B, row w / B of the harness's copies) written through the
+    port in the cycle after the falling edge that sets it; ``imem_we`` falls after the last."""
+    copies = _host_copies(description)
+    banks = len(copies)
+    return [f"    for (word = 0; word < rows * {banks}; word = word + 1) begin",
+            "      @(negedge clk);",
+            "      imem_we = 1'b1;",
+            "      imem_waddr = word;",
+            f"      case (word % {banks})",
+            *[f"        {b}: imem_wdata = {copy}[word / {banks}];" for b, copy in enumerate(copies)],
+            "      endcase",
+            "    end",
+            "    @(negedge clk) imem_we = 1'b0;"]
+
+
 def _tasks(description: Description, prog_len: int, binary: bool) -> list[str]:
-    spad = _banks(description, "spad")
     fields = ", ".join(STATE_FIELDS)
     return [
         "  task read_job; begin",
@@ -157,6 +200,7 @@ def _tasks(description: Description, prog_len: int, binary: bool) -> list[str]:
         f"    prog_len = job[0][{prog_len - 1}:0];",
         "    limit = job[1];",
         "    rows = job[2];",
+        "    port = job[3];",
         "  end endtask",
         "  task reset_core; begin",
         "    @(negedge clk) rst = 1'b1;",
@@ -164,9 +208,10 @@ def _tasks(description: Description, prog_len: int, binary: bool) -> list[str]:
         "    @(negedge clk) rst = 1'b0;",
         "  end endtask",
         "  task load_memories; begin", *_load(description, binary), "  end endtask",
-        "  task zero_scratchpad; begin",
+        "  task load_through_port; begin", *_through_port(description), "  end endtask",
+        "  task configure; begin",
         f"    for (row = 0; row < {_rows(description, 'spad')}; row = row + 1) begin",
-        *[f"      {path}[row] = 32'd0;" for path in spad],
+        *[f"      {path}[row] = 32'd0;" for path in _banks(description, "spad")],
         "    end",
         "  end endtask",
         "  task run_program; begin",
@@ -192,7 +237,9 @@ def _tasks(description: Description, prog_len: int, binary: bool) -> list[str]:
 def render(description: Description, binary: bool = False) -> str:
     """The harness's Verilog for a simulation top (its ``ga2_ports.json``: :class:`Description`),
     moving the memories as binary files or as text (:data:`BINARY`)."""
-    prog_len = next(int(p["width"]) for p in description.ports if p["name"] == "prog_len")
+    width = {p["name"]: int(p["width"]) for p in description.ports}
+    prog_len, waddr = width["prog_len"], width["imem_waddr"]
+    imem_rows = _rows(description, "imem")
     lines = [
         f"// {TOP}: cosim's test harness around {SIMTOP}, generated by cosim/harness.py from the",
         "// ports and memories in ga2_ports.json (do not edit). The steps of a program are the tasks",
@@ -205,18 +252,24 @@ def render(description: Description, binary: bool = False) -> str:
         "  reg rst = 1'b0;",
         "  reg start = 1'b0;",
         f"  reg [{prog_len - 1}:0] prog_len = {prog_len}'d0;",
+        "  reg imem_we = 1'b0;",
+        f"  reg [{waddr - 1}:0] imem_waddr = {waddr}'d0;",
+        "  reg [31:0] imem_wdata = 32'd0;",
+        *[f"  reg [31:0] {copy} [0:{imem_rows - 1}];" for copy in _host_copies(description)],
         *_instance(description),
-        "  reg [31:0] job [0:2];",
+        "  reg [31:0] job [0:3];",
         "  reg finished = 1'b0;",
-        "  integer limit = 0, waited = 0, rows = 0, loaded = 0, row = 0, fd = 0, got = 0;",
+        "  integer limit = 0, waited = 0, rows = 0, port = 0, loaded = 0;",
+        "  integer row = 0, word = 0, fd = 0, got = 0;",
         *_tasks(description, prog_len, binary),
         "  initial begin",
+        "    configure;",
         "    forever begin",
         "      wait (request != served);",
         "      read_job;",
         "      reset_core;",
         "      load_memories;",
-        "      zero_scratchpad;",
+        "      if (port != 0) load_through_port;",
         "      run_program;",
         "      dump_state;",
         "      served = request;",

@@ -12,6 +12,7 @@ This module needs numpy and :mod:`sim` only (no cocotb), so both sides import it
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -77,6 +78,9 @@ class Job:
         compiled: the compiled program (``compiler.Program``) the job was made from, or None;
             with it, :func:`cosim.api.compare` names the tensor behind a differing word
             (``Program.whose``), not only the instruction that wrote it.
+        via_port: the test harness writes the program through the host's instruction-memory
+            port (``imem_we``, one word per cycle after reset, as a user's SoC does) instead of
+            into the memory's arrays by backdoor; the counters do not see those cycles.
     """
 
     program: Sequence[Instruction] | Sequence[int]
@@ -86,6 +90,7 @@ class Job:
     machine: Params | None = None
     halts: bool = False
     compiled: Any = field(default=None, repr=False, compare=False)
+    via_port: bool = False
     _expected: dict = field(default_factory=dict, repr=False, compare=False)
 
     @classmethod
@@ -153,14 +158,20 @@ class Job:
             raise ValueError(f"limit={self.limit!r}: a cycle limit is a positive int (or None: from the "
                              "reference's cycles)")
 
-    def expected(self, params: Params = DEFAULT) -> Expected:
-        """The reference machine's run of this job (computed once per params)."""
-        if params not in self._expected:
+    def expected(self, params: Params = DEFAULT, spad: np.ndarray | None = None) -> Expected:
+        """The reference machine's run of this job from the scratchpad ``spad`` (SPAD_WORDS
+        uint32 words: what the previous program left, since reset does not clear it; None or
+        all zero: as after configuration), computed once per params and starting scratchpad."""
+        start = None if spad is None or not np.any(spad) else np.asarray(spad, np.uint32)
+        key = (params, None if start is None else hashlib.sha256(start.tobytes()).hexdigest())
+        if key not in self._expected:
             program = self.program if _is_instructions(self.program) else self.words
-            self._expected[params] = reference(program, self.ext_image(params), params)
-        return self._expected[params]
+            self._expected[key] = reference(program, self.ext_image(params), params, start)
+        return self._expected[key]
 
     def cycle_limit(self, params: Params = DEFAULT) -> int:
+        """The cycles to wait (:attr:`limit`, or from the reference's count, which no
+        instruction's data changes: GA2.md section 5)."""
         if self.limit is not None:
             return self.limit
         return LIMIT_FACTOR * self.expected(params).counters.cycles + LIMIT_SLACK
@@ -247,10 +258,12 @@ def program_words(program: Sequence[Instruction] | Sequence[int]) -> np.ndarray:
     return as_words(program, "the program")
 
 
-def reference(program: Sequence[Instruction] | Sequence[int], ext, params: Params = DEFAULT) -> Expected:
-    """Run a program on the reference machine; an illegal program's error becomes part of the result."""
+def reference(program: Sequence[Instruction] | Sequence[int], ext, params: Params = DEFAULT,
+              spad: np.ndarray | None = None) -> Expected:
+    """Run a program on the reference machine (from the scratchpad ``spad``, None: zero); an
+    illegal program's error becomes part of the result."""
     try:
-        result: RunResult = Machine(params).run(program, ext)
+        result: RunResult = Machine(params).run(program, ext, spad=spad)
     except MachineError as stop:
         r = stop.result
         return Expected(r.spad, r.ext, r.counters, stop.code, stop.pc, stop.detail)
@@ -282,6 +295,10 @@ class RtlRun:
             request to the harness's answer: reset, loads, the run, the dumps).
         sim_cpu_seconds: the processor time of the simulator's process in that part (less
             sensitive than wall time to other work on the machine).
+        spad_before: the scratchpad the program started from: the one the previous job of the
+            same launch left (reset does not clear it: docs/GA2.md section 2; an unresolved
+            word reads 0 here), None for a launch's first job (the Verilog's memories start
+            at 0). :func:`cosim.api.compare` starts the reference machine from it.
     """
 
     name: str
@@ -303,6 +320,7 @@ class RtlRun:
     seconds: float = 0.0
     sim_seconds: float = 0.0
     sim_cpu_seconds: float = 0.0
+    spad_before: np.ndarray | None = field(default=None, repr=False)
 
 
 # --------------------------------------------------------------------------- files
@@ -334,6 +352,7 @@ def write_jobs(path: Path, jobs: Sequence[Job], params: Params) -> None:
         ext=np.stack([job.ext_image(params) for job in jobs]) if jobs
         else np.zeros((0, params.EXT_WORDS), np.uint32),
         limit=np.array([job.cycle_limit(params) for job in jobs], dtype=np.int64),
+        port=np.array([bool(job.via_port) for job in jobs], dtype=bool),
     )
 
 
@@ -346,6 +365,7 @@ class JobBatch:
     words: list[np.ndarray]
     ext: np.ndarray
     limit: list[int]
+    port: list[bool]
 
     def __len__(self) -> int:
         return len(self.names)
@@ -361,6 +381,7 @@ def read_jobs(path: Path) -> JobBatch:
             words=[words[offsets[k]:offsets[k + 1]] for k in range(len(offsets) - 1)],
             ext=f["ext"],
             limit=[int(v) for v in f["limit"]],
+            port=[bool(v) for v in f["port"]],
         )
 
 
@@ -397,7 +418,8 @@ def write_results(path: Path, results: dict[str, np.ndarray]) -> None:
 
 def read_results(path: Path, batch_names: Sequence[str], limits: Sequence[int], simulator: str,
                  params: Params) -> list[RtlRun]:
-    """The results file as :class:`RtlRun` objects, in job order."""
+    """The results file as :class:`RtlRun` objects, in job order; each run's ``spad_before`` is
+    the previous run's ``spad`` (the same array)."""
     with np.load(path) as f:
         r = {name: f[name] for name in RESULT_ARRAYS}
     runs = []
@@ -413,5 +435,6 @@ def read_results(path: Path, batch_names: Sequence[str], limits: Sequence[int], 
             counters_x=tuple(n for n, bad in zip(spec.COUNTERS, r["counters_x"][k], strict=True) if bad),
             seconds=float(r["seconds"][k]), sim_seconds=float(r["sim_seconds"][k]),
             sim_cpu_seconds=float(r["sim_cpu_seconds"][k]),
+            spad_before=runs[-1].spad if runs else None,
         ))
     return runs

@@ -22,6 +22,7 @@ from __future__ import annotations
 import contextlib
 import multiprocessing
 import os
+import shutil
 import signal
 import threading
 import time
@@ -49,6 +50,8 @@ from .verilog import fresh_verilog, verilog_params
 CHUNK = 100
 """Jobs per simulator launch: the most that are made, run and compared at a time by one worker.
 A launch costs about a second of start-up."""
+STOP_WAIT = 5.0
+"""Seconds to wait for each stopped worker to exit before its launch folders are removed."""
 
 
 @dataclass
@@ -173,12 +176,21 @@ def _start_pool(workers: int) -> tuple[ProcessPoolExecutor, Any]:
     return pool, progress
 
 
-def _stop_workers(pool: ProcessPoolExecutor) -> None:
-    """Stop every worker and the simulator it runs (each worker is a process group) now."""
+def _stop_workers(pool: ProcessPoolExecutor, builds: Sequence[Path] = (), keep: bool = False) -> None:
+    """Stop every worker and the simulator it runs (each worker is a process group) now; then,
+    unless ``keep``, remove the launch folders they left under the build folders ``builds``
+    (:func:`cosim.runner.run_folders`: a killed worker cannot remove its own)."""
     pool.shutdown(wait=False, cancel_futures=True)
-    for child in multiprocessing.active_children():
+    children = multiprocessing.active_children()
+    for child in children:
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(child.pid, signal.SIGTERM)
+    for child in children:
+        child.join(STOP_WAIT)
+    for directory in () if keep else builds:
+        for child in children:
+            for folder in runner.run_folders(directory, child.pid):
+                shutil.rmtree(folder, ignore_errors=True)
 
 
 class _Builds:
@@ -358,7 +370,7 @@ def run_stream(recipes: Sequence[Recipe], choice: str, *, noun: str = "program",
                 t.join()
     except BaseException:              # Ctrl-C, or a recipe that failed: stop, do not finish the queue
         if pool is not None:
-            _stop_workers(pool)
+            _stop_workers(pool, [b.directory for b in builds.ready.values()], keep)
         raise
     if pool is not None:
         pool.shutdown()

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import shutil
 import subprocess
 import tempfile
@@ -34,7 +35,7 @@ from flows.memmap import SIMTOP
 from sim.spec import Params
 
 from . import harness
-from .errors import BuildError, CosimError, SimulationError, SimulatorMissing
+from .errors import BuildError, CosimError, SimulationError, SimulatorMissing, writing
 from .jobs import Job, RtlRun, read_results, write_jobs
 from .simulators import (
     SIMULATORS,
@@ -119,6 +120,11 @@ class Build:
         return self.directory / "build.log"
 
 
+PRODUCT = {"icarus": "sim.vvp", "verilator": harness.TOP}
+"""What a build leaves in its folder for a launch to run (cocotb_tools' names): a build whose
+stamp is intact but whose product is gone (deleted, a cleaned folder) is built again."""
+
+
 def _recipe(simulator: str, waves: bool) -> str:
     verilator = simulator == "verilator"
     return json.dumps({"simulator": simulator, "version": simulator_version(simulator), "waves": waves,
@@ -181,16 +187,18 @@ def build(simulator: str, verilog: Path, *, waves: bool = False, root: Path | No
     digest = hashlib.sha256(text + b"\0" + top + b"\0" + _recipe(simulator, waves).encode()).hexdigest()
     stamp = directory / "stamp.sha256"
     with flock(root / f"{directory.name}.lock", exclusive=True):
-        if stamp.is_file() and stamp.read_text().strip() == digest:
+        product = directory / PRODUCT[simulator]
+        if stamp.is_file() and stamp.read_text().strip() == digest and product.is_file():
             return Build(simulator, directory, digest, waves, True, time.perf_counter() - t0)
         if starting is not None:
             starting()
-        if directory.exists():
-            shutil.rmtree(directory)
-        directory.mkdir(parents=True)
         sources = [directory / f"{harness.TOP}.v", directory / f"{SIMTOP}.v"]
-        sources[0].write_bytes(top)
-        sources[1].write_bytes(text)       # the build's own copy: later exports do not touch it
+        with writing(root):
+            if directory.exists():
+                shutil.rmtree(directory)
+            directory.mkdir(parents=True)
+            sources[0].write_bytes(top)
+            sources[1].write_bytes(text)       # the build's own copy: later exports do not touch it
         _compile(simulator, directory, sources, waves, verilog)
         stamp.write_text(digest + "\n")
     return Build(simulator, directory, digest, waves, False, time.perf_counter() - t0)
@@ -250,6 +258,18 @@ def _launch(b: Build, run_dir: Path, env: dict[str, str], progress_file: Path,
     return failure[0] if failure else None
 
 
+def run_prefix(pid: int | None = None) -> str:
+    """How a launch's folder under ``<build>/runs/`` begins: the time and the id of the process
+    that made it (``193012-4242-``), so that whoever stops that process finds its folders
+    (:func:`cosim.pool.run_stream` on Ctrl-C); None: this process, now."""
+    return f"{time.strftime('%H%M%S')}-{os.getpid() if pid is None else pid}-"
+
+
+def run_folders(directory: Path, pid: int) -> list[Path]:
+    """The launch folders process ``pid`` made under a build folder (:func:`run_prefix`)."""
+    return sorted((Path(directory) / "runs").glob(f"*-{pid}-*"))
+
+
 def run_batch(b: Build, jobs: Sequence[Job], params: Params, *, keep: bool = False,
               progress: Callable[[int], None] | None = None) -> Simulation:
     """Run jobs back to back in one launch of a build (:mod:`cosim.tb`).
@@ -270,11 +290,13 @@ def run_batch(b: Build, jobs: Sequence[Job], params: Params, *, keep: bool = Fal
     if not jobs:
         return Simulation([], b, 0.0)
     runs_root = b.directory / "runs"
-    runs_root.mkdir(parents=True, exist_ok=True)
-    run_dir = Path(tempfile.mkdtemp(prefix=time.strftime("%H%M%S-"), dir=runs_root))
+    with writing(runs_root):
+        runs_root.mkdir(parents=True, exist_ok=True)
+        run_dir = Path(tempfile.mkdtemp(prefix=run_prefix(), dir=runs_root))
     jobs_file, results_file, progress_file = (run_dir / n for n in ("jobs.npz", "results.npz", "progress"))
-    write_jobs(jobs_file, jobs, params)
-    progress_file.touch()
+    with writing(run_dir):
+        write_jobs(jobs_file, jobs, params)
+        progress_file.touch()
     prepare_environment()
     env = {"COSIM_JOBS": str(jobs_file), "COSIM_RESULTS": str(results_file),
            "COSIM_PROGRESS": str(progress_file), "COSIM_BINARY": str(int(harness.BINARY[b.simulator])),

@@ -31,6 +31,7 @@ without running its finished chunks again.
 
 from __future__ import annotations
 
+import functools
 import random
 import shlex
 import sys
@@ -63,6 +64,26 @@ LEN_MAX = 512
 WINDOWS = (128, 512, 2048)
 """Sizes of the scratchpad window a program works in (or the whole scratchpad)."""
 WHAT = "memory, all five counters, error code and pc"
+
+
+@functools.cache
+def smallest(kind: str, params: Params) -> dict[str, int] | None:
+    """The smallest legal ``kind`` on the machine: every field at the low end of its legal
+    range, its regions side by side from word 0; None when even that fails the spec's checks
+    (a small machine has no room for some: UNPACK needs 9 scratchpad words)."""
+    ispec = spec.BY_NAME[kind]
+    fields = {f.name: f.legal_range(params)[0] for f in ispec.fields}
+    fields.update({r.start: 0 for r in ispec.regions})
+    used = {Mem.SPAD: 0, Mem.EXT: 0}
+    for region in ispec.regions:
+        fields[region.start] = used[region.mem]
+        used[region.mem] += region.extent(fields)
+    return fields if spec.check(ispec, fields, params)[0] is ErrorCode.NONE else None
+
+
+def fits(kind: str, params: Params) -> bool:
+    """Whether some legal ``kind`` exists on the machine (:func:`smallest`)."""
+    return smallest(kind, params) is not None
 
 
 @dataclass
@@ -98,6 +119,11 @@ class Generator:
         size = self.rng.choice((*WINDOWS, params.SPAD_WORDS))
         size = min(size, params.SPAD_WORDS)
         self.window = (self.rng.randrange(0, params.SPAD_WORDS - size + 1), size)
+
+    def kinds(self, candidates: Sequence[str] = KINDS) -> list[str]:
+        """The candidates a legal instruction of which fits the machine (:func:`fits`; all of
+        them on the default machine, so the draws are the same there)."""
+        return [kind for kind in candidates if fits(kind, self.p)]
 
     # ------------------------------------------------------------------ values
 
@@ -195,7 +221,12 @@ class Generator:
                 if note:
                     self._note(kind, fields)
                 return build(kind, params=self.p, **fields)
-        raise AssertionError(f"seed {self.seed}: no legal {kind} found")
+        fields = smallest(kind, self.p)       # random fields rarely fit a tiny scratchpad
+        if fields is not None:
+            if note:
+                self._note(kind, fields)
+            return build(kind, params=self.p, **fields)
+        raise AssertionError(f"seed {self.seed}: no legal {kind} on this machine")
 
     def _note(self, kind: str, f: dict[str, int]) -> None:
         self.features[kind] += 1
@@ -249,7 +280,7 @@ class Generator:
         return kind, dict(self.legal(kind, note=False).fields)
 
     def _bad_field(self) -> tuple[str, dict[str, int]] | None:
-        kind, f = self._legal_fields(KINDS)
+        kind, f = self._legal_fields(self.kinds())
         bounded = [fl for fl in spec.BY_NAME[kind].fields if fl.lo is not None or fl.hi is not None]
         fl = self.rng.choice(bounded)
         lo, hi = fl.legal_range(self.p)
@@ -262,22 +293,28 @@ class Generator:
         return kind, f
 
     def _spad_range(self) -> tuple[str, dict[str, int]] | None:
-        kind, f = self._legal_fields([k for k in KINDS if any(r.mem is Mem.SPAD
-                                                               for r in spec.BY_NAME[k].regions)])
+        kind, f = self._legal_fields(self.kinds([k for k in KINDS if any(r.mem is Mem.SPAD
+                                                                          for r in spec.BY_NAME[k].regions)]))
         if kind == "MM" and self.rng.random() < 0.4:
             # a stride so long that the region's end needs more than 16 bits
             f["M"] = max(f["M"], 2)
-            f["lda"] = self.rng.choice([self.p.SPAD_WORDS, (1 << spec.ADDR_BITS) - 1,
-                                        self.rng.randrange(self.p.SPAD_WORDS, 1 << spec.ADDR_BITS)])
+            top = (1 << spec.ADDR_BITS) - 1
+            if top < self.p.SPAD_WORDS:        # a full 16-bit scratchpad: the longest stride
+                f["lda"] = top
+                return kind, f
+            f["lda"] = self.rng.choice([self.p.SPAD_WORDS, top,
+                                        self.rng.randrange(self.p.SPAD_WORDS, top + 1)])
             return kind, f
         region = self.rng.choice([r for r in spec.BY_NAME[kind].regions if r.mem is Mem.SPAD])
         extent = region.extent(f)
         lowest = max(0, self.p.SPAD_WORDS - extent + 1)
+        if lowest >= 1 << spec.ADDR_BITS:       # a full 16-bit scratchpad: too short to reach past it
+            return None
         f[region.start] = self.rng.choice([lowest, self.rng.randint(lowest, (1 << spec.ADDR_BITS) - 1)])
         return kind, f
 
     def _ext_range(self) -> tuple[str, dict[str, int]]:
-        kind, f = self._legal_fields(_kinds_with(Mem.EXT))
+        kind, f = self._legal_fields(self.kinds(_kinds_with(Mem.EXT)))
         region = next(r for r in spec.BY_NAME[kind].regions if r.mem is Mem.EXT)
         top = (1 << spec.ADDR_BITS) - 1
         if self.p.EXT_WORDS - region.extent(f) + 1 > top:   # a memory as large as the address range:
@@ -287,7 +324,7 @@ class Generator:
         return kind, f
 
     def _overlap(self) -> tuple[str, dict[str, int]] | None:
-        kind, f = self._legal_fields(_kinds_with(Mem.SPAD, writes=True))
+        kind, f = self._legal_fields(self.kinds(_kinds_with(Mem.SPAD, writes=True)))
         regions = spec.BY_NAME[kind].regions
         write = next(r for r in regions if r.writes)
         read = self.rng.choice([r for r in regions if not r.writes])
@@ -301,20 +338,22 @@ class Generator:
     # ------------------------------------------------------------------ programs
 
     def ext_image(self) -> np.ndarray:
-        """Random external memory in chunks of 64 words: int8, int16, full 32-bit, small values."""
+        """Random external memory in chunks of 64 words: int8, int16, full 32-bit, small values
+        (one chunk, cut, for an external memory of fewer than 64 words)."""
         draw = np.random.default_rng(self.seed)
         chunks = []
-        for kind in draw.integers(0, 4, self.p.EXT_WORDS // 64):
+        for kind in draw.integers(0, 4, -(-self.p.EXT_WORDS // 64)):
             bounds = ((-128, 128), (-(1 << 15), 1 << 15), (-(1 << 31), 1 << 31), (-8, 9))[kind]
             chunks.append(draw.integers(*bounds, 64, dtype=np.int64))
-        return (np.concatenate(chunks) & 0xFFFFFFFF).astype(np.uint32)
+        return (np.concatenate(chunks)[:self.p.EXT_WORDS] & 0xFFFFFFFF).astype(np.uint32)
 
     def loads(self) -> list[Instruction]:
         """0 to 3 LDs of random external memory into the window (counted as LD)."""
         rng, (base, size) = self.rng, self.window
         out = []
+        longest = min(size, LEN_MAX, self.p.EXT_WORDS)
         for _ in range(rng.choice((0, 1, 2, 3, 3))):
-            n = rng.randint(max(1, min(size, LEN_MAX) // 4), min(size, LEN_MAX))
+            n = rng.randint(max(1, longest // 4), longest)
             out.append(build("LD", params=self.p, dst=base + rng.randrange(0, size - n + 1),
                              src=rng.randrange(0, self.p.EXT_WORDS - n + 1), len=n))
             self.features["LD"] += 1
@@ -330,7 +369,7 @@ class Generator:
             body.append(build("HALT"))
         elif ending != ErrorCode.NO_HALT.name:
             body.append(self._faulty(ErrorCode[ending]))
-            body += [self.legal(rng.choice(KINDS)) for _ in range(rng.randint(0, 2))]
+            body += [self.legal(rng.choice(self.kinds())) for _ in range(rng.randint(0, 2))]
             body.append(build("HALT"))
         self.features[f"ends {ending}"] += 1
         if any(isinstance(ins, list) for ins in body):
@@ -368,7 +407,7 @@ def _kinds_with(mem: Mem, *, writes: bool = False) -> list[str]:
 
 def random_body(g: Generator) -> list[Instruction | list[int]]:
     """0 to BODY_MAX legal instructions, each of a kind drawn uniformly (all but HALT)."""
-    return [g.legal(g.rng.choice(KINDS)) for _ in range(g.rng.randint(0, BODY_MAX))]
+    return [g.legal(g.rng.choice(g.kinds())) for _ in range(g.rng.randint(0, BODY_MAX))]
 
 
 STRATEGIES: tuple[Strategy, ...] = (Strategy("random", random_body),)
@@ -387,9 +426,15 @@ def long_program(seed: int, length: int, params: Params = DEFAULT) -> Job:
     seed, and its external memory: for measuring simulated cycles per second."""
     g = Generator(seed, params)
     body = g.loads()
-    body += [g.legal(g.rng.choice(KINDS)) for _ in range(length - len(body) - 1)]
+    body += [g.legal(g.rng.choice(g.kinds())) for _ in range(length - len(body) - 1)]
     name = f"long program (seed {seed}, {length} instructions)"
     return Job([*body, build("HALT")], g.ext_image(), name=name, machine=params)
+
+
+PORT_EVERY = 8
+"""Programs whose seed is a multiple of this are loaded through the host's instruction-memory
+write port (:attr:`cosim.jobs.Job.via_port`), the others by backdoor: the port's path is
+checked in every chunk, at a cost of a few cycles per instruction."""
 
 
 def generate(first: int, n: int, params: Params = DEFAULT) -> list[StressProgram]:
@@ -398,9 +443,12 @@ def generate(first: int, n: int, params: Params = DEFAULT) -> list[StressProgram
 
 
 def programs(first: int, n: int, params: Params = DEFAULT) -> Iterator[StressProgram]:
-    """Programs for seeds first .. first+n-1, each drawn when it is asked for."""
+    """Programs for seeds first .. first+n-1, each drawn when it is asked for; every
+    :data:`PORT_EVERY` th is loaded through the host's instruction-memory port."""
     for seed in range(first, first + n):
-        yield edges.program(seed, params) or Generator(seed, params).program()  # cosim/edges.py: every 3rd
+        prog = edges.program(seed, params) or Generator(seed, params).program()  # cosim/edges.py: every 3rd
+        prog.job.via_port = seed % PORT_EVERY == 0
+        yield prog
 
 
 def listing(program: Sequence[Instruction] | Sequence[int]) -> str:

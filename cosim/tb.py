@@ -15,12 +15,12 @@ launches it. It reads its work from files named by environment variables:
 
 The top level is the harness (:mod:`cosim.harness`), which holds the clock and does every step
 of a program inside the simulator. For each job :class:`TB` writes the program, the external
-memory and the job file (prog_len, cycle limit) into the simulator's working folder, raises
-``request`` and waits for the harness to set ``served`` (one trigger, with a time-out of the
-job's cycle limit plus the steps' overhead in simulated time: a broken harness fails the test,
-it never hangs it), then reads back the dumped scratchpad and external memory and the state
-line (the stop, the five counters, ``timing_fault``, the cycles waited); X or Z bits are
-recorded as such, never guessed. Python wakes twice per program, never per cycle.
+memory and the job file (prog_len, cycle limit, backdoor or host port) into the simulator's
+working folder, raises ``request`` and waits for the harness to set ``served`` (one trigger,
+with a time-out of the job's cycle limit plus the steps' overhead in simulated time: a broken
+harness fails the test, it never hangs it), then reads back the dumped scratchpad and external
+memory and the state line (the stop, the five counters, ``timing_fault``, the cycles waited);
+X or Z bits are recorded as such, never guessed. Python wakes twice per program, never per cycle.
 """
 
 from __future__ import annotations
@@ -80,29 +80,31 @@ class TB:
             return memfiles.read_binary(self.folder / harness.binary_file(memory), sum(self.banks[memory]))
         return memfiles.read_banks(self.folder, self.files(memory, dumped=True), self.banks[memory][0])
 
-    def write_inputs(self, words: np.ndarray, ext: np.ndarray, limit: int) -> None:
-        """The program's rows of the instruction memory (the harness zeroes the rest), the
-        external memory, the job file."""
+    def write_inputs(self, words: np.ndarray, ext: np.ndarray, limit: int, port: bool = False) -> None:
+        """The program's rows of the instruction memory (for a backdoor load the harness zeroes the rest), the
+        external memory, the job file; ``port``: the harness loads the program through the
+        host's write port (cosim.harness.HOST_PORT), not by backdoor."""
         banks = len(self.banks["imem"])
         rows = -(-len(words) // banks)
         self._load("imem", np.asarray(words, np.uint32))
         self._load("ext", np.asarray(ext, np.uint32))
-        job = np.array([len(words) // spec.INSTR_WORDS, limit, rows], np.uint32)
+        job = np.array([len(words) // spec.INSTR_WORDS, limit, rows, int(port)], np.uint32)
         (self.folder / harness.JOB_FILE).write_bytes(memfiles.hex_text(job))
 
-    async def serve(self, limit: int) -> None:
-        """Raise ``request``; return when the harness has set ``served`` to it.
+    async def serve(self, limit: int, loading: int = 0) -> None:
+        """Raise ``request``; return when the harness has set ``served`` to it (``loading``:
+        the cycles the harness spends writing the program through the port).
 
         Raises:
             HarnessError: no answer within the limit plus the steps' overhead (simulated time).
         """
         self.requests += 1
         self.dut.request.value = self.requests
-        timeout = Timer((limit + harness.OVERHEAD_CYCLES) * harness.PERIOD_NS, unit="ns")
+        timeout = Timer((limit + loading + harness.OVERHEAD_CYCLES) * harness.PERIOD_NS, unit="ns")
         await First(self.dut.served.value_change, timeout)
         if self.dut.served.value.to_unsigned() != self.requests:
             raise HarnessError(f"the harness did not answer request {self.requests} within {limit:,} + "
-                               f"{harness.OVERHEAD_CYCLES} cycles")
+                               f"{loading + harness.OVERHEAD_CYCLES} cycles")
 
     def read_outputs(self, results: dict[str, np.ndarray], k: int) -> None:
         """Row k of the results: memories, counters, error outputs, timing_fault, cycles waited."""
@@ -133,14 +135,15 @@ async def run_jobs(dut: HierarchyObject) -> None:
     results = empty_results(len(batch), batch.params)
     for k, name in enumerate(batch.names):
         t0 = time.perf_counter()
-        tb.write_inputs(batch.words[k], batch.ext[k], batch.limit[k])
+        port = batch.port[k]
+        tb.write_inputs(batch.words[k], batch.ext[k], batch.limit[k], port)
         t1, cpu = time.perf_counter(), time.process_time()
-        await tb.serve(batch.limit[k])
+        await tb.serve(batch.limit[k], len(batch.words[k]) + 1 if port else 0)
         results["sim_seconds"][k] = time.perf_counter() - t1
         results["sim_cpu_seconds"][k] = time.process_time() - cpu
         tb.read_outputs(results, k)
         results["seconds"][k] = time.perf_counter() - t0
-        tb.log.info("%s: %s after %d cycles (limit %d), %.3f s", name,
+        tb.log.info("%s%s: %s after %d cycles (limit %d), %.3f s", name, " (via the port)" if port else "",
                     "stopped" if results["finished"][k] else "NO STOP", results["waited"][k], batch.limit[k],
                     results["seconds"][k])
         if progress is not None:

@@ -33,7 +33,7 @@ from flows.memmap import MEMORIES, PORTS_JSON, SIMTOP
 from sim import machines
 from sim.spec import DEFAULT, Params
 
-from .errors import CosimError
+from .errors import CosimError, writing
 
 ROOT = Path(__file__).resolve().parents[1]
 BUILD = ROOT / "build"
@@ -49,9 +49,15 @@ STAMP = COSIM_BUILD / "verilog.json"
 
 @contextmanager
 def flock(path: Path, exclusive: bool) -> Iterator[None]:
-    """Hold a file lock (shared or exclusive) on ``path`` (created if missing)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "a") as f:
+    """Hold a file lock (shared or exclusive) on ``path`` (created if missing).
+
+    Raises:
+        CosimError: the lock file cannot be made or opened (a read-only folder).
+    """
+    with writing(path.parent):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        f = open(path, "a")     # noqa: SIM115 (closed below, after the lock's body)
+    with f:
         fcntl.flock(f, fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH)
         try:
             yield
@@ -144,7 +150,8 @@ def fresh_verilog(verilog: Path | None = None, say: Callable[[str], None] = prin
         if done.returncode != 0:
             raise CosimError(f"python -m flows.export failed (exit {done.returncode}):\n"
                              f"{done.stderr.strip()[-3000:]}")
-        stamp.write_text(json.dumps(_record(target), indent=1) + "\n")
+        with writing(stamp.parent):
+            stamp.write_text(json.dumps(_record(target), indent=1) + "\n")
     return target
 
 
@@ -209,9 +216,30 @@ def describe(verilog: Path) -> Description:
         params = Params(**data["params"])
         memories = {name: top["memories"][name] for name in MEMORIES}
         ports = tuple(top["ports"])
+        missing = _undeclared(verilog, memories)
     except (KeyError, TypeError, ValueError) as e:
         raise CosimError(f"{path} does not describe {SIMTOP} ({type(e).__name__}: {e}): {remedy}") from None
+    if missing:
+        raise CosimError(f"{path} does not match {verilog}: it describes {missing}, which the Verilog "
+                         f"does not declare (exported for another machine?): {remedy}")
     return Description(params, ports, memories)
+
+
+def _undeclared(verilog: Path, memories: dict) -> str:
+    """The first memory array ``ga2_ports.json`` describes that the Verilog does not declare
+    with that width and depth (``reg [31:0] bank0 [1023:0];``), or "" when all are there (an
+    empty file is not checked: tests describe a file they do not build)."""
+    with reading(verilog):
+        text = Path(verilog).read_text() if Path(verilog).is_file() else ""
+    if not text:
+        return ""
+    for name, memory in memories.items():
+        width, depth = int(memory["width"]), int(memory["depth"])
+        for path in memory["arrays"]:
+            leaf = path.rsplit(".", 1)[-1]
+            if f"reg [{width - 1}:0] {leaf} [{depth - 1}:0];" not in text:
+                return f"{name} array {path} of {depth} words"
+    return ""
 
 
 def verilog_params(verilog: Path) -> Params:

@@ -26,7 +26,7 @@ from sim.spec import Params
 from .jobs import Expected, Job
 from .writers import NOT_WRITTEN, Writers
 
-ORIGIN = {"ext": "the host's image", "spad": "the zeroed scratchpad"}
+ORIGIN = {"ext": "the host's image's value", "spad": "the value it held when the program started"}
 """Where a word no instruction wrote got its reference value."""
 
 
@@ -45,7 +45,7 @@ def word_line(job: Job, writers: Writers, memory: str, address: int) -> str:
     head = f"{memory}[{address}]" + (f" ({named})" if named else "")
     if pc == NOT_WRITTEN:
         return (f"{head}: no instruction before the stop at pc {writers.stop} writes it (the reference keeps "
-                f"{ORIGIN[memory]}'s value)")
+                f"{ORIGIN[memory]})")
     return f"{head}: last written by {writers.instruction(pc)}"
 
 

@@ -154,6 +154,14 @@ class BankedMemory(Checked):
                 phase_q = Signal(lane_bits, name=f"rd{k}_phase_{stage}")
                 m.d.sync += phase_q.eq(phase)
                 phase = phase_q
+            # Amaranth 0.5 exports a read port's register without an initial value (X in Icarus
+            # until the first read): the output register loads only in the cycle after a read
+            # (when the port's data is new), so it holds the same data as a plain register but
+            # 0 until the first read; reset clears it too (Icarus does not evaluate Yosys's
+            # `always @*` blocks at time 0, so an enable alone leaves X until an input changes).
+            fresh = Signal(name=f"rd{k}_fresh")
+            if self.latency >= 2:
+                m.d.sync += fresh.eq(rd_en)
             outs = []
             for b, bank in enumerate(self.banks):
                 port = bank.read_port(domain="sync")
@@ -163,9 +171,10 @@ class BankedMemory(Checked):
                 ]
                 out = port.data
                 if self.latency >= 2:
-                    # no reset and no enable: nothing but wire between the RAM and this register
-                    out = Signal(32, name=f"rd{k}_bank{b}_q", reset_less=True)
-                    m.d.sync += out.eq(port.data)
+                    # a clock enable and a reset, and nothing but wire between the RAM and this register
+                    out = Signal(32, name=f"rd{k}_bank{b}_q")
+                    with m.If(fresh):
+                        m.d.sync += out.eq(port.data)
                 outs.append(out)
             for i in range(lanes):
                 with m.Switch((phase + i)[:lane_bits]):

@@ -11,7 +11,8 @@ read as signed, and every result is stored sign-extended to 32 bits.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 
 import numpy as np
@@ -135,7 +136,8 @@ class Machine:
 
     def run(self, program: Sequence[Instruction] | Sequence[int],
             ext: Sequence[int] | np.ndarray | None = None,
-            *, max_steps: int | None = None) -> RunResult:
+            *, spad: Sequence[int] | np.ndarray | None = None,
+            max_steps: int | None = None) -> RunResult:
         """Run a program from reset to HALT.
 
         Args:
@@ -143,6 +145,10 @@ class Machine:
                 (INSTR_WORDS per instruction).
             ext: the external-memory image the host loads, at most EXT_WORDS words (signed or
                 unsigned 32-bit values); the rest is zero.
+            spad: the scratchpad the program starts from, at most SPAD_WORDS words (the rest
+                zero). Reset does not clear the scratchpad (GA2.md section 2): a program run
+                after another starts from that one's final scratchpad, which cosim hands over
+                here. None: all zero, as after configuration.
             max_steps: stop with :class:`StepLimit` after this many instructions. The machine
                 has no branches, so every program stops by itself within len(program) + 1
                 steps; this is a guard for callers.
@@ -153,14 +159,19 @@ class Machine:
         Raises:
             MachineError: the program is illegal (GA2.md section 3); carries the code, the pc
                 and the state at the stop.
-            ValueError: the program does not fit IMEM_WORDS, the image does not fit
-                EXT_WORDS, or an image value does not fit 32 bits.
+            TypeError: the program is not a list (a str, a dict or a set: no order of
+                instructions), or an image is not a list of integers.
+            ValueError: the program does not fit IMEM_WORDS, an image does not fit
+                EXT_WORDS (SPAD_WORDS), or an image value does not fit 32 bits.
             StepLimit: more than max_steps instructions ran.
         """
         p = self.params
         if isinstance(program, (str, bytes)) or not hasattr(program, "__iter__"):
             raise TypeError("program must be a list of Instructions or of 32-bit words, "
                             f"got {type(program).__name__} (sim.asm.assemble turns text into Instructions)")
+        if isinstance(program, (Mapping, AbstractSet)):
+            raise TypeError(f"program must be a list of Instructions or of 32-bit words, got a "
+                            f"{type(program).__name__}, which has no order of instructions (give a list)")
         if not isinstance(program, (Sequence, np.ndarray)):
             program = list(program)  # a generator or another iterable
         if max_steps is not None and (isinstance(max_steps, bool) or not isinstance(max_steps, int)):
@@ -168,7 +179,8 @@ class Machine:
         decoded = _normalise(program)
         if len(decoded) > p.IMEM_WORDS:
             raise ValueError(f"program of {len(decoded)} instructions does not fit IMEM_WORDS={p.IMEM_WORDS}")
-        state = RunResult(np.zeros(p.SPAD_WORDS, dtype=np.uint32), self._ext_image(ext), Counters())
+        state = RunResult(_image(spad, "SPAD_WORDS", p, "initial scratchpad"),
+                          _image(ext, "EXT_WORDS", p, "external-memory image"), Counters())
         state.counters.cycles = spec.FRONTEND_CYCLES
         pc = 0
         while True:
@@ -191,20 +203,21 @@ class Machine:
             _EXECUTE[ispec.name](state.spad, state.ext, fields)
             pc += 1
 
-    def _ext_image(self, ext: Sequence[int] | np.ndarray | None) -> np.ndarray:
-        image = np.zeros(self.params.EXT_WORDS, dtype=np.uint32)
-        if ext is not None:
-            words = as_words(ext, "external-memory image")
-            if len(words) > self.params.EXT_WORDS:
-                raise ValueError(f"external-memory image of {len(words)} words does not fit "
-                                 f"EXT_WORDS={self.params.EXT_WORDS}")
-            image[:len(words)] = words
-        return image
-
     @staticmethod
     def _stop(state: RunResult, code: ErrorCode, pc: int, detail: str) -> None:
         state.counters.cycles += spec.STOP_CYCLES
         raise MachineError(code, pc, detail, state)
+
+
+def _image(values: Sequence[int] | np.ndarray | None, size: str, params: Params, what: str) -> np.ndarray:
+    """A memory of ``params.<size>`` words: ``values`` (checked 32-bit words), then zeros."""
+    image = np.zeros(getattr(params, size), dtype=np.uint32)
+    if values is not None:
+        words = as_words(values, what)
+        if len(words) > len(image):
+            raise ValueError(f"{what} of {len(words)} words does not fit {size}={len(image)}")
+        image[:len(words)] = words
+    return image
 
 
 def predict_counters(program: Sequence[Instruction], params: Params = DEFAULT) -> Counters:

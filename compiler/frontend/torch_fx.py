@@ -101,7 +101,7 @@ except ModuleNotFoundError as missing:  # pragma: no cover - depends on the inst
 
 from sim.spec import DEFAULT, Params
 
-from ..errors import CompileError
+from ..errors import CompileError, float_array
 from ..ir import Graph
 from ..ops import OPS
 from ..pipeline import compile_graph
@@ -176,13 +176,16 @@ class TorchGraph:
                 traced shape (or of fewer rows).
 
         Raises:
-            ValueError: not one value per input; a partial batch that cannot be padded (more
-                rows than the batch, inputs of different rows, a model that mixes rows).
+            ValueError: not one value per input; a value that is not real numbers (text,
+                complex numbers, ragged rows: named by its input); a partial batch that cannot
+                be padded (more rows than the batch, inputs of different rows, a model that
+                mixes rows).
         """
         if len(values) != len(self.inputs):
             raise ValueError(f"the module takes {len(self.inputs)} input(s) ({', '.join(self.inputs)}), "
                              f"{len(values)} value(s) given")
-        arrays = {name: _as_array(value) for name, value in zip(self.inputs, values, strict=True)}
+        arrays = {name: _as_array(value, f"input '{name}'")
+                  for name, value in zip(self.inputs, values, strict=True)}
         return pad_batch(arrays, self.batch, self.graph)
 
     def unpack(self, outcome: RunOutcome | Mapping[str, OutputValue],
@@ -197,8 +200,20 @@ class TorchGraph:
         Returns:
             One array per output: float64 values (int8 levels times the scale), or int64
             indices for an argmax.
+
+        Raises:
+            TypeError: ``outcome`` is neither a RunOutcome nor a mapping of outputs.
+            ValueError: an output of the module is missing from it.
         """
+        if not isinstance(outcome, RunOutcome | Mapping):
+            raise TypeError(f"unpack takes what Program.run returned (a RunOutcome) or its outputs, got "
+                            f"{type(outcome).__name__}")
         outputs = outcome.outputs if isinstance(outcome, RunOutcome) else outcome
+        missing = [name for name in self.outputs if name not in outputs]
+        if missing:
+            raise ValueError(f"the outcome has no output {', '.join(map(repr, missing))} (it has "
+                             f"{', '.join(map(repr, outputs)) or 'none'}): unpack the run of this "
+                             "TorchGraph's own program")
         if rows is None and isinstance(outcome, RunOutcome) and isinstance(outcome.inputs, Feed):
             rows = outcome.inputs.rows
         result = []
@@ -242,7 +257,8 @@ def run_torch(module: nn.Module, *values: Any) -> list[np.ndarray]:
         One numpy array per output: float64, or int64 for integer results (argmax).
     """
     dtype = _parameter_dtype(module)
-    tensors = [torch.as_tensor(np.asarray(_as_array(v)), dtype=dtype) for v in values]
+    tensors = [torch.as_tensor(_as_array(v, f"argument {k} of forward"), dtype=dtype)
+               for k, v in enumerate(values)]
     with torch.no_grad():
         result = module(*tensors)
     flat = []
@@ -440,10 +456,15 @@ def _parameter_dtype(module: nn.Module) -> torch.dtype:
     return torch.float32
 
 
-def _as_array(value: Any) -> np.ndarray:
+def _as_array(value: Any, what: str) -> np.ndarray:
+    """A fed value as float64; text, complex numbers (whose imaginary part would be dropped),
+    ragged rows and non-numbers are refused (ValueError naming the value: ``what``)."""
     if isinstance(value, torch.Tensor):
         value = value.detach().cpu().numpy()
-    return np.asarray(value, dtype=np.float64)
+    array, why = float_array(value)
+    if array is None:
+        raise ValueError(f"{what}: {why}; feed a real tensor or array of its shape")
+    return array
 
 
 def _example_tensors(module: nn.Module, traced: fx.GraphModule, examples: Sequence[Any],

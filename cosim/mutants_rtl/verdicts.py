@@ -164,7 +164,7 @@ def _bank_read_hold(at: Site) -> str | None:
         return None
     select = at.module["cells"][m.cell]["connections"]["S"]
     names = _names(at, select[0]) if len(select) == 1 and isinstance(select[0], int) else []
-    port = next((n for n in names if re.fullmatch(r"rd\d+_en_q", n)), "")
+    port = next((n for n in names if re.fullmatch(r"rd\d+_(?:en_q|fresh)", n)), "")
     if not port:
         return None
     return (f"it changes what a bank's read register holds while its read port is idle ({port} low); "
@@ -211,58 +211,6 @@ def _lane0_mask(at: Site) -> str | None:
 NOTES: tuple[Callable[[Site], str | None], ...] = (_counter_bits, _rd1_high_bits, _dma_st_enable,
                                                    _bank_read_hold, _divider_bounds, _lane0_mask)
 """The survivors studied by hand: each returns why its mutations are equivalent, or None."""
-HOST_PORT_MEMORIES = "imem"
-"""The instruction memory's banks (hw/control.py), written by the host port only."""
-
-
-_READERS: dict[int, tuple[dict, dict]] = {}
-
-
-def _readers(module: dict) -> dict[int, list[tuple[str, str]]]:
-    """bit -> the (cell, input port) pairs that read it, once per module."""
-    key = id(module)
-    if key not in _READERS or _READERS[key][0] is not module:
-        users: dict[int, list[tuple[str, str]]] = {}
-        for name, cell in module.get("cells", {}).items():
-            for port, bits in cell["connections"].items():
-                if cell.get("port_directions", {}).get(port) == "input":
-                    for b in bits:
-                        if isinstance(b, int):
-                            users.setdefault(b, []).append((name, port))
-        _READERS[key] = (module, users)
-    return _READERS[key][1]
-
-
-def host_port_only(at: Site) -> bool:
-    """Whether everything the mutated bit reaches is a write port (WR_*) of an instruction-memory
-    bank: the host's program-loading path, which the test bench never drives (cosim/tb.py loads
-    programs through the arrays and holds imem_we low)."""
-    cells = at.module.get("cells", {})
-    users = _readers(at.module)
-    own = cells.get(at.m.cell, {})
-    if own.get("type") == "$mem_v2":
-        return at.m.cell.startswith(HOST_PORT_MEMORIES) and at.m.port.startswith("WR_")
-    outputs = {b for p in at.module.get("ports", {}).values() for b in p["bits"] if isinstance(b, int)}
-    frontier = [b for port, bits in own.get("connections", {}).items()
-                if own.get("port_directions", {}).get(port) == "output" for b in bits if isinstance(b, int)]
-    seen, reached = set(frontier), False
-    while frontier:
-        b = frontier.pop()
-        if b in outputs:
-            return False
-        for name, port in users.get(b, []):
-            cell = cells[name]
-            if cell["type"] == "$mem_v2":
-                if not (name.startswith(HOST_PORT_MEMORIES) and port.startswith("WR_")):
-                    return False
-                reached = True
-                continue
-            for q, bits in cell["connections"].items():
-                if cell.get("port_directions", {}).get(q) == "output":
-                    new = [x for x in bits if isinstance(x, int) and x not in seen]
-                    seen.update(new)
-                    frontier += new
-    return reached
 
 
 def proof_script(net: yosys.Netlist, m: Mutation) -> str:
@@ -312,10 +260,6 @@ def judge(net: yosys.Netlist, netlist: dict, m: Mutation, ident: str, *, proofs:
         why = note(at)
         if why:
             return Verdict(True, why, "note")
-    if host_port_only(at):
-        return Verdict(False, "it only changes how the host port writes the instruction memory, and the test "
-                              "bench loads programs through the arrays (cosim/tb.py): no program can show it",
-                       "netlist")
     if proofs:
         outcome, detail = prove(net, m, ident)
         if outcome == "proved":

@@ -32,6 +32,22 @@ def test_run_reads_outputs_as_ints_and_floats():
     assert out.floats.tolist() == [[126 * program.scales[program.ext["y"].node]]]
 
 
+def test_a_graph_changed_after_compiling_does_not_change_its_program():
+    """Program.graph is a snapshot: an input, a node and an output added to the graph later, or
+    a node's factor changed, leave the program as it was (it ran into a raw KeyError: 7 when
+    the new input was given). The numbers are test_run_reads_outputs_as_ints_and_floats'."""
+    g = single_matmul(1, 2, 1, weight=np.array([[1.0], [0.5]]))
+    program = compile_graph(g, [{"x": [[1.0, -1.0]]}])
+    before = program.graph.text()
+    q = g.input("q", (1, 1))
+    g.output(g.add(q, q), "later")
+    next(n for n in g.nodes if n.op == "matmul").factor = 3.0
+    assert program.graph.text() == before and len(program.graph.nodes) == 4 and "q" not in program.graph.names
+    assert program.run({"x": [[1.0, -1.0]]}).outputs["y"].ints.tolist() == [[126]]
+    with pytest.raises(ValueError, match="gives a value for 'q', which is not an input of the graph"):
+        program.run({"x": [[1.0, -1.0]], "q": [[0.0]]})
+
+
 def test_argmax_outputs_are_indices_unscaled():
     g = Graph()
     g.output(g.argmax(g.input("x", (2, 3))), "tok")

@@ -51,7 +51,7 @@ def test_memory_differences_name_the_first_addresses_and_values_and_their_writer
     run = exact_run()
     run.spad[300] = 9
     assert compare(JOB, run)[1] == ("spad[300]: no instruction before the stop at pc 3 writes it (the "
-                                    "reference keeps the zeroed scratchpad's value)")
+                                    "reference keeps the value it held when the program started)")
 
 
 def test_the_earliest_differing_write_gets_a_line_when_no_other_names_it():

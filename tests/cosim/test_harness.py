@@ -15,8 +15,9 @@ def _text() -> str:
 def test_the_steps_of_a_program_in_order():
     text = _text()
     loop = text[text.index("forever begin"):]
-    steps = ["read_job", "reset_core", "load_memories", "zero_scratchpad", "run_program", "dump_state"]
-    assert [s for s in re.findall(r"^\s+(\w+);$", loop, re.M) if s in steps] == steps
+    steps = ["read_job", "reset_core", "load_memories", "load_through_port", "run_program", "dump_state"]
+    assert [s for s in re.findall(r"^\s+(?:if \(port != 0\) )?(\w+);$", loop, re.M) if s in steps] == steps
+    assert "      if (port != 0) load_through_port;" in loop
     for step in steps:
         assert f"task {step};" in text
 
@@ -29,6 +30,8 @@ def test_only_the_handshake_is_public_under_verilator():
 
 
 def test_every_memory_word_goes_through_a_file_or_is_zeroed():
+    """Loaded and dumped through files; the instruction memory's stale rows zeroed; the
+    scratchpad never written by the harness (reset does not clear it: docs/GA2.md section 2)."""
     description = verilog.describe(verilog.fresh_verilog())
     text = harness.render(description, binary=False)
     for memory, direction in (("imem", "readmemh"), ("ext", "readmemh"), ("spad", "writememh"),
@@ -36,8 +39,12 @@ def test_every_memory_word_goes_through_a_file_or_is_zeroed():
         for b, path in enumerate(description.memories[memory]["arrays"]):
             name = harness.bank_file(memory, b, dumped=direction == "writememh")
             assert re.search(rf'\${direction}\("{name}", dut\.{re.escape(path)}, 0, ', text), (memory, b)
-    for path in description.memories["spad"]["arrays"]:
-        assert f"dut.{path}[row] = 32'd0;" in text       # zero_scratchpad
+    configure = text[text.index("task configure;"):]
+    configure = configure[:configure.index("end endtask")]
+    for path in description.memories["spad"]["arrays"]:            # zeroed once, at time 0
+        assert len(re.findall(rf"dut\.{re.escape(path)}\[[^\]]*\] *=", text)) == 1
+        assert f"dut.{path}[row] = 32'd0;" in configure
+    assert text.index("    configure;") < text.index("forever begin")
     for path in description.memories["imem"]["arrays"]:
         assert f"dut.{path}[row] = 32'd0;" in text       # the rows of a longer program before
 
@@ -47,7 +54,7 @@ def test_ports_from_the_description():
     text = _text()
     for port in description.ports:
         assert f".{port['name']}(" in text
-    assert ".imem_we(1'd0)" in text and ".imem_wdata(32'd0)" in text
+    assert ".imem_we(imem_we)" in text and ".imem_wdata(imem_wdata)" in text
     assert ".count_cycles(count_cycles)" in text and "wire [31:0] count_cycles;" in text
     state = re.search(r'\$fwrite\(fd, "[^"]*", (.*)\);', text)[1]
     assert tuple(state.split(", ")) == harness.STATE_FIELDS
@@ -73,3 +80,19 @@ def test_binary_files_under_verilator():
     for memory in harness.DUMPED:
         banks = ", ".join(f"dut.{p}[row]" for p in description.memories[memory]["arrays"])
         assert f'$fwrite(fd, "{"%u" * len(description.memories[memory]["arrays"])}", {banks});' in text
+
+
+def test_a_program_through_the_port_is_written_word_by_word():
+    """Word w goes to imem_waddr w with the harness's copy of bank w % 4, row w / 4; the write
+    enable falls after the last word; the copies are loaded from the same files as the banks."""
+    description = verilog.describe(verilog.fresh_verilog())
+    text = harness.render(description, binary=False)
+    task = text[text.index("task load_through_port;"):]
+    task = task[:task.index("end endtask")]
+    banks = len(description.memories["imem"]["arrays"])
+    assert f"for (word = 0; word < rows * {banks}; word = word + 1) begin" in task
+    assert "imem_we = 1'b1;" in task and "imem_waddr = word;" in task
+    for b in range(banks):
+        assert f"{b}: imem_wdata = hostprog{b}[word / {banks}];" in task
+        assert f'$readmemh("{harness.bank_file("imem", b)}", hostprog{b}, 0, rows - 1);' in text
+    assert task.rstrip().endswith("@(negedge clk) imem_we = 1'b0;")

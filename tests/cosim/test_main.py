@@ -12,8 +12,9 @@ import time
 
 import pytest
 
-from cosim import mutants
+from cosim import mutants, runner
 from cosim.__main__ import _bare_waves, main, switch
+from cosim.verilog import COSIM_BUILD as BUILDS
 from cosim.verilog import ROOT
 
 
@@ -178,12 +179,20 @@ def test_ctrl_c_stops_the_workers_and_says_how_to_resume(icarus, tmp_path):
     deadline = time.monotonic() + 120
     while not list(campaign.parent.glob(f".{campaign.name}.lock")) and time.monotonic() < deadline:
         time.sleep(0.2)
-    time.sleep(3)                                   # workers forked, simulators launched
+    workers, folders = [], []
+    while not folders and time.monotonic() < deadline:      # workers forked, simulators launched
+        time.sleep(0.5)
+        workers = subprocess.run(["pgrep", "-P", str(process.pid)], capture_output=True,
+                                 text=True).stdout.split()
+        folders = [f for pid in workers for f in runner.run_folders(BUILDS / icarus, int(pid))]
+    assert folders, "no launch folder appeared"
     os.killpg(process.pid, signal.SIGINT)
     out, err = process.communicate(timeout=60)
     assert process.returncode == 130, out + err
     assert "interrupted: the workers and their simulators are stopped" in err
     assert "Traceback" not in err, err                # no worker caught it and went on
-    time.sleep(1)
     left = subprocess.run(["pgrep", "-f", str(campaign)], capture_output=True, text=True).stdout.split()
     assert left == [], left
+    for pid in workers:                               # each worker's group: it and its simulator
+        assert subprocess.run(["pgrep", "-g", pid], capture_output=True).returncode == 1, pid
+        assert runner.run_folders(BUILDS / icarus, int(pid)) == [], pid

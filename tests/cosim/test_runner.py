@@ -51,11 +51,15 @@ def test_build_is_cached(icarus, tmp_path):
     assert (again.directory / "stamp.sha256").read_text().strip() == again.digest
     source.write_text(source.read_text() + "// changed\n")
     assert not runner.build(icarus, source, root=tmp_path / "builds").cached
+    (again.directory / runner.PRODUCT[icarus]).unlink()      # the stamp intact, sim.vvp gone
+    rebuilt = runner.build(icarus, source, root=tmp_path / "builds")
+    assert not rebuilt.cached and (rebuilt.directory / "sim.vvp").is_file()
+    assert runner.build(icarus, source, root=tmp_path / "builds").cached
 
 
 def test_build_failure_names_the_log(icarus, tmp_path):
     bad = _copy(tmp_path)
-    bad.write_text(f"module {SIMTOP}(input clk);\n  this is not verilog\nendmodule\n")
+    bad.write_text(bad.read_text() + "module broken(input clk);\n  this is not verilog\nendmodule\n")
     with pytest.raises(runner.BuildError, match=r"icarus: building .* failed .*; the log: .*build\.log") as e:
         runner.build(icarus, bad, root=tmp_path / "builds")
     assert (tmp_path / "builds" / "icarus" / "build.log").is_file()

@@ -44,6 +44,30 @@ def test_the_body_before_the_ending_is_legal(programs):
                 assert spec.check(ins.spec, ins.fields, DEFAULT)[0] is ErrorCode.NONE
 
 
+SIZES = [{"EXT_WORDS": 4}, {"EXT_WORDS": 16}, {"EXT_WORDS": 64}, {"EXT_WORDS": 256}, {"SPAD_WORDS": 4},
+         {"SPAD_WORDS": 65536}, {"SPAD_WORDS": 4, "EXT_WORDS": 4}, {"SPAD_WORDS": 65536, "EXT_WORDS": 65536}]
+
+
+@pytest.mark.parametrize("sizes", SIZES, ids=str)
+def test_every_legal_machine_size_gets_its_programs(sizes):
+    """Memories of 4 to 65536 words (they crashed the generator: no chunk of 64 external words,
+    an LD longer than the external memory, a region start past 16 bits, no room for UNPACK's 9
+    words, the edge strategies' whole-scratchpad loads): 60 programs each, every one ending as
+    intended on the reference machine, its body legal there; the port loads every 8th."""
+    params = spec.Params(**sizes)
+    progs = list(stress.programs(1, 60, params))
+    assert [p.seed for p in progs] == list(range(1, 61))
+    for prog in progs:
+        stop = prog.job.expected(params)
+        assert stop.error_code.name == ("NONE" if prog.ending == stress.HALT else prog.ending), prog.seed
+        assert len(prog.job.ext_image(params)) == params.EXT_WORDS
+        if isinstance(prog.job.program[0], Instruction):
+            for ins in prog.job.program[:stop.error_pc]:
+                assert spec.check(ins.spec, ins.fields, params)[0] is ErrorCode.NONE, (prog.seed, ins)
+        assert prog.job.via_port == (prog.seed % stress.PORT_EVERY == 0)
+    assert not stress.fits("UNPACK", params) or any("UNPACK" in p.features for p in progs)
+
+
 def _coverage(first: int, n: int, folder) -> dict:
     made = stress.make_chunk((first, n, str(folder / "chunk.yml")), DEFAULT)
     assert made.info["programs"] == n and made.info["coverage"] == str(folder / "chunk.yml")

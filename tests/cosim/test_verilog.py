@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 
 import pytest
 
@@ -12,6 +13,7 @@ from cosim import verilog
 from cosim.errors import CosimError
 from flows.memmap import PORTS_JSON, SIMTOP
 from sim.spec import DEFAULT, Params
+from tests.readonly import read_only, run_unprivileged
 
 
 def _tree(root):
@@ -60,6 +62,10 @@ def test_fresh_unless_a_source_or_the_export_changed(build_dir):
     verilog.STAMP.write_text(json.dumps(verilog._record()))
     (build / PORTS_JSON).write_text('{"params": {}}')
     assert verilog._stale_reason() == "rewritten since cosim exported it"
+    verilog.STAMP.write_text(json.dumps(verilog._record()))
+    text = verilog.VERILOG.read_text()
+    verilog.VERILOG.write_text(text[:len(text) // 2])       # truncated, newer than every source
+    assert verilog._stale_reason() == "rewritten since cosim exported it"
     (build / PORTS_JSON).unlink()
     assert verilog._stale_reason() == "missing"
 
@@ -107,3 +113,44 @@ def test_each_machine_has_its_own_verilog_and_record(build_dir):
     assert verilog._stale_reason() is None                  # one machine's change leaves the other alone
     verilog.STAMP.write_text(json.dumps(verilog._record(source)))   # the default's record, T=2's files
     assert verilog._stale_reason() == "rewritten since cosim exported it"
+
+
+def test_a_read_only_build_folder_is_one_line_not_a_traceback(tmp_path):
+    """cosim's first write under build/ is a lock file (the export's, then each build's): in a
+    read-only folder it is a CosimError naming the folder, which the command line prints as its
+    ERROR line (checked by hand: python -m cosim seeds 100 with build/ read-only prints
+    "icarus ERROR: cannot write .../build/cosim: Permission denied; ..." and exits with 2)."""
+    build = tmp_path / "build"
+    build.mkdir()
+    code = ("import sys; from pathlib import Path; from cosim.verilog import flock\n"
+            "try:\n"
+            f"    with flock(Path({str(build)!r}) / 'cosim' / 'verilog.lock', True): pass\n"
+            "except Exception as e: print(type(e).__name__, e); sys.exit(3)\n")
+    with read_only(build):
+        done = run_unprivileged([sys.executable, "-c", code], cwd=verilog.ROOT)
+    assert done.returncode == 3, done.stderr
+    want = (f"CosimError cannot write {build / 'cosim'}: Permission denied; cosim keeps the exported "
+            "Verilog, the simulators' builds and each launch's files under ")
+    assert done.stdout.startswith(want), done.stdout
+    assert "Traceback" not in done.stderr
+
+
+def test_a_corrupt_or_mismatched_ports_json_is_refused_by_name(tmp_path):
+    """Beside a given Verilog (the default one is exported again when either file changed: see
+    above): a ga2_ports.json that is not JSON, and one whose memories are another machine's
+    (the scratchpad's banks 512 words deep beside a Verilog whose banks are 1024)."""
+    fresh = verilog.fresh_verilog()
+    source = tmp_path / f"{SIMTOP}.v"
+    source.write_bytes(fresh.read_bytes())
+    (tmp_path / PORTS_JSON).write_text('{"params": ')
+    with pytest.raises(CosimError, match=rf"{PORTS_JSON} is not JSON \(Expecting value"):
+        verilog.describe(source)
+    real = json.loads(fresh.with_name(PORTS_JSON).read_text())
+    (tmp_path / PORTS_JSON).write_text(json.dumps(real))
+    assert verilog.describe(source).params == DEFAULT
+    real["tops"][SIMTOP]["memories"]["spad"]["depth"] = 512
+    (tmp_path / PORTS_JSON).write_text(json.dumps(real))
+    mismatch = (rf"{PORTS_JSON} does not match .*{SIMTOP}\.v: it describes spad array core\.spad\.bank0 "
+                r"of 512 words, which the Verilog does not declare")
+    with pytest.raises(CosimError, match=mismatch):
+        verilog.describe(source)

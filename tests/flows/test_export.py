@@ -140,6 +140,14 @@ def test_lint_is_clean(exported):
     assert result.returncode == 0, result.stderr[-3000:]
 
 
+def _icarus(folder: Path) -> str:
+    """Compile tb.v with the exported ga2_simtop.v in folder under Icarus, run it, its output."""
+    subprocess.run(["iverilog", "-g2012", "-o", str(folder / "sim"), str(folder / "tb.v"),
+                    str(folder / "ga2_simtop.v")], check=True, capture_output=True)
+    run = subprocess.run(["vvp", "-n", str(folder / "sim")], check=True, capture_output=True, text=True)
+    return run.stdout
+
+
 def test_icarus_backdoor_smoke(tmp_path):
     """The memory map works in a real Verilog simulator: load the program and the external
     memory through the arrays flows.memmap names, run, and compare with the reference machine."""
@@ -186,10 +194,7 @@ def test_icarus_backdoor_smoke(tmp_path):
         "  end",
         "endmodule",
     ]) + "\n")
-    subprocess.run(["iverilog", "-g2012", "-o", str(tmp_path / "sim"), str(tmp_path / "tb.v"),
-                    str(tmp_path / "ga2_simtop.v")], check=True, capture_output=True)
-    run = subprocess.run(["vvp", "-n", str(tmp_path / "sim")], check=True, capture_output=True, text=True)
-    out = run.stdout
+    out = _icarus(tmp_path)
     stop = next(line.split()[1:] for line in out.splitlines() if line.startswith("STOP"))
     assert [int(v) for v in stop] == [0, 2, *want.counters.as_tuple()]
     got = {int(w): int(v) for _, w, v in (ln.split() for ln in out.splitlines() if ln.startswith("EXT"))}
@@ -234,3 +239,35 @@ def test_a_machine_the_generator_does_not_build_writes_nothing(machine, message,
     monkeypatch.chdir(tmp_path)
     assert export.main(["--param", machine]) == 1
     assert sorted(tmp_path.iterdir()) == []
+
+
+def test_icarus_scratchpad_reads_are_defined_before_the_first_read(tmp_path):
+    """Amaranth 0.5 leaves a memory read port's register without an initial value (X in Icarus
+    until its first read); the scratchpad's read registers (hw/banked.py: ``rd<k>_bank<b>_q``,
+    after the block RAM's own) must hold 0 from time 0 on, in the cycles before any read,
+    while reset is held and after it. Before the fix they took the RAM's X at the first edge."""
+    if not shutil.which("iverilog"):
+        pytest.skip("iverilog is not installed")
+    export.export(SMALL, tmp_path)
+    registers = [f"dut.core.spad.rd{k}_bank{b}_q" for k in range(2) for b in range(SMALL.LANES)]
+    samples = [f'    @(negedge clk) $display("RD{" %b" * len(registers)}", {", ".join(registers)});'
+               for _ in range(6)]
+    (tmp_path / "tb.v").write_text("\n".join([
+        "module tb;",
+        "  reg clk = 0, rst = 0;",
+        "  ga2_simtop dut(.clk(clk), .rst(rst), .start(1'b0), .prog_len(16'd0), .imem_we(1'b0),",
+        "    .imem_waddr(14'd0), .imem_wdata(32'd0));",
+        "  always #5 clk = ~clk;",
+        "  initial begin",
+        "    #1 rst = 1;",
+        *samples,
+        "    @(negedge clk) rst = 0;",
+        *samples,
+        "    $finish;",
+        "  end",
+        "endmodule",
+    ]) + "\n")
+    out = _icarus(tmp_path)
+    lines = [line.split()[1:] for line in out.splitlines() if line.startswith("RD")]
+    assert len(lines) == 12
+    assert all(set(value) == {"0"} for line in lines for value in line), lines

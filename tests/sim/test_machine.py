@@ -391,6 +391,9 @@ def test_non_integer_images_are_refused_not_truncated(image):
     ([15.7, 0, 0, 0], "encoded program must hold integers"),
     ([15 + (1 << 32), 0, 0, 0], r"encoded program\[0\] = 4294967311 does not fit 32 bits"),
     ([build("HALT"), 15], "not a mix"),
+    ({"HALT": 1}, "got a dict, which has no order of instructions"),
+    ({15, 0}, "got a set, which has no order of instructions"),
+    (frozenset(build("HALT").encode()), "got a frozenset, which has no order"),
 ])
 def test_bad_programs_are_refused(program, message):
     with pytest.raises((TypeError, ValueError), match=message):
@@ -402,6 +405,24 @@ def test_an_encoded_program_may_be_signed_or_unsigned_words():
     assert Machine().run([-1, 0, 0, 0]).counters == Machine().run([0xFFFFFFFF, 0, 0, 0]).counters
     halt = build("HALT").encode()
     assert Machine().run(iter(halt)).steps == 1          # any iterable of words
+
+
+def test_the_scratchpad_a_program_starts_from():
+    """Reset does not clear the scratchpad (GA2.md section 2): a program reads what it is given.
+    By hand: spad[10..12] = 100, -50, 3 and spad[4095] = -1; VADD doubles 10..12 into 20..22
+    (200 saturates at 127, -100, 6); the rest of the given scratchpad is kept."""
+    start = np.zeros(DEFAULT.SPAD_WORDS, np.int64)
+    start[10:13] = [100, -50, 3]
+    start[4095] = -1
+    r = Machine().run([build("VADD", dst=20, src1=10, src2=10, len=3), build("HALT")], spad=start)
+    assert r.spad[20:23].tolist() == words([127, -100, 6])
+    assert r.spad[10:13].tolist() == words([100, -50, 3]) and r.spad[4095] == MASK
+    assert Machine().run([build("HALT")], spad=[7, 8]).spad[:3].tolist() == [7, 8, 0]    # padded with 0
+    assert not Machine().run([build("HALT")]).spad.any()                                 # default: zero
+    with pytest.raises(ValueError, match="initial scratchpad of 4097 words does not fit SPAD_WORDS=4096"):
+        Machine().run([build("HALT")], spad=[0] * 4097)
+    with pytest.raises(TypeError, match="initial scratchpad must hold integers"):
+        Machine().run([build("HALT")], spad=[0.5])
 
 
 def test_bad_arguments_are_refused():

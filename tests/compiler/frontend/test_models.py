@@ -4,6 +4,8 @@ scratchpad (compiler/frontend/inference.py, batch.py; values from PyTorch and th
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 
@@ -178,3 +180,26 @@ def test_a_layer_no_blocking_fits_is_refused_by_its_module_path():
                                "and node 1 (weight '0.weight.T'): its smallest blocking")
     with pytest.raises(CompileError, match="scratchpad is full at node 2"):
         compile_graph(lowered.graph, [lowered.feed(np.ones((64, 16)))])
+
+
+@pytest.mark.parametrize("value, why", [
+    (torch.ones(8, 16, dtype=torch.complex64) * (1 + 2j), "it holds complex numbers"),   # not its real part
+    (np.full((8, 16), 1 - 1j), "it holds complex numbers"),
+    ("0.5", "it holds text, not numbers"),
+    ([[0.0] * 16, [0.0] * 15], "its rows have different lengths"),
+    ([[0.0] * 16, [None] * 16], "element [1, 0] is None, not a number"),
+])
+def test_feed_refuses_what_is_not_real_numbers(mlp, value, why):
+    _, lowered, _ = mlp
+    with pytest.raises(ValueError, match=rf"^input 'x': {re.escape(why)}; feed a real tensor or array"):
+        lowered.feed(value)
+
+
+def test_unpack_refuses_what_is_not_a_run(mlp):
+    _, lowered, _ = mlp
+    for wrong in (None, 3, [1, 2]):
+        with pytest.raises(TypeError, match=rf"unpack takes what Program.run returned \(a RunOutcome\) or "
+                                            rf"its outputs, got {type(wrong).__name__}"):
+            lowered.unpack(wrong)
+    with pytest.raises(ValueError, match=r"the outcome has no output '.*' \(it has 'other'\)"):
+        lowered.unpack({"other": None})
