@@ -28,7 +28,7 @@ UNITS = {
     "hw/vector.py": "vector unit", "hw/dma.py": "DMA", "hw/banked.py": "scratchpad banks, rotation",
     "hw/control.py": "control", "counters": "cycle counters", "hw/checker.py": "checker",
     "hw/formula.py": "checker formulas", "hw/top.py": "top (sharing, timing check)",
-    "hw/lanes.py": "lane masks", "hw/isa.py": "opcode decode",
+    "hw/lanes.py": "lane masks", "hw/isa.py": "opcode decode", "hw/lut.py": "table unit (LUT)",
 }
 """What each stratum is, for the table."""
 MODULE_HOME = {
@@ -38,7 +38,7 @@ MODULE_HOME = {
     "ga2_simtop.core.requant": "hw/requant.py", "ga2_simtop.core.requant.lanes": "hw/requant.py",
     "ga2_simtop.core.softmax": "hw/softmax.py", "ga2_simtop.core.spad": "hw/banked.py",
     "ga2_simtop.core.vector": "hw/vector.py", "ga2_simtop.core.softmax.div": "hw/divider.py",
-    "ga2_simtop.core.softmax.exp": "hw/exp_lut.py",
+    "ga2_simtop.core.softmax.exp": "hw/exp_lut.py", "ga2_simtop.core.lut": "hw/lut.py",
 }
 """The file a module comes from (a name here, or its prefix: ``softmax.div0``), when no ``src``
 attribute names another (or only ``hw/ports.py`` does: a port is declared there, its logic is

@@ -19,6 +19,7 @@ import numpy as np
 from compiler.testing.seedtable import compile_seed
 from cosim.api import compare, run_programs
 from cosim.jobs import Job
+from sim import spec
 from sim.asm import build
 from sim.spec import DEFAULT, ErrorCode
 
@@ -31,7 +32,8 @@ def batch() -> list[Job]:
     dump = [build("ST", src=0, dst=0, len=WORDS), build("HALT")]
     seed = compile_seed(104)
     compiled = (seed.program.code, seed.program.ext_image(seed.test_inputs))
-    bad_opcode = [*build("LD", dst=0, src=0, len=3).encode(), 0x0000_00F9, 0, 0, 0,
+    unknown = max(spec.UNKNOWN_OPCODES)                 # not an instruction (sim.spec)
+    bad_opcode = [*build("LD", dst=0, src=0, len=3).encode(), 0x0000_00F0 | unknown, 0, 0, 0,
                   *build("HALT").encode()]
     no_halt = [build("LD", dst=1, src=2, len=5)]
     return [

@@ -56,9 +56,11 @@ def test_score_line():
 
 
 def test_counters_reach_23_bits():
-    # the longest instruction: RQ over the whole scratchpad, ceil(4096 / 4) beats + RQ_OVERHEAD
-    assert verdicts.longest_latency(DEFAULT) == math.ceil(DEFAULT.SPAD_WORDS / 4) + spec.RQ_OVERHEAD == 1034
-    assert (8 + 4096 * 1034 + 1).bit_length() == verdicts.counter_reach(DEFAULT) == 23
+    # the longest instruction: LUT over the whole scratchpad, ceil(256 / 4) table beats, then
+    # ceil(4096 / 4) beats + LUT_OVERHEAD
+    longest = math.ceil(256 / 4) + math.ceil(DEFAULT.SPAD_WORDS / 4) + spec.LUT_OVERHEAD
+    assert verdicts.longest_latency(DEFAULT) == longest == 1094
+    assert (8 + 4096 * 1094 + 1).bit_length() == verdicts.counter_reach(DEFAULT) == 23
 
 
 @pytest.fixture(scope="module")
@@ -82,7 +84,7 @@ def test_the_draw_takes_every_unit_and_depends_on_its_seed(listed):
     picked = draw.draw(listed, 48, 1)
     units = {m.unit for m in picked}
     assert units == set(draw.UNITS), set(draw.UNITS) ^ units
-    assert all(sum(m.unit == u for m in picked) >= 3 for u in units)
+    assert all(sum(m.unit == u for m in picked) >= 48 // len(draw.UNITS) for u in units)
     assert len({m.key for m in picked}) == 48
     assert [m.line for m in draw.draw(listed, 48, 1)] == [m.line for m in picked]
     assert [m.line for m in draw.draw(listed, 48, 2)] != [m.line for m in picked]
