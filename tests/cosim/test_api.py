@@ -94,7 +94,8 @@ def test_an_illegal_program_names_writers_before_its_stop_only():
     """The ST at pc 2 reaches past the external memory: the machine stops there, so the LD at
     pc 3, which would write spad 0..1, never runs."""
     program = [build("LD", dst=0, src=0, len=4), build("LD", dst=2, src=0, len=4),
-               build("ST", src=0, dst=DEFAULT.EXT_WORDS - 2, len=4), build("LD", dst=0, src=0, len=2), build("HALT")]
+               build("ST", src=0, dst=DEFAULT.EXT_WORDS - 2, len=4), build("LD", dst=0, src=0, len=2),
+               build("HALT")]
     job = Job(program, [1, 2, 3, 4], "stops at pc 2")
     assert (job.expected().error_code, job.expected().error_pc) == (ErrorCode.EXT_RANGE, 2)
     for address, line in ((1, "pc 0: LD dst=0 src=0 len=4"), (3, "pc 1: LD dst=2 src=0 len=4")):
