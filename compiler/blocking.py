@@ -43,13 +43,15 @@ of memory it reads and writes), so that a scheduler can later reorder or overlap
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import NamedTuple
 
-from sim.spec import BY_NAME, Mem, Params, latency
+from sim.spec import BY_NAME, INT8_PER_WORD, Mem, Params, latency
 
 from .lowering import mm_pieces, strided_mm_fields, tiles
+from .packing import aligned
 
 
 @dataclass(frozen=True)
@@ -90,6 +92,9 @@ class Matmul:
         out: words of the result's buffer that this step places (0: placed already).
         bias: a bias is loaded into each row of the accumulator first (compiler/bias.py).
         k_max: the machine's K_MAX (the MMs are cut along K into pieces of at most k_max).
+        a_packed, b_packed: the operand is stored packed four int8 to an external word
+            (:mod:`compiler.packing`): its streamed blocks load with LD fmt = 1 and must start
+            at an element offset that is a multiple of four (:func:`packed_aligned`).
     """
 
     node: int
@@ -105,6 +110,8 @@ class Matmul:
     out: int = 0
     bias: bool = False
     k_max: int = 1 << 16
+    a_packed: bool = False
+    b_packed: bool = False
 
 
 class Workspace(NamedTuple):
@@ -120,7 +127,9 @@ class Places(NamedTuple):
     """The addresses a blocked step's instructions use (scratchpad, then external memory).
 
     a and b are the operands when whole (ignored for a streamed one); acc, a_block, b_block
-    the workspace's parts; out the result; a_ext and b_ext the streamed operands' regions.
+    the workspace's parts (acc is the output when the sums go there); out the result; a_ext
+    and b_ext the streamed operands' regions, bias_ext the bias's; work the workspace's first
+    word.
     """
 
     a: int = 0
@@ -132,6 +141,7 @@ class Places(NamedTuple):
     a_ext: int = 0
     b_ext: int = 0
     bias_ext: int = 0
+    work: int = 0
 
 
 class Span(NamedTuple):
@@ -172,12 +182,20 @@ class Blocking:
             the whole loads of its operands included.
         footprint: scratchpad words it needs at its peak.
         workspace: words of its temporaries (accumulator, A block, B block).
-        moved: words its loads move (external memory to scratchpad).
+        moved: words its loads write to the scratchpad (what their cycles count; a packed
+            load, LD fmt = 1, reads a quarter as many external words).
         b_loads: LDs of B (one per block, or k per block when gathered; again for each row
             block when there are several column blocks; 0 when B does not stream).
         instructions: how many instructions it writes (whole loads of operands included).
         b_how: how a streamed B's blocks are laid out when narrower than B: ``in panels``,
             ``gathered row by row``, or '' (transposed, or one block: contiguous anyway).
+        depth: rows of a streamed B per block (a multiple of K_MAX, or k; 0 means k): a
+            column block of B is loaded in pieces of ``depth`` rows, the MMs of each piece
+            adding into the accumulator before the next piece is loaded (:func:`depth_blocks`).
+        acc_in_out: the accumulator of each row block is the output's own rows (rows x n
+            words, as many as the int32 sums need: one word per element either way), and its
+            RQ requantizes them in place (GA2.md section 3 allows RQ's dst == src); else a
+            separate accumulator in the workspace.
     """
 
     rows: int
@@ -193,6 +211,8 @@ class Blocking:
     b_loads: int
     instructions: int
     b_how: str = ""
+    depth: int = 0
+    acc_in_out: bool = False
 
     @property
     def whole(self) -> bool:
@@ -205,8 +225,10 @@ class Blocking:
         a = "A streams" if self.stream_a else "A whole"
         loads = f"{self.b_loads} load{'s' if self.b_loads != 1 else ''}"
         how = f" {self.b_how}" if self.b_how else ""
-        b = f"B streams{how}, {loads}" if self.stream_b else "B whole"
-        return f"{self.row_blocks} x {self.col_blocks} {blocks} of {self.rows} x {self.cols} ({a}, {b})"
+        deep = f" in pieces of {self.depth} rows" if self.depth else ""
+        b = f"B streams{how}{deep}, {loads}" if self.stream_b else "B whole"
+        acc = ", sums in the output's rows" if self.acc_in_out else ""
+        return f"{self.row_blocks} x {self.col_blocks} {blocks} of {self.rows} x {self.cols} ({a}, {b}{acc})"
 
 
 def ceil_div(a: int, b: int) -> int:
@@ -221,13 +243,15 @@ def block_sizes(total: int, t: int) -> list[int]:
     return sorted({min(total, t * ceil_div(count, c)) for c in range(1, count + 1)}, reverse=True)
 
 
-def workspace(mm: Matmul, rows: int, cols: int, stream_a: bool, stream_b: bool) -> Workspace:
-    """The temporaries of a blocked step: the int32 accumulator of a row block (rows x n),
-    the A block (rows x k) when A streams, the B block (k x cols) when B streams, in that
-    order in one allocation."""
-    acc = rows * mm.n
+def workspace(mm: Matmul, rows: int, cols: int, stream_a: bool, stream_b: bool,
+              depth: int = 0, acc_in_out: bool = False) -> Workspace:
+    """The temporaries of a blocked step: the int32 accumulator of a row block (rows x n;
+    none when it is the output's rows, ``acc_in_out``), the A block (rows x k) when A
+    streams, the B block (depth x cols; depth 0 is k) when B streams, in that order in one
+    allocation."""
+    acc = 0 if acc_in_out else rows * mm.n
     a_block = rows * mm.k if stream_a else 0
-    b_block = cols * mm.k if stream_b else 0
+    b_block = cols * (depth or mm.k) if stream_b else 0
     return Workspace(acc + a_block + b_block, 0, acc, acc + a_block)
 
 
@@ -239,17 +263,53 @@ def footprint(mm: Matmul, words: int, stream_a: bool, stream_b: bool) -> int:
     return max(a.words + a.transient, a.words + b.words + b.transient, a.words + b.words + mm.out + words)
 
 
-def block_src(region: int, first: int, k: int) -> int:
+def block_src(region: int, first: int, k: int, packed: bool = False) -> int:
     """External address of the block that starts at row ``first`` of A, or at column
     ``first`` of B: every row of A, every stored row of a transposed B and every column of a
-    panel-stored B holds k words, and the blocks before it hold ``first`` of them."""
-    return region + first * k
+    panel-stored B holds k elements, and the blocks before it hold ``first`` of them (four
+    to a word when ``packed``: the offset is then a multiple of four, :func:`packed_aligned`)."""
+    return ext_address(region, first * k, packed)
 
 
-def loads_b(row_block: int, col_blocks: int) -> bool:
+def ext_address(region: int, offset: int, packed: bool) -> int:
+    """External address of the element ``offset`` elements into a region (packed: the word
+    that holds it, whose byte 0 it must be)."""
+    return region + offset // INT8_PER_WORD if packed else region + offset
+
+
+def ld(dst: int, src: int, words: int, packed: bool) -> dict[str, int]:
+    """An LD's fields: ``words`` scratchpad words from ``src`` (LD fmt = 1 when ``packed``)."""
+    fields = {"dst": dst, "src": src, "len": words}
+    return fields | {"fmt": 1} if packed else fields
+
+
+def packed_aligned(mm: Matmul, rows: int, cols: int, stream_a: bool, stream_b: bool, depth: int = 0) -> bool:
+    """Whether every streamed block of a packed operand starts at byte 0 of an external word
+    (:func:`compiler.packing.aligned`): A's row blocks at multiples of rows * k elements; B's
+    blocks at j0 * k + k0 * width (column block j0, piece of depth k0, :func:`load_b`), or,
+    gathered row by row, at t * n + j0 for every row t of B. An operand loaded whole always is."""
+    if stream_a and mm.a_packed and rows < mm.m and not aligned(rows * mm.k):
+        return False
+    if not (stream_b and mm.b_packed):
+        return True
+    if cols < mm.n and gathered(mm, cols):
+        return aligned(cols) and (mm.k == 1 or aligned(mm.n))
+    return all(aligned(j0 * mm.k + k0 * min(cols, mm.n - j0))
+               for j0 in range(0, mm.n, cols) for k0, _ in depth_blocks(mm, depth))
+
+
+def loads_b(row_block: int, col_blocks: int, depth_count: int = 1) -> bool:
     """Whether a streamed B block is loaded at this row block: always for the first; for
-    later ones only when there are several column blocks (one block stays in place)."""
-    return row_block == 0 or col_blocks > 1
+    later ones only when there are several column blocks or pieces of depth (one block of
+    the whole of B stays in place)."""
+    return row_block == 0 or col_blocks > 1 or depth_count > 1
+
+
+def depth_blocks(mm: Matmul, depth: int) -> list[tuple[int, int]]:
+    """(first row, rows) of each piece of depth of a streamed B: ``depth`` rows each (0: one
+    piece of all k rows), the last one shorter."""
+    step = depth or mm.k
+    return [(k0, min(step, mm.k - k0)) for k0 in range(0, mm.k, step)]
 
 
 def gathered(mm: Matmul, width: int) -> bool:
@@ -275,60 +335,83 @@ class Block(NamedTuple):
     last: bool
 
 
-def blocks(mm: Matmul, rows: int, cols: int, stream_a: bool, stream_b: bool) -> Iterator[Block]:
-    """The blocks of a step in order: row blocks outer, column blocks inner."""
+def blocks(mm: Matmul, rows: int, cols: int, stream_a: bool, stream_b: bool,
+           depth: int = 0) -> Iterator[Block]:
+    """The blocks of a step in order: row blocks outer, column blocks inner (pieces of depth
+    innermost, :func:`depth_blocks`)."""
     col_blocks = ceil_div(mm.n, cols)
+    pieces = len(depth_blocks(mm, depth))
     for r, i0 in enumerate(range(0, mm.m, rows)):
         for c, j0 in enumerate(range(0, mm.n, cols)):
             yield Block(r, c, i0, j0, min(rows, mm.m - i0), min(cols, mm.n - j0), stream_a and c == 0,
-                        stream_b and loads_b(r, col_blocks), c == col_blocks - 1)
+                        stream_b and loads_b(r, col_blocks, pieces), c == col_blocks - 1)
 
 
-def load_b(mm: Matmul, at: Places, blk: Block) -> Iterator[Step]:
-    """The LDs of a block of B: one when it is contiguous in external memory (B transposed,
-    stored in panels, or the whole of B), else one per row of B (:func:`gathered`)."""
+def load_b(mm: Matmul, at: Places, blk: Block, k0: int = 0, rows: int = 0) -> Iterator[Step]:
+    """The LDs of a block of B, rows k0..k0+rows-1 of it (rows 0: all k): one when it is
+    contiguous in external memory (B transposed, stored in panels, or the whole of B: a
+    panel's rows follow each other, ``blk.width`` elements each), else one per row of B
+    (:func:`gathered`)."""
     where = (blk.r, blk.c)
+    packed = mm.b_packed
+    rows = rows or mm.k
     if not gathered(mm, blk.width):
-        src = block_src(at.b_ext, blk.j0, mm.k)
-        yield Step("LD", {"dst": at.b_block, "src": src, "len": blk.width * mm.k}, "load B", where)
+        src = ext_address(at.b_ext, blk.j0 * mm.k + k0 * blk.width, packed)
+        yield Step("LD", ld(at.b_block, src, blk.width * rows, packed), "load B", where)
         return
-    for t in range(mm.k):
-        fields = {"dst": at.b_block + t * blk.width, "src": at.b_ext + t * mm.n + blk.j0,
-                  "len": blk.width}
-        yield Step("LD", fields, "load B", where)
+    for t in range(k0, k0 + rows):
+        src = ext_address(at.b_ext, t * mm.n + blk.j0, packed)
+        yield Step("LD", ld(at.b_block + (t - k0) * blk.width, src, blk.width, packed), "load B", where)
 
 
 def block_steps(mm: Matmul, rows: int, cols: int, stream_a: bool, stream_b: bool, at: Places,
-                requantizer: tuple[int, int, int], t: int) -> Iterator[Step]:
+                requantizer: tuple[int, int, int], t: int, depth: int = 0,
+                acc_in_out: bool = False) -> Iterator[Step]:
     """The instructions of a blocked step, in order.
 
     Args:
         mm: the step. rows, cols: the block sizes. stream_a, stream_b: which operands stream.
         at: the addresses. requantizer: (m, s, relu) of the RQs. t: the array's size T.
+        depth: rows of a streamed B per piece (0: all k; :func:`depth_blocks`).
+        acc_in_out: each row block's sums go to its rows of the output (``at.acc`` is the
+            output's address), requantized there in place.
     """
-    tb = mm.transpose_b
     m_, s_, relu = requantizer
-    for blk in blocks(mm, rows, cols, stream_a, stream_b):
+    for blk in blocks(mm, rows, cols, stream_a, stream_b, depth):
+        acc = at.acc + blk.i0 * mm.n if acc_in_out else at.acc
+        blk_at = at._replace(acc=acc)
         if mm.bias and blk.c == 0:
             for r in range(blk.height):
-                yield Step("LD", {"dst": at.acc + r * mm.n, "src": at.bias_ext, "len": mm.n}, "load bias",
+                yield Step("LD", {"dst": acc + r * mm.n, "src": at.bias_ext, "len": mm.n}, "load bias",
                            (blk.r, 0))
         if blk.load_a:
-            src = block_src(at.a_ext, blk.i0, mm.k)
-            yield Step("LD", {"dst": at.a_block, "src": src, "len": blk.height * mm.k}, "load A", (blk.r, 0))
-        if blk.load_b:
-            yield from load_b(mm, at, blk)
-        a = at.a_block if stream_a else at.a + blk.i0 * mm.k
-        b = at.b_block if stream_b else at.b + (blk.j0 * mm.k if tb else blk.j0)
-        ldb = mm.k if tb else (blk.width if stream_b else mm.n)
-        for tile in tiles(blk.height, blk.width, t):
-            fields = strided_mm_fields(tile, a, b, at.acc + blk.j0, mm.k, ldb, mm.n, tb)
-            for piece in mm_pieces(fields, mm.k_max, mm.bias):
-                yield Step("MM", piece, "tile", (blk.r, blk.c))
+            src = block_src(at.a_ext, blk.i0, mm.k, mm.a_packed)
+            yield Step("LD", ld(at.a_block, src, blk.height * mm.k, mm.a_packed), "load A", (blk.r, 0))
+        for k0, count in depth_blocks(mm, depth if stream_b else 0):
+            if blk.load_b:
+                yield from load_b(mm, at, blk, k0, count)
+            yield from block_tiles(mm, blk, blk_at, stream_a, stream_b, t, k0, count)
         if blk.last:
-            fields = {"dst": at.out + blk.i0 * mm.n, "src": at.acc, "len": blk.height * mm.n,
+            fields = {"dst": at.out + blk.i0 * mm.n, "src": acc, "len": blk.height * mm.n,
                       "m": m_, "s": s_, "relu": relu}
             yield Step("RQ", fields, "requantize", (blk.r, 0))
+
+
+def block_tiles(mm: Matmul, blk: Block, at: Places, stream_a: bool, stream_b: bool, t: int, k0: int,
+                count: int) -> Iterator[Step]:
+    """The MMs of a block's tiles whose pieces along K (:func:`compiler.lowering.mm_pieces`)
+    start in rows k0..k0+count-1 of B: all of them when B is whole or streams whole in depth;
+    else those of the piece of B in the B block, whose row k0 is the block's first."""
+    tb = mm.transpose_b
+    a = at.a_block if stream_a else at.a + blk.i0 * mm.k
+    b = at.b_block if stream_b else at.b + (blk.j0 * mm.k if tb else blk.j0)
+    ldb = mm.k if tb else (blk.width if stream_b else mm.n)
+    shift = k0 * ldb if stream_b and not tb else 0
+    for tile in tiles(blk.height, blk.width, t):
+        fields = strided_mm_fields(tile, a, b, at.acc + blk.j0, mm.k, ldb, mm.n, tb)
+        for piece in mm_pieces(fields, mm.k_max, mm.bias):
+            if k0 <= piece["A"] - fields["A"] < k0 + count:
+                yield Step("MM", piece | {"B": piece["B"] - shift}, "tile", (blk.r, blk.c))
 
 
 def tile_cycles(mm: Matmul, params: Params) -> tuple[int, int]:
@@ -350,7 +433,7 @@ def _moving(op: str, words: int, params: Params) -> int:
 
 
 def cost(mm: Matmul, rows: int, cols: int, stream_a: bool, stream_b: bool, params: Params,
-         mms: tuple[int, int] | None = None) -> Blocking:
+         mms: tuple[int, int] | None = None, depth: int = 0, acc_in_out: bool = False) -> Blocking:
     """One candidate with its cycles, footprint and words moved (see :class:`Blocking`).
 
     The cycles are those of the instructions :func:`block_steps` writes, block by block
@@ -358,18 +441,19 @@ def cost(mm: Matmul, rows: int, cols: int, stream_a: bool, stream_b: bool, param
     length only, and the MMs are :func:`tile_cycles` (``mms``, when the caller has it).
     ``tests/compiler/test_blocking.py`` checks the sum against the instructions.
     """
-    space = workspace(mm, rows, cols, stream_a, stream_b)
+    space = workspace(mm, rows, cols, stream_a, stream_b, depth, acc_in_out)
     cycles, count = mms or tile_cycles(mm, params)
     moved = b_loads = 0
-    for blk in blocks(mm, rows, cols, stream_a, stream_b):
+    pieces = depth_blocks(mm, depth)
+    for blk in blocks(mm, rows, cols, stream_a, stream_b, depth):
         loads = []
         if mm.bias and blk.c == 0:
             loads.append((blk.height, mm.n))
         if blk.load_a:
             loads.append((1, blk.height * mm.k))
-        if blk.load_b:
-            lds = mm.k if gathered(mm, blk.width) else 1
-            loads.append((lds, blk.width * mm.k // lds))
+        for _, height in pieces if blk.load_b else ():
+            lds = height if gathered(mm, blk.width) else 1
+            loads.append((lds, blk.width * height // lds))
             b_loads += lds
         for lds, words in loads:
             cycles += lds * _moving("LD", words, params)
@@ -387,12 +471,32 @@ def cost(mm: Matmul, rows: int, cols: int, stream_a: bool, stream_b: bool, param
     if stream_b and cols < mm.n and not mm.transpose_b:
         how = "in panels" if mm.b_panels else "gathered row by row"
     return Blocking(rows, cols, stream_a, stream_b, ceil_div(mm.m, rows), ceil_div(mm.n, cols), cycles,
-                    footprint(mm, space.words, stream_a, stream_b), space.words, moved, b_loads, count, how)
+                    footprint(mm, space.words, stream_a, stream_b), space.words, moved, b_loads, count, how,
+                    depth, acc_in_out)
+
+
+def depths(mm: Matmul, stream_b: bool) -> list[int]:
+    """The depths worth trying for a streamed B (0: all k rows at once, then multiples of
+    k_max, largest first, :func:`block_sizes`); only 0 when B is whole, or read transposed
+    (its stored rows hold all of k), or k fits one MM."""
+    if not stream_b or mm.transpose_b or mm.k <= mm.k_max:
+        return [0]
+    return [0] + [d for d in block_sizes(mm.k, mm.k_max) if d < mm.k]
+
+
+def streams_all(mm: Matmul, stream_a: bool, stream_b: bool) -> bool:
+    """Whether every operand that may stream does (and one does): only then may the sums go to
+    the output's rows. Emission takes the fastest blocking that fits *now*, and an operand
+    loaded whole stays until its last reader; the words the output's rows save must not buy
+    a whole operand that starves the steps after this one."""
+    return (stream_a or stream_b) and stream_a == mm.a_streams and stream_b == mm.b_streams
 
 
 def rank_blockings(mm: Matmul, params: Params, within: int | None = None) -> list[Blocking]:
-    """Every candidate blocking of a matmul step, fewest cycles first (then the smaller
-    footprint, then fewer streams). The first is the unblocked way, or as fast as it.
+    """Every candidate blocking of a matmul step, fewest cycles first (then a separate
+    accumulator before the output's rows, so that a step that fits as it always did is written
+    as it always was; then the smaller footprint, then fewer streams). The first is the
+    unblocked way, or as fast as it.
 
     Args:
         within: if given, only the candidates whose footprint is at most this many words.
@@ -402,10 +506,13 @@ def rank_blockings(mm: Matmul, params: Params, within: int | None = None) -> lis
     for stream_a in (False, True) if mm.a_streams else (False,):
         for stream_b in (False, True) if mm.b_streams else (False,):
             widths = block_sizes(mm.n, params.T) if stream_b else [mm.n]
-            for rows in block_sizes(mm.m, params.T):
-                for cols in widths:
-                    words = workspace(mm, rows, cols, stream_a, stream_b).words
-                    if within is None or footprint(mm, words, stream_a, stream_b) <= within:
-                        found.append(cost(mm, rows, cols, stream_a, stream_b, params, mms))
-    found.sort(key=lambda b: (b.cycles, b.footprint, b.stream_a + b.stream_b))
+            sums = (False, True) if streams_all(mm, stream_a, stream_b) else (False,)
+            for rows, cols, depth, in_out in itertools.product(block_sizes(mm.m, params.T), widths,
+                                                               depths(mm, stream_b), sums):
+                words = workspace(mm, rows, cols, stream_a, stream_b, depth, in_out).words
+                if not packed_aligned(mm, rows, cols, stream_a, stream_b, depth):
+                    continue
+                if within is None or footprint(mm, words, stream_a, stream_b) <= within:
+                    found.append(cost(mm, rows, cols, stream_a, stream_b, params, mms, depth, in_out))
+    found.sort(key=lambda b: (b.cycles, b.acc_in_out, b.footprint, b.stream_a + b.stream_b))
     return found

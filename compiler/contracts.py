@@ -34,7 +34,7 @@ def _require(ok: bool, pass_name: str, what: str) -> None:
 def check_reads(pass_name: str, state: Compilation, reads: Iterable[str]) -> None:
     """Every field the pass reads is set (a pass run before the ones it needs fails here)."""
     for name in reads:
-        optional = name in ("events", "fixed_ranges")
+        optional = name in ("events", "fixed_ranges", "pack")
         _require(optional or getattr(state, name) is not None, pass_name,
                  f"needs '{name}', which no earlier pass set")
 

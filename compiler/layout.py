@@ -1,7 +1,8 @@
 """External memory layout: where the host puts inputs and weights and finds outputs.
 
 Contract: the sources (inputs and weights) take consecutive regions from word 0, in node
-order (an int4 weight takes ceil(elements / 8) packed words); then the bias of each biased
+order (an int4 weight takes ceil(elements / 8) packed words, a packed int8 weight ceil(elements
+/ 4), :mod:`compiler.packing`); then the bias of each biased
 matmul, one int32 word per column (``bias of node <id>``, :mod:`compiler.bias`); the outputs
 follow, in node order, one word per element (seed chapter 11). The whole must fit the machine's EXT_WORDS.
 
@@ -24,6 +25,7 @@ from .errors import CompileError, plural
 from .int4 import is_int4, packed_words
 from .ir import Graph, Node
 from .ops import OPS, Op, Role
+from .packing import int8_words
 from .tables import region_name as table_region
 
 
@@ -40,6 +42,8 @@ class ExtEntry:
         kind: the node's operation: input, weight or output.
         panel: 0 when stored row by row; else the width of the column panels it is stored
             in (:func:`panel_major`).
+        fmt: 1 when its int8 values are packed four to a word (LD fmt = 1,
+            :mod:`compiler.packing`); else 0.
     """
 
     name: str
@@ -49,6 +53,12 @@ class ExtEntry:
     node: int
     kind: Op
     panel: int = 0
+    fmt: int = 0
+
+    @property
+    def elements(self) -> int:
+        """Values the region holds: rows x cols (fewer than its words only when packed)."""
+        return self.shape[0] * self.shape[1]
 
     @property
     def end(self) -> int:
@@ -56,20 +66,54 @@ class ExtEntry:
         return self.addr + self.words
 
 
-def external_words(node: Node) -> int:
-    """Words a node's values take in external memory."""
+def external_words(node: Node, packed: bool = False) -> int:
+    """Words a node's values take in external memory (``packed``: four int8 to a word)."""
     if is_int4(node):
         return packed_words(node.words)
+    if packed:
+        return int8_words(node.words)
     return node.words
 
 
-def external_layout(graph: Graph, params: Params = DEFAULT) -> tuple[dict[str, ExtEntry], int]:
+def packable(node: Node) -> bool:
+    """Whether a node may be stored packed four to a word (:mod:`compiler.packing`): an int8 weight."""
+    return node.op == Op.WEIGHT and not is_int4(node)
+
+
+def external_layout(graph: Graph, params: Params = DEFAULT,
+                    pack: bool | None = None) -> tuple[dict[str, ExtEntry], int]:
     """The layout and the number of words it uses.
+
+    Args:
+        pack: store the int8 weights packed four to a word (:mod:`compiler.packing`): True
+            always, False never, None (the default) only when the layout one value a word
+            does not fit EXT_WORDS.
 
     Raises:
         CompileError: the regions do not fit EXT_WORDS; the message names the first node
             that does not fit.
     """
+    if pack is None:
+        entries, top = regions(graph, False)
+        if top <= params.EXT_WORDS:
+            return entries, top
+        pack = True
+    entries, top = regions(graph, bool(pack))
+    if top > params.EXT_WORDS:
+        over = next(e for e in entries.values() if e.end > params.EXT_WORDS)
+        node, end = graph.nodes[over.node], over.end
+        hint = ("int4 weights take an eighth of the space" if pack else
+                "int4 weights take an eighth of the space; compile_graph(..., pack=True) stores int8 "
+                "weights four to a word")
+        raise CompileError(f"external memory is full: {node.describe()} would end at word {end}, "
+                           f"past the {plural(params.EXT_WORDS, 'word')} the machine has",
+                           f"use fewer or smaller inputs, weights and outputs ({hint})", node.id)
+    return entries, top
+
+
+def regions(graph: Graph, pack: bool) -> tuple[dict[str, ExtEntry], int]:
+    """The regions one after another from word 0 (int8 weights packed when ``pack``), and
+    where they end; not checked against EXT_WORDS."""
     entries: dict[str, ExtEntry] = {}
     top = 0
     loaded = [n for n in graph.nodes if OPS[n.op].role is Role.SOURCE]
@@ -82,14 +126,11 @@ def external_layout(graph: Graph, params: Params = DEFAULT) -> tuple[dict[str, E
         elif node.op == Op.TABLE:   # compiler/tables.py: 256 entries
             entry = ExtEntry(table_region(node), top, LUT_TABLE_WORDS, (1, LUT_TABLE_WORDS), node.id, node.op)
         else:
-            entry = ExtEntry(node.name, top, external_words(node), node.shape, node.id, node.op)
+            packed = pack and packable(node)
+            entry = ExtEntry(node.name, top, external_words(node, packed), node.shape, node.id, node.op,
+                             fmt=int(packed))
         entries[entry.name] = entry
         top = entry.end
-        if top > params.EXT_WORDS:
-            raise CompileError(f"external memory is full: {node.describe()} would end at word {top}, "
-                               f"past the {plural(params.EXT_WORDS, 'word')} the machine has",
-                               "use fewer or smaller inputs, weights and outputs (int4 weights take "
-                               "an eighth of the space)", node.id)
     return entries, top
 
 

@@ -139,7 +139,10 @@ def amax_fields(row: int, dst: int, src: int, cols: int) -> dict[str, int]:
 
 
 def ld_fields(entry: ExtEntry, dst: int) -> dict[str, int]:
-    """The LD of an external region (all its words) to scratchpad address ``dst``."""
+    """The LD of an external region (all its words; all its elements when packed, LD fmt = 1,
+    :mod:`compiler.packing`) to scratchpad address ``dst``."""
+    if entry.fmt:
+        return {"dst": dst, "src": entry.addr, "len": entry.elements, "fmt": entry.fmt}
     return {"dst": dst, "src": entry.addr, "len": entry.words}
 
 

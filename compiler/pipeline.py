@@ -41,7 +41,8 @@ class Compilation:
 
     Attributes (arguments): graph, params (the machine), calibration (samples), fixed_ranges
     (``ranges=``), reuse, events (the allocator's trace, or None), stream (block matmuls
-    whose operands do not fit the scratchpad whole).
+    whose operands do not fit the scratchpad whole), pack (int8 weights four to an external
+    word: True, False, or None for only when needed; :mod:`compiler.packing`).
     Attributes (results, None until their pass ran): consumers (node id -> readers), fused
     (matmuls carrying a relu), placement, schedule (step -> buffers released there), ext and
     ext_words (the external layout), ranges (calibrated, node id -> largest |value|), plan
@@ -55,6 +56,7 @@ class Compilation:
     reuse: bool = True
     events: list[AllocEvent] | None = None
     stream: bool = True
+    pack: bool | None = None
     consumers: dict[int, list[int]] | None = None
     fused: set[int] | None = None
     placement: Placement | None = None
@@ -108,7 +110,7 @@ def _lifetimes(c: Compilation) -> None:
 
 
 def _layout(c: Compilation) -> None:
-    c.ext, c.ext_words = external_layout(c.graph, c.params)
+    c.ext, c.ext_words = external_layout(c.graph, c.params, c.pack)
 
 
 def _calibration(c: Compilation) -> None:
@@ -141,7 +143,7 @@ PASSES: tuple[Pass, ...] = (
          "every tensor is placed",
          "every buffer a step touches is released once, at its last touch, in first-touch order",
          contracts.check_lifetimes),
-    Pass("layout", _layout, ("graph", "params"), ("ext", "ext_words"),
+    Pass("layout", _layout, ("graph", "params", "pack"), ("ext", "ext_words"),
          "the graph is well formed",
          "inputs and weights, then outputs, have consecutive disjoint regions from word 0 that fit "
          "EXT_WORDS", contracts.check_layout),
@@ -163,7 +165,7 @@ PASSES: tuple[Pass, ...] = (
 )
 """The passes of :func:`compile_graph`, in order (seed chapter 11, figure 11.1)."""
 
-_ARGUMENTS = frozenset({"graph", "params"})
+_ARGUMENTS = frozenset({"graph", "params", "pack"})
 """What the structural passes may read besides what earlier structural passes wrote."""
 
 
@@ -200,20 +202,20 @@ def run_passes(state: Compilation, passes: Sequence[Pass] | None = None, check: 
             p.check(state)
 
 
-def check_structure(graph: Graph, params: Params = DEFAULT) -> None:
+def check_structure(graph: Graph, params: Params = DEFAULT, pack: bool | None = None) -> None:
     """Run the structural passes (limits, fusion, placement, lifetimes, layout) on a graph:
     what needs no calibration data, so that a graph they refuse fails before any.
 
     Raises:
         CompileError: the graph is refused; the message names the node at fault.
     """
-    run_passes(Compilation(graph, params), structural_passes())
+    run_passes(Compilation(graph, params, pack=pack), structural_passes())
 
 
 def compile_graph(graph: Graph, calibration: Sequence[Mapping[str, object]], reuse: bool = True,
                   ranges: Mapping[str, float] | None = None, params: Params = DEFAULT,
                   events: list[AllocEvent] | None = None, check_contracts: bool = False,
-                  stream: bool = True) -> Program:
+                  stream: bool = True, pack: bool | None = None) -> Program:
     """Compile a graph to a GA-2 program.
 
     Args:
@@ -243,16 +245,22 @@ def compile_graph(graph: Graph, calibration: Sequence[Mapping[str, object]], reu
             weights from external memory in blocks (:mod:`compiler.streaming`; a graph that
             fits whole compiles to the same program either way). False refuses such a graph,
             as the seed's compiler does.
+        pack: store int8 weights in external memory four to a word and load them with
+            ``LD fmt=1`` (:mod:`compiler.packing`; the same cycles, a quarter of the external
+            words): True always, False never, None (the default) only when the graph's
+            regions one value a word do not fit EXT_WORDS (so a graph that fits compiles as
+            it always has). ``Program.ext`` marks the packed regions (``fmt`` = 1).
 
     Raises:
         CompileError: the graph, the calibration data or ``ranges`` is refused, or an
             argument has the wrong type; the message names the node, input or argument at
             fault and says how to fix it.
     """
-    check_arguments(graph, reuse, ranges, params, events, stream)
+    check_arguments(graph, reuse, ranges, params, events, stream, pack)
     trace = [] if events is None else events
     first = len(trace)
-    state = Compilation(graph, params, calibration, ranges, bool(reuse), trace, bool(stream))
+    state = Compilation(graph, params, calibration, ranges, bool(reuse), trace, bool(stream),
+                        None if pack is None else bool(pack))
     run_passes(state, check=check_contracts)
     emission = state.emission
     return Program(graph=graph.snapshot(), code=emission.code, scales=state.plan.scales,
@@ -264,7 +272,7 @@ def compile_graph(graph: Graph, calibration: Sequence[Mapping[str, object]], reu
 
 
 def check_arguments(graph: object, reuse: object, ranges: object, params: object, events: object,
-                    stream: object = True) -> None:
+                    stream: object = True, pack: object = None) -> None:
     """Refuse arguments of compile_graph of the wrong type, naming the argument and its value
     (the calibration data is checked by :mod:`compiler.calibrate`).
 
@@ -280,6 +288,10 @@ def check_arguments(graph: object, reuse: object, ranges: object, params: object
     if not isinstance(stream, bool | np.bool_):
         raise CompileError(f"compile_graph: stream = {shown(stream)} is not True or False",
                            "pass stream=True (block a matmul that does not fit whole) or stream=False")
+    if pack is not None and not isinstance(pack, bool | np.bool_):
+        raise CompileError(f"compile_graph: pack = {shown(pack)} is not True, False or None",
+                           "pass pack=True (int8 weights four to an external word), pack=False (one a "
+                           "word) or leave it out (packed only when they do not fit otherwise)")
     if ranges is not None:
         if not isinstance(ranges, Mapping):
             raise CompileError(f"compile_graph: ranges = {shown(ranges)} is not a dict",

@@ -33,6 +33,7 @@ from .ir import Graph, Node
 from .layout import ExtEntry, panel_major
 from .lowering import RequantKey
 from .ops import OPS, Role
+from .packing import pack_int8
 from .placement import Placement
 from .scales import ScalePlan
 from .symbols import ext_symbol, spad_symbol
@@ -196,7 +197,8 @@ class Program:
 
     def ext_image(self, inputs: Mapping[str, object]) -> np.ndarray:
         """The external memory the host loads: EXT_WORDS uint32 words with every input and
-        weight quantized at its place (int4 weights packed); outputs' regions are zero."""
+        weight quantized at its place (int4 weights packed, and int8 weights whose region has
+        ``fmt`` = 1); outputs' regions are zero."""
         image = np.zeros(self.machine.EXT_WORDS, dtype=np.int64)
         levels = self.quantized_inputs(inputs)
         for entry in self.ext.values():
@@ -217,6 +219,8 @@ class Program:
                     values = pack_int4(values)
             if entry.panel:
                 values = panel_major(values, entry.panel)
+            if entry.fmt:   # int8 four to a word, in the order above (compiler/packing.py)
+                values = pack_int8(values)
             image[entry.addr:entry.addr + entry.words] = np.ravel(values)
         return to_words(image)
 

@@ -9,11 +9,12 @@ are tried fastest first, and the first whose allocations succeed is written
 program, instruction for instruction; only a step that did not fit is blocked.
 
 What may stream (:func:`streams`): a source (input or weight) not loaded yet, 8-bit (an
-int4 weight is unpacked whole), in a buffer it owns (a part of a concatenation is loaded
-into the concatenation's buffer), and not the matmul's other operand too. A B not read
-transposed whose only reader is this matmul is stored in column panels when it streams in
-column blocks (``Emission.panels``; the host writes it so,
-:meth:`compiler.Program.ext_image`); one that others read too is gathered row by row.
+int4 weight is unpacked whole; an int8 weight packed four to an external word streams in
+blocks that start at byte 0 of a word, LD fmt = 1, :mod:`compiler.packing`), in a buffer it
+owns (a part of a concatenation is loaded into the concatenation's buffer), and not the
+matmul's other operand too. A B not read transposed whose only reader is this matmul is
+stored in column panels when it streams in column blocks (``Emission.panels``; the host
+writes it so, :meth:`compiler.Program.ext_image`); one that others read too is gathered row by row.
 Results of matmuls (and every other computed tensor) stay in the scratchpad: a step whose
 result and the tensors alive across it leave no room for the smallest blocking is refused,
 naming the node and the words that blocking needs.
@@ -76,7 +77,13 @@ def matmul_step(em: Emitter, node: Node, costs: bool = True) -> Matmul:
     return Matmul(node.id, m, k, n, node.transpose_b, whole_cost(em, a_id, costs), b_whole,
                   a_streams=not same and streams(em, a_id), b_streams=not same and streams(em, b_id),
                   b_panels=not node.transpose_b and em.readers(b_id) == [node.id],
-                  out=out.words if out.addr is None else 0, bias=has_bias(node), k_max=em.params.K_MAX)
+                  out=out.words if out.addr is None else 0, bias=has_bias(node), k_max=em.params.K_MAX,
+                  a_packed=packed(em, a_id), b_packed=packed(em, b_id))
+
+
+def packed(em: Emitter, nid: int) -> bool:
+    """Whether a source is stored packed four int8 to an external word (:mod:`compiler.packing`)."""
+    return em.unloaded_source(nid) and bool(em.ext[em.nodes[nid].name].fmt)
 
 
 def whole_cost(em: Emitter, nid: int, costs: bool = True) -> Whole:
@@ -92,9 +99,10 @@ def whole_cost(em: Emitter, nid: int, costs: bool = True) -> Whole:
     transient = entry.words if is_int4(node) else 0
     if not costs:
         return Whole(held, transient)
-    cycles = latency(BY_NAME["LD"], ld_fields(entry, 0), em.params)
+    load = ld_fields(entry, 0)
+    cycles = latency(BY_NAME["LD"], load, em.params)
     if not is_int4(node):
-        return Whole(held, 0, cycles, entry.words, 1)
+        return Whole(held, 0, cycles, load["len"], 1)
     cycles += latency(BY_NAME["UNPACK"], {"dst": 0, "src": 0, "len": entry.words}, em.params)
     return Whole(held, transient, cycles, entry.words, 2)
 
@@ -142,7 +150,8 @@ def lower_blocked(em: Emitter, node: Node, mm: Matmul) -> None:
 
 
 def take(em: Emitter, node: Node, mm: Matmul, choice: Blocking) -> Places:
-    """Place what a blocking needs: the operands it keeps whole, the result, the workspace.
+    """Place what a blocking needs: the operands it keeps whole, the result, the workspace
+    (none when its accumulator is the output's rows and nothing streams).
 
     Raises:
         ScratchpadFull: it does not fit (the caller rolls back).
@@ -151,13 +160,19 @@ def take(em: Emitter, node: Node, mm: Matmul, choice: Blocking) -> Places:
     a = 0 if choice.stream_a else em.ensure(a_id)
     b = 0 if choice.stream_b else em.ensure(b_id)
     out = em.address(node.id)
-    space = blocking.workspace(mm, choice.rows, choice.cols, choice.stream_a, choice.stream_b)
-    base = em.alloc.alloc(space.words, f"workspace of node {node.id}")
+    space = workspace_of(mm, choice)
+    base = em.alloc.alloc(space.words, f"workspace of node {node.id}") if space.words else 0
     a_ext = em.ext[em.nodes[a_id].name].addr if choice.stream_a else 0
     b_ext = em.ext[em.nodes[b_id].name].addr if choice.stream_b else 0
     bias_ext = em.ext[region_name(node)].addr if has_bias(node) else 0
-    return Places(a, b, base + space.acc, base + space.a_block, base + space.b_block, out, a_ext, b_ext,
-                  bias_ext)
+    acc = out if choice.acc_in_out else base + space.acc
+    return Places(a, b, acc, base + space.a_block, base + space.b_block, out, a_ext, b_ext, bias_ext, base)
+
+
+def workspace_of(mm: Matmul, choice: Blocking) -> blocking.Workspace:
+    """The workspace of a chosen blocking (:func:`compiler.blocking.workspace`)."""
+    return blocking.workspace(mm, choice.rows, choice.cols, choice.stream_a, choice.stream_b, choice.depth,
+                              choice.acc_in_out)
 
 
 def write(em: Emitter, node: Node, mm: Matmul, choice: Blocking, at: Places) -> None:
@@ -165,10 +180,11 @@ def write(em: Emitter, node: Node, mm: Matmul, choice: Blocking, at: Places) -> 
     panel layout of a B that streams in column blocks)."""
     requantizer = matmul_requantizer(em, node)
     for step in block_steps(mm, choice.rows, choice.cols, choice.stream_a, choice.stream_b, at, requantizer,
-                            em.params.T):
+                            em.params.T, choice.depth, choice.acc_in_out):
         em.put(step.op, **step.fields)
-    words = blocking.workspace(mm, choice.rows, choice.cols, choice.stream_a, choice.stream_b).words
-    em.alloc.release(at.acc, words, f"workspace of node {node.id}")
+    words = workspace_of(mm, choice).words
+    if words:
+        em.alloc.release(at.work, words, f"workspace of node {node.id}")
     if choice.b_how == "in panels":
         em.out.panels[em.nodes[node.ins[1]].name] = choice.cols
     em.out.blockings[node.id] = choice

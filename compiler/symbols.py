@@ -2,7 +2,8 @@
 
 Contract: an external-memory word belongs to at most one region of the external layout
 (:mod:`compiler.layout`: inputs and weights, then outputs); its element is found by undoing
-the region's order (row by row, in column panels, or eight int4 values to a packed word). A
+the region's order (row by row, in column panels, eight int4 values or four int8 values to a
+packed word). A
 scratchpad word belongs, at a given pc, to the allocation live then: the allocator's events
 (``Program.events``, each with the pc of the next instruction) are replayed up to that pc. An
 allocation that is a placement buffer (:mod:`compiler.placement`) names the tensors placed in
@@ -14,6 +15,8 @@ from __future__ import annotations
 
 import re
 from typing import TYPE_CHECKING
+
+from sim.spec import INT8_PER_WORD
 
 from .allocator import AllocEvent
 from .int4 import INT4_PER_WORD, is_int4
@@ -49,6 +52,11 @@ def ext_symbol(program: Program, address: int) -> str | None:
     if is_int4(node):
         first = offset * INT4_PER_WORD
         where = f"packed word {offset} (elements {first}..{first + INT4_PER_WORD - 1} row by row)"
+    elif entry.fmt:
+        first = offset * INT8_PER_WORD
+        row, col = panel_element(entry, first) if entry.panel else divmod(first, entry.shape[1])
+        count = min(INT8_PER_WORD, entry.elements - first)
+        where = f"packed word {offset} (int8 elements {first}..{first + count - 1}, from row {row} col {col})"
     else:
         row, col = panel_element(entry, offset) if entry.panel else divmod(offset, entry.shape[1])
         where = f"row {row} col {col}"

@@ -19,13 +19,18 @@ machine), the machine against the integer interpreter, cycles per image, and run
 ``--rtl N`` images on the RTL under Icarus and Verilator. The last line is ``digits_mlp relu:
 float A%, GA-2 B%, agree C%, RTL bit-exact on N images``.
 
-Usage: python examples/digits_mlp.py [--act relu|gelu|silu] [--batch 4] [--rtl 16] [--epochs 40]
-[--quick] [--seed 0]
+``--widths 64 512 320 128 10`` makes a model of 239,818 parameters: one int8 weight a word
+it would not fit the 65,536-word external memory, so Capra packs the weights four to a word
+and loads them with ``LD fmt=1`` (``compiler/packing.py``), in the same cycles.
+
+Usage: python examples/digits_mlp.py [--act relu|gelu|silu] [--widths 64 256 128 10] [--batch 4]
+[--rtl 16] [--epochs 40] [--quick] [--seed 0]
 """
 
 from __future__ import annotations
 
 import argparse
+import itertools
 import sys
 
 import numpy as np
@@ -36,15 +41,18 @@ WIDTHS = (64, 256, 128, 10)
 ACTIVATIONS = ("relu", "gelu", "silu")
 
 
-def make_models(seed: int, act: str):
-    """The MLP (logits) and the classifier (logits, class) around it, on fresh weights."""
+def make_models(seed: int, act: str, widths: tuple[int, ...] = WIDTHS):
+    """The MLP (logits; a Linear with its bias between each pair of widths, the activation
+    after each but the last) and the classifier (logits, class) around it, on fresh weights."""
     import torch
     from torch import nn
 
     layer = {"relu": nn.ReLU, "gelu": nn.GELU, "silu": nn.SiLU}[act]
     torch.manual_seed(seed)
-    mlp = nn.Sequential(nn.Linear(WIDTHS[0], WIDTHS[1]), layer(), nn.Linear(WIDTHS[1], WIDTHS[2]), layer(),
-                        nn.Linear(WIDTHS[2], WIDTHS[3]))
+    layers: list = []
+    for fan_in, fan_out in itertools.pairwise(widths):
+        layers += [nn.Linear(fan_in, fan_out), layer()]
+    mlp = nn.Sequential(*layers[:-1])
 
     class Classifier(nn.Module):
         def __init__(self, net: nn.Module) -> None:
@@ -65,7 +73,7 @@ def compile_model(classifier, split: Split, batch: int, params=None):
     from compiler.frontend import from_torch
     from sim.spec import DEFAULT
 
-    lowered = from_torch(classifier, (WIDTHS[0],), batch=batch)
+    lowered = from_torch(classifier, (WIDTHS[0],), batch=batch, params=params or DEFAULT)
     calibration = [lowered.feed(b) for b in batches_of(split.train_x, batch)[:max(1, 1024 // batch)]]
     return lowered, compile_graph(lowered.graph, calibration, params=params or DEFAULT)
 
@@ -75,8 +83,12 @@ def main(argv: list[str] | None = None) -> int:
                                      "compile it unchanged with Capra and run it on GA-2.")
     parser.add_argument("--act", choices=ACTIVATIONS, default="relu",
                         help="the hidden activation (default relu)")
-    parser.add_argument("--batch", type=positive, default=4, help="images per run (default 4: at 8 the "
-                        "activations and a weight panel need more than the 4,096-word scratchpad)")
+    parser.add_argument("--widths", type=positive, nargs="+", default=list(WIDTHS), metavar="W",
+                        help="layer widths, 64 (pixels) first and 10 (classes) last (default 64 256 128 10; "
+                        "64 512 320 128 10 is a 239,818-parameter model, its int8 weights packed four "
+                        "to an external word)")
+    parser.add_argument("--batch", type=positive, default=4, help="images per run (default 4; 8 fits "
+                        "the 4,096-word scratchpad too, 16 does not: the activations stay there)")
     parser.add_argument("--rtl", type=non_negative, default=None, metavar="N",
                         help="test images to run on the RTL under Icarus and Verilator, whole batches "
                         "(default 16, 0 with --quick)")
@@ -85,6 +97,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true", help="fewer epochs, the first 64 test images, no RTL")
     parser.add_argument("--seed", type=int, default=0, help="seed of the weights and the training order")
     args = parser.parse_args(argv)
+    if args.widths[0] != WIDTHS[0] or args.widths[-1] != WIDTHS[-1] or len(args.widths) < 2:
+        parser.error(f"--widths: the first is {WIDTHS[0]} (pixels), the last {WIDTHS[-1]} (classes)")
+    widths = tuple(args.widths)
     epochs = args.epochs if args.epochs is not None else (6 if args.quick else 40)
     rtl_images = args.rtl if args.rtl is not None else (0 if args.quick else 16)
 
@@ -97,19 +112,23 @@ def main(argv: list[str] | None = None) -> int:
     split = load_split()
     if args.quick:
         split.test_x, split.test_y = split.test_x[:64], split.test_y[:64]
-    mlp, classifier = make_models(args.seed, args.act)
+    mlp, classifier = make_models(args.seed, args.act, widths)
     seconds = train(mlp, split, epochs, args.seed)
     _float_logits, float_classes = run_torch(classifier, split.test_x)
     float_accuracy = 100 * float(np.mean(float_classes == split.test_y))
-    shape = "-".join(map(str, WIDTHS))
+    shape = "-".join(map(str, widths))
     print(f"== trained {shape} ({args.act}, biases) for {epochs} epochs in {seconds:.1f} s: "
           f"float test accuracy {float_accuracy:.1f}%")
 
     lowered, program = compile_model(classifier, split, args.batch)
     weights = sum(p.numel() for p in mlp.parameters())
     spad = program.machine.SPAD_WORDS
+    packed = [name for name, entry in program.ext.items() if entry.fmt]
     print(f"== compiled for batches of {args.batch}: {len(program.code)} instructions, {weights:,} "
           f"parameters, scratchpad high-water mark {program.spad_high} words of {spad:,}")
+    print(f"  external memory: {program.ext_words:,} words of {program.machine.EXT_WORDS:,}; "
+          + (f"weights packed four int8 to a word (LD fmt=1): {', '.join(packed)}" if packed
+             else "one value a word"))
     for nid, blocking in program.blockings.items():
         print(f"  node {nid}: {blocking.describe()}")
     for note in program.notes:

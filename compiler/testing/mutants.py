@@ -215,8 +215,8 @@ def _freed_a_step_early(original: Any) -> Any:
 
 
 def _one_accumulator_row_short(original: Callable) -> Callable:
-    def workspace(mm: Any, rows: int, cols: int, stream_a: bool, stream_b: bool) -> Any:
-        space = original(mm, rows, cols, stream_a, stream_b)
+    def workspace(mm: Any, rows: int, cols: int, stream_a: bool, stream_b: bool, depth: int = 0) -> Any:
+        space = original(mm, rows, cols, stream_a, stream_b, depth)
         short = mm.n
         return space._replace(words=space.words - short, a_block=space.a_block - short,
                               b_block=space.b_block - short)

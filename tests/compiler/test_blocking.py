@@ -126,7 +126,9 @@ def test_the_ranking_puts_the_whole_step_first_and_is_by_cycles():
     ranked = rank_blockings(mm, DEFAULT)
     assert ranked[0].whole
     assert [b.cycles for b in ranked] == sorted(b.cycles for b in ranked)
-    assert len(ranked) == 2 * (3 + 3 * 4)    # A whole or not x (B whole x 3 row sizes + B streams x 3 x 4)
+    # A whole or not x (B whole x 3 row sizes + B streams x 3 x 4), and when both stream the sums
+    # in the output's rows too (3 x 4)
+    assert len(ranked) == 2 * (3 + 3 * 4) + 3 * 4
     small = rank_blockings(mm, DEFAULT, within=1000)
     assert small and all(b.footprint <= 1000 for b in small)
     assert small == [b for b in ranked if b.footprint <= 1000]

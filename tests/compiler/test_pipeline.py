@@ -79,7 +79,7 @@ def test_the_passes_in_order_and_the_structural_prefix():
     assert [p.name for p in PASSES] == ["limits", "fusion", "placement", "lifetimes", "layout", "calibration",
                                         "scales", "emission"]
     assert [p.name for p in structural_passes()] == ["limits", "fusion", "placement", "lifetimes", "layout"]
-    written = {"graph", "params", "calibration", "fixed_ranges", "reuse", "events", "stream"}
+    written = {"graph", "params", "calibration", "fixed_ranges", "reuse", "events", "stream", "pack"}
     for p in PASSES:   # every pass reads only what the arguments or an earlier pass give
         assert set(p.reads) <= written, p.name
         written |= set(p.writes)

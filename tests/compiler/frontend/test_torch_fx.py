@@ -559,7 +559,9 @@ def test_the_compilers_structural_refusals_are_named_by_the_fx_node():
 def test_a_graph_too_large_for_external_memory():
     big = seeded(lambda: lin(64, 64))
     model = Wrap(lambda m, x: m.a(m.b(m.c(x))), a=big, b=lin(64, 64), c=lin(64, 64))
-    lines = refusal_lines(model, (64, 64), params=Params(EXT_WORDS=8192))   # the seed's 8192 words
+    # the input's 256 words, then the weights of c and b packed four to a word (the default
+    # packs them when they do not fit otherwise): 256 + 1,024 + 1,024 > 2,048 at b
+    lines = refusal_lines(model, (4, 64), params=Params(EXT_WORDS=2048))
     assert lines[0].startswith("REFUSED b: Linear module 'b': Capra refuses it: external memory is full")
 
 
