@@ -94,9 +94,26 @@ def calibration_ranges(graph: Graph, calibration: Sequence[Mapping[str, object]]
             whose values overflow float64 on a sample (the message names the first such
             node, the sample, and what its operands reach there).
     """
+    return ranges_of(graph, calibration_values(graph, calibration))
+
+
+def calibration_values(graph: Graph, calibration: Sequence[Mapping[str, object]]) -> dict[int, np.ndarray]:
+    """Per node, its float64 values on every calibration sample, stacked (samples, rows, cols).
+
+    Raises:
+        CompileError: as :func:`calibration_ranges`.
+    """
     stacked = check_calibration(graph, calibration)
     with np.errstate(over="ignore", invalid="ignore"):   # an overflow is reported below, by node
-        values = evaluate_batch(graph, stacked)
+        return evaluate_batch(graph, stacked)
+
+
+def ranges_of(graph: Graph, values: Mapping[int, np.ndarray]) -> dict[int, float]:
+    """Per node, the largest |value| of :func:`calibration_values`.
+
+    Raises:
+        CompileError: a tensor overflows float64 on a sample (see :func:`calibration_ranges`).
+    """
     ranges = {}
     for nid, v in values.items():
         per_sample = np.abs(v).max(axis=(-2, -1))

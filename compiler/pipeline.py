@@ -12,6 +12,7 @@ measured, the scales planned, and the program emitted (seed chapter 11, figure 1
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
@@ -21,7 +22,7 @@ from sim.spec import DEFAULT, Params
 
 from . import contracts
 from .allocator import AllocEvent
-from .calibrate import calibration_ranges
+from .calibrate import calibration_values, ranges_of
 from .emit import Emission, emit
 from .errors import CompileError, shown
 from .fusion import fuse_relus
@@ -33,6 +34,7 @@ from .ops import Op
 from .placement import Placement, place
 from .program import Program
 from .scales import ScalePlan, plan_scales
+from .tables import TableSaturationWarning, saturation_notes
 
 
 @dataclass
@@ -45,7 +47,8 @@ class Compilation:
     word: True, False, or None for only when needed; :mod:`compiler.packing`).
     Attributes (results, None until their pass ran): consumers (node id -> readers), fused
     (matmuls carrying a relu), placement, schedule (step -> buffers released there), ext and
-    ext_words (the external layout), ranges (calibrated, node id -> largest |value|), plan
+    ext_words (the external layout), ranges (calibrated, node id -> largest |value|),
+    table_inputs (table node id -> its input's calibration values), plan
     (the scale plan), emission (code, requantizers, high-water mark).
     """
 
@@ -64,6 +67,7 @@ class Compilation:
     ext: dict[str, ExtEntry] | None = field(default=None, repr=False)
     ext_words: int | None = None
     ranges: dict[int, float] | None = None
+    table_inputs: dict[int, np.ndarray] | None = field(default=None, repr=False)
     plan: ScalePlan | None = None
     emission: Emission | None = None
 
@@ -114,11 +118,16 @@ def _layout(c: Compilation) -> None:
 
 
 def _calibration(c: Compilation) -> None:
-    c.ranges = calibration_ranges(c.graph, c.calibration)
+    values = calibration_values(c.graph, c.calibration)
+    c.ranges = ranges_of(c.graph, values)
+    c.table_inputs = {n.id: values[n.ins[0]] for n in c.graph.nodes if n.op == Op.TABLE}
 
 
 def _scales(c: Compilation) -> None:
     c.plan = plan_scales(c.graph, c.ranges, c.fixed_ranges)
+    for note in saturation_notes(c.graph, c.plan.scales, c.table_inputs or {}):
+        c.plan.notes.append(note)
+        warnings.warn(note, TableSaturationWarning, stacklevel=4)
 
 
 def _emission(c: Compilation) -> None:
@@ -147,14 +156,15 @@ PASSES: tuple[Pass, ...] = (
          "the graph is well formed",
          "inputs and weights, then outputs, have consecutive disjoint regions from word 0 that fit "
          "EXT_WORDS", contracts.check_layout),
-    Pass("calibration", _calibration, ("graph", "calibration"), ("ranges",),
+    Pass("calibration", _calibration, ("graph", "calibration"), ("ranges", "table_inputs"),
          "the structure is accepted (the passes above ran)",
          "every node has a finite calibrated range >= 0; the samples are checked",
          contracts.check_calibration),
-    Pass("scales", _scales, ("graph", "ranges", "fixed_ranges"), ("plan",),
+    Pass("scales", _scales, ("graph", "ranges", "fixed_ranges", "table_inputs"), ("plan",),
          "every node has a range",
          "every node but an argmax has a positive normal scale; a scale group shares one scale; "
-         "pinned groups have the hardware's scale", contracts.check_scales),
+         "pinned groups have the hardware's scale; a table whose input was clipped on the "
+         "calibration samples is noted by name (and warned of)", contracts.check_scales),
     Pass("emission", _emission,
          ("graph", "plan", "fused", "placement", "schedule", "ext", "reuse", "params", "events", "stream"),
          ("emission",),

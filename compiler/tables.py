@@ -8,6 +8,13 @@ kernels for tanh and logistic. The table is stored in external memory (``table o
 256 words after the biases), loaded into a temporary before the LUT and released after it.
 
 The functions are PyTorch's definitions (torch.nn.functional), in float64.
+
+A table sees its input as int8 levels: a value beyond 127 times the input's scale is clipped
+there before the function is applied. Calibration sets that scale from the values it sees, so
+this happens only when the input shares a scale the hardware pins (a tensor that a softmax
+reads too holds Q4.4, at most 7.94): :func:`saturation_notes` then names the table, its input
+and the share of the calibration values that were clipped (a ``Program.notes`` line and a
+:class:`TableSaturationWarning`), never silently.
 """
 
 from __future__ import annotations
@@ -18,13 +25,13 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from sim.arith import quantize_array
+from sim.arith import INT8_MAX, quantize_array
 from sim.spec import LUT_TABLE_WORDS
 
 from .errors import CompileError
 
 if TYPE_CHECKING:
-    from .ir import Node
+    from .ir import Graph, Node
 
 PREFIX = "table of node "
 """External regions of tables are named ``table of node <id>``."""
@@ -108,3 +115,40 @@ def table_levels(node: Node, scales: Mapping[int, float], nodes: Sequence[Node] 
                            f"(scale {scales[node.ins[0]]:.6g}): a table of finite int8 entries cannot "
                            "stand for it", "use a function that is finite on the input's range", node.id)
     return quantize_array(y, scales[node.id])
+
+
+class TableSaturationWarning(UserWarning):
+    """A table activation's input was clipped to its int8 range on calibration samples:
+    the function sees 127 times the input's scale where the float model saw more
+    (:func:`saturation_notes`; the same sentence is in ``Program.notes``)."""
+
+
+def clipped_share(values: np.ndarray, scale: float) -> float:
+    """The share of ``values`` that quantize beyond -127..127 at ``scale`` (GA2.md section 4:
+    round half away from zero, then clamp), 0 to 1."""
+    with np.errstate(over="ignore"):
+        levels = np.floor(np.abs(values) / scale + 0.5)
+    return float(np.count_nonzero(levels > INT8_MAX)) / max(1, values.size)
+
+
+def saturation_notes(graph: Graph, scales: Mapping[int, float],
+                     inputs: Mapping[int, np.ndarray]) -> list[str]:
+    """A sentence per table whose input was clipped on the calibration samples: the table,
+    its function, its input, how far the input reached, what its scale holds, the clipped share.
+
+    Args:
+        inputs: table node id -> its input's calibration values (any shape).
+    """
+    notes = []
+    for nid, values in inputs.items():
+        node = graph.nodes[nid]
+        source = graph.nodes[node.ins[0]]
+        share = clipped_share(values, scales[source.id])
+        if share > 0:
+            holds = scales[source.id] * INT8_MAX
+            notes.append(f"{node.describe()}: its input, {source.describe()}, reaches "
+                         f"{float(np.max(np.abs(values))):.4g} on the calibration samples, beyond the "
+                         f"{holds:.4g} its scale holds: {100 * share:.1f}% of the values {node.fn} saw in "
+                         f"calibration are clipped to +-{holds:.4g} first (a scale the hardware pins, a "
+                         "softmax's Q4.4, is shared: give the table an input of its own)")
+    return notes

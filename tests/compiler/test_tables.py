@@ -71,3 +71,45 @@ def test_a_table_between_two_biased_matmuls_runs_exactly(fn):
     test = {"x": rng.normal(size=(3, 70))}
     got = program.run(test, warn=False).outputs["y"].ints
     assert np.array_equal(got, interpret(program, test)[program.ext["y"].node])
+
+
+def test_a_table_whose_input_is_clipped_in_calibration_is_noted_by_name():
+    """h feeds a softmax, which pins its scale to Q4.4 (1/16, at most 127/16 = 7.94), and a
+    gelu table: the values of h beyond 7.94 (|h| * 16 >= 127.5, counted here in numpy) are
+    clipped before gelu sees them, and the compiler says so, with the share."""
+    import warnings
+
+    from compiler import Graph, compile_graph
+    from compiler.tables import TableSaturationWarning
+
+    rng = np.random.default_rng(0)
+    w = rng.normal(0, 1, (8, 4))
+    g = Graph()
+    x = g.input("x", (4, 8))
+    h = g.matmul(x, g.weight("w", w))
+    g.output(g.softmax(h), "p")
+    g.output(g.table(h, "gelu"), "y")
+    samples = [{"x": rng.normal(0, 2, (4, 8))} for _ in range(3)]
+    values = np.stack([s["x"] @ w for s in samples])
+    share = np.count_nonzero(np.abs(values) * 16 >= 127.5) / values.size
+    assert 0 < share < 1
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        program = compile_graph(g, samples)
+    table = next(n for n in g.nodes if n.op == "table")
+    noted = [n for n in program.notes if n.startswith(table.describe())]
+    expected = (f"{table.describe()}: its input, {g.nodes[h].describe()}, reaches {np.abs(values).max():.4g} "
+                f"on the calibration samples, beyond the 7.938 its scale holds: {100 * share:.1f}% of the "
+                "values gelu saw in calibration are clipped to +-7.938 first")
+    assert len(noted) == 1 and noted[0].startswith(expected), noted
+    assert [str(w.message) for w in caught if w.category is TableSaturationWarning] == noted
+
+
+def test_a_table_whose_input_fits_its_scale_is_not_noted():
+    from compiler import Graph, compile_graph
+
+    g = Graph()
+    x = g.input("x", (2, 3))
+    g.output(g.table(x, "tanh"), "y")
+    program = compile_graph(g, [{"x": np.array([[-5.0, 0.5, 9.0], [1.0, 2.0, 3.0]])}])
+    assert program.notes == []
