@@ -263,12 +263,13 @@ def footprint(mm: Matmul, words: int, stream_a: bool, stream_b: bool) -> int:
     return max(a.words + a.transient, a.words + b.words + b.transient, a.words + b.words + mm.out + words)
 
 
-def block_src(region: int, first: int, k: int, packed: bool = False) -> int:
+def block_src(region: int, first: int, k: int, packed: bool = False, skip: int = 0) -> int:
     """External address of the block that starts at row ``first`` of A, or at column
     ``first`` of B: every row of A, every stored row of a transposed B and every column of a
-    panel-stored B holds k elements, and the blocks before it hold ``first`` of them (four
-    to a word when ``packed``: the offset is then a multiple of four, :func:`packed_aligned`)."""
-    return ext_address(region, first * k, packed)
+    panel-stored B holds k elements, and the blocks before it hold ``first`` of them; ``skip``
+    more elements into the block (a piece of depth of a panel). Four to a word when ``packed``:
+    the offset is then a multiple of four (:func:`packed_aligned`)."""
+    return ext_address(region, first * k + skip, packed)
 
 
 def ext_address(region: int, offset: int, packed: bool) -> int:
@@ -356,7 +357,7 @@ def load_b(mm: Matmul, at: Places, blk: Block, k0: int = 0, rows: int = 0) -> It
     packed = mm.b_packed
     rows = rows or mm.k
     if not gathered(mm, blk.width):
-        src = ext_address(at.b_ext, blk.j0 * mm.k + k0 * blk.width, packed)
+        src = block_src(at.b_ext, blk.j0, mm.k, packed, k0 * blk.width)
         yield Step("LD", ld(at.b_block, src, blk.width * rows, packed), "load B", where)
         return
     for t in range(k0, k0 + rows):
@@ -378,7 +379,7 @@ def block_steps(mm: Matmul, rows: int, cols: int, stream_a: bool, stream_b: bool
     """
     m_, s_, relu = requantizer
     for blk in blocks(mm, rows, cols, stream_a, stream_b, depth):
-        acc = at.acc + blk.i0 * mm.n if acc_in_out else at.acc
+        acc = block_acc(mm, at, blk, acc_in_out)
         blk_at = at._replace(acc=acc)
         if mm.bias and blk.c == 0:
             for r in range(blk.height):
@@ -395,6 +396,12 @@ def block_steps(mm: Matmul, rows: int, cols: int, stream_a: bool, stream_b: bool
             fields = {"dst": at.out + blk.i0 * mm.n, "src": acc, "len": blk.height * mm.n,
                       "m": m_, "s": s_, "relu": relu}
             yield Step("RQ", fields, "requantize", (blk.r, 0))
+
+
+def block_acc(mm: Matmul, at: Places, blk: Block, acc_in_out: bool) -> int:
+    """The accumulator of a row block: the workspace's (``at.acc``, every row block in turn),
+    or, with ``acc_in_out``, the block's own rows of the output (``at.acc`` is the output)."""
+    return at.acc + blk.i0 * mm.n if acc_in_out else at.acc
 
 
 def block_tiles(mm: Matmul, blk: Block, at: Places, stream_a: bool, stream_b: bool, t: int, k0: int,

@@ -19,7 +19,10 @@ cancellation case (:func:`check_cancellation`), slice graphs (:func:`check_slice
 (:func:`check_streamed`): layers up to 64 wide compiled for the smallest scratchpad they
 fit, where their weights and inputs stream in blocks (:mod:`compiler.streaming`), checks
 (a)-(e) again (with and without reuse the blockings differ, so (a) compares two of them), and
-graphs with a relu after each add (:func:`check_add_relu`: the relu rides on the add's VADD).
+graphs with a relu after each add (:func:`check_add_relu`: the relu rides on the add's VADD),
+and packed weights (:func:`check_packed`: the streamed and wide graphs again with every int8
+weight four to an external word, LD fmt = 1, and a shared weight whose blocks must start on a
+word).
 
 Every check returns a list of problems (empty: passed). A crash inside the compiler or the
 machine is reported as a problem, not raised, so that one run names every failure.
@@ -81,6 +84,8 @@ STREAM_EXT_WORDS = 16384
 
 WIDE_SEEDS = range(16)
 """The wide graphs of :func:`check_wide` (biases, K > K_MAX, streamed; issue 14)."""
+PACKED_SEEDS = range(8)
+"""The streamed and wide graphs :func:`check_packed` compiles with packed weights."""
 WIDE_BOUND = 0.16
 """Accuracy bound of the wide graphs: the random graphs' bound (their worst on seeds 0-15 is
 0.05: MLPs of up to three layers)."""
@@ -358,12 +363,13 @@ def check_int4(seeds: Iterable[int] = BATTERY_SEEDS, bound: float = INT4_BOUND) 
 
 
 def smallest_scratchpad(graph: Graph, calibration: Sequence[Mapping[str, np.ndarray]], reuse: bool,
-                        sizes: Iterable[int] = STREAM_SCRATCHPADS) -> Program | None:
+                        sizes: Iterable[int] = STREAM_SCRATCHPADS,
+                        pack: bool | None = None) -> Program | None:
     """The graph compiled for the smallest scratchpad (of ``sizes``, in words) it fits, with
-    or without reuse; None when it fits none."""
+    or without reuse (and ``pack`` as compile_graph takes it); None when it fits none."""
     for words in sizes:
         try:
-            return compile_graph(graph, calibration, reuse=reuse,
+            return compile_graph(graph, calibration, reuse=reuse, pack=pack,
                                  params=Params(SPAD_WORDS=words, EXT_WORDS=STREAM_EXT_WORDS))
         except CompileError:
             continue
@@ -387,22 +393,29 @@ def check_streamed(seeds: Iterable[int] = STREAM_SEEDS, bound: float = STREAM_BO
     worst = 0.0
     for seed in seeds:
         graph, names = random_stream_graph(seed)
-        calibration, test = _samples(names, seed)
-        reused, kept = (smallest_scratchpad(graph, calibration, reuse) for reuse in (True, False))
-        if reused is None or kept is None:
-            problems.append(f"stream seed {seed}: refused on every scratchpad up to "
-                            f"{STREAM_SCRATCHPADS[-1]} words")
-        else:
-            if programs is not None:
-                programs += [reused, kept]
-            sizes = f"SPAD_WORDS={reused.machine.SPAD_WORDS}, {kept.machine.SPAD_WORDS} without reuse"
-            label = f"stream seed {seed} ({sizes})"
-            more, error = check_programs(label, graph, test, reused, kept, bound)
-            problems += more
-            worst = max(worst, error or 0.0)
+        more, error, compiled = check_smallest(f"stream seed {seed}", graph, names, seed, bound)
+        problems += more
+        worst = max(worst, error or 0.0)
+        if programs is not None:
+            programs += compiled
         if problems and stop_early:
             break
     return problems, worst
+
+
+def check_smallest(label: str, graph: Graph, names: InputSpec, seed: int, bound: float,
+                   pack: bool | None = None) -> tuple[list[str], float | None, list[Program]]:
+    """Checks (a)-(e) on a graph compiled for the smallest scratchpad it fits with reuse and
+    without (:func:`smallest_scratchpad`; ``pack`` as compile_graph takes it). Returns the
+    problems, the relative error and the two programs (none when it fits no scratchpad, which
+    is a problem)."""
+    calibration, test = _samples(names, seed)
+    reused, kept = (smallest_scratchpad(graph, calibration, reuse, pack=pack) for reuse in (True, False))
+    if reused is None or kept is None:
+        return [f"{label}: refused on every scratchpad up to {STREAM_SCRATCHPADS[-1]} words"], None, []
+    sizes = f"SPAD_WORDS={reused.machine.SPAD_WORDS}, {kept.machine.SPAD_WORDS} without reuse"
+    more, error = check_programs(f"{label} ({sizes})", graph, test, reused, kept, bound)
+    return more, error, [reused, kept]
 
 
 def check_wide(seeds: Iterable[int] = WIDE_SEEDS, bound: float = WIDE_BOUND,
@@ -430,6 +443,44 @@ def check_wide(seeds: Iterable[int] = WIDE_SEEDS, bound: float = WIDE_BOUND,
     return problems, worst
 
 
+def packed_shared_graph() -> tuple[Graph, InputSpec]:
+    """A directed case for packing: a 64 x 30 weight that two matmuls read, so a column block
+    of it is gathered row by row from a packed region, where row t of a block at column j0
+    starts at element 30t + j0: only blocks that start on a word (j0 and 30t multiples of 4)
+    are legal, so on a small scratchpad it is refused, and it compiles on a larger one."""
+    g = Graph()
+    draw = random.Random(7)
+    x = g.input("x", (8, 64))
+    w = g.weight("w", _gaussian_table(draw, (64, 30), 0.125))
+    g.output(g.matmul(x, w), "y")
+    g.output(g.matmul(g.slice_rows(x, 0, 4), w), "y2")
+    return g, {"x": ((8, 64), 1.0)}
+
+
+def check_packed(seeds: Iterable[int] = PACKED_SEEDS, bound: float = STREAM_BOUND,
+                 stop_early: bool = False) -> tuple[list[str], float]:
+    """Checks (a)-(e) with every int8 weight packed four to an external word (``pack=True``,
+    LD fmt = 1): the streamed graphs and the wide graphs of ``seeds`` and
+    :func:`packed_shared_graph`, each on the smallest scratchpad it fits (weights and inputs
+    stream, blocks of a packed weight start on a word). Returns (problems, worst error)."""
+    problems: list[str] = []
+    worst = 0.0
+    cases = [(f"stream seed {s}", *random_stream_graph(s)) for s in seeds]
+    cases += [(f"wide seed {s}", *random_wide_graph(s)) for s in seeds]
+    cases.append(("shared 64 x 30", *packed_shared_graph()))
+    for seed, (name, graph, names) in enumerate(cases):
+        more, error, compiled = check_smallest(f"packed {name}", graph, names, seed, bound, pack=True)
+        if more and compiled == [] and name.startswith("wide"):
+            more = []   # a wide graph may need more than the largest scratchpad (check_wide skips it too)
+        if compiled and not any(ins.op == "LD" and ins.fields.get("fmt") for ins in compiled[0].code):
+            more.append(f"packed {name}: no LD fmt=1 in the program")
+        problems += more
+        worst = max(worst, error or 0.0)
+        if problems and stop_early:
+            break
+    return problems, worst
+
+
 def run_battery(nseeds: int = len(BATTERY_SEEDS), stop_early: bool = False) -> list[str]:
     """The battery the mutation check runs: refusals, cancellation, the add-relu graphs, the
     random graphs, then the streamed graphs."""
@@ -448,7 +499,10 @@ def run_battery(nseeds: int = len(BATTERY_SEEDS), stop_early: bool = False) -> l
     if problems and stop_early:
         return problems
     wide, _ = check_wide(stop_early=stop_early)
-    return problems + wide
+    problems += wide
+    if problems and stop_early:
+        return problems
+    return problems + check_packed(stop_early=stop_early)[0]
 
 
 MUTATION_EXIT = 2

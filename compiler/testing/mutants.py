@@ -5,7 +5,9 @@ Each of the first 26 mutants mirrors one of the seed's 27 broken compilers (chap
 now); 5 more break the streaming of layers larger than the scratchpad
 (:mod:`compiler.blocking`, :mod:`compiler.streaming`), which the battery's streamed graphs
 must catch; 4 more break biases and the cutting of K (issue 14), for its wide graphs; 1 drops
-the relu fused into an add's VADD, which the battery's add-relu graphs must catch. Each
+the relu fused into an add's VADD, which the battery's add-relu graphs must catch; 2 break the
+blocking of issue 14's larger layers (pieces of depth, sums in the output's rows) and 4 the
+packing of int8 weights (LD fmt = 1), which its packed graphs must catch. Each
 is a substitution, never an edit of source text: it replaces one seam of the compiler with a
 broken version built from the original (:class:`Function`: a small named function, or a
 property, patched where the code that calls it looks it up; :class:`Entry`: a field of an
@@ -223,6 +225,17 @@ def _one_accumulator_row_short(original: Callable) -> Callable:
     return workspace
 
 
+def _bytes_reversed(original: Callable) -> Callable:
+    def pack_int8(levels: Any) -> Any:
+        words = original(levels)
+        return sum(((words >> (8 * j)) & 0xFF) << (8 * (3 - j)) for j in range(4))
+    return pack_int8
+
+
+def _rows_of_one_word(original: Callable) -> Callable:
+    return lambda region, first, k, packed=False, skip=0: original(region, first, 1, packed, skip)
+
+
 def _later_pieces_overwrite(original: Callable) -> Callable:
     def mm_pieces(fields: dict, k_max: int, onto: bool = False) -> list:
         pieces = original(fields, k_max, onto)
@@ -314,10 +327,10 @@ battery's wide graphs (:func:`compiler.testing.battery.check_wide`) must catch. 
 
 STREAMING_MUTANTS = (
     Mutant("streaming: a block of A or B starts 'first' words into the region, not 'first' rows of k words",
-           Function("compiler.blocking.block_src"), lambda original: lambda region, first, k: region + first),
+           Function("compiler.blocking.block_src"), _rows_of_one_word),
     Mutant("streaming: a block of B is not loaded again for the next row block, though others took its place",
            Function("compiler.blocking.loads_b"),
-           lambda original: lambda row_block, col_blocks: row_block == 0),
+           lambda original: lambda row_block, col_blocks, depth_count=1: row_block == 0),
     Mutant("streaming: the workspace (footprint) counts one accumulator row too few",
            Function("compiler.blocking.workspace"), _one_accumulator_row_short),
     Mutant("streaming: a block of a B stored row by row is loaded as one run, not gathered row by row",
@@ -328,6 +341,33 @@ STREAMING_MUTANTS = (
 """Broken streaming: a wrong block offset, a block not loaded again, an under-counted
 footprint, a gather skipped, the host's panel order lost."""
 
+BLOCKING_MUTANTS = (
+    Mutant("blocking: every piece of depth of a streamed B is loaded from its first row",
+           Function("compiler.blocking.depth_blocks"),
+           lambda original: lambda mm, depth: [(0, rows) for _, rows in original(mm, depth)]),
+    Mutant("blocking: with the sums in the output's rows, every row block adds into the first block's rows",
+           Function("compiler.blocking.block_acc"),
+           lambda original: lambda mm, at, blk, acc_in_out: at.acc),
+)
+"""Broken blocking of issue 14's larger layers: the pieces of depth of B (K longer than a
+block of B) and the accumulator in the output's rows; the wide and streamed graphs must catch
+them."""
+
+PACKED_MUTANTS = (
+    Mutant("packing: a block of a packed weight starts at its element offset, not a quarter of it",
+           Function("compiler.blocking.ext_address"),
+           lambda original: lambda region, offset, packed: region + offset),
+    Mutant("packing: a packed weight loaded whole is read without fmt=1 (one value a word)",
+           Function("compiler.lowering.ld_fields"),
+           lambda original: lambda entry, dst: {k: v for k, v in original(entry, dst).items() if k != "fmt"}),
+    Mutant("packing: the host puts element 4i+j in byte 3-j of word i",
+           Function("compiler.program.pack_int8"), _bytes_reversed),
+    Mutant("packing: a streamed block of a packed weight may start in the middle of a word",
+           Function("compiler.blocking.packed_aligned"), _returns(True)),
+)
+"""Broken packing of int8 weights (LD fmt = 1, :mod:`compiler.packing`): the battery's packed
+graphs (:func:`compiler.testing.battery.check_packed`) must catch them."""
+
 ADD_RELU_MUTANTS = (
     Mutant("fusion: a relu after an add never sets the VADD relu flag (the sum is stored unclipped)",
            Function("compiler.lowering.fused_relu"),
@@ -336,7 +376,8 @@ ADD_RELU_MUTANTS = (
 """The relu fused into an add's VADD (docs/add-an-instruction.md): the battery's add-relu graphs
 must catch it."""
 
-MUTANTS = SEED_MUTANTS + STREAMING_MUTANTS + WIDE_MUTANTS + ADD_RELU_MUTANTS
+MUTANTS = (SEED_MUTANTS + STREAMING_MUTANTS + WIDE_MUTANTS + ADD_RELU_MUTANTS + BLOCKING_MUTANTS
+           + PACKED_MUTANTS)
 
 EQUIVALENT = (
     Mutant("allocator: a free piece of exactly the requested size is passed over (a later, larger "

@@ -11,13 +11,14 @@ from compiler.testing.battery import check_add_relu
 from compiler.testing.mutants import Entry, Function, Mutant, PassSeam
 
 
-def test_every_seam_exists_and_there_are_36_broken_compilers():
+def test_every_seam_exists_and_there_are_42_broken_compilers():
     assert mutants.missing_seams() == []
-    assert len(mutants.MUTANTS) == 36 and len(mutants.EQUIVALENT) == 1
+    assert len(mutants.MUTANTS) == 42 and len(mutants.EQUIVALENT) == 1
     assert len(mutants.SEED_MUTANTS) == 26 and len(mutants.STREAMING_MUTANTS) == 5   # K-limit one gone
     assert len(mutants.WIDE_MUTANTS) == 4 and len(mutants.ADD_RELU_MUTANTS) == 1
+    assert len(mutants.BLOCKING_MUTANTS) == 2 and len(mutants.PACKED_MUTANTS) == 4
     assert mutants.MUTANTS == (mutants.SEED_MUTANTS + mutants.STREAMING_MUTANTS + mutants.WIDE_MUTANTS
-                               + mutants.ADD_RELU_MUTANTS)
+                               + mutants.ADD_RELU_MUTANTS + mutants.BLOCKING_MUTANTS + mutants.PACKED_MUTANTS)
 
 
 def test_a_missing_seam_is_reported_by_mutant_and_seam():
@@ -59,7 +60,7 @@ def test_an_entry_substitution_replaces_the_table_entry_only_while_applied():
 def test_the_list_names_every_mutant_and_its_seam(capsys):
     assert mutants.main(["--list"]) == 0
     lines = capsys.readouterr().out.splitlines()
-    assert len(lines) == 1 + len(mutants.ALL) == 1 + 37
+    assert len(lines) == 1 + len(mutants.ALL) == 1 + 43
     assert lines[1].split()[:2] == ["1", "lowering.tiles"]
     assert "pass lifetimes" in lines[23] and lines[-1].endswith("(equivalent)")
 
@@ -91,8 +92,24 @@ def test_the_add_relu_mutant_drops_only_the_vadds_relu_and_the_battery_catches_i
     assert any("(b) output out differs from the interpreter" in p for p in problems)
 
 
-def test_the_mutation_check_catches_36_of_36(capsys):
+def test_the_mutation_check_catches_42_of_42(capsys):
     assert mutants.main(["--jobs", "2"]) == 0
     out = capsys.readouterr().out
-    assert "compiler: 36 of 36 broken compilers caught" in out
+    assert "compiler: 42 of 42 broken compilers caught" in out
     assert "not caught, as expected" in out
+
+
+def test_the_packed_graphs_catch_each_packing_and_blocking_mutant():
+    """The battery's packed graphs (two streamed, two wide and the shared 64 x 30 weight) pass
+    with the compiler as it is and report a problem (or crash) under each mutant of packing
+    and of the blocking of issue 14's larger layers."""
+    from compiler.testing.battery import check_packed
+
+    assert check_packed(range(2))[0] == []
+    for mutant in mutants.PACKED_MUTANTS + mutants.BLOCKING_MUTANTS:
+        with mutants.applied(mutant):
+            try:
+                problems = check_packed(range(2))[0]
+            except Exception as crash:   # the mutation check counts a crash as caught
+                problems = [repr(crash)]
+        assert problems, mutant.label
