@@ -18,18 +18,22 @@ named ``seed N (edge: <strategy>)``. The body comes from one strategy, by turns:
     or twice, at every alignment of source and destination.
 ``mm_extremes``
     MM with K = K_MAX of -128 * -128 (sums of 2**20), -128 * 127, M = N = T, strides of 0,
-    tb = 0 and 1, int8 words whose upper 24 bits are not a sign extension.
+    tb = 0 and 1, int8 words whose upper 24 bits are not a sign extension; MM acc = 1 onto int32
+    words next to INT32_MAX and INT32_MIN, wrapping both ways.
 ``vector_edges``
     VADD sums of exactly +-127, +-128 (saturating) and 127 + -128; AMAX with ties inside a
     beat, across beats and in the last lane of a 4k+1 row, an all -128 row; UNPACK nibbles
-    -8, 7, -1, 0; in place; every alignment.
+    -8, 7, -1, 0; in place; every alignment; LUT on the inputs -128 and 127 (the table's ends),
+    in place and onto its own table.
 ``touching_regions``
     every instruction with a long source and its destination right before or right after it.
 ``field_limits``
     every bounded field at its limit (M = N = T, K = 1 and K_MAX, s = 1 and 63, m = 0 and
     2**24 - 1, SM len = SM_MAX_LEN, len = 1) and regions that end exactly at the last word of
     the scratchpad or of the external memory, or touch each other without overlapping; long
-    regions (the whole scratchpad in one LD, an MM whose strided operands span most of it).
+    regions (the whole scratchpad in one LD, an MM whose strided operands span most of it);
+    LD fmt = 1 of 1 to 5 values (a packed word partly used) and one ending on the last external
+    word.
 
 The endings are edges too: a field one past its limit (BAD_FIELD), a region one word past
 the end of its memory, short or long (SPAD_RANGE, EXT_RANGE), a destination overlapping a source by one word
@@ -243,6 +247,24 @@ def mm_extremes(b: Builder) -> None:
         B = b.load([fill_b] * b_len, int8=True)
         b.add("MM", dst=b.spad(M * N), A=A, B=B, M=M, K=K, N=N, tb=tb, lda=lda, ldb=ldb, ldc=N)
         b.features["edge: MM extremes"] += 1
+    mm_acc_wraps(b)
+
+
+def mm_acc_wraps(b: Builder) -> None:
+    """MM acc = 1 (issue 14) onto int32 words next to INT32_MAX and INT32_MIN, with a product
+    of K_MAX * (-128)^2 = 2^20 (or its negative), so that the sum wraps modulo 2^32 both ways."""
+    p = b.params
+    M, N, K = p.T, p.T, p.K_MAX
+    if b.spad_next + M * N + 2 * M * K + 3 * 3 > p.SPAD_WORDS:
+        return
+    near = [INT32_MAX - b.rng.randrange(1 << 20) if i % 2 else INT32_MIN + b.rng.randrange(1 << 20)
+            for i in range(M * N)]
+    acc = b.load(near)
+    fill = b.rng.choice((-128, 127))
+    A = b.load([-128] * (M * K), int8=True)
+    B = b.load([fill] * (K * N), int8=True)
+    b.add("MM", dst=acc, A=A, B=B, M=M, K=K, N=N, tb=0, lda=K, ldb=N, ldc=N, acc=1)
+    b.features["edge: MM acc=1 wraps"] += 1
 
 
 # --------------------------------------------------------------------------- vector_edges
@@ -272,6 +294,22 @@ def vector_edges(b: Builder) -> None:
     packed = [int("".join(rng.choice("8f70") for _ in range(8)), 16) for _ in range(rng.randint(1, 6))]
     b.add("UNPACK", dst=b.spad(8 * len(packed)), src=b.load(packed), len=len(packed))
     b.features["edge: VADD saturation"] += 1
+    lut_edges(b)
+
+
+def lut_edges(b: Builder) -> None:
+    """LUT (issue 14) on the inputs -128 and 127 (the table's first and last entries), -1, 0
+    and 1, table entries whose upper 24 bits are not a sign extension, a row of 4k+1; then in
+    place (dst == src) and onto its own table (dst == table)."""
+    rng = b.rng
+    table = b.load(int8s(rng, spec.LUT_TABLE_WORDS), int8=True)
+    n = 4 * rng.randint(1, 8) + 1
+    inputs = [(-128, 127, -1, 0, 1)[i] if i < 5 else rng.randint(-128, 127) for i in range(n)]
+    src = b.load(inputs, int8=True)
+    b.add("LUT", dst=b.spad(n), src=src, len=n, table=table)
+    b.add("LUT", dst=src, src=src, len=n, table=table)
+    b.add("LUT", dst=table, src=src, len=n, table=table)
+    b.features["edge: LUT -128, 127, in place, onto its table"] += 1
 
 
 # --------------------------------------------------------------------------- field_limits
@@ -328,6 +366,25 @@ def field_limits(b: Builder) -> None:
     b.add("UNPACK", dst=p.SPAD_WORDS - 8 * 4, src=touch + 4, len=4)
     b.add("MM", dst=b.spad(p.T * p.T), A=touch, B=touch, M=p.T, K=4, N=p.T, tb=1, lda=0, ldb=0, ldc=p.T)
     b.features["edge: fields at their limits"] += 1
+    packed_loads(b)
+
+
+def packed_loads(b: Builder) -> None:
+    """LD fmt = 1 (issue 14) of 1, 2, 3, 4 and 5 int8 values (a last word partly used), bytes
+    -128, 127, -1 and 0, at random alignments, and one whose ceil(len/4) packed words end on the
+    last word of the external memory."""
+    p, rng = b.params, b.rng
+    extremes = (0x80, 0x7F, 0xFF, 0x00)
+    for n in (1, 2, 3, 4, 5, rng.randint(6, 64)):
+        words = -(-n // spec.INT8_PER_WORD)
+        src = p.EXT_WORDS - words if n > 5 else b.ext_next + rng.randrange(0, 4)
+        if src + words > p.EXT_WORDS or b.spad_next + n + 4 > p.SPAD_WORDS:
+            return
+        b.ext_next = max(b.ext_next, src + words)
+        for w in range(words):
+            b.ext[src + w] = sum(rng.choice(extremes) << (8 * j) for j in range(spec.INT8_PER_WORD))
+        b.add("LD", dst=b.spad(n), src=src, len=n, fmt=1)
+    b.features["edge: LD fmt=1 lengths 1-5, to the last external word"] += 1
 
 
 def touching_regions(b: Builder) -> None:

@@ -209,3 +209,23 @@ def test_every_strategy_fits_the_machines_the_generator_builds(machine):
         prog = edges.program(seed, params)
         want = ErrorCode.NONE if prog.ending == stress.HALT else ErrorCode[prog.ending]
         assert prog.job.expected(params).error_code is want, (machine, prog.job.name)
+
+
+def test_issue_14s_instructions_at_their_edges():
+    """LD fmt=1 of 1-5 values and to the last external word; MM acc=1 onto words next to the
+    int32 extremes, whose sums wrap (worked here in Python integers modulo 2^32); LUT on -128
+    and 127, in place and onto its own table."""
+    b = built("field_limits", 4)
+    packed = [i for i in b.body if i.op == "LD" and i.fmt == 1]
+    assert {1, 2, 3, 4, 5} <= {i.len for i in packed}
+    assert any(i.src + -(-i.len // spec.INT8_PER_WORD) == P.EXT_WORDS for i in packed)
+    b = built("mm_extremes", 4)
+    (mm,) = [i for i in b.body if i.op == "MM" and i.acc == 1]
+    start = s32(loaded(b, mm.dst, mm.M * mm.N)).tolist()
+    product = mm.K * -128 * int(s8(loaded(b, mm.B, mm.K * mm.N))[0])
+    wrapped = [((x + product + (1 << 31)) % (1 << 32)) - (1 << 31) for x in start]
+    assert any(w != x + product for w, x in zip(wrapped, start, strict=True))   # a sum wraps
+    b = built("vector_edges", 4)
+    luts = [i for i in b.body if i.op == "LUT"]
+    assert {-128, 127} <= set(s8(loaded(b, luts[0].src, luts[0].len)).tolist())
+    assert luts[1].dst == luts[1].src and luts[2].dst == luts[2].table
