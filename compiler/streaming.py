@@ -131,7 +131,8 @@ def lower_blocked(em: Emitter, node: Node, mm: Matmul) -> None:
     """The fastest blocking whose allocations succeed at this step, written.
 
     Raises:
-        CompileError: none fits (:func:`no_blocking_fits`).
+        CompileError: none fits (:func:`no_blocking_fits`), or every one that fits the
+            scratchpad has more instructions than the instruction memory has room for.
     """
     ranked = rank_blockings(mm, em.params, within=em.alloc.free_words())
     room = em.params.IMEM_WORDS - len(em.out.code) - 1   # HALT comes last
@@ -146,6 +147,11 @@ def lower_blocked(em: Emitter, node: Node, mm: Matmul) -> None:
             continue
         write(em, node, mm, choice, at)
         return
+    if ranked and all(choice.instructions > room for choice in ranked):
+        shortest = min(choice.instructions for choice in ranked)
+        raise CompileError(f"the instruction memory is full at {node.describe()}: the blockings that fit the "
+                           f"scratchpad need {plural(shortest, 'instruction')} or more, and {room} of the "
+                           f"{em.params.IMEM_WORDS} are left", "compile the graph in smaller parts", node.id)
     raise no_blocking_fits(em, node, mm)
 
 

@@ -56,7 +56,8 @@ TORCH_RUNS = [
     ]),
     ("digits_mlp.py", ["--quick", "--batch", "4"], [
         "(relu, biases)",
-        "node 5: 1 x 32 blocks of 4 x 4 (A whole, B streams in panels, 32 loads)",
+        "node 5: 1 x 7 blocks of 4 x 20 (A whole, B streams in panels in pieces of 128 rows, 14 loads, "
+        "sums in the output's rows)",
         "machine == integer interpreter on the first batch, both outputs: True",
         "RTL bit-exact on 0 images",
     ]),
@@ -262,9 +263,12 @@ TORCH_REFUSED_RUNS = [
         "REFUSED softmax: torch.nn.functional.softmax: its rows hold 65 values, more than the softmax unit's "
         "64 (SM_MAX_LEN)"]),
     ("attention_block.py", ["--seq", "64", "--samples", "2", "--tests", "1"], ["error: scratchpad is full"]),
-    ("big_mlp.py", ["--widths", "64", "64", "64", "64", "10", "--quick"], [
+    # packed four to a word, 64 x 64 weights take 1,024 of the 8,192 words: the input's 1,024 and
+    # seven of them fill it, the eighth (module '21') is refused
+    ("big_mlp.py", ["--widths", "64", "64", "64", "64", "64", "64", "64", "64", "64", "10", "--quick"], [
         "error: Sequential: 1 node cannot run on GA-2; nothing was compiled",
-        "REFUSED _3: Linear module '3': Capra refuses it: external memory is full"]),
+        "REFUSED _21: Linear module '21': Capra refuses it: external memory is full: node 22 (weight "
+        "'21.weight.T') would end at word 9216"]),
 ]
 
 

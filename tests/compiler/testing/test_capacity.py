@@ -20,7 +20,7 @@ def test_external_memory_bounds_the_batch_and_the_depth():
     """64-64-10 on the seed's 8,192 words: 64 b input words + 4,096 + 640 weight words + 10 b
     output words <= 8,192, so b <= 46; a second 64 x 64 layer needs 16 x 64 + 2 x 4,096 + ... >
     8,192. With 65,536 words the scratchpad bounds the batch (51: the results stay there) and
-    15 layers of 64 x 64 fit at a batch of 16 one weight a word, 59 packed four to a word (the
+    15 layers of 64 x 64 fit at a batch of 16 one weight a word, 60 packed four to a word (the
     default packs when the weights do not fit otherwise)."""
     assert capacity.largest_batch((64, 64, 10), SEED_MACHINE, stream=True, limit=64, pack=False) == 46
     assert capacity.deepest(64, SEED_MACHINE, stream=True, pack=False) == 1
@@ -28,7 +28,8 @@ def test_external_memory_bounds_the_batch_and_the_depth():
     assert refused.startswith("external memory is full")
     assert capacity.largest_batch((64, 64, 10), DEFAULT, stream=True, limit=64) == 51
     assert capacity.deepest(64, DEFAULT, stream=True, pack=False) == 15
-    assert capacity.deepest(64, DEFAULT, stream=True) == 59   # packed: then the scratchpad refuses
+    assert capacity.deepest(64, DEFAULT, stream=True) == 60   # packed; then the program is too long:
+    assert capacity.refusal((64,) * 63 + (10,), 16).startswith("the instruction memory is full at node 185")
 
 
 def test_the_report_names_both_compilers():
