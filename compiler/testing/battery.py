@@ -376,6 +376,16 @@ def smallest_scratchpad(graph: Graph, calibration: Sequence[Mapping[str, np.ndar
     return None
 
 
+def _on_smallest_scratchpads(build, seed: int, pack: bool | None = None):
+    """The graph ``build(seed)`` draws, its test sample, and its programs with reuse and without,
+    each on the smallest scratchpad it fits (``None`` where none does; ``pack`` as compile_graph
+    takes it)."""
+    graph, names = build(seed)
+    calibration, test = _samples(names, seed)
+    reused, kept = (smallest_scratchpad(graph, calibration, reuse, pack=pack) for reuse in (True, False))
+    return graph, test, reused, kept
+
+
 def check_streamed(seeds: Iterable[int] = STREAM_SEEDS, bound: float = STREAM_BOUND, stop_early: bool = False,
                    programs: list[Program] | None = None) -> tuple[list[str], float]:
     """Checks (a)-(e) on the streamed graphs (:func:`compiler.testing.random_graphs.random_stream_graph`),
@@ -392,8 +402,7 @@ def check_streamed(seeds: Iterable[int] = STREAM_SEEDS, bound: float = STREAM_BO
     problems: list[str] = []
     worst = 0.0
     for seed in seeds:
-        graph, names = random_stream_graph(seed)
-        more, error, compiled = check_smallest(f"stream seed {seed}", graph, names, seed, bound)
+        more, error, compiled = check_smallest(f"stream seed {seed}", random_stream_graph, seed, bound)
         problems += more
         worst = max(worst, error or 0.0)
         if programs is not None:
@@ -403,14 +412,12 @@ def check_streamed(seeds: Iterable[int] = STREAM_SEEDS, bound: float = STREAM_BO
     return problems, worst
 
 
-def check_smallest(label: str, graph: Graph, names: InputSpec, seed: int, bound: float,
+def check_smallest(label: str, build: Callable[[int], tuple[Graph, InputSpec]], seed: int, bound: float,
                    pack: bool | None = None) -> tuple[list[str], float | None, list[Program]]:
-    """Checks (a)-(e) on a graph compiled for the smallest scratchpad it fits with reuse and
-    without (:func:`smallest_scratchpad`; ``pack`` as compile_graph takes it). Returns the
-    problems, the relative error and the two programs (none when it fits no scratchpad, which
-    is a problem)."""
-    calibration, test = _samples(names, seed)
-    reused, kept = (smallest_scratchpad(graph, calibration, reuse, pack=pack) for reuse in (True, False))
+    """Checks (a)-(e) on the graph ``build(seed)`` draws, compiled for the smallest scratchpad
+    it fits with reuse and without (:func:`_on_smallest_scratchpads`). Returns the problems, the
+    relative error and the two programs (none when it fits no scratchpad, which is a problem)."""
+    graph, test, reused, kept = _on_smallest_scratchpads(build, seed, pack)
     if reused is None or kept is None:
         return [f"{label}: refused on every scratchpad up to {STREAM_SCRATCHPADS[-1]} words"], None, []
     sizes = f"SPAD_WORDS={reused.machine.SPAD_WORDS}, {kept.machine.SPAD_WORDS} without reuse"
@@ -430,9 +437,7 @@ def check_wide(seeds: Iterable[int] = WIDE_SEEDS, bound: float = WIDE_BOUND,
         more, error = check_graph(seed, bound, build=random_wide_graph)
         problems += [f"wide {p}" for p in more]
         worst = max(worst, error or 0.0)
-        graph, names = random_wide_graph(seed)
-        calibration, test = _samples(names, seed)
-        reused, kept = (smallest_scratchpad(graph, calibration, reuse) for reuse in (True, False))
+        graph, test, reused, kept = _on_smallest_scratchpads(random_wide_graph, seed)
         if reused is not None and kept is not None and reused.machine.SPAD_WORDS < DEFAULT.SPAD_WORDS:
             label = f"wide seed {seed} streamed (SPAD_WORDS={reused.machine.SPAD_WORDS})"
             more, error = check_programs(label, graph, test, reused, kept, bound)
@@ -465,11 +470,13 @@ def check_packed(seeds: Iterable[int] = PACKED_SEEDS, bound: float = STREAM_BOUN
     stream, blocks of a packed weight start on a word). Returns (problems, worst error)."""
     problems: list[str] = []
     worst = 0.0
-    cases = [(f"stream seed {s}", *random_stream_graph(s)) for s in seeds]
-    cases += [(f"wide seed {s}", *random_wide_graph(s)) for s in seeds]
-    cases.append(("shared 64 x 30", *packed_shared_graph()))
-    for seed, (name, graph, names) in enumerate(cases):
-        more, error, compiled = check_smallest(f"packed {name}", graph, names, seed, bound, pack=True)
+    seeds = list(seeds)
+    cases: list[tuple[str, Callable[[int], tuple[Graph, InputSpec]], int]] = [
+        (f"stream seed {s}", random_stream_graph, s) for s in seeds]
+    cases += [(f"wide seed {s}", random_wide_graph, s) for s in seeds]
+    cases.append(("shared 64 x 30", lambda _: packed_shared_graph(), 0))
+    for name, build, seed in cases:
+        more, error, compiled = check_smallest(f"packed {name}", build, seed, bound, pack=True)
         if more and compiled == [] and name.startswith("wide"):
             more = []   # a wide graph may need more than the largest scratchpad (check_wide skips it too)
         if compiled and not any(ins.op == "LD" and ins.fields.get("fmt") for ins in compiled[0].code):

@@ -92,6 +92,7 @@ def test_the_add_relu_mutant_drops_only_the_vadds_relu_and_the_battery_catches_i
     assert any("(b) output out differs from the interpreter" in p for p in problems)
 
 
+@pytest.mark.slow
 def test_the_mutation_check_catches_42_of_42(capsys):
     assert mutants.main(["--jobs", "2"]) == 0
     out = capsys.readouterr().out
@@ -99,6 +100,7 @@ def test_the_mutation_check_catches_42_of_42(capsys):
     assert "not caught, as expected" in out
 
 
+@pytest.mark.slow
 def test_the_packed_graphs_catch_each_packing_and_blocking_mutant():
     """The battery's packed graphs (two streamed, two wide and the shared 64 x 30 weight) pass
     with the compiler as it is and report a problem (or crash) under each mutant of packing
