@@ -55,7 +55,7 @@ SLOW_RUNS = {
     ("big_mlp.py", ("--quick",)),
     ("sweep.py", ("--machines", "t2", "t8", "--epochs", "1")),
     ("attention_block.py", ("--seq", "64", "--samples", "2", "--tests", "1")),
-    ("big_mlp.py", ("--widths", "64", "64", "64", "64", "10", "--quick")),
+    ("big_mlp.py", ("--widths", "64", "64", "64", "64", "64", "64", "64", "64", "64", "10", "--quick")),
 }
 """Runs that repeat what a faster run or another test checks (a second machine, a second
 activation, the streamed MLP the battery also checks): `make test-all` runs them."""
