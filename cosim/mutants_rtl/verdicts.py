@@ -253,9 +253,21 @@ def _array_rows(at: Site) -> str | None:
             f"after it: hw/systolic.py), and {m.mode} on bit {m.portbit} leaves every comparison as it is")
 
 
+def _lut_table_address(at: Site) -> str | None:
+    m = at.m
+    if m.module != "ga2_simtop.core.lut" or m.signal != "tbl_addr" or at.cell_type != "$mux":
+        return None
+    select = at.module["cells"][m.cell]["connections"].get("S", [None])[0]
+    if "in_source" not in _names(at, select):
+        return None
+    return ("it changes the table beats' address register only outside the table beats (the source "
+            "beats and idle); the address is read only while in_table, and start loads it afresh "
+            "(hw/lut.py)")
+
+
 NOTES: tuple[Callable[[Site], str | None], ...] = (
     _counter_bits, _stop_countdown, _dma_st_enable, _bank_read_hold, _divider_bounds, _lane0_mask,
-    _softmax_max_pass, _array_rows)
+    _softmax_max_pass, _array_rows, _lut_table_address)
 """The survivors studied by hand: each returns why its mutations are equivalent, or None."""
 
 
