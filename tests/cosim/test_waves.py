@@ -61,9 +61,9 @@ def _name(value: int) -> str:
     return value.to_bytes(harness.NAME_CHARS, "big").decode("ascii").rstrip()
 
 
-@pytest.mark.rtl
-def test_a_waveform_run_marks_each_program_and_its_save_file_names_signals_of_the_dump(icarus, tmp_path):
-    simulation = simulate(JOBS, icarus, waves=True, build_root=tmp_path)
+def test_a_waveform_run_marks_each_program_and_its_save_file_names_signals_of_the_dump(simulator, tmp_path):
+    """Icarus (an FST) in make test; Verilator (a VCD, a cold build of minutes) in make test-all."""
+    simulation = simulate(JOBS, simulator, waves=True, build_root=tmp_path)
     assert [compare(job, run) for job, run in zip(JOBS, simulation.runs, strict=True)] == [[], [], []]
     dump = simulation.waves
     save = waves.save_file(dump)
@@ -84,7 +84,7 @@ def test_a_waveform_run_marks_each_program_and_its_save_file_names_signals_of_th
     marks = re.search(r"^\*-20\.000000 (\d+) (.*)$", text, re.M)
     assert int(marks[1]) == starts[0] * waves.DUMP_UNITS_PER_NS
     assert [int(t) for t in marks[2].split()[:4]] == [t * waves.DUMP_UNITS_PER_NS for t in starts] + [-1]
-    scope = waves.SCOPE["icarus"]
+    scope = waves.SCOPE[simulator]
     index = variables[f"{scope}.program_index"].signal
     name = variables[f"{scope}.program_name"].signal
     start = variables[f"{scope}.start"].signal
