@@ -159,10 +159,10 @@ def refusals() -> list[tuple[str, CompileError]]:
         compile_graph(net, [{"x": np.full((2, 4), 0.5)}])
 
     def relu_of_input() -> None:
-        g = Graph()
-        x = g.input("x", (2, 4))
-        g.output(g.relu(x), "y")
-        compile_graph(g, [{"x": np.full((2, 4), 0.5)}])
+        net = Graph()
+        features = net.input("features", (3, 5))
+        net.output(net.relu(features), "rectified")
+        compile_graph(net, [{"features": np.full((3, 5), 0.5)}])
 
     def mismatched() -> None:
         g = Graph()

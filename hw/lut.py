@@ -15,10 +15,12 @@ SPAD_READ_LATENCY:
   (d + b + R) and written into the table memory at d + b + R + 1;
 * source beat k read on ``rd0`` at d + TB + k, registered on arrival; at d + TB + k + R + 1 each
   lane's index (x + 128: the sign bit inverted) addresses the table memory (a synchronous
-  read); at + R + 2 the lane's byte is selected and registered, sign-extended; written at
-  d + TB + k + R + 3. The last table write (d + TB + R) comes before the first look-up.
+  read); at + R + 2 the table word is registered as it leaves the memory (nothing between a
+  block RAM's clock-to-out and a register: on the ECP5 that path limited Fmax to 99 MHz); at
+  + R + 3 the lane's byte is selected and registered, sign-extended; written at
+  d + TB + k + R + 4. The last table write (d + TB + R) comes before the first look-up.
 
-Latency: L = TB + n + LUT_OVERHEAD, LUT_OVERHEAD = R + 3. In place (dst == src, or dst ==
+Latency: L = TB + n + LUT_OVERHEAD, LUT_OVERHEAD = R + 4. In place (dst == src, or dst ==
 table) is safe: the table is copied before the first write and beat k is written after it is
 read.
 """
@@ -74,7 +76,7 @@ class TableUnit(Checked):
     OPCODES = ("LUT",)
 
     def __init__(self, params: spec.Params = spec.DEFAULT):
-        assert spec.LUT_OVERHEAD == SPAD_READ_LATENCY + 3, "hw/lut.py: arrival, look-up, byte registers"
+        assert spec.LUT_OVERHEAD == SPAD_READ_LATENCY + 4, "hw/lut.py: arrival, look-up, word, byte registers"
         self.params = params
         self.table_beats = -(-spec.LUT_TABLE_WORDS // params.LANES)
         assert self.table_beats >= 2 and spec.LUT_TABLE_WORDS % params.LANES == 0
@@ -112,10 +114,16 @@ class TableUnit(Checked):
             entry = x[k] ^ 0x80                      # s8(x) + 128
             rp = table.read_port()
             m.d.comb += rp.addr.eq(entry[lane_bits:])
-            sel = Signal(lane_bits or 1, name=f"lut_sel{k}")
-            m.d.sync += sel.eq(entry[:lane_bits] if lane_bits else 0)
-            picked.append(rp.data.word_select(sel, BYTE) if lane_bits else rp.data)
-        at_pick = delay(m, at_lookup, 1, "lut_pick")
+            # the table word is registered straight out of the memory (the block RAM's own
+            # output register on the ECP5): no logic behind a block RAM's clock-to-out
+            word = Signal(BYTE * lanes, name=f"lut_word{k}")
+            m.d.sync += word.eq(rp.data)
+            if lane_bits:
+                sel = delay(m, entry[:lane_bits], 2, f"lut_sel{k}")
+                picked.append(word.word_select(sel, BYTE))
+            else:
+                picked.append(word)
+        at_pick = delay(m, at_lookup, 2, "lut_pick")
         out = [Signal(spec.WORD_BITS, name=f"lut_out{k}") for k in range(lanes)]
         m.d.sync += [out[k].eq(picked[k].as_signed()) for k in range(lanes)]
         at_write = delay(m, at_pick, 1, "lut_write")

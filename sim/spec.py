@@ -422,11 +422,12 @@ then), the sums and the old row are registered side by side, and their int32 sum
 cycle later than acc = 0 writes the row (hw/mxu.py)."""
 LUT_TABLE_WORDS = 256
 """LUT: entries of a table, one per int8 input value -128..127 (entry x + 128 for input x)."""
-LUT_OVERHEAD = SPAD_READ_LATENCY + 3
+LUT_OVERHEAD = SPAD_READ_LATENCY + 4
 """LUT: after the table's ceil(256/LANES) beats are read into the unit's table memory (beat b
 read in the dispatch cycle + b), the source's beat k is read in cycle + ceil(256/LANES) + k,
-registered on arrival (R + 1), looked up in the table memory (a synchronous read, 1) and its
-entries registered (1), then written: LUT_OVERHEAD cycles after its read (hw/lut.py)."""
+registered on arrival (R + 1), looked up in the table memory (a synchronous read, 1), the table
+word registered as it leaves the memory (1), the lane's entry selected and registered (1), then
+written: LUT_OVERHEAD cycles after its read (hw/lut.py)."""
 SM_PASS_OVERHEAD = 1
 """SM: idle read cycles between pass 0 (max) and pass 1 (exp and sum): the row maximum is
 final two register stages after pass 0's last data (lane pairs, then the running maximum).

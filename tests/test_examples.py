@@ -47,6 +47,27 @@ RUNS = [
 ]
 
 
+SLOW_RUNS = {
+    ("own_graph.py", ("--widths", "64", "--no-stream", "--no-refusals")),
+    ("own_graph.py", ("--widths", "16", "--no-refusals", "--param", "t8")),
+    ("digits.py", ("--quick",)),
+    ("digits_mlp.py", ("--quick", "--batch", "4", "--act", "gelu")),
+    ("big_mlp.py", ("--quick",)),
+    ("sweep.py", ("--machines", "t2", "t8", "--epochs", "1")),
+    ("attention_block.py", ("--seq", "64", "--samples", "2", "--tests", "1")),
+    ("big_mlp.py", ("--widths", "64", "64", "64", "64", "10", "--quick")),
+}
+"""Runs that repeat what a faster run or another test checks (a second machine, a second
+activation, the streamed MLP the battery also checks): `make test-all` runs them."""
+
+
+def cases(runs: list) -> list:
+    """The runs as pytest parameters, those of SLOW_RUNS marked slow."""
+    return [pytest.param(*run, id=" ".join([run[0], *run[1]]),
+                         marks=[pytest.mark.slow] if (run[0], tuple(run[1])) in SLOW_RUNS else [])
+            for run in runs]
+
+
 TORCH_RUNS = [
     ("digits.py", ["--quick"], [
         "machine == integer interpreter on the first batch, both outputs: True",
@@ -98,7 +119,7 @@ PLOTS = {"attention_step.py": ["memory", "roofline", "scales", "tiling", "timeli
 """The plots each example saves in its --plots folder."""
 
 
-@pytest.mark.parametrize("script, args, expected", RUNS, ids=[r[0] for r in RUNS])
+@pytest.mark.parametrize("script, args, expected", cases(RUNS))
 def test_example_runs(script, args, expected, tmp_path):
     done = subprocess.run([sys.executable, str(EXAMPLES / script), *args, "--plots", str(tmp_path)],
                           capture_output=True, text=True, timeout=600)
@@ -109,7 +130,7 @@ def test_example_runs(script, args, expected, tmp_path):
 
 
 @pytest.mark.torch
-@pytest.mark.parametrize("script, args, expected", TORCH_RUNS, ids=[r[0] for r in TORCH_RUNS])
+@pytest.mark.parametrize("script, args, expected", cases(TORCH_RUNS))
 def test_torch_example_runs(script, args, expected):
     pytest.importorskip("torch")
     pytest.importorskip("sklearn")
@@ -263,7 +284,7 @@ def test_a_refused_size_prints_the_refusal(script, args, expected):
 
 
 @pytest.mark.torch
-@pytest.mark.parametrize("script, args, expected", TORCH_REFUSED_RUNS, ids=ids(TORCH_REFUSED_RUNS))
+@pytest.mark.parametrize("script, args, expected", cases(TORCH_REFUSED_RUNS))
 def test_a_refused_size_prints_the_refusal_torch(script, args, expected):
     pytest.importorskip("torch")
     check_refused(script, args, expected)
@@ -286,3 +307,8 @@ def test_example_help(script):
     done = subprocess.run([sys.executable, str(EXAMPLES / script), "--help"], capture_output=True, text=True,
                           timeout=120)
     assert done.returncode == 0 and "usage:" in done.stdout
+
+
+def test_every_slow_run_names_a_run():
+    runs = {(script, tuple(args)) for script, args, _ in RUNS + TORCH_RUNS + TORCH_REFUSED_RUNS}
+    assert runs >= SLOW_RUNS, SLOW_RUNS - runs

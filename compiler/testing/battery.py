@@ -370,6 +370,15 @@ def smallest_scratchpad(graph: Graph, calibration: Sequence[Mapping[str, np.ndar
     return None
 
 
+def _on_smallest_scratchpads(build, seed: int):
+    """The graph ``build(seed)`` draws, its test sample, and its programs with reuse and without,
+    each on the smallest scratchpad it fits (``None`` where none does)."""
+    graph, names = build(seed)
+    calibration, test = _samples(names, seed)
+    reused, kept = (smallest_scratchpad(graph, calibration, reuse) for reuse in (True, False))
+    return graph, test, reused, kept
+
+
 def check_streamed(seeds: Iterable[int] = STREAM_SEEDS, bound: float = STREAM_BOUND, stop_early: bool = False,
                    programs: list[Program] | None = None) -> tuple[list[str], float]:
     """Checks (a)-(e) on the streamed graphs (:func:`compiler.testing.random_graphs.random_stream_graph`),
@@ -386,9 +395,7 @@ def check_streamed(seeds: Iterable[int] = STREAM_SEEDS, bound: float = STREAM_BO
     problems: list[str] = []
     worst = 0.0
     for seed in seeds:
-        graph, names = random_stream_graph(seed)
-        calibration, test = _samples(names, seed)
-        reused, kept = (smallest_scratchpad(graph, calibration, reuse) for reuse in (True, False))
+        graph, test, reused, kept = _on_smallest_scratchpads(random_stream_graph, seed)
         if reused is None or kept is None:
             problems.append(f"stream seed {seed}: refused on every scratchpad up to "
                             f"{STREAM_SCRATCHPADS[-1]} words")
@@ -417,9 +424,7 @@ def check_wide(seeds: Iterable[int] = WIDE_SEEDS, bound: float = WIDE_BOUND,
         more, error = check_graph(seed, bound, build=random_wide_graph)
         problems += [f"wide {p}" for p in more]
         worst = max(worst, error or 0.0)
-        graph, names = random_wide_graph(seed)
-        calibration, test = _samples(names, seed)
-        reused, kept = (smallest_scratchpad(graph, calibration, reuse) for reuse in (True, False))
+        graph, test, reused, kept = _on_smallest_scratchpads(random_wide_graph, seed)
         if reused is not None and kept is not None and reused.machine.SPAD_WORDS < DEFAULT.SPAD_WORDS:
             label = f"wide seed {seed} streamed (SPAD_WORDS={reused.machine.SPAD_WORDS})"
             more, error = check_programs(label, graph, test, reused, kept, bound)

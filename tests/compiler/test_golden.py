@@ -42,11 +42,11 @@ def test_refusals_name_the_pass_and_the_rest_compile():
 
 
 def test_a_changed_decision_shows_as_a_diff(tmp_path):
-    case = CASES["example_a"]
-    changed = golden.render(case).replace("m=12345120 s=32", "m=12345121 s=32")
-    (tmp_path / "example_a.txt").write_text(changed)
+    case = CASES["attention_step"]
+    changed = golden.render(case).replace("m=13272975 s=32", "m=13272976 s=32")
+    (tmp_path / "attention_step.txt").write_text(changed)
     diff = golden.difference(case, tmp_path)
-    assert "-4: m=12345121 s=32" in diff and "+4: m=12345120 s=32" in diff
+    assert "-4: m=13272976 s=32" in diff and "+4: m=13272975 s=32" in diff
 
 
 def test_the_script_checks_and_updates(tmp_path, capsys):

@@ -21,10 +21,11 @@ def test_tiles_by_hand():
 
 
 def test_mm_fields_of_an_inner_tile():
-    # a (5, 12) at 100, b (12, 10) at 200, accumulator (5, 10) at 300; the tile at row 4, col 8
-    fields = mm_fields(Tile(4, 8, 1, 2), 100, 200, 300, 12, 10, False)
-    assert fields == {"dst": 300 + 4 * 10 + 8, "A": 100 + 4 * 12, "B": 200 + 8, "M": 1, "K": 12, "N": 2,
-                      "tb": 0, "lda": 12, "ldb": 10, "ldc": 10}
+    # a (6, 14) at 100, b (14, 9) at 200, accumulator (6, 9) at 300; the corner tile at row 4,
+    # col 8 is 2 rows by 1 column
+    fields = mm_fields(Tile(4, 8, 2, 1), 100, 200, 300, 14, 9, False)
+    assert fields == {"dst": 300 + 4 * 9 + 8, "A": 100 + 4 * 14, "B": 200 + 8, "M": 2, "K": 14, "N": 1,
+                      "tb": 0, "lda": 14, "ldb": 9, "ldc": 9}
 
 
 def test_mm_fields_of_a_transposed_b_step_by_whole_rows():

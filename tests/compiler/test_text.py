@@ -9,28 +9,29 @@ from compiler.testing.battery import BATTERY_SEEDS
 from compiler.testing.random_graphs import random_graph, random_slice_graph
 from compiler.testing.seedtable import attention_step_graph
 
-EXAMPLE_A = """\
-%0 = input "q" -> (1, 8)
-%1 = input "kc" -> (5, 8)
-%2 = input "kn" -> (1, 8)
-%3 = concat %1, %2 -> (6, 8)
-%4 = matmul %0, %3 transpose_b=True factor=0.35355339059327373 -> (1, 6)
-%5 = softmax %4 -> (1, 6)
-%6 = input "vc" -> (5, 8)
-%7 = input "vn" -> (1, 8)
-%8 = concat %6, %7 -> (6, 8)
-%9 = matmul %5, %8 -> (1, 8)
-%10 = output %9 "out" -> (1, 8)"""
+ATTENTION_STEP = """\
+%0 = input "q" -> (1, 12)
+%1 = input "kc" -> (6, 12)
+%2 = input "kn" -> (1, 12)
+%3 = concat %1, %2 -> (7, 12)
+%4 = matmul %0, %3 transpose_b=True factor=0.2886751345948129 -> (1, 7)
+%5 = softmax %4 -> (1, 7)
+%6 = input "vc" -> (6, 12)
+%7 = input "vn" -> (1, 12)
+%8 = concat %6, %7 -> (7, 12)
+%9 = matmul %5, %8 -> (1, 12)
+%10 = output %9 "out" -> (1, 12)"""
 
 
 def weights_of(graph: Graph) -> dict[str, np.ndarray]:
     return {node.name: node.array for node in graph.nodes if node.op == "weight"}
 
 
-def test_example_a_as_text_by_hand():
-    g = attention_step_graph()
-    assert g.text() == str(g) == EXAMPLE_A
-    assert Graph.parse(EXAMPLE_A) == g
+def test_an_attention_step_as_text_by_hand():
+    # running example A's graph at dim 12 and a cache of 6 rows; the factor is 1/sqrt(12)
+    g = attention_step_graph(dim=12, cache=6)
+    assert g.text() == str(g) == ATTENTION_STEP
+    assert Graph.parse(ATTENTION_STEP) == g
 
 
 def test_every_attribute_is_written_and_read_back():
@@ -71,7 +72,7 @@ def test_a_graph_without_weight_values_passes_the_structural_passes_but_does_not
 
 
 def test_comments_and_blank_lines_are_skipped():
-    assert Graph.parse("# a comment\n\n" + EXAMPLE_A + "\n") == attention_step_graph()
+    assert Graph.parse("# a comment\n\n" + ATTENTION_STEP + "\n") == attention_step_graph(dim=12, cache=6)
 
 
 @pytest.mark.parametrize("text, words", [

@@ -158,6 +158,7 @@ def first_stress_seed_the_dropped_relu_shows(monkeypatch, first: int = 1, n: int
 
 
 @pytest.mark.rtl
+@pytest.mark.slow
 def test_stress_catches_the_dropped_relu(icarus, monkeypatch):
     """The first stress program (from the spec's random draws) where, by the reference machine,
     a VADD relu=1 meets a negative sum: the mutant's RTL fails it."""

@@ -86,6 +86,7 @@ def test_graphs_are_compiled_for_the_verilogs_machine():
 
 
 @pytest.mark.rtl
+@pytest.mark.slow
 def test_cosim_runs_the_machine_it_is_given(icarus):
     """make cosim PARAMS=t2: the Verilog exported for T=2 (build/machines/T2/, kept fresh by
     content) and the graphs compiled for that machine (a graph compiled for the default one

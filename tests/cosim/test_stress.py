@@ -132,6 +132,7 @@ def test_listing_shows_an_unknown_opcode():
     assert "???? opcode" in text and text.splitlines()[-1].endswith("HALT")
 
 
+@pytest.mark.slow  # CI runs make stress on both simulators; this checks its summary lines
 def test_short_stress_run(simulator, tmp_path):
     command = [sys.executable, "-m", "cosim", "stress", "--n", "20", "--seed", "1", "--sim", simulator,
                "--campaign", str(tmp_path / "campaign")]
@@ -157,6 +158,7 @@ def test_rerun_lines_carry_every_option_that_changes_the_run():
 
 
 @pytest.mark.rtl
+@pytest.mark.slow
 def test_the_rerun_command_of_a_mutant_fails_again(icarus):
     command = [sys.executable, "-m", "cosim", "stress", "--n", "6", "--seed", "5", "--sim", icarus,
                "--mutant", "rq-round"]

@@ -108,6 +108,7 @@ def test_the_artifact_names():
     them."""
     assert (memmap.CORE, memmap.SIMTOP, memmap.PORTS_JSON) == ("ga2", "ga2_simtop", "ga2_ports.json")
     assert list(export.TOPS) == [memmap.CORE, memmap.SIMTOP]
+@pytest.mark.slow
 def test_cli_writes_another_machine_beside_the_default(tmp_path, monkeypatch):
     """Without --out, the default machine's files go to build/, another machine's to
     build/machines/<tag>/ (sim.machines.machine_dir): two machines never share a file."""
@@ -148,6 +149,7 @@ def _icarus(folder: Path) -> str:
     return run.stdout
 
 
+@pytest.mark.slow
 def test_icarus_backdoor_smoke(tmp_path):
     """The memory map works in a real Verilog simulator: load the program and the external
     memory through the arrays flows.memmap names, run, and compare with the reference machine."""

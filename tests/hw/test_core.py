@@ -224,13 +224,15 @@ def test_random_programs():
 
 @pytest.mark.parametrize("params", [Params(T=2, SPAD_WORDS=256, EXT_WORDS=512),
                                     Params(T=8, LANES=8, SPAD_WORDS=256, EXT_WORDS=512),
-                                    Params(T=16, LANES=16, SPAD_WORDS=256, EXT_WORDS=512)], ids=describe)
+                                    pytest.param(Params(T=16, LANES=16, SPAD_WORDS=256, EXT_WORDS=512),
+                                                 marks=pytest.mark.slow)], ids=describe)
 def test_random_programs_on_other_machines(params):
     """The whole core of another size (T, LANES), random programs: memories, counters, stop and
     timing_fault as the reference machine of that size."""
     run_core(_random_cases(params.T * 10 + params.LANES, 2, params))
 
 
+@pytest.mark.slow
 def test_compiled_graph_at_t8():
     """Running example A compiled for T = 8, LANES = 8 (8 x 8 tiles) on that core."""
     t8 = Params(T=8, LANES=8)
@@ -280,6 +282,8 @@ def _seed(seed: int) -> Case:
     return case(f"seed {seed}", run.program.code, ext=run.program.ext_image(run.test_inputs))
 
 
-@pytest.mark.parametrize("which", ["A", *range(100, 112)])
+# example A and seed 100 here; all twelve seeds run on the Verilog in CI's make cosim
+@pytest.mark.parametrize("which", ["A", 100, *(pytest.param(seed, marks=pytest.mark.slow)
+                                               for seed in range(101, 112))])
 def test_compiled_graph(which):
     run_core([_example_a() if which == "A" else _seed(which)], params=DEFAULT)

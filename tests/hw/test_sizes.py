@@ -30,7 +30,7 @@ MACHINES = [
     Params(T=2, LANES=4, **SMALL),
     Params(T=3, LANES=8, **SMALL),
     Params(T=8, LANES=8, **SMALL),
-    Params(T=16, LANES=16, **SMALL),
+    pytest.param(Params(T=16, LANES=16, **SMALL), marks=pytest.mark.slow),
 ]
 UNITS = {cls: tuple(cls.OPCODES) for cls in dict.fromkeys(unit_classes().values())}
 """Each unit of the core and the instructions it executes (hw.top.unit_classes: their OPCODES)."""
@@ -56,6 +56,7 @@ def test_random_program_at_size(unit, params):
 WIDE = Params(T=16, LANES=16, **SMALL)
 
 
+@pytest.mark.slow
 def test_mxu_full_tiles_on_the_widest_array():
     """M = N = T = 16, K at a chunk's edges (15, 16, 17) and K_MAX, both layouts of B, rows of A
     and of B that overlap (strides below K) so that the tiles fit the small scratchpad."""
@@ -91,6 +92,7 @@ def test_amax_maximum_in_every_lane(lanes):
 
 
 @pytest.mark.parametrize("unit", list(UNITS), ids=lambda cls: cls.__name__)
+@pytest.mark.slow
 def test_idle_outputs_are_zero_at_sixteen_lanes(unit):
     generator = Generator(7, WIDE)
     program = [generator.legal(kind) for kind in UNITS[unit]]

@@ -83,12 +83,14 @@ def test_seed_100(chromium, tmp_path):
     check_page(chromium, page, (*SECTION_IDS, "checks"))
 
 
+@pytest.mark.slow
 def test_running_example_a(chromium, tmp_path):
     page = write_report(tmp_path / "example-a.html", example_a_subject())
     check_page(chromium, page, (*SECTION_IDS, "checks"))
 
 
 @pytest.mark.torch
+@pytest.mark.slow
 def test_digits_mlp(chromium, tmp_path):
     pytest.importorskip("torch")
     pytest.importorskip("sklearn")

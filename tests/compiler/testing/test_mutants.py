@@ -91,6 +91,7 @@ def test_the_add_relu_mutant_drops_only_the_vadds_relu_and_the_battery_catches_i
     assert any("(b) output out differs from the interpreter" in p for p in problems)
 
 
+@pytest.mark.slow
 def test_the_mutation_check_catches_36_of_36(capsys):
     assert mutants.main(["--jobs", "2"]) == 0
     out = capsys.readouterr().out

@@ -39,6 +39,7 @@ def test_commands_name_the_rows():
     assert "booth w:array.mul6_* w:array.mul7_* %u %ci1 t:$mul %i" in text
 
 
+@pytest.mark.slow
 def test_yosys_builds_the_named_rows_from_luts(tmp_path):
     """A 3 x 3 matrix unit: its last two rows' six products leave the DSP blocks."""
     try:
