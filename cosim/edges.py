@@ -274,6 +274,10 @@ def mm_extremes(b: Builder) -> None:
         B = b.load([fill_b] * b_len, int8=True)
         b.add("MM", dst=b.spad(M * N), A=A, B=B, M=M, K=K, N=N, tb=tb, lda=lda, ldb=ldb, ldc=N)
         b.features["edge: MM extremes"] += 1
+    if not b.features["edge: MM extremes"]:     # none fits (a large T, a small scratchpad): K = 1 at least
+        A, B = b.load([-128] * p.T, int8=True), b.load([-128] * p.T, int8=True)
+        b.add("MM", dst=b.spad(p.T * p.T), A=A, B=B, M=p.T, K=1, N=p.T, tb=1, lda=1, ldb=1, ldc=p.T)
+        b.features["edge: MM extremes"] += 1
 
 
 # --------------------------------------------------------------------------- vector_edges
