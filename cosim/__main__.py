@@ -9,6 +9,9 @@ Commands (``make cosim``, ``make stress`` and ``make bench-cosim`` call three of
                   code, with their coverage; a campaign that --resume continues (cosim/stress.py)
   bench           how fast co-simulation runs: launch overhead, simulated cycles/s, the seed
                   table (cosim/bench.py)
+  faults          every fault the checker must see, one short program each: each bounded field
+                  one past its range, each start field with a bit above its memory, each
+                  region one word past the end (cosim/faults.py)
   build           build (or check the cache of) the simulators only
   mutants         list the deliberately broken RTL variants for --mutant
 
@@ -50,7 +53,7 @@ from flows.memmap import PORTS_JSON
 from sim import machines
 from sim.spec import DEFAULT, Params
 
-from . import batch, bench, mutants, runner, seeds, stress
+from . import batch, bench, faults, mutants, runner, seeds, stress
 from .errors import CosimError
 from .text import plain
 from .verilog import BUILD, COSIM_BUILD, fresh_verilog
@@ -112,7 +115,7 @@ def _waves(parser: argparse.ArgumentParser, what: str) -> None:
                         help=f"{what}; --waves alone is --waves=on (also 1, yes, true; 0, no, false, off)")
 
 
-def _common(parser: argparse.ArgumentParser) -> None:
+def _common(parser: argparse.ArgumentParser, pool: bool = True) -> None:
     parser.add_argument("--sim", choices=batch.SIM_CHOICES, default=batch.BOTH,
                         help="simulator(s) to run (default: both, at the same time)")
     _waves(parser, "record waveforms (FST under Icarus, VCD under Verilator, one file per launch of "
@@ -128,6 +131,8 @@ def _common(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--keep", action="store_true",
                         help="keep each launch's folder (jobs, results, simulator log) under "
                              "build/cosim/<sim>/runs/")
+    if not pool:                # one launch: no worker processes to choose
+        return
     parser.add_argument("--jobs", type=worker_count, default=None, metavar="N",
                         help="worker processes, each running a chunk of 100 programs on one simulator at "
                              "a time (default: one per core)")
@@ -190,7 +195,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m cosim", description=doc.split("\n\n")[0],
                                      epilog="\n\n".join(doc.split("\n\n")[1:]),
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    sub = parser.add_subparsers(dest="command", required=True, metavar="{seeds,stress,build,mutants,bench}")
+    sub = parser.add_subparsers(dest="command", required=True,
+                                metavar="{seeds,stress,faults,build,mutants,bench}")
 
     p = sub.add_parser("seeds", help="compiled random graphs on the RTL (make cosim SEEDS=...)",
                        description=plain(seeds.__doc__),
@@ -213,6 +219,11 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--campaign", type=Path, default=None, metavar="DIR",
                    help="the campaign's folder (default: build/stress/seed<SEED>-n<N>-<sim>[-<mutant>])")
     _common(p)
+
+    p = sub.add_parser("faults", help="every fault the checker must see, one short program each",
+                       description=plain(faults.__doc__),
+                       formatter_class=argparse.RawDescriptionHelpFormatter)
+    _common(p, pool=False)
 
     p = sub.add_parser("build", help="build the simulators (or find them in the cache) and stop")
     p.add_argument("--sim", choices=batch.SIM_CHOICES, default=batch.BOTH)
@@ -268,6 +279,8 @@ def _command(args: argparse.Namespace) -> int:
     verilog, note = _verilog(args)
     if note:
         print(note)
+    if args.command == "faults":
+        return faults.main(args.sim, verilog, params=_machine(args), waves=args.waves, keep=args.keep)
     if args.command == "seeds":
         return seeds.main(args.seeds, args.sim, waves=args.waves, verilog=verilog, keep=args.keep,
                           jobs=args.jobs)

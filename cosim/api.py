@@ -27,7 +27,7 @@ import numpy as np
 from sim import spec
 from sim.spec import DEFAULT, ErrorCode, Params
 
-from . import runner, where
+from . import harness, runner, where
 from .errors import CosimError
 from .jobs import Job, JobLike, RtlRun, as_job, as_jobs
 from .runner import Simulation
@@ -114,6 +114,14 @@ def _code(code: int) -> str:
         return f"{code} (not an error code)"
 
 
+def _drift(drift: int) -> str:
+    """The line for outputs that moved after the stop (:attr:`RtlRun.drift`)."""
+    moved = "unknown (X)" if drift < 0 else \
+        ", ".join(name for k, name in enumerate(harness.HELD) if drift >> k & 1)
+    return (f"outputs that moved after the stop: {moved} (within {harness.HOLD_CYCLES} cycles after "
+            "the harness read them; they hold until the next reset: hw/README.md)")
+
+
 def compare(job: JobLike, run: RtlRun, *, shown: int = SHOWN) -> list[str]:
     """How the RTL's run of a job differs from the reference machine's; empty when bit-exact.
 
@@ -123,7 +131,8 @@ def compare(job: JobLike, run: RtlRun, *, shown: int = SHOWN) -> list[str]:
     Checks, in this order: for a job that must halt (:attr:`Job.halts`: a compiled graph), that
     the reference machine did (an error code there is a difference even when the RTL agrees);
     that the RTL stopped within the cycle limit; the error code and pc
-    (and that ``error`` agrees with the code); that ``timing_fault`` is 0 (hw/top.py: it is 1
+    (and that ``error`` agrees with the code); that no output moved after the stop
+    (:attr:`RtlRun.drift`); that ``timing_fault`` is 0 (hw/top.py: it is 1
     when a unit finished in another cycle than the execute stage counted, which the counters
     and, often, the memories cannot show); each of the five counters; every external-memory
     word, then every scratchpad word (an unresolved word is a difference). Each line names
@@ -163,6 +172,8 @@ def compare(job: JobLike, run: RtlRun, *, shown: int = SHOWN) -> list[str]:
     if run.error != int(want.error_code != ErrorCode.NONE):
         out.append(f"error output: RTL {'X' if run.error < 0 else run.error}, reference "
                    f"{int(want.error_code != ErrorCode.NONE)}")
+    if run.finished and run.drift:
+        out.append(_drift(run.drift))
     if run.timing_fault == 1:
         out.append(TIMING_FAULT)
     elif run.timing_fault != 0:

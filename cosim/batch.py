@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from . import waves
 from .runner import Build
 from .simulators import SIMULATORS
 from .text import counted, verb
@@ -161,11 +162,13 @@ def timing(outcomes: Sequence[Outcome]) -> list[str]:
 
 
 def waves_lines(outcomes: Sequence[Outcome], shown: int = 3) -> list[str]:
-    """Where the waveforms went: one file per launch (the first ``shown``, then how many more)."""
+    """Where the waveforms went: one file per launch (the first ``shown``, then how many more),
+    each with its GTKWave save file (:mod:`cosim.waves`) and the command that opens it."""
     out = []
     for o in outcomes:
         for path in o.waves[:shown]:
             out.append(f"{o.simulator:<10} waveform: {path}")
+            out.append(f"{'':<10} open it: gtkwave {waves.save_file(path)}  (program markers, key signals)")
         if len(o.waves) > shown:
             out.append(f"{o.simulator:<10} ... and {counted(len(o.waves) - shown, 'more waveform')} "
                        f"(one per launch) in {o.waves[0].parent.parent}")

@@ -11,6 +11,13 @@ named ``seed N (edge: <strategy>)``. The body comes from one strategy, by turns:
     shift, ``(2z + 1) * 2**(s-1)``, of both signs (rounding half away from zero), including
     results of exactly +-127.5 (which round to +-128 and saturate to +-127) and +-126.5, the
     neighbours ``a +- 1`` of every tie, 0 and the int32 extremes; with and without relu.
+``rq_every_shift``
+    one RQ for every shift s = 1 .. 63 on the products that decide the lanes' masks (m a
+    power of two, so that p = a * m has exactly the bits asked for): +-2**(s-2) (below the
+    rounding bit: -0.25 rounds to 0), +-2**(s-1) (the tie, -0.5 to -1), +-2**s, and +-2**(s+6),
+    +-2**(s+7), +-2**(s+8) (64, 128, 256: the saturation boundary), each also with the tie
+    added, in place (1,172 words: it fits a scratchpad of 2,048); a comparator of one shift's
+    mask that is off by one fails here and nowhere else.
 ``softmax_rows``
     SM rows that are all negative (-128 included), widely spread (max - min = 255, the last
     entry of the exp table, and differences where the table is 0), all equal, of length 4k+1
@@ -189,6 +196,30 @@ def rq_ties(b: Builder) -> None:
         b.features["edge: RQ ties"] += 1
 
 
+def shift_products(s: int) -> tuple[int, list[int]]:
+    """(m, accumulators) for shift s: m = 2**t with t as small as lets a stay within int32, and
+    the a with a * m = +-2**j and +-(2**j + 2**(s-1)) for j in s-2 .. s+8 where they fit."""
+    t = min(arith.MANTISSA_BITS - 1, max(0, s - 21))
+    values = []
+    for j in (s - 2, s - 1, s, s + 6, s + 7, s + 8):
+        if j < t or j - t > 29:
+            continue
+        for p in (1 << j, (1 << j) + (1 << (s - 1)) if s - 1 >= t else None):
+            if p is not None:
+                values += [p >> t, -(p >> t)]
+    return 1 << t, values
+
+
+def rq_every_shift(b: Builder) -> None:
+    table = [(s, *shift_products(s)) for s in range(1, 64)]
+    src = b.load([a for _, _, values in table for a in values])
+    for s, m, values in table:
+        if values:
+            b.add("RQ", dst=src, src=src, len=len(values), m=m, s=s, relu=0)    # in place; relu would hide -1
+        src += len(values)
+    b.features["edge: RQ every shift"] += 1
+
+
 # --------------------------------------------------------------------------- softmax_rows
 
 
@@ -246,6 +277,10 @@ def mm_extremes(b: Builder) -> None:
         A = b.load(a_values, int8=True)
         B = b.load([fill_b] * b_len, int8=True)
         b.add("MM", dst=b.spad(M * N), A=A, B=B, M=M, K=K, N=N, tb=tb, lda=lda, ldb=ldb, ldc=N)
+        b.features["edge: MM extremes"] += 1
+    if not b.features["edge: MM extremes"]:     # none fits (a large T, a small scratchpad): K = 1 at least
+        A, B = b.load([-128] * p.T, int8=True), b.load([-128] * p.T, int8=True)
+        b.add("MM", dst=b.spad(p.T * p.T), A=A, B=B, M=p.T, K=1, N=p.T, tb=1, lda=1, ldb=1, ldc=p.T)
         b.features["edge: MM extremes"] += 1
     mm_acc_wraps(b)
 
@@ -409,6 +444,7 @@ def touching_regions(b: Builder) -> None:
 STRATEGIES: dict[str, Callable[[Builder], None]] = {
     "rq_ties": rq_ties, "softmax_rows": softmax_rows, "mm_extremes": mm_extremes,
     "vector_edges": vector_edges, "field_limits": field_limits, "touching_regions": touching_regions,
+    "rq_every_shift": rq_every_shift,
 }
 """The legal bodies, by turns over the edge seeds."""
 

@@ -6,8 +6,10 @@ runs a whole program without waking Python. The test bench (:mod:`cosim.tb`) wri
 files into the simulator's working folder, raises ``request`` and waits for ``served`` to
 follow it; the harness then, as named tasks:
 
-1. ``read_job``: prog_len, the cycle limit, the rows and how to load the program from
-   :data:`JOB_FILE`;
+1. ``read_job``: prog_len, the cycle limit, the rows, how to load the program and its name
+   from :data:`JOB_FILE`; ``program_index`` counts the program (1, 2, .. in a launch) and
+   ``program_name`` holds its name (ASCII, :data:`NAME_CHARS` characters): markers in a
+   waveform;
 2. ``reset_core``: ``rst`` high for :data:`RESET_CYCLES` rising edges (inputs change on falling
    edges; ``rst`` rises after time 0, as Icarus needs: flows/memmap.py);
 3. ``load_memories``: the program and the external memory, one file per bank (:func:`bank_file`,
@@ -18,13 +20,19 @@ follow it; the harness then, as named tasks:
 4. ``load_through_port`` (a job loaded through the port only): the program word by word
    through the host's instruction-memory write port (``imem_we``, ``imem_waddr``,
    ``imem_wdata``), one word per cycle, as a user's SoC loads it (cycles no counter sees);
-5. ``run_program``: ``start`` high for one cycle, then the cycles until ``done`` or the cycle
-   limit, whichever comes first, then :data:`FAULT_SETTLE_CYCLES` more, so that
+5. ``run_program``: ``start`` high for one cycle (its time, ``started``, goes to the state
+   line), then the cycles until ``done`` or the cycle limit, whichever comes first
+   (``program_running`` is high meanwhile), then :data:`FAULT_SETTLE_CYCLES` more, so that
    ``timing_fault`` has judged every cycle up to the one where ``done`` rose;
 6. ``dump_state``: the scratchpad and the external memory (one file per bank with ``$writememh``,
    or one file per memory) and one line in :data:`STATE_FILE`: finished, cycles waited, error,
-   error_code, error_pc, timing_fault and the five counters, in hex (``x`` or ``z`` where a bit
-   is unknown: never guessed).
+   error_code, error_pc, timing_fault, the five counters, ``started`` and ``drift``, in hex
+   (``x`` or ``z`` where a bit is unknown: never guessed).
+
+Between 5 and 6, ``watch_hold`` watches the outputs that must hold after a stop (:data:`HELD`)
+for :data:`HOLD_CYCLES` more cycles: ``drift`` has bit i set when ``HELD[i]`` changed, so that
+an output that is right in the cycle the harness reads it but moves after (a counter that does
+not freeze, an ``error_pc`` that toggles) is a difference too.
 
 The scratchpad is not touched between programs: reset does not clear it (docs/GA2.md section 2),
 so a program starts from the words the previous one left, and the host gives the reference
@@ -36,11 +44,17 @@ Amaranth exports holds those initial values itself, but a netlist Yosys writes b
 Memories move as text (``$readmemh``/``$writememh``) under Icarus and as binary files under
 Verilator (:data:`BINARY`).
 
+A harness for a waveform build (``engines`` given to :func:`render`) also derives each
+engine's ``busy_<engine>`` (from the cycle of its ``start`` to the cycle of its ``done``,
+read through hierarchical names): what :mod:`cosim.waves` puts in the GTKWave save file.
+
 Under Verilator only ``request`` and ``served`` are public (``/*verilator public_flat_rw*/``):
 the rest of the design is compiled without VPI access, which is what makes it fast.
 """
 
 from __future__ import annotations
+
+from collections.abc import Sequence
 
 from flows.memmap import SIMTOP
 from sim import spec
@@ -57,21 +71,33 @@ FAULT_SETTLE_CYCLES = 2
 """Rising edges waited after ``done`` rose before anything is read: ``hw.top.TIMING_CHECK_DELAY``
 (not imported: cosim's test bench stays free of Amaranth; a test compares them), so that
 ``timing_fault`` has judged every cycle up to the first one with ``done`` high."""
-OVERHEAD_CYCLES = RESET_CYCLES + FAULT_SETTLE_CYCLES + 4
+HOLD_CYCLES = 3
+"""Cycles ``watch_hold`` watches the outputs after the stop (odd and even: a bit that toggles
+every cycle shows in one)."""
+OVERHEAD_CYCLES = RESET_CYCLES + FAULT_SETTLE_CYCLES + HOLD_CYCLES + 4
 """Cycles of a program's steps besides its run (reset, start, settle), for the test bench's
 time-out."""
 JOB_FILE = "job.hex"
 """Four words: prog_len (instructions), the cycle limit, the rows of each instruction-memory
 bank the program fills (its files hold those rows only), and 1 to load the program through the
-host's write port (0: by backdoor)."""
+host's write port (0: by backdoor); then the program's name (:func:`name_words`)."""
+NAME_CHARS = 32
+"""Characters of a program's name the harness holds in ``program_name`` (a waveform shows it
+as ASCII); a longer name is cut, a shorter one padded with spaces."""
+JOB_WORDS = 4 + NAME_CHARS // 4
+"""Words of :data:`JOB_FILE`."""
 HOST_PORT = ("imem_we", "imem_waddr", "imem_wdata")
 """The simulation top's instruction-memory write port, which the harness drives for a job
 loaded through the port."""
 STATE_FILE = "state.out"
 """The stop, the counters and the cycles waited, one line (:data:`STATE_FIELDS`)."""
 STATE_FIELDS = ("finished", "waited", "error", "error_code", "error_pc", "timing_fault",
-                *(f"count_{name}" for name in spec.COUNTERS))
-"""The fields of :data:`STATE_FILE`, in order."""
+                *(f"count_{name}" for name in spec.COUNTERS), "started", "drift")
+"""The fields of :data:`STATE_FILE`, in order (``started``: the simulation time, in ns, at which
+``start`` rose; ``drift``: see :data:`HELD`)."""
+HELD = ("done", "busy", "error", "error_code", "error_pc", *(f"count_{name}" for name in spec.COUNTERS))
+"""The outputs that hold from a stop until the next reset (hw/README.md: ``done`` and ``error``
+stay high, the counters freeze, the machine is idle); bit i of ``drift`` is ``HELD[i]``."""
 LOADED = ("imem", "ext")
 DUMPED = ("spad", "ext")
 PUBLIC = ("request", "served")
@@ -86,6 +112,13 @@ keep. Text (Icarus): ``$readmemh``/``$writememh``, whose dumps carry x and z dig
 and writes text faster than binary, too)."""
 
 
+def name_words(name: str) -> list[int]:
+    """A program's name as the :data:`NAME_CHARS` characters ``program_name`` holds, four to a
+    word, the first character in the top byte (ASCII; anything else becomes ``?``)."""
+    text = name.encode("ascii", "replace")[:NAME_CHARS].ljust(NAME_CHARS, b" ")
+    return [int.from_bytes(text[k:k + 4], "big") for k in range(0, NAME_CHARS, 4)]
+
+
 def bank_file(memory: str, bank: int, dumped: bool = False) -> str:
     """The text file of one bank: ``ext0.hex`` loaded, ``ext0.out`` dumped."""
     return f"{memory}{bank}.{'out' if dumped else 'hex'}"
@@ -96,13 +129,17 @@ def binary_file(memory: str, bank: int | None = None) -> str:
     return f"{memory}.out.bin" if bank is None else f"{memory}{bank}.bin"
 
 
+def _vector(width: int) -> str:
+    return f"[{width - 1}:0] " if width > 1 else ""
+
+
 def _instance(description: Description) -> list[str]:
     """``ga2_simtop dut (...)``: clock and harness registers in, tied-off inputs, wires out."""
     driven = {"clk", "rst", "start", "prog_len", *HOST_PORT}
     lines, connections = [], []
     for port in description.ports:
         name, width = port["name"], int(port["width"])
-        vector = f"[{width - 1}:0] " if width > 1 else ""
+        vector = _vector(width)
         if port["dir"] == "output":
             lines.append(f"  wire {vector}{name};")
             connections.append(f".{name}({name})")
@@ -201,6 +238,8 @@ def _tasks(description: Description, prog_len: int, binary: bool) -> list[str]:
         "    limit = job[1];",
         "    rows = job[2];",
         "    port = job[3];",
+        f"    program_name = {{{', '.join(f'job[{k}]' for k in range(4, JOB_WORDS))}}};",
+        "    program_index = program_index + 1;",
         "  end endtask",
         "  task reset_core; begin",
         "    @(negedge clk) rst = 1'b1;",
@@ -215,6 +254,8 @@ def _tasks(description: Description, prog_len: int, binary: bool) -> list[str]:
         "    end",
         "  end endtask",
         "  task run_program; begin",
+        "    started = $time;",
+        "    program_running = 1'b1;",
         "    start = 1'b1;",
         "    @(negedge clk) start = 1'b0;",
         "    waited = 0;",
@@ -223,8 +264,17 @@ def _tasks(description: Description, prog_len: int, binary: bool) -> list[str]:
         "      waited = waited + 1;",
         "    end",
         "    finished = done === 1'b1;",
+        "    program_running = 1'b0;",
         f"    repeat ({FAULT_SETTLE_CYCLES}) @(posedge clk);",
         "    @(negedge clk);",
+        "  end endtask",
+        "  task watch_hold; begin",
+        "    drift = 0;",
+        *[f"    held_{name} = {name};" for name in HELD],
+        f"    repeat ({HOLD_CYCLES}) begin",
+        "      @(negedge clk);",
+        *[f"      if ({name} !== held_{name}) drift[{k}] = 1'b1;" for k, name in enumerate(HELD)],
+        "    end",
         "  end endtask",
         "  task dump_state; begin", *_dump(description, binary),
         f'    fd = $fopen("{STATE_FILE}", "w");',
@@ -234,9 +284,30 @@ def _tasks(description: Description, prog_len: int, binary: bool) -> list[str]:
     ]
 
 
-def render(description: Description, binary: bool = False) -> str:
+def busy_signal(engine: str) -> str:
+    """The harness's wire that is high while ``engine`` works (waveform builds)."""
+    return f"busy_{engine}"
+
+
+def _busy(engines: Sequence[str]) -> list[str]:
+    """Per engine: a register set by the cycle of its ``start`` and cleared by that of its
+    ``done``, and the wire ``busy_<engine>`` = start | that register (high from the start cycle
+    to the done cycle, both included)."""
+    out = []
+    for e in engines:
+        unit = f"dut.core.{e}"
+        out += [f"  reg {busy_signal(e)}_q = 1'b0;",
+                f"  always @(posedge clk) {busy_signal(e)}_q <= !rst && ({unit}.start || {busy_signal(e)}_q)"
+                f" && !{unit}.done;",
+                f"  wire {busy_signal(e)} = {unit}.start || {busy_signal(e)}_q;"]
+    return out
+
+
+def render(description: Description, binary: bool = False, engines: Sequence[str] = ()) -> str:
     """The harness's Verilog for a simulation top (its ``ga2_ports.json``: :class:`Description`),
-    moving the memories as binary files or as text (:data:`BINARY`)."""
+    moving the memories as binary files or as text (:data:`BINARY`); ``engines`` (units of
+    ``ga2_simtop.core`` with a ``start`` and a ``done``, :func:`cosim.waves.engines`): derive
+    their ``busy_<engine>`` for a waveform."""
     width = {p["name"]: int(p["width"]) for p in description.ports}
     prog_len, waddr = width["prog_len"], width["imem_waddr"]
     imem_rows = _rows(description, "imem")
@@ -257,7 +328,14 @@ def render(description: Description, binary: bool = False) -> str:
         "  reg [31:0] imem_wdata = 32'd0;",
         *[f"  reg [31:0] {copy} [0:{imem_rows - 1}];" for copy in _host_copies(description)],
         *_instance(description),
-        "  reg [31:0] job [0:3];",
+        f"  reg [31:0] job [0:{JOB_WORDS - 1}];",
+        "  reg [31:0] program_index = 32'd0;",
+        f"  reg [{8 * NAME_CHARS - 1}:0] program_name = {8 * NAME_CHARS}'d0;",
+        "  reg program_running = 1'b0;",
+        "  reg [63:0] started = 64'd0;",
+        f"  reg [{len(HELD) - 1}:0] drift = {len(HELD)}'d0;",
+        *[f"  reg {_vector(width[name])}held_{name};" for name in HELD],
+        *_busy(engines),
         "  reg finished = 1'b0;",
         "  integer limit = 0, waited = 0, rows = 0, port = 0, loaded = 0;",
         "  integer row = 0, word = 0, fd = 0, got = 0;",
@@ -271,6 +349,7 @@ def render(description: Description, binary: bool = False) -> str:
         "      load_memories;",
         "      if (port != 0) load_through_port;",
         "      run_program;",
+        "      watch_hold;",
         "      dump_state;",
         "      served = request;",
         "    end",

@@ -299,6 +299,11 @@ class RtlRun:
             same launch left (reset does not clear it: docs/GA2.md section 2; an unresolved
             word reads 0 here), None for a launch's first job (the Verilog's memories start
             at 0). :func:`cosim.api.compare` starts the reference machine from it.
+        started: the simulation time, in ns, at which the harness raised ``start`` (the
+            program's marker in a waveform), -1 when unknown.
+        drift: bit i set when output ``cosim.harness.HELD[i]`` changed in the
+            HOLD_CYCLES cycles after it was read (they must hold from the stop until the next
+            reset), 0 when none did, -1 when unknown.
     """
 
     name: str
@@ -321,6 +326,8 @@ class RtlRun:
     sim_seconds: float = 0.0
     sim_cpu_seconds: float = 0.0
     spad_before: np.ndarray | None = field(default=None, repr=False)
+    started: int = -1
+    drift: int = 0
 
 
 # --------------------------------------------------------------------------- files
@@ -387,7 +394,7 @@ def read_jobs(path: Path) -> JobBatch:
 
 RESULT_ARRAYS = ("finished", "waited", "ext", "spad", "ext_x", "spad_x", "counters", "counters_x",
                  "error", "error_code", "error_pc", "timing_fault", "seconds", "sim_seconds",
-                 "sim_cpu_seconds")
+                 "sim_cpu_seconds", "started", "drift")
 """The arrays of a results file, one row per job, as :func:`write_results` stores them."""
 
 
@@ -409,6 +416,8 @@ def empty_results(n: int, params: Params) -> dict[str, np.ndarray]:
         "seconds": np.zeros(n, np.float64),
         "sim_seconds": np.zeros(n, np.float64),
         "sim_cpu_seconds": np.zeros(n, np.float64),
+        "started": np.full(n, X, np.int64),
+        "drift": np.full(n, X, np.int64),
     }
 
 
@@ -435,6 +444,7 @@ def read_results(path: Path, batch_names: Sequence[str], limits: Sequence[int], 
             counters_x=tuple(n for n, bad in zip(spec.COUNTERS, r["counters_x"][k], strict=True) if bad),
             seconds=float(r["seconds"][k]), sim_seconds=float(r["sim_seconds"][k]),
             sim_cpu_seconds=float(r["sim_cpu_seconds"][k]),
-            spad_before=runs[-1].spad if runs else None,
+            spad_before=runs[-1].spad if runs else None, started=int(r["started"][k]),
+            drift=int(r["drift"][k]),
         ))
     return runs

@@ -35,6 +35,7 @@ from flows.memmap import SIMTOP
 from sim.spec import Params
 
 from . import harness
+from . import waves as waves_io
 from .errors import BuildError, CosimError, SimulationError, SimulatorMissing, writing
 from .jobs import Job, RtlRun, read_results, write_jobs
 from .simulators import (
@@ -183,7 +184,8 @@ def build(simulator: str, verilog: Path, *, waves: bool = False, root: Path | No
     directory = root / (f"{simulator}-waves" if waves else simulator)
     with reading(verilog):
         text = Path(verilog).read_bytes()
-    top = harness.render(describe(verilog), binary=harness.BINARY[simulator]).encode()
+    units = waves_io.engines(waves_io.declarations(text.decode(errors="replace"))) if waves else ()
+    top = harness.render(describe(verilog), binary=harness.BINARY[simulator], engines=units).encode()
     digest = hashlib.sha256(text + b"\0" + top + b"\0" + _recipe(simulator, waves).encode()).hexdigest()
     stamp = directory / "stamp.sha256"
     with flock(root / f"{directory.name}.lock", exclusive=True):
@@ -310,6 +312,9 @@ def run_batch(b: Build, jobs: Sequence[Job], params: Params, *, keep: bool = Fal
                         b.simulator, params)
     if progress is not None:
         progress(len(jobs))
+    if b.waves:
+        waves_io.write_save_file(waves_file(b, run_dir), b.directory / f"{SIMTOP}.v", b.simulator,
+                                 waves_io.markers(runs))
     kept = keep or b.waves
     if not kept:
         shutil.rmtree(run_dir, ignore_errors=True)

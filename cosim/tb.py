@@ -41,6 +41,9 @@ from sim.spec import Params
 from . import harness, memfiles
 from .jobs import X, empty_results, read_jobs, write_results
 
+CYCLES = spec.COUNTERS.index("cycles")
+"""The column of ``count_cycles`` among the counters (the figure cosim's table prints)."""
+
 
 class HarnessError(AssertionError):
     """The harness did not answer a request in time, or wrote files the test bench cannot read."""
@@ -80,15 +83,18 @@ class TB:
             return memfiles.read_binary(self.folder / harness.binary_file(memory), sum(self.banks[memory]))
         return memfiles.read_banks(self.folder, self.files(memory, dumped=True), self.banks[memory][0])
 
-    def write_inputs(self, words: np.ndarray, ext: np.ndarray, limit: int, port: bool = False) -> None:
+    def write_inputs(self, words: np.ndarray, ext: np.ndarray, limit: int, port: bool = False,
+                     name: str = "") -> None:
         """The program's rows of the instruction memory (for a backdoor load the harness zeroes the rest), the
         external memory, the job file; ``port``: the harness loads the program through the
-        host's write port (cosim.harness.HOST_PORT), not by backdoor."""
+        host's write port (cosim.harness.HOST_PORT), not by backdoor; ``name``: the program's
+        name, which the harness shows in ``program_name``."""
         banks = len(self.banks["imem"])
         rows = -(-len(words) // banks)
         self._load("imem", np.asarray(words, np.uint32))
         self._load("ext", np.asarray(ext, np.uint32))
-        job = np.array([len(words) // spec.INSTR_WORDS, limit, rows, int(port)], np.uint32)
+        job = np.array([len(words) // spec.INSTR_WORDS, limit, rows, int(port), *harness.name_words(name)],
+                       np.uint32)
         (self.folder / harness.JOB_FILE).write_bytes(memfiles.hex_text(job))
 
     async def serve(self, limit: int, loading: int = 0) -> None:
@@ -123,6 +129,8 @@ class TB:
             results[name][k] = state[name]
         results["finished"][k] = state["finished"] == 1
         results["waited"][k] = max(state["waited"], 0)
+        results["started"][k] = state["started"]
+        results["drift"][k] = state["drift"]
 
 
 @cocotb.test()
@@ -136,16 +144,17 @@ async def run_jobs(dut: HierarchyObject) -> None:
     for k, name in enumerate(batch.names):
         t0 = time.perf_counter()
         port = batch.port[k]
-        tb.write_inputs(batch.words[k], batch.ext[k], batch.limit[k], port)
+        tb.write_inputs(batch.words[k], batch.ext[k], batch.limit[k], port, name)
         t1, cpu = time.perf_counter(), time.process_time()
         await tb.serve(batch.limit[k], len(batch.words[k]) + 1 if port else 0)
         results["sim_seconds"][k] = time.perf_counter() - t1
         results["sim_cpu_seconds"][k] = time.process_time() - cpu
         tb.read_outputs(results, k)
         results["seconds"][k] = time.perf_counter() - t0
-        tb.log.info("%s%s: %s after %d cycles (limit %d), %.3f s", name, " (via the port)" if port else "",
-                    "stopped" if results["finished"][k] else "NO STOP", results["waited"][k], batch.limit[k],
-                    results["seconds"][k])
+        tb.log.info("program %d, %s%s: started at %d ns, %s, %d cycles (count_cycles; waited %d/%d), %.3f s",
+                    k + 1, name, " (via the port)" if port else "", results["started"][k],
+                    "stopped" if results["finished"][k] else "NO STOP", results["counters"][k, CYCLES],
+                    results["waited"][k], batch.limit[k], results["seconds"][k])
         if progress is not None:
             with progress.open("a") as f:
                 f.write(f"{k}\n")

@@ -3,9 +3,12 @@ each mutant with cosim and stress.
 
 For each of --count mutants (drawn by Yosys's ``mutate -list`` over the core, an equal share
 from every unit: MXU, requantizer, softmax, its divider and exp table, vector unit, DMA,
-scratchpad banks, control, counters, checker, top), it writes the mutated Verilog, runs
-``python -m cosim seeds 100-111`` on it and then ``python -m cosim stress`` in growing chunks
-of seeds (the stress mix includes the edge programs of cosim/edges.py) and stops at the first
+scratchpad banks, control, counters, checker, top) and the aimed ones (a mutation on each
+feature a draw can miss: VADD relu, MM acc, LD fmt = 1, the LUT's byte select; cosim/mutants_rtl/
+aimed.py), it writes the mutated Verilog, runs
+``python -m cosim seeds 100-111`` on it, then ``python -m cosim faults`` (every fault the checker
+must see, one short program each) and ``python -m cosim stress`` in growing chunks of seeds
+(the stress mix includes the edge programs of cosim/edges.py), and stops at the first
 FAIL: the mutant is caught. A survivor is judged equivalent (with the reason: a note, or a
 proof by Yosys) or a GAP. The unmutated round trip through Yosys (mutant ``none``) is graded
 first, alongside; it must pass, or the run stops with an error.
@@ -32,7 +35,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from .. import runner
 from ..text import plain
-from . import draw, grade, report, verdicts, yosys
+from . import aimed, draw, grade, report, verdicts, yosys
 
 OUT = runner.BUILD / "mutants-rtl"
 MUTANTS_DIR = runner.COSIM_BUILD / "mutants-rtl"
@@ -63,6 +66,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                    help="seconds one mutant may take, all steps (default 900); beyond it: a tool error")
     p.add_argument("--only", default="", help="grade only these ids (comma-separated, e.g. m03,m17)")
     p.add_argument("--list", action="store_true", help="list the drawn mutants and stop")
+    p.add_argument("--no-aimed", action="store_true",
+                   help="only the drawn mutants (not the aimed ones of cosim/mutants_rtl/aimed.py)")
     p.add_argument("--no-proofs", action="store_true",
                    help="judge survivors by the netlist and the notes only (no Yosys proof)")
     p.add_argument("--target", type=float, default=95.0, help="the score to reach, in percent (default 95)")
@@ -86,10 +91,16 @@ def drawn(args: argparse.Namespace,
     picked = draw.draw(candidates, args.count, args.seed)
     width = len(str(len(picked)))
     rows = [report.Row(f"m{k + 1:0{width}d}", m) for k, m in enumerate(picked)]
+    drawn_units = len({r.mutation.unit for r in rows})
+    if not args.no_aimed:
+        keys = {r.mutation.key for r in rows}
+        rows += [report.Row(f"a{k}", m, aim=aim.name)
+                 for k, (aim, m) in enumerate(aimed.pick_all(net, graph, args.seed), 1) if m.key not in keys]
+    aims = [r.aim for r in rows if r.aim]
     console.print(f"Yosys: {len(listed)} mutations listed over the core ({len(listed) - len(candidates)} "
-                  f"change nothing: a bit forced to the constant it is), {len(rows)} drawn from "
-                  f"{len({r.mutation.unit for r in rows})} units ({time.perf_counter() - t0:.1f} s)",
-                  highlight=False)
+                  f"change nothing: a bit forced to the constant it is), {len(picked)} drawn from "
+                  f"{drawn_units} units" + (f", {len(aims)} aimed ({', '.join(aims)})" if aims else "")
+                  + f" ({time.perf_counter() - t0:.1f} s)", highlight=False)
     return verilog, net, graph, rows
 
 

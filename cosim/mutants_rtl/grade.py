@@ -1,6 +1,7 @@
 """Grade one mutant: cosim's own command line on its Verilog, step by step, until the first FAIL.
 
-The steps (:func:`plan`) are ``python -m cosim seeds 100-111`` and then ``python -m cosim
+The steps (:func:`plan`) are ``python -m cosim seeds 100-111``, ``python -m cosim faults`` (every
+fault the checker must see, one short program each: cosim/faults.py) and then ``python -m cosim
 stress`` over consecutive chunks of seeds (20 programs, then 40, 80, ...: a mutant caught early
 costs little), each with ``--verilog <the mutant> --sim <simulator>``: the same runner, bench
 and comparison as ``make cosim`` and ``make stress`` (which include the edge programs of
@@ -41,9 +42,15 @@ class Step:
     argv: tuple[str, ...]
 
 
-def plan(seeds: str, stress_n: int, stress_seed: int, first_chunk: int = 20) -> list[Step]:
-    """seeds SEEDS, then stress over stress_seed .. stress_seed + stress_n - 1 in doubling chunks."""
+FAULTS = Step("faults", ("faults",))
+
+
+def plan(seeds: str, stress_n: int, stress_seed: int, first_chunk: int = 20, *,
+         faults: bool = True) -> list[Step]:
+    """seeds SEEDS, the fault sweep (``faults``), then stress over stress_seed .. stress_seed +
+    stress_n - 1 in doubling chunks."""
     steps = [Step(f"seeds {seeds}", ("seeds", seeds))] if seeds else []
+    steps += [FAULTS] if faults else []
     start, chunk, end = stress_seed, first_chunk, stress_seed + stress_n
     while start < end:
         n = min(chunk, end - start)

@@ -18,12 +18,20 @@ from .verdicts import EQUIVALENT, Verdict
 
 @dataclass
 class Row:
-    """One mutant: its id, the mutation, cosim's grade and, for a survivor, the verdict."""
+    """One mutant: its id, the mutation, cosim's grade and, for a survivor, the verdict; ``aim``:
+    the feature an aimed mutant was put on (cosim/mutants_rtl/aimed.py), "" for a drawn one."""
 
     ident: str
     mutation: Mutation
     grade: Grade | None = None
     verdict: Verdict | None = None
+    aim: str = ""
+
+    @property
+    def unit(self) -> str:
+        """The unit, for the tables (an aimed mutant's feature after it)."""
+        name = UNITS.get(self.mutation.unit, self.mutation.unit)
+        return f"{name} (aimed: {self.aim})" if self.aim else name
 
     @property
     def outcome(self) -> str:
@@ -71,7 +79,7 @@ def listing_table(rows: Sequence[Row], title: str) -> Table:
         table.add_column(name, overflow="fold")
     for r in rows:
         m = r.mutation
-        table.add_row(r.ident, UNITS.get(m.unit, m.unit), m.src or "-", m.mode, m.signal or "-", m.where)
+        table.add_row(r.ident, r.unit, m.src or "-", m.mode, m.signal or "-", m.where)
     return table
 
 
@@ -94,7 +102,7 @@ def result_table(rows: Sequence[Row]) -> Table:
             outcome = r.outcome
             why = r.verdict.why if r.verdict is not None else ""
         style = {"caught": "green", "GAP": "bold red", "error": "red", EQUIVALENT: "yellow"}.get(outcome, "")
-        table.add_row(r.ident, UNITS.get(m.unit, m.unit), m.src or "-", m.mode, m.signal or "-",
+        table.add_row(r.ident, r.unit, m.src or "-", m.mode, m.signal or "-",
                       f"[{style}]{outcome}[/]" if style else outcome, why,
                       f"{g.seconds:.0f}" if g else "")
     return table
@@ -109,7 +117,7 @@ def write_json(path: Path, rows: Sequence[Row], settings: dict, seconds: float) 
         "seconds": round(seconds, 1),
         "score": {"caught": s.caught, "non_equivalent": s.non_equivalent, "equivalent": s.equivalent,
                   "gaps": s.gaps, "errors": s.errors, "percent": round(s.percent, 2), "line": s.line()},
-        "mutants": [{"id": r.ident, "outcome": r.outcome, "mutation": r.mutation.as_dict(),
+        "mutants": [{"id": r.ident, "aim": r.aim, "outcome": r.outcome, "mutation": r.mutation.as_dict(),
                      "grade": r.grade.as_dict() if r.grade else None,
                      "verdict": r.verdict.as_dict() if r.verdict else None} for r in rows],
     }

@@ -28,6 +28,7 @@ from dataclasses import asdict, dataclass, field
 from sim import arith, spec
 from sim.spec import DEFAULT, Params
 
+from ..runner import ROOT
 from . import yosys
 from .draw import Mutation
 
@@ -133,23 +134,30 @@ def _counter_bits(at: Site) -> str | None:
     return None
 
 
-def _rd1_high_bits(at: Site) -> str | None:
+def _stop_countdown(at: Site) -> str | None:
     m = at.m
-    if m.module != "ga2_simtop.core.spad" or not m.signal.startswith("rd1") or at.width % 32:
+    if m.module != "ga2_simtop.core.control" or m.signal != "stop_left" or m.mode != "const0" \
+            or spec.STOP_CYCLES != 1:
         return None
-    if m.portbit % 32 >= 8:
-        return ("scratchpad read port 1 carries int8 operands only (MM's B, VADD's src2: hw/mxu.py and "
-                f"hw/vector.py read bits 0..7), and bit {m.portbit % 32} of a word is above them")
-    return None
+    return ("with STOP_CYCLES = 1 the stop's countdown stop_left is loaded with STOP_CYCLES - 1 = 0 and "
+            "counts down only from a nonzero value (hw/control.py): it is 0 in every cycle")
 
 
 def _dma_st_enable(at: Site) -> str | None:
     m = at.m
-    if m.module != "ga2_simtop.core.dma" or not m.signal.startswith("st_arrives") or m.mode != "const1":
+    if m.module != "ga2_simtop.core.dma":
         return None
-    return ("st_arrives only enables the register that takes an ST beat off the shared read port; the beat "
-            "is written the cycle after it arrives, so a register loaded every cycle holds the same word "
-            "then")
+    if m.signal.startswith("st_arrives") and m.mode == "const1":
+        return ("st_arrives only enables the register that takes an ST beat off the shared read port; the "
+                "beat is written the cycle after it arrives, so a register loaded every cycle holds the same "
+                "word then")
+    select = at.module["cells"][m.cell]["connections"].get("S", [None])[0]
+    held = any(n.startswith("st_arrives") for n in _names(at, select))
+    if at.cell_type == "$mux" and m.port == "A" and held:
+        return ("it changes what the ST beat register (from_spad) holds while no beat arrives; a beat is "
+                "written to the external memory in the cycle after it arrives, when the register still holds "
+                "it as loaded (hw/dma.py)")
+    return None
 
 
 def _names(at: Site, bit) -> list[str]:
@@ -208,8 +216,58 @@ def _lane0_mask(at: Site) -> str | None:
             "is valid anyway")
 
 
-NOTES: tuple[Callable[[Site], str | None], ...] = (_counter_bits, _rd1_high_bits, _dma_st_enable,
-                                                   _bank_read_hold, _divider_bounds, _lane0_mask)
+def _source_line(m: Mutation) -> str:
+    """The Python line a mutation is attributed to ("" when unknown)."""
+    if ":" not in m.src:
+        return ""
+    file, line = m.src.rsplit(":", 1)
+    lines = (ROOT / file).read_text().splitlines() if (ROOT / file).is_file() else []
+    return lines[int(line) - 1] if 0 < int(line) <= len(lines) else ""
+
+
+def _softmax_max_pass(at: Site) -> str | None:
+    m = at.m
+    if m.module != "ga2_simtop.core.softmax" or at.cell_type != "$logic_not" or m.mode != "const0" \
+            or m.portbit != 0 or "tag_e.pass_ == 0" not in _source_line(m):
+        return None
+    return ("it makes pass 1 (pass_ = 1) update the running maximum as pass 0 does; pass 1 reads the same "
+            "row again (SM may not run in place: the source cannot change), whose maximum mx already holds, "
+            "so mx stays as it is (hw/softmax.py)")
+
+
+def _array_rows(at: Site) -> str | None:
+    """Row i of the systolic array keeps ``rows{i}`` (M, 0..T) only to compare it, ``rows > i``, and to
+    pass it to row i + 1: a forced bit is equivalent when no M compares otherwise in any later row."""
+    m = at.m
+    found = re.fullmatch(r"rows(\d+)", m.signal)
+    if m.module != "ga2_simtop.core.mxu.array" or found is None or m.mode not in ("const0", "const1", "inv"):
+        return None
+    t, i = DEFAULT.T, int(found[1])
+    if at.width != t.bit_length() or m.portbit >= at.width:
+        return None
+    bit = 1 << m.portbit
+    mutated = {"const0": lambda v: v & ~bit, "const1": lambda v: v | bit, "inv": lambda v: v ^ bit}[m.mode]
+    if any((mutated(v) > k) != (v > k) for v in range(t + 1) for k in range(i, t)):
+        return None
+    return (f"rows{i} (M, 0..{t}) is only compared with {i}..{t - 1} (rows > k, in row {i} and the rows "
+            f"after it: hw/systolic.py), and {m.mode} on bit {m.portbit} leaves every comparison as it is")
+
+
+def _lut_table_address(at: Site) -> str | None:
+    m = at.m
+    if m.module != "ga2_simtop.core.lut" or m.signal != "tbl_addr" or at.cell_type != "$mux":
+        return None
+    select = at.module["cells"][m.cell]["connections"].get("S", [None])[0]
+    if "in_source" not in _names(at, select):
+        return None
+    return ("it changes the table beats' address register only outside the table beats (the source "
+            "beats and idle); the address is read only while in_table, and start loads it afresh "
+            "(hw/lut.py)")
+
+
+NOTES: tuple[Callable[[Site], str | None], ...] = (
+    _counter_bits, _stop_countdown, _dma_st_enable, _bank_read_hold, _divider_bounds, _lane0_mask,
+    _softmax_max_pass, _array_rows, _lut_table_address)
 """The survivors studied by hand: each returns why its mutations are equivalent, or None."""
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from cosim import api
+from cosim import api, harness
 from cosim.api import compare, run_programs
 from cosim.jobs import Job, RtlRun, as_jobs
 from sim.asm import build
@@ -135,6 +135,20 @@ def test_a_timing_fault_is_a_difference_even_when_all_else_matches():
     mxu = run.counters.mxu
     assert compare(JOB, run) == ["error output: RTL 1, reference 0", "timing_fault: RTL X, expected 0",
                                  f"counter mxu: RTL {mxu}, reference {mxu - 1} (+1)"]
+
+
+def test_an_output_that_moved_after_the_stop_is_a_difference():
+    """cosim/harness.py watches the held outputs HOLD_CYCLES cycles after reading them; bit k of
+    drift is HELD[k]. A run that never stopped is not judged on it (its counters still count)."""
+    run = exact_run()
+    run.drift = 1 << harness.HELD.index("error_pc") | 1 << harness.HELD.index("count_mxu")
+    assert compare(JOB, run) == [
+        f"outputs that moved after the stop: error_pc, count_mxu (within {harness.HOLD_CYCLES} cycles after "
+        "the harness read them; they hold until the next reset: hw/README.md)"]
+    run.drift = -1
+    assert compare(JOB, run)[0].startswith("outputs that moved after the stop: unknown (X)")
+    run.finished = False
+    assert not any("moved after the stop" in line for line in compare(JOB, run))
 
 
 def test_a_run_that_did_not_stop_says_so_first():

@@ -17,7 +17,7 @@ import re
 import pytest
 
 from cosim import edges, runner
-from cosim.mutants_rtl import draw, grade, report, verdicts, yosys
+from cosim.mutants_rtl import aimed, draw, grade, report, verdicts, yosys
 from sim import arith, spec
 from sim.spec import DEFAULT
 
@@ -45,8 +45,8 @@ def test_only_all_zero_memory_inits_are_dropped():
 
 def test_the_plan_doubles_its_stress_chunks():
     assert [s.name for s in grade.plan("100-111", 140, 1)] == [
-        "seeds 100-111", "stress 1..20", "stress 21..60", "stress 61..140"]
-    assert grade.plan("", 5, 7)[0].argv == ("stress", "--seed", "7", "--n", "5")
+        "seeds 100-111", "faults", "stress 1..20", "stress 21..60", "stress 61..140"]
+    assert grade.plan("", 5, 7, faults=False)[0].argv == ("stress", "--seed", "7", "--n", "5")
 
 
 def test_score_line():
@@ -124,14 +124,14 @@ def test_three_mutants_end_to_end(netlist, icarus, tmp_path):
     paths = yosys.write_mutants(net, [("seen", seen.line), ("edge", edge_only.line)], verilog,
                                 runner.COSIM_BUILD / "mutants-rtl-test")
 
-    caught = grade.grade(paths["seen"], grade.plan("100", 0, 1), icarus, timeout=600)
+    caught = grade.grade(paths["seen"], grade.plan("100", 0, 1, faults=False), icarus, timeout=600)
     assert caught.status == grade.CAUGHT and caught.step == "seeds 100", caught
     assert "counter cycles" in " ".join(caught.detail)
 
     # seeds 100-111 all stop before 2**11 cycles: bit 11 never rises there
     long_seed = next(s for s in range(2, 3000, 3)
                      if edges.program(s).job.expected().counters.cycles & (1 << 11))
-    steps = [*grade.plan("100-111", 0, 1), *grade.plan("", 1, long_seed)]
+    steps = [*grade.plan("100-111", 0, 1, faults=False), *grade.plan("", 1, long_seed, faults=False)]
     found = grade.grade(paths["edge"], steps, icarus, timeout=900)
     assert found.status == grade.CAUGHT and found.steps == [s.name for s in steps], found
     assert "(edge: " in " ".join(found.detail)
@@ -163,3 +163,73 @@ def test_a_note_covers_only_the_bits_out_of_reach(netlist):
 
     assert verdict(24).equivalent and "bits from 24 up are 0" in verdict(24).why
     assert not verdict(23).equivalent and verdict(23).why.startswith("no note")
+
+
+def test_every_aim_names_one_line_of_its_file():
+    """A refactor that moves or rewrites an aimed line fails here, with the aim to update."""
+    names = [aim.name for aim in aimed.AIMS]
+    assert len(set(names)) == len(names) >= 5
+    for aim in aimed.AIMS:
+        line = aim.line()
+        assert aim.marker in (runner.ROOT / aim.file).read_text().splitlines()[line - 1]
+    with pytest.raises(ValueError, match=r"update cosim/mutants_rtl/aimed\.py"):
+        aimed.Aim("gone", "hw/vector.py", "no such text", "$and", "Y", "inv", "").line()
+
+
+def test_the_aims_land_on_their_features(netlist):
+    """Each aimed mutation sits on its line and kind of cell; the packed-LD multiplexer is the
+    one selected by the LD's fmt field (a bit of ``fields``), not the write enable's."""
+    _, net, graph = netlist
+    picked = aimed.pick_all(net, graph, 1)
+    assert [aim.name for aim, _ in picked] == [aim.name for aim in aimed.AIMS]
+    for aim, m in picked:
+        assert m.src == f"{aim.file}:{aim.line()}", aim.name
+        assert m.cell.startswith(aim.cell + "$") and (m.port, m.mode) == (aim.port, aim.mode)
+        assert not verdicts.unchanged(verdicts.site(graph.modules, m))
+    fmt = dict(picked)[next(a for a in aimed.AIMS if a.select)]
+    assert "fields" in aimed._select_wires(graph.modules[fmt.module], fmt.cell)
+    assert [m.line for _, m in aimed.pick_all(net, graph, 1)] == [m.line for _, m in picked]
+
+
+def _error_pc_hold(graph: draw.Netlist) -> str:
+    """The multiplexer that keeps error_pc (A) unless a stop writes stop_pc (B)."""
+    control = graph.modules["ga2_simtop.core.control"]
+    nets = control["netnames"]
+    return next(name for name, cell in control["cells"].items()
+                if cell["type"] == "$mux" and cell["connections"]["A"] == nets["error_pc"]["bits"]
+                and cell["connections"]["B"] == nets["stop_pc"]["bits"])
+
+
+@pytest.mark.rtl
+@pytest.mark.slow
+def test_an_output_that_moves_after_the_stop_is_caught(netlist, icarus):
+    """error_pc's hold path with bit 14 XORed with the inverse of bit 5: right in the cycle of the
+    stop, then toggling every cycle while bit 5 is 0 (seed 100 stops at pc 19): the harness reads
+    it an even number of cycles later, so only the hold watch (cosim/harness.py) sees it."""
+    verilog, net, graph = netlist
+    line = (f"mutate -mode cnot0 -module ga2_simtop.core.control -cell {_error_pc_hold(graph)} -port A "
+            "-portbit 14 -ctrlbit 5")
+    paths = yosys.write_mutants(net, [("toggle", line)], verilog, runner.COSIM_BUILD / "mutants-rtl-test")
+    caught = grade.grade(paths["toggle"], grade.plan("100", 0, 1, faults=False), icarus, timeout=600)
+    grade.clean(paths["toggle"])
+    assert caught.status == grade.CAUGHT, caught
+    assert "outputs that moved after the stop: error_pc" in " ".join(caught.detail), caught.detail
+
+
+def test_notes_judge_survivors_by_where_they_are(netlist):
+    """The stop's countdown tied to 0 (always 0 when STOP_CYCLES = 1) and a bank's read register
+    changed while its port is idle are equivalent; error_pc's hold path is not (no note: the
+    harness's hold watch catches it, test_an_output_that_moves_after_the_stop_is_caught)."""
+    _, net, graph = netlist
+    control = graph.modules["ga2_simtop.core.control"]
+    stop_left = control["netnames"]["stop_left"]["bits"]
+    dff = next(name for name, cell in control["cells"].items()
+               if cell["type"] in ("$dff", "$sdff") and cell["connections"]["Q"] == stop_left)
+    m = graph.attribute(draw.parse(f"mutate -mode const0 -module ga2_simtop.core.control -cell {dff} "
+                                   "-port Q -portbit 0"))
+    assert spec.STOP_CYCLES == 1
+    verdict = verdicts.judge(net, graph.modules, m, "stop", proofs=False)
+    assert verdict.equivalent and verdict.method == "note" and "STOP_CYCLES = 1" in verdict.why
+    toggle = graph.attribute(draw.parse(f"mutate -mode cnot0 -module ga2_simtop.core.control "
+                                        f"-cell {_error_pc_hold(graph)} -port A -portbit 14 -ctrlbit 5"))
+    assert not verdicts.judge(net, graph.modules, toggle, "toggle", proofs=False).equivalent

@@ -1,0 +1,126 @@
+"""``python -m cosim faults``: every fault the checker must see, one short program each.
+
+A program stops at its first fault, so random programs (cosim/stress.py, cosim/edges.py) try
+one fault each and reach a given field, region and bit only now and then. This sweep is built
+from the ISA spec (:mod:`sim.spec`) instead, systematically: for every instruction, starting
+from its smallest legal form (:func:`cosim.stress.smallest`),
+
+* each bounded field one past its legal range, below and above (BAD_FIELD);
+* each region whose start field has bits above its memory's address bits (a scratchpad of
+  4,096 words in a 16-bit field: bits 12 to 15), with each of those bits alone and all of them
+  set over an address inside the memory: only the high bits are at fault (SPAD_RANGE or
+  EXT_RANGE), so a checker that drops one of them lets the instruction run at the wrapped
+  address;
+* each region ending exactly one word past the end of its memory.
+
+Each program is the faulty instruction and a HALT, with an empty external memory: a hundred
+programs that run in a few seconds in one launch. The reference machine says how each one
+stops; the run compares the stop, the counters and both memories as ``stress`` does.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from sim import spec
+from sim.asm import build
+from sim.spec import DEFAULT, Mem, Params
+
+from . import api, batch
+from .errors import CosimError
+from .jobs import Job
+from .stress import smallest
+from .verilog import fresh_verilog, verilog_params
+
+
+def _size(mem: Mem, params: Params) -> int:
+    return params.SPAD_WORDS if mem is Mem.SPAD else params.EXT_WORDS
+
+
+def _job(kind: str, fields: dict[str, int], what: str, params: Params) -> Job:
+    words = build(kind, params=params, strict=False, **fields).encode() + build("HALT").encode()
+    return Job(words, None, f"{kind} {what}")
+
+
+def bad_fields(kind: str, base: dict[str, int], params: Params) -> list[Job]:
+    """Each bounded field of ``kind`` one below and one above its legal range."""
+    out = []
+    for f in spec.BY_NAME[kind].fields:
+        lo, hi = f.legal_range(params)
+        past = ([lo - 1] if lo > 0 else []) + ([hi + 1] if hi < (1 << f.width) - 1 else [])
+        out += [_job(kind, {**base, f.name: value}, f"{f.name}={value} (legal {lo}..{hi})", params)
+                for value in past]
+    return out
+
+
+def high_starts(kind: str, base: dict[str, int], params: Params) -> list[Job]:
+    """Each region's start with each bit above its memory's addresses alone, and all of them."""
+    out = []
+    for region in spec.BY_NAME[kind].regions:
+        size = _size(region.mem, params)
+        high = [b for b in range(spec.ADDR_BITS) if 1 << b >= size]
+        patterns = [(1 << b, f"bit {b}") for b in high]
+        if len(high) > 1:
+            patterns.append((sum(1 << b for b in high), f"bits {high[0]}-{high[-1]}"))
+        for mask, what in patterns:
+            out.append(_job(kind, {**base, region.start: base[region.start] | mask},
+                            f"{region.start} with {what} set ({region.mem.name} range)", params))
+    return out
+
+
+def one_past(kind: str, base: dict[str, int], params: Params) -> list[Job]:
+    """Each region moved to end one word past the end of its memory."""
+    out = []
+    ispec = spec.BY_NAME[kind]
+    for region in ispec.regions:
+        start = _size(region.mem, params) - region.extent(base) + 1
+        if 0 <= start < 1 << spec.ADDR_BITS:
+            out.append(_job(kind, {**base, region.start: start}, f"{region.start} ends one word past the end",
+                            params))
+    return out
+
+
+def jobs(params: Params = DEFAULT) -> list[Job]:
+    """The sweep (see the module docstring) for the machine, instruction by instruction."""
+    out = []
+    for ispec in spec.INSTRUCTIONS:
+        base = smallest(ispec.name, params)
+        if base is None or not ispec.fields:
+            continue
+        out += bad_fields(ispec.name, base, params) + high_starts(ispec.name, base, params) + \
+            one_past(ispec.name, base, params)
+    return out
+
+
+def main(choice: str, verilog: Path | None = None, *, params: Params = DEFAULT, waves: bool = False,
+         keep: bool = False) -> int:
+    """Run the sweep on each simulator of ``choice``; print PASS or FAIL (with the first
+    differing programs); 0 when every program matches, 1 when one differs, 2 when a simulator
+    could not run."""
+    source = fresh_verilog(verilog, params=params)
+    params = verilog_params(source)
+    sweep = jobs(params)
+    status = 0
+    for simulator in batch.simulators(choice):
+        try:
+            simulation = api.simulate(sweep, simulator, verilog=source, waves=waves, keep=keep)
+            runs = simulation.runs
+        except CosimError as e:
+            print(f"{simulator:10s} ERROR: {e}")
+            return 2
+        found = [(job, api.compare(job, run)) for job, run in zip(sweep, runs, strict=True)]
+        differ = [(job, lines) for job, lines in found if lines]
+        if not differ:
+            print(f"{simulator:10s} PASS: {len(sweep)} fault programs stop as the reference machine does")
+        if simulation.waves is not None:
+            print(f"{simulator:10s} waveform: {simulation.waves}")
+        if not differ:
+            continue
+        status = 1
+        print(f"{simulator:10s} FAIL: {len(differ)} of {len(sweep)} fault programs differ from the reference")
+        for job, lines in differ[:5]:
+            print(f"  {job.name}:")
+            print("\n".join(f"    {line}" for line in lines[:3]))
+    sys.stdout.flush()
+    return status
