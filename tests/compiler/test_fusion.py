@@ -39,3 +39,17 @@ def test_relu_on_a_matmul_with_another_reader_is_refused():
     g.add(g.relu(m), m)
     with pytest.raises(CompileError, match="node 4 also reads"):
         fuse_relus(g, g.consumers())
+
+
+def test_relu_on_an_add_with_another_reader_is_refused():
+    """The stored sum would be after the ReLU, which the other reader must not see."""
+    g = Graph()
+    x = g.input("x", (1, 2))
+    a = g.add(x, x)                       # node 1
+    r = g.relu(a)                         # node 2
+    g.output(g.add(r, a), "y")            # node 3 reads the sum too
+    with pytest.raises(CompileError) as info:
+        fuse_relus(g, g.consumers())
+    assert info.value.problem == (f"relu node {r} reads node {a} (add), which node 3 also reads, "
+                                  "so it cannot be fused into the add")
+    assert info.value.node == r
