@@ -17,7 +17,7 @@ kinds:
 ``--rtl [--mutant NAME] [--sim icarus|verilator]`` runs the residual block on the RTL (or on a
 broken copy of it, cosim/mutants.py) and prints PASS or FAIL with the first differences.
 
-Usage: python examples/add_an_instruction.py [--write | --check | --record NAME ... | --rtl]
+Usage: .venv/bin/python examples/add_an_instruction.py [--write | --check | --record NAME ... | --rtl]
   (no option: print the excerpt blocks)
 """
 
@@ -116,7 +116,7 @@ GUIDE_STEPS = (
     ("toolchain", ("sim/asm.py", "cosim/stress.py", "cosim/coverage.py")),
     ("compiler", ("compiler/frontend/", "compiler/fusion.py", "compiler/ir.py", "compiler/lowering.py",
                   "compiler/ops.py", "compiler/semantics.py", "examples/")),
-    ("tests", ("tests/", "compiler/testing/", "cosim/mutants.py", "Makefile", "README.md")),
+    ("tests and test tooling", ("tests/", "compiler/testing/", "cosim/mutants.py", "Makefile", "README.md")),
 )
 """The guide's steps and the paths (prefixes) whose changes count for each."""
 GENERATED = ("docs/isa.md",)
@@ -148,11 +148,11 @@ def steps_counted() -> str:
             files.setdefault(path, [0, 0])
             files[path][0] += added
             files[path][1] += removed
-        shown = ", ".join(f"`{p}`{' (generated)' if p in GENERATED else ''} {a}/{r}"
-                          for p, (a, r) in files.items())
+        listed = ", ".join(f"`{p}`{' (generated)' if p in GENERATED else ''} {a}/{r}"
+                            for p, (a, r) in files.items())
         commits = " ".join(dict.fromkeys(c for *_, c in rows))
         added, removed = sum(a for a, _, _, _ in rows), sum(r for _, r, _, _ in rows)
-        lines.append(f"| {step} | {len(files)} | {added} / {removed} | {shown or 'none'} | {commits} |")
+        lines.append(f"| {step} | {len(files)} | {added} / {removed} | {listed or 'none'} | {commits} |")
     for commit in PREPARATION:
         rows = _numstat(commit)
         added, removed = sum(a for a, _, _ in rows), sum(r for _, r, _ in rows)
@@ -161,33 +161,55 @@ def steps_counted() -> str:
     return "\n".join(lines) + "\n"
 
 
-def _cosim(*args: str, keep: Callable[[list[str]], list[str]]) -> str:
-    """Run ``python -m cosim ARGS`` and show the command and the lines ``keep`` picks."""
+PYTHON = ".venv/bin/python"
+"""How the guide's commands start Python: the worktree's own environment (``make setup``)."""
+CUT = "..."
+"""The line that stands for output lines a record leaves out."""
+
+
+def shown(out: list[str], kept: set[int]) -> list[str]:
+    """The lines of ``out`` whose indices are ``kept``, with :data:`CUT` for each run of left-out
+    lines (a run of blank lines only is left out unmarked)."""
+    lines, cut = [], False
+    for k, line in enumerate(out):
+        if k in kept:
+            if cut:
+                lines.append(CUT)
+            lines.append(line)
+            cut = False
+        elif line.strip():
+            cut = True
+    return [*lines, CUT] if cut else lines
+
+
+def _cosim(*args: str, keep: Callable[[list[str]], set[int]]) -> str:
+    """Run ``python -m cosim ARGS`` and show the command and the lines ``keep`` picks (their
+    indices), a cut marked."""
     done = subprocess.run([sys.executable, "-m", "cosim", *args], cwd=ROOT, capture_output=True, text=True)
     out = [re.sub(r" \(/\S+/build/", " (build/", line) for line in done.stdout.splitlines()]
-    shown = "\n".join(keep(out))
-    return f"```\n$ python -m cosim {' '.join(args)}\n{shown}\n(exit status {done.returncode})\n```\n"
+    body = "\n".join(shown(out, keep(out)))
+    return f"```\n$ {PYTHON} -m cosim {' '.join(args)}\n{body}\n(exit status {done.returncode})\n```\n"
 
 
-def _verdicts(out: list[str]) -> list[str]:
+def _verdicts(out: list[str]) -> set[int]:
     """The mutant line, each simulator's verdict and its first failing program's lines."""
-    kept, failing = [], 0
-    for line in out:
+    kept, failing, last = set(), 0, ""
+    for k, line in enumerate(out):
         if line.startswith("mutant ") or re.match(r"(icarus|verilator) +(PASS|FAIL)", line):
-            kept.append(line)
-            failing = 0
-        elif line.startswith("    seed ") and failing == 0 and kept and "FAIL" in kept[-1]:
+            kept.add(k)
+            failing, last = 0, line
+        elif line.startswith("    seed ") and failing == 0 and "FAIL" in last:
             failing = 1
-            kept.append(line)
+            kept.add(k)
         elif failing == 1 and line.startswith("     ") and not line.startswith("    seed "):
-            kept.append(line)
+            kept.add(k)
         elif line.startswith("    seed "):
             failing = 2
     return kept
 
 
-def _coverage(out: list[str]) -> list[str]:
-    return [line for line in out if line.lstrip().startswith("cases:")]
+def _coverage(out: list[str]) -> set[int]:
+    return {k for k, line in enumerate(out) if line.lstrip().startswith("cases:")}
 
 
 def rtl_run(mutant: str | None, sim: str = "icarus") -> tuple[int, list[str]]:
@@ -215,8 +237,8 @@ def rtl_run(mutant: str | None, sim: str = "icarus") -> tuple[int, list[str]]:
 
 def _rtl_record(mutant: str) -> str:
     _, lines = rtl_run(mutant)
-    shown = "\n".join(lines[:4])
-    return f"```\n$ python examples/add_an_instruction.py --rtl --mutant {mutant}\n{shown}\n```\n"
+    body = "\n".join(shown(lines, set(range(4))))
+    return f"```\n$ {PYTHON} examples/add_an_instruction.py --rtl --mutant {mutant}\n{body}\n```\n"
 
 
 def compiler_mutant() -> str:
@@ -226,9 +248,10 @@ def compiler_mutant() -> str:
     number = MUTANTS.index(ADD_RELU_MUTANTS[0]) + 1
     command = [sys.executable, "-m", "compiler.testing.mutants", "--only", str(number)]
     done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True)
-    kept = [re.sub(r" \(\d+\.\d s\)", "", line) for line in done.stdout.splitlines()
-            if "caught" in line and "unbroken" not in line]
-    return f"```\n$ python -m compiler.testing.mutants --only {number}\n" + "\n".join(kept) + "\n```\n"
+    out = [re.sub(r" \(\d+\.\d s\)", "", line) for line in done.stdout.splitlines()]
+    kept = {k for k, line in enumerate(out) if "caught" in line and "unbroken" not in line}
+    body = "\n".join(shown(out, kept))
+    return f"```\n$ {PYTHON} -m compiler.testing.mutants --only {number}\n{body}\n```\n"
 
 
 RECORDS: dict[str, Callable[[], str]] = {
@@ -241,7 +264,7 @@ RECORDS: dict[str, Callable[[], str]] = {
     "bit-seeds": lambda: _cosim(*SEEDS, "--mutant", "vadd-relu-bit", keep=_verdicts),
     "bit-stress": lambda: _cosim(*STRESS, "--mutant", "vadd-relu-bit", keep=_verdicts),
     "bit-residual": lambda: _rtl_record("vadd-relu-bit"),
-    "stress-coverage": lambda: _cosim(*STRESS, keep=lambda out: [*_verdicts(out), *_coverage(out)]),
+    "stress-coverage": lambda: _cosim(*STRESS, keep=lambda out: _verdicts(out) | _coverage(out)),
 }
 """Recorded blocks: name -> the run that makes it (minutes on Icarus; ``--record``)."""
 
@@ -250,7 +273,7 @@ RECORDS: dict[str, Callable[[], str]] = {
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python examples/add_an_instruction.py",
+    parser = argparse.ArgumentParser(prog=f"{PYTHON} examples/add_an_instruction.py",
                                      description=__doc__.split("\n\n")[0],
                                      formatter_class=argparse.RawDescriptionHelpFormatter,
                                      epilog="\n\n".join(__doc__.split("\n\n")[1:]))
@@ -278,7 +301,7 @@ def main(argv: list[str] | None = None) -> int:
         stale = stale_blocks(text, makers)
         if stale:
             print(f"{args.guide}: stale or missing blocks: {', '.join(stale)}; run "
-                  "`python examples/add_an_instruction.py --write`", file=sys.stderr)
+                  f"`{PYTHON} examples/add_an_instruction.py --write`", file=sys.stderr)
             return 1
         print(f"{args.guide}: the {len(makers)} excerpt blocks are up to date")
         return 0

@@ -67,3 +67,10 @@ def test_an_excerpt_that_is_gone_is_an_error_naming_it(excerpt, message):
     with pytest.raises(excerpts.ExcerptError) as raised:
         excerpt.text()
     assert str(raised.value) == message
+
+
+def test_a_record_marks_each_cut_of_its_output():
+    out = ["mutant m", "icarus FAIL", "    seed 1: x", "    seed 2: y", "", "table", "", "timing"]
+    assert guide.shown(out, {0, 1, 2}) == ["mutant m", "icarus FAIL", "    seed 1: x", "..."]
+    assert guide.shown(out, {1, 5}) == ["...", "icarus FAIL", "...", "table", "..."]
+    assert guide.shown(["a", "", "b"], {0, 2}) == ["a", "b"]        # blank lines only: no mark
