@@ -10,6 +10,11 @@ from sim import machines
 
 from .run import MAPPERS, SynthError, synthesise
 
+YOSYS_CACHE = Path("build") / "yosys-cache"
+"""Yosys's results by a hash of the Verilog, the script and Yosys (flows.synth.run.run_yosys): a
+rerun of unchanged sources skips Yosys, and ``examples/sweep.py --synth-reports`` can tell that
+a machine's report is of the current sources."""
+
 
 def _seed(text: str) -> int:
     if not text.isdigit() or int(text) < 1:
@@ -51,7 +56,7 @@ def main(argv: list[str] | None = None) -> int:
         params = machines.from_args(args)
         args.out = args.out or machines.machine_dir("build", params) / "synth"
         synthesise(params, args.out, freq=args.freq, seed=args.seed, mapper=args.mapper,
-                   pnr=not args.yosys_only, command=command)
+                   pnr=not args.yosys_only, command=command, yosys_cache=YOSYS_CACHE)
     except (SynthError, ValueError, OSError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 1
