@@ -140,3 +140,23 @@ def test_a_report_is_current_only_when_yosys_ran_the_current_verilog_and_script(
     monkeypatch.setattr(run, "tool_version", lambda cmd, flag: "yosys 0.1")  # another Yosys
     report.yosys["cells"] = cells
     assert not run.report_is_current(report, params, tmp_path)
+
+
+def test_make_synth_keeps_yosys_where_the_sweep_reads_it(tmp_path, monkeypatch):
+    # make synth (flows.synth.cli) must store Yosys's run where examples/sweep.py --synth-reports
+    # looks for it, or the sweep records every machine as "not run"
+    from flows.synth import cli
+    sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "examples"))
+    import sweep
+
+    calls = []
+
+    def fake(params, out, **options):
+        calls.append(options)
+        out.mkdir(parents=True, exist_ok=True)
+        (out / "report.md").write_text("report\n")
+
+    monkeypatch.setattr(cli, "synthesise", fake)
+    monkeypatch.chdir(sweep.ROOT)
+    assert cli.main(["--out", str(tmp_path / "synth"), "--yosys-only"]) == 0
+    assert calls[0]["yosys_cache"].resolve() == sweep.YOSYS_CACHE.resolve()
