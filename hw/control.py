@@ -44,6 +44,7 @@ from .banked import NO_RW_CHECK
 from .checker import CHECK_STAGES, Checker, overlap_info_widths, pc_bits
 from .component import Checked
 from .isa import FIELD_BITS, is_one_of
+from .overlap import overlap_execute
 
 QUEUE_SLOTS = 2
 """Checked instructions waiting between the checker and the execute stage (hw/README.md)."""
@@ -153,7 +154,6 @@ class Control(Checked):
         # the named steps, in the order their logic is built (each takes what the earlier made)
         q = self._queue(m, start, stop)
         if self.params.OVERLAP:
-            from .overlap import overlap_execute   # OVERLAP = 1: the engines side by side
             ex = overlap_execute(m, self, busy, start, stop, q)
             self._front_end(m, busy, start, stop, ex.stopping, q.advance)
             self._host_status(m, start, stop, busy, ex.stop_code, ex.stop_pc)

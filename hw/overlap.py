@@ -57,7 +57,8 @@ def conflict(a, b) -> Value:
     return any_of(hits)
 
 
-def overlap_execute(m: Module, ctl, busy: Value, start: Value, stop: Value, q: SimpleNamespace) -> SimpleNamespace:
+def overlap_execute(m: Module, ctl, busy: Value, start: Value, stop: Value,
+                    q: SimpleNamespace) -> SimpleNamespace:
     """Build the OVERLAP = 1 execute stage of ``ctl`` (a :class:`hw.control.Control`): the
     issue, the engines' countdowns, the stop, ``ex_last``/``eng_last`` and the counters.
     Returns stopping, stop_code and stop_pc (for the front end and the host status)."""

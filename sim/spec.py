@@ -543,7 +543,8 @@ INSTRUCTIONS: tuple[InstrSpec, ...] = (
         lambda a, f, p: (f["K"] + f["M"] + _mm_skew(a, f) + a.const("MM_OVERHEAD")
                          + a.select(f["acc"], a.const("MM_ACC_CYCLES"), 0)),
         reads_formula=lambda a, f, p: (f["K"] + f["M"] + _mm_skew(a, f)
-                                       + a.select(f["acc"], a.const("MM_OVERHEAD") - a.const("SPAD_READ_LATENCY"), 0)),
+                                       + a.select(f["acc"],
+                                                  a.const("MM_OVERHEAD") - a.const("SPAD_READ_LATENCY"), 0)),
         writes_formula=lambda a, f, p: f["M"],
         extra_checks_doc=("With acc = 1 the output rows must not overlap each other: M > 1 with "
                           "ldc < N is BAD_FIELD (field ldc), since every row's old value is read "
@@ -737,7 +738,7 @@ def writes(spec: InstrSpec, fields: Mapping[str, int], params: Params = DEFAULT)
     return int(spec.writes_formula(INT, spec.complete(fields), params))
 
 
-# --------------------------------------------------------------------------- the issue rule (GA2.md section 7)
+# ------------------------------------------------------------------------- the issue rule (GA2.md section 7)
 
 ENGINES = ("dma", "mxu", "vpu", "sfu")
 """The engines, named by their counters: each runs one instruction at a time; with OVERLAP = 1
@@ -851,7 +852,8 @@ class Issue:
             return Placed(pc, ispec.name, engine, start, start + length)
         accesses = spad_accesses(ispec, fields)
         base = max(self._earliest(), self.engine_end[engine])
-        hazard = max((end for end, other in self.in_flight.values() if conflict(accesses, other)), default=0)
+        hazard = max((end for end, other in self.in_flight.values() if conflict(accesses, other)),
+                     default=0)
         n_reads, n_writes = reads(ispec, fields, p), writes(ispec, fields, p)
         port = 0
         if n_reads:

@@ -71,10 +71,12 @@ def test_the_units_use_the_ports_inside_their_windows(kind, params):
         program += [random_instruction(kind, rng, params) for _ in range(10)]
     for ins, (d, rd, wr) in zip(program, windows_seen(params, program), strict=True):
         length = spec.latency(ins.spec, ins.fields, params)
-        n_reads, n_writes = spec.reads(ins.spec, ins.fields, params), spec.writes(ins.spec, ins.fields, params)
+        n_reads = spec.reads(ins.spec, ins.fields, params)
+        n_writes = spec.writes(ins.spec, ins.fields, params)
         assert d is not None, ins
         assert all(d <= c < d + n_reads for c in rd), (str(ins), d, sorted(rd), n_reads)
-        assert all(d + length - n_writes <= c < d + length for c in wr), (str(ins), d, sorted(wr), length, n_writes)
+        assert all(d + length - n_writes <= c < d + length for c in wr), (
+            str(ins), d, sorted(wr), length, n_writes)
         # and the windows are not much wider than needed (a wider one only costs cycles): MM's
         # read window is a bound on its A, B and acc reads, at most LANES cycles long
         if n_reads:
