@@ -750,6 +750,11 @@ waited for an instruction in flight on another engine whose scratchpad regions c
 its own; ``port``, cycles it then waited for the scratchpad's read or write port."""
 
 
+ALL_COUNTERS = COUNTERS + OVERLAP_COUNTERS
+"""Every counter a machine may report: what cosim reads and compares (a machine without
+OVERLAP reports 0 for the two it lacks, as the reference machine counts them)."""
+
+
 def counters(params: Params) -> tuple[str, ...]:
     """The counters this machine reports, in the order the RTL reports them: :data:`COUNTERS`,
     and :data:`OVERLAP_COUNTERS` after them when OVERLAP = 1."""
