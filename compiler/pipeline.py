@@ -34,6 +34,7 @@ from .ops import Op
 from .placement import Placement, place
 from .program import Program
 from .scales import ScalePlan, plan_scales
+from .schedule import schedule
 from .tables import TableSaturationWarning, saturation_notes
 
 
@@ -273,7 +274,9 @@ def compile_graph(graph: Graph, calibration: Sequence[Mapping[str, object]], reu
                         None if pack is None else bool(pack))
     run_passes(state, check=check_contracts)
     emission = state.emission
-    return Program(graph=graph.snapshot(), code=emission.code, scales=state.plan.scales,
+    # a machine with OVERLAP = 1: the instructions reordered for the engines side by side
+    # (compiler/schedule.py); the serial machine's program is the emitted one
+    return Program(graph=graph.snapshot(), code=schedule(emission.code, params), scales=state.plan.scales,
                    requantizers=emission.requantizers, relu_fused=state.fused, plan=state.plan,
                    placement=state.placement, ext=with_panels(state.ext, emission.panels),
                    ext_words=state.ext_words, spad_high=emission.spad_high, notes=state.plan.notes,

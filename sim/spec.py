@@ -845,6 +845,16 @@ class Issue:
     def _earliest(self) -> int:
         return OVERLAP_FRONTEND_CYCLES if self.last is None else self.last + OVERLAP_ISSUE_CYCLES
 
+    def peek(self, ispec: InstrSpec, fields: Mapping[str, int]) -> int:
+        """The cycle :meth:`place` would dispatch this instruction in, next, without placing it
+        (a scheduler's question: which of the instructions it may issue next starts first)."""
+        saved = (self.next, self.last, dict(self.engine_end), dict(self.in_flight), self.reads_until,
+                 self.writes_until, self.hazard, self.port)
+        start = self.place(-1, ispec, fields).start
+        (self.next, self.last, self.engine_end, self.in_flight, self.reads_until, self.writes_until,
+         self.hazard, self.port) = saved
+        return start
+
     def place(self, pc: int, ispec: InstrSpec, fields: Mapping[str, int]) -> Placed:
         """Dispatch one legal unit instruction (not HALT) and return where it runs."""
         p = self.params

@@ -1,0 +1,57 @@
+"""compiler/schedule.py: the list scheduler for OVERLAP = 1 keeps every dependency (the program
+computes what it did) and issues an independent load ahead of the work before it."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from compiler.schedule import dependencies, schedule
+from compiler.testing.seedtable import TABLE_SEEDS, compile_seed
+from sim.asm import assemble
+from sim.machine import Machine, predict_counters
+from sim.spec import DEFAULT, Params
+
+OVERLAP = Params(OVERLAP=1)
+
+
+def test_the_serial_machine_keeps_its_order():
+    code = compile_seed(100).program.code
+    assert schedule(code, DEFAULT) == list(code)
+
+
+def test_an_independent_load_goes_ahead():
+    code = assemble("LD dst=0 src=0 len=16\n"
+                    "MM dst=100 A=0 B=16 M=4 K=4 N=4 tb=0 lda=4 ldb=4 ldc=4\n"   # reads the LD's words
+                    "RQ dst=200 src=100 len=16 m=8388608 s=24 relu=0\n"          # reads the MM's
+                    "LD dst=300 src=64 len=64\n"                                  # independent
+                    "HALT")
+    assert dependencies(code[:4]) == [set(), {0}, {1}, set()]
+    new = schedule(code, OVERLAP)
+    assert [ins.op for ins in new] == ["LD", "MM", "LD", "RQ", "HALT"]
+    # by hand: LD 9..15; then the MM and the second LD could both start at 15: the earlier in
+    # the program goes, MM 15..28; the LD (18 cycles, writing in its last 16) at 26, when its
+    # writes follow the MM's end, ..44, before the RQ, which could start at 28 (the MM's end)
+    # and so waits for its writes (its last 4 of 14 cycles) to follow the LD's: 34..48; HALT 49
+    assert [p.start for p in Machine(OVERLAP).run(new).timeline] == [9, 15, 26, 34]
+    assert predict_counters(new, OVERLAP).cycles == 49
+    # in the emitted order: RQ 28..42, the LD waits for the write port until 40, ..58; HALT 59
+    assert predict_counters(code, OVERLAP).cycles == 59
+
+
+def test_a_conflict_on_external_memory_is_kept():
+    code = assemble("ST src=0 dst=10 len=4\nLD dst=100 src=8 len=4\nHALT")
+    assert dependencies(code[:2]) == [set(), {0}]
+
+
+@pytest.mark.parametrize("seed", TABLE_SEEDS[:4])
+def test_a_scheduled_seed_computes_what_it_did(seed):
+    run = compile_seed(seed, OVERLAP)
+    program = run.program
+    emitted = compile_seed(seed).program
+    assert sorted(map(str, program.code)) == sorted(map(str, emitted.code))
+    image = program.ext_image(run.test_inputs)
+    a = Machine(OVERLAP).run(program.code, image)
+    b = Machine(DEFAULT).run(emitted.code, image)
+    assert np.array_equal(a.ext, b.ext) and np.array_equal(a.spad, b.spad)
+    assert a.counters.cycles <= predict_counters(emitted.code, OVERLAP).cycles
