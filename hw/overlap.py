@@ -4,17 +4,19 @@ The issue rule is GA2.md section 7's (``sim.spec.Issue``); this is its hardware,
 The queue's head is issued in cycle c (dispatched in c + 1, the unit's dispatch registers as in
 the serial machine) when
 
-* ``settled``: the head was in the queue in cycle c - 1 and nothing was issued then, so the
-  flags below, registered at the end of c - 1, are the head's (this is why a dispatch follows
-  the previous one by OVERLAP_ISSUE_CYCLES = 2 at least, and the first comes one cycle later
-  than on the serial machine, OVERLAP_FRONTEND_CYCLES);
+* ``settled``: the head was in the queue in cycles c - 2 and c - 1 and nothing was issued
+  then, so the flags below, computed in two register stages in those cycles, are the head's
+  (this is why a dispatch follows the previous one by OVERLAP_ISSUE_CYCLES = 3 at least, and
+  the first comes two cycles later than on the serial machine, OVERLAP_FRONTEND_CYCLES; with
+  one stage, the comparisons and their reduction made the core's longest path, 76.8 MHz);
 * its engine is free (``free_<engine>``: a register, high in the engine's last cycle and while
   it is idle; the engine counts its instruction's latency down in ``left_<engine>``);
 * ``haz_q`` is low: no engine still running after cycle c holds an instruction whose
   scratchpad regions conflict with the head's (RAW, WAR, WAW). Each engine keeps the region
   slots of its instruction (start, end, read, written: the checker's stage C computed them from
-  the spec's region formulas); the comparisons are made in cycle c - 1 against the head and
-  registered, so the issue decision itself is a few gates on registers;
+  the spec's region formulas); the comparisons are made in cycle c - 2 against the head and
+  registered, reduced in c - 1 and registered, so the issue decision itself is a few gates on
+  registers;
 * ``rd_ok_q`` and ``wr_ok_q``: the scratchpad's ports. ``rd_left`` counts down to the end of
   the last read window, ``wr_left`` to the end of the last writer; a reader needs rd_left = 0,
   a writer wr_left <= latency - writes (its own write window starts after the last writer).
@@ -44,9 +46,9 @@ def _slots_layout(params) -> data.StructLayout:
                               for name in (f"s{k}", f"e{k}", f"r{k}", f"w{k}")})
 
 
-def conflict(a, b) -> Value:
-    """1 when region slots ``a`` (the head's) and ``b`` (an engine's) overlap with one of the
-    two writing (``sim.spec.conflict``)."""
+def conflict_pairs(a, b) -> list[Value]:
+    """Per pair of region slots of ``a`` (the head's) and ``b`` (an engine's): 1 when the two
+    overlap with one of the two writing (``sim.spec.conflict`` is their OR)."""
     hits = []
     for i in range(SPAD_SLOTS):
         for j in range(SPAD_SLOTS):
@@ -54,7 +56,7 @@ def conflict(a, b) -> Value:
             b_s, b_e, b_r, b_w = (getattr(b, f"{x}{j}") for x in "serw")
             kind = (a_w & (b_r | b_w)) | (a_r & b_w)
             hits.append(kind & (a_s < b_e) & (b_s < a_e))
-    return any_of(hits)
+    return hits
 
 
 def overlap_execute(m: Module, ctl, busy: Value, start: Value, stop: Value,
@@ -99,10 +101,13 @@ def overlap_execute(m: Module, ctl, busy: Value, start: Value, stop: Value,
         ctl.issue_fields.eq(head.fields),
     ]
 
+    # settled: the head has been the head, and no instruction was issued, in the two cycles
+    # before this one (the flags' two register stages saw this head and these engines)
+    settled1 = Signal()
     with m.If(start | stop):
-        m.d.sync += settled.eq(0)
+        m.d.sync += [settled1.eq(0), settled.eq(0)]
     with m.Else():
-        m.d.sync += settled.eq((q.count != 0) & ~consume)
+        m.d.sync += [settled1.eq((q.count != 0) & ~consume), settled.eq(settled1 & ~consume)]
 
     slots = Signal(layout)
     m.d.comb += [getattr(slots, name).eq(getattr(head, name)) for name in layout.members]
@@ -124,11 +129,18 @@ def overlap_execute(m: Module, ctl, busy: Value, start: Value, stop: Value,
             rd_left.eq(Mux(issue & head.rd, head.reads - 1, Mux(rd_left != 0, rd_left - 1, 0))),
             wr_left.eq(Mux(issue & head.wr, head.latency - 1, Mux(wr_left != 0, wr_left - 1, 0))),
         ]
-    # the flags for the next cycle, valid there when nothing is issued in this one (settled)
+    # the flags, in two register stages: 1, the head's region comparisons with each engine's
+    # (and its port needs); 2, their reduction against the countdowns of the cycle, for the
+    # next. Valid in a cycle when nothing was issued in the two before (settled)
+    pairs = [Signal(SPAD_SLOTS * SPAD_SLOTS, name=f"conflict_{e}") for e in engines]
+    p1_rd, p1_wr = Signal(), Signal()
+    p1_wfrom = Signal(lbits + 1)
+    m.d.sync += [pairs[k].eq(Cat(*conflict_pairs(head, cur[k]))) for k in range(len(engines))]
+    m.d.sync += [p1_rd.eq(head.rd), p1_wr.eq(head.wr), p1_wfrom.eq(head.wfrom + 1)]
     m.d.sync += [
-        haz_q.eq(any_of(conflict(head, cur[k]) & (left[k] > 1) for k in range(len(engines)))),
-        rd_ok_q.eq(~head.rd | (rd_left <= 1)),
-        wr_ok_q.eq(~head.wr | (wr_left <= head.wfrom + 1)),
+        haz_q.eq(any_of(pairs[k].any() & (left[k] > 1) for k in range(len(engines)))),
+        rd_ok_q.eq(~p1_rd | (rd_left <= 1)),
+        wr_ok_q.eq(~p1_wr | (wr_left <= p1_wfrom)),
     ]
 
     # the stop

@@ -404,14 +404,15 @@ pipeline stages (the read register; three computing every region's end and the l
 register after each multiply; bounds and overlaps), a slot of the queue in front of the execute
 stage (1), the dispatch register (1). The front end then works ahead: later instructions cost
 only their own latency (hw/control.py, hw/checker.py)."""
-OVERLAP_FRONTEND_CYCLES = FRONTEND_CYCLES + 1
-"""OVERLAP = 1: cycles from start to the first dispatch. One more than the serial machine's: the
-issue stage decides from registered hazard and port flags, computed for the queue's head in the
-cycle before it is issued (hw/control.py)."""
-OVERLAP_ISSUE_CYCLES = 2
+OVERLAP_FRONTEND_CYCLES = FRONTEND_CYCLES + 2
+"""OVERLAP = 1: cycles from start to the first dispatch. Two more than the serial machine's: the
+issue stage decides from hazard and port flags computed for the queue's head in two register
+stages (the region comparisons, then their reduction) in the two cycles before it is issued
+(hw/overlap.py)."""
+OVERLAP_ISSUE_CYCLES = 3
 """OVERLAP = 1: the fewest cycles from one dispatch to the next (in program order, whatever the
-engines). After an issue, the hazard and port flags of the new head are computed in the next
-cycle and registered, so the head can be issued in the one after (hw/control.py)."""
+engines). After an issue, the hazard and port flags of the new head take the two following
+cycles (two register stages), so the head can be issued in the one after (hw/overlap.py)."""
 STOP_CYCLES = 1
 """Cycles taken by HALT, or by an instruction that stops the machine with an error: the cycle
 after the execute stage takes it, at whose end done (and error) rise (hw/control.py)."""

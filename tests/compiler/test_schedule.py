@@ -29,14 +29,14 @@ def test_an_independent_load_goes_ahead():
     assert dependencies(code[:4]) == [set(), {0}, {1}, set()]
     new = schedule(code, OVERLAP)
     assert [ins.op for ins in new] == ["LD", "MM", "LD", "RQ", "HALT"]
-    # by hand: LD 9..15; then the MM and the second LD could both start at 15: the earlier in
-    # the program goes, MM 15..28; the LD (18 cycles, writing in its last 16) at 26, when its
-    # writes follow the MM's end, ..44, before the RQ, which could start at 28 (the MM's end)
-    # and so waits for its writes (its last 4 of 14 cycles) to follow the LD's: 34..48; HALT 49
-    assert [p.start for p in Machine(OVERLAP).run(new).timeline] == [9, 15, 26, 34]
-    assert predict_counters(new, OVERLAP).cycles == 49
-    # in the emitted order: RQ 28..42, the LD waits for the write port until 40, ..58; HALT 59
-    assert predict_counters(code, OVERLAP).cycles == 59
+    # by hand: LD 10..16; then the MM and the second LD could both start at 16: the earlier in
+    # the program goes, MM 16..29; the LD (18 cycles, writing in its last 16) at 27, when its
+    # writes follow the MM's end, ..45, before the RQ, which could start at 29 (the MM's end)
+    # and so waits for its writes (its last 4 of 14 cycles) to follow the LD's: 35..49; HALT 50
+    assert [p.start for p in Machine(OVERLAP).run(new).timeline] == [10, 16, 27, 35]
+    assert predict_counters(new, OVERLAP).cycles == 50
+    # in the emitted order: RQ 29..43, the LD waits for the write port until 41, ..59; HALT 60
+    assert predict_counters(code, OVERLAP).cycles == 60
 
 
 def test_a_conflict_on_external_memory_is_kept():
