@@ -37,7 +37,7 @@ def test_hand_worked_programs():
               for name, text in HAND.items()], OVERLAP)
 
 
-@pytest.mark.parametrize("seed", range(4))
+@pytest.mark.parametrize("seed", [0, *(pytest.param(s, marks=pytest.mark.slow) for s in range(1, 4))])
 def test_random_programs(seed):
     run_core([case(f"random {seed}.{k}", [*random_program(25, seed=100 * seed + k, params=OVERLAP)],
                    ext=random_image(OVERLAP, seed=seed))
