@@ -57,3 +57,20 @@ def test_a_scheduled_seed_computes_what_it_did(seed):
     b = Machine(DEFAULT).run(emitted.code, image)
     assert np.array_equal(a.ext, b.ext)
     assert a.counters.cycles <= predict_counters(emitted.code, OVERLAP).cycles
+
+
+def test_a_streamed_weight_is_double_buffered():
+    from compiler.testing.mlpbench import compile_for
+
+    program = compile_for(1, OVERLAP)
+    serial = compile_for(1, DEFAULT)
+    x = {"x": np.random.default_rng(5).normal(size=(1, 64))}
+    got, want = program.run(x, warn=False), serial.run(x, warn=False)
+    assert all(np.array_equal(got.outputs[k].ints, want.outputs[k].ints) for k in want.outputs)
+    # the first layer streams its weight (64 x 256) in column blocks of 28: each block's LD goes
+    # to the other of two B blocks, so the next one loads while the MMs read this one
+    assert program.blockings[2].stream_b and program.blockings[2].cols == 28
+    first_layer = program.code[:next(k for k, ins in enumerate(program.code) if ins.op == "RQ")]
+    b_loads = [ins.dst for ins in first_layer if ins.op == "LD" and ins.len == 28 * 64]
+    assert len(set(b_loads)) == 2 and all(a != b for a, b in zip(b_loads, b_loads[1:], strict=False))
+    assert got.counters.cycles < want.counters.cycles
