@@ -11,6 +11,11 @@ regions do, stay in their order, so the program computes exactly what it did) an
 instructions whose predecessors are all placed, issues next the one that would start first
 (the earliest in the program on a tie). The HALT stays last.
 
+Before it orders them, it cuts every LD longer than :data:`LOAD_PIECE` words into LDs of that
+many (:func:`split_loads`: the same words, moved by the same beats): the scratchpad has one write
+port, and a long LD holds it for its whole length, so an MM (which writes at its end) could not
+finish while it runs; shorter loads let the MMs' writes in between them.
+
 On the serial machine (``OVERLAP = 0``) the order changes nothing but the risk, so
 :func:`schedule` returns the program as it is.
 """
@@ -20,8 +25,30 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from sim import spec
-from sim.asm import Instruction
-from sim.spec import Mem, Params
+from sim.asm import Instruction, build
+from sim.spec import INT8_PER_WORD, Mem, Params
+
+LOAD_PIECE = 256
+"""The longest LD the scheduler leaves whole, in scratchpad words (64 beats at LANES = 4). On
+the digits MLP at batch 1 (OVERLAP = 1): 24,972 cycles with the loads whole; pieces of 64, 128,
+256 words: 25,614, 22,164, 17,112; the seeds 100-111, whose loads are shorter: 4,588 either way."""
+
+
+def split_loads(code: Sequence[Instruction], piece: int = LOAD_PIECE) -> list[Instruction]:
+    """Every LD longer than ``piece`` words cut into LDs of ``piece`` words (the last one
+    shorter), in order; a packed LD (fmt = 1) reads a quarter of the words (``piece`` is a
+    multiple of four)."""
+    assert piece % INT8_PER_WORD == 0
+    out = []
+    for ins in code:
+        if ins.op != "LD" or ins.len <= piece:
+            out.append(ins)
+            continue
+        fmt = ins.spec.complete(ins.fields)["fmt"]
+        for at in range(0, ins.len, piece):
+            src = ins.src + (at // INT8_PER_WORD if fmt else at)
+            out.append(build("LD", dst=ins.dst + at, src=src, len=min(piece, ins.len - at), fmt=fmt))
+    return out
 
 
 def _ext_accesses(ins: Instruction) -> list[spec.Access]:
@@ -47,7 +74,7 @@ def schedule(code: Sequence[Instruction], params: Params) -> list[Instruction]:
     halt = next((k for k, ins in enumerate(code) if ins.op == "HALT"), None)
     if not params.OVERLAP or halt is None:
         return code
-    body = code[:halt]
+    body = split_loads(code[:halt])
     deps = dependencies(body)
     issue = spec.Issue(params)
     placed: set[int] = set()

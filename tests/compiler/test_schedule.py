@@ -67,10 +67,30 @@ def test_a_streamed_weight_is_double_buffered():
     x = {"x": np.random.default_rng(5).normal(size=(1, 64))}
     got, want = program.run(x, warn=False), serial.run(x, warn=False)
     assert all(np.array_equal(got.outputs[k].ints, want.outputs[k].ints) for k in want.outputs)
-    # the first layer streams its weight (64 x 256) in column blocks of 28: each block's LD goes
-    # to the other of two B blocks, so the next one loads while the MMs read this one
+    # the first layer streams its weight (64 x 256) in column blocks of 28 (1,792 words, loaded
+    # in 7 pieces of 256: compiler.schedule.split_loads): the blocks' loads go to two B blocks in
+    # turn, so the next one loads while the MMs read this one
     assert program.blockings[2].stream_b and program.blockings[2].cols == 28
-    first_layer = program.code[:next(k for k, ins in enumerate(program.code) if ins.op == "RQ")]
-    b_loads = [ins.dst for ins in first_layer if ins.op == "LD" and ins.len == 28 * 64]
-    assert len(set(b_loads)) == 2 and all(a != b for a, b in zip(b_loads, b_loads[1:], strict=False))
+    weight = program.ext["w0"]
+    block = 28 * 64
+    pieces = [ins for ins in program.code if ins.op == "LD" and weight.addr <= ins.src < weight.end]
+    assert len(pieces) == -(-64 * 256 // 256)            # every word of the weight once, 256 a piece
+    first = min(ins.dst for ins in pieces)
+    for ins in pieces:   # the c-th column block's pieces land in B block c mod 2
+        assert (ins.dst - first) // block == (ins.src - weight.addr) // block % 2
     assert got.counters.cycles < want.counters.cycles
+
+
+def test_long_loads_are_cut_into_pieces():
+    from compiler.schedule import LOAD_PIECE, split_loads
+
+    code = assemble(f"LD dst=10 src=100 len={2 * LOAD_PIECE + 3}\nLD dst=0 src=8 len={LOAD_PIECE + 8} fmt=1\n"
+                    "LD dst=5 src=0 len=7\nHALT")
+    pieces = split_loads(code)
+    assert [(i.dst, i.src, i.len, i.fmt) for i in pieces[:-1]] == [
+        (10, 100, LOAD_PIECE, 0), (10 + LOAD_PIECE, 100 + LOAD_PIECE, LOAD_PIECE, 0),
+        (10 + 2 * LOAD_PIECE, 100 + 2 * LOAD_PIECE, 3, 0),
+        (0, 8, LOAD_PIECE, 1), (LOAD_PIECE, 8 + LOAD_PIECE // 4, 8, 1),
+        (5, 0, 7, 0)]
+    image = list(range(1, 4000))
+    assert np.array_equal(Machine().run(pieces, image).spad, Machine().run(code, image).spad)
