@@ -43,7 +43,9 @@ class Counters:
         return tuple(getattr(self, name) for name in names)
 
     def __str__(self) -> str:
-        return " ".join(f"{name}={value}" for name, value in zip(spec.COUNTERS, self.as_tuple(), strict=True))
+        # hazard and port only when a machine with OVERLAP = 1 counted a wait
+        names = spec.COUNTERS + tuple(n for n in spec.OVERLAP_COUNTERS if getattr(self, n))
+        return " ".join(f"{name}={getattr(self, name)}" for name in names)
 
 
 @dataclass

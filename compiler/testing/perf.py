@@ -18,6 +18,7 @@ import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from sim import spec
 from sim.asm import Instruction
 from sim.machine import Counters
 from sim.machines import add_argument, describe, from_args
@@ -78,8 +79,10 @@ def measure(params: Params = DEFAULT) -> tuple[list[Row], Row]:
 
 def format_report(rows: list[Row], example: Row, params: Params = DEFAULT) -> list[str]:
     """The report as lines of text, the headline last (the machine first, unless the default)."""
+    waits = bool(params.OVERLAP)   # the engines side by side: the hazard and port waits too
     header = (f"{'program':<10} {'instr':>5} {'cycles':>7} {'seed chip':>9} {'fewer':>6}   "
-              f"{'dma':>5} {'mxu':>5} {'vpu':>5} {'sfu':>5}   {'MXU util':>8}")
+              f"{'dma':>5} {'mxu':>5} {'vpu':>5} {'sfu':>5}   {'MXU util':>8}"
+              + (f"   {'hazard':>6} {'port':>5}" if waits else ""))
     lines = [] if params == DEFAULT else [f"machine: {describe(params)}", ""]
     lines += [header, "-" * len(header)]
 
@@ -87,10 +90,11 @@ def format_report(rows: list[Row], example: Row, params: Params = DEFAULT) -> li
         c = row.counters
         return (f"{row.name:<10} {row.instructions:5d} {c.cycles:7d} {row.seed_chip:9d} "
                 f"{row.seed_chip / c.cycles:5.2f}x   {c.dma:5d} {c.mxu:5d} {c.vpu:5d} {c.sfu:5d}   "
-                f"{100 * row.utilisation(params):7.1f}%")
+                f"{100 * row.utilisation(params):7.1f}%" + (f"   {c.hazard:6d} {c.port:5d}" if waits else ""))
 
     lines += [line(row) for row in rows]
-    summed = Counters(*(sum(column) for column in zip(*(r.counters.as_tuple() for r in rows), strict=True)))
+    summed = Counters(*(sum(column) for column in zip(*(r.counters.as_tuple(spec.ALL_COUNTERS) for r in rows),
+                                                      strict=True)))
     total = Row("total", sum(r.instructions for r in rows), summed, sum(r.macs for r in rows),
                 sum(SEED_CHIP_CYCLES.values()))
     lines += ["-" * len(header), line(total), "", line(example), ""]
