@@ -39,6 +39,20 @@ def check_reads(pass_name: str, state: Compilation, reads: Iterable[str]) -> Non
                  f"needs '{name}', which no earlier pass set")
 
 
+def check_cse(state: Compilation) -> None:
+    nodes, source = state.graph.nodes, state.source.nodes
+    _require(sorted(state.node_of) == list(range(len(source))), "cse",
+             "node_of does not map every node of the argument graph")
+    for node in source:
+        into = nodes[state.node_of[node.id]]
+        _require(into.op == node.op and into.shape == node.shape, "cse",
+                 f"{node.describe()} is mapped to {into.describe()}, another operation or shape")
+        _require(into.ins == tuple(state.node_of[i] for i in node.ins), "cse",
+                 f"{node.describe()} is mapped to {into.describe()}, which reads other operands")
+    _require(set(state.node_of.values()) == set(range(len(nodes))), "cse",
+             "a node of the merged graph computes no node of the argument graph")
+
+
 def check_fusion(state: Compilation) -> None:
     nodes = state.graph.nodes
     for nid in state.fused:

@@ -94,10 +94,13 @@ def graph_section(program: Program) -> Section:
                 node_detail(program, node.id),
             )
         )
+    given = len(program.node_of or ())
+    merged = (f" (the graph given had {given}: common-subexpression elimination computes each "
+              "repeated pure subgraph once, compiler/cse.py)") if given > len(program.graph.nodes) else ""
     return Section(
         "graph",
-        "pass 0: the graph, as written",
-        f"{len(program.graph.nodes)} nodes; tensors are 2-D (rows x cols); ^T: the product "
+        "pass 0: the graph, as written" if not merged else "pass 0: the graph, repeats merged",
+        f"{len(program.graph.nodes)} nodes{merged}; tensors are 2-D (rows x cols); ^T: the product "
         "reads its second operand transposed; xF: a constant factor; +relu: a relu fused into "
         "its requantizer.",
         table,

@@ -23,6 +23,7 @@ from sim.spec import DEFAULT, Params
 from . import contracts
 from .allocator import AllocEvent
 from .calibrate import calibration_values, ranges_of
+from .cse import eliminate
 from .emit import Emission, emit
 from .errors import CompileError, shown
 from .fusion import fuse_relus
@@ -44,8 +45,11 @@ class Compilation:
     Attributes (arguments): graph, params (the machine), calibration (samples), fixed_ranges
     (``ranges=``), reuse, events (the allocator's trace, or None), stream (block matmuls
     whose operands do not fit the scratchpad whole), pack (int8 weights four to an external
-    word: True, False, or None for only when needed; :mod:`compiler.packing`).
-    Attributes (results, None until their pass ran): consumers (node id -> readers), fused
+    word: True, False, or None for only when needed; :mod:`compiler.packing`), cse (merge
+    repeated pure subgraphs: :mod:`compiler.cse`).
+    Attributes (results, None until their pass ran): source (the argument graph: the cse pass
+    replaces ``graph`` by the merged graph), node_of (source's node id -> the id of the node
+    computing it in ``graph``), consumers (node id -> readers), fused
     (matmuls carrying a relu), placement, schedule (step -> buffers released there), ext and
     ext_words (the external layout), ranges (calibrated, node id -> largest |value|),
     table_inputs (table node id -> its input's calibration values), plan
@@ -60,6 +64,9 @@ class Compilation:
     events: list[AllocEvent] | None = None
     stream: bool = True
     pack: bool | None = None
+    cse: bool = True
+    source: Graph | None = field(default=None, repr=False)
+    node_of: dict[int, int] | None = None
     consumers: dict[int, list[int]] | None = None
     fused: set[int] | None = None
     placement: Placement | None = None
@@ -98,6 +105,20 @@ class Pass:
 
 def _limits(c: Compilation) -> None:
     check_limits(c.graph, c.params)
+
+
+def _cse(c: Compilation) -> None:
+    c.source = c.graph
+    if not c.cse:
+        c.node_of = {n.id: n.id for n in c.graph.nodes}
+        return
+    checks = tuple(p for p in structural_passes() if p.name != "cse")
+
+    def check(graph: Graph) -> None:
+        run_passes(Compilation(graph, c.params, pack=c.pack), checks)
+
+    merged = eliminate(c.graph, check)
+    c.graph, c.node_of = merged.graph, merged.node_of
 
 
 def _fusion(c: Compilation) -> None:
@@ -139,6 +160,11 @@ PASSES: tuple[Pass, ...] = (
     Pass("limits", _limits, ("graph", "params"), (),
          "the graph is well formed (its builders checked every node)",
          "every node is within the limits its operation declares (K_MAX, SM_MAX_LEN)"),
+    Pass("cse", _cse, ("graph", "params", "pack", "cse"), ("graph", "source", "node_of"),
+         "every node is within its limits",
+         "no two pure nodes of the graph compute the same tensor, unless merging them is refused "
+         "by the structural passes; node_of maps every node of the argument graph into it",
+         contracts.check_cse),
     Pass("fusion", _fusion, ("graph",), ("consumers", "fused"),
          "the graph is well formed",
          "every relu reads a matmul that nothing else reads; fused holds those matmuls",
@@ -175,7 +201,7 @@ PASSES: tuple[Pass, ...] = (
 )
 """The passes of :func:`compile_graph`, in order (seed chapter 11, figure 11.1)."""
 
-_ARGUMENTS = frozenset({"graph", "params", "pack"})
+_ARGUMENTS = frozenset({"graph", "params", "pack", "cse"})
 """What the structural passes may read besides what earlier structural passes wrote."""
 
 
@@ -213,7 +239,7 @@ def run_passes(state: Compilation, passes: Sequence[Pass] | None = None, check: 
 
 
 def check_structure(graph: Graph, params: Params = DEFAULT, pack: bool | None = None) -> None:
-    """Run the structural passes (limits, fusion, placement, lifetimes, layout) on a graph:
+    """Run the structural passes (limits, cse, fusion, placement, lifetimes, layout) on a graph:
     what needs no calibration data, so that a graph they refuse fails before any.
 
     Raises:
@@ -225,7 +251,7 @@ def check_structure(graph: Graph, params: Params = DEFAULT, pack: bool | None = 
 def compile_graph(graph: Graph, calibration: Sequence[Mapping[str, object]], reuse: bool = True,
                   ranges: Mapping[str, float] | None = None, params: Params = DEFAULT,
                   events: list[AllocEvent] | None = None, check_contracts: bool = False,
-                  stream: bool = True, pack: bool | None = None) -> Program:
+                  stream: bool = True, pack: bool | None = None, cse: bool = True) -> Program:
     """Compile a graph to a GA-2 program.
 
     Args:
@@ -260,29 +286,34 @@ def compile_graph(graph: Graph, calibration: Sequence[Mapping[str, object]], reu
             words): True always, False never, None (the default) only when the graph's
             regions one value a word do not fit EXT_WORDS (so a graph that fits compiles as
             it always has). ``Program.ext`` marks the packed regions (``fmt`` = 1).
+        cse: compute a pure subgraph the graph repeats once (:mod:`compiler.cse`; a graph
+            without repeats compiles to the same program either way). ``Program.graph`` is
+            then the merged graph and ``Program.node_of`` maps the ids of ``graph`` into it.
 
     Raises:
         CompileError: the graph, the calibration data or ``ranges`` is refused, or an
             argument has the wrong type; the message names the node, input or argument at
             fault and says how to fix it.
     """
-    check_arguments(graph, reuse, ranges, params, events, stream, pack)
+    check_arguments(graph, reuse, ranges, params, events, stream, pack, cse)
     trace = [] if events is None else events
     first = len(trace)
     state = Compilation(graph, params, calibration, ranges, bool(reuse), trace, bool(stream),
-                        None if pack is None else bool(pack))
+                        None if pack is None else bool(pack), bool(cse))
     run_passes(state, check=check_contracts)
     emission = state.emission
-    return Program(graph=graph.snapshot(), code=emission.code, scales=state.plan.scales,
+    compiled = state.graph.snapshot()
+    source = compiled if state.graph is graph else graph.snapshot()
+    return Program(graph=compiled, code=emission.code, scales=state.plan.scales,
                    requantizers=emission.requantizers, relu_fused=state.fused, plan=state.plan,
                    placement=state.placement, ext=with_panels(state.ext, emission.panels),
                    ext_words=state.ext_words, spad_high=emission.spad_high, notes=state.plan.notes,
                    reuse=bool(reuse), machine=params, blockings=emission.blockings,
-                   events=trace[first:])
+                   events=trace[first:], node_of=state.node_of, source=source)
 
 
 def check_arguments(graph: object, reuse: object, ranges: object, params: object, events: object,
-                    stream: object = True, pack: object = None) -> None:
+                    stream: object = True, pack: object = None, cse: object = True) -> None:
     """Refuse arguments of compile_graph of the wrong type, naming the argument and its value
     (the calibration data is checked by :mod:`compiler.calibrate`).
 
@@ -298,6 +329,9 @@ def check_arguments(graph: object, reuse: object, ranges: object, params: object
     if not isinstance(stream, bool | np.bool_):
         raise CompileError(f"compile_graph: stream = {shown(stream)} is not True or False",
                            "pass stream=True (block a matmul that does not fit whole) or stream=False")
+    if not isinstance(cse, bool | np.bool_):
+        raise CompileError(f"compile_graph: cse = {shown(cse)} is not True or False",
+                           "pass cse=True (compute a repeated subgraph once) or cse=False")
     if pack is not None and not isinstance(pack, bool | np.bool_):
         raise CompileError(f"compile_graph: pack = {shown(pack)} is not True, False or None",
                            "pass pack=True (int8 weights four to an external word), pack=False (one a "

@@ -94,7 +94,8 @@ class Program:
 
     Attributes:
         graph: the source graph as it was compiled (``Graph.snapshot``: nodes added to the
-            graph later, or a node changed, are not the program's).
+            graph later, or a node changed, are not the program's), with each repeated pure
+            subgraph once when ``compile_graph(cse=True)`` merged any (see ``node_of``).
         code: the instructions, ending in HALT.
         scales: node id -> scale (real value of one int8 level); argmax nodes have none.
         requantizers: the requantizers' (multiplier, shift) pairs: node id -> (m, s) for a
@@ -114,6 +115,12 @@ class Program:
             moved).
         events: the allocator's alloc and free events in order, each with the pc it happened
             at (:class:`compiler.allocator.AllocEvent`): the scratchpad's memory map over time.
+        node_of: the node ids of the graph given to ``compile_graph`` -> the id of the node
+            of ``graph`` that computes each (the identity unless common-subexpression
+            elimination merged repeated nodes, :mod:`compiler.cse`; None: the identity).
+        source: the graph as given to ``compile_graph`` (a snapshot; the same object as
+            ``graph`` when nothing was merged; None: ``graph``). The float reference is its
+            meaning, so a wrong merge cannot hide behind a reference made from it.
     """
 
     graph: Graph
@@ -131,6 +138,8 @@ class Program:
     machine: Params
     blockings: dict[int, Blocking] = field(default_factory=dict)
     events: list[AllocEvent] = field(default_factory=list)
+    node_of: dict[int, int] | None = None
+    source: Graph | None = field(default=None, repr=False)
 
     def listing(self) -> str:
         """The numbered disassembly."""

@@ -174,7 +174,7 @@ def refusals() -> list[tuple[str, CompileError]]:
     def two_concats() -> None:
         g = Graph()
         a, b = g.input("a", (1, 3)), g.input("b", (1, 3))
-        g.output(g.add(g.concat_rows(a, b), g.concat_rows(a, b)), "y")
+        g.output(g.add(g.concat_rows(a, b), g.concat_rows(b, a)), "y")
         compile_graph(g, [{"a": np.ones((1, 3)), "b": np.ones((1, 3))}])
 
     def nan_calibration() -> None:

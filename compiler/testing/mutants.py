@@ -7,7 +7,8 @@ now); 5 more break the streaming of layers larger than the scratchpad
 must catch; 4 more break biases and the cutting of K (issue 14), for its wide graphs; 1 drops
 the relu fused into an add's VADD, which the battery's add-relu graphs must catch; 2 break the
 blocking of issue 14's larger layers (pieces of depth, sums in the output's rows) and 4 the
-packing of int8 weights (LD fmt = 1), which its packed graphs must catch. Each
+packing of int8 weights (LD fmt = 1), which its packed graphs must catch; 3 break
+common-subexpression elimination, which its repeats graph must catch. Each
 is a substitution, never an edit of source text: it replaces one seam of the compiler with a
 broken version built from the original (:class:`Function`: a small named function, or a
 property, patched where the code that calls it looks it up; :class:`Entry`: a field of an
@@ -42,6 +43,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+import numpy as np
 
 from sim.spec import DEFAULT
 
@@ -376,8 +379,22 @@ ADD_RELU_MUTANTS = (
 """The relu fused into an add's VADD (docs/add-an-instruction.md): the battery's add-relu graphs
 must catch it."""
 
+CSE_MUTANTS = (
+    Mutant("cse: nodes are merged by operation and operands alone (a matmul's scale=, a slice's start "
+           "ignored)", Function("compiler.cse._key"), lambda original: lambda node, ins: (node.op, ins)),
+    Mutant("cse: a node's arrays are compared by shape alone (two products with different biases merge)",
+           Function("compiler.cse._key"),
+           lambda original: lambda node, ins: original(
+               node if node.bias is None else dataclasses.replace(node, bias=np.zeros_like(node.bias)), ins)),
+    Mutant("cse: operands are compared by their old ids, so only the first node of a repeated chain "
+           "merges", Function("compiler.cse._key"),
+           lambda original: lambda node, ins: original(node, node.ins)),
+)
+"""Broken common-subexpression elimination (:mod:`compiler.cse`): the battery's repeats graph
+(:func:`compiler.testing.battery.check_cse`) must catch them."""
+
 MUTANTS = (SEED_MUTANTS + STREAMING_MUTANTS + WIDE_MUTANTS + ADD_RELU_MUTANTS + BLOCKING_MUTANTS
-           + PACKED_MUTANTS)
+           + PACKED_MUTANTS + CSE_MUTANTS)
 
 EQUIVALENT = (
     Mutant("allocator: a free piece of exactly the requested size is passed over (a later, larger "
