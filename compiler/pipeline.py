@@ -46,7 +46,8 @@ class Compilation:
     (``ranges=``), reuse, events (the allocator's trace, or None), stream (block matmuls
     whose operands do not fit the scratchpad whole), pack (int8 weights four to an external
     word: True, False, or None for only when needed; :mod:`compiler.packing`), cse (merge
-    repeated pure subgraphs: :mod:`compiler.cse`).
+    repeated pure subgraphs: :mod:`compiler.cse`), fuse (a relu is the relu flag of the
+    instruction that writes its operand, else an RQ of its own: :mod:`compiler.fusion`).
     Attributes (results, None until their pass ran): source (the argument graph: the cse pass
     replaces ``graph`` by the merged graph), node_of (source's node id -> the id of the node
     computing it in ``graph``), consumers (node id -> readers), fused
@@ -65,6 +66,7 @@ class Compilation:
     stream: bool = True
     pack: bool | None = None
     cse: bool = True
+    fuse: bool = True
     source: Graph | None = field(default=None, repr=False)
     node_of: dict[int, int] | None = None
     consumers: dict[int, list[int]] | None = None
@@ -123,7 +125,8 @@ def _cse(c: Compilation) -> None:
 
 def _fusion(c: Compilation) -> None:
     c.consumers = c.graph.consumers()
-    c.fused = fuse_relus(c.graph, c.consumers)
+    fused = fuse_relus(c.graph, c.consumers)       # its refusals hold either way
+    c.fused = fused if c.fuse else set()
 
 
 def _placement(c: Compilation) -> None:
@@ -165,9 +168,10 @@ PASSES: tuple[Pass, ...] = (
          "no two pure nodes of the graph compute the same tensor, unless merging them is refused "
          "by the structural passes; node_of maps every node of the argument graph into it",
          contracts.check_cse),
-    Pass("fusion", _fusion, ("graph",), ("consumers", "fused"),
+    Pass("fusion", _fusion, ("graph", "fuse"), ("consumers", "fused"),
          "the graph is well formed",
-         "every relu reads a matmul that nothing else reads; fused holds those matmuls",
+         "every relu reads a matmul or add that nothing else reads; fused holds those nodes (none "
+         "with fuse off: each relu is then an RQ of its own)",
          contracts.check_fusion),
     Pass("placement", _placement, ("graph", "consumers"), ("placement",),
          "relus are fused (a relu's matmul has no other reader)",
@@ -201,7 +205,7 @@ PASSES: tuple[Pass, ...] = (
 )
 """The passes of :func:`compile_graph`, in order (seed chapter 11, figure 11.1)."""
 
-_ARGUMENTS = frozenset({"graph", "params", "pack", "cse"})
+_ARGUMENTS = frozenset({"graph", "params", "pack", "cse", "fuse"})
 """What the structural passes may read besides what earlier structural passes wrote."""
 
 
@@ -251,7 +255,8 @@ def check_structure(graph: Graph, params: Params = DEFAULT, pack: bool | None = 
 def compile_graph(graph: Graph, calibration: Sequence[Mapping[str, object]], reuse: bool = True,
                   ranges: Mapping[str, float] | None = None, params: Params = DEFAULT,
                   events: list[AllocEvent] | None = None, check_contracts: bool = False,
-                  stream: bool = True, pack: bool | None = None, cse: bool = True) -> Program:
+                  stream: bool = True, pack: bool | None = None, cse: bool = True,
+                  fuse: bool = True) -> Program:
     """Compile a graph to a GA-2 program.
 
     Args:
@@ -289,17 +294,21 @@ def compile_graph(graph: Graph, calibration: Sequence[Mapping[str, object]], reu
         cse: compute a pure subgraph the graph repeats once (:mod:`compiler.cse`; a graph
             without repeats compiles to the same program either way). ``Program.graph`` is
             then the merged graph and ``Program.node_of`` maps the ids of ``graph`` into it.
+        fuse: a relu rides on the instruction that writes its operand (the RQ of a matmul, the
+            VADD of an add; seed chapter 11). False gives each relu an identity RQ with relu = 1
+            of its own, in place: one more pass over the tensor (for the studies of what
+            fusion is worth); the same integers either way. The graphs refused are the same.
 
     Raises:
         CompileError: the graph, the calibration data or ``ranges`` is refused, or an
             argument has the wrong type; the message names the node, input or argument at
             fault and says how to fix it.
     """
-    check_arguments(graph, reuse, ranges, params, events, stream, pack, cse)
+    check_arguments(graph, reuse, ranges, params, events, stream, pack, cse, fuse)
     trace = [] if events is None else events
     first = len(trace)
     state = Compilation(graph, params, calibration, ranges, bool(reuse), trace, bool(stream),
-                        None if pack is None else bool(pack), bool(cse))
+                        None if pack is None else bool(pack), bool(cse), bool(fuse))
     run_passes(state, check=check_contracts)
     emission = state.emission
     compiled = state.graph.snapshot()
@@ -313,7 +322,8 @@ def compile_graph(graph: Graph, calibration: Sequence[Mapping[str, object]], reu
 
 
 def check_arguments(graph: object, reuse: object, ranges: object, params: object, events: object,
-                    stream: object = True, pack: object = None, cse: object = True) -> None:
+                    stream: object = True, pack: object = None, cse: object = True,
+                    fuse: object = True) -> None:
     """Refuse arguments of compile_graph of the wrong type, naming the argument and its value
     (the calibration data is checked by :mod:`compiler.calibrate`).
 
@@ -329,9 +339,11 @@ def check_arguments(graph: object, reuse: object, ranges: object, params: object
     if not isinstance(stream, bool | np.bool_):
         raise CompileError(f"compile_graph: stream = {shown(stream)} is not True or False",
                            "pass stream=True (block a matmul that does not fit whole) or stream=False")
-    if not isinstance(cse, bool | np.bool_):
-        raise CompileError(f"compile_graph: cse = {shown(cse)} is not True or False",
-                           "pass cse=True (compute a repeated subgraph once) or cse=False")
+    for name, value, meaning in (("cse", cse, "compute a repeated subgraph once"),
+                                 ("fuse", fuse, "a relu rides on the instruction before it")):
+        if not isinstance(value, bool | np.bool_):
+            raise CompileError(f"compile_graph: {name} = {shown(value)} is not True or False",
+                               f"pass {name}=True ({meaning}) or {name}=False")
     if pack is not None and not isinstance(pack, bool | np.bool_):
         raise CompileError(f"compile_graph: pack = {shown(pack)} is not True, False or None",
                            "pass pack=True (int8 weights four to an external word), pack=False (one a "

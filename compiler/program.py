@@ -317,6 +317,10 @@ class Program:
             raise ValueError(f"read_tensor: outcome = {shown(outcome)} is not what Program.run returned. "
                              "Fix: pass outcome = program.run(inputs)")
         node = self._tensor_node(nid)
+        readers = [r for r in self.graph.nodes if nid in r.ins and OPS[r.op].fuses_into]
+        if readers and int(nid) not in self.relu_fused:
+            raise ValueError(f"{node.describe()} was overwritten in place by its relu, "
+                             f"{readers[0].describe()} (compiled with fuse=False). Fix: read the relu")
         addr = self.tensor_address(nid)
         if addr is None:
             if self.placement.buffer_of(node.id).home is None:

@@ -41,7 +41,7 @@ def test_events_params_and_ranges_pass_through():
     ({"graph": "g"}, "graph = 'g' (a str) is not a compiler.Graph"),
     ({"params": "x"}, "params = 'x' (a str) is not a sim.spec.Params"),
     ({"ranges": [("h", 1.0)]}, "ranges = [('h', 1.0)] (a list) is not a dict"),
-    ({"ranges": {0: 1.0}}, "ranges has the key 0 (a int), not a tag name"),
+    ({"ranges": {0: 1.0}}, "ranges has the key 0 (an int), not a tag name"),
     ({"reuse": "no"}, "reuse = 'no' (a str) is not True or False"),
     ({"events": ()}, "events = () (a tuple) is not a list"),
 ])
@@ -80,7 +80,8 @@ def test_the_passes_in_order_and_the_structural_prefix():
                                         "calibration", "scales", "emission"]
     assert [p.name for p in structural_passes()] == ["limits", "cse", "fusion", "placement", "lifetimes",
                                                      "layout"]
-    written = {"graph", "params", "calibration", "fixed_ranges", "reuse", "events", "stream", "pack", "cse"}
+    written = {"graph", "params", "calibration", "fixed_ranges", "reuse", "events", "stream", "pack", "cse",
+               "fuse"}
     for p in PASSES:   # every pass reads only what the arguments or an earlier pass give
         assert set(p.reads) <= written, p.name
         written |= set(p.writes)
