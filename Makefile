@@ -26,7 +26,7 @@ MACHINE := $(if $(strip $(PARAMS)),--param $(call quote,$(PARAMS)))
 MACHINE_DIR = $(if $(strip $(PARAMS)),$(shell $(PY) -m sim.machines --dir $(call quote,$(PARAMS))),build)
 SUDO    := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: help setup test test-all cosim stress verilog lint bench bench-sim bench-compiler bench-cosim mutants mutants-rtl \
+.PHONY: help setup test test-all cosim stress verilog lint bench bench-sim bench-compiler bench-cosim mutants mutants-rtl studies \
         docs docs-check synth synth-setup bitstream digits sweep report plots chromium clean
 
 help:  ## list the targets
@@ -138,6 +138,9 @@ plots: setup  ## the plots of example A and seed 100 under build/plots, and READ
 
 digits: setup  ## PyTorch MLP on scikit-learn digits through torch.fx onto GA-2 (reference machine and RTL); PARAMS=
 	$(PY) examples/digits.py $(MACHINE)
+
+studies: setup  ## seed 004's studies on GA-2: what CSE and fusion are worth, decode vs prefill, where a block spends its time; writes docs/studies.md
+	$(PY) examples/studies.py --write $(MACHINE)
 
 sweep: setup  ## cycles of the seed's programs, examples A and B and the digits MLP at T = 2, 4, 8, 16; SYNTH=1 adds synthesis (hours)
 	$(PY) examples/sweep.py $(if $(filter-out 0,$(SYNTH)),--synth --write)

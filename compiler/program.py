@@ -118,6 +118,8 @@ class Program:
         node_of: the node ids of the graph given to ``compile_graph`` -> the id of the node
             of ``graph`` that computes each (the identity unless common-subexpression
             elimination merged repeated nodes, :mod:`compiler.cse`; None: the identity).
+        owners: for each instruction, the id (in ``graph``) of the node whose step wrote it: a
+            load of a source counts for the step that first reads it; HALT has -1.
         source: the graph as given to ``compile_graph`` (a snapshot; the same object as
             ``graph`` when nothing was merged; None: ``graph``). The float reference is its
             meaning, so a wrong merge cannot hide behind a reference made from it.
@@ -140,6 +142,7 @@ class Program:
     events: list[AllocEvent] = field(default_factory=list)
     node_of: dict[int, int] | None = None
     source: Graph | None = field(default=None, repr=False)
+    owners: list[int] = field(default_factory=list)
 
     def listing(self) -> str:
         """The numbered disassembly."""
