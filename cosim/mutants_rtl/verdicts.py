@@ -7,7 +7,13 @@ A mutant that cosim and stress did not catch is judged in three ways, in this or
    the constant that leaves the bit as it is;
 2. a **note** (:data:`NOTES`): a kind of survivor studied by hand, recognised by where it is
    (module, signal, bit, mode) rather than by Yosys's cell names, which change with every
-   export, and why such mutants are equivalent;
+   export, and why such mutants are equivalent. Some check a fact on the netlist themselves:
+   a bit whose forward cone (followed through the module's cells, per bit through
+   multiplexers and flip-flops, every output bit of any other cell) reaches no output port,
+   memory or submodule; a memory's write data on the input chosen when its write enable is
+   0; a register's value (its Q, D and the multiplexers of its enable and reset) against a
+   bound, such as the checker's latency registers (found by elaborating hw.checker with its
+   formula evaluation observed) against the longest legal latency of their kind;
 3. a **proof** by Yosys on the mutated module alone: the original and the mutated module
    side by side in a miter (``miter -equiv``), and ``sat -tempinduct`` (k-induction from
    the all-zero state, the reset input free) proves that no input sequence makes their
