@@ -30,7 +30,7 @@ from sim.asm import Instruction, build
 from sim.spec import DEFAULT, Params
 
 from .allocator import Allocator, AllocEvent, AllocState
-from .blocking import Blocking
+from .blocking import Blocking, Ranking
 from .errors import CompileError
 from .ir import Graph, Node
 from .layout import ExtEntry
@@ -51,6 +51,8 @@ class Emission:
             ``whole`` when its operands fitted the scratchpad whole).
         panels: name of a source stored in column panels -> the panel width
             (:func:`compiler.layout.panel_major`).
+        rankings: matmul node id -> how its blocking was chosen, for the steps that did not
+            fit whole (:class:`compiler.blocking.Ranking`).
         owners: for each instruction, the id of the node whose step wrote it (a load of a
             source counts for the step that first reads it; HALT: -1).
     """
@@ -61,6 +63,7 @@ class Emission:
     blockings: dict[int, Blocking] = field(default_factory=dict)
     panels: dict[str, int] = field(default_factory=dict)
     owners: list[int] = field(default_factory=list)
+    rankings: dict[int, Ranking] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)

@@ -246,6 +246,30 @@ def tiles_section(program: Program) -> Section:
     )
 
 
+def blocking_section(program: Program) -> Section:
+    """How each product too large for the scratchpad whole chose its blocking: the candidates,
+    the refusals by reason, the best few by exact cycles and the one written."""
+    table = Table(("node", "rank", "blocking", "cycles", "footprint (words)", "fits"),
+                  right=(False, True, False, True, True, False))
+    notes = []
+    for nid, r in sorted(program.rankings.items()):
+        notes.append(f"%{nid}: {r.considered} candidates; {r.too_big} need more than the {r.free} free "
+                     f"words, {r.too_long} more instructions than the {r.room} left, {r.failed} found the "
+                     f"free words in pieces; written: rank {r.chosen_rank}")
+        shown = list(r.best) + ([r.chosen] if r.chosen not in r.best else [])
+        for b in shown:
+            rank = r.best.index(b) + 1 if b in r.best else r.chosen_rank
+            mark = " (written)" if b == r.chosen else ""
+            table.rows.append((f"%{nid}", rank, b.describe() + mark, b.cycles, b.footprint,
+                               "yes" if b.footprint <= r.free else "no"))
+    return Section(
+        "blocking",
+        "pass 4, continued: the blockings of the products that do not fit whole, ranked by exact cycles",
+        " ".join(notes) + ". Cycles: the spec's latencies of the step's instructions (compiler/blocking.py).",
+        table,
+    )
+
+
 def view_lines(program: Program) -> list[str]:
     """One line per buffer that holds more than one tensor: its parts and their rows."""
     lines = []
@@ -412,6 +436,7 @@ def account(
         scales_section(program),
         requantizers_section(program),
         tiles_section(program),
+        *([blocking_section(program)] if program.rankings else []),
         allocation_section(program),
         listing_section(program),
     ]

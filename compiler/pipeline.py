@@ -337,7 +337,8 @@ def compile_graph(graph: Graph, calibration: Sequence[Mapping[str, object]], reu
                    placement=state.placement, ext=with_panels(state.ext, emission.panels),
                    ext_words=state.ext_words, spad_high=emission.spad_high, notes=state.plan.notes,
                    reuse=bool(reuse), machine=params, blockings=emission.blockings,
-                   events=trace[first:], node_of=state.node_of, source=source, owners=emission.owners)
+                   events=trace[first:], node_of=state.node_of, source=source, owners=emission.owners,
+                   rankings=emission.rankings)
 
 
 def check_arguments(graph: object, reuse: object, ranges: object, params: object, events: object,

@@ -25,7 +25,7 @@ from sim.spec import Params
 
 from .allocator import AllocEvent
 from .bias import bias_levels, region_name
-from .blocking import Blocking
+from .blocking import Blocking, Ranking
 from .calibrate import check_sample
 from .errors import CompileError, plural, shown
 from .int4 import is_int4, pack_int4
@@ -118,6 +118,9 @@ class Program:
         node_of: the node ids of the graph given to ``compile_graph`` -> the id of the node
             of ``graph`` that computes each (the identity unless common-subexpression
             elimination merged repeated nodes, :mod:`compiler.cse`; None: the identity).
+        rankings: matmul node id -> how its blocking was chosen, for the products that did not
+            fit the scratchpad whole (:class:`compiler.blocking.Ranking`: candidates, refusals
+            by reason, the best few, the one written).
         owners: for each instruction, the id (in ``graph``) of the node whose step wrote it: a
             load of a source counts for the step that first reads it; HALT has -1.
         source: the graph as given to ``compile_graph`` (a snapshot; the same object as
@@ -143,6 +146,7 @@ class Program:
     node_of: dict[int, int] | None = None
     source: Graph | None = field(default=None, repr=False)
     owners: list[int] = field(default_factory=list)
+    rankings: dict[int, Ranking] = field(default_factory=dict)
 
     def listing(self) -> str:
         """The numbered disassembly."""
