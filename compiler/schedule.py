@@ -74,6 +74,18 @@ def _clone(issue: spec.Issue) -> spec.Issue:
     return twin
 
 
+def depends(later: tuple[list[Access], list[Access]], earlier: tuple[list[Access], list[Access]]) -> bool:
+    """Whether an instruction must stay after an earlier one: their scratchpad regions, or their
+    external-memory regions, conflict (:func:`sim.spec.conflict`: read after write, write after
+    read, write after write). Each argument is (scratchpad accesses, external accesses)."""
+    return spec.conflict(earlier[0], later[0]) or spec.conflict(earlier[1], later[1])
+
+
+def better(after: int, before: int) -> bool:
+    """Whether the scheduled order (``after`` cycles) replaces the order given (``before``)."""
+    return after < before
+
+
 def cycles_of(code: Sequence[Instruction], params: Params) -> int:
     """The ``cycles`` counter of a legal program ending in HALT, by the issue rule alone."""
     issue = spec.Issue(params)
@@ -100,14 +112,13 @@ def schedule(code: Sequence[Instruction], params: Params, window: int = WINDOW) 
     before = cycles_of(code, params)
     if not params.OVERLAP or len(body) < 2:
         return Scheduled(list(code), list(range(len(code))), before, before)
-    spad = [spec.spad_accesses(i.spec, i.fields) for i in body]
-    ext = [ext_accesses(i) for i in body]
+    accesses = [(spec.spad_accesses(i.spec, i.fields), ext_accesses(i)) for i in body]
     pairs: dict[tuple[int, int], bool] = {}
 
-    def depends(j: int, i: int) -> bool:        # i < j
+    def after(j: int, i: int) -> bool:        # i < j: must j stay after i?
         key = (i, j)
         if key not in pairs:
-            pairs[key] = spec.conflict(spad[i], spad[j]) or spec.conflict(ext[i], ext[j])
+            pairs[key] = depends(accesses[j], accesses[i])
         return pairs[key]
 
     done = [False] * len(body)
@@ -116,7 +127,7 @@ def schedule(code: Sequence[Instruction], params: Params, window: int = WINDOW) 
     order: list[int] = []
     def ready() -> list[int]:
         return [j for j in range(floor, min(floor + window, len(body)))
-                if not done[j] and not any(not done[i] and depends(j, i) for i in range(floor, j))]
+                if not done[j] and not any(not done[i] and after(j, i) for i in range(floor, j))]
 
     def start_after(state: spec.Issue, j: int) -> tuple[int, spec.Issue]:
         twin = _clone(state)
@@ -153,10 +164,10 @@ def schedule(code: Sequence[Instruction], params: Params, window: int = WINDOW) 
             floor += 1
     order.append(len(body))
     new = [code[k] for k in order]
-    after = cycles_of(new, params)
-    if after >= before:
+    cycles = cycles_of(new, params)
+    if not better(cycles, before):
         return Scheduled(list(code), list(range(len(code))), before, before)
-    return Scheduled(new, order, after, before)
+    return Scheduled(new, order, cycles, before)
 
 
 def reorder_emission(emission: Emission, params: Params, events: list[AllocEvent] | None,
