@@ -17,6 +17,12 @@ so the schedule changes cycles only. An instruction moves ahead of at most ``win
 ones (the dependences are computed inside the window: O(n * window)). The result is kept only
 when the issue rule's ``cycles`` for it are fewer than for the order given.
 
+Before the emitted program is ordered, every LD longer than :data:`LOAD_PIECE` words is cut
+into LDs of that many (:func:`split_loads`: the same words, moved by the same beats): the
+scratchpad has one write port, and a long LD holds it for its whole length, so an MM (which
+writes at its end) could not finish while it runs; shorter loads let the MMs' writes in
+between them (:func:`reorder_emission`).
+
 Seed 004 (overlapping the DMA and the compute engines, double buffering); the list scheduling
 of a basic block (Muchnick, *Advanced Compiler Design and Implementation*, section 17.1).
 """
@@ -27,8 +33,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 from sim import spec
-from sim.asm import Instruction
-from sim.spec import Mem, Params
+from sim.asm import Instruction, build
+from sim.spec import INT8_PER_WORD, Mem, Params
 
 from .allocator import AllocEvent
 from .emit import Emission
@@ -38,6 +44,11 @@ WINDOW = 48
 HORIZON = 8
 """Candidates that would be dispatched in the same cycle are compared by the cycle in which
 everything would end after this many more greedy steps."""
+
+LOAD_PIECE = 256
+"""The longest LD the scheduler leaves whole, in scratchpad words (64 beats at LANES = 4). On
+the digits MLP at batch 1 (OVERLAP = 1): 24,972 cycles with the loads whole; pieces of 64, 128,
+256 words: 25,614, 22,164, 17,112; the seeds 100-111, whose loads are shorter: the same."""
 
 Access = tuple[int, int, bool, bool]
 
@@ -57,6 +68,32 @@ class Scheduled:
     order: list[int]
     cycles: int
     cycles_before: int
+
+
+def split_loads(code: Sequence[Instruction], piece: int = LOAD_PIECE) -> tuple[list[Instruction], list[int]]:
+    """Every LD longer than ``piece`` words cut into LDs of ``piece`` words (the last one
+    shorter), in order; a packed LD (fmt = 1) reads a quarter of the words (``piece`` is a
+    multiple of four). Returns the instructions and, for each, the index of the one it came from."""
+    assert piece % INT8_PER_WORD == 0
+    out, parent = [], []
+    for k, ins in enumerate(code):
+        if ins.op != "LD" or ins.len <= piece:
+            out.append(ins)
+            parent.append(k)
+            continue
+        fmt = ins.spec.complete(ins.fields)["fmt"]
+        for at in range(0, ins.len, piece):
+            src = ins.src + (at // INT8_PER_WORD if fmt else at)
+            out.append(build("LD", dst=ins.dst + at, src=src, len=min(piece, ins.len - at), fmt=fmt))
+            parent.append(k)
+    return out, parent
+
+
+def dependencies(code: Sequence[Instruction]) -> list[set[int]]:
+    """For each instruction, the earlier ones it must stay after (:func:`depends`; every pair:
+    O(n^2), for tests and small programs)."""
+    accesses = [(spec.spad_accesses(i.spec, i.fields), ext_accesses(i)) for i in code]
+    return [{j for j in range(i) if depends(accesses[i], accesses[j])} for i in range(len(code))]
 
 
 def ext_accesses(ins: Instruction) -> list[Access]:
@@ -172,27 +209,35 @@ def schedule(code: Sequence[Instruction], params: Params, window: int = WINDOW) 
 
 def reorder_emission(emission: Emission, params: Params, events: list[AllocEvent] | None,
                      first: int = 0) -> None:
-    """Schedule an emission's code in place (:func:`schedule`); its owners follow, and so do
-    the allocator's events: a buffer allocated before old instruction p is allocated before the
-    first instruction of p, p+1, ... in the new order, and one freed after old instruction p-1
-    is freed after the last of 0..p-1 in it (the lifetimes can only grow). Only ``events[first:]``
-    are this emission's."""
-    result = schedule(emission.code, params)
-    if result.order == list(range(len(emission.code))):
+    """Cut an emission's long loads (:func:`split_loads`, unless that overfills the instruction
+    memory) and schedule it (:func:`schedule`), in place, when that takes fewer cycles than the
+    emitted order. Its owners follow, and so do the allocator's events (``events[first:]`` are
+    this emission's): a buffer allocated before emitted instruction p is allocated before the
+    first instruction that comes of p, p+1, ... in the new order, and one freed after emitted
+    instruction p-1 is freed after the last that comes of 0..p-1 (lifetimes can only grow)."""
+    code = emission.code
+    pieces, parent = split_loads(code[:-1])
+    if len(pieces) + 1 > params.IMEM_WORDS:
+        pieces, parent = list(code[:-1]), list(range(len(code) - 1))
+    pieces.append(code[-1])
+    parent.append(len(code) - 1)
+    result = schedule(pieces, params)
+    if not better(result.cycles, cycles_of(code, params)):
         return
-    n = len(result.order)
-    position = [0] * n
-    for new, old in enumerate(result.order):
-        position[old] = new
-    first_after = [n] * (n + 1)          # min new position of old instructions >= p
+    n, m = len(code), len(result.order)
+    first_new = [m] * (n + 1)          # min new position of an instruction coming of emitted >= p
+    last_new = [0] * (n + 1)           # 1 + max new position of one coming of emitted < p
+    for new, piece in enumerate(result.order):
+        old = parent[piece]
+        first_new[old] = min(first_new[old], new)
+        last_new[old + 1] = max(last_new[old + 1], new + 1)
     for p in range(n - 1, -1, -1):
-        first_after[p] = min(first_after[p + 1], position[p])
-    last_before = [0] * (n + 1)          # 1 + max new position of old instructions < p
+        first_new[p] = min(first_new[p], first_new[p + 1])
     for p in range(1, n + 1):
-        last_before[p] = max(last_before[p - 1], position[p - 1] + 1)
+        last_new[p] = max(last_new[p], last_new[p - 1])
     emission.code = result.code
-    emission.owners = [emission.owners[old] for old in result.order]
+    emission.owners = [emission.owners[parent[piece]] for piece in result.order]
     for k in range(first, len(events or ())):
         e = events[k]
         if e.pc is not None and e.pc <= n:
-            events[k] = replace(e, pc=first_after[e.pc] if e.kind == "alloc" else last_before[e.pc])
+            events[k] = replace(e, pc=first_new[e.pc] if e.kind == "alloc" else last_new[e.pc])

@@ -396,11 +396,12 @@ def _overlap_note(one: dict) -> str:
                 "weights.")
     return (f"With the engines overlapped one token takes {one['cycles (overlap)']:,} cycles, only "
             f"{saved:,} fewer, the DMA busy {one['DMA busy % (overlap)']}%: the loads and the products "
-            "barely overlap, because an LD writes the scratchpad through the one write port for its "
-            "whole length and an MM writes its rows at its end, so a load runs beside the tail of one "
-            "MM at most (the write window rule, docs/GA2.md section 7). Decode stays at about the "
-            "DMA's cycles plus the MXU's on this machine; letting the DMA's writes share the port "
-            "with the MXU's beat by beat is the machine change this study asks for (not built).")
+            "overlap little, because the scratchpad has one write port: an LD holds it for its whole "
+            "length (the scheduler cuts loads into pieces of 256 words, compiler/schedule.py) and an "
+            "MM writes its rows at its end, so a piece of a load runs beside the tail of one MM at "
+            "most (the write window rule, docs/GA2.md section 7). Decode stays near the DMA's cycles "
+            "plus the MXU's on this machine; letting the DMA's writes share the port with the MXU's "
+            "beat by beat is the machine change this study asks for (not built).")
 
 
 def _cse_note(rows: list[dict]) -> str:

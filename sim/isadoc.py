@@ -422,8 +422,9 @@ def _section_timing(docs: dict[str, str], params: Params) -> list[str]:
                 f"`{e}` ({', '.join(_code(s.name) for s in spec.INSTRUCTIONS if s.counter == e)})"
                 for e in spec.ENGINES) + ".", ""]
     for para in (spec.Issue.__doc__ or "").split("\n\n")[1:]:
-        bullets = re.split(r"\n\s*\* ", "\n" + para.strip()) if para.strip().startswith("*") else [para]
-        out += [("- " + _plain(b)) if para.strip().startswith("*") else _plain(b) for b in bullets if b.strip()]
+        listed = para.strip().startswith("*")
+        bullets = re.split(r"\n\s*\* ", "\n" + para.strip()) if listed else [para]
+        out += [("- " + _plain(b)) if listed else _plain(b) for b in bullets if b.strip()]
         out.append("")
     return out
 

@@ -209,7 +209,8 @@ class Machine:
                 return state
             placed = issue.place(pc, ispec, fields)
             state.timeline.append(placed)
-            setattr(state.counters, ispec.counter, getattr(state.counters, ispec.counter) + placed.end - placed.start)
+            engine = ispec.counter
+            setattr(state.counters, engine, getattr(state.counters, engine) + placed.end - placed.start)
             # every earlier instruction's effect first: the issue rule keeps the order's meaning
             _EXECUTE[ispec.name](state.spad, state.ext, fields)
             pc += 1

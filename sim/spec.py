@@ -404,14 +404,15 @@ pipeline stages (the read register; three computing every region's end and the l
 register after each multiply; bounds and overlaps), a slot of the queue in front of the execute
 stage (1), the dispatch register (1). The front end then works ahead: later instructions cost
 only their own latency (hw/control.py, hw/checker.py)."""
-OVERLAP_FRONTEND_CYCLES = FRONTEND_CYCLES + 1
-"""OVERLAP = 1: cycles from start to the first dispatch. One more than the serial machine's: the
-issue stage decides from registered hazard and port flags, computed for the queue's head in the
-cycle before it is issued (hw/control.py)."""
-OVERLAP_ISSUE_CYCLES = 2
+OVERLAP_FRONTEND_CYCLES = FRONTEND_CYCLES + 2
+"""OVERLAP = 1: cycles from start to the first dispatch. Two more than the serial machine's: the
+issue stage decides from hazard and port flags computed for the queue's head in two register
+stages (the region comparisons, then their reduction) in the two cycles before it is issued
+(hw/overlap.py)."""
+OVERLAP_ISSUE_CYCLES = 3
 """OVERLAP = 1: the fewest cycles from one dispatch to the next (in program order, whatever the
-engines). After an issue, the hazard and port flags of the new head are computed in the next
-cycle and registered, so the head can be issued in the one after (hw/control.py)."""
+engines). After an issue, the hazard and port flags of the new head take the two following
+cycles (two register stages), so the head can be issued in the one after (hw/overlap.py)."""
 STOP_CYCLES = 1
 """Cycles taken by HALT, or by an instruction that stops the machine with an error: the cycle
 after the execute stage takes it, at whose end done (and error) rise (hw/control.py)."""
@@ -543,7 +544,8 @@ INSTRUCTIONS: tuple[InstrSpec, ...] = (
         lambda a, f, p: (f["K"] + f["M"] + _mm_skew(a, f) + a.const("MM_OVERHEAD")
                          + a.select(f["acc"], a.const("MM_ACC_CYCLES"), 0)),
         reads_formula=lambda a, f, p: (f["K"] + f["M"] + _mm_skew(a, f)
-                                       + a.select(f["acc"], a.const("MM_OVERHEAD") - a.const("SPAD_READ_LATENCY"), 0)),
+                                       + a.select(f["acc"],
+                                                  a.const("MM_OVERHEAD") - a.const("SPAD_READ_LATENCY"), 0)),
         writes_formula=lambda a, f, p: f["M"],
         extra_checks_doc=("With acc = 1 the output rows must not overlap each other: M > 1 with "
                           "ldc < N is BAD_FIELD (field ldc), since every row's old value is read "
@@ -737,7 +739,7 @@ def writes(spec: InstrSpec, fields: Mapping[str, int], params: Params = DEFAULT)
     return int(spec.writes_formula(INT, spec.complete(fields), params))
 
 
-# --------------------------------------------------------------------------- the issue rule (GA2.md section 7)
+# ------------------------------------------------------------------------- the issue rule (GA2.md section 7)
 
 ENGINES = ("dma", "mxu", "vpu", "sfu")
 """The engines, named by their counters: each runs one instruction at a time; with OVERLAP = 1
@@ -747,6 +749,11 @@ OVERLAP_COUNTERS = ("hazard", "port")
 """OVERLAP = 1: two more 32-bit counters (GA2.md section 7): ``hazard``, cycles an instruction
 waited for an instruction in flight on another engine whose scratchpad regions conflict with
 its own; ``port``, cycles it then waited for the scratchpad's read or write port."""
+
+
+ALL_COUNTERS = COUNTERS + OVERLAP_COUNTERS
+"""Every counter a machine may report: what cosim reads and compares (a machine without
+OVERLAP reports 0 for the two it lacks, as the reference machine counts them)."""
 
 
 def counters(params: Params) -> tuple[str, ...]:
@@ -839,6 +846,16 @@ class Issue:
     def _earliest(self) -> int:
         return OVERLAP_FRONTEND_CYCLES if self.last is None else self.last + OVERLAP_ISSUE_CYCLES
 
+    def peek(self, ispec: InstrSpec, fields: Mapping[str, int]) -> int:
+        """The cycle :meth:`place` would dispatch this instruction in, next, without placing it
+        (a scheduler's question: which of the instructions it may issue next starts first)."""
+        saved = (self.next, self.last, dict(self.engine_end), dict(self.in_flight), self.reads_until,
+                 self.writes_until, self.hazard, self.port)
+        start = self.place(-1, ispec, fields).start
+        (self.next, self.last, self.engine_end, self.in_flight, self.reads_until, self.writes_until,
+         self.hazard, self.port) = saved
+        return start
+
     def place(self, pc: int, ispec: InstrSpec, fields: Mapping[str, int]) -> Placed:
         """Dispatch one legal unit instruction (not HALT) and return where it runs."""
         p = self.params
@@ -851,7 +868,8 @@ class Issue:
             return Placed(pc, ispec.name, engine, start, start + length)
         accesses = spad_accesses(ispec, fields)
         base = max(self._earliest(), self.engine_end[engine])
-        hazard = max((end for end, other in self.in_flight.values() if conflict(accesses, other)), default=0)
+        hazard = max((end for end, other in self.in_flight.values() if conflict(accesses, other)),
+                     default=0)
         n_reads, n_writes = reads(ispec, fields, p), writes(ispec, fields, p)
         port = 0
         if n_reads:

@@ -4,8 +4,8 @@ The cycle counts of the small programs are worked by hand from the latencies (LA
 LD of n words ceil(n/4) + LD_OVERHEAD (2), writing in its last ceil(n/4) cycles; MM
 K + M + tb*(N-1) + MM_OVERHEAD (5), reading in its first K + M + tb*(N-1), writing in its last M;
 VADD ceil(n/4) + 5, RQ ceil(n/4) + 10, SM 3*ceil(n/4) + 15 (reads in its first 3*ceil(n/4) + 1,
-writes in its last ceil(n/4)). The first dispatch is in cycle 9 (FRONTEND_CYCLES + 1), the next
-at least 2 cycles later; the stop adds 1. Random programs are checked against a second,
+writes in its last ceil(n/4)). The first dispatch is in cycle 10 (FRONTEND_CYCLES + 2), the next
+at least 3 cycles later; the stop adds 1. Random programs are checked against a second,
 independent statement of the rule (:func:`obeys_the_rule`): every pairwise constraint holds,
 and no instruction could have started a cycle earlier.
 """
@@ -44,9 +44,9 @@ def test_the_parameter_is_checked():
 
 def test_a_load_and_an_independent_mm_overlap():
     r = run(f"LD dst=0 src=0 len=16\n{MM_44.format(dst=100, A=32, B=48)}\nHALT")
-    # LD 9..15; MM at 9 + 2 = 11 (its writes, 20..24, come after the LD's end), ends 24
-    assert starts(r) == [9, 11]
-    assert r.counters.as_tuple(spec.counters(OVERLAP)) == (25, 6, 13, 0, 0, 0, 0)
+    # LD 10..16; MM at 10 + 3 = 13 (its writes, 22..26, come after the LD's end), ends 26
+    assert starts(r) == [10, 13]
+    assert r.counters.as_tuple(spec.counters(OVERLAP)) == (27, 6, 13, 0, 0, 0, 0)
     serial = run(f"LD dst=0 src=0 len=16\n{MM_44.format(dst=100, A=32, B=48)}\nHALT", Params())
     assert serial.counters.cycles == 8 + 6 + 13 + 1
     assert np.array_equal(r.spad, serial.spad)
@@ -54,54 +54,54 @@ def test_a_load_and_an_independent_mm_overlap():
 
 def test_read_after_write_waits_for_the_writer():
     r = run(f"LD dst=32 src=0 len=16\n{MM_44.format(dst=100, A=32, B=48)}\nHALT")
-    assert starts(r) == [9, 15]                  # the MM reads A = 32..47, which the LD writes
-    assert (r.counters.cycles, r.counters.hazard, r.counters.port) == (29, 15 - 11, 0)
+    assert starts(r) == [10, 16]                 # the MM reads A = 32..47, which the LD writes
+    assert (r.counters.cycles, r.counters.hazard, r.counters.port) == (30, 16 - 13, 0)
 
 
 def test_write_after_read_waits_for_the_reader():
     r = run(f"{MM_44.format(dst=100, A=32, B=48)}\nLD dst=48 src=0 len=16\nHALT")
-    assert starts(r) == [9, 22]                  # the LD overwrites B = 48..63 the MM reads
-    assert (r.counters.cycles, r.counters.hazard, r.counters.port) == (29, 22 - 11, 0)
+    assert starts(r) == [10, 23]                 # the LD overwrites B = 48..63 the MM reads
+    assert (r.counters.cycles, r.counters.hazard, r.counters.port) == (30, 23 - 13, 0)
 
 
 def test_write_after_write_waits():
     r = run(f"{MM_44.format(dst=100, A=32, B=48)}\nLD dst=110 src=0 len=4\nHALT")
-    assert starts(r) == [9, 22]                  # both write word 110..115
-    assert (r.counters.cycles, r.counters.hazard) == (22 + 3 + 1, 11)
+    assert starts(r) == [10, 23]                 # both write word 110..115
+    assert (r.counters.cycles, r.counters.hazard) == (23 + 3 + 1, 10)
 
 
 def test_mm_accumulate_reads_its_destination():
     acc = "MM dst=100 A=32 B=48 M=4 K=4 N=4 tb=0 lda=4 ldb=4 ldc=4 acc=1"   # 14 cycles
     r = run(f"{acc}\nST src=300 dst=0 len=4\nLD dst=100 src=0 len=4\nHALT")
-    # the ST (reads 300..303) starts at 11: no conflict, and its read window needs the read
-    # port: the MM reads in its first 4 + 4 + 2 = 10 cycles (9..18), so the ST waits until 19
-    assert starts(r)[:2] == [9, 19]
-    assert r.counters.port == 19 - 11
-    # the LD writes what the MM reads and writes: it waits for the MM's end (23) and the ST's
-    # (19 + 1 + 4 = 24, the same engine)
-    assert starts(r)[2] == 24
+    # the ST (reads 300..303) could start at 13: no conflict, but its read window needs the
+    # read port: the MM reads in its first 4 + 4 + 2 = 10 cycles (10..19), so the ST waits until 20
+    assert starts(r)[:2] == [10, 20]
+    assert r.counters.port == 20 - 13
+    # the LD writes what the MM reads and writes: it waits for the MM's end (24) and the ST's
+    # (20 + 1 + 4 = 25, the same engine)
+    assert starts(r)[2] == 25
 
 
 def test_the_write_port_is_taken_in_turn():
     r = run("VADD dst=0 src1=100 src2=200 len=64\nLD dst=300 src=0 len=64\nHALT")
-    # VADD 9..30 writes 14..30; the LD (18 cycles) writes in its last 16: d + 2 >= 30
-    assert starts(r) == [9, 28]
-    assert (r.counters.cycles, r.counters.hazard, r.counters.port) == (47, 0, 17)
+    # VADD 10..31 writes 15..31; the LD (18 cycles) writes in its last 16: d + 2 >= 31
+    assert starts(r) == [10, 29]
+    assert (r.counters.cycles, r.counters.hazard, r.counters.port) == (48, 0, 29 - 13)
 
 
 def test_the_read_port_is_taken_in_turn():
     r = run("VADD dst=0 src1=100 src2=200 len=64\nSM dst=400 src=500 len=4\nHALT")
-    # VADD reads 9..24; SM (18 cycles) reads from its dispatch: d >= 25
-    assert starts(r) == [9, 25]
-    assert (r.counters.cycles, r.counters.port, r.counters.sfu) == (44, 14, 18)
+    # VADD reads 10..25; SM (18 cycles) reads from its dispatch: d >= 26
+    assert starts(r) == [10, 26]
+    assert (r.counters.cycles, r.counters.port, r.counters.sfu) == (45, 26 - 13, 18)
 
 
 def test_halt_drains_every_engine():
-    assert run("HALT").counters.cycles == 9 + 1
+    assert run("HALT").counters.cycles == 10 + 1
     r = run("LD dst=0 src=0 len=64\nHALT")
-    assert r.counters.cycles == 9 + 18 + 1
+    assert r.counters.cycles == 10 + 18 + 1
     r = run("LD dst=0 src=0 len=64\nSM dst=400 src=500 len=4\nHALT")
-    assert starts(r) == [9, 11] and r.counters.cycles == 11 + 18 + 1
+    assert starts(r) == [10, 13] and r.counters.cycles == 13 + 18 + 1
 
 
 def test_an_error_stops_after_every_engine_is_done():
@@ -109,7 +109,7 @@ def test_an_error_stops_after_every_engine_is_done():
         run("LD dst=0 src=0 len=64\nMM dst=100 A=32 B=48 M=0 K=4 N=4 tb=0 lda=4 ldb=4 ldc=4\nHALT")
     e = info.value
     assert (e.code, e.pc) == (ErrorCode.BAD_FIELD, 1)
-    assert e.result.counters.cycles == 27 + 1
+    assert e.result.counters.cycles == 28 + 1
     assert e.result.spad[63] == 64                 # the LD's words are there, as on the serial machine
 
 
@@ -153,7 +153,7 @@ def test_random_programs_follow_the_rule_and_mean_what_they_meant(seed):
     for name in spec.COUNTERS[1:]:
         assert getattr(r.counters, name) == getattr(serial.counters, name)
     obeys_the_rule(r.timeline, program, OVERLAP)
-    stop = max(spec.OVERLAP_FRONTEND_CYCLES if not r.timeline else r.timeline[-1].start + 2,
+    stop = max(spec.OVERLAP_FRONTEND_CYCLES if not r.timeline else r.timeline[-1].start + 3,
                *(p.end for p in r.timeline))
     assert r.counters.cycles == stop + spec.STOP_CYCLES
     assert r.counters.hazard == sum(p.hazard for p in r.timeline)
@@ -164,8 +164,9 @@ def test_random_programs_follow_the_rule_and_mean_what_they_meant(seed):
 def test_the_serial_machine_is_unchanged():
     program = random_program(60, seed=3)
     r = Machine().run(program, random_image(seed=3))
-    assert [(p.start, p.end) for p in r.timeline][:1] == [(spec.FRONTEND_CYCLES,
-                                                          spec.FRONTEND_CYCLES + r.timeline[0].end - r.timeline[0].start)]
+    first = r.timeline[0]
+    assert first.start == spec.FRONTEND_CYCLES
+    assert first.end - first.start == spec.latency(program[0].spec, program[0].fields)
     assert all(a.end == b.start for a, b in zip(r.timeline, r.timeline[1:], strict=False))
     assert r.counters.cycles == r.timeline[-1].end + spec.STOP_CYCLES
     assert (r.counters.hazard, r.counters.port) == (0, 0)
