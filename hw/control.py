@@ -214,7 +214,8 @@ class Control(Checked):
                 m.d.sync += wr_slot.eq(~wr_slot)
             with m.If(consume):
                 m.d.sync += rd_slot.eq(~rd_slot)
-        return SimpleNamespace(advance=advance, consume=consume, count=count, head=head)
+        return SimpleNamespace(advance=advance, consume=consume, count=count, head=head, slots=slots,
+                               rd_slot=rd_slot)
 
     def _countdown(self, m: Module, busy: Value, start: Value, q: SimpleNamespace) -> SimpleNamespace:
         """The execute stage takes the queue's head when free. Taken in cycle c with latency L,

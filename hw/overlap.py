@@ -14,9 +14,9 @@ the serial machine) when
 * ``haz_q`` is low: no engine still running after cycle c holds an instruction whose
   scratchpad regions conflict with the head's (RAW, WAR, WAW). Each engine keeps the region
   slots of its instruction (start, end, read, written: the checker's stage C computed them from
-  the spec's region formulas); the comparisons are made in cycle c - 2 against the head and
-  registered, reduced in c - 1 and registered, so the issue decision itself is a few gates on
-  registers;
+  the spec's region formulas); the comparisons are made in cycle c - 2 against both slots of
+  the queue and registered, the head's reduced in c - 1 and registered, so the issue decision
+  itself is a few gates on registers;
 * ``rd_ok_q`` and ``wr_ok_q``: the scratchpad's ports. ``rd_left`` counts down to the end of
   the last read window, ``wr_left`` to the end of the last writer; a reader needs rd_left = 0,
   a writer wr_left <= latency - writes (its own write window starts after the last writer).
@@ -132,13 +132,19 @@ def overlap_execute(m: Module, ctl, busy: Value, start: Value, stop: Value,
     # the flags, in two register stages: 1, the head's region comparisons with each engine's
     # (and its port needs); 2, their reduction against the countdowns of the cycle, for the
     # next. Valid in a cycle when nothing was issued in the two before (settled)
-    pairs = [Signal(SPAD_SLOTS * SPAD_SLOTS, name=f"conflict_{e}") for e in engines]
+    # (stage 1 compares both queue slots, registers both, with every engine's regions: the head
+    # is picked in stage 2, so the comparators start at registers, not behind the head's mux)
+    pairs = [[Signal(SPAD_SLOTS * SPAD_SLOTS, name=f"conflict{s}_{e}") for e in engines]
+             for s in range(len(q.slots))]
     p1_rd, p1_wr = Signal(), Signal()
     p1_wfrom = Signal(lbits + 1)
-    m.d.sync += [pairs[k].eq(Cat(*conflict_pairs(head, cur[k]))) for k in range(len(engines))]
+    m.d.sync += [pairs[s][k].eq(Cat(*conflict_pairs(slot, cur[k])))
+                 for s, slot in enumerate(q.slots) for k in range(len(engines))]
     m.d.sync += [p1_rd.eq(head.rd), p1_wr.eq(head.wr), p1_wfrom.eq(head.wfrom + 1)]
+    assert len(q.slots) == 2, "the head is slot rd_slot of two"
+    head_pairs = [Mux(q.rd_slot, pairs[1][k], pairs[0][k]) for k in range(len(engines))]
     m.d.sync += [
-        haz_q.eq(any_of(pairs[k].any() & (left[k] > 1) for k in range(len(engines)))),
+        haz_q.eq(any_of(head_pairs[k].any() & (left[k] > 1) for k in range(len(engines)))),
         rd_ok_q.eq(~p1_rd | (rd_left <= 1)),
         wr_ok_q.eq(~p1_wr | (wr_left <= p1_wfrom)),
     ]
