@@ -3,6 +3,7 @@ moves ahead, nothing moves past what it depends on, the memories are those of th
 and the cycles are the reference machine's and never more."""
 
 import dataclasses
+import itertools
 import random
 
 import numpy as np
@@ -186,3 +187,16 @@ def test_long_loads_are_cut_into_pieces():
         (5, 0, 7, 0)]
     image = list(range(1, 4000))
     assert np.array_equal(Machine().run(pieces, image).spad, Machine().run(code, image).spad)
+
+
+def test_explain_lists_the_overlapped_spans():
+    from compiler.explain import listing_section
+    from compiler.testing.seedtable import attention_step_network
+
+    graph, calibration, test = attention_step_network()
+    program = compile_graph(graph, calibration, params=OVERLAP)
+    section = listing_section(program)
+    rows = section.table.rows
+    assert rows[-1][2] == program.run(test).counters.cycles          # HALT's end: the cycles counter
+    assert any(b[1] < a[2] for a, b in itertools.pairwise(rows))   # one starts before the last ends
+    assert "engines side by side" in section.lead
