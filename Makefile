@@ -107,8 +107,9 @@ clean:  ## remove build outputs (keeps .venv)
 bench-compiler: setup  ## compiler speed: battery graphs/s, compile time of 100/1,000/10,000-node chains
 	$(PY) -m compiler.testing.bench
 
-mutants: setup  ## the compiler's mutation check: the battery must catch every broken compiler (compiler/testing/mutants.py)
+mutants: setup  ## the compiler's mutation check (compiler/testing/mutants.py) and the broken issue rules of the reference machine (tests/sim/issue_mutant.py)
 	$(PY) -m compiler.testing.mutants --jobs 2
+	$(PY) -m pytest -q -n 2 -m slow tests/sim/test_issue_rule_mutants.py
 
 mutants-rtl: setup synth-setup  ## COUNT=48 mutations of the hardware by Yosys (every unit), each graded by cosim and stress; SEED=1
 	$(PY) -m cosim.mutants_rtl --count $(call quote,$(COUNT)) --seed $(call quote,$(SEED)) --jobs 2

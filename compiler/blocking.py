@@ -129,7 +129,9 @@ class Places(NamedTuple):
     a and b are the operands when whole (ignored for a streamed one); acc, a_block, b_block
     the workspace's parts (acc is the output when the sums go there); out the result; a_ext
     and b_ext the streamed operands' regions, bias_ext the bias's; work the workspace's first
-    word.
+    word; b_block2, when not -1, a second B block (double buffering, on a machine whose engines
+    run side by side: compiler/streaming.py): the loads of B alternate between the two, so the
+    next block's load can run beside the MMs of this one.
     """
 
     a: int = 0
@@ -142,6 +144,7 @@ class Places(NamedTuple):
     b_ext: int = 0
     bias_ext: int = 0
     work: int = 0
+    b_block2: int = -1
 
 
 class Span(NamedTuple):
@@ -404,9 +407,10 @@ def block_steps(mm: Matmul, rows: int, cols: int, stream_a: bool, stream_b: bool
             output's address), requantized there in place.
     """
     m_, s_, relu = requantizer
+    b_now = at.b_block2      # the B block the last load of B went to (the first load: b_block)
     for blk in blocks(mm, rows, cols, stream_a, stream_b, depth):
         acc = block_acc(mm, at, blk, acc_in_out)
-        blk_at = at._replace(acc=acc)
+        blk_at = at._replace(acc=acc, b_block=at.b_block if at.b_block2 < 0 else b_now)
         if mm.bias and blk.c == 0:
             for r in range(blk.height):
                 yield Step("LD", {"dst": acc + r * mm.n, "src": at.bias_ext, "len": mm.n}, "load bias",
@@ -416,7 +420,10 @@ def block_steps(mm: Matmul, rows: int, cols: int, stream_a: bool, stream_b: bool
             yield Step("LD", ld(at.a_block, src, blk.height * mm.k, mm.a_packed), "load A", (blk.r, 0))
         for k0, count in depth_blocks(mm, depth if stream_b else 0):
             if blk.load_b:
-                yield from load_b(mm, at, blk, k0, count)
+                if at.b_block2 >= 0:
+                    b_now = at.b_block if b_now == at.b_block2 else at.b_block2
+                    blk_at = blk_at._replace(b_block=b_now)
+                yield from load_b(mm, blk_at, blk, k0, count)
             yield from block_tiles(mm, blk, blk_at, stream_a, stream_b, t, k0, count)
         if blk.last:
             fields = {"dst": at.out + blk.i0 * mm.n, "src": acc, "len": blk.height * mm.n,

@@ -126,6 +126,13 @@ def check_scales(state: Compilation) -> None:
             _require(target in plan.pins, "scales", f"node {target} should be pinned by {node.describe()}")
 
 
+def check_scheduling(state: Compilation) -> None:
+    code, owners = state.emission.code, state.emission.owners
+    _require(bool(code) and code[-1].op == "HALT" and all(i.op != "HALT" for i in code[:-1]), "scheduling",
+             "the program does not end in its only HALT")
+    _require(len(owners) == len(code), "scheduling", "owners do not follow the instructions")
+
+
 def check_emission(state: Compilation) -> None:
     emission, params = state.emission, state.params
     code = emission.code

@@ -1,14 +1,14 @@
 """The pass-by-pass account of a compiled program, as tables and as text.
 
-:func:`account` lists what each stage of Capra decided for a :class:`~compiler.Program`
-(seed chapter 11, figure 11.1, and its running example A): the graph as written, the
-calibrated ranges, the scales (which are pinned by the hardware and which share a group),
-the requantizer pairs, the tiles of each product, the allocator's events with the pc they
-happened at and the buffers that hold views, the listing with each instruction's start and
-end cycle (:func:`compiler.timeline.serial_timeline`), and, given test inputs, the checks
-(machine against the integer interpreter, error against floating point, the stage-wise
-real-number check). Each :class:`Section` holds a :class:`Table` of plain values, so that
-the text (:func:`explain`, ``Program.explain()``) and an HTML page render the same facts.
+:func:`account` lists what each stage of Capra decided for a :class:`~compiler.Program` (seed
+chapter 11, figure 11.1, and its running example A): the graph as written, the calibrated
+ranges, the scales (which are pinned by the hardware and which share a group), the requantizer
+pairs, the tiles of each product, the allocator's events with the pc they happened at and the
+buffers that hold views, the listing with each instruction's start and end cycle
+(:func:`compiler.timeline.timeline`: serial, or the engines side by side), and, given test
+inputs, the checks (machine against the integer interpreter, error against floating point, the
+stage-wise real-number check). Each :class:`Section` holds a :class:`Table` of plain values, so
+that the text (:func:`explain`, ``Program.explain()``) and an HTML page render the same facts.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from sim.asm import disassemble
 
 from .ops import OPS, Op
 from .program import Program
-from .timeline import UNIT_NAMES, serial_timeline, unit_totals
+from .timeline import UNIT_NAMES, timeline, unit_totals
 
 
 @dataclass
@@ -313,7 +313,7 @@ def allocation_section(program: Program) -> Section:
 
 
 def listing_section(program: Program) -> Section:
-    spans = serial_timeline(program.code, program.machine)
+    spans = timeline(program.code, program.machine)
     table = Table(
         ("pc", "start", "end", "cycles", "unit", "instruction"), right=(True, True, True, True, False)
     )
@@ -333,8 +333,11 @@ def listing_section(program: Program) -> Section:
     return Section(
         "listing",
         "pass 6: the program",
-        "One instruction at a time: each starts when the one before it ends (the spec's latencies; "
-        "the first after the front end's cycles).",
+        ("The engines side by side (OVERLAP = 1, GA2.md section 7): each instruction starts when "
+         "the issue rule lets it (in order, its engine free, no hazard, its scratchpad ports free)."
+         if program.machine.OVERLAP else
+         "One instruction at a time: each starts when the one before it ends (the spec's latencies; "
+         "the first after the front end's cycles)."),
         table,
         [f"{len(program.code)} instructions; counters: {counters}"],
     )

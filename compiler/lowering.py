@@ -210,12 +210,20 @@ def lower_matmul(em: Emitter, node: Node, operands: Sequence[int]) -> None:
     if biased:
         for fields in bias_rows(acc, m, n, em.ext[region_name(node)]):
             em.put("LD", **fields)
+    m_, s_, relu = matmul_requantizer(em, node)
+    # with the engines side by side (OVERLAP = 1) each block of T output rows is requantized as
+    # soon as its tiles are done, so that its RQ runs beside the next block's MMs (and a next
+    # matmul's MMs of those rows can start); the serial machine requantizes once, at the end
+    row_rq = bool(em.params.OVERLAP) and m > em.params.T
     for tile in tiles(m, n, em.params.T):
         for piece in mm_pieces(mm_fields(tile, a_addr, b_addr, acc, k, n, node.transpose_b), em.params.K_MAX,
                                biased):
             em.put("MM", **piece)
-    m_, s_, relu = matmul_requantizer(em, node)
-    em.put("RQ", dst=out, src=acc, len=m * n, m=m_, s=s_, relu=relu)
+        if row_rq and tile.col + tile.cols == n:
+            em.put("RQ", dst=out + tile.row * n, src=acc + tile.row * n, len=tile.rows * n, m=m_, s=s_,
+                   relu=relu)
+    if not row_rq:
+        em.put("RQ", dst=out, src=acc, len=m * n, m=m_, s=s_, relu=relu)
     em.alloc.release(acc, m * n, f"accumulator of node {node.id}")
 
 

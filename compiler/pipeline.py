@@ -35,6 +35,7 @@ from .ops import Op
 from .placement import Placement, place
 from .program import Program
 from .scales import ScalePlan, plan_scales
+from .schedule import reorder_emission
 from .tables import TableSaturationWarning, saturation_notes
 
 
@@ -48,6 +49,7 @@ class Compilation:
     word: True, False, or None for only when needed; :mod:`compiler.packing`), cse (merge
     repeated pure subgraphs: :mod:`compiler.cse`), fuse (a relu is the relu flag of the
     instruction that writes its operand, else an RQ of its own: :mod:`compiler.fusion`).
+    reorder (OVERLAP = 1: list-schedule the emitted code, :mod:`compiler.schedule`).
     Attributes (results, None until their pass ran): source (the argument graph: the cse pass
     replaces ``graph`` by the merged graph), node_of (source's node id -> the id of the node
     computing it in ``graph``), consumers (node id -> readers), fused
@@ -67,6 +69,8 @@ class Compilation:
     pack: bool | None = None
     cse: bool = True
     fuse: bool = True
+    reorder: bool = True
+    first_event: int = 0
     source: Graph | None = field(default=None, repr=False)
     node_of: dict[int, int] | None = None
     consumers: dict[int, list[int]] | None = None
@@ -155,8 +159,14 @@ def _scales(c: Compilation) -> None:
 
 
 def _emission(c: Compilation) -> None:
+    c.first_event = len(c.events) if c.events is not None else 0
     c.emission = emit(c.graph, c.plan.scales, c.fused, c.placement, c.schedule, c.ext, c.reuse, c.params,
                       c.events, c.stream)
+
+
+def _scheduling(c: Compilation) -> None:
+    if c.reorder and c.params.OVERLAP:
+        reorder_emission(c.emission, c.params, c.events, c.first_event)
 
 
 PASSES: tuple[Pass, ...] = (
@@ -197,15 +207,20 @@ PASSES: tuple[Pass, ...] = (
          "calibration samples is noted by name (and warned of)", contracts.check_scales),
     Pass("emission", _emission,
          ("graph", "plan", "fused", "placement", "schedule", "ext", "reuse", "params", "events", "stream"),
-         ("emission",),
+         ("emission", "first_event"),
          "every tensor is placed and scaled; the layout and the release schedule are known",
          "the program ends in HALT and fits the instruction memory; its high-water mark fits the "
          "scratchpad; every requantizer's shift is legal; every matmul has its blocking, and only "
          "a source that streams in column blocks is stored in panels", contracts.check_emission),
+    Pass("scheduling", _scheduling, ("emission", "params", "reorder", "events", "first_event"), ("emission",),
+         "the program is emitted (each step's instructions together)",
+         "OVERLAP = 1: the instructions are in an order their dependences allow that the issue rule "
+         "dispatches in no more cycles; owners and the allocator's event pcs follow them",
+         contracts.check_scheduling),
 )
 """The passes of :func:`compile_graph`, in order (seed chapter 11, figure 11.1)."""
 
-_ARGUMENTS = frozenset({"graph", "params", "pack", "cse", "fuse"})
+_ARGUMENTS = frozenset({"graph", "params", "pack", "cse", "fuse", "reorder"})
 """What the structural passes may read besides what earlier structural passes wrote."""
 
 
@@ -256,7 +271,7 @@ def compile_graph(graph: Graph, calibration: Sequence[Mapping[str, object]], reu
                   ranges: Mapping[str, float] | None = None, params: Params = DEFAULT,
                   events: list[AllocEvent] | None = None, check_contracts: bool = False,
                   stream: bool = True, pack: bool | None = None, cse: bool = True,
-                  fuse: bool = True) -> Program:
+                  fuse: bool = True, reorder: bool = True) -> Program:
     """Compile a graph to a GA-2 program.
 
     Args:
@@ -298,17 +313,21 @@ def compile_graph(graph: Graph, calibration: Sequence[Mapping[str, object]], reu
             VADD of an add; seed chapter 11). False gives each relu an identity RQ with relu = 1
             of its own, in place: one more pass over the tensor (for the studies of what
             fusion is worth); the same integers either way. The graphs refused are the same.
+        reorder: on a machine whose engines overlap (``params.OVERLAP = 1``), reorder the
+            emitted instructions so that independent work overlaps (:mod:`compiler.schedule`:
+            list scheduling by the issue rule, kept only when it saves cycles). No effect on
+            the serial machine.
 
     Raises:
         CompileError: the graph, the calibration data or ``ranges`` is refused, or an
             argument has the wrong type; the message names the node, input or argument at
             fault and says how to fix it.
     """
-    check_arguments(graph, reuse, ranges, params, events, stream, pack, cse, fuse)
+    check_arguments(graph, reuse, ranges, params, events, stream, pack, cse, fuse, reorder)
     trace = [] if events is None else events
     first = len(trace)
     state = Compilation(graph, params, calibration, ranges, bool(reuse), trace, bool(stream),
-                        None if pack is None else bool(pack), bool(cse), bool(fuse))
+                        None if pack is None else bool(pack), bool(cse), bool(fuse), bool(reorder))
     run_passes(state, check=check_contracts)
     emission = state.emission
     compiled = state.graph.snapshot()
@@ -324,7 +343,7 @@ def compile_graph(graph: Graph, calibration: Sequence[Mapping[str, object]], reu
 
 def check_arguments(graph: object, reuse: object, ranges: object, params: object, events: object,
                     stream: object = True, pack: object = None, cse: object = True,
-                    fuse: object = True) -> None:
+                    fuse: object = True, reorder: object = True) -> None:
     """Refuse arguments of compile_graph of the wrong type, naming the argument and its value
     (the calibration data is checked by :mod:`compiler.calibrate`).
 
@@ -341,7 +360,8 @@ def check_arguments(graph: object, reuse: object, ranges: object, params: object
         raise CompileError(f"compile_graph: stream = {shown(stream)} is not True or False",
                            "pass stream=True (block a matmul that does not fit whole) or stream=False")
     for name, value, meaning in (("cse", cse, "compute a repeated subgraph once"),
-                                 ("fuse", fuse, "a relu rides on the instruction before it")):
+                                 ("fuse", fuse, "a relu rides on the instruction before it"),
+                                 ("reorder", reorder, "overlap independent work")):
         if not isinstance(value, bool | np.bool_):
             raise CompileError(f"compile_graph: {name} = {shown(value)} is not True or False",
                                f"pass {name}=True ({meaning}) or {name}=False")

@@ -152,22 +152,27 @@ def lower_blocked(em: Emitter, node: Node, mm: Matmul) -> None:
     free = em.alloc.free_words()
     ranked = [choice for choice in every if choice.footprint <= free]
     room = em.params.IMEM_WORDS - len(em.out.code) - 1   # HALT comes last
+    # with the engines side by side, the fastest blocking whose B, when it streams, fits
+    # twice (double buffering) comes first; then the fastest that fits at all
+    tries = [True, None] if em.params.OVERLAP else [None]
     failed = 0
-    for choice in ranked:
-        if choice.instructions > room:
-            continue
-        mark = em.checkpoint()
-        try:
-            at = take(em, node, mm, choice)
-        except ScratchpadFull:
-            em.rollback(mark)
-            failed += 1
-            continue
-        write(em, node, mm, choice, at)
-        too_long = sum(c.instructions > room for c in ranked)
-        em.out.rankings[node.id] = Ranking(len(every), len(every) - len(ranked), too_long, failed, free, room,
-                                           tuple(every[:RANKING_SHOWN]), choice, every.index(choice) + 1)
-        return
+    for double in tries:
+        for choice in ranked:
+            if choice.instructions > room or (double and not choice.stream_b):
+                continue
+            mark = em.checkpoint()
+            try:
+                at = take(em, node, mm, choice, double)
+            except ScratchpadFull:
+                em.rollback(mark)
+                failed += double is None
+                continue
+            write(em, node, mm, choice, at)
+            too_long = sum(c.instructions > room for c in ranked)
+            em.out.rankings[node.id] = Ranking(len(every), len(every) - len(ranked), too_long, failed, free,
+                                               room, tuple(every[:RANKING_SHOWN]), choice,
+                                               every.index(choice) + 1)
+            return
     if ranked and all(choice.instructions > room for choice in ranked):
         shortest = min(choice.instructions for choice in ranked)
         raise CompileError(f"the instruction memory is full at {node.describe()}: the blockings that fit the "
@@ -176,9 +181,10 @@ def lower_blocked(em: Emitter, node: Node, mm: Matmul) -> None:
     raise no_blocking_fits(em, node, mm)
 
 
-def take(em: Emitter, node: Node, mm: Matmul, choice: Blocking) -> Places:
+def take(em: Emitter, node: Node, mm: Matmul, choice: Blocking, double: bool | None = None) -> Places:
     """Place what a blocking needs: the operands it keeps whole, the result, the workspace
-    (none when its accumulator is the output's rows and nothing streams).
+    (none when its accumulator is the output's rows and nothing streams). ``double``: True,
+    a second B block is required (OVERLAP = 1); None, taken when it fits (OVERLAP = 1).
 
     Raises:
         ScratchpadFull: it does not fit (the caller rolls back).
@@ -188,12 +194,29 @@ def take(em: Emitter, node: Node, mm: Matmul, choice: Blocking) -> Places:
     b = 0 if choice.stream_b else em.ensure(b_id)
     out = em.address(node.id)
     space = workspace_of(mm, choice)
-    base = em.alloc.alloc(space.words, f"workspace of node {node.id}") if space.words else 0
+    # with the engines side by side (OVERLAP = 1), a streamed B gets a second block after the
+    # workspace when the scratchpad has room (double buffering: the next block of B loads while
+    # the MMs read this one); the words are the blocking's plus one B block
+    b_words = space.words - space.b_block if choice.stream_b else 0
+    second = -1
+    base = 0
+    if em.params.OVERLAP and b_words:
+        mark = em.checkpoint()
+        try:
+            base = em.alloc.alloc(space.words + b_words, f"workspace of node {node.id}")
+            second = base + space.words
+        except ScratchpadFull:
+            em.rollback(mark)
+            if double:
+                raise
+    if second < 0 and space.words:
+        base = em.alloc.alloc(space.words, f"workspace of node {node.id}")
     a_ext = em.ext[em.nodes[a_id].name].addr if choice.stream_a else 0
     b_ext = em.ext[em.nodes[b_id].name].addr if choice.stream_b else 0
     bias_ext = em.ext[region_name(node)].addr if has_bias(node) else 0
     acc = out if choice.acc_in_out else base + space.acc
-    return Places(a, b, acc, base + space.a_block, base + space.b_block, out, a_ext, b_ext, bias_ext, base)
+    return Places(a, b, acc, base + space.a_block, base + space.b_block, out, a_ext, b_ext, bias_ext, base,
+                  second)
 
 
 def workspace_of(mm: Matmul, choice: Blocking) -> blocking.Workspace:
@@ -209,7 +232,8 @@ def write(em: Emitter, node: Node, mm: Matmul, choice: Blocking, at: Places) -> 
     for step in block_steps(mm, choice.rows, choice.cols, choice.stream_a, choice.stream_b, at, requantizer,
                             em.params.T, choice.depth, choice.acc_in_out):
         em.put(step.op, **step.fields)
-    words = workspace_of(mm, choice).words
+    space = workspace_of(mm, choice)
+    words = space.words + (space.words - space.b_block if at.b_block2 >= 0 else 0)
     if words:
         em.alloc.release(at.work, words, f"workspace of node {node.id}")
     if choice.b_how == "in panels":

@@ -31,7 +31,10 @@ class Span:
         op: its mnemonic (``MM``).
         unit: the counter its cycles go to (``dma``, ``mxu``, ``vpu``, ``sfu``), None for HALT.
         start: the cycle it is dispatched in (cycles from reset).
-        end: the cycle the next instruction is dispatched in (start + its latency).
+        end: the cycle its unit is done with it (start + its latency; on the serial machine the
+            next instruction's dispatch).
+        hazard, port: the cycles it waited on a hazard and on a scratchpad port before its
+            dispatch (OVERLAP = 1, GA2.md section 7; 0 on the serial machine).
     """
 
     pc: int
@@ -39,6 +42,8 @@ class Span:
     unit: str | None
     start: int
     end: int
+    hazard: int = 0
+    port: int = 0
 
     @property
     def cycles(self) -> int:
@@ -75,6 +80,30 @@ def serial_timeline(code: Sequence[Instruction], params: Params = DEFAULT) -> li
         now += cycles
         if ins.spec.counter is None:
             return spans
+    raise ValueError(f"the program has no HALT (its {len(code)} instructions end without one)")
+
+
+def timeline(code: Sequence[Instruction], params: Params = DEFAULT) -> list[Span]:
+    """Each instruction's span by the machine's issue rule (``sim.spec.Issue``): the serial
+    machine's (:func:`serial_timeline`, worked out here on its own) or, with OVERLAP = 1, the
+    engines side by side, with each instruction's hazard and port waits. The last span is the
+    stop's (HALT): it starts when it is taken and its ``end`` is the ``cycles`` counter.
+
+    Raises:
+        ValueError: as :func:`serial_timeline`.
+    """
+    issue = spec.Issue(params)
+    spans = []
+    for pc, ins in enumerate(code):
+        code_, detail = spec.check(ins.spec, ins.fields, params)
+        if code_ is not spec.ErrorCode.NONE:
+            raise ValueError(f"instruction {pc} ({ins.op}) is illegal ({spec.ERROR_TEXT[code_]}): {detail}")
+        if ins.spec.counter is None:
+            stop = issue.stop()
+            spans.append(Span(pc, ins.op, None, stop, stop + spec.STOP_CYCLES))
+            return spans
+        p = issue.place(pc, ins.spec, ins.fields)
+        spans.append(Span(pc, ins.op, p.engine, p.start, p.end, p.hazard, p.port))
     raise ValueError(f"the program has no HALT (its {len(code)} instructions end without one)")
 
 

@@ -13,7 +13,7 @@ starts; a bad one raises TypeError or ValueError naming it (``job 3 (its name): 
 one launch of the simulator, back to back, and returns one :class:`cosim.jobs.RtlRun` each
 (memories, counters, error outputs); :func:`compare` lists how a run differs from the
 reference machine (:class:`sim.machine.Machine`): an empty list means bit-exact, every
-memory word and all five counters, the same error code and pc, and the core's
+memory word and every counter, the same error code and pc, and the core's
 ``timing_fault`` self-check at 0.
 """
 
@@ -134,7 +134,7 @@ def compare(job: JobLike, run: RtlRun, *, shown: int = SHOWN) -> list[str]:
     (and that ``error`` agrees with the code); that no output moved after the stop
     (:attr:`RtlRun.drift`); that ``timing_fault`` is 0 (hw/top.py: it is 1
     when a unit finished in another cycle than the execute stage counted, which the counters
-    and, often, the memories cannot show); each of the five counters; every external-memory
+    and, often, the memories cannot show); each counter (sim.spec.ALL_COUNTERS); every external-memory
     word, then every scratchpad word (an unresolved word is a difference). Each line names
     what differs with the RTL's and the reference's values; a memory line gives the number of
     differing words and the first ``shown`` addresses, and is followed by a line naming the
@@ -178,8 +178,8 @@ def compare(job: JobLike, run: RtlRun, *, shown: int = SHOWN) -> list[str]:
         out.append(TIMING_FAULT)
     elif run.timing_fault != 0:
         out.append(f"timing_fault: RTL {'X' if run.timing_fault < 0 else run.timing_fault}, expected 0")
-    for name, got, expected in zip(spec.COUNTERS, run.counters.as_tuple(), want.counters.as_tuple(),
-                                   strict=True):
+    for name, got, expected in zip(spec.ALL_COUNTERS, run.counters.as_tuple(spec.ALL_COUNTERS),
+                                   want.counters.as_tuple(spec.ALL_COUNTERS), strict=True):
         if name in run.counters_x:
             out.append(f"counter {name}: RTL X, reference {expected}")
         elif got != expected:

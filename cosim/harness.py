@@ -26,7 +26,8 @@ follow it; the harness then, as named tasks:
    ``timing_fault`` has judged every cycle up to the one where ``done`` rose;
 6. ``dump_state``: the scratchpad and the external memory (one file per bank with ``$writememh``,
    or one file per memory) and one line in :data:`STATE_FILE`: finished, cycles waited, error,
-   error_code, error_pc, timing_fault, the five counters, ``started`` and ``drift``, in hex
+   error_code, error_pc, timing_fault, the counters (``sim.spec.ALL_COUNTERS``: hazard and port
+   read 0 on a machine without OVERLAP), ``started`` and ``drift``, in hex
    (``x`` or ``z`` where a bit is unknown: never guessed).
 
 Between 5 and 6, ``watch_hold`` watches the outputs that must hold after a stop (:data:`HELD`)
@@ -92,10 +93,10 @@ loaded through the port."""
 STATE_FILE = "state.out"
 """The stop, the counters and the cycles waited, one line (:data:`STATE_FIELDS`)."""
 STATE_FIELDS = ("finished", "waited", "error", "error_code", "error_pc", "timing_fault",
-                *(f"count_{name}" for name in spec.COUNTERS), "started", "drift")
+                *(f"count_{name}" for name in spec.ALL_COUNTERS), "started", "drift")
 """The fields of :data:`STATE_FILE`, in order (``started``: the simulation time, in ns, at which
 ``start`` rose; ``drift``: see :data:`HELD`)."""
-HELD = ("done", "busy", "error", "error_code", "error_pc", *(f"count_{name}" for name in spec.COUNTERS))
+HELD = ("done", "busy", "error", "error_code", "error_pc", *(f"count_{name}" for name in spec.ALL_COUNTERS))
 """The outputs that hold from a stop until the next reset (hw/README.md: ``done`` and ``error``
 stay high, the counters freeze, the machine is idle); bit i of ``drift`` is ``HELD[i]``."""
 LOADED = ("imem", "ext")
@@ -150,6 +151,11 @@ def _instance(description: Description) -> list[str]:
     lines.append(f"  {SIMTOP} dut (")
     lines.append(",\n".join(f"    {c}" for c in connections))
     lines.append("  );")
+    # a counter this machine does not have (hazard and port without OVERLAP) reads 0, as the
+    # reference machine counts it there
+    names = {port["name"] for port in description.ports}
+    lines += [f"  wire [{spec.COUNTER_BITS - 1}:0] count_{name} = {spec.COUNTER_BITS}'d0;"
+              for name in spec.ALL_COUNTERS if f"count_{name}" not in names]
     return lines
 
 
@@ -308,7 +314,8 @@ def render(description: Description, binary: bool = False, engines: Sequence[str
     moving the memories as binary files or as text (:data:`BINARY`); ``engines`` (units of
     ``ga2_simtop.core`` with a ``start`` and a ``done``, :func:`cosim.waves.engines`): derive
     their ``busy_<engine>`` for a waveform."""
-    width = {p["name"]: int(p["width"]) for p in description.ports}
+    width = {f"count_{name}": spec.COUNTER_BITS for name in spec.ALL_COUNTERS}
+    width |= {p["name"]: int(p["width"]) for p in description.ports}
     prog_len, waddr = width["prog_len"], width["imem_waddr"]
     imem_rows = _rows(description, "imem")
     lines = [

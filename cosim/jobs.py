@@ -42,7 +42,7 @@ class Expected:
 
     Attributes:
         spad, ext: the memories when it stopped (uint32).
-        counters: the five counters.
+        counters: the counters (sim.spec.ALL_COUNTERS).
         error_code: :class:`~sim.spec.ErrorCode` (NONE after a HALT).
         error_pc: the pc of the instruction that stopped it: the HALT's, the faulting one's,
             or the program length for NO_HALT (what the RTL's ``error_pc`` shows).
@@ -407,8 +407,8 @@ def empty_results(n: int, params: Params) -> dict[str, np.ndarray]:
         "spad": np.zeros((n, params.SPAD_WORDS), np.uint32),
         "ext_x": np.zeros((n, params.EXT_WORDS), bool),
         "spad_x": np.zeros((n, params.SPAD_WORDS), bool),
-        "counters": np.zeros((n, len(spec.COUNTERS)), np.int64),
-        "counters_x": np.zeros((n, len(spec.COUNTERS)), bool),
+        "counters": np.zeros((n, len(spec.ALL_COUNTERS)), np.int64),
+        "counters_x": np.zeros((n, len(spec.ALL_COUNTERS)), bool),
         "error": np.full(n, X, np.int64),
         "error_code": np.full(n, X, np.int64),
         "error_pc": np.full(n, X, np.int64),
@@ -441,7 +441,7 @@ def read_results(path: Path, batch_names: Sequence[str], limits: Sequence[int], 
             error=int(r["error"][k]), error_code=int(r["error_code"][k]), error_pc=int(r["error_pc"][k]),
             timing_fault=int(r["timing_fault"][k]),
             ext_x=r["ext_x"][k].copy(), spad_x=r["spad_x"][k].copy(),
-            counters_x=tuple(n for n, bad in zip(spec.COUNTERS, r["counters_x"][k], strict=True) if bad),
+            counters_x=tuple(n for n, bad in zip(spec.ALL_COUNTERS, r["counters_x"][k], strict=True) if bad),
             seconds=float(r["seconds"][k]), sim_seconds=float(r["sim_seconds"][k]),
             sim_cpu_seconds=float(r["sim_cpu_seconds"][k]),
             spad_before=runs[-1].spad if runs else None, started=int(r["started"][k]),

@@ -7,6 +7,9 @@ cycle late: the memories and the counters stay right (the execute stage counts t
 latency, not the units' ``done``), and only the core's ``timing_fault`` self-check makes it
 FAIL. ``vadd-norelu`` and ``vadd-relu-bit`` break VADD's relu field (the ReLU dropped; the
 field read from len's lowest bit): docs/add-an-instruction.md shows which checks catch them.
+``hazard-off`` and ``write-port-off`` break the issue rule of a machine with OVERLAP = 1 (their
+pattern is only in its Verilog: ``--param OVERLAP=1``): the hazard flag, or the write port's,
+never holds an instruction back.
 Each mutant is a text edit of the exported Verilog that must
 apply (a mutant that no longer finds its pattern raises, so a changed RTL cannot silently
 turn the check into a no-op).
@@ -87,6 +90,20 @@ def _vadd_relu_wrong_bit(text: str) -> tuple[str, int]:
     return text[:start] + body + text[end:], n
 
 
+def _overlap_flag_off(flag: str) -> Callable[[str], tuple[str, int]]:
+    # hw/overlap.py: the registered flag ``haz_q`` (a hazard holds the head back) or ``wr_ok_q``
+    # (the write port is free for it), one `flag <= \$N ;` in the control's module: the hazard
+    # flag becomes 0 (never a hazard), the port flag 1 (always free)
+    value = "1'h0" if flag == "haz_q" else "1'h1"
+
+    def edit(text: str) -> tuple[str, int]:
+        start, end = _module(text, ".core.control")
+        body, n = re.subn(rf"^(\s*){flag} <= \\\$\d+ ;$", rf"\g<1>{flag} <= {value};", text[start:end],
+                          flags=re.M)
+        return text[:start] + body + text[end:], n
+    return edit
+
+
 @dataclass(frozen=True)
 class Mutant:
     """A named break of the RTL.
@@ -115,6 +132,12 @@ MUTANTS = {m.name: m for m in (
     Mutant("vadd-relu-bit", "hw/vector.py (VectorUnit, VADD's relu field)",
            f"reads VADD's relu from bit {_vadd_field_bit('len')} of the fields (len's lowest bit) instead "
            f"of bit {_vadd_field_bit('relu')}", _vadd_relu_wrong_bit),
+    Mutant("hazard-off", "hw/overlap.py (OVERLAP = 1: the issue stage's hazard flag)",
+           "issues an instruction while one in flight on another engine reads or writes its "
+           "scratchpad regions (the RAW/WAR/WAW check gone)", _overlap_flag_off("haz_q")),
+    Mutant("write-port-off", "hw/overlap.py (OVERLAP = 1: the issue stage's write-port flag)",
+           "issues an instruction whose scratchpad writes fall in another engine's (two units on "
+           "the write port at once)", _overlap_flag_off("wr_ok_q")),
 )}
 
 

@@ -19,7 +19,7 @@ memory and the job file (prog_len, cycle limit, backdoor or host port) into the 
 working folder, raises ``request`` and waits for the harness to set ``served`` (one trigger,
 with a time-out of the job's cycle limit plus the steps' overhead in simulated time: a broken
 harness fails the test, it never hangs it), then reads back the dumped scratchpad and external
-memory and the state line (the stop, the five counters, ``timing_fault``, the cycles waited);
+memory and the state line (the stop, the counters, ``timing_fault``, the cycles waited);
 X or Z bits are recorded as such, never guessed. Python wakes twice per program, never per cycle.
 """
 
@@ -121,7 +121,7 @@ class TB:
                                           harness.STATE_FIELDS, harness.STATE_FILE)
         except (OSError, ValueError) as e:
             raise HarnessError(f"reading the harness's files: {e}") from None
-        for c, name in enumerate(spec.COUNTERS):
+        for c, name in enumerate(spec.ALL_COUNTERS):
             v = state[f"count_{name}"]
             results["counters"][k, c] = max(v, 0)
             results["counters_x"][k, c] = v == X

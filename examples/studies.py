@@ -47,15 +47,22 @@ from compiler.program import Program
 from compiler.testing.perf import useful_macs
 from compiler.testing.random_graphs import random_graph, sample_inputs
 from compiler.testing.seedtable import CALIBRATION_SAMPLES, TABLE_SEEDS, attention_step_network
-from compiler.timeline import UNIT_NAMES, serial_timeline
+from compiler.timeline import UNIT_NAMES
 from sim.spec import COUNTERS, DEFAULT, Params
 
 ROOT = Path(__file__).resolve().parents[1]
 RECORD = ROOT / "docs" / "studies.json"
 PAGE = ROOT / "docs" / "studies.md"
-OPTIONS = {"nothing": {"cse": False, "fuse": False}, "+ CSE": {"cse": True, "fuse": False},
-           "+ fusion": {"cse": False, "fuse": True}, "all": {"cse": True, "fuse": True}}
-"""The option sets of study 1, as compile_graph's keyword arguments ('all' is the default)."""
+OPTIONS = {"nothing": (0, {"cse": False, "fuse": False}),
+           "+ CSE": (0, {"cse": True, "fuse": False}),
+           "+ fusion": (0, {"cse": False, "fuse": True}),
+           "serial default": (0, {"cse": True, "fuse": True}),
+           "+ overlap": (1, {"cse": False, "fuse": False, "reorder": False}),
+           "+ scheduling": (1, {"cse": False, "fuse": False, "reorder": True}),
+           "all": (1, {"cse": True, "fuse": True, "reorder": True})}
+"""The option sets of study 1: the machine's OVERLAP and compile_graph's keyword arguments.
+'serial default' is Capra's default on the serial machine, 'all' its default on the machine
+whose engines overlap (GA2.md section 7)."""
 WIDTHS = (8, 16, 32, 48)
 TOKENS = (1, 2, 4, 8, 16, 32, 64)
 FFN = (64, 256, 64)
@@ -206,8 +213,9 @@ def options_study(params: Params, digits: bool) -> list[dict]:
     for name, make in cases:
         programs = make()
         row = {"program": name}
-        for label, options in OPTIONS.items():
-            row[label] = sum(checked_run(name, case, params, **options).last_run.counters.cycles
+        for label, (overlap, options) in OPTIONS.items():
+            machine = dataclasses.replace(params, OVERLAP=overlap)
+            row[label] = sum(checked_run(name, case, machine, **options).last_run.counters.cycles
                              for case in programs)
         rows.append(row)
         print(f"  {name}: " + ", ".join(f"{k} {row[k]}" for k in OPTIONS), flush=True)
@@ -229,21 +237,26 @@ def decode_prefill_study(params: Params) -> list[dict]:
     params = dataclasses.replace(params, SPAD_WORDS=max(params.SPAD_WORDS, FFN_SPAD_WORDS))
     rows = []
     for tokens in TOKENS:
-        program = checked_run(f"FFN x{tokens}", _gaussian_case(ffn_graph(tokens), tokens), params)
-        c = program.last_run.counters
+        case = _gaussian_case(ffn_graph(tokens), tokens)
         macs = tokens * (d_in * hidden + hidden * d_out)
-        rows.append({"tokens": tokens, "cycles": c.cycles, "per token": round(c.cycles / tokens, 1),
-                     "MXU util %": round(100 * macs / (params.T ** 2 * c.cycles), 1),
-                     "MXU busy %": round(100 * c.mxu / c.cycles, 1),
-                     "DMA busy %": round(100 * c.dma / c.cycles, 1),
-                     "weight words loaded": weight_words_loaded(program),
-                     "padded MACs": useful_macs(program.code) - macs})
+        row: dict = {"tokens": tokens}
+        for tag, overlap in (("", 0), (" (overlap)", 1)):
+            machine = dataclasses.replace(params, OVERLAP=overlap)
+            program = checked_run(f"FFN x{tokens}", case, machine)
+            c = program.last_run.counters
+            row |= {f"cycles{tag}": c.cycles, f"per token{tag}": round(c.cycles / tokens, 1),
+                    f"MXU util %{tag}": round(100 * macs / (params.T ** 2 * c.cycles), 1),
+                    f"MXU busy %{tag}": round(100 * c.mxu / c.cycles, 1),
+                    f"DMA busy %{tag}": round(100 * c.dma / c.cycles, 1)}
+        row |= {"weight words loaded": weight_words_loaded(program),
+                "padded MACs": useful_macs(program.code) - macs}
+        rows.append(row)
     return rows
 
 
 def knee(rows: list[dict]) -> str:
-    """Where doubling the tokens stops paying: the first doubling that cuts the cycles per
-    token by less than a quarter."""
+    """Where doubling the tokens stops paying (serially): the first doubling that cuts the
+    cycles per token by less than a quarter."""
     for before, after in itertools.pairwise(rows):
         if after["per token"] > 0.75 * before["per token"]:
             return (f"from {before['tokens']} to {after['tokens']} tokens the cycles per token fall "
@@ -253,24 +266,32 @@ def knee(rows: list[dict]) -> str:
 
 # --------------------------------------------------------------------------- study 3: the block
 
-def block_study(params: Params) -> list[dict]:
-    """Per kernel kind: instructions, busy cycles per engine, the sum of their spans."""
-    program = checked_run("block", _gaussian_case(block_graph(**BLOCK), 6), params)
-    spans = serial_timeline(program.code, params)
+def block_study(params: Params) -> dict:
+    """The block on the machine whose engines overlap: per kernel kind, instructions, busy
+    cycles per engine, the cycles its instructions waited on a hazard and on a port, the sum
+    of their spans (from the reference machine's timeline); and the cycles on both machines."""
+    case = _gaussian_case(block_graph(**BLOCK), 6)
+    serial = checked_run("block", case, dataclasses.replace(params, OVERLAP=0)).last_run.counters
+    program = checked_run("block", case, dataclasses.replace(params, OVERLAP=1))
+    run = program.last_run
     kinds: dict[str, dict] = {}
-    for span in spans:
-        owner = program.owners[span.pc]
-        kind = "halt" if owner < 0 else str(program.graph.nodes[owner].op)
+    for placed in run.state.timeline:
+        owner = program.owners[placed.pc]
+        kind = str(program.graph.nodes[owner].op)
         row = kinds.setdefault(kind, {"kernel": kind, "instructions": 0,
-                                      **{UNIT_NAMES[u]: 0 for u in COUNTERS[1:]}, "span": 0})
+                                      **{UNIT_NAMES[u]: 0 for u in COUNTERS[1:]},
+                                      "waited on a hazard": 0, "waited on a port": 0, "sum of spans": 0})
         row["instructions"] += 1
-        if span.unit is not None:
-            row[UNIT_NAMES[span.unit]] += span.cycles
-        row["span"] += span.cycles
-    total = program.last_run.counters
-    if sum(r["span"] for r in kinds.values()) + spans[0].start != total.cycles:
-        raise StudyError("block: the spans do not add up to the cycles counter")
-    return sorted(kinds.values(), key=lambda r: -r["span"])
+        row[UNIT_NAMES[placed.engine]] += placed.end - placed.start
+        row["waited on a hazard"] += placed.hazard
+        row["waited on a port"] += placed.port
+        row["sum of spans"] += placed.end - placed.start
+    c = run.counters
+    waits = [sum(r[key] for r in kinds.values()) for key in ("waited on a hazard", "waited on a port")]
+    if waits != [c.hazard, c.port]:
+        raise StudyError("block: the waits of the timeline do not add up to the hazard and port counters")
+    return {"kinds": sorted(kinds.values(), key=lambda r: -r["sum of spans"]), "cycles serial": serial.cycles,
+            "cycles overlapped": c.cycles, "busiest engine": max(c.dma, c.mxu, c.vpu, c.sfu)}
 
 
 # --------------------------------------------------------------------------- the page
@@ -299,62 +320,88 @@ def page(record: dict) -> str:
     """docs/studies.md from a run."""
     params = Params(**record["params"])
     machine_text = "the default machine" if params == DEFAULT else f"the machine {params}"
-    options = [{**r, "+ double buffering": "-"} for r in record["options"]]
-    head = ["program", "nothing", "+ CSE", "+ fusion", "+ double buffering", "all"]
     ffn = record["decode_prefill"]
+    block = record["block"]
+    one, last = ffn[0], ffn[-1]
+    seeds = next(r for r in record["options"] if r["program"] == "seeds 100-111")
     lines = [
         "# Back-end studies on GA-2",
         "",
         "<!-- Written by `python examples/studies.py --write` (make studies). Do not edit by hand. -->",
         "",
-        f"Every figure is a run on the reference machine ({machine_text}; the RTL's counters are the "
-        "same, `make cosim`), each program checked against the integer interpreter. Seed 004 asks "
-        "these questions of a back end; GA-2 today runs one instruction at a time, so the cycles "
-        "of a program are the sum of its instructions' latencies (docs/GA2.md section 6).",
+        f"Every figure is a run on the reference machine ({machine_text}, serial and with its engines "
+        "side by side, OVERLAP = 1: docs/GA2.md section 7; the RTL's counters are the same, "
+        "`make cosim`), each program checked against the integer interpreter. Seed 004 asks these "
+        "questions of a back end.",
         "",
         "## 1. What each option is worth (cycles)",
         "",
-        "nothing: `compile_graph(..., cse=False, fuse=False)`; + CSE: common-subexpression "
-        "elimination alone (compiler/cse.py); + fusion: each relu the relu flag of the RQ or VADD "
-        "before it, instead of an identity RQ of its own; all: both (the default). Double "
-        "buffering needs the DMA to run beside the MXU, which the serial machine does not: "
-        "'-'. Seeds 100-111 are summed.",
+        "On the serial machine: nothing (`compile_graph(..., cse=False, fuse=False)`); + CSE, "
+        "common-subexpression elimination alone (compiler/cse.py); + fusion, each relu the relu "
+        "flag of the RQ or VADD before it instead of an identity RQ of its own; serial default, "
+        "both. On the machine whose engines overlap: + overlap, nothing but the engines side by "
+        "side (the instructions in emission order); + scheduling, the list scheduler of "
+        "compiler/schedule.py reorders them so that loads run beside the compute (what double "
+        "buffering buys on GA-2: the hardware checks every hazard, so any order the dependences "
+        "allow is safe); all, everything (Capra's default there). Seeds 100-111 are summed.",
         "",
-        *_table(options, head),
+        *_table(record["options"]),
         "",
-        _cse_note(record["options"]),
+        _cse_note(record["options"]) + f" Seeds 100-111: {seeds['nothing']:,} cycles with nothing, "
+        f"{seeds['serial default']:,} on the serial machine, {seeds['all']:,} with everything "
+        f"({seeds['nothing'] / seeds['all']:.2f}x fewer).",
         "",
         f"## 2. Decode and prefill: a feed-forward network {FFN[0]} -> {FFN[1]} -> {FFN[2]}",
         "",
         f"On the machine with a scratchpad of {FFN_SPAD_WORDS:,} words (64 tokens' hidden "
-        "activations, 16,384 words, and their accumulator outgrow the default 4,096). "
-        "Useful MXU utilisation counts the network's multiply-adds (tokens x 2 x 64 x 256) over "
-        "T x T x cycles; padded MACs are the MM instructions' multiply-adds beyond those (none: "
-        "the sizes are multiples of T). Weight words loaded: the scratchpad words the LDs of W1 "
-        "and W2 write.",
+        "activations, 16,384 words, and their accumulator outgrow the default 4,096), serial and "
+        "overlapped (Capra's defaults). Useful MXU utilisation counts the network's multiply-adds "
+        "(tokens x 2 x 64 x 256) over T x T x cycles; padded MACs are the MM instructions' "
+        "multiply-adds beyond those (none: the sizes are multiples of T). Weight words loaded: "
+        "the scratchpad words the LDs of W1 and W2 write.",
         "",
         *_table(ffn),
         "",
-        f"The knee: {record['knee']}. One token moves all {ffn[0]['weight words loaded']:,} weight "
-        f"words for as many multiply-adds: the DMA is busy {ffn[0]['DMA busy %']}% of the cycles and "
-        f"the MXU {ffn[0]['MXU busy %']}%, but the MXU's useful utilisation is "
-        f"{ffn[0]['MXU util %']}% (each output tile has one useful row of T). With more tokens the same "
-        f"loads serve more rows: at {ffn[-1]['tokens']} tokens the DMA's share is "
-        f"{ffn[-1]['DMA busy %']}% and the MXU's utilisation {ffn[-1]['MXU util %']}%. On the serial "
-        "machine the DMA's and the MXU's cycles add up; once they overlap (issue 15), decode's "
-        "cycles approach the larger of the two.",
+        f"The knee (serial): {record['knee']}. One token moves all {one['weight words loaded']:,} "
+        f"weight words for as many multiply-adds: serially the DMA is busy {one['DMA busy %']}% of "
+        f"the cycles and the MXU {one['MXU busy %']}%, but the MXU's useful utilisation is only "
+        f"{one['MXU util %']}% (each output tile has one useful row of T). "
+        + _overlap_note(one) +
+        f" At {last['tokens']} tokens the same loads serve {last['tokens']} rows: the DMA's "
+        f"share falls to {last['DMA busy % (overlap)']}% and the MXU's utilisation reaches "
+        f"{last['MXU util % (overlap)']}%: prefill is bound by the MXU.",
         "",
         f"## 3. Where a block spends its time ({BLOCK['tokens']} tokens, width {BLOCK['dim']}, "
         f"feed-forward {BLOCK['hidden']})",
         "",
-        "Per kernel kind (the graph operation whose step wrote each instruction; loads count for "
-        "the first step that reads them), busy cycles per engine and the sum of spans. Waits: none "
-        "on the serial machine, where every cycle after the front end is one engine's.",
+        f"{block['cycles serial']:,} cycles serially, {block['cycles overlapped']:,} with the engines "
+        f"side by side (the busiest engine alone needs {block['busiest engine']:,}). Per kernel kind "
+        "(the graph operation whose step wrote each instruction; loads count for the first step "
+        "that reads them), on the overlapping machine: busy cycles per engine, the cycles its "
+        "instructions waited on a hazard (an instruction in flight on another engine writing what "
+        "they read, or reading what they write) and on a scratchpad port, and the sum of spans.",
         "",
-        *_table(record["block"]),
+        *_table(block["kinds"]),
         "",
     ]
     return "\n".join(lines)
+
+
+def _overlap_note(one: dict) -> str:
+    """What overlapping the engines did for one token."""
+    saved = one["cycles"] - one["cycles (overlap)"]
+    if one["DMA busy % (overlap)"] >= 80:
+        return (f"With the engines overlapped one token takes {one['cycles (overlap)']:,} cycles and "
+                f"the DMA is busy {one['DMA busy % (overlap)']}% of them: decode is bound by moving the "
+                "weights.")
+    return (f"With the engines overlapped one token takes {one['cycles (overlap)']:,} cycles, only "
+            f"{saved:,} fewer, the DMA busy {one['DMA busy % (overlap)']}%: the loads and the products "
+            "overlap little, because the scratchpad has one write port: an LD holds it for its whole "
+            "length (the scheduler cuts loads into pieces of 256 words, compiler/schedule.py) and an "
+            "MM writes its rows at its end, so a piece of a load runs beside the tail of one MM at "
+            "most (the write window rule, docs/GA2.md section 7). Decode stays near the DMA's cycles "
+            "plus the MXU's on this machine; letting the DMA's writes share the port with the MXU's "
+            "beat by beat is the machine change this study asks for (not built).")
 
 
 def _cse_note(rows: list[dict]) -> str:

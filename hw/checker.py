@@ -40,6 +40,7 @@ from . import formula
 from .component import Checked
 from .isa import FIELD_BITS, fields_view, is_one_of
 from .lanes import any_of
+from .ports import addr_bits
 
 
 def _end(region: Region) -> spec.FieldFormula:
@@ -144,7 +145,7 @@ class Checker(Checked):
             "out_fields": Out(FIELD_BITS),
             "out_code": Out(spec.ERROR_CODE_BITS),
             "out_latency": Out(latency_bits(params)),
-        })
+        } | (overlap_members(params) if params.OVERLAP else {}))
 
     def elaborate(self, platform):
         m = Module()
@@ -157,6 +158,9 @@ class Checker(Checked):
         c, kinds = self._bounds_and_overlaps(m, b, carried)
         op_c = c["instr"][:spec.OPCODE_BITS]
         code = self._first_fault(op_c, c, kinds)
+        if self.params.OVERLAP:
+            m.d.comb += [getattr(self, f"out_{name}").eq(c[f"ov_{name}"])
+                         for name in overlap_info_widths(self.params)]
         m.d.comb += [
             self.out_valid.eq(c["valid"]),
             self.out_pc.eq(c["pc"]),
@@ -223,6 +227,10 @@ class Checker(Checked):
                 ends[f"end_{ispec.name}_{k}"] = formula.evaluate(pipe, _end(region), fields)
             if ispec.counter is not None:
                 ends[f"latency_{ispec.name}"] = formula.evaluate(pipe, _latency(ispec, p), fields)
+                if p.OVERLAP:
+                    for key, fn in (("reads", ispec.reads_formula), ("writes", ispec.writes_formula)):
+                        ends[f"{key}_{ispec.name}"] = formula.evaluate(
+                            pipe, lambda a, f, fn=fn: fn(a, f, p), fields)
         b = {key: term.at(END_STAGES).value for key, term in (carried | ends).items()}
         valid = r["valid"]
         for k in range(END_STAGES):   # the valid bits, cleared by flush
@@ -262,8 +270,46 @@ class Checker(Checked):
         per_kind = {f"{fault}_{name}": flag for fault, flags in kinds.items() for name, flag in flags.items()}
         c = self._stage(m, "c", {key: b[key] for key in ("valid", *carried)} | per_kind
                         | {"latency": _select_value(op_b, {s.name: b[f"latency_{s.name}"]
-                                                           for s in UNIT_INSTRUCTIONS}, latency_bits(p))})
+                                                           for s in UNIT_INSTRUCTIONS}, latency_bits(p))}
+                        | (self._overlap_info(op_b, b) if p.OVERLAP else {}))
         return c, kinds
+
+    def _overlap_info(self, op_b: Value, b: dict[str, Value]) -> dict[str, Value]:
+        """OVERLAP = 1, into stage C: what the issue rule needs (GA2.md section 7), for the kind
+        the opcode names: the read window (``reads``, and ``rd``: it is not 0), the first cycle
+        of the write window (``wfrom`` = latency - writes, and ``wr``: writes is not 0), and
+        the scratchpad regions in SPAD_SLOTS slots, each its start, its end and whether it is
+        read and written (unused slots neither)."""
+        p = self.params
+        lbits = latency_bits(p)
+        abits = addr_bits(p.SPAD_WORDS)
+        out = {
+            "reads": _select_value(op_b, {s.name: b[f"reads_{s.name}"] for s in UNIT_INSTRUCTIONS}, lbits),
+            "rd": _select(op_b, {s.name: b[f"reads_{s.name}"] != 0 for s in UNIT_INSTRUCTIONS}),
+            "wfrom": _select_value(op_b, {s.name: (b[f"latency_{s.name}"] - b[f"writes_{s.name}"])[:lbits]
+                                          for s in UNIT_INSTRUCTIONS}, lbits),
+            "wr": _select(op_b, {s.name: b[f"writes_{s.name}"] != 0 for s in UNIT_INSTRUCTIONS}),
+        }
+        for k in range(SPAD_SLOTS):
+            starts, ends, reads, writes = {}, {}, {}, {}
+            for ispec in UNIT_INSTRUCTIONS:
+                spad = [(i, r) for i, r in enumerate(ispec.regions) if r.mem is Mem.SPAD]
+                if k >= len(spad):
+                    continue
+                i, region = spad[k]
+                view = fields_view(ispec.name, b["instr"][spec.OPCODE_BITS:])
+                starts[ispec.name] = Value.cast(getattr(view, region.start))[:abits]
+                ends[ispec.name] = Value.cast(b[f"end_{ispec.name}_{i}"])[:abits + 1]
+                read = Const(int(not region.writes), 1)
+                if region.also_read_if is not None:
+                    read = read | Value.cast(getattr(view, region.also_read_if))
+                reads[ispec.name] = read
+                writes[ispec.name] = Const(int(region.writes), 1)
+            out[f"s{k}"] = _select_value(op_b, starts, abits)
+            out[f"e{k}"] = _select_value(op_b, ends, abits + 1)
+            out[f"r{k}"] = _select(op_b, reads)
+            out[f"w{k}"] = _select(op_b, writes)
+        return {f"ov_{name}": value for name, value in out.items()}
 
     def _first_fault(self, op_c: Value, c: dict[str, Signal], kinds: dict[str, dict]) -> Value:
         """Stage D (combinational on C's registers): the opcode's flags, the first fault in
@@ -284,6 +330,28 @@ class Checker(Checked):
         for err in reversed(PRIORITY):
             code = Mux(faults[err], int(err), code)
         return code
+
+
+SPAD_SLOTS = max(sum(r.mem is Mem.SPAD for r in s.regions) for s in spec.INSTRUCTIONS)
+"""OVERLAP = 1: the most scratchpad regions of one instruction (MM, VADD, LUT: 3), the region
+slots the issue rule compares."""
+
+
+def overlap_members(params: Params) -> dict:
+    """OVERLAP = 1: the checker's outputs for the issue rule (:meth:`Checker._overlap_info`),
+    from stage C's registers: out_reads, out_rd, out_wfrom, out_wr, and per region slot k
+    out_s{k} (start), out_e{k} (end), out_r{k}, out_w{k} (read, written)."""
+    return {f"out_{name}": Out(width) for name, width in overlap_info_widths(params).items()}
+
+
+def overlap_info_widths(params: Params) -> dict[str, int]:
+    """The bits of each value of :func:`overlap_members`, by name without the ``out_``."""
+    lbits = latency_bits(params)
+    abits = addr_bits(params.SPAD_WORDS)
+    widths = {"reads": lbits, "rd": 1, "wfrom": lbits, "wr": 1}
+    for k in range(SPAD_SLOTS):
+        widths |= {f"s{k}": abits, f"e{k}": abits + 1, f"r{k}": 1, f"w{k}": 1}
+    return widths
 
 
 def latency_bits(params: Params) -> int:

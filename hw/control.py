@@ -41,9 +41,10 @@ from sim import spec
 from sim.spec import DEFAULT, ErrorCode, Params
 
 from .banked import NO_RW_CHECK
-from .checker import CHECK_STAGES, Checker, pc_bits
+from .checker import CHECK_STAGES, Checker, overlap_info_widths, pc_bits
 from .component import Checked
 from .isa import FIELD_BITS, is_one_of
+from .overlap import overlap_execute
 
 QUEUE_SLOTS = 2
 """Checked instructions waiting between the checker and the execute stage (hw/README.md)."""
@@ -73,7 +74,7 @@ def host_members(params: Params) -> dict:
         "imem_waddr": In(imem_addr_bits(params)),
         "imem_wdata": In(spec.WORD_BITS),
     }
-    for name in spec.COUNTERS:
+    for name in spec.counters(params):
         members[f"count_{name}"] = Out(spec.COUNTER_BITS)
     return members
 
@@ -133,7 +134,7 @@ class Control(Checked):
             "issue_opcode": Out(spec.OPCODE_BITS),
             "issue_fields": Out(FIELD_BITS),
             "ex_last": Out(1),
-        }
+        } | ({"eng_last": Out(len(spec.ENGINES))} if params.OVERLAP else {})
         super().__init__(members)
         # the host writes only while the machine is idle: no read sees a write (NO_RW_CHECK)
         self.imem = [memory.Memory(shape=spec.WORD_BITS, depth=params.IMEM_WORDS, init=[], attrs=NO_RW_CHECK)
@@ -152,6 +153,11 @@ class Control(Checked):
         m.d.comb += [start.eq(self.start & ~busy), self.busy.eq(busy)]
         # the named steps, in the order their logic is built (each takes what the earlier made)
         q = self._queue(m, start, stop)
+        if self.params.OVERLAP:
+            ex = overlap_execute(m, self, busy, start, stop, q)
+            self._front_end(m, busy, start, stop, ex.stopping, q.advance)
+            self._host_status(m, start, stop, busy, ex.stop_code, ex.stop_pc)
+            return m
         ex = self._countdown(m, busy, start, q)
         self._front_end(m, busy, start, stop, ex.stopping, q.advance)
         ex_class, stop_code, stop_pc = self._issue_and_stop(m, busy, start, stop, q, ex)
@@ -170,7 +176,7 @@ class Control(Checked):
             "opcode": spec.OPCODE_BITS, "fields": FIELD_BITS, "pc": pc_bits(self.params),
             "code": spec.ERROR_CODE_BITS, "stop": 1, "cls": len(UNIT_COUNTERS),
             "latency": len(chk.out_latency),
-        })
+        } | (overlap_info_widths(self.params) if self.params.OVERLAP else {}))
         slots = [Signal(entry, name=f"slot{k}") for k in range(QUEUE_SLOTS)]
         count = Signal(range(QUEUE_SLOTS + 1))       # instructions in the queue
         rd_slot = Signal()
@@ -192,6 +198,9 @@ class Control(Checked):
                 for name in UNIT_COUNTERS))),
             checked.latency.eq(chk.out_latency),
         ]
+        if self.params.OVERLAP:
+            m.d.comb += [getattr(checked, name).eq(getattr(chk, f"out_{name}"))
+                         for name in overlap_info_widths(self.params)]
         for k, slot in enumerate(slots):
             with m.If(push & (wr_slot == k)):
                 m.d.sync += slot.eq(checked)
@@ -205,7 +214,8 @@ class Control(Checked):
                 m.d.sync += wr_slot.eq(~wr_slot)
             with m.If(consume):
                 m.d.sync += rd_slot.eq(~rd_slot)
-        return SimpleNamespace(advance=advance, consume=consume, count=count, head=head)
+        return SimpleNamespace(advance=advance, consume=consume, count=count, head=head, slots=slots,
+                               rd_slot=rd_slot)
 
     def _countdown(self, m: Module, busy: Value, start: Value, q: SimpleNamespace) -> SimpleNamespace:
         """The execute stage takes the queue's head when free. Taken in cycle c with latency L,

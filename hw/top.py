@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import importlib
 
-from amaranth.hdl import Module, Signal, Value
+from amaranth.hdl import Module, Mux, Signal, Value
 from amaranth.lib import wiring
 from amaranth.lib.wiring import Out
 
@@ -159,26 +159,41 @@ class GA2(Checked):
             dispatch_registers(m, ctl, unit, self.opcodes[name], name)
         # the execute stage counts each instruction's latency down itself (hw/control.py) and
         # does not wait for the units' done; the units' done only feeds the self-check
-        timing_check(m, ctl, self.units, self.start, self.timing_fault)
+        if self.params.OVERLAP:
+            engine_of = {name: spec.BY_NAME[self.opcodes[name][0]].counter for name in self.units}
+            overlap_timing_check(m, ctl, self.units, engine_of, self.start, self.timing_fault)
+        else:
+            timing_check(m, ctl, self.units, self.start, self.timing_fault)
 
         # shared ports: requests ORed, read data to every unit
         def users(port: str) -> list:
             return [getattr(u, port) for u in self.units.values() if port in u.signature.members]
 
+        gate = bool(self.params.OVERLAP)   # units of two engines may run at once
         for k in range(spad.n_read):
-            share(m, spad.rd[k], users(f"rd{k}"), requests=("en", "addr"), replies=("data",))
-        share(m, spad.wr, users("wr"), requests=("en", "addr", "mask", "data"), replies=())
+            share(m, spad.rd[k], users(f"rd{k}"), requests=("en", "addr"), replies=("data",), gate=gate)
+        share(m, spad.wr, users("wr"), requests=("en", "addr", "mask", "data"), replies=(), gate=gate)
         share(m, self.ext, users("ext"), requests=("addr", "rd_en", "wr_en", "wr_mask", "wr_data"),
               replies=("rd_data",))
         return m
 
 
-def share(m: Module, target, ports: list, *, requests: tuple[str, ...], replies: tuple[str, ...]) -> None:
+def share(m: Module, target, ports: list, *, requests: tuple[str, ...], replies: tuple[str, ...],
+          gate: bool = False) -> None:
     """One port shared by units of which at most one is active (an idle unit drives 0): each
     request member of ``target`` is the OR of the units' (:func:`hw.lanes.any_of`), each reply
-    member goes to every unit."""
+    member goes to every unit.
+
+    With ``gate`` (OVERLAP = 1: a unit of another engine may be running, between its own
+    requests) every request member but ``en`` is taken from a unit only while its ``en`` is high:
+    the issue rule gives each port to one unit at a time (its read or write window), but a
+    running unit need not drive 0 outside its requests."""
     for name in requests:
-        m.d.comb += getattr(target, name).eq(any_of(Value.cast(getattr(p, name)) for p in ports))
+        if gate and name != "en":
+            values = [Mux(p.en, Value.cast(getattr(p, name)), 0) for p in ports]
+        else:
+            values = [Value.cast(getattr(p, name)) for p in ports]
+        m.d.comb += getattr(target, name).eq(any_of(values))
     for name in replies:
         m.d.comb += [getattr(p, name).eq(getattr(target, name)) for p in ports]
 
@@ -221,6 +236,29 @@ def timing_check(m: Module, control: Control, units: dict[str, wiring.Component]
     m.d.sync += ex_last_q.eq(control.ex_last)
     mismatch = Signal(name="timing_mismatch")
     m.d.comb += mismatch.eq(any_of(done_q) ^ ex_last_q)
+    with m.If(start & ~control.busy):
+        m.d.sync += fault.eq(0)
+    with m.Elif(mismatch):
+        m.d.sync += fault.eq(1)
+
+
+def overlap_timing_check(m: Module, control: Control, units: dict[str, wiring.Component],
+                         engine_of: dict[str, str], start, fault) -> None:
+    """OVERLAP = 1: :func:`timing_check` per engine: the OR of the registered ``done`` of the
+    engine's units against the registered last cycle of the engine's countdown
+    (``control.eng_last``); any mismatch sets the sticky ``fault``. Same delay
+    (TIMING_CHECK_DELAY), same clearing by an accepted start."""
+    done_q = {}
+    for name, unit in units.items():
+        q = Signal(name=f"{name}_done_q")
+        m.d.sync += q.eq(unit.done)
+        done_q[name] = q
+    last_q = Signal(len(spec.ENGINES), name="eng_last_q")
+    m.d.sync += last_q.eq(control.eng_last)
+    mismatch = Signal(name="timing_mismatch")
+    m.d.comb += mismatch.eq(any_of(
+        any_of(q for name, q in done_q.items() if engine_of[name] == engine) ^ last_q[k]
+        for k, engine in enumerate(spec.ENGINES)))
     with m.If(start & ~control.busy):
         m.d.sync += fault.eq(0)
     with m.Elif(mismatch):

@@ -382,7 +382,16 @@ def _section_instruction(s: InstrSpec, params: Params) -> list[str]:
         lat += f" = `{with_values(text, values)}`"
     target = f"counter `{s.counter}` (and `cycles`)" if s.counter else "`cycles` only"
     out += [f"**Latency (cycles):** {lat}, counted in {target}.", ""]
+    if s.counter is not None:
+        r, w = window_text(s.reads_formula, s), window_text(s.writes_formula, s)
+        out += [f"**Scratchpad ports (OVERLAP = 1):** reads in the first `{r}` cycles from the dispatch, "
+                f"writes in the last `{w}` cycles of the latency (0: none).", ""]
     return out
+
+
+def window_text(formula, ispec: InstrSpec) -> str:
+    """The text of a read or write window formula (``InstrSpec.reads_formula``)."""
+    return str(Sym.of(formula(TEXT, _symbols(ispec), PARAM_SYMBOLS)))
 
 
 def _section_instructions(params: Params) -> list[str]:
@@ -407,7 +416,17 @@ def _section_timing(docs: dict[str, str], params: Params) -> list[str]:
            "machine with an error). `ceil(len/LANES)` is the number of beats to move `len` consecutive "
            f"words at LANES (= {params.LANES}) words per cycle, at any alignment.", ""]
     rows = [[_code(n), v, docs.get(n, "")] for n, v in spec.TIMING_CONSTANTS.items()]
-    return out + _table(["constant", "cycles", "meaning"], rows)
+    out += _table(["constant", "cycles", "meaning"], rows)
+    out += ["### OVERLAP = 1: the engines side by side", "",
+            "The engines are named by their counters: " + ", ".join(
+                f"`{e}` ({', '.join(_code(s.name) for s in spec.INSTRUCTIONS if s.counter == e)})"
+                for e in spec.ENGINES) + ".", ""]
+    for para in (spec.Issue.__doc__ or "").split("\n\n")[1:]:
+        listed = para.strip().startswith("*")
+        bullets = re.split(r"\n\s*\* ", "\n" + para.strip()) if listed else [para]
+        out += [("- " + _plain(b)) if listed else _plain(b) for b in bullets if b.strip()]
+        out.append("")
+    return out
 
 
 def _section_errors(docs: dict[str, str]) -> list[str]:
@@ -450,7 +469,17 @@ def _section_counters() -> list[str]:
             users = [s for s in spec.INSTRUCTIONS if s.counter == c]
             what = "the latencies of " + ", ".join(_code(s.name) for s in users)
         rows.append([_code(c), what])
-    return out + _table(["counter", "counts"], rows)
+    out += _table(["counter", "counts"], rows)
+    out += [f"With OVERLAP = 1 the machine reports {len(spec.OVERLAP_COUNTERS)} more, after these: "
+            + OVERLAP_COUNTERS_TEXT, ""]
+    return out
+
+
+OVERLAP_COUNTERS_TEXT = ("`hazard`, the cycles an instruction waited for an instruction in flight on "
+                         "another engine whose scratchpad regions conflict with its own (after the "
+                         "order and its engine allowed it); `port`, the cycles it then waited for a "
+                         "scratchpad port. Waits for an engine and the stop's wait for every engine "
+                         "count in neither.")
 
 
 def render(params: Params = DEFAULT) -> str:

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from collections.abc import Set as AbstractSet
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -25,16 +25,22 @@ from .words import WORD_MASK, as_words
 
 @dataclass
 class Counters:
-    """The five 32-bit cycle counters (GA2.md section 5), in cycles."""
+    """The 32-bit cycle counters (GA2.md section 5), in cycles: the five of every machine, and
+    ``hazard`` and ``port`` (GA2.md section 7), which only a machine with OVERLAP = 1 reports
+    (0 on the serial machine)."""
 
     cycles: int = 0
     dma: int = 0
     mxu: int = 0
     vpu: int = 0
     sfu: int = 0
+    hazard: int = 0
+    port: int = 0
 
-    def as_tuple(self) -> tuple[int, int, int, int, int]:
-        return (self.cycles, self.dma, self.mxu, self.vpu, self.sfu)
+    def as_tuple(self, names: tuple[str, ...] = spec.COUNTERS) -> tuple[int, ...]:
+        """The counters ``names`` (default the five of :data:`sim.spec.COUNTERS`; a machine's
+        own list is ``sim.spec.counters(params)``), in that order."""
+        return tuple(getattr(self, name) for name in names)
 
     def __str__(self) -> str:
         return " ".join(f"{name}={value}" for name, value in zip(spec.COUNTERS, self.as_tuple(), strict=True))
@@ -47,14 +53,17 @@ class RunResult:
     Attributes:
         spad: the scratchpad, SPAD_WORDS uint32 words.
         ext: the external memory, EXT_WORDS uint32 words.
-        counters: the five cycle counters.
+        counters: the cycle counters.
         steps: instructions dispatched, the final HALT (or faulting instruction) included.
+        timeline: every unit instruction that ran, in program order (:class:`sim.spec.Placed`:
+            pc, op, engine, start, end, and its hazard and port waits).
     """
 
     spad: np.ndarray
     ext: np.ndarray
     counters: Counters
     steps: int = 0
+    timeline: list[spec.Placed] = field(default_factory=list)
 
 
 class MachineError(Exception):
@@ -181,31 +190,40 @@ class Machine:
             raise ValueError(f"program of {len(decoded)} instructions does not fit IMEM_WORDS={p.IMEM_WORDS}")
         state = RunResult(_image(spad, "SPAD_WORDS", p, "initial scratchpad"),
                           _image(ext, "EXT_WORDS", p, "external-memory image"), Counters())
-        state.counters.cycles = spec.FRONTEND_CYCLES
+        issue = spec.Issue(p)
         pc = 0
         while True:
             if max_steps is not None and state.steps >= max_steps:
                 raise StepLimit(f"stopped after max_steps={max_steps} instructions, at pc {pc}")
             state.steps += 1
             if pc == len(decoded):
-                self._stop(state, ErrorCode.NO_HALT, pc, f"no HALT in the {len(decoded)} instructions")
+                self._stop(state, issue, ErrorCode.NO_HALT, pc, f"no HALT in the {len(decoded)} instructions")
             ispec, fields = decoded[pc]
             if ispec is None:
-                self._stop(state, ErrorCode.BAD_OPCODE, pc, f"opcode {fields}")
+                self._stop(state, issue, ErrorCode.BAD_OPCODE, pc, f"opcode {fields}")
             code, detail = spec.check(ispec, fields, p)
             if code is not ErrorCode.NONE:
-                self._stop(state, code, pc, detail)
-            cycles = spec.latency(ispec, fields, p)
-            state.counters.cycles += cycles
+                self._stop(state, issue, code, pc, detail)
             if ispec.counter is None:  # HALT
+                self._finish(state, issue)
                 return state
-            setattr(state.counters, ispec.counter, getattr(state.counters, ispec.counter) + cycles)
+            placed = issue.place(pc, ispec, fields)
+            state.timeline.append(placed)
+            engine = ispec.counter
+            setattr(state.counters, engine, getattr(state.counters, engine) + placed.end - placed.start)
+            # every earlier instruction's effect first: the issue rule keeps the order's meaning
             _EXECUTE[ispec.name](state.spad, state.ext, fields)
             pc += 1
 
     @staticmethod
-    def _stop(state: RunResult, code: ErrorCode, pc: int, detail: str) -> None:
-        state.counters.cycles += spec.STOP_CYCLES
+    def _finish(state: RunResult, issue: spec.Issue) -> None:
+        state.counters.cycles = issue.stop() + spec.STOP_CYCLES
+        state.counters.hazard = issue.hazard
+        state.counters.port = issue.port
+
+    @classmethod
+    def _stop(cls, state: RunResult, issue: spec.Issue, code: ErrorCode, pc: int, detail: str) -> None:
+        cls._finish(state, issue)
         raise MachineError(code, pc, detail, state)
 
 
@@ -226,16 +244,18 @@ def predict_counters(program: Sequence[Instruction], params: Params = DEFAULT) -
     Raises:
         ValueError: an instruction before the first HALT is illegal, or there is no HALT.
     """
-    c = Counters(cycles=spec.FRONTEND_CYCLES)
+    c = Counters()
+    issue = spec.Issue(params)
     for pc, ins in enumerate(program):
         code, detail = spec.check(ins.spec, ins.fields, params)
         if code is not ErrorCode.NONE:
             raise ValueError(f"instruction {pc} is illegal ({spec.ERROR_TEXT[code]}): {detail}")
-        cycles = spec.latency(ins.spec, ins.fields, params)
-        c.cycles += cycles
         if ins.spec.counter is None:
+            c.cycles = issue.stop() + spec.STOP_CYCLES
+            c.hazard, c.port = issue.hazard, issue.port
             return c
-        setattr(c, ins.spec.counter, getattr(c, ins.spec.counter) + cycles)
+        placed = issue.place(pc, ins.spec, ins.fields)
+        setattr(c, ins.spec.counter, getattr(c, ins.spec.counter) + placed.end - placed.start)
     raise ValueError("the program has no HALT")
 
 

@@ -47,7 +47,7 @@ LANES_BUILT = (4, 8, 16)
 """The data path widths the generator builds (Params.LANES), in words per cycle."""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class Params:
     """The machine's size parameters (GA2.md section 1).
 
@@ -66,6 +66,9 @@ class Params:
         LANES: words moved per cycle by the scratchpad ports, the DMA and the vector units
             (GA2.md section 6): 4, 8 or 16, and at least T (the MXU reads a row of B and
             writes a row of the output in one access, and M <= T rows of A per LANES steps).
+        OVERLAP: 0, the serial machine (one instruction at a time); 1, the engines (DMA, MXU,
+            vector unit, softmax unit) run side by side, by the issue rule of :class:`Issue`
+            (GA2.md section 7).
 
     Raises:
         ValueError: a parameter is out of the range the encoding or the hardware supports;
@@ -79,6 +82,7 @@ class Params:
     IMEM_WORDS: int = 4096
     SM_MAX_LEN: int = 64
     LANES: int = 4
+    OVERLAP: int = 0
 
     def __post_init__(self) -> None:
         def need(ok: bool, name: str, what: str) -> None:
@@ -87,6 +91,10 @@ class Params:
 
         for name in PARAM_NAMES:
             value = getattr(self, name)
+            if name == "OVERLAP":
+                need(isinstance(value, int) and not isinstance(value, bool) and value in (0, 1), name,
+                     "must be 0 (serial) or 1 (engines side by side)")
+                continue
             need(isinstance(value, int) and not isinstance(value, bool) and value >= 1, name,
                  "must be a positive int")
         need(self.LANES in LANES_BUILT, "LANES",
@@ -105,6 +113,12 @@ class Params:
              "must be 4096..65536 (GA2.md section 1 asks for 4096; the pc is 16 bits)")
         need(64 <= self.SM_MAX_LEN <= 1024, "SM_MAX_LEN",
              "must be 64..1024 (GA2.md section 1 asks for 64; the softmax sum is 27 bits)")
+
+    def __repr__(self) -> str:
+        # OVERLAP is left out while 0, so that the serial machine reads as it did before it
+        # existed (compiler reports, golden files, build records)
+        shown = [name for name in PARAM_NAMES if name != "OVERLAP" or self.OVERLAP]
+        return f"Params({', '.join(f'{name}={getattr(self, name)!r}' for name in shown)})"
 
 
 PARAM_NAMES: tuple[str, ...] = tuple(Params.__dataclass_fields__)
@@ -314,6 +328,11 @@ class InstrSpec:
         latency_formula: cycles from dispatch to the dispatch of the next instruction, as a
             formula of the fields (a mapping from field name to value) and the parameters, on
             any :class:`Arith`; :meth:`latency` evaluates it on ints. (docs/isa.md prints it.)
+        reads_formula: the scratchpad read window (OVERLAP = 1, GA2.md section 7): the unit
+            requests scratchpad reads (either read port) only in the first ``reads`` cycles
+            from its dispatch; 0 when it reads none. A formula like the latency.
+        writes_formula: the scratchpad write window: the unit requests writes only in the last
+            ``writes`` cycles of its latency; 0 when it writes none.
     """
 
     name: str
@@ -331,6 +350,8 @@ class InstrSpec:
     and on Amaranth values alike; ``extra_checks_doc`` states it in words."""
     field_rule_blames: str = ""
     """The field the BAD_FIELD message names when ``field_rule`` holds."""
+    reads_formula: LatencyFormula = lambda a, f, p: 0
+    writes_formula: LatencyFormula = lambda a, f, p: 0
 
     def latency(self, fields: Mapping[str, int], params: Params | None = None) -> int:
         """Cycles for these field values (Python ints) and parameters (default :data:`DEFAULT`)."""
@@ -383,6 +404,15 @@ pipeline stages (the read register; three computing every region's end and the l
 register after each multiply; bounds and overlaps), a slot of the queue in front of the execute
 stage (1), the dispatch register (1). The front end then works ahead: later instructions cost
 only their own latency (hw/control.py, hw/checker.py)."""
+OVERLAP_FRONTEND_CYCLES = FRONTEND_CYCLES + 2
+"""OVERLAP = 1: cycles from start to the first dispatch. Two more than the serial machine's: the
+issue stage decides from hazard and port flags computed for the queue's head in two register
+stages (the region comparisons, then their reduction) in the two cycles before it is issued
+(hw/overlap.py)."""
+OVERLAP_ISSUE_CYCLES = 3
+"""OVERLAP = 1: the fewest cycles from one dispatch to the next (in program order, whatever the
+engines). After an issue, the hazard and port flags of the new head take the two following
+cycles (two register stages), so the head can be issued in the one after (hw/overlap.py)."""
 STOP_CYCLES = 1
 """Cycles taken by HALT, or by an instruction that stops the machine with an error: the cycle
 after the execute stage takes it, at whose end done (and error) rise (hw/control.py)."""
@@ -473,6 +503,7 @@ INSTRUCTIONS: tuple[InstrSpec, ...] = (
                                                       f["len"]), writes=False),
          Region(Mem.SPAD, "dst", lambda a, f: f["len"], writes=True)),
         lambda a, f, p: _beats(a, f["len"], p) + a.const("LD_OVERHEAD"),
+        writes_formula=lambda a, f, p: _beats(a, f["len"], p),
     ),
     InstrSpec(
         "ST", Opcode.ST,
@@ -483,6 +514,7 @@ INSTRUCTIONS: tuple[InstrSpec, ...] = (
         (Region(Mem.SPAD, "src", lambda a, f: f["len"], writes=False),
          Region(Mem.EXT, "dst", lambda a, f: f["len"], writes=True)),
         lambda a, f, p: _beats(a, f["len"], p) + a.const("ST_OVERHEAD"),
+        reads_formula=lambda a, f, p: _beats(a, f["len"], p),
     ),
     InstrSpec(
         "MM", Opcode.MM,
@@ -511,6 +543,10 @@ INSTRUCTIONS: tuple[InstrSpec, ...] = (
                 also_read_if="acc")),
         lambda a, f, p: (f["K"] + f["M"] + _mm_skew(a, f) + a.const("MM_OVERHEAD")
                          + a.select(f["acc"], a.const("MM_ACC_CYCLES"), 0)),
+        reads_formula=lambda a, f, p: (f["K"] + f["M"] + _mm_skew(a, f)
+                                       + a.select(f["acc"],
+                                                  a.const("MM_OVERHEAD") - a.const("SPAD_READ_LATENCY"), 0)),
+        writes_formula=lambda a, f, p: f["M"],
         extra_checks_doc=("With acc = 1 the output rows must not overlap each other: M > 1 with "
                           "ldc < N is BAD_FIELD (field ldc), since every row's old value is read "
                           "before the rows above it are written."),
@@ -529,6 +565,8 @@ INSTRUCTIONS: tuple[InstrSpec, ...] = (
         (Region(Mem.SPAD, "src", lambda a, f: f["len"], writes=False),
          Region(Mem.SPAD, "dst", lambda a, f: f["len"], writes=True)),
         lambda a, f, p: _beats(a, f["len"], p) + a.const("RQ_OVERHEAD"),
+        reads_formula=lambda a, f, p: _beats(a, f["len"], p),
+        writes_formula=lambda a, f, p: _beats(a, f["len"], p),
         in_place_ok=True,
     ),
     InstrSpec(
@@ -540,6 +578,8 @@ INSTRUCTIONS: tuple[InstrSpec, ...] = (
         (Region(Mem.SPAD, "src", lambda a, f: f["len"], writes=False),
          Region(Mem.SPAD, "dst", lambda a, f: f["len"], writes=True)),
         lambda a, f, p: 3 * _beats(a, f["len"], p) + a.const("SM_OVERHEAD"),
+        reads_formula=lambda a, f, p: 3 * _beats(a, f["len"], p) + a.const("SM_PASS_OVERHEAD"),
+        writes_formula=lambda a, f, p: _beats(a, f["len"], p),
     ),
     InstrSpec(
         "VADD", Opcode.VADD,
@@ -553,6 +593,8 @@ INSTRUCTIONS: tuple[InstrSpec, ...] = (
          Region(Mem.SPAD, "src2", lambda a, f: f["len"], writes=False),
          Region(Mem.SPAD, "dst", lambda a, f: f["len"], writes=True)),
         lambda a, f, p: _beats(a, f["len"], p) + a.const("VADD_OVERHEAD"),
+        reads_formula=lambda a, f, p: _beats(a, f["len"], p),
+        writes_formula=lambda a, f, p: _beats(a, f["len"], p),
         in_place_ok=True,
     ),
     InstrSpec(
@@ -564,6 +606,8 @@ INSTRUCTIONS: tuple[InstrSpec, ...] = (
         (Region(Mem.SPAD, "src", lambda a, f: f["len"], writes=False),
          Region(Mem.SPAD, "dst", lambda a, f: 1, writes=True)),
         lambda a, f, p: _beats(a, f["len"], p) + a.const("AMAX_OVERHEAD"),
+        reads_formula=lambda a, f, p: _beats(a, f["len"], p),
+        writes_formula=lambda a, f, p: 1,
     ),
     InstrSpec(
         "UNPACK", Opcode.UNPACK,
@@ -574,6 +618,8 @@ INSTRUCTIONS: tuple[InstrSpec, ...] = (
         (Region(Mem.SPAD, "src", lambda a, f: f["len"], writes=False),
          Region(Mem.SPAD, "dst", lambda a, f: INT4_PER_WORD * f["len"], writes=True)),
         lambda a, f, p: _beats(a, INT4_PER_WORD * f["len"], p) + a.const("UNPACK_OVERHEAD"),
+        reads_formula=lambda a, f, p: _beats(a, INT4_PER_WORD * f["len"], p),
+        writes_formula=lambda a, f, p: _beats(a, INT4_PER_WORD * f["len"], p),
     ),
     InstrSpec(
         "LUT", Opcode.LUT,
@@ -587,6 +633,8 @@ INSTRUCTIONS: tuple[InstrSpec, ...] = (
          Region(Mem.SPAD, "dst", lambda a, f: f["len"], writes=True)),
         lambda a, f, p: (_beats(a, LUT_TABLE_WORDS, p) + _beats(a, f["len"], p)
                          + a.const("LUT_OVERHEAD")),
+        reads_formula=lambda a, f, p: _beats(a, LUT_TABLE_WORDS, p) + _beats(a, f["len"], p),
+        writes_formula=lambda a, f, p: _beats(a, f["len"], p),
         in_place_ok=True,
         extra_checks_doc=("The whole table is read into the unit before the first result is "
                           "written, so dst may also coincide with table (in_place_ok covers both)."),
@@ -677,3 +725,174 @@ def check(spec: InstrSpec, fields: Mapping[str, int], params: Params) -> tuple[E
 def latency(spec: InstrSpec, fields: Mapping[str, int], params: Params = DEFAULT) -> int:
     """Cycles the instruction occupies the execute stage (GA2.md section 5)."""
     return int(spec.latency_formula(INT, spec.complete(fields), params))
+
+
+def reads(spec: InstrSpec, fields: Mapping[str, int], params: Params = DEFAULT) -> int:
+    """The instruction's scratchpad read window: it requests reads only in the first ``reads``
+    cycles from its dispatch (0: it reads none). GA2.md section 7."""
+    return int(spec.reads_formula(INT, spec.complete(fields), params))
+
+
+def writes(spec: InstrSpec, fields: Mapping[str, int], params: Params = DEFAULT) -> int:
+    """The instruction's scratchpad write window: it requests writes only in the last ``writes``
+    cycles of its latency (0: it writes none). GA2.md section 7."""
+    return int(spec.writes_formula(INT, spec.complete(fields), params))
+
+
+# ------------------------------------------------------------------------- the issue rule (GA2.md section 7)
+
+ENGINES = ("dma", "mxu", "vpu", "sfu")
+"""The engines, named by their counters: each runs one instruction at a time; with OVERLAP = 1
+the four run side by side."""
+
+OVERLAP_COUNTERS = ("hazard", "port")
+"""OVERLAP = 1: two more 32-bit counters (GA2.md section 7): ``hazard``, cycles an instruction
+waited for an instruction in flight on another engine whose scratchpad regions conflict with
+its own; ``port``, cycles it then waited for the scratchpad's read or write port."""
+
+
+ALL_COUNTERS = COUNTERS + OVERLAP_COUNTERS
+"""Every counter a machine may report: what cosim reads and compares (a machine without
+OVERLAP reports 0 for the two it lacks, as the reference machine counts them)."""
+
+
+def counters(params: Params) -> tuple[str, ...]:
+    """The counters this machine reports, in the order the RTL reports them: :data:`COUNTERS`,
+    and :data:`OVERLAP_COUNTERS` after them when OVERLAP = 1."""
+    return COUNTERS + OVERLAP_COUNTERS if params.OVERLAP else COUNTERS
+
+
+Access = tuple[int, int, bool, bool]
+"""A scratchpad region as the hazard rule sees it: (first word, one past the last, read, written)."""
+
+
+def spad_accesses(spec: InstrSpec, fields: Mapping[str, int]) -> list[Access]:
+    """The scratchpad regions of an instruction (its spec's region formulas), each marked read
+    and/or written; MM's dst is read too when acc = 1 (``Region.also_read_if``)."""
+    f = spec.complete(fields)
+    out = []
+    for r in spec.regions:
+        if r.mem is not Mem.SPAD:
+            continue
+        start = f[r.start]
+        read = not r.writes or (r.also_read_if is not None and bool(f[r.also_read_if]))
+        out.append((start, start + r.extent(f), read, r.writes))
+    return out
+
+
+def conflict(a: list[Access], b: list[Access]) -> bool:
+    """True when two instructions' scratchpad regions overlap with at least one of the two
+    writing: read after write, write after read, or write after write."""
+    for s1, e1, r1, w1 in a:
+        for s2, e2, r2, w2 in b:
+            if s1 < e2 and s2 < e1 and ((w1 and (r2 or w2)) or (r1 and w2)):
+                return True
+    return False
+
+
+@dataclass(frozen=True)
+class Placed:
+    """One instruction placed by :class:`Issue`: dispatched in cycle ``start`` (cycles from the
+    start of the run), its engine busy until ``end`` (start + latency); ``hazard`` and ``port``
+    are the cycles it waited on each cause (OVERLAP = 1; 0 on the serial machine)."""
+
+    pc: int
+    op: str
+    engine: str | None
+    start: int
+    end: int
+    hazard: int = 0
+    port: int = 0
+
+
+class Issue:
+    """The issue rule: when each instruction of a run is dispatched (GA2.md sections 5 and 7).
+
+    Give it the legal instructions in program order (:meth:`place`), then ask for the cycle in
+    which the stop (HALT, an illegal instruction, the end of the program) is taken (:meth:`stop`);
+    the ``cycles`` counter is that cycle plus STOP_CYCLES.
+
+    OVERLAP = 0 (serial): the first instruction is dispatched after FRONTEND_CYCLES, each next
+    one when the previous one ends.
+
+    OVERLAP = 1: instruction i on engine e is dispatched in the first cycle d with
+
+    * d >= OVERLAP_FRONTEND_CYCLES (i = 0), d >= d(i-1) + OVERLAP_ISSUE_CYCLES (i > 0): in order;
+    * d >= the end of every earlier instruction on e (the engine is free);
+    * d >= the end of every earlier instruction whose scratchpad regions :func:`conflict` with
+      its own (hazard; external-memory regions are only the DMA's, which runs one at a time);
+    * if it reads the scratchpad: d >= d(j) + reads(j) for every earlier j (the read ports);
+    * if it writes: d + latency - writes >= the end of every earlier j that writes (the write
+      port; writes are in the last ``writes`` cycles of an instruction).
+
+    A stop is taken in the first cycle >= d(i-1) + OVERLAP_ISSUE_CYCLES (OVERLAP_FRONTEND_CYCLES
+    when it is the first instruction) in which every engine is free. ``hazard`` counts, per
+    instruction, the cycles from the first one the order and its engine allow to the first one
+    its hazards allow; ``port`` the rest of its wait.
+    """
+
+    def __init__(self, params: Params = DEFAULT):
+        self.params = params
+        self.overlap = bool(params.OVERLAP)
+        self.next = FRONTEND_CYCLES                  # serial: the next dispatch
+        self.last: int | None = None                 # overlap: the last dispatch
+        self.engine_end = dict.fromkeys(ENGINES, 0)
+        self.in_flight: dict[str, tuple[int, list[Access]]] = {}
+        self.reads_until = 0
+        self.writes_until = 0
+        self.hazard = 0
+        self.port = 0
+
+    def _earliest(self) -> int:
+        return OVERLAP_FRONTEND_CYCLES if self.last is None else self.last + OVERLAP_ISSUE_CYCLES
+
+    def peek(self, ispec: InstrSpec, fields: Mapping[str, int]) -> int:
+        """The cycle :meth:`place` would dispatch this instruction in, next, without placing it
+        (a scheduler's question: which of the instructions it may issue next starts first)."""
+        saved = (self.next, self.last, dict(self.engine_end), dict(self.in_flight), self.reads_until,
+                 self.writes_until, self.hazard, self.port)
+        start = self.place(-1, ispec, fields).start
+        (self.next, self.last, self.engine_end, self.in_flight, self.reads_until, self.writes_until,
+         self.hazard, self.port) = saved
+        return start
+
+    def place(self, pc: int, ispec: InstrSpec, fields: Mapping[str, int]) -> Placed:
+        """Dispatch one legal unit instruction (not HALT) and return where it runs."""
+        p = self.params
+        length = latency(ispec, fields, p)
+        engine = ispec.counter
+        assert engine is not None, "a stop is taken with Issue.stop"
+        if not self.overlap:
+            start = self.next
+            self.next = start + length
+            return Placed(pc, ispec.name, engine, start, start + length)
+        accesses = spad_accesses(ispec, fields)
+        base = max(self._earliest(), self.engine_end[engine])
+        hazard = max((end for end, other in self.in_flight.values() if conflict(accesses, other)),
+                     default=0)
+        n_reads, n_writes = reads(ispec, fields, p), writes(ispec, fields, p)
+        port = 0
+        if n_reads:
+            port = max(port, self.reads_until)
+        if n_writes:
+            port = max(port, self.writes_until - (length - n_writes))
+        start = max(base, hazard, port)
+        waited_hazard = max(0, hazard - base)
+        waited_port = start - max(base, hazard)
+        end = start + length
+        self.last = start
+        self.engine_end[engine] = end
+        self.in_flight[engine] = (end, accesses)
+        if n_reads:
+            self.reads_until = max(self.reads_until, start + n_reads)
+        if n_writes:
+            self.writes_until = max(self.writes_until, end)
+        self.hazard += waited_hazard
+        self.port += waited_port
+        return Placed(pc, ispec.name, engine, start, end, waited_hazard, waited_port)
+
+    def stop(self) -> int:
+        """The cycle in which the stop is taken (the serial machine: when the last instruction ends)."""
+        if not self.overlap:
+            return self.next
+        return max(self._earliest(), *self.engine_end.values())

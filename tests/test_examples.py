@@ -248,7 +248,7 @@ BAD_FLAGS = [
      "own_graph.py: error: Params.T = 0: must be a positive int (machine: T=0)"),
     ("digits.py", ["--param", "t9"],
      "digits.py: error: argument --param: machine item 't9' is neither NAME=VALUE with NAME one of T, K_MAX, "
-     "SPAD_WORDS, EXT_WORDS, IMEM_WORDS, SM_MAX_LEN, LANES nor a preset (t2, t4, t8, t16, default)"),
+     "SPAD_WORDS, EXT_WORDS, IMEM_WORDS, SM_MAX_LEN, LANES, OVERLAP nor a preset (t2, t4, t8, t16, default)"),
     ("sweep.py", ["--machines", "T=8"],
      "sweep.py: error: Params.LANES = 4: must be at least T = 8 (the MXU moves a row of B and of the output "
      "in one access): LANES in 8, 16 (machine: T=8)"),

@@ -77,11 +77,11 @@ def test_ranges_on_a_tensor_that_is_also_an_output_gives_a_note_naming_the_tag()
 def test_the_passes_in_order_and_the_structural_prefix():
     from compiler.pipeline import PASSES, structural_passes
     assert [p.name for p in PASSES] == ["limits", "cse", "fusion", "placement", "lifetimes", "layout",
-                                        "calibration", "scales", "emission"]
+                                        "calibration", "scales", "emission", "scheduling"]
     assert [p.name for p in structural_passes()] == ["limits", "cse", "fusion", "placement", "lifetimes",
                                                      "layout"]
     written = {"graph", "params", "calibration", "fixed_ranges", "reuse", "events", "stream", "pack", "cse",
-               "fuse"}
+               "fuse", "reorder"}
     for p in PASSES:   # every pass reads only what the arguments or an earlier pass give
         assert set(p.reads) <= written, p.name
         written |= set(p.writes)

@@ -66,3 +66,25 @@ def test_an_illegal_instruction_is_named_by_its_pc():
 def test_a_program_without_halt_is_refused():
     with pytest.raises(ValueError, match="no HALT"):
         serial_timeline([build("LD", dst=0, src=0, len=4)])
+
+
+def test_the_issue_rules_timeline_is_the_serial_one_on_the_serial_machine(example_a):
+    from compiler.timeline import timeline
+
+    program, _ = example_a
+    assert timeline(program.code) == serial_timeline(program.code)
+
+
+@pytest.mark.parametrize("seed", TABLE_SEEDS[:3])
+def test_the_overlapped_timeline_sums_to_the_counters(seed):
+    from compiler.timeline import timeline
+
+    params = spec.Params(OVERLAP=1)
+    run = compile_seed(seed, params)
+    spans = timeline(run.program.code, params)
+    counters = run.outcome.counters
+    totals = unit_totals(spans)
+    assert tuple(totals[name] for name in spec.COUNTERS) == counters.as_tuple()
+    assert (sum(s.hazard for s in spans), sum(s.port for s in spans)) == (counters.hazard, counters.port)
+    # engines side by side: the busy counters add up to more than the run
+    assert sum(totals[e] for e in spec.ENGINES) + spec.OVERLAP_FRONTEND_CYCLES > counters.cycles

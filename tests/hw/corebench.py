@@ -68,14 +68,17 @@ def reference(case: Case, params: Params) -> Outcome:
         code, pc = ErrorCode.NONE, result.steps - 1
     except MachineError as e:
         result, code, pc = e.result, e.code, e.pc
+    # every instruction before the stop was legal and executed; the serial machine's dispatches
+    # are worked out here from the latencies, the overlapped machine's are the reference's
     dispatches = []
     cycle = spec.FRONTEND_CYCLES
-    for k in range(pc):   # every instruction before the stop was legal and executed
+    for k in range(pc):
         chunk = words[k * spec.INSTR_WORDS:(k + 1) * spec.INSTR_WORDS]
         ins = decode(chunk)
-        dispatches.append((cycle, int(ins.spec.opcode)))
+        dispatches.append((cycle if not params.OVERLAP else result.timeline[k].start, int(ins.spec.opcode)))
         cycle += spec.latency(ins.spec, ins.fields, params)
-    return Outcome(int(code), pc, result.counters.as_tuple(), dispatches, result.spad, result.ext)
+    return Outcome(int(code), pc, result.counters.as_tuple(spec.counters(params)), dispatches, result.spad,
+                   result.ext)
 
 
 def load_imem(ctx, imem: Sequence, words: Sequence[int]) -> None:
@@ -135,7 +138,8 @@ async def run_case(ctx, host, imem: Sequence, case: Case, *, issue=None, issue_o
         if ctx.get(host.done):
             break
         assert ctx.get(host.busy), f"{case.name}: not busy and not done, cycle {cycles}"
-    counters = tuple(ctx.get(getattr(host, f"count_{n}")) for n in spec.COUNTERS)
+    names = spec.COUNTERS + tuple(n for n in spec.OVERLAP_COUNTERS if hasattr(host, f"count_{n}"))
+    counters = tuple(ctx.get(getattr(host, f"count_{n}")) for n in names)
     assert counters[0] == cycles, f"{case.name}: count_cycles={counters[0]} but done came after {cycles}"
     assert ctx.get(host.error) == (ctx.get(host.error_code) != 0)
     fault = None
