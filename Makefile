@@ -26,7 +26,7 @@ MACHINE := $(if $(strip $(PARAMS)),--param $(call quote,$(PARAMS)))
 MACHINE_DIR = $(if $(strip $(PARAMS)),$(shell $(PY) -m sim.machines --dir $(call quote,$(PARAMS))),build)
 SUDO    := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: help setup test test-all cosim stress verilog lint bench bench-sim bench-compiler bench-cosim mutants mutants-rtl \
+.PHONY: help setup test test-all cosim stress verilog lint bench bench-sim bench-compiler bench-cosim mutants mutants-rtl studies \
         docs docs-check synth synth-setup bitstream digits sweep report plots chromium clean
 
 help:  ## list the targets
@@ -107,8 +107,9 @@ clean:  ## remove build outputs (keeps .venv)
 bench-compiler: setup  ## compiler speed: battery graphs/s, compile time of 100/1,000/10,000-node chains
 	$(PY) -m compiler.testing.bench
 
-mutants: setup  ## the compiler's mutation check: the battery must catch every broken compiler (compiler/testing/mutants.py)
+mutants: setup  ## the compiler's mutation check (compiler/testing/mutants.py) and the broken issue rules of the reference machine (tests/sim/issue_mutant.py)
 	$(PY) -m compiler.testing.mutants --jobs 2
+	$(PY) -m pytest -q -n 2 -m slow tests/sim/test_issue_rule_mutants.py
 
 mutants-rtl: setup synth-setup  ## COUNT=48 mutations of the hardware by Yosys (every unit), each graded by cosim and stress; SEED=1
 	$(PY) -m cosim.mutants_rtl --count $(call quote,$(COUNT)) --seed $(call quote,$(SEED)) --jobs 2
@@ -138,6 +139,9 @@ plots: setup  ## the plots of example A and seed 100 under build/plots, and READ
 
 digits: setup  ## PyTorch MLP on scikit-learn digits through torch.fx onto GA-2 (reference machine and RTL); PARAMS=
 	$(PY) examples/digits.py $(MACHINE)
+
+studies: setup  ## seed 004's studies on GA-2: what CSE and fusion are worth, decode vs prefill, where a block spends its time; writes docs/studies.md
+	$(PY) examples/studies.py --write $(MACHINE)
 
 sweep: setup  ## cycles of the seed's programs, examples A and B and the digits MLP at T = 2, 4, 8, 16; SYNTH=1 adds synthesis (hours)
 	$(PY) examples/sweep.py $(if $(filter-out 0,$(SYNTH)),--synth --write)

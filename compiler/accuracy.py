@@ -18,16 +18,19 @@ from .program import Program, RunOutcome
 
 
 def relative_error(program: Program, outcome: RunOutcome, inputs: Mapping[str, object]) -> float:
-    """Worst relative error of the outputs of one run (0.0 when only argmax is output)."""
-    graph = program.graph
+    """Worst relative error of the outputs of one run (0.0 when only argmax is output). The
+    float reference is the meaning of the graph as given (``Program.source``), outputs matched
+    by name."""
+    graph = program.source or program.graph
     reference = evaluate(graph, inputs)
     worst = 0.0
     for entry in program.ext.values():
         if OPS[entry.kind].role is not Role.SINK:
             continue
-        if not OPS[graph.nodes[graph.nodes[entry.node].ins[0]].op].scaled:   # row indices
+        node = graph.nodes[graph.names[entry.name]]
+        if not OPS[graph.nodes[node.ins[0]].op].scaled:   # row indices
             continue
-        want = reference[entry.node]
+        want = reference[node.id]
         got = outcome.outputs[entry.name].floats
         denominator = float(np.sqrt(np.sum(want * want))) or 1.0
         worst = max(worst, float(np.sqrt(np.sum((got - want) ** 2))) / denominator)

@@ -234,6 +234,32 @@ class Blocking:
         return f"{self.row_blocks} x {self.col_blocks} {blocks} of {self.rows} x {self.cols} ({a}, {b}{acc})"
 
 
+@dataclass(frozen=True)
+class Ranking:
+    """How emission chose a matmul's blocking (``Program.rankings``, ``Program.explain()``).
+
+    Attributes:
+        considered: the candidates :func:`rank_blockings` enumerated (every legal blocking).
+        too_big: of them, those whose footprint is more than the free scratchpad words.
+        too_long: of those that fit, the ones with more instructions than the instruction
+            memory had room for.
+        failed: of the rest, the ones whose allocations failed (the free words are in pieces).
+        free: the free scratchpad words at the step; room: the free instruction words.
+        best: the first few candidates by rank (cycles, then the tie-breaks), fitting or not.
+        chosen: the blocking written, and its place in the ranking (1 = the fastest of all).
+    """
+
+    considered: int
+    too_big: int
+    too_long: int
+    failed: int
+    free: int
+    room: int
+    best: tuple[Blocking, ...]
+    chosen: Blocking
+    chosen_rank: int
+
+
 def ceil_div(a: int, b: int) -> int:
     return -(-a // b)
 

@@ -39,6 +39,20 @@ def check_reads(pass_name: str, state: Compilation, reads: Iterable[str]) -> Non
                  f"needs '{name}', which no earlier pass set")
 
 
+def check_cse(state: Compilation) -> None:
+    nodes, source = state.graph.nodes, state.source.nodes
+    _require(sorted(state.node_of) == list(range(len(source))), "cse",
+             "node_of does not map every node of the argument graph")
+    for node in source:
+        into = nodes[state.node_of[node.id]]
+        _require(into.op == node.op and into.shape == node.shape, "cse",
+                 f"{node.describe()} is mapped to {into.describe()}, another operation or shape")
+        _require(into.ins == tuple(state.node_of[i] for i in node.ins), "cse",
+                 f"{node.describe()} is mapped to {into.describe()}, which reads other operands")
+    _require(set(state.node_of.values()) == set(range(len(nodes))), "cse",
+             "a node of the merged graph computes no node of the argument graph")
+
+
 def check_fusion(state: Compilation) -> None:
     nodes = state.graph.nodes
     for nid in state.fused:
@@ -110,6 +124,13 @@ def check_scales(state: Compilation) -> None:
         for pin in OPS[node.op].scale.pins:
             target = node.id if pin.operand == RESULT else node.ins[pin.operand]
             _require(target in plan.pins, "scales", f"node {target} should be pinned by {node.describe()}")
+
+
+def check_scheduling(state: Compilation) -> None:
+    code, owners = state.emission.code, state.emission.owners
+    _require(bool(code) and code[-1].op == "HALT" and all(i.op != "HALT" for i in code[:-1]), "scheduling",
+             "the program does not end in its only HALT")
+    _require(len(owners) == len(code), "scheduling", "owners do not follow the instructions")
 
 
 def check_emission(state: Compilation) -> None:

@@ -30,7 +30,7 @@ from sim.asm import Instruction, build
 from sim.spec import DEFAULT, Params
 
 from .allocator import Allocator, AllocEvent, AllocState
-from .blocking import Blocking
+from .blocking import Blocking, Ranking
 from .errors import CompileError
 from .ir import Graph, Node
 from .layout import ExtEntry
@@ -51,6 +51,10 @@ class Emission:
             ``whole`` when its operands fitted the scratchpad whole).
         panels: name of a source stored in column panels -> the panel width
             (:func:`compiler.layout.panel_major`).
+        rankings: matmul node id -> how its blocking was chosen, for the steps that did not
+            fit whole (:class:`compiler.blocking.Ranking`).
+        owners: for each instruction, the id of the node whose step wrote it (a load of a
+            source counts for the step that first reads it; HALT: -1).
     """
 
     code: list[Instruction]
@@ -58,6 +62,8 @@ class Emission:
     spad_high: int = 0
     blockings: dict[int, Blocking] = field(default_factory=dict)
     panels: dict[str, int] = field(default_factory=dict)
+    owners: list[int] = field(default_factory=list)
+    rankings: dict[int, Ranking] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -95,10 +101,12 @@ class Emitter:
         self.consumers: dict[int, list[int]] | None = None
         self.out = Emission([])
         self.requantizers = self.out.requantizers
+        self.step = -1
 
     def put(self, op: str, **fields: int) -> None:
         """Append one instruction (its fields checked against the machine's legal ranges)."""
         self.out.code.append(build(op, params=self.params, **fields))
+        self.out.owners.append(self.step)
 
     def address(self, nid: int) -> int:
         """Scratchpad address of a tensor's first element, allocating its buffer if needed."""
@@ -145,6 +153,7 @@ class Emitter:
         the allocator's state (a try that did not fit the scratchpad; it sets no requantizer)."""
         assert len(self.requantizers) == mark.requantizers, "a try set a requantizer before it failed"
         del self.out.code[mark.code:]
+        del self.out.owners[mark.code:]
         for buf, home in reversed(self.placed[mark.placed:]):
             buf.addr, buf.home = None, home
         del self.placed[mark.placed:]
@@ -166,12 +175,14 @@ class Emitter:
             spec = OPS[node.op]
             if spec.role is Role.SOURCE:
                 continue
+            self.step = node.id
             if spec.blocked is not None:
                 spec.blocked(self, node)
             else:
                 self.lower(node, [self.ensure(i) for i in node.ins])
             if self.reuse and spec.role is not Role.VIEW:
                 self.release_dead(node.id)
+        self.step = -1
         self.put("HALT")
         if len(self.out.code) > self.params.IMEM_WORDS:
             raise CompileError(f"the program has {len(self.out.code)} instructions, more than the "

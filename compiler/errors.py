@@ -41,7 +41,9 @@ def plural(count: int, noun: str) -> str:
 def shown(value: object) -> str:
     """A bad argument for a message: its repr, cut short, and its type (``'x' (a str)``)."""
     text = repr(value)
-    return f"{text if len(text) <= 60 else text[:57] + '...'} (a {type(value).__name__})"
+    kind = type(value).__name__
+    article = "an" if kind[:1].lower() in "aeiou" else "a"
+    return f"{text if len(text) <= 60 else text[:57] + '...'} ({article} {kind})"
 
 
 def float_array(raw: Any) -> tuple[np.ndarray | None, str]:

@@ -1,14 +1,14 @@
 """The pass-by-pass account of a compiled program, as tables and as text.
 
-:func:`account` lists what each stage of Capra decided for a :class:`~compiler.Program`
-(seed chapter 11, figure 11.1, and its running example A): the graph as written, the
-calibrated ranges, the scales (which are pinned by the hardware and which share a group),
-the requantizer pairs, the tiles of each product, the allocator's events with the pc they
-happened at and the buffers that hold views, the listing with each instruction's start and
-end cycle (:func:`compiler.timeline.serial_timeline`), and, given test inputs, the checks
-(machine against the integer interpreter, error against floating point, the stage-wise
-real-number check). Each :class:`Section` holds a :class:`Table` of plain values, so that
-the text (:func:`explain`, ``Program.explain()``) and an HTML page render the same facts.
+:func:`account` lists what each stage of Capra decided for a :class:`~compiler.Program` (seed
+chapter 11, figure 11.1, and its running example A): the graph as written, the calibrated
+ranges, the scales (which are pinned by the hardware and which share a group), the requantizer
+pairs, the tiles of each product, the allocator's events with the pc they happened at and the
+buffers that hold views, the listing with each instruction's start and end cycle
+(:func:`compiler.timeline.timeline`: serial, or the engines side by side), and, given test
+inputs, the checks (machine against the integer interpreter, error against floating point, the
+stage-wise real-number check). Each :class:`Section` holds a :class:`Table` of plain values, so
+that the text (:func:`explain`, ``Program.explain()``) and an HTML page render the same facts.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from sim.asm import disassemble
 
 from .ops import OPS, Op
 from .program import Program
-from .timeline import UNIT_NAMES, serial_timeline, unit_totals
+from .timeline import UNIT_NAMES, timeline, unit_totals
 
 
 @dataclass
@@ -94,10 +94,13 @@ def graph_section(program: Program) -> Section:
                 node_detail(program, node.id),
             )
         )
+    given = len(program.node_of or ())
+    merged = (f" (the graph given had {given}: common-subexpression elimination computes each "
+              "repeated pure subgraph once, compiler/cse.py)") if given > len(program.graph.nodes) else ""
     return Section(
         "graph",
-        "pass 0: the graph, as written",
-        f"{len(program.graph.nodes)} nodes; tensors are 2-D (rows x cols); ^T: the product "
+        "pass 0: the graph, as written" if not merged else "pass 0: the graph, repeats merged",
+        f"{len(program.graph.nodes)} nodes{merged}; tensors are 2-D (rows x cols); ^T: the product "
         "reads its second operand transposed; xF: a constant factor; +relu: a relu fused into "
         "its requantizer.",
         table,
@@ -243,6 +246,30 @@ def tiles_section(program: Program) -> Section:
     )
 
 
+def blocking_section(program: Program) -> Section:
+    """How each product too large for the scratchpad whole chose its blocking: the candidates,
+    the refusals by reason, the best few by exact cycles and the one written."""
+    table = Table(("node", "rank", "blocking", "cycles", "footprint (words)", "fits"),
+                  right=(False, True, False, True, True, False))
+    notes = []
+    for nid, r in sorted(program.rankings.items()):
+        notes.append(f"%{nid}: {r.considered} candidates; {r.too_big} need more than the {r.free} free "
+                     f"words, {r.too_long} more instructions than the {r.room} left, {r.failed} found the "
+                     f"free words in pieces; written: rank {r.chosen_rank}")
+        shown = list(r.best) + ([r.chosen] if r.chosen not in r.best else [])
+        for b in shown:
+            rank = r.best.index(b) + 1 if b in r.best else r.chosen_rank
+            mark = " (written)" if b == r.chosen else ""
+            table.rows.append((f"%{nid}", rank, b.describe() + mark, b.cycles, b.footprint,
+                               "yes" if b.footprint <= r.free else "no"))
+    return Section(
+        "blocking",
+        "pass 4, continued: the blockings of the products that do not fit whole, ranked by exact cycles",
+        " ".join(notes) + ". Cycles: the spec's latencies of the step's instructions (compiler/blocking.py).",
+        table,
+    )
+
+
 def view_lines(program: Program) -> list[str]:
     """One line per buffer that holds more than one tensor: its parts and their rows."""
     lines = []
@@ -286,7 +313,7 @@ def allocation_section(program: Program) -> Section:
 
 
 def listing_section(program: Program) -> Section:
-    spans = serial_timeline(program.code, program.machine)
+    spans = timeline(program.code, program.machine)
     table = Table(
         ("pc", "start", "end", "cycles", "unit", "instruction"), right=(True, True, True, True, False)
     )
@@ -306,8 +333,11 @@ def listing_section(program: Program) -> Section:
     return Section(
         "listing",
         "pass 6: the program",
-        "One instruction at a time: each starts when the one before it ends (the spec's latencies; "
-        "the first after the front end's cycles).",
+        ("The engines side by side (OVERLAP = 1, GA2.md section 7): each instruction starts when "
+         "the issue rule lets it (in order, its engine free, no hazard, its scratchpad ports free)."
+         if program.machine.OVERLAP else
+         "One instruction at a time: each starts when the one before it ends (the spec's latencies; "
+         "the first after the front end's cycles)."),
         table,
         [f"{len(program.code)} instructions; counters: {counters}"],
     )
@@ -409,6 +439,7 @@ def account(
         scales_section(program),
         requantizers_section(program),
         tiles_section(program),
+        *([blocking_section(program)] if program.rankings else []),
         allocation_section(program),
         listing_section(program),
     ]

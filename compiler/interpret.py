@@ -27,8 +27,9 @@ def interpret(program: Program, inputs: Mapping[str, object]) -> dict[int, np.nd
         inputs: input name -> 2-D array-like of floats.
 
     Returns:
-        node id -> int64 array (rows, cols): int8 levels, or row indices for an argmax
-        (and for the output that stores one).
+        node id of ``program.graph`` -> int64 array (rows, cols): int8 levels, or row
+        indices for an argmax (and for the output that stores one). (``program.node_of``
+        maps the ids of the graph given to ``compile_graph``, when CSE merged nodes.)
 
     Raises:
         ValueError: bad inputs.

@@ -8,7 +8,8 @@ and fixes every address:
 * input, weight (:func:`lower_load`): run by the emitter just before the first step that
   reads them: the buffer, then LD; an int4 weight is loaded packed into a temporary and
   expanded by UNPACK;
-* slice, concat, relu (:func:`lower_view`): the buffer, no instruction;
+* slice, concat, fused relu (:func:`lower_view`, :func:`lower_relu`): the buffer, no
+  instruction (an unfused relu: one identity RQ with relu = 1, in place);
 * matmul: the output buffer, then an int32 accumulator (a bias loaded into each of its rows
   first, :mod:`compiler.bias`); one MM per T x T output tile (tile rows outer, tile columns
   inner; edge tiles smaller), cut into pieces of at most K_MAX along K that add into the
@@ -182,6 +183,21 @@ def lower_view(em: Emitter, node: Node, operands: Sequence[int]) -> None:
     """A slice, concatenation or fused relu: its buffer (if not allocated yet), no instruction:
     the nodes it reads write their values in place."""
     em.address(node.id)
+
+
+IDENTITY_SHIFT = 23
+"""An RQ with m = 2**23 and s = 23 passes an int8 level through unchanged: |x| * 2**23 plus the
+rounding term 2**22, shifted right by 23, is |x| (GA2.md section 4; m < 2**24)."""
+
+
+def lower_relu(em: Emitter, node: Node, operands: Sequence[int]) -> None:
+    """A relu: fused (the usual case), the relu flag of the instruction that writes its
+    operand, and no instruction of its own (:func:`lower_view`); unfused
+    (``compile_graph(fuse=False)``), one identity RQ with relu = 1 over its buffer, in place
+    (RQ may write its source: sim/spec.py), the second pass that fusion saves."""
+    addr = em.address(node.id)
+    if node.ins[0] not in em.fused:
+        em.put("RQ", dst=addr, src=addr, len=node.words, m=1 << IDENTITY_SHIFT, s=IDENTITY_SHIFT, relu=1)
 
 
 def lower_matmul(em: Emitter, node: Node, operands: Sequence[int]) -> None:

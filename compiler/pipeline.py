@@ -23,6 +23,7 @@ from sim.spec import DEFAULT, Params
 from . import contracts
 from .allocator import AllocEvent
 from .calibrate import calibration_values, ranges_of
+from .cse import eliminate
 from .emit import Emission, emit
 from .errors import CompileError, shown
 from .fusion import fuse_relus
@@ -34,7 +35,7 @@ from .ops import Op
 from .placement import Placement, place
 from .program import Program
 from .scales import ScalePlan, plan_scales
-from .schedule import schedule
+from .schedule import reorder_emission
 from .tables import TableSaturationWarning, saturation_notes
 
 
@@ -45,8 +46,13 @@ class Compilation:
     Attributes (arguments): graph, params (the machine), calibration (samples), fixed_ranges
     (``ranges=``), reuse, events (the allocator's trace, or None), stream (block matmuls
     whose operands do not fit the scratchpad whole), pack (int8 weights four to an external
-    word: True, False, or None for only when needed; :mod:`compiler.packing`).
-    Attributes (results, None until their pass ran): consumers (node id -> readers), fused
+    word: True, False, or None for only when needed; :mod:`compiler.packing`), cse (merge
+    repeated pure subgraphs: :mod:`compiler.cse`), fuse (a relu is the relu flag of the
+    instruction that writes its operand, else an RQ of its own: :mod:`compiler.fusion`).
+    reorder (OVERLAP = 1: list-schedule the emitted code, :mod:`compiler.schedule`).
+    Attributes (results, None until their pass ran): source (the argument graph: the cse pass
+    replaces ``graph`` by the merged graph), node_of (source's node id -> the id of the node
+    computing it in ``graph``), consumers (node id -> readers), fused
     (matmuls carrying a relu), placement, schedule (step -> buffers released there), ext and
     ext_words (the external layout), ranges (calibrated, node id -> largest |value|),
     table_inputs (table node id -> its input's calibration values), plan
@@ -61,6 +67,12 @@ class Compilation:
     events: list[AllocEvent] | None = None
     stream: bool = True
     pack: bool | None = None
+    cse: bool = True
+    fuse: bool = True
+    reorder: bool = True
+    first_event: int = 0
+    source: Graph | None = field(default=None, repr=False)
+    node_of: dict[int, int] | None = None
     consumers: dict[int, list[int]] | None = None
     fused: set[int] | None = None
     placement: Placement | None = None
@@ -101,9 +113,24 @@ def _limits(c: Compilation) -> None:
     check_limits(c.graph, c.params)
 
 
+def _cse(c: Compilation) -> None:
+    c.source = c.graph
+    if not c.cse:
+        c.node_of = {n.id: n.id for n in c.graph.nodes}
+        return
+    checks = tuple(p for p in structural_passes() if p.name != "cse")
+
+    def check(graph: Graph) -> None:
+        run_passes(Compilation(graph, c.params, pack=c.pack), checks)
+
+    merged = eliminate(c.graph, check)
+    c.graph, c.node_of = merged.graph, merged.node_of
+
+
 def _fusion(c: Compilation) -> None:
     c.consumers = c.graph.consumers()
-    c.fused = fuse_relus(c.graph, c.consumers)
+    fused = fuse_relus(c.graph, c.consumers)       # its refusals hold either way
+    c.fused = fused if c.fuse else set()
 
 
 def _placement(c: Compilation) -> None:
@@ -132,17 +159,29 @@ def _scales(c: Compilation) -> None:
 
 
 def _emission(c: Compilation) -> None:
+    c.first_event = len(c.events) if c.events is not None else 0
     c.emission = emit(c.graph, c.plan.scales, c.fused, c.placement, c.schedule, c.ext, c.reuse, c.params,
                       c.events, c.stream)
+
+
+def _scheduling(c: Compilation) -> None:
+    if c.reorder and c.params.OVERLAP:
+        reorder_emission(c.emission, c.params, c.events, c.first_event)
 
 
 PASSES: tuple[Pass, ...] = (
     Pass("limits", _limits, ("graph", "params"), (),
          "the graph is well formed (its builders checked every node)",
          "every node is within the limits its operation declares (K_MAX, SM_MAX_LEN)"),
-    Pass("fusion", _fusion, ("graph",), ("consumers", "fused"),
+    Pass("cse", _cse, ("graph", "params", "pack", "cse"), ("graph", "source", "node_of"),
+         "every node is within its limits",
+         "no two pure nodes of the graph compute the same tensor, unless merging them is refused "
+         "by the structural passes; node_of maps every node of the argument graph into it",
+         contracts.check_cse),
+    Pass("fusion", _fusion, ("graph", "fuse"), ("consumers", "fused"),
          "the graph is well formed",
-         "every relu reads a matmul that nothing else reads; fused holds those matmuls",
+         "every relu reads a matmul or add that nothing else reads; fused holds those nodes (none "
+         "with fuse off: each relu is then an RQ of its own)",
          contracts.check_fusion),
     Pass("placement", _placement, ("graph", "consumers"), ("placement",),
          "relus are fused (a relu's matmul has no other reader)",
@@ -168,15 +207,20 @@ PASSES: tuple[Pass, ...] = (
          "calibration samples is noted by name (and warned of)", contracts.check_scales),
     Pass("emission", _emission,
          ("graph", "plan", "fused", "placement", "schedule", "ext", "reuse", "params", "events", "stream"),
-         ("emission",),
+         ("emission", "first_event"),
          "every tensor is placed and scaled; the layout and the release schedule are known",
          "the program ends in HALT and fits the instruction memory; its high-water mark fits the "
          "scratchpad; every requantizer's shift is legal; every matmul has its blocking, and only "
          "a source that streams in column blocks is stored in panels", contracts.check_emission),
+    Pass("scheduling", _scheduling, ("emission", "params", "reorder", "events", "first_event"), ("emission",),
+         "the program is emitted (each step's instructions together)",
+         "OVERLAP = 1: the instructions are in an order their dependences allow that the issue rule "
+         "dispatches in no more cycles; owners and the allocator's event pcs follow them",
+         contracts.check_scheduling),
 )
 """The passes of :func:`compile_graph`, in order (seed chapter 11, figure 11.1)."""
 
-_ARGUMENTS = frozenset({"graph", "params", "pack"})
+_ARGUMENTS = frozenset({"graph", "params", "pack", "cse", "fuse", "reorder"})
 """What the structural passes may read besides what earlier structural passes wrote."""
 
 
@@ -214,7 +258,7 @@ def run_passes(state: Compilation, passes: Sequence[Pass] | None = None, check: 
 
 
 def check_structure(graph: Graph, params: Params = DEFAULT, pack: bool | None = None) -> None:
-    """Run the structural passes (limits, fusion, placement, lifetimes, layout) on a graph:
+    """Run the structural passes (limits, cse, fusion, placement, lifetimes, layout) on a graph:
     what needs no calibration data, so that a graph they refuse fails before any.
 
     Raises:
@@ -226,7 +270,8 @@ def check_structure(graph: Graph, params: Params = DEFAULT, pack: bool | None = 
 def compile_graph(graph: Graph, calibration: Sequence[Mapping[str, object]], reuse: bool = True,
                   ranges: Mapping[str, float] | None = None, params: Params = DEFAULT,
                   events: list[AllocEvent] | None = None, check_contracts: bool = False,
-                  stream: bool = True, pack: bool | None = None) -> Program:
+                  stream: bool = True, pack: bool | None = None, cse: bool = True,
+                  fuse: bool = True, reorder: bool = True) -> Program:
     """Compile a graph to a GA-2 program.
 
     Args:
@@ -261,31 +306,44 @@ def compile_graph(graph: Graph, calibration: Sequence[Mapping[str, object]], reu
             words): True always, False never, None (the default) only when the graph's
             regions one value a word do not fit EXT_WORDS (so a graph that fits compiles as
             it always has). ``Program.ext`` marks the packed regions (``fmt`` = 1).
+        cse: compute a pure subgraph the graph repeats once (:mod:`compiler.cse`; a graph
+            without repeats compiles to the same program either way). ``Program.graph`` is
+            then the merged graph and ``Program.node_of`` maps the ids of ``graph`` into it.
+        fuse: a relu rides on the instruction that writes its operand (the RQ of a matmul, the
+            VADD of an add; seed chapter 11). False gives each relu an identity RQ with relu = 1
+            of its own, in place: one more pass over the tensor (for the studies of what
+            fusion is worth); the same integers either way. The graphs refused are the same.
+        reorder: on a machine whose engines overlap (``params.OVERLAP = 1``), reorder the
+            emitted instructions so that independent work overlaps (:mod:`compiler.schedule`:
+            list scheduling by the issue rule, kept only when it saves cycles). No effect on
+            the serial machine.
 
     Raises:
         CompileError: the graph, the calibration data or ``ranges`` is refused, or an
             argument has the wrong type; the message names the node, input or argument at
             fault and says how to fix it.
     """
-    check_arguments(graph, reuse, ranges, params, events, stream, pack)
+    check_arguments(graph, reuse, ranges, params, events, stream, pack, cse, fuse, reorder)
     trace = [] if events is None else events
     first = len(trace)
     state = Compilation(graph, params, calibration, ranges, bool(reuse), trace, bool(stream),
-                        None if pack is None else bool(pack))
+                        None if pack is None else bool(pack), bool(cse), bool(fuse), bool(reorder))
     run_passes(state, check=check_contracts)
     emission = state.emission
-    # a machine with OVERLAP = 1: the instructions reordered for the engines side by side
-    # (compiler/schedule.py); the serial machine's program is the emitted one
-    return Program(graph=graph.snapshot(), code=schedule(emission.code, params), scales=state.plan.scales,
+    compiled = state.graph.snapshot()
+    source = compiled if state.graph is graph else graph.snapshot()
+    return Program(graph=compiled, code=emission.code, scales=state.plan.scales,
                    requantizers=emission.requantizers, relu_fused=state.fused, plan=state.plan,
                    placement=state.placement, ext=with_panels(state.ext, emission.panels),
                    ext_words=state.ext_words, spad_high=emission.spad_high, notes=state.plan.notes,
                    reuse=bool(reuse), machine=params, blockings=emission.blockings,
-                   events=trace[first:])
+                   events=trace[first:], node_of=state.node_of, source=source, owners=emission.owners,
+                   rankings=emission.rankings)
 
 
 def check_arguments(graph: object, reuse: object, ranges: object, params: object, events: object,
-                    stream: object = True, pack: object = None) -> None:
+                    stream: object = True, pack: object = None, cse: object = True,
+                    fuse: object = True, reorder: object = True) -> None:
     """Refuse arguments of compile_graph of the wrong type, naming the argument and its value
     (the calibration data is checked by :mod:`compiler.calibrate`).
 
@@ -301,6 +359,12 @@ def check_arguments(graph: object, reuse: object, ranges: object, params: object
     if not isinstance(stream, bool | np.bool_):
         raise CompileError(f"compile_graph: stream = {shown(stream)} is not True or False",
                            "pass stream=True (block a matmul that does not fit whole) or stream=False")
+    for name, value, meaning in (("cse", cse, "compute a repeated subgraph once"),
+                                 ("fuse", fuse, "a relu rides on the instruction before it"),
+                                 ("reorder", reorder, "overlap independent work")):
+        if not isinstance(value, bool | np.bool_):
+            raise CompileError(f"compile_graph: {name} = {shown(value)} is not True or False",
+                               f"pass {name}=True ({meaning}) or {name}=False")
     if pack is not None and not isinstance(pack, bool | np.bool_):
         raise CompileError(f"compile_graph: pack = {shown(pack)} is not True, False or None",
                            "pass pack=True (int8 weights four to an external word), pack=False (one a "

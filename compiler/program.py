@@ -25,7 +25,7 @@ from sim.spec import Params
 
 from .allocator import AllocEvent
 from .bias import bias_levels, region_name
-from .blocking import Blocking
+from .blocking import Blocking, Ranking
 from .calibrate import check_sample
 from .errors import CompileError, plural, shown
 from .int4 import is_int4, pack_int4
@@ -94,7 +94,8 @@ class Program:
 
     Attributes:
         graph: the source graph as it was compiled (``Graph.snapshot``: nodes added to the
-            graph later, or a node changed, are not the program's).
+            graph later, or a node changed, are not the program's), with each repeated pure
+            subgraph once when ``compile_graph(cse=True)`` merged any (see ``node_of``).
         code: the instructions, ending in HALT.
         scales: node id -> scale (real value of one int8 level); argmax nodes have none.
         requantizers: the requantizers' (multiplier, shift) pairs: node id -> (m, s) for a
@@ -114,6 +115,17 @@ class Program:
             moved).
         events: the allocator's alloc and free events in order, each with the pc it happened
             at (:class:`compiler.allocator.AllocEvent`): the scratchpad's memory map over time.
+        node_of: the node ids of the graph given to ``compile_graph`` -> the id of the node
+            of ``graph`` that computes each (the identity unless common-subexpression
+            elimination merged repeated nodes, :mod:`compiler.cse`; None: the identity).
+        rankings: matmul node id -> how its blocking was chosen, for the products that did not
+            fit the scratchpad whole (:class:`compiler.blocking.Ranking`: candidates, refusals
+            by reason, the best few, the one written).
+        owners: for each instruction, the id (in ``graph``) of the node whose step wrote it: a
+            load of a source counts for the step that first reads it; HALT has -1.
+        source: the graph as given to ``compile_graph`` (a snapshot; the same object as
+            ``graph`` when nothing was merged; None: ``graph``). The float reference is its
+            meaning, so a wrong merge cannot hide behind a reference made from it.
     """
 
     graph: Graph
@@ -131,6 +143,10 @@ class Program:
     machine: Params
     blockings: dict[int, Blocking] = field(default_factory=dict)
     events: list[AllocEvent] = field(default_factory=list)
+    node_of: dict[int, int] | None = None
+    source: Graph | None = field(default=None, repr=False)
+    owners: list[int] = field(default_factory=list)
+    rankings: dict[int, Ranking] = field(default_factory=dict)
 
     def listing(self) -> str:
         """The numbered disassembly."""
@@ -308,6 +324,10 @@ class Program:
             raise ValueError(f"read_tensor: outcome = {shown(outcome)} is not what Program.run returned. "
                              "Fix: pass outcome = program.run(inputs)")
         node = self._tensor_node(nid)
+        readers = [r for r in self.graph.nodes if nid in r.ins and OPS[r.op].fuses_into]
+        if readers and int(nid) not in self.relu_fused:
+            raise ValueError(f"{node.describe()} was overwritten in place by its relu, "
+                             f"{readers[0].describe()} (compiled with fuse=False). Fix: read the relu")
         addr = self.tensor_address(nid)
         if addr is None:
             if self.placement.buffer_of(node.id).home is None:

@@ -1,90 +1,243 @@
-"""Instruction scheduling for a machine whose engines run side by side (``OVERLAP = 1``).
+"""Instruction scheduling for the machine whose engines run side by side (``OVERLAP = 1``).
 
-GA2.md section 7: the machine issues in program order, and an instruction waits while its
-engine is busy, while an instruction in flight conflicts with it (its scratchpad regions), or
-for a scratchpad port. The order the back end emits is the order of the graph, so a load of the
-next layer's weights waits behind the current layer's work even when it touches none of it.
-:func:`schedule` reorders a program's instructions, list scheduling on the machine's own issue
-rule (``sim.spec.Issue``): it keeps every dependency (two instructions whose scratchpad regions
-conflict, read after write, write after read or write after write, or whose external-memory
-regions do, stay in their order, so the program computes exactly what it did) and, among the
-instructions whose predecessors are all placed, issues next the one that would start first
-(the earliest in the program on a tie). The HALT stays last.
+GA-2 with OVERLAP = 1 issues in program order, but an instruction may start while earlier ones
+on other engines are still running, unless one of them is a hazard to it (GA2.md section 7,
+:class:`sim.spec.Issue`). So the order the compiler emits decides how much the engines
+overlap: emission writes each step's instructions together (load the weights, multiply,
+requantize, store), and the DMA waits for the MXU and the MXU for the DMA.
 
-Before it orders them, it cuts every LD longer than :data:`LOAD_PIECE` words into LDs of that
-many (:func:`split_loads`: the same words, moved by the same beats): the scratchpad has one write
-port, and a long LD holds it for its whole length, so an MM (which writes at its end) could not
-finish while it runs; shorter loads let the MMs' writes in between them.
+:func:`schedule` reorders a program by list scheduling: it keeps the instructions that no
+earlier unscheduled instruction conflicts with (read after write, write after read, write
+after write, on the spec's scratchpad and external regions: the machine's own hazard rule)
+as candidates, places each candidate on a copy of the issue rule, and takes the one that would
+be dispatched first; of several that tie, the one whose greedy continuation (HORIZON more
+steps) ends soonest, then the earlier in program order. Any order the dependences allow
+means what the program means on the serial machine, and the machine checks the hazards again,
+so the schedule changes cycles only. An instruction moves ahead of at most ``window`` earlier
+ones (the dependences are computed inside the window: O(n * window)). The result is kept only
+when the issue rule's ``cycles`` for it are fewer than for the order given.
 
-On the serial machine (``OVERLAP = 0``) the order changes nothing but the risk, so
-:func:`schedule` returns the program as it is.
+Before the emitted program is ordered, every LD longer than :data:`LOAD_PIECE` words is cut
+into LDs of that many (:func:`split_loads`: the same words, moved by the same beats): the
+scratchpad has one write port, and a long LD holds it for its whole length, so an MM (which
+writes at its end) could not finish while it runs; shorter loads let the MMs' writes in
+between them (:func:`reorder_emission`).
+
+Seed 004 (overlapping the DMA and the compute engines, double buffering); the list scheduling
+of a basic block (Muchnick, *Advanced Compiler Design and Implementation*, section 17.1).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass, replace
 
 from sim import spec
 from sim.asm import Instruction, build
 from sim.spec import INT8_PER_WORD, Mem, Params
 
+from .allocator import AllocEvent
+from .emit import Emission
+
+WINDOW = 48
+"""How many earlier instructions one may move ahead of (the scheduler's lookahead)."""
+HORIZON = 8
+"""Candidates that would be dispatched in the same cycle are compared by the cycle in which
+everything would end after this many more greedy steps."""
+
 LOAD_PIECE = 256
 """The longest LD the scheduler leaves whole, in scratchpad words (64 beats at LANES = 4). On
 the digits MLP at batch 1 (OVERLAP = 1): 24,972 cycles with the loads whole; pieces of 64, 128,
-256 words: 25,614, 22,164, 17,112; the seeds 100-111, whose loads are shorter: 4,588 either way."""
+256 words: 25,614, 22,164, 17,112; the seeds 100-111, whose loads are shorter: the same."""
+
+Access = tuple[int, int, bool, bool]
 
 
-def split_loads(code: Sequence[Instruction], piece: int = LOAD_PIECE) -> list[Instruction]:
+@dataclass(frozen=True)
+class Scheduled:
+    """A program after :func:`schedule`.
+
+    Attributes:
+        code: the instructions in their new order, HALT last.
+        order: ``code[k]`` is instruction ``order[k]`` of the program given.
+        cycles: the ``cycles`` counter of the new order (the issue rule's).
+        cycles_before: that of the order given.
+    """
+
+    code: list[Instruction]
+    order: list[int]
+    cycles: int
+    cycles_before: int
+
+
+def split_loads(code: Sequence[Instruction], piece: int = LOAD_PIECE) -> tuple[list[Instruction], list[int]]:
     """Every LD longer than ``piece`` words cut into LDs of ``piece`` words (the last one
     shorter), in order; a packed LD (fmt = 1) reads a quarter of the words (``piece`` is a
-    multiple of four)."""
+    multiple of four). Returns the instructions and, for each, the index of the one it came from."""
     assert piece % INT8_PER_WORD == 0
-    out = []
-    for ins in code:
+    out, parent = [], []
+    for k, ins in enumerate(code):
         if ins.op != "LD" or ins.len <= piece:
             out.append(ins)
+            parent.append(k)
             continue
         fmt = ins.spec.complete(ins.fields)["fmt"]
         for at in range(0, ins.len, piece):
             src = ins.src + (at // INT8_PER_WORD if fmt else at)
             out.append(build("LD", dst=ins.dst + at, src=src, len=min(piece, ins.len - at), fmt=fmt))
-    return out
+            parent.append(k)
+    return out, parent
 
 
-def _ext_accesses(ins: Instruction) -> list[spec.Access]:
+def dependencies(code: Sequence[Instruction]) -> list[set[int]]:
+    """For each instruction, the earlier ones it must stay after (:func:`depends`; every pair:
+    O(n^2), for tests and small programs)."""
+    accesses = [(spec.spad_accesses(i.spec, i.fields), ext_accesses(i)) for i in code]
+    return [{j for j in range(i) if depends(accesses[i], accesses[j])} for i in range(len(code))]
+
+
+def ext_accesses(ins: Instruction) -> list[Access]:
+    """The external-memory regions of an instruction (its spec's region formulas)."""
     f = ins.spec.complete(ins.fields)
     return [(f[r.start], f[r.start] + r.extent(f), not r.writes, r.writes)
             for r in ins.spec.regions if r.mem is Mem.EXT]
 
 
-def dependencies(code: Sequence[Instruction]) -> list[set[int]]:
-    """For each instruction, the earlier ones it must stay after: a conflict on the scratchpad
-    or on external memory (:func:`sim.spec.conflict`)."""
-    spad = [spec.spad_accesses(ins.spec, ins.fields) for ins in code]
-    ext = [_ext_accesses(ins) for ins in code]
-    return [{j for j in range(i) if spec.conflict(spad[i], spad[j]) or spec.conflict(ext[i], ext[j])}
-            for i in range(len(code))]
+def _clone(issue: spec.Issue) -> spec.Issue:
+    """A copy of the issue rule's state that placing on does not change the original."""
+    twin = object.__new__(type(issue))
+    twin.__dict__ = {k: (v.copy() if isinstance(v, dict | list | set) else v)
+                     for k, v in issue.__dict__.items()}
+    return twin
 
 
-def schedule(code: Sequence[Instruction], params: Params) -> list[Instruction]:
-    """The program reordered for the engines side by side (the module's docstring); the
-    program itself on a serial machine, or when it has no HALT (nothing is moved past the
-    first HALT)."""
-    code = list(code)
-    halt = next((k for k, ins in enumerate(code) if ins.op == "HALT"), None)
-    if not params.OVERLAP or halt is None:
-        return code
-    body = split_loads(code[:halt])
-    deps = dependencies(body)
+def depends(later: tuple[list[Access], list[Access]], earlier: tuple[list[Access], list[Access]]) -> bool:
+    """Whether an instruction must stay after an earlier one: their scratchpad regions, or their
+    external-memory regions, conflict (:func:`sim.spec.conflict`: read after write, write after
+    read, write after write). Each argument is (scratchpad accesses, external accesses)."""
+    return spec.conflict(earlier[0], later[0]) or spec.conflict(earlier[1], later[1])
+
+
+def better(after: int, before: int) -> bool:
+    """Whether the scheduled order (``after`` cycles) replaces the order given (``before``)."""
+    return after < before
+
+
+def cycles_of(code: Sequence[Instruction], params: Params) -> int:
+    """The ``cycles`` counter of a legal program ending in HALT, by the issue rule alone."""
     issue = spec.Issue(params)
-    placed: set[int] = set()
+    for pc, ins in enumerate(code):
+        if ins.spec.counter is None:
+            return issue.stop() + spec.STOP_CYCLES
+        issue.place(pc, ins.spec, ins.fields)
+    raise ValueError("the program has no HALT")
+
+
+def schedule(code: Sequence[Instruction], params: Params, window: int = WINDOW) -> Scheduled:
+    """Reorder ``code`` (legal, HALT last, as compile_graph emits it) for the machine ``params``.
+
+    On the serial machine (OVERLAP = 0) the order is kept: every order costs the same there.
+
+    Raises:
+        ValueError: the program does not end in its only HALT, or ``window`` < 1.
+    """
+    if window < 1:
+        raise ValueError(f"schedule: window = {window} must be at least 1")
+    body = list(code[:-1])
+    if not code or code[-1].spec.counter is not None or any(i.spec.counter is None for i in body):
+        raise ValueError("schedule: the program must end in its only HALT")
+    before = cycles_of(code, params)
+    if not params.OVERLAP or len(body) < 2:
+        return Scheduled(list(code), list(range(len(code))), before, before)
+    accesses = [(spec.spad_accesses(i.spec, i.fields), ext_accesses(i)) for i in body]
+    pairs: dict[tuple[int, int], bool] = {}
+
+    def after(j: int, i: int) -> bool:        # i < j: must j stay after i?
+        key = (i, j)
+        if key not in pairs:
+            pairs[key] = depends(accesses[j], accesses[i])
+        return pairs[key]
+
+    done = [False] * len(body)
+    floor = 0
+    issue = spec.Issue(params)
     order: list[int] = []
-    waiting = list(range(len(body)))
-    while waiting:
-        ready = [i for i in waiting if deps[i] <= placed]
-        best = min(ready, key=lambda i: (issue.peek(body[i].spec, body[i].fields), i))
-        issue.place(len(order), body[best].spec, body[best].fields)
-        placed.add(best)
-        order.append(best)
-        waiting.remove(best)
-    return [body[i] for i in order] + code[halt:]
+    def ready() -> list[int]:
+        return [j for j in range(floor, min(floor + window, len(body)))
+                if not done[j] and not any(not done[i] and after(j, i) for i in range(floor, j))]
+
+    def start_after(state: spec.Issue, j: int) -> tuple[int, spec.Issue]:
+        twin = _clone(state)
+        return twin.place(len(order), body[j].spec, body[j].fields).start, twin
+
+    def rollout(state: spec.Issue, j: int) -> int:
+        """After j, HORIZON more greedy steps (earliest dispatch first): when all would end."""
+        marked = [j]
+        done[j] = True
+        for _ in range(HORIZON):
+            options = [k for k in ready() if not done[k]]
+            if not options:
+                break
+            k = min(options, key=lambda k: (start_after(state, k)[0], k))
+            state = start_after(state, k)[1]
+            done[k] = True
+            marked.append(k)
+        for k in marked:
+            done[k] = False
+        return state.stop()
+
+    while floor < len(body):
+        candidates = ready()
+        starts = {j: start_after(issue, j) for j in candidates}
+        first = min(start for start, _ in starts.values())
+        tied = [j for j in candidates if starts[j][0] == first]
+        if len(tied) > 1:        # the one whose greedy continuation ends soonest
+            tied.sort(key=lambda j: (rollout(starts[j][1], j), j))
+        j = tied[0]
+        issue.place(len(order), body[j].spec, body[j].fields)
+        order.append(j)
+        done[j] = True
+        while floor < len(body) and done[floor]:
+            floor += 1
+    order.append(len(body))
+    new = [code[k] for k in order]
+    cycles = cycles_of(new, params)
+    if not better(cycles, before):
+        return Scheduled(list(code), list(range(len(code))), before, before)
+    return Scheduled(new, order, cycles, before)
+
+
+def reorder_emission(emission: Emission, params: Params, events: list[AllocEvent] | None,
+                     first: int = 0) -> None:
+    """Cut an emission's long loads (:func:`split_loads`, unless that overfills the instruction
+    memory) and schedule it (:func:`schedule`), in place, when that takes fewer cycles than the
+    emitted order. Its owners follow, and so do the allocator's events (``events[first:]`` are
+    this emission's): a buffer allocated before emitted instruction p is allocated before the
+    first instruction that comes of p, p+1, ... in the new order, and one freed after emitted
+    instruction p-1 is freed after the last that comes of 0..p-1 (lifetimes can only grow)."""
+    code = emission.code
+    pieces, parent = split_loads(code[:-1])
+    if len(pieces) + 1 > params.IMEM_WORDS:
+        pieces, parent = list(code[:-1]), list(range(len(code) - 1))
+    pieces.append(code[-1])
+    parent.append(len(code) - 1)
+    result = schedule(pieces, params)
+    if not better(result.cycles, cycles_of(code, params)):
+        return
+    n, m = len(code), len(result.order)
+    first_new = [m] * (n + 1)          # min new position of an instruction coming of emitted >= p
+    last_new = [0] * (n + 1)           # 1 + max new position of one coming of emitted < p
+    for new, piece in enumerate(result.order):
+        old = parent[piece]
+        first_new[old] = min(first_new[old], new)
+        last_new[old + 1] = max(last_new[old + 1], new + 1)
+    for p in range(n - 1, -1, -1):
+        first_new[p] = min(first_new[p], first_new[p + 1])
+    for p in range(1, n + 1):
+        last_new[p] = max(last_new[p], last_new[p - 1])
+    emission.code = result.code
+    emission.owners = [emission.owners[parent[piece]] for piece in result.order]
+    for k in range(first, len(events or ())):
+        e = events[k]
+        if e.pc is not None and e.pc <= n:
+            events[k] = replace(e, pc=first_new[e.pc] if e.kind == "alloc" else last_new[e.pc])

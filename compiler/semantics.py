@@ -131,6 +131,13 @@ def float_add(node: Node, operands: Sequence[np.ndarray], context: FloatContext)
     return operands[0] + operands[1]
 
 
+def int_relu(node: Node, operands: Sequence[np.ndarray], context: object) -> np.ndarray:
+    """A relu in integers: max(0, level). When it is fused, its operand's requantizer or VADD
+    applied it already and this is the operand itself; unfused (``compile_graph(fuse=False)``),
+    the identity RQ with relu = 1 applies it (GA2.md section 4)."""
+    return np.maximum(operands[0], 0)
+
+
 def float_relu(node: Node, operands: Sequence[np.ndarray], context: FloatContext) -> np.ndarray:
     return np.maximum(operands[0], 0.0)
 

@@ -30,7 +30,17 @@ from sim.spec import BY_NAME, Params, latency
 from . import blocking
 from .allocator import ScratchpadFull
 from .bias import has_bias, region_name
-from .blocking import IN_PLACE, Blocking, Matmul, Places, Whole, block_steps, footprint, rank_blockings
+from .blocking import (
+    IN_PLACE,
+    Blocking,
+    Matmul,
+    Places,
+    Ranking,
+    Whole,
+    block_steps,
+    footprint,
+    rank_blockings,
+)
 from .errors import CompileError, plural
 from .int4 import is_int4
 from .lowering import ld_fields, matmul_requantizer
@@ -40,6 +50,10 @@ if TYPE_CHECKING:
 
     from .emit import Emitter
     from .ir import Node
+
+
+RANKING_SHOWN = 5
+"""How many of the best candidates a :class:`~compiler.blocking.Ranking` keeps."""
 
 
 def lower_matmul_step(em: Emitter, node: Node) -> None:
@@ -134,11 +148,14 @@ def lower_blocked(em: Emitter, node: Node, mm: Matmul) -> None:
         CompileError: none fits (:func:`no_blocking_fits`), or every one that fits the
             scratchpad has more instructions than the instruction memory has room for.
     """
-    ranked = rank_blockings(mm, em.params, within=em.alloc.free_words())
+    every = rank_blockings(mm, em.params)
+    free = em.alloc.free_words()
+    ranked = [choice for choice in every if choice.footprint <= free]
     room = em.params.IMEM_WORDS - len(em.out.code) - 1   # HALT comes last
     # with the engines side by side, the fastest blocking whose B, when it streams, fits
     # twice (double buffering) comes first; then the fastest that fits at all
     tries = [True, None] if em.params.OVERLAP else [None]
+    failed = 0
     for double in tries:
         for choice in ranked:
             if choice.instructions > room or (double and not choice.stream_b):
@@ -148,8 +165,13 @@ def lower_blocked(em: Emitter, node: Node, mm: Matmul) -> None:
                 at = take(em, node, mm, choice, double)
             except ScratchpadFull:
                 em.rollback(mark)
+                failed += double is None
                 continue
             write(em, node, mm, choice, at)
+            too_long = sum(c.instructions > room for c in ranked)
+            em.out.rankings[node.id] = Ranking(len(every), len(every) - len(ranked), too_long, failed, free,
+                                               room, tuple(every[:RANKING_SHOWN]), choice,
+                                               every.index(choice) + 1)
             return
     if ranked and all(choice.instructions > room for choice in ranked):
         shortest = min(choice.instructions for choice in ranked)

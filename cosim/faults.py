@@ -11,11 +11,17 @@ from its smallest legal form (:func:`cosim.stress.smallest`),
   set over an address inside the memory: only the high bits are at fault (SPAD_RANGE or
   EXT_RANGE), so a checker that drops one of them lets the instruction run at the wrapped
   address;
-* each region ending exactly one word past the end of its memory.
+* each region ending exactly one word past the end of its memory;
+* one fault at the last pc (IMEM_WORDS - 1: every bit of the pc set), after IMEM_WORDS - 1 legal
+  instructions that keep every unit busy past 2**12 cycles (:func:`late_fault`): the upper
+  bits of the fetch pc, the stop's pc and the five cycle counters, which the short programs
+  never set.
 
-Each program is the faulty instruction and a HALT, with an empty external memory: a hundred
-programs that run in a few seconds in one launch. The reference machine says how each one
-stops; the run compares the stop, the counters and both memories as ``stress`` does.
+Each program but the last is the faulty instruction and a HALT, with an empty external memory:
+a hundred programs that run in a few seconds in one launch (the late one adds about four
+seconds on Icarus: 34,124 cycles; on a machine of IMEM_WORDS = 65,536, 546,124 cycles). The
+reference machine says how each one stops; the run compares the stop, the counters and both
+memories as ``stress`` does.
 """
 
 from __future__ import annotations
@@ -81,8 +87,30 @@ def one_past(kind: str, base: dict[str, int], params: Params) -> list[Job]:
     return out
 
 
+LATE_FILLER = ("LD", "ST", "MM", "RQ", "SM", "VADD")
+"""The legal instructions (each in its smallest form) taken in turn before the late fault: on
+the default machine the counters end at dma 5,464, mxu 4,781, vpu 11,594 and sfu 12,276 of
+34,124 cycles, every one past 2**12 (bits 11 and 12 set at some point)."""
+LATE_NAME = "unknown opcode at the last pc"
+
+
+def late_fault(params: Params = DEFAULT) -> Job:
+    """An unknown opcode at pc IMEM_WORDS - 1 (every pc bit set), the program's last
+    instruction, after IMEM_WORDS - 1 legal ones (LATE_FILLER in turn, those that fit the
+    machine): the stop's pc and the counters' upper bits, which short programs never reach."""
+    kinds = [k for k in LATE_FILLER if smallest(k, params) is not None]
+    forms = {k: build(k, params=params, **smallest(k, params)).encode() for k in kinds}
+    words = [w for i in range(params.IMEM_WORDS - 1) for w in forms[kinds[i % len(kinds)]]]
+    bad = build("HALT").encode()
+    unused = min(op for op in range(1 << spec.OPCODE_BITS) if op not in spec.BY_OPCODE)
+    bad[0] = (bad[0] & ~((1 << spec.OPCODE_BITS) - 1)) | unused
+    last = params.IMEM_WORDS - 1
+    return Job(words + bad, None, f"{LATE_NAME}, {last}, after {last} legal instructions")
+
+
 def jobs(params: Params = DEFAULT) -> list[Job]:
-    """The sweep (see the module docstring) for the machine, instruction by instruction."""
+    """The sweep (see the module docstring) for the machine, instruction by instruction, and
+    the late fault last."""
     out = []
     for ispec in spec.INSTRUCTIONS:
         base = smallest(ispec.name, params)
@@ -90,7 +118,7 @@ def jobs(params: Params = DEFAULT) -> list[Job]:
             continue
         out += bad_fields(ispec.name, base, params) + high_starts(ispec.name, base, params) + \
             one_past(ispec.name, base, params)
-    return out
+    return [*out, late_fault(params)]
 
 
 def main(choice: str, verilog: Path | None = None, *, params: Params = DEFAULT, waves: bool = False,

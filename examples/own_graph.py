@@ -112,7 +112,7 @@ def compile_width(hidden: int, stream: bool = True, params: Params = DEFAULT) ->
                    if not b.whole]
     outcome = program.run(test)
     reference = evaluate(g, test)
-    class_node = program.ext["class"].node
+    class_node = g.names["class"]        # the float reference is of g (program.graph may be merged)
     compiled = [int(v) for v in outcome.outputs["class"].ints[:, 0]]
     floating = [int(v) for v in reference[class_node][:, 0]]
     row.instructions, row.spad = len(program.code), program.spad_high
@@ -121,7 +121,7 @@ def compile_width(hidden: int, stream: bool = True, params: Params = DEFAULT) ->
     differ = [i for i in range(len(compiled)) if compiled[i] != floating[i]]
     if differ:
         i = differ[0]
-        top = sorted(reference[program.ext["probs"].node][i], reverse=True)[:2]
+        top = sorted(reference[g.names["probs"]][i], reverse=True)[:2]
         row.note = (f"width {hidden}: sample {i} is classed {compiled[i]} instead of {floating[i]}; its two "
                     f"largest float probabilities are {top[0]:.3f} and {top[1]:.3f} "
                     f"(apart by {top[0] - top[1]:.3f})")
@@ -174,7 +174,7 @@ def refusals() -> list[tuple[str, CompileError]]:
     def two_concats() -> None:
         g = Graph()
         a, b = g.input("a", (1, 3)), g.input("b", (1, 3))
-        g.output(g.add(g.concat_rows(a, b), g.concat_rows(a, b)), "y")
+        g.output(g.add(g.concat_rows(a, b), g.concat_rows(b, a)), "y")
         compile_graph(g, [{"a": np.ones((1, 3)), "b": np.ones((1, 3))}])
 
     def nan_calibration() -> None:
@@ -224,7 +224,7 @@ def main(argv: list[str] | None = None) -> int:
     test = draw_inputs(shapes, rng)
     program = compile_graph(g, calibration, params=params)
     outcome = program.run(test)
-    floating = [int(v) for v in evaluate(g, test)[program.ext["class"].node][:, 0]]
+    floating = [int(v) for v in evaluate(g, test)[g.names["class"]][:, 0]]
     print(f"  {len(program.code)} instructions, scratchpad high-water mark {program.spad_high} words, "
           f"{outcome.counters.cycles} cycles on the reference machine")
     print(f"  class (compiled): {[int(v) for v in outcome.outputs['class'].ints[:, 0]]}   "

@@ -116,14 +116,29 @@ def synthesise(params: Params) -> dict:
                      yosys_cache=YOSYS_CACHE)
     except (SynthError, ValueError) as e:
         return {"error": str(e)}
-    return report_figures(report)
+    return report_figures(report, params)
 
 
-def report_figures(report) -> dict:
-    """The figures the sweep keeps of a flows.synth Report."""
+def report_figures(report, params: Params) -> dict:
+    """The figures the sweep keeps of a flows.synth Report, with the date and the Yosys cache
+    key of the sources they are of (flows.synth.run.current_key), so that a later run can tell
+    the record is still current without the report (a fresh clone has none)."""
+    from flows.synth.run import current_key
+
     used = {label: report.utilisation[key]["used"] for key, label in SYNTH_KEYS}
     return {**used, "Fmax": report.fmax, "overfull": report.overfull, "versions": report.versions,
-            "seconds": report.seconds.get("total")}
+            "seconds": report.seconds.get("total"), "date": datetime.date.today().isoformat(),
+            "yosys_key": current_key(params, report.yosys["mapper"])}
+
+
+def still_current(params: Params, record: dict) -> dict:
+    """A machine's synthesis figures from the last record, if they carry the Yosys cache key of
+    the current sources; else {} (figures of other sources are never kept)."""
+    from flows.synth.run import current_key
+
+    if record and record.get("yosys_key") and record["yosys_key"] == current_key(params):
+        return record
+    return {}
 
 
 def reported(params: Params) -> dict:
@@ -143,7 +158,9 @@ def reported(params: Params) -> dict:
     if not report_is_current(report, params, YOSYS_CACHE):
         print(f"  the report in {folder} was made from other sources: not used", flush=True)
         return {}
-    return report_figures(report)
+    previous = report_figures(report, params)
+    folder_date = datetime.date.fromtimestamp((folder / "report.json").stat().st_mtime).isoformat()
+    return {**previous, "date": folder_date}
 
 
 def cycle_table(figures: list[Figures]) -> list[str]:
@@ -158,19 +175,24 @@ def cycle_table(figures: list[Figures]) -> list[str]:
 
 
 def synth_table(figures: list[Figures]) -> list[str]:
-    head = ["machine", *(label for _, label in SYNTH_KEYS), "Fmax (MHz)", "fits the 85F"]
+    head = ["machine", *(label for _, label in SYNTH_KEYS), "Fmax (MHz)", "fits the 85F", "run on"]
     rows = []
     for f in figures:
         s = f.synth
-        if not s:
-            rows.append([f.machine, *["not run"] * (len(SYNTH_KEYS) + 2)])
+        if not s or set(s) <= {"dsp"}:
+            rows.append([f.machine, *["not run"] * (len(SYNTH_KEYS) + 3)])
         elif "error" in s:
-            rows.append([f.machine, *["-"] * (len(SYNTH_KEYS) + 1), f"refused: {s['error']}"])
+            rows.append([f.machine, *["-"] * (len(SYNTH_KEYS) + 1), f"refused: {s['error']}", "-"])
         else:
             fmax = "-" if s["Fmax"] is None else f"{s['Fmax']:.1f}"
             rows.append([f.machine, *(f"{s[label]:,}" for _, label in SYNTH_KEYS), fmax,
-                         "yes" if not s["overfull"] else f"no: {s['overfull']}"])
+                         "yes" if not s["overfull"] else f"no: {s['overfull']}", s.get("date", "-")])
     return _markdown(head, rows)
+
+
+def _key(params: Params) -> tuple:
+    """A machine as the record's key: every parameter, defaults filled in."""
+    return tuple(sorted(asdict(params).items()))
 
 
 def _markdown(head: list, rows: list[list]) -> list[str]:
@@ -191,8 +213,9 @@ def page(record: dict) -> str:
              "over T*T*cycles, seeds 100-111. Example B: the network of examples/own_graph.py at "
              "hidden width w (batch 4). Digits: the MLP of examples/digits.py, cycles per image in "
              "batches of 8.", "", *cycle_table(figures), "",
-             f"Synthesis on the ECP5-85F (speed 6, out of context, nextpnr seed 1, `--freq 100`), "
-             f"{record['date']}; Fmax '-': Yosys only (no place and route), 'not run': no report of the "
+             "Synthesis on the ECP5-85F (speed 6, out of context, nextpnr seed 1, `--freq 100`), each "
+             "of the current sources (its Yosys cache key: flows/synth/run.py current_key), on the day "
+             "it ran; Fmax '-': Yosys only (no place and route), 'not run': no report of the "
              "current sources:", "", *synth_table(figures), ""]
     notes = [f"- {f.machine}: {f.synth['dsp']}" for f in figures if f.synth.get("dsp")]
     if notes:
@@ -226,7 +249,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.synth and args.synth_reports:
         parser.error("--synth runs synthesis, --synth-reports reads its last reports: give one")
     last = json.loads(RECORD.read_text()) if RECORD.exists() else {"figures": []}
-    recorded = {tuple(sorted(f["params"].items())): f.get("synth", {}) for f in last["figures"]}
+    recorded = {_key(Params(**f["params"])): f.get("synth", {}) for f in last["figures"]}
 
     print(f"training the digits MLP ({args.epochs} epochs) ...", flush=True)
     model = digits_model(args.epochs)
@@ -238,9 +261,14 @@ def main(argv: list[str] | None = None) -> int:
             f.synth = {**synthesise(params), "dsp": _dsp(params)}
         elif args.synth_reports:
             found = reported(params)
+            if not found:
+                found = still_current(params, recorded.get(_key(params), {}))
+                if found:
+                    print(f"  kept the record of {found.get('date', 'an earlier run')}: the same sources",
+                          flush=True)
             f.synth = {**found, "dsp": _dsp(params)} if found else {}
         else:
-            f.synth = recorded.get(tuple(sorted(asdict(params).items())), {})
+            f.synth = recorded.get(_key(params), {})
         figures.append(f)
     print()
     print("\n".join(cycle_table(figures)))

@@ -50,6 +50,12 @@ def _tag_layout(lanes: int) -> data.StructLayout:
     })
 
 
+SHARED_TABLE_PORTS = 8
+"""Up to this many lanes read one table memory through a port each (Yosys copies it per port);
+beyond, each lane gets a memory of its own: Yosys's memory_libmap ran out of memory (4 GiB in
+the PyPI build, 24 GB natively) on the 16-port memory of LANES = 16."""
+
+
 class TableUnit(Checked):
     """LUT, LANES elements per cycle after the table's copy.
 
@@ -64,7 +70,8 @@ class TableUnit(Checked):
         Every output is 0 when the unit is idle.
 
     Latency: ceil(256/LANES) + ceil(len/LANES) + LUT_OVERHEAD cycles (the module docstring).
-    Resources: a table memory of 256 bytes per lane (LANES read ports).
+    Resources: a table memory of 256 bytes per lane (LANES read ports; past SHARED_TABLE_PORTS
+    lanes, LANES memories of one read port).
 
     Errors: none; the execute stage dispatches only checked instructions (len >= 1, the regions
     inside the scratchpad, dst not partly overlapping src or table).
@@ -89,7 +96,12 @@ class TableUnit(Checked):
         tag, addr = self._reads(m, f)
         m.d.comb += [self.rd0.en.eq(tag.table | tag.source), self.rd0.addr.eq(addr)]
 
-        m.submodules.table = table = Memory(shape=BYTE * lanes, depth=self.table_beats, init=[])
+        # one memory with a read port per lane, or (past SHARED_TABLE_PORTS lanes) one memory per
+        # lane, each written with the same beats: the same values either way
+        copies = 1 if lanes <= SHARED_TABLE_PORTS else lanes
+        tables = [Memory(shape=BYTE * lanes, depth=self.table_beats, init=[]) for _ in range(copies)]
+        for c, table in enumerate(tables):
+            m.submodules[f"table{c}" if copies > 1 else "table"] = table
         back = delay(m, tag, SPAD_READ_LATENCY, "lut_back")       # the read's data arrives
         # the table: register the beat on arrival, write it the next cycle
         tbl_data = Signal(BYTE * lanes)
@@ -100,8 +112,9 @@ class TableUnit(Checked):
         with m.If(back.table):
             m.d.sync += [tbl_data.eq(Cat(self.rd0.data[k][:BYTE] for k in range(lanes))),
                          tbl_index.eq(index_now)]
-        wp = table.write_port()
-        m.d.comb += [wp.en.eq(tbl_write), wp.addr.eq(tbl_index), wp.data.eq(tbl_data)]
+        for table in tables:
+            wp = table.write_port()
+            m.d.comb += [wp.en.eq(tbl_write), wp.addr.eq(tbl_index), wp.data.eq(tbl_data)]
 
         # the source: register on arrival, look up, select the byte, write
         x = [Signal(BYTE, name=f"lut_x{k}") for k in range(lanes)]
@@ -112,7 +125,7 @@ class TableUnit(Checked):
         picked = []
         for k in range(lanes):
             entry = x[k] ^ 0x80                      # s8(x) + 128
-            rp = table.read_port()
+            rp = tables[k % copies].read_port()
             m.d.comb += rp.addr.eq(entry[lane_bits:])
             # the table word is registered straight out of the memory (the block RAM's own
             # output register on the ECP5): no logic behind a block RAM's clock-to-out

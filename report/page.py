@@ -18,7 +18,7 @@ from pathlib import Path
 
 from compiler import Program
 from compiler.explain import Section, account, cell_text
-from compiler.timeline import serial_timeline
+from compiler.timeline import timeline
 from viz import (
     SweepPoint,
     figure_svg,
@@ -130,7 +130,7 @@ def _explained(program: Program, section: Section) -> str:
 
 def _summary(subject: Subject) -> str:
     program = subject.program
-    cycles = serial_timeline(program.code, program.machine)[-1].end
+    cycles = timeline(program.code, program.machine)[-1].end
     facts = [
         ("nodes", len(program.graph.nodes)),
         ("instructions", len(program.code)),

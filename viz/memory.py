@@ -16,7 +16,7 @@ from matplotlib.ticker import MaxNLocator
 
 from compiler import Program
 from compiler.allocator import AllocEvent
-from compiler.timeline import serial_timeline
+from compiler.timeline import timeline
 
 from .common import PLAIN, TEMPORARY, new_figure
 
@@ -117,7 +117,7 @@ def plot_memory_map(program: Program, axis: str = "pc") -> Figure:
     Args:
         program: a compiled program.
         axis: ``pc`` (time in instructions: a buffer spans the instructions it is allocated
-            over) or ``cycle`` (the same in cycles, from :func:`compiler.timeline.serial_timeline`).
+            over) or ``cycle`` (the same in cycles, from :func:`compiler.timeline.timeline`).
 
     Tensors of the graph are blue, temporaries (accumulators, Q16 rows, rescaled operands)
     grey (a label is left out where it would not fit); a buffer that holds views (a
@@ -131,7 +131,7 @@ def plot_memory_map(program: Program, axis: str = "pc") -> Figure:
         raise ValueError(f"plot_memory_map: axis = {axis!r}; give 'pc' or 'cycle'")
     lives = lifetimes(program)
     if axis == "cycle":
-        spans = serial_timeline(program.code, program.machine)
+        spans = timeline(program.code, program.machine)
         starts = [s.start for s in spans] + [spans[-1].end]
         at = starts.__getitem__
     else:

@@ -16,7 +16,7 @@ import numpy as np
 from matplotlib.figure import Figure
 
 from compiler import Program
-from compiler.timeline import serial_timeline
+from compiler.timeline import timeline
 
 from .common import UNIT_COLOURS, new_figure
 
@@ -64,7 +64,7 @@ def roofline_point(program: Program) -> RooflinePoint:
     """The program's multiply-adds, DMA words and cycles (from its code and the spec's latencies)."""
     macs = sum(i.fields["M"] * i.fields["K"] * i.fields["N"] for i in program.code if i.op == "MM")
     words = sum(i.fields["len"] for i in program.code if i.op in ("LD", "ST"))
-    cycles = serial_timeline(program.code, program.machine)[-1].end
+    cycles = timeline(program.code, program.machine)[-1].end
     t = program.machine.T
     return RooflinePoint(macs, words, cycles, t * t, program.machine.LANES)
 

@@ -6,7 +6,7 @@ from matplotlib.figure import Figure
 from matplotlib.patches import Patch
 
 from compiler import Program
-from compiler.timeline import UNIT_NAMES, serial_timeline, unit_totals
+from compiler.timeline import UNIT_NAMES, timeline, unit_totals
 from sim import spec
 
 from .common import UNIT_COLOURS, new_figure
@@ -19,20 +19,20 @@ def plot_timeline(program: Program) -> Figure:
     """When each unit works: a bar per instruction from its start to its end cycle.
 
     Rows: DMA (LD, ST), MXU (MM), vector (RQ, VADD, AMAX, UNPACK), softmax (SM), and
-    control (the front end's FRONTEND_CYCLES before the first dispatch, and HALT). Today's
-    GA-2 issues one instruction at a time, so no two bars overlap and there are no hazard
-    waits to mark; the spans come from :func:`compiler.timeline.serial_timeline` (the spec's
-    latencies), whose totals are the run's counters. Wide bars carry their mnemonic and pc;
+    control (the front end's cycles before the first dispatch, and HALT). The spans come from
+    :func:`compiler.timeline.timeline` (the spec's latencies and issue rule), whose totals are
+    the run's counters: on the serial machine no two bars overlap; with OVERLAP = 1 the engines'
+    bars run side by side. Wide bars carry their mnemonic and pc;
     the legend gives each unit's busy cycles and share of the run.
     """
-    spans = serial_timeline(program.code, program.machine)
+    spans = timeline(program.code, program.machine)
     totals = unit_totals(spans)
     total = totals["cycles"]
     fig = new_figure(11.0, 3.6)
     ax = fig.add_subplot()
     lanes = {unit: k for k, unit in enumerate(ROWS)}
     ax.broken_barh(
-        [(0, spec.FRONTEND_CYCLES)],
+        [(0, spans[0].start if spans else spec.FRONTEND_CYCLES)],
         (lanes[None] - 0.4, 0.8),
         facecolors=UNIT_COLOURS[None],
         edgecolor="white",

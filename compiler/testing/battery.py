@@ -13,16 +13,16 @@ Each random graph is compiled twice, with and without buffer reuse, and checked 
     floating point stays within a bound (0.16: twice the worst error, 0.079, of the correct
     compiler on the 60 battery graphs).
 
-Besides: five graphs the compiler must refuse (:func:`check_errors`), the directed
-cancellation case (:func:`check_cancellation`), slice graphs (:func:`check_slices`,
-:func:`check_slice_errors`), int4 weights (:func:`check_int4`), and streamed graphs
-(:func:`check_streamed`): layers up to 64 wide compiled for the smallest scratchpad they
-fit, where their weights and inputs stream in blocks (:mod:`compiler.streaming`), checks
-(a)-(e) again (with and without reuse the blockings differ, so (a) compares two of them), and
-graphs with a relu after each add (:func:`check_add_relu`: the relu rides on the add's VADD),
-and packed weights (:func:`check_packed`: the streamed and wide graphs again with every int8
-weight four to an external word, LD fmt = 1, and a shared weight whose blocks must start on a
-word).
+Besides: five graphs the compiler must refuse (:func:`check_errors`), the directed cancellation
+case (:func:`check_cancellation`), the directed repeats of :func:`check_cse`, slice graphs
+(:func:`check_slices`, :func:`check_slice_errors`), int4 weights (:func:`check_int4`), and
+streamed graphs (:func:`check_streamed`): layers up to 64 wide compiled for the smallest
+scratchpad they fit, where their weights and inputs stream in blocks
+(:mod:`compiler.streaming`), checks (a)-(e) again (with and without reuse the blockings differ,
+so (a) compares two of them), and graphs with a relu after each add (:func:`check_add_relu`:
+the relu rides on the add's VADD), and packed weights (:func:`check_packed`: the streamed and
+wide graphs again with every int8 weight four to an external word, LD fmt = 1, and a shared
+weight whose blocks must start on a word).
 
 Every check returns a list of problems (empty: passed). A crash inside the compiler or the
 machine is reported as a problem, not raised, so that one run names every failure.
@@ -149,7 +149,7 @@ def _agreement_problems(label, graph, reused, kept, outcome_reused, outcome, int
             problems.append(f"{label}: (a) output {name}: reuse and no-reuse programs differ")
         if not _same_ints(value.ints, ints[kept.ext[name].node]):
             problems.append(f"{label}: (b) output {name} differs from the interpreter")
-    for node in graph.nodes:
+    for node in kept.graph.nodes:      # the compiled graph: repeats merged (compiler/cse.py)
         if OPS[node.op].role is Role.SINK:
             continue
         try:
@@ -276,7 +276,7 @@ def _relu_of_input() -> Graph:
 def _one_tensor_two_concats() -> Graph:
     net = Graph()
     top, bottom = net.input("x", (1, 3)), net.input("y", (1, 3))
-    first, second = net.concat_rows(top, bottom), net.concat_rows(top, bottom)
+    first, second = net.concat_rows(top, bottom), net.concat_rows(bottom, top)
     net.output(net.add(first, second), "o")
     return net
 
@@ -488,10 +488,158 @@ def check_packed(seeds: Iterable[int] = PACKED_SEEDS, bound: float = STREAM_BOUN
     return problems, worst
 
 
+def repeats_graph() -> tuple[Graph, InputSpec]:
+    """A directed case for common-subexpression elimination (:mod:`compiler.cse`): one
+    matmul-and-relu chain written twice and added (two nodes to merge), beside near repeats
+    that must stay apart: a product by the same operands with another ``scale=`` or another
+    bias, slices of one tensor at two starts, and the same chain on a second input of the same
+    shape."""
+    draw = random.Random(11)
+    g = Graph()
+    x, y = g.input("x", (5, 6)), g.input("y", (5, 6))
+    w = g.weight("w", _gaussian_table(draw, (6, 6), 0.4))
+
+    def chain(source: int) -> int:
+        return g.relu(g.matmul(source, w))
+
+    g.output(g.add(chain(x), chain(x)), "twice")
+    g.output(g.add(g.matmul(x, w, scale=0.5), g.matmul(x, w, scale=2.0)), "factors")
+    g.output(g.add(g.slice_rows(x, 0, 3), g.slice_rows(x, 2, 3)), "slices")
+    biases = [[draw.gauss(0, 0.5) for _ in range(6)] for _ in range(2)]
+    g.output(g.add(g.matmul(x, w, bias=biases[0]), g.matmul(x, w, bias=biases[1])), "biases")
+    g.output(g.add(chain(x), chain(y)), "inputs")
+    return g, {"x": ((5, 6), 1.0), "y": ((5, 6), 1.0)}
+
+
+REPEATS_MERGED = 4
+"""Nodes :func:`repeats_graph` loses to CSE: the second chain of ``twice`` (a matmul and its
+relu) and the first chain of ``inputs`` (the same as ``twice``'s)."""
+
+
+def check_cse() -> list[str]:
+    """Checks (a)-(e) on :func:`repeats_graph` with CSE; that exactly the repeats were merged;
+    and that every output equals that of the program compiled without CSE."""
+    graph, names = repeats_graph()
+    calibration, test = _samples(names, 0)
+    try:
+        reused, kept = (compile_graph(graph, calibration, reuse=r) for r in (True, False))
+        plain = compile_graph(graph, calibration, cse=False)
+    except CompileError as e:
+        return [f"cse: compile error: {e}"]
+    problems, _ = check_programs("cse", graph, test, reused, kept, BOUND)
+    merged = len(graph.nodes) - len(kept.graph.nodes)
+    if merged != REPEATS_MERGED:
+        problems.append(f"cse: {merged} nodes merged, not {REPEATS_MERGED}")
+    try:
+        outcome, want = kept.run(test, warn=False), plain.run(test, warn=False)
+    except MachineError as e:
+        return [*problems, f"cse: the machine stopped: {e}"]
+    for name, value in want.outputs.items():
+        if name not in outcome.outputs or not _same_ints(outcome.outputs[name].ints, value.ints):
+            problems.append(f"cse: output {name} differs from the program compiled without CSE")
+    return problems
+
+
+OVERLAP_SEEDS = range(24)
+"""The random graphs :func:`check_overlap` compiles for the machine whose engines overlap."""
+OWNED_BY = {"MM": "matmul", "SM": "softmax", "AMAX": "argmax", "ST": "output"}
+"""Instructions only one kind of step writes (Program.owners must name such a step)."""
+
+
+def _scheduled_program(name: str) -> list:
+    """Two directed programs for the scheduler (OVERLAP = 1).
+
+    ``"waw"``: an RQ writes words 0..255 while a MM waits to read them; the MM writes words
+    1000..1015, then an LD overwrites them and an ST stores them. The LD could start before the
+    MM (the DMA is idle): only the write-after-write dependence keeps it after, and the ST must
+    store the LD's words. ``"tie"``: two LDs, a MM of their data, an independent LD, an ST of
+    the product: the MM and the independent LD could both start first; the LD first ends 19
+    cycles sooner (the MM then overlaps it), which only a look past the tie sees."""
+    from sim.asm import build
+
+    p = Params(OVERLAP=1)
+    if name == "waw":
+        return [build("RQ", dst=0, src=2000, len=256, m=1, s=1, relu=0, params=p),
+                build("MM", dst=1000, A=0, B=64, M=4, K=16, N=4, tb=0, lda=16, ldb=4, ldc=4, params=p),
+                build("LD", dst=1000, src=300, len=16, params=p),
+                build("ST", src=1000, dst=600, len=16, params=p), build("HALT", params=p)]
+    return [build("LD", dst=0, src=0, len=64, params=p), build("LD", dst=64, src=64, len=64, params=p),
+            build("MM", dst=200, A=0, B=64, M=4, K=16, N=4, tb=0, lda=16, ldb=4, ldc=4, params=p),
+            build("LD", dst=1000, src=128, len=256, params=p),
+            build("ST", dst=600, src=200, len=16, params=p), build("HALT", params=p)]
+
+
+def check_scheduler_directed() -> list[str]:
+    """The scheduler on :func:`_scheduled_program`'s two programs: the same memories as the
+    order given, and fewer cycles on the tie."""
+    from sim.machine import Machine
+
+    from ..schedule import schedule
+
+    p = Params(OVERLAP=1)
+    image = list(range(1, 700))
+    problems = []
+    for name in ("waw", "tie"):
+        code = _scheduled_program(name)
+        result = schedule(code, p)
+        before, after = Machine(p).run(code, image), Machine(p).run(result.code, image)
+        if not (np.array_equal(before.ext, after.ext) and np.array_equal(before.spad, after.spad)):
+            problems.append(f"schedule {name}: the order {result.order} changes the memories")
+        if name == "tie" and not result.cycles < result.cycles_before:
+            problems.append(f"schedule tie: {result.cycles} cycles, no fewer than the {result.cycles_before} "
+                            "of the order given")
+    return problems
+
+
+def check_overlap(seeds: Iterable[int] = OVERLAP_SEEDS, stop_early: bool = False) -> list[str]:
+    """Checks (a)-(e) on random graphs compiled for OVERLAP = 1, where the list scheduler
+    reorders the program (:mod:`compiler.schedule`); besides: the schedule never costs cycles
+    over the emitted order, it saves some over the whole set, and every MM, SM, AMAX and ST
+    is owned by a step of its kind."""
+    params = Params(OVERLAP=1)
+    problems: list[str] = check_scheduler_directed()
+    if problems and stop_early:
+        return problems
+    saved = 0
+    for seed in seeds:
+        graph, names = random_graph(seed)
+        calibration, test = _samples(names, seed)
+        label = f"overlap seed {seed}"
+        try:
+            reused, kept = (compile_graph(graph, calibration, reuse=r, params=params) for r in (True, False))
+            plain = compile_graph(graph, calibration, params=params, reorder=False)
+        except CompileError as e:
+            problems.append(f"{label}: compile error: {e}")
+            continue
+        problems += check_programs(label, graph, test, reused, kept, BOUND)[0]
+        try:
+            scheduled, emitted = (p.run(test, warn=False).counters.cycles for p in (reused, plain))
+        except MachineError as e:
+            problems.append(f"{label}: the machine stopped: {e}")
+            continue
+        if scheduled > emitted:
+            problems.append(f"{label}: the schedule takes {scheduled} cycles, the emitted order {emitted}")
+        saved += emitted - scheduled
+        for pc, (ins, owner) in enumerate(zip(reused.code, reused.owners, strict=True)):
+            kind = OWNED_BY.get(ins.op)
+            if kind and (owner < 0 or reused.graph.nodes[owner].op != kind):
+                problems.append(f"{label}: instruction {pc} ({ins.op}) is owned by node {owner}, "
+                                f"not a {kind}")
+                break
+        if problems and stop_early:
+            return problems
+    if saved <= 0 and not problems:
+        problems.append("overlap: the schedule saved no cycle on any graph")
+    return problems
+
+
 def run_battery(nseeds: int = len(BATTERY_SEEDS), stop_early: bool = False) -> list[str]:
     """The battery the mutation check runs: refusals, cancellation, the add-relu graphs, the
     random graphs, then the streamed graphs."""
-    problems = check_errors() + check_cancellation()
+    problems = check_errors() + check_cancellation() + check_cse()
+    if problems and stop_early:
+        return problems
+    problems += check_overlap(stop_early=stop_early)
     if problems and stop_early:
         return problems
     problems += check_add_relu(stop_early=stop_early)[0]
@@ -536,7 +684,11 @@ def main(argv: list[str]) -> int:
     print("refusals:", refusals or "all five bad graphs refused")
     cancellation = check_cancellation()
     print("cancellation:", cancellation or "ok")
-    return 1 if problems or refusals or cancellation else 0
+    cse = check_cse()
+    print("common-subexpression elimination:", cse or "ok")
+    overlap = check_overlap()
+    print("the overlapping machine's schedules:", overlap or "ok")
+    return 1 if problems or refusals or cancellation or cse or overlap else 0
 
 
 if __name__ == "__main__":

@@ -115,8 +115,21 @@ def _relu_beside_its_matmul() -> tuple[Graph, list[Sample]]:
 def _one_tensor_two_concats() -> tuple[Graph, list[Sample]]:
     g = Graph()
     top, bottom = g.input("x", (1, 3)), g.input("y", (1, 3))
-    g.output(g.add(g.concat_rows(top, bottom), g.concat_rows(top, bottom)), "o")
+    g.output(g.add(g.concat_rows(top, bottom), g.concat_rows(bottom, top)), "o")
     return g, _samples(g, random.Random(3), 1)
+
+
+def _repeated_subgraph() -> tuple[Graph, list[Sample]]:
+    draw = random.Random(21)
+    g = Graph()
+    x = g.input("x", (3, 5))
+    w = g.weight("w", _table(draw, 5, 4))
+
+    def branch() -> int:
+        return g.relu(g.matmul(x, w, scale=0.5))
+
+    g.output(g.add(branch(), branch()), "o")
+    return g, _samples(g, draw)
 
 
 def _streamed() -> tuple[Graph, list[Sample]]:
@@ -154,6 +167,8 @@ CASES = (
          Params(SPAD_WORDS=256)),
     Case("split_k_bias", "a matmul deeper than K_MAX with a bias and a relu: LD of the bias into each "
          "accumulator row, MMs of K 64 and 1 adding onto it (acc=1), one RQ with relu", _split_k_with_bias),
+    Case("cse", "one matmul-and-relu written twice and added: computed once (compiler/cse.py)",
+         _repeated_subgraph),
     Case("refused_softmax_row", "refused: a softmax row longer than SM_MAX_LEN", _softmax_row_too_long),
     Case("refused_relu", "refused: a relu whose matmul has another reader", _relu_beside_its_matmul),
     Case("refused_concat", "refused: one tensor in two concatenations", _one_tensor_two_concats),
@@ -220,6 +235,8 @@ def render(case: Case) -> str:
     if refusal is not None:
         return "\n".join([*lines, "", "## refusal", *refusal]) + "\n"
     program = compile_graph(graph, calibration, params=case.params)
+    if len(program.graph.nodes) != len(graph.nodes):
+        lines += ["", "## after common-subexpression elimination", program.graph.text()]
     requantizers = [f"{key}: m={m} s={s} (x{m / 2 ** s:.8g})" for key, (m, s) in program.requantizers.items()]
     lines += ["", "## scales", *_scales(program), "", "## placement", *_placement(program),
               *_blockings(program), "", "## requantizers", *requantizers,

@@ -7,7 +7,9 @@ now); 5 more break the streaming of layers larger than the scratchpad
 must catch; 4 more break biases and the cutting of K (issue 14), for its wide graphs; 1 drops
 the relu fused into an add's VADD, which the battery's add-relu graphs must catch; 2 break the
 blocking of issue 14's larger layers (pieces of depth, sums in the output's rows) and 4 the
-packing of int8 weights (LD fmt = 1), which its packed graphs must catch. Each
+packing of int8 weights (LD fmt = 1), which its packed graphs must catch; 3 break
+common-subexpression elimination, which its repeats graph must catch; 6 break the scheduling
+for the machine whose engines overlap, which its overlap graphs must catch. Each
 is a substitution, never an edit of source text: it replaces one seam of the compiler with a
 broken version built from the original (:class:`Function`: a small named function, or a
 property, patched where the code that calls it looks it up; :class:`Entry`: a field of an
@@ -42,6 +44,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+import numpy as np
 
 from sim.spec import DEFAULT
 
@@ -376,8 +380,54 @@ ADD_RELU_MUTANTS = (
 """The relu fused into an add's VADD (docs/add-an-instruction.md): the battery's add-relu graphs
 must catch it."""
 
+CSE_MUTANTS = (
+    Mutant("cse: nodes are merged by operation and operands alone (a matmul's scale=, a slice's start "
+           "ignored)", Function("compiler.cse._key"), lambda original: lambda node, ins: (node.op, ins)),
+    Mutant("cse: a node's arrays are compared by shape alone (two products with different biases merge)",
+           Function("compiler.cse._key"),
+           lambda original: lambda node, ins: original(
+               node if node.bias is None else dataclasses.replace(node, bias=np.zeros_like(node.bias)), ins)),
+    Mutant("cse: operands are compared by their old ids, so only the first node of a repeated chain "
+           "merges", Function("compiler.cse._key"),
+           lambda original: lambda node, ins: original(node, node.ins)),
+)
+"""Broken common-subexpression elimination (:mod:`compiler.cse`): the battery's repeats graph
+(:func:`compiler.testing.battery.check_cse`) must catch them."""
+
+def _only(read_after_write: bool, write_after_read: bool, write_after_write: bool, ext: bool = True):
+    """A broken dependence test of compiler/schedule.py that sees only the kinds of conflict asked for."""
+    def conflict(a, b) -> bool:
+        for s1, e1, r1, w1 in a:
+            for s2, e2, r2, w2 in b:
+                kinds = ((read_after_write and w1 and r2) or (write_after_read and r1 and w2)
+                         or (write_after_write and w1 and w2))
+                if s1 < e2 and s2 < e1 and kinds:
+                    return True
+        return False
+
+    return lambda original: lambda later, earlier: (conflict(earlier[0], later[0])
+                                                    or (ext and conflict(earlier[1], later[1])))
+
+
+SCHEDULE_MUTANTS = (
+    Mutant("schedule: a read may move ahead of the write it reads (read after write ignored)",
+           Function("compiler.schedule.depends"), _only(False, True, True)),
+    Mutant("schedule: a write may move ahead of a read of the old value (write after read ignored)",
+           Function("compiler.schedule.depends"), _only(True, False, True)),
+    Mutant("schedule: two writes of one word may swap (write after write ignored)",
+           Function("compiler.schedule.depends"), _only(True, True, False)),
+    Mutant("schedule: no instruction depends on another", Function("compiler.schedule.depends"),
+           _returns(False)),
+    Mutant("schedule: of two candidates that start together, the earlier in the program goes first (no "
+           "look past the tie)", Function("compiler.schedule.HORIZON"), lambda original: 0),
+    Mutant("schedule: the emitted order is always kept", Function("compiler.schedule.better"),
+           _returns(False)),
+)
+"""Broken scheduling for the machine whose engines overlap (:mod:`compiler.schedule`): the
+battery's overlap graphs (:func:`compiler.testing.battery.check_overlap`) must catch them."""
+
 MUTANTS = (SEED_MUTANTS + STREAMING_MUTANTS + WIDE_MUTANTS + ADD_RELU_MUTANTS + BLOCKING_MUTANTS
-           + PACKED_MUTANTS)
+           + PACKED_MUTANTS + CSE_MUTANTS + SCHEDULE_MUTANTS)
 
 EQUIVALENT = (
     Mutant("allocator: a free piece of exactly the requested size is passed over (a later, larger "

@@ -7,7 +7,13 @@ A mutant that cosim and stress did not catch is judged in three ways, in this or
    the constant that leaves the bit as it is;
 2. a **note** (:data:`NOTES`): a kind of survivor studied by hand, recognised by where it is
    (module, signal, bit, mode) rather than by Yosys's cell names, which change with every
-   export, and why such mutants are equivalent;
+   export, and why such mutants are equivalent. Some check a fact on the netlist themselves:
+   a bit whose forward cone (followed through the module's cells, per bit through
+   multiplexers and flip-flops, every output bit of any other cell) reaches no output port,
+   memory or submodule; a memory's write data on the input chosen when its write enable is
+   0; a register's value (its Q, D and the multiplexers of its enable and reset) against a
+   bound, such as the checker's latency registers (found by elaborating hw.checker with its
+   formula evaluation observed) against the longest legal latency of their kind;
 3. a **proof** by Yosys on the mutated module alone: the original and the mutated module
    side by side in a miter (``miter -equiv``), and ``sat -tempinduct`` (k-induction from
    the all-zero state, the reset input free) proves that no input sequence makes their
@@ -22,8 +28,10 @@ Anything else is a GAP: a mutant the grading should catch and does not.
 from __future__ import annotations
 
 import re
+from collections import defaultdict, deque
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
+from functools import cache
 
 from sim import arith, spec
 from sim.spec import DEFAULT, Params
@@ -265,9 +273,276 @@ def _lut_table_address(at: Site) -> str | None:
             "(hw/lut.py)")
 
 
+def register_chain(at: Site, signal: str) -> tuple[set[tuple], set[str]]:
+    """The ports that carry the value of register ``signal`` of the mutation's module: its Q,
+    its D and, back from D, the multiplexers of its enable and reset (their Y and A; B where the
+    select is not rst). Returns those ports' bit tuples and the names of the reset multiplexers
+    (select rst: their B is the reset value). Empty when no flip-flop drives ``signal``."""
+    mod = at.module
+    q = tuple(mod["netnames"].get(signal, {}).get("bits", ()))
+    dff = next((c for c in mod["cells"].values()
+                if c["type"] == "$dff" and tuple(c["connections"]["Q"]) == q), None)
+    if not q or dff is None:
+        return set(), set()
+    by_y = {tuple(c["connections"]["Y"]): (n, c) for n, c in mod["cells"].items() if c["type"] == "$mux"}
+    d = tuple(dff["connections"]["D"])
+    values, resets, todo = {q, d}, set(), [d]
+    while todo:
+        found = by_y.get(todo.pop())
+        if found is None:
+            continue
+        name, mux = found
+        conn = mux["connections"]
+        reset = "rst" in _names(at, conn["S"][0])
+        if reset:
+            resets.add(name)
+        for port in ("A",) if reset else ("A", "B"):
+            bits = tuple(conn[port])
+            if bits not in values:
+                values.add(bits)
+                todo.append(bits)
+    return values, resets
+
+
+def _affected(cell: dict, port: str, index: int) -> list | None:
+    """The output bits of a cell that input bit ``port[index]`` can change: Y[index] of a
+    multiplexer's data input, Q[index] of a flip-flop's D, every output bit of any other cell;
+    None when the bit leaves the module's own logic (a memory, a submodule)."""
+    kind, conn = cell["type"], cell["connections"]
+    if kind.startswith("$mem") or not kind.startswith("$"):
+        return None
+    if kind == "$mux" and port in ("A", "B"):
+        return [conn["Y"][index]]
+    if kind == "$dff" and port == "D":
+        return [conn["Q"][index]]
+    return [b for name, bits in conn.items() if cell["port_directions"].get(name) == "output" for b in bits]
+
+
+def fanout_cone(at: Site) -> int | None:
+    """The cells the mutated bit can reach, followed forwards through the module's netlist (per
+    bit through multiplexers and flip-flops, any output bit of any other cell), or None when it
+    reaches an output port, a memory or a submodule."""
+    mod, m = at.module, at.m
+    outputs = {b for port in mod.get("ports", {}).values() if port["direction"] != "input"
+               for b in port["bits"]}
+    readers = defaultdict(list)
+    for name, cell in mod["cells"].items():
+        for port, bits in cell["connections"].items():
+            if cell["port_directions"].get(port) == "input":
+                for k, b in enumerate(bits):
+                    if isinstance(b, int):
+                        readers[b].append((name, port, k))
+    cell = mod["cells"][m.cell]
+    if cell["port_directions"].get(m.port) == "output":
+        first = [at.bits[m.portbit]]
+    else:
+        first = _affected(cell, m.port, m.portbit)
+        if first is None:
+            return None
+    todo, seen, cells = deque(b for b in first if isinstance(b, int)), set(), set()
+    while todo:
+        bit = todo.popleft()
+        if bit in seen:
+            continue
+        seen.add(bit)
+        if bit in outputs:
+            return None
+        for name, port, k in readers[bit]:
+            cells.add(name)
+            more = _affected(mod["cells"][name], port, k)
+            if more is None:
+                return None
+            todo.extend(b for b in more if isinstance(b, int) and b not in seen)
+    return len(cells)
+
+
+def _unread(at: Site) -> str | None:
+    m = at.m
+    if not 0 <= m.portbit < at.width:
+        return None
+    reach = fanout_cone(at)
+    if reach is None:
+        return None
+    what = f"{m.signal or m.wire or m.cell} bit {m.portbit}"
+    why = (f"the mutated bit ({what}) drives nothing outside itself: followed forwards through the "
+           f"netlist of {m.module.removeprefix('ga2_simtop.')} ({reach} cells) it reaches no output port, "
+           "no memory and no submodule")
+    if m.module == "ga2_simtop.core.vector" and re.fullmatch(r"a[1-9]\d*", m.signal) and m.portbit >= 8:
+        why += (f" (with LANES = {DEFAULT.LANES}, bits 8-31 of the operand register of lane {m.signal[1:]} "
+                "are read by nothing: VADD and AMAX take its low byte, UNPACK only lane 0's word; "
+                "hw/vector.py)")
+    return why
+
+
+def _memory_write_idle(at: Site) -> str | None:
+    """The write-data multiplexer of a memory (Yosys's proc: data = en ? value : x) changed on its
+    idle input: the memory's write enable is the same select's 0 then."""
+    m, mod = at.m, at.module
+    if at.cell_type != "$mux" or m.port != "A":
+        return None
+    conn = mod["cells"][m.cell]["connections"]
+    select, y = conn["S"], conn["Y"]
+    for name, cell in mod["cells"].items():
+        if not cell["type"].startswith("$mem"):
+            continue
+        data, enable = cell["connections"]["WR_DATA"], cell["connections"]["WR_EN"]
+        if y[0] not in data:
+            continue
+        offset = data.index(y[0])
+        guards = enable[offset:offset + len(y)]
+        driven = {tuple(c["connections"]["Y"]): c for c in mod["cells"].values() if c["type"] == "$mux"}
+        ok = all(
+            (g := driven.get((bit,))) is not None and g["connections"]["S"] == select
+            and g["connections"]["A"] == ["0"] and g["connections"]["B"] == ["1"] for bit in guards)
+        if ok and len(guards) == len(y):
+            return (f"it changes the data written into memory {name} while its write port is idle: the "
+                    "write enable of those bits is the multiplexer's own select, 0 whenever this input is "
+                    "chosen, so no word is written then")
+    return None
+
+
+DIVIDEND_SHIFT = 16
+"""The softmax feeds each divider e << 16 (hw/softmax.py: dividend = e_i << Q16_BITS)."""
+
+
+def _divider_rest(at: Site) -> str | None:
+    m = at.m
+    if not m.module.startswith("ga2_simtop.core.softmax.div") \
+            or not re.fullmatch(r"(?:pre|s\d+)_rest", m.signal):
+        return None
+    width = len(at.module["netnames"].get(m.signal, {}).get("bits", ()))
+    if at.bits not in register_chain(at, m.signal)[0] or width > DIVIDEND_SHIFT + 1:
+        return None
+    why = (f"{m.signal} holds the dividend bits not yet shifted in, bits 0..{width - 1} of 2 x dividend "
+           f"(rounding: hw/divider.py), and the softmax's dividend is e << {DIVIDEND_SHIFT} (hw/softmax.py), "
+           f"so every bit of it is 0")
+    if m.mode == "const0":
+        return f"{why}, as const0 makes bit {m.portbit}"
+    if m.mode == "cnot1":
+        return f"{why}: the control bit {m.ctrlbit} is 0 and XOR 0 changes nothing"
+    return None
+
+
+@cache
+def checker_latencies(params: Params = DEFAULT) -> dict[str, tuple[str, int]]:
+    """The checker's registers (``extent_r<k>``, hw/formula.py) that hold an instruction kind's
+    latency, or a delay of it: name -> (kind, width). Found by elaborating hw.checker.Checker
+    with its formula evaluation observed (Pipeline.register and formula.evaluate wrapped for the
+    while), so the names are the exported Verilog's."""
+    from amaranth.hdl import Fragment, Signal
+
+    from hw import checker, formula
+
+    inputs: dict[str, object] = {}
+    widths: dict[str, int] = {}
+    results: dict[str, str] = {}
+    register, evaluate, latency = formula.Pipeline.register, formula.evaluate, checker._latency
+
+    def observed_register(self, value):
+        out = register(self, value)
+        if out is not None:
+            inputs[out.name], widths[out.name] = value, len(out)
+        return out
+
+    def observed_evaluate(pipe, fn, fields, *args):
+        out = evaluate(pipe, fn, fields, *args)
+        if isinstance(fn, _Tagged) and isinstance(out.value, Signal):
+            results[out.value.name] = fn.kind
+        return out
+
+    formula.Pipeline.register, formula.evaluate, checker._latency = observed_register, observed_evaluate, \
+        lambda ispec, p: _Tagged(latency(ispec, p), ispec.name)
+    try:
+        Fragment.get(checker.Checker(params), None)
+    finally:
+        formula.Pipeline.register, formula.evaluate, checker._latency = register, evaluate, latency
+    changed = True
+    while changed:         # a delay register of a latency register holds that latency, a cycle later
+        changed = False
+        for name, value in inputs.items():
+            source = getattr(value, "name", None)
+            if name not in results and isinstance(value, Signal) and source in results:
+                results[name] = results[source]
+                changed = True
+    return {name: (kind, widths[name]) for name, kind in results.items()}
+
+
+class _Tagged:
+    """A latency formula that says whose it is (for :func:`checker_latencies`)."""
+
+    def __init__(self, fn: Callable, kind: str):
+        self.fn, self.kind = fn, kind
+
+    def __call__(self, *args):
+        return self.fn(*args)
+
+
+def longest_latency_of(kind: str, params: Params = DEFAULT) -> int:
+    """The longest latency of a legal instruction of ``kind``: its fields at their legal maxima
+    (every value of a field of at most four), a length as long as its regions fit."""
+    import itertools
+
+    ispec = spec.BY_NAME[kind]
+    small = [fl for fl in ispec.fields if fl.legal_range(params)[1] - fl.legal_range(params)[0] < 4]
+    longest = 0
+    for values in itertools.product(*(range(fl.legal_range(params)[0], fl.legal_range(params)[1] + 1)
+                                      for fl in small)):
+        f = {fl.name: fl.legal_range(params)[1] for fl in ispec.fields} | {
+            fl.name: v for fl, v in zip(small, values, strict=True)}
+        if "len" in f:
+            f["len"] = min(f["len"], params.SPAD_WORDS)
+            while f["len"] > 0 and any(
+                    r.extent(f) > (params.SPAD_WORDS if r.mem is spec.Mem.SPAD else params.EXT_WORDS)
+                    for r in ispec.regions):
+                f["len"] -= 1
+        longest = max(longest, spec.latency(ispec, f, params))
+    return longest
+
+
+def _checker_latency(at: Site) -> str | None:
+    m = at.m
+    if m.module != "ga2_simtop.core.control.checks" or m.mode not in ("const0", "cnot1"):
+        return None
+    found = checker_latencies().get(m.signal)
+    if found is None or at.bits not in register_chain(at, m.signal)[0]:
+        return None                      # not the register's value (a reset value is not a latency)
+    kind, _ = found
+    longest = longest_latency_of(kind)
+    top = longest.bit_length()
+    bit = m.portbit if m.mode == "const0" else m.ctrlbit
+    if bit < top:
+        return None
+    how = (f"const0 makes bit {bit}" if m.mode == "const0"
+           else f"its control bit {bit} is 0 and XOR 0 changes nothing")
+    return (f"{m.signal} holds the {kind} latency the checker computes for the instruction in its "
+            "pipeline (or a delay of it); the execute stage loads a latency into its countdown only for an "
+            "instruction that does not stop the machine (hw/control.py: consume & ~head.stop), a legal "
+            f"{kind}, whose latency is at most {longest} < 2**{top}: bit {bit} is 0 in every value used, "
+            f"and {how}")
+
+
+def _reset_value(at: Site) -> str | None:
+    """The reset value (a multiplexer on rst, port B) of a data register that is loaded before it
+    is ever read (hw/lut.py's lut_out<k>, hw/mxu.py's acc_old<j>)."""
+    m = at.m
+    if at.cell_type != "$mux" or m.port != "B" or m.cell not in register_chain(at, m.signal)[1]:
+        return None
+    if m.module == "ga2_simtop.core.lut" and re.fullmatch(r"lut_out\d+", m.signal):
+        return (f"it changes the value {m.signal} takes during reset; the register loads its lane's table "
+                "entry in every cycle (no enable), so that value lasts one cycle, and the register is read "
+                "only as write data gated by the write tag (Mux(write, out, 0): hw/lut.py), 0 until a LUT "
+                "instruction's first source beat is written, many cycles after a start")
+    if m.module == "ga2_simtop.core.mxu" and re.fullmatch(r"acc_old\d+", m.signal):
+        return (f"it changes the value {m.signal} takes during reset; the register is read only by MM "
+                "acc = 1's write data, under summed (hw/mxu.py), and each row's old word is loaded into it "
+                "(old_back) before the row's sum is written: a reset value is overwritten before any read")
+    return None
+
+
 NOTES: tuple[Callable[[Site], str | None], ...] = (
     _counter_bits, _stop_countdown, _dma_st_enable, _bank_read_hold, _divider_bounds, _lane0_mask,
-    _softmax_max_pass, _array_rows, _lut_table_address)
+    _softmax_max_pass, _array_rows, _lut_table_address, _unread, _memory_write_idle, _divider_rest,
+    _checker_latency, _reset_value)
 """The survivors studied by hand: each returns why its mutations are equivalent, or None."""
 
 

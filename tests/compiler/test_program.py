@@ -84,8 +84,8 @@ def test_listing_is_the_numbered_disassembly():
 
 
 @pytest.mark.parametrize("nid, words", [
-    (99, "node id 99 (a int) is not a node of this graph (it has 4 nodes, ids 0..3)"),
-    (-1, "node id -1 (a int) is not a node"),
+    (99, "node id 99 (an int) is not a node of this graph (it has 4 nodes, ids 0..3)"),
+    (-1, "node id -1 (an int) is not a node"),
     ("2", "node id '2' (a str) is not a node"),
     (True, "node id True (a bool) is not a node"),
     (3, "node 3 (output 'y') is an output and has no scratchpad place. Fix: read outcome.outputs['y']"),

@@ -31,10 +31,24 @@ def test_every_instruction_every_bounded_field_and_every_high_start_bit():
 def test_each_program_stops_at_its_fault_in_the_reference():
     """The high start bits leave an address inside the memory, so only they are at fault (the
     external memory's 65,536 words fill a 16-bit field: no such bits, no region past its end)."""
-    for job in faults.jobs():
+    for job in faults.jobs()[:-1]:
         want = job.expected()
         code = ErrorCode.BAD_FIELD if "(legal " in job.name else ErrorCode.SPAD_RANGE
         assert (want.error_code, want.error_pc) == (code, 0), job.name
+
+
+def test_the_late_fault_sets_every_pc_bit_and_the_counters_upper_bits():
+    """The last program stops with BAD_OPCODE at pc 4,095 (bits 0-11 set: a flipped upper bit of
+    the fetch pc shows in error_pc), after 4,095 legal instructions that keep every unit busy
+    past 2**12 cycles (a counter bit 11 or 12 tied to 0 shows in the counters)."""
+    job = faults.jobs()[-1]
+    assert job.name.startswith(faults.LATE_NAME) and DEFAULT.IMEM_WORDS == 4096
+    want = job.expected()
+    assert (want.error_code, want.error_pc) == (ErrorCode.BAD_OPCODE, 4095)
+    c = want.counters
+    assert (c.cycles, c.dma, c.mxu, c.vpu, c.sfu) == (34124, 5464, 4781, 11594, 12276)
+    assert min(c.dma, c.mxu, c.vpu, c.sfu) > 1 << 12
+    assert len(job.program) == spec.INSTR_WORDS * DEFAULT.IMEM_WORDS
 
 
 @pytest.mark.rtl

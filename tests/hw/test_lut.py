@@ -61,3 +61,17 @@ def test_lut_idle_outputs_are_zero():
 
 def _check(program, spad) -> None:
     check_unit(lambda: TableUnit(P), program, spad, params=P)
+
+
+@pytest.mark.parametrize("lanes", [8, 16])
+def test_lut_every_input_value_on_a_wider_machine(lanes):
+    """LANES = 8 reads one table memory through 8 ports; LANES = 16 gives every lane a memory
+    of its own (hw/lut.py, SHARED_TABLE_PORTS): the same values, every entry looked up."""
+    params = Params(T=4, LANES=lanes, SPAD_WORDS=2048)
+    spad = _spad(6)
+    rng = random.Random(7)
+    for i, x in enumerate(range(-128, 128)):
+        spad[i] = _word(rng, x)
+    program = [build("LUT", dst=512, src=0, len=256, table=TABLES, params=params),
+               build("LUT", dst=800, src=3, len=21, table=TABLES + 300, params=params)]
+    check_unit(lambda: TableUnit(params), program, spad, params=params)

@@ -170,3 +170,14 @@ def test_the_serial_machine_is_unchanged():
     assert all(a.end == b.start for a, b in zip(r.timeline, r.timeline[1:], strict=False))
     assert r.counters.cycles == r.timeline[-1].end + spec.STOP_CYCLES
     assert (r.counters.hazard, r.counters.port) == (0, 0)
+
+
+def test_a_hazard_on_one_word_at_the_edge_of_two_regions():
+    # the LD writes words 0..15, the VADD reads 15..18 (src1) and 40..43: only word 15 is shared.
+    # LD 10..16; the VADD (1 beat: 6 cycles, writing its last 1) could start at 13 (order) but
+    # reads word 15 after the LD writes it: 16
+    r = run("LD dst=0 src=0 len=16\nVADD dst=100 src1=15 src2=40 len=4 relu=0\nHALT")
+    assert starts(r) == [10, 16]
+    assert (r.counters.cycles, r.counters.hazard, r.counters.port) == (23, 3, 0)
+    apart = run("LD dst=0 src=0 len=16\nVADD dst=100 src1=16 src2=40 len=4 relu=0\nHALT")
+    assert starts(apart) == [10, 13]                   # one word further: no hazard

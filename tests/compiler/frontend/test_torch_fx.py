@@ -88,7 +88,7 @@ def check(module: nn.Module, *shapes: tuple[int, int], bound: float = 0.05, samp
     for name, shape, g, w in zip(lowered.outputs, lowered.output_shapes, got, want, strict=True):
         node = lowered.graph.names[name]
         assert g.shape == w.shape == shape
-        assert np.array_equal(outcome.outputs[name].ints, ints[node]), name
+        assert np.array_equal(outcome.outputs[name].ints, ints[program.graph.names[name]]), name
         if w.dtype == np.int64:  # argmax: the float graph's indices are PyTorch's
             assert np.array_equal(floats[node].reshape(shape), w), name
             continue
@@ -136,6 +136,9 @@ def test_a_linear_called_twice_shares_its_weight():
     layer = seeded(lambda: lin(8, 8))
     lowered = check(Wrap(lambda m, x: m.fc(x) + m.fc(x), fc=layer), (4, 8))
     assert [n.name for n in lowered.graph.nodes if n.op == "weight"] == ["fc.weight.T"]
+    merged = compile_graph(lowered.graph, [lowered.feed(np.ones((4, 8)))]).graph   # compiler/cse.py
+    products = [n.op for n in merged.nodes].count("matmul")
+    assert products == 1 < [n.op for n in lowered.graph.nodes].count("matmul")
 
 
 # ------------------------------------------------------------------ matmul and its second operand

@@ -233,3 +233,95 @@ def test_notes_judge_survivors_by_where_they_are(netlist):
     toggle = graph.attribute(draw.parse(f"mutate -mode cnot0 -module ga2_simtop.core.control "
                                         f"-cell {_error_pc_hold(graph)} -port A -portbit 14 -ctrlbit 5"))
     assert not verdicts.judge(net, graph.modules, toggle, "toggle", proofs=False).equivalent
+
+
+def _judge(net, graph: draw.Netlist, line: str) -> verdicts.Verdict:
+    return verdicts.judge(net, graph.modules, graph.attribute(draw.parse(line)), "note", proofs=False)
+
+
+def _reset_mux(graph: draw.Netlist, module: str, signal: str) -> str:
+    """The multiplexer on rst in front of a register's D (its B: the reset value)."""
+    mod = graph.modules[module]
+    d = mod["cells"][_register_of(graph, module, signal)]["connections"]["D"]
+    return next(name for name, cell in mod["cells"].items() if cell["type"] == "$mux"
+                and cell["connections"]["Y"] == d and "rst" in mod["netnames"]
+                and cell["connections"]["S"] == mod["netnames"]["rst"]["bits"])
+
+
+def test_a_bit_that_reaches_no_output_is_equivalent_and_a_read_one_is_not(netlist):
+    """At LANES = 4 the vector unit reads lane 1's operand register a1 by its low byte only (VADD,
+    AMAX) and UNPACK reads lane 0's whole word: a1's bit 21 reaches nothing, a1's bit 3 and a0's
+    bit 21 do."""
+    _, net, graph = netlist
+    module = "ga2_simtop.core.vector"
+    assert DEFAULT.LANES == 4
+
+    def line(signal: str, bit: int) -> str:
+        return (f"mutate -mode const1 -module {module} -cell {_register_of(graph, module, signal)} "
+                f"-port Q -portbit {bit}")
+
+    dead = _judge(net, graph, line("a1", 21))
+    assert dead.equivalent and dead.method == "note" and "reaches no output port" in dead.why
+    assert not _judge(net, graph, line("a1", 3)).equivalent
+    assert not _judge(net, graph, line("a0", 21)).equivalent
+
+
+def test_a_memory_write_data_while_not_written_is_equivalent(netlist):
+    """Bank 1's write data multiplexer (en ? data : x): its idle input A is never written, its B
+    (the data written) is."""
+    _, net, graph = netlist
+    spad = graph.modules["ga2_simtop.core.spad"]
+    data = spad["cells"]["bank1"]["connections"]["WR_DATA"]
+    mux = next(name for name, cell in spad["cells"].items()
+               if cell["type"] == "$mux" and cell["connections"]["Y"] == data)
+    line = f"mutate -mode inv -module ga2_simtop.core.spad -cell {mux} -port {{}} -portbit 12"
+    idle = _judge(net, graph, line.format("A"))
+    assert idle.equivalent and "write port is idle" in idle.why
+    assert not _judge(net, graph, line.format("B")).equivalent
+
+
+def test_the_divider_rest_registers_are_zero(netlist):
+    """The softmax's dividend is e << 16, doubled for the rounding: the 10 bits of stage 3's rest
+    are 0, so a cnot on them or const0 changes nothing; inverting one does."""
+    _, net, graph = netlist
+    module = "ga2_simtop.core.softmax.div2"
+    cell = _register_of(graph, module, "s3_rest")
+    assert len(graph.modules[module]["netnames"]["s3_rest"]["bits"]) == 10
+    line = f"mutate -mode {{}} -module {module} -cell {cell} -port Q -portbit 0"
+    zero = _judge(net, graph, line.format("cnot1") + " -ctrlbit 9")
+    assert zero.equivalent and "dividend is e << 16" in zero.why
+    assert not _judge(net, graph, line.format("inv")).equivalent
+
+
+def test_the_checker_latency_registers_and_their_legal_bound(netlist):
+    """The checker's registers holding LD's latency (found by elaborating the checker): a legal LD
+    takes at most ceil(4096 / 4) + 2 = 1,026 cycles, so bit 11 of its latency is never 1 and bit
+    10 may be."""
+    _, net, graph = netlist
+    assert verdicts.longest_latency_of("LD") == 4096 // 4 + spec.LD_OVERHEAD == 1026
+    assert verdicts.longest_latency_of("RQ") == 4096 // 4 + spec.RQ_OVERHEAD == 1034
+    found = verdicts.checker_latencies()
+    assert {kind for kind, _ in found.values()} == {s.name for s in spec.INSTRUCTIONS if s.counter}
+    module = "ga2_simtop.core.control.checks"
+    ld = [name for name, (kind, width) in found.items() if kind == "LD" and width > 12]
+    assert ld, found
+    cell = _register_of(graph, module, ld[0])
+
+    def verdict(ctrl: int) -> verdicts.Verdict:
+        return _judge(net, graph, f"mutate -mode cnot1 -module {module} -cell {cell} -port Q -portbit 12 "
+                                  f"-ctrlbit {ctrl}")
+
+    assert verdict(11).equivalent and "a legal LD, whose latency is at most 1026" in verdict(11).why
+    assert not verdict(10).equivalent
+
+
+def test_reset_values_overwritten_before_any_read(netlist):
+    """lut_out<k> loads every cycle and acc_old<j> before each read: their reset values (B of the
+    multiplexer on rst) are equivalent; the value they load (A) is not."""
+    _, net, graph = netlist
+    for module, signal in (("ga2_simtop.core.lut", "lut_out2"), ("ga2_simtop.core.mxu", "acc_old3")):
+        mux = _reset_mux(graph, module, signal)
+        reset = _judge(net, graph, f"mutate -mode const1 -module {module} -cell {mux} -port B -portbit 9")
+        assert reset.equivalent and f"the value {signal} takes during reset" in reset.why
+        assert not _judge(net, graph, f"mutate -mode const1 -module {module} -cell {mux} -port A "
+                                      "-portbit 9").equivalent

@@ -1,0 +1,442 @@
+#!/usr/bin/env python3
+"""The back-end studies of seed 004 on GA-2 (``make studies``): what each of Capra's options is
+worth, decode against prefill, and where a transformer block spends its time.
+
+Every figure is a run: each program is compiled with Capra, run on the reference machine
+(whose five counters the RTL matches exactly: ``make cosim``), and its outputs are checked
+against the integer interpreter (the same integers, or the study stops with the difference).
+
+1. **Options.** Cycles with nothing (``cse=False, fuse=False``), with CSE alone, with relu
+   fusion alone, and with both (Capra's default), on seeds 100-111, running example A, running
+   example B at hidden widths 8/16/32/48, one attention-plus-feed-forward block and the digits
+   MLP (examples/digits.py; ``--no-digits`` leaves it out: it trains a PyTorch model).
+   Double buffering needs a machine whose DMA runs beside the MXU (issue 15): on the serial
+   machine its column is empty.
+2. **Decode and prefill.** A feed-forward network 64 -> 256 -> 64 (relu between) for 1, 2,
+   4, ... 64 tokens: cycles, cycles per token, useful MXU utilisation (the multiply-adds of the
+   network, padding excluded, over T*T*cycles), the DMA's share of the cycles, and the weight
+   words loaded (scratchpad words the LDs of the two weights write).
+3. **Where a block spends its time.** The block of (1) per kernel kind (the graph operation
+   whose step wrote each instruction: ``Program.owners``): instructions, busy cycles per
+   engine, and the sum of their spans.
+
+``--write`` stores the run in docs/studies.json and writes docs/studies.md;
+``tests/test_studies.py`` fails when the page is stale.
+
+Usage: python examples/studies.py [--write] [--no-digits] [--param t8]
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import itertools
+import json
+import math
+import random
+import sys
+from collections.abc import Callable, Mapping
+from pathlib import Path
+
+import numpy as np
+from _cli import add_machine, machine  # examples/_cli.py
+
+from compiler import Graph, compile_graph
+from compiler.interpret import interpret
+from compiler.program import Program
+from compiler.testing.perf import useful_macs
+from compiler.testing.random_graphs import random_graph, sample_inputs
+from compiler.testing.seedtable import CALIBRATION_SAMPLES, TABLE_SEEDS, attention_step_network
+from compiler.timeline import UNIT_NAMES
+from sim.spec import COUNTERS, DEFAULT, Params
+
+ROOT = Path(__file__).resolve().parents[1]
+RECORD = ROOT / "docs" / "studies.json"
+PAGE = ROOT / "docs" / "studies.md"
+OPTIONS = {"nothing": (0, {"cse": False, "fuse": False}),
+           "+ CSE": (0, {"cse": True, "fuse": False}),
+           "+ fusion": (0, {"cse": False, "fuse": True}),
+           "serial default": (0, {"cse": True, "fuse": True}),
+           "+ overlap": (1, {"cse": False, "fuse": False, "reorder": False}),
+           "+ scheduling": (1, {"cse": False, "fuse": False, "reorder": True}),
+           "all": (1, {"cse": True, "fuse": True, "reorder": True})}
+"""The option sets of study 1: the machine's OVERLAP and compile_graph's keyword arguments.
+'serial default' is Capra's default on the serial machine, 'all' its default on the machine
+whose engines overlap (GA2.md section 7)."""
+WIDTHS = (8, 16, 32, 48)
+TOKENS = (1, 2, 4, 8, 16, 32, 64)
+FFN = (64, 256, 64)
+"""Study 2's network: d_model, hidden width, d_model."""
+FFN_SPAD_WORDS = 32768
+"""Study 2's scratchpad (at least): 64 tokens' hidden activations are 64 x 256 = 16,384 words
+beside their int32 accumulator, more than the default 4,096 (a computed tensor stays in the
+scratchpad; only inputs and weights stream)."""
+BLOCK = {"tokens": 8, "dim": 16, "hidden": 32}
+"""Study 3's block: 8 tokens of width 16, a feed-forward hidden width of 32."""
+
+Sample = dict[str, np.ndarray]
+Case = tuple[Graph, list[Sample], Sample]
+
+
+class StudyError(RuntimeError):
+    """A program's outputs differ from the integer interpreter's (a compiler bug): the study
+    stops and names the program, the options and the output."""
+
+
+# --------------------------------------------------------------------------- the programs
+
+def _gauss(rng: np.random.Generator, rows: int, cols: int, sd: float) -> np.ndarray:
+    return rng.normal(0.0, sd, size=(rows, cols))
+
+
+def block_graph(tokens: int, dim: int, hidden: int, seed: int = 4) -> Graph:
+    """One attention-plus-feed-forward block (one head, no normalisation):
+    a = softmax(q k^T / sqrt(dim)) v Wo + x; y = relu(a W1) W2 + a, with q, k, v = x Wq, x Wk,
+    x Wv. Weights N(0, 1/fan_in) from numpy's generator ``seed``."""
+    rng = np.random.default_rng(seed)
+    g = Graph()
+    x = g.input("x", (tokens, dim))
+
+    def weight(name: str, fan_in: int, fan_out: int) -> int:
+        return g.weight(name, _gauss(rng, fan_in, fan_out, 1 / math.sqrt(fan_in)))
+
+    q, k, v = (g.matmul(x, weight(n, dim, dim)) for n in ("wq", "wk", "wv"))
+    scores = g.softmax(g.matmul(q, k, transpose_b=True, scale=1 / math.sqrt(dim)))
+    attended = g.add(g.matmul(g.matmul(scores, v), weight("wo", dim, dim)), x)
+    up = g.relu(g.matmul(attended, weight("w1", dim, hidden)))
+    g.output(g.add(g.matmul(up, weight("w2", hidden, dim)), attended), "y")
+    return g
+
+
+def shared_kv_graph(tokens: int = 8, dim: int = 16, heads: int = 2, seed: int = 7) -> Graph:
+    """Multi-query attention written head by head, as a model often is: every head computes
+    its own q but the same k = x Wk and v = x Wv (repeats that CSE computes once); the heads'
+    outputs, each through its own projection, are summed onto x."""
+    rng = np.random.default_rng(seed)
+    g = Graph()
+    x = g.input("x", (tokens, dim))
+
+    def weight(name: str) -> int:
+        return g.weight(name, _gauss(rng, dim, dim, 1 / math.sqrt(dim)))
+
+    wk, wv = weight("wk"), weight("wv")
+    total = x
+    for h in range(heads):
+        q = g.matmul(x, weight(f"wq{h}"))
+        k, v = g.matmul(x, wk), g.matmul(x, wv)
+        scores = g.softmax(g.matmul(q, k, transpose_b=True, scale=1 / math.sqrt(dim)))
+        total = g.add(total, g.matmul(g.matmul(scores, v), weight(f"wo{h}")))
+    g.output(total, "y")
+    return g
+
+
+def ffn_graph(tokens: int, seed: int = 5) -> Graph:
+    """Study 2's network: relu(x W1) W2 for ``tokens`` rows of width 64, hidden width 256."""
+    d_in, hidden, d_out = FFN
+    rng = np.random.default_rng(seed)
+    g = Graph()
+    x = g.input("x", (tokens, d_in))
+    w1 = g.weight("w1", _gauss(rng, d_in, hidden, 1 / math.sqrt(d_in)))
+    w2 = g.weight("w2", _gauss(rng, hidden, d_out, 1 / math.sqrt(hidden)))
+    g.output(g.matmul(g.relu(g.matmul(x, w1)), w2), "y")
+    return g
+
+
+def _gaussian_case(graph: Graph, seed: int, samples: int = 16) -> Case:
+    rng = np.random.default_rng(seed)
+    draw = [{n.name: rng.normal(size=n.shape) for n in graph.inputs()} for _ in range(samples + 1)]
+    return graph, draw[:-1], draw[-1]
+
+
+def seed_case(seed: int) -> Case:
+    """A graph of the seed table, calibrated and tested as compiler.testing.seedtable does."""
+    graph, names = random_graph(seed)
+    rng = random.Random(seed)
+    calibration = [sample_inputs(names, rng) for _ in range(CALIBRATION_SAMPLES)]
+    return graph, calibration, sample_inputs(names, rng)
+
+
+def example_b_case(width: int) -> Case:
+    """Running example B (examples/own_graph.py) at a hidden width, as its sweep draws it."""
+    import own_graph
+
+    graph, shapes = own_graph.build(hidden=width)
+    rng = random.Random(width)
+    calibration = [own_graph.draw_inputs(shapes, rng) for _ in range(30)]
+    return graph, calibration, own_graph.draw_inputs(shapes, rng)
+
+
+def digits_case(epochs: int = 60) -> Case:
+    """The digits MLP as examples/sweep.py trains and lowers it (batches of 8)."""
+    import sweep
+
+    lowered, calibration, feed = sweep.digits_model(epochs)
+    return lowered.graph, calibration, feed
+
+
+# --------------------------------------------------------------------------- running one
+
+def checked_run(name: str, case: Case, params: Params, **options: bool) -> Program:
+    """Compile and run one program; its outputs must equal the integer interpreter's.
+
+    Returns:
+        the program, its run in ``program.last_run`` (a RunOutcome).
+
+    Raises:
+        StudyError: an output differs from the interpreter (names program, options, output).
+    """
+    graph, calibration, test = case
+    program = compile_graph(graph, calibration, params=params, **options)
+    outcome = program.run(test, warn=False)
+    ints = interpret(program, test)
+    for out, value in outcome.outputs.items():
+        if not np.array_equal(value.ints, ints[program.ext[out].node]):
+            raise StudyError(f"{name} {options}: output {out!r} differs from the integer interpreter")
+    program.last_run = outcome
+    return program
+
+
+# --------------------------------------------------------------------------- study 1: options
+
+def options_study(params: Params, digits: bool) -> list[dict]:
+    """One row per program: its cycles under each option set."""
+    cases: list[tuple[str, Callable[[], list[Case]]]] = [
+        ("seeds 100-111", lambda: [seed_case(s) for s in TABLE_SEEDS]),
+        ("example A", lambda: [attention_step_network()]),
+        *((f"example B w{w}", lambda w=w: [example_b_case(w)]) for w in WIDTHS),
+        ("attention + FFN block", lambda: [_gaussian_case(block_graph(**BLOCK), 6)]),
+        ("2-head attention, shared k, v", lambda: [_gaussian_case(shared_kv_graph(), 8)]),
+    ]
+    if digits:
+        cases.append(("digits MLP (batch 8)", lambda: [digits_case()]))
+    rows = []
+    for name, make in cases:
+        programs = make()
+        row = {"program": name}
+        for label, (overlap, options) in OPTIONS.items():
+            machine = dataclasses.replace(params, OVERLAP=overlap)
+            row[label] = sum(checked_run(name, case, machine, **options).last_run.counters.cycles
+                             for case in programs)
+        rows.append(row)
+        print(f"  {name}: " + ", ".join(f"{k} {row[k]}" for k in OPTIONS), flush=True)
+    return rows
+
+
+# --------------------------------------------------------------------------- study 2: decode/prefill
+
+def weight_words_loaded(program: Program) -> int:
+    """Scratchpad words written by the LDs that read a weight's external region."""
+    regions = [(e.addr, e.addr + e.words) for e in program.ext.values() if e.kind == "weight"]
+    return sum(ins.fields["len"] for ins in program.code
+               if ins.op == "LD" and any(lo <= ins.fields["src"] < hi for lo, hi in regions))
+
+
+def decode_prefill_study(params: Params) -> list[dict]:
+    """One row per token count."""
+    d_in, hidden, d_out = FFN
+    params = dataclasses.replace(params, SPAD_WORDS=max(params.SPAD_WORDS, FFN_SPAD_WORDS))
+    rows = []
+    for tokens in TOKENS:
+        case = _gaussian_case(ffn_graph(tokens), tokens)
+        macs = tokens * (d_in * hidden + hidden * d_out)
+        row: dict = {"tokens": tokens}
+        for tag, overlap in (("", 0), (" (overlap)", 1)):
+            machine = dataclasses.replace(params, OVERLAP=overlap)
+            program = checked_run(f"FFN x{tokens}", case, machine)
+            c = program.last_run.counters
+            row |= {f"cycles{tag}": c.cycles, f"per token{tag}": round(c.cycles / tokens, 1),
+                    f"MXU util %{tag}": round(100 * macs / (params.T ** 2 * c.cycles), 1),
+                    f"MXU busy %{tag}": round(100 * c.mxu / c.cycles, 1),
+                    f"DMA busy %{tag}": round(100 * c.dma / c.cycles, 1)}
+        row |= {"weight words loaded": weight_words_loaded(program),
+                "padded MACs": useful_macs(program.code) - macs}
+        rows.append(row)
+    return rows
+
+
+def knee(rows: list[dict]) -> str:
+    """Where doubling the tokens stops paying (serially): the first doubling that cuts the
+    cycles per token by less than a quarter."""
+    for before, after in itertools.pairwise(rows):
+        if after["per token"] > 0.75 * before["per token"]:
+            return (f"from {before['tokens']} to {after['tokens']} tokens the cycles per token fall "
+                    f"only from {before['per token']} to {after['per token']} (less than a quarter)")
+    return "every doubling cuts the cycles per token by a quarter or more"
+
+
+# --------------------------------------------------------------------------- study 3: the block
+
+def block_study(params: Params) -> dict:
+    """The block on the machine whose engines overlap: per kernel kind, instructions, busy
+    cycles per engine, the cycles its instructions waited on a hazard and on a port, the sum
+    of their spans (from the reference machine's timeline); and the cycles on both machines."""
+    case = _gaussian_case(block_graph(**BLOCK), 6)
+    serial = checked_run("block", case, dataclasses.replace(params, OVERLAP=0)).last_run.counters
+    program = checked_run("block", case, dataclasses.replace(params, OVERLAP=1))
+    run = program.last_run
+    kinds: dict[str, dict] = {}
+    for placed in run.state.timeline:
+        owner = program.owners[placed.pc]
+        kind = str(program.graph.nodes[owner].op)
+        row = kinds.setdefault(kind, {"kernel": kind, "instructions": 0,
+                                      **{UNIT_NAMES[u]: 0 for u in COUNTERS[1:]},
+                                      "waited on a hazard": 0, "waited on a port": 0, "sum of spans": 0})
+        row["instructions"] += 1
+        row[UNIT_NAMES[placed.engine]] += placed.end - placed.start
+        row["waited on a hazard"] += placed.hazard
+        row["waited on a port"] += placed.port
+        row["sum of spans"] += placed.end - placed.start
+    c = run.counters
+    waits = [sum(r[key] for r in kinds.values()) for key in ("waited on a hazard", "waited on a port")]
+    if waits != [c.hazard, c.port]:
+        raise StudyError("block: the waits of the timeline do not add up to the hazard and port counters")
+    return {"kinds": sorted(kinds.values(), key=lambda r: -r["sum of spans"]), "cycles serial": serial.cycles,
+            "cycles overlapped": c.cycles, "busiest engine": max(c.dma, c.mxu, c.vpu, c.sfu)}
+
+
+# --------------------------------------------------------------------------- the page
+
+def run(params: Params, digits: bool) -> dict:
+    print("== 1. options", flush=True)
+    options = options_study(params, digits)
+    print("== 2. decode and prefill", flush=True)
+    ffn = decode_prefill_study(params)
+    print("== 3. where the block spends its time", flush=True)
+    block = block_study(params)
+    return {"params": {k: v for k, v in vars(params).items()}, "options": options, "decode_prefill": ffn,
+            "knee": knee(ffn), "block": block}
+
+
+def _table(rows: list[Mapping], head: list[str] | None = None) -> list[str]:
+    head = head or list(rows[0])
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for r in rows:
+        lines.append("| " + " | ".join(f"{r[h]:,}" if isinstance(r[h], int) else str(r[h]) for h in head)
+                     + " |")
+    return lines
+
+
+def page(record: dict) -> str:
+    """docs/studies.md from a run."""
+    params = Params(**record["params"])
+    machine_text = "the default machine" if params == DEFAULT else f"the machine {params}"
+    ffn = record["decode_prefill"]
+    block = record["block"]
+    one, last = ffn[0], ffn[-1]
+    seeds = next(r for r in record["options"] if r["program"] == "seeds 100-111")
+    lines = [
+        "# Back-end studies on GA-2",
+        "",
+        "<!-- Written by `python examples/studies.py --write` (make studies). Do not edit by hand. -->",
+        "",
+        f"Every figure is a run on the reference machine ({machine_text}, serial and with its engines "
+        "side by side, OVERLAP = 1: docs/GA2.md section 7; the RTL's counters are the same, "
+        "`make cosim`), each program checked against the integer interpreter. Seed 004 asks these "
+        "questions of a back end.",
+        "",
+        "## 1. What each option is worth (cycles)",
+        "",
+        "On the serial machine: nothing (`compile_graph(..., cse=False, fuse=False)`); + CSE, "
+        "common-subexpression elimination alone (compiler/cse.py); + fusion, each relu the relu "
+        "flag of the RQ or VADD before it instead of an identity RQ of its own; serial default, "
+        "both. On the machine whose engines overlap: + overlap, nothing but the engines side by "
+        "side (the instructions in emission order); + scheduling, the list scheduler of "
+        "compiler/schedule.py reorders them so that loads run beside the compute (what double "
+        "buffering buys on GA-2: the hardware checks every hazard, so any order the dependences "
+        "allow is safe); all, everything (Capra's default there). Seeds 100-111 are summed.",
+        "",
+        *_table(record["options"]),
+        "",
+        _cse_note(record["options"]) + f" Seeds 100-111: {seeds['nothing']:,} cycles with nothing, "
+        f"{seeds['serial default']:,} on the serial machine, {seeds['all']:,} with everything "
+        f"({seeds['nothing'] / seeds['all']:.2f}x fewer).",
+        "",
+        f"## 2. Decode and prefill: a feed-forward network {FFN[0]} -> {FFN[1]} -> {FFN[2]}",
+        "",
+        f"On the machine with a scratchpad of {FFN_SPAD_WORDS:,} words (64 tokens' hidden "
+        "activations, 16,384 words, and their accumulator outgrow the default 4,096), serial and "
+        "overlapped (Capra's defaults). Useful MXU utilisation counts the network's multiply-adds "
+        "(tokens x 2 x 64 x 256) over T x T x cycles; padded MACs are the MM instructions' "
+        "multiply-adds beyond those (none: the sizes are multiples of T). Weight words loaded: "
+        "the scratchpad words the LDs of W1 and W2 write.",
+        "",
+        *_table(ffn),
+        "",
+        f"The knee (serial): {record['knee']}. One token moves all {one['weight words loaded']:,} "
+        f"weight words for as many multiply-adds: serially the DMA is busy {one['DMA busy %']}% of "
+        f"the cycles and the MXU {one['MXU busy %']}%, but the MXU's useful utilisation is only "
+        f"{one['MXU util %']}% (each output tile has one useful row of T). "
+        + _overlap_note(one) +
+        f" At {last['tokens']} tokens the same loads serve {last['tokens']} rows: the DMA's "
+        f"share falls to {last['DMA busy % (overlap)']}% and the MXU's utilisation reaches "
+        f"{last['MXU util % (overlap)']}%: prefill is bound by the MXU.",
+        "",
+        f"## 3. Where a block spends its time ({BLOCK['tokens']} tokens, width {BLOCK['dim']}, "
+        f"feed-forward {BLOCK['hidden']})",
+        "",
+        f"{block['cycles serial']:,} cycles serially, {block['cycles overlapped']:,} with the engines "
+        f"side by side (the busiest engine alone needs {block['busiest engine']:,}). Per kernel kind "
+        "(the graph operation whose step wrote each instruction; loads count for the first step "
+        "that reads them), on the overlapping machine: busy cycles per engine, the cycles its "
+        "instructions waited on a hazard (an instruction in flight on another engine writing what "
+        "they read, or reading what they write) and on a scratchpad port, and the sum of spans.",
+        "",
+        *_table(block["kinds"]),
+        "",
+    ]
+    return "\n".join(lines)
+
+
+def _overlap_note(one: dict) -> str:
+    """What overlapping the engines did for one token."""
+    saved = one["cycles"] - one["cycles (overlap)"]
+    if one["DMA busy % (overlap)"] >= 80:
+        return (f"With the engines overlapped one token takes {one['cycles (overlap)']:,} cycles and "
+                f"the DMA is busy {one['DMA busy % (overlap)']}% of them: decode is bound by moving the "
+                "weights.")
+    return (f"With the engines overlapped one token takes {one['cycles (overlap)']:,} cycles, only "
+            f"{saved:,} fewer, the DMA busy {one['DMA busy % (overlap)']}%: the loads and the products "
+            "overlap little, because the scratchpad has one write port: an LD holds it for its whole "
+            "length (the scheduler cuts loads into pieces of 256 words, compiler/schedule.py) and an "
+            "MM writes its rows at its end, so a piece of a load runs beside the tail of one MM at "
+            "most (the write window rule, docs/GA2.md section 7). Decode stays near the DMA's cycles "
+            "plus the MXU's on this machine; letting the DMA's writes share the port with the MXU's "
+            "beat by beat is the machine change this study asks for (not built).")
+
+
+def _cse_note(rows: list[dict]) -> str:
+    gains = [f"{r['program']} ({r['nothing'] - r['+ CSE']:,} cycles)" for r in rows
+             if r["+ CSE"] < r["nothing"]]
+    fused = [r for r in rows if r["+ fusion"] < r["nothing"]]
+    cse = (f"CSE pays where a graph computes one tensor twice: {', '.join(gains)}; the other graphs "
+           "repeat nothing.") if gains else "CSE changes none of these programs: none repeats a subgraph."
+    return (f"{cse} Fusion saves one RQ pass over each relu's tensor ({len(fused)} of {len(rows)} "
+            "programs have a relu).")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description="Seed 004's back-end studies on GA-2: options, decode "
+                                     "against prefill, where a block spends its time (every figure a run).")
+    parser.add_argument("--write", action="store_true",
+                        help=f"store the run in {RECORD.relative_to(ROOT)}, write {PAGE.relative_to(ROOT)}")
+    parser.add_argument("--no-digits", action="store_true", help="leave out the digits MLP (no PyTorch)")
+    add_machine(parser)
+    args = parser.parse_args(argv)
+    params = machine(parser, args)
+    try:
+        record = run(params, digits=not args.no_digits)
+    except StudyError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 1
+    text = page(record)
+    print()
+    print(text)
+    if args.write:
+        RECORD.write_text(json.dumps(record, indent=1) + "\n")
+        PAGE.write_text(text)
+        print(f"wrote {RECORD} and {PAGE}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

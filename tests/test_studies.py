@@ -1,0 +1,102 @@
+"""docs/studies.md (examples/studies.py, make studies): the page is what a run gives today,
+and its figures agree with what is known independently of the study's code."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
+sys.path.insert(0, str(EXAMPLES))
+
+import studies  # noqa: E402  (examples/ is not a package)
+
+from compiler import compile_graph  # noqa: E402
+from sim import spec  # noqa: E402
+from sim.spec import DEFAULT  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def record() -> dict:
+    return studies.run(DEFAULT, digits=True)
+
+
+def test_the_page_and_its_record_are_up_to_date(record):
+    stored = json.loads(studies.RECORD.read_text())
+    assert stored == json.loads(json.dumps(record)), "docs/studies.json is stale: make studies"
+    assert studies.PAGE.read_text() == studies.page(record), "docs/studies.md is stale: make studies"
+
+
+def test_the_serial_default_is_the_default_compiler(record):
+    rows = {r["program"]: r for r in record["options"]}
+    assert rows["seeds 100-111"]["serial default"] == 4940          # make bench's headline (README)
+    assert rows["example A"]["serial default"] == 164
+    for row in record["options"]:                         # no option makes a program slower
+        assert row["serial default"] <= min(row["+ CSE"], row["+ fusion"]) <= row["nothing"]
+        assert row["all"] <= row["+ scheduling"] <= row["+ overlap"]
+
+
+def test_all_on_the_overlapping_machine_is_its_default_compiler(record):
+    import dataclasses
+    case = studies.attention_step_network()
+    program = compile_graph(case[0], case[1], params=dataclasses.replace(DEFAULT, OVERLAP=1))
+    rows = {r["program"]: r for r in record["options"]}
+    assert rows["example A"]["all"] == program.run(case[2]).counters.cycles
+
+
+def test_an_unfused_relu_costs_one_rq_over_its_tensor(record):
+    # the FFN of study 2 at 1 token: one relu over a 1 x 256 hidden tensor
+    graph = studies.ffn_graph(1)
+    calibration = studies._gaussian_case(graph, 1)[1]
+    fused = compile_graph(graph, calibration)
+    unfused = compile_graph(graph, calibration, fuse=False)
+    rq = spec.latency(spec.BY_NAME["RQ"], {"len": 256})
+    assert len(unfused.code) == len(fused.code) + 1
+    test = calibration[0]
+    assert unfused.run(test).counters.cycles - fused.run(test).counters.cycles == rq
+
+
+def test_decode_moves_every_weight_word_once_and_prefill_amortises_it(record):
+    rows = record["decode_prefill"]
+    assert [r["tokens"] for r in rows] == [1, 2, 4, 8, 16, 32, 64]
+    for r in rows:
+        assert r["weight words loaded"] == 2 * 64 * 256     # W1 and W2, each word once
+        macs = r["tokens"] * 2 * 64 * 256
+        assert r["MXU util %"] == round(100 * macs / (16 * r["cycles"]), 1)   # T = 4
+        assert r["padded MACs"] == 0
+        assert r["cycles (overlap)"] <= r["cycles"]
+    per_token = [r["per token"] for r in rows]
+    assert per_token == sorted(per_token, reverse=True)
+    assert rows[0]["DMA busy %"] > 40 > rows[-1]["DMA busy %"] * 5
+
+
+def test_the_blocks_engines_and_waits_add_up_to_its_counters(record):
+    import dataclasses
+    case = studies._gaussian_case(studies.block_graph(**studies.BLOCK), 6)
+    serial = studies.checked_run("block", case, DEFAULT).last_run.counters
+    block = studies.checked_run("block", case, dataclasses.replace(DEFAULT, OVERLAP=1))
+    counters = block.last_run.counters
+    kinds = {r["kernel"]: r for r in record["block"]["kinds"]}
+    assert record["block"]["cycles serial"] == serial.cycles
+    assert record["block"]["cycles overlapped"] == counters.cycles < serial.cycles
+    spans = sum(r["sum of spans"] for r in kinds.values())
+    assert spans == counters.dma + counters.mxu + counters.vpu + counters.sfu   # every span is an engine's
+    assert sum(r["MXU"] for r in kinds.values()) == counters.mxu == serial.mxu == kinds["matmul"]["MXU"]
+    assert sum(r["softmax"] for r in kinds.values()) == counters.sfu == kinds["softmax"]["softmax"]
+    assert sum(r["waited on a hazard"] for r in kinds.values()) == counters.hazard
+    assert sum(r["waited on a port"] for r in kinds.values()) == counters.port
+    assert sum(r["instructions"] for r in kinds.values()) == len(block.code) - 1   # HALT has no span
+
+
+def test_a_program_that_disagrees_with_the_interpreter_stops_the_study(monkeypatch):
+    from compiler import interpret as interpreter
+
+    def off_by_one(program, inputs):
+        return {k: v + 1 for k, v in interpreter.interpret(program, inputs).items()}
+
+    monkeypatch.setattr(studies, "interpret", off_by_one)
+    with pytest.raises(studies.StudyError, match=r"example A \{\}: output 'out' differs"):
+        studies.checked_run("example A", studies.attention_step_network(), DEFAULT)
