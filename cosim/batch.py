@@ -92,6 +92,8 @@ class Outcome(Tally):
         build: its build (None when it failed).
         launches: simulator launches (one per chunk).
         waves: the waveform file of each launch (with ``--waves``).
+        counters: the counters compared, by name (``sim.spec.counters`` of the Verilog's
+            machine: five, or seven with OVERLAP = 1); () before the machine is known.
     """
 
     simulator: str
@@ -99,6 +101,7 @@ class Outcome(Tally):
     build: Build | None = None
     launches: int = 0
     waves: list[Path] = field(default_factory=list)
+    counters: tuple[str, ...] = ()
 
     @property
     def ok(self) -> bool:
@@ -112,16 +115,27 @@ class Outcome(Tally):
             self.waves = sorted([*self.waves, Path(chunk.waves)])
 
 
+NUMBER_WORDS = {5: "five", 7: "seven"}
+
+
+def counters_phrase(outcome: Outcome) -> str:
+    """``all five counters``, or ``all seven counters`` where OVERLAP = 1 adds hazard and port."""
+    n = len(outcome.counters) or 5
+    return f"all {NUMBER_WORDS.get(n, str(n))} counters"
+
+
 def verdict(outcome: Outcome, what: str, *, listed: int = KEPT_FAILURES, lines_each: int = 6) -> list[str]:
     """The PASS or FAIL lines of one simulator.
 
     Args:
         outcome: the simulator's part.
-        what: what matched, in parentheses after "match the reference".
+        what: what matched, in parentheses after "match the reference"; ``{counters}`` in it
+            becomes :func:`counters_phrase`.
         listed: failing programs listed in full (at most :data:`KEPT_FAILURES`).
         lines_each: difference lines shown per failing program.
     """
     label = f"{outcome.simulator:<10} "
+    what = what.replace("{counters}", counters_phrase(outcome))
     if outcome.error:
         return [f"{label}ERROR: {outcome.error}"]
     n = outcome.count

@@ -35,6 +35,7 @@ from typing import Any
 
 from rich.console import Console
 
+from sim import spec
 from sim.spec import Params
 
 from . import runner
@@ -350,6 +351,8 @@ def run_stream(recipes: Sequence[Recipe], choice: str, *, noun: str = "program",
     try:
         source = fresh_verilog(verilog, say=board.note)
         params = verilog_params(source)
+        for o in outcomes.values():
+            o.counters = spec.counters(params)
     except CosimError as e:
         for o in outcomes.values():
             o.error = str(e)

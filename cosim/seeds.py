@@ -42,7 +42,7 @@ from .errors import CosimError
 from .jobs import Job
 from .text import counted
 
-WHAT = "memory and all five counters"
+WHAT = "memory and {counters}"
 COLUMNS = (("seed", 5), ("nodes", 6), ("instr", 6), ("scratchpad words (reuse)", 25), ("(no reuse)", 11),
            ("cycles", 8), ("error vs float", 15))
 """The table's columns and their widths (the seed column widens for longer seeds)."""

@@ -63,7 +63,7 @@ LEN_MAX = 512
 """Longest LD/ST/RQ/VADD/AMAX."""
 WINDOWS = (128, 512, 2048)
 """Sizes of the scratchpad window a program works in (or the whole scratchpad)."""
-WHAT = "memory, all five counters, error code and pc"
+WHAT = "memory, {counters}, error code and pc"
 
 
 @functools.cache

@@ -73,3 +73,16 @@ def test_chunks_add_up_keeping_the_first_failures_in_order():
     assert (o.seconds, o.sim_seconds) == (3.0, 2.0)
     assert [f.index for f in o.failures] == [42, *range(100, 109)]
     assert o.waves == [Path("a/1.fst"), Path("b/2.fst")]
+
+
+def test_the_pass_line_counts_the_counters_of_the_machine():
+    from sim import spec
+    from sim.spec import Params
+
+    serial = Outcome("icarus", count=2, cycles=720, counters=spec.counters(Params()))
+    overlap = Outcome("icarus", count=2, cycles=613, counters=spec.counters(Params(OVERLAP=1)))
+    assert verdict(serial, "memory and {counters}") == [
+        "icarus     PASS: 2 programs match the reference (memory and all five counters), 720 cycles in total"]
+    assert verdict(overlap, "memory and {counters}") == [
+        "icarus     PASS: 2 programs match the reference (memory and all seven counters), "
+        "613 cycles in total"]
