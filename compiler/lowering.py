@@ -32,7 +32,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, NamedTuple, Protocol
 
-from sim.spec import LUT_TABLE_WORDS, Params
+from sim.spec import BY_NAME, LUT_TABLE_WORDS, Params
 
 from .bias import bias_levels, has_bias, region_name
 from .int4 import is_int4
@@ -185,9 +185,10 @@ def lower_view(em: Emitter, node: Node, operands: Sequence[int]) -> None:
     em.address(node.id)
 
 
-IDENTITY_SHIFT = 23
-"""An RQ with m = 2**23 and s = 23 passes an int8 level through unchanged: |x| * 2**23 plus the
-rounding term 2**22, shifted right by 23, is |x| (GA2.md section 4; m < 2**24)."""
+IDENTITY_SHIFT = next(f.width for f in BY_NAME["RQ"].fields if f.name == "m") - 1
+"""An RQ with m = 2**s and this s (23: the widest power of two the 24-bit m field holds) passes an
+int8 level through unchanged: |x| * 2**s plus the rounding term 2**(s-1), shifted right by s, is
+|x| (GA2.md section 4)."""
 
 
 def lower_relu(em: Emitter, node: Node, operands: Sequence[int]) -> None:

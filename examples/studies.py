@@ -43,7 +43,7 @@ from _cli import add_machine, machine  # examples/_cli.py
 
 from compiler import Graph, compile_graph
 from compiler.interpret import interpret
-from compiler.program import Program
+from compiler.program import Program, RunOutcome
 from compiler.testing.perf import useful_macs
 from compiler.testing.random_graphs import random_graph, sample_inputs
 from compiler.testing.seedtable import CALIBRATION_SAMPLES, TABLE_SEEDS, attention_step_network
@@ -176,11 +176,11 @@ def digits_case(epochs: int = 60) -> Case:
 
 # --------------------------------------------------------------------------- running one
 
-def checked_run(name: str, case: Case, params: Params, **options: bool) -> Program:
+def checked_run(name: str, case: Case, params: Params, **options: bool) -> tuple[Program, RunOutcome]:
     """Compile and run one program; its outputs must equal the integer interpreter's.
 
     Returns:
-        the program, its run in ``program.last_run`` (a RunOutcome).
+        the program and its run.
 
     Raises:
         StudyError: an output differs from the interpreter (names program, options, output).
@@ -192,8 +192,7 @@ def checked_run(name: str, case: Case, params: Params, **options: bool) -> Progr
     for out, value in outcome.outputs.items():
         if not np.array_equal(value.ints, ints[program.ext[out].node]):
             raise StudyError(f"{name} {options}: output {out!r} differs from the integer interpreter")
-    program.last_run = outcome
-    return program
+    return program, outcome
 
 
 # --------------------------------------------------------------------------- study 1: options
@@ -215,7 +214,7 @@ def options_study(params: Params, digits: bool) -> list[dict]:
         row = {"program": name}
         for label, (overlap, options) in OPTIONS.items():
             machine = dataclasses.replace(params, OVERLAP=overlap)
-            row[label] = sum(checked_run(name, case, machine, **options).last_run.counters.cycles
+            row[label] = sum(checked_run(name, case, machine, **options)[1].counters.cycles
                              for case in programs)
         rows.append(row)
         print(f"  {name}: " + ", ".join(f"{k} {row[k]}" for k in OPTIONS), flush=True)
@@ -242,8 +241,8 @@ def decode_prefill_study(params: Params) -> list[dict]:
         row: dict = {"tokens": tokens}
         for tag, overlap in (("", 0), (" (overlap)", 1)):
             machine = dataclasses.replace(params, OVERLAP=overlap)
-            program = checked_run(f"FFN x{tokens}", case, machine)
-            c = program.last_run.counters
+            program, outcome = checked_run(f"FFN x{tokens}", case, machine)
+            c = outcome.counters
             row |= {f"cycles{tag}": c.cycles, f"per token{tag}": round(c.cycles / tokens, 1),
                     f"MXU util %{tag}": round(100 * macs / (params.T ** 2 * c.cycles), 1),
                     f"MXU busy %{tag}": round(100 * c.mxu / c.cycles, 1),
@@ -271,9 +270,8 @@ def block_study(params: Params) -> dict:
     cycles per engine, the cycles its instructions waited on a hazard and on a port, the sum
     of their spans (from the reference machine's timeline); and the cycles on both machines."""
     case = _gaussian_case(block_graph(**BLOCK), 6)
-    serial = checked_run("block", case, dataclasses.replace(params, OVERLAP=0)).last_run.counters
-    program = checked_run("block", case, dataclasses.replace(params, OVERLAP=1))
-    run = program.last_run
+    serial = checked_run("block", case, dataclasses.replace(params, OVERLAP=0))[1].counters
+    program, run = checked_run("block", case, dataclasses.replace(params, OVERLAP=1))
     kinds: dict[str, dict] = {}
     for placed in run.state.timeline:
         owner = program.owners[placed.pc]
