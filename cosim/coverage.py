@@ -13,7 +13,9 @@ The cover points, each a ``cocotb_coverage.coverage.CoverPoint`` under ``stress`
     instructions the machine checked (executed, or stopped on): ``lo-1`` and ``lo``, and
     ``hi`` and ``hi+1`` where the upper bound is below the field's largest value;
 ``stress.alignment.<instruction>.<region>``
-    the start address of every memory region modulo LANES, in the instructions checked.
+    the start address of every memory region modulo LANES, in the instructions checked;
+``stress.waits`` (a machine with OVERLAP = 1 only)
+    the programs whose run waited on a hazard, on a scratchpad port (:data:`WAITS`).
 
 cocotb-coverage keeps one coverage database per process (``coverage_db``). A :class:`Model`
 clears it and declares the points afresh, so that a chunk of programs, drawn in a worker of the
@@ -47,12 +49,16 @@ FLAGS = tuple(f"{s.name} {f.name}=1" for s in spec.INSTRUCTIONS for f in s.field
 """Every one-bit field set (``MM tb=1``, ``RQ relu=1``, ...), from the spec: a new flag is a bin."""
 CASES = tuple(dict.fromkeys((
     "MM tb=1", "MM tb=1, odd strides", "MM K=1", "MM K=K_MAX", "MM output rows overlap", "SM len=1",
-    "SM len=SM_MAX_LEN", "RQ in place", "VADD in place", *FLAGS)))
+    "SM len=SM_MAX_LEN", "RQ in place", "VADD in place", "collide RAW", "collide WAR", "collide WAW",
+    *FLAGS)))
 """The generator's named cases (``cosim.stress.Generator`` counts them in its features)."""
+WAITS = ("hazard", "port")
+"""OVERLAP = 1: the bins of ``stress.waits``, a program whose run waited on a hazard, on a port
+(the reference machine's ``hazard`` and ``port`` counters, docs/GA2.md section 7)."""
 REQUIRED = (f"{ROOT}.instructions", f"{ROOT}.stops")
 """Cover points a run of 500 programs covers completely."""
 GROUPS = (("instructions", f"{ROOT}.instructions"), ("stops", f"{ROOT}.stops"), ("cases", f"{ROOT}.cases"),
-          ("field edges", f"{ROOT}.fields."), ("alignment", f"{ROOT}.alignment."))
+          ("field edges", f"{ROOT}.fields."), ("alignment", f"{ROOT}.alignment."), ("waits", f"{ROOT}.waits"))
 """The report's lines: a title and the cover points whose name is (or starts with) the key."""
 _EDGE_ORDER = ("lo-1", "lo", "hi", "hi+1")
 
@@ -110,6 +116,7 @@ class Model:
         self.instruction = CoverPoint(f"{ROOT}.instructions", bins=list(INSTRUCTIONS))(_ignore)
         self.stop = CoverPoint(f"{ROOT}.stops", bins=list(STOPS))(_ignore)
         self.case = CoverPoint(f"{ROOT}.cases", bins=list(CASES))(_ignore)
+        self.wait = CoverPoint(f"{ROOT}.waits", bins=list(WAITS))(_ignore) if params.OVERLAP else None
         self.fields, self.regions = {}, {}
         for ispec in spec.INSTRUCTIONS:
             for f in _bounded(ispec):
@@ -130,6 +137,10 @@ class Model:
         for case in features:
             if case in CASES:
                 self.case(case)
+        if self.wait is not None:
+            for name in WAITS:
+                if getattr(expected.counters, name):
+                    self.wait(name)
         for pc, ins in enumerate(_checked(program, expected)):
             name, fields = ins.spec.name, ins.fields
             if pc < expected.error_pc or expected.error_code is ErrorCode.NONE:
@@ -160,7 +171,7 @@ def read(path: Path) -> dict[str, dict]:
             for name, item in data.items() if "bins:_hits" in item}
 
 
-_KNOWN = {b: k for k, b in enumerate((*INSTRUCTIONS, *STOPS, *CASES, *_EDGE_ORDER))}
+_KNOWN = {b: k for k, b in enumerate((*INSTRUCTIONS, *STOPS, *CASES, *_EDGE_ORDER, *WAITS))}
 
 
 def _bin_order(item: tuple) -> tuple:
@@ -194,8 +205,8 @@ def report(data: dict[str, dict], where: Path | None = None) -> list[str]:
     """The coverage lines of a run: per group the bins hit of all, the counts of the small ones,
     and the holes."""
     head = "coverage (cocotb-coverage" + (f", {where})" if where else ")")
-    return [head, *(_line(title, data, prefix, counts=title in ("instructions", "stops", "cases"))
-                    for title, prefix in GROUPS)]
+    return [head, *(_line(title, data, prefix, counts=title in ("instructions", "stops", "cases", "waits"))
+                    for title, prefix in GROUPS if any(n == prefix or n.startswith(prefix) for n in data))]
 
 
 def summary_line(programs: int, instructions: int, first: int, last: int) -> str:

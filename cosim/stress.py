@@ -20,7 +20,9 @@ how it ends is fixed by k % 10 (four in ten HALT, one each of the six errors), s
 consecutive seeds hold every ending, and ``make stress SEED=k N=1`` reruns program k alone
 (``python -m cosim stress --seed k --n 1 --show`` also prints its listing). The body between
 the loads and the ending comes from one of STRATEGIES (a list: a new kind of program is one
-more entry).
+more entry): ``random`` (instructions drawn independently) or ``collide`` (each aimed at one of
+the few before it, as a read after write, a write after read or a write after write, mostly on
+another engine: the hazards and port waits of the machine whose engines overlap).
 
 The programs are drawn, run and compared a hundred at a time by a pool of worker processes
 (cosim/pool.py); the run prints the verdict per simulator, the coverage of the programs
@@ -410,7 +412,67 @@ def random_body(g: Generator) -> list[Instruction | list[int]]:
     return [g.legal(g.rng.choice(g.kinds())) for _ in range(g.rng.randint(0, BODY_MAX))]
 
 
-STRATEGIES: tuple[Strategy, ...] = (Strategy("random", random_body),)
+COLLISIONS = {"RAW": (False, True), "WAR": (True, False), "WAW": (True, True)}
+"""How a collide body's instruction meets an earlier one: whether its own region writes, and
+whether the earlier one's does (read after write, write after read, write after write; the
+hazards of docs/GA2.md section 7)."""
+COLLIDE_RECENT = 3
+"""A collide body's instruction meets one of the last this many instructions before it."""
+
+
+def _colliding(g: Generator, kind: str, recent: Sequence[tuple[str, dict[str, int]]]) -> Instruction | None:
+    """A legal ``kind`` one of whose scratchpad regions overlaps a region of one of ``recent``
+    (kind, fields) so that the pair is a hazard (:data:`COLLISIONS`); None when 50 draws fail."""
+    own = [r for r in spec.BY_NAME[kind].regions if r.mem is Mem.SPAD]
+    for _ in range(50):
+        fields = g._place(kind, g._values(kind))
+        if fields is None or not own:
+            continue
+        other_kind, other = g.rng.choice(list(recent))
+        name, (mine_writes, theirs_writes) = g.rng.choice(list(COLLISIONS.items()))
+        mine = [r for r in own if r.writes == mine_writes]
+        theirs = [r for r in spec.BY_NAME[other_kind].regions
+                  if r.mem is Mem.SPAD and r.writes == theirs_writes]
+        if not mine or not theirs:
+            continue
+        region, target = g.rng.choice(mine), g.rng.choice(theirs)
+        extent, reach = region.extent(fields), target.extent(other)
+        start = other[target.start] + g.rng.randint(-(extent - 1), reach - 1)
+        fields[region.start] = min(max(start, 0), g.p.SPAD_WORDS - extent)
+        if spec.check(spec.BY_NAME[kind], fields, g.p)[0] is not ErrorCode.NONE:
+            continue
+        if not spec.conflict(spec.spad_accesses(spec.BY_NAME[kind], fields),
+                             spec.spad_accesses(spec.BY_NAME[other_kind], other)):
+            continue        # clamped off the other's region
+        g._note(kind, fields)
+        g.features[f"collide {name}"] += 1
+        return build(kind, params=g.p, **fields)
+    return None
+
+
+def collide_body(g: Generator) -> list[Instruction | list[int]]:
+    """4 to BODY_MAX legal instructions, each (but the first) aimed at one of the few before it:
+    a scratchpad region placed across one of theirs as a read after write, a write after read or
+    a write after write, on another engine three times in four. On the machine whose engines
+    overlap (OVERLAP = 1) the pairs are issued close together, so they wait on the hazard check
+    and on the scratchpad's ports (what the cover point ``stress.waits`` counts); on the serial
+    machine they check that each instruction sees the one before it."""
+    done: list[tuple[str, dict[str, int]]] = []
+    body: list[Instruction | list[int]] = []
+    for _ in range(g.rng.randint(4, BODY_MAX)):
+        kinds = g.kinds()
+        if done and g.rng.random() < 0.75:
+            last = spec.BY_NAME[done[-1][0]].counter
+            kinds = [k for k in kinds if spec.BY_NAME[k].counter != last] or kinds
+        kind = g.rng.choice(kinds)
+        ins = _colliding(g, kind, done[-COLLIDE_RECENT:]) if done else None
+        ins = ins or g.legal(kind)
+        done.append((kind, dict(ins.fields)))
+        body.append(ins)
+    return body
+
+
+STRATEGIES: tuple[Strategy, ...] = (Strategy("random", random_body), Strategy("collide", collide_body))
 """The strategies programs are drawn with: program k uses :func:`strategy_for` (k). A new
 strategy (edge-aimed programs, say) is one more entry here."""
 

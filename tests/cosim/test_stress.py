@@ -120,6 +120,59 @@ def test_strategies_take_turns_and_the_first_is_the_random_body():
     assert {stress.strategy_for(s).name for s in range(40)} == {s.name for s in stress.STRATEGIES}
 
 
+OVERLAPPING = spec.Params(OVERLAP=1)
+
+
+def test_a_collide_body_aims_each_instruction_at_one_before_it():
+    """Each instruction of a collide body after the first (but those the generator fell back to
+    a plain draw for) has a scratchpad region across a region of one of the three before it, a
+    hazard by the spec's conflict rule; the features count them by kind."""
+    collide = [s for s in range(10, 20) if stress.strategy_for(s).name == "collide"]
+    assert collide and all(stress.strategy_for(s).name == "collide" for s in collide)
+    for seed in collide:
+        g = stress.Generator(seed)
+        body = stress.collide_body(g)
+        aimed = sum(g.features[f"collide {name}"] for name in stress.COLLISIONS)
+        assert 4 <= len(body) <= stress.BODY_MAX and aimed >= len(body) - 2, (seed, aimed, len(body))
+        met = 0
+        for k, ins in enumerate(body[1:], start=1):
+            mine = spec.spad_accesses(ins.spec, ins.fields)
+            met += any(spec.conflict(mine, spec.spad_accesses(o.spec, o.fields))
+                       for o in body[max(0, k - stress.COLLIDE_RECENT):k])
+        assert met >= aimed, seed
+
+
+def test_collide_programs_wait_on_hazards_more_than_random_ones():
+    """On the machine whose engines overlap, the reference machine's hazard counter: every
+    collide program of seeds 1..200 that ends in HALT waited on a hazard, and they waited more
+    cycles per program than the random ones."""
+    waited: dict[str, list[int]] = {"random": [], "collide": []}
+    for prog in stress.programs(1, 200, OVERLAPPING):
+        if "edge" in prog.job.name or prog.ending != stress.HALT:
+            continue
+        waited[stress.strategy_for(prog.seed).name].append(prog.job.expected(OVERLAPPING).counters.hazard)
+    assert all(waited["collide"]) and len(waited["collide"]) >= 20
+    mean = {name: sum(v) / len(v) for name, v in waited.items()}
+    assert mean["collide"] > 1.5 * mean["random"], mean
+
+
+def test_the_waits_cover_point_counts_the_reference_machines_waits(tmp_path):
+    """An LD then an RQ of what it loaded (a read after write: the RQ waits for the LD) and an
+    SM reading beside the RQ (it waits for the read port); only a machine with OVERLAP = 1 has
+    the point."""
+    program = [build("LD", dst=0, src=0, len=16), build("RQ", dst=16, src=0, len=16, m=1 << 23, s=23, relu=0),
+               build("SM", dst=40, src=48, len=8), build("HALT")]
+    expected = Job(program, None).expected(OVERLAPPING)
+    assert expected.counters.hazard > 0 and expected.counters.port > 0
+    model = coverage.Model(OVERLAPPING)
+    model.sample(program, expected)
+    model.export(tmp_path / "one.yml")
+    assert coverage.read(tmp_path / "one.yml")["stress.waits"] == {"hazard": 1, "port": 1}
+    coverage.Model(DEFAULT).export(tmp_path / "serial.yml")
+    data = coverage.read(tmp_path / "serial.yml")
+    assert "stress.waits" not in data and not any("waits" in line for line in coverage.report(data))
+
+
 def test_a_long_program_is_legal_and_long():
     job = stress.long_program(1, 300)
     assert job.length == 300 and job.expected().error_code is ErrorCode.NONE
