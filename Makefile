@@ -140,8 +140,8 @@ plots: setup  ## the plots of example A and seed 100 under build/plots, and READ
 digits: setup  ## PyTorch MLP on scikit-learn digits through torch.fx onto GA-2 (reference machine and RTL); PARAMS=
 	$(PY) examples/digits.py $(MACHINE)
 
-studies: setup  ## seed 004's studies on GA-2: what CSE and fusion are worth, decode vs prefill, where a block spends its time; writes docs/studies.md
-	$(PY) examples/studies.py --write $(MACHINE)
+studies: setup  ## seed 004's studies on GA-2: what CSE and fusion are worth, decode vs prefill, where a block spends its time; every program also on the RTL (RTL=both|icarus|verilator|none); writes docs/studies.md
+	$(PY) examples/studies.py --write --rtl $(or $(RTL),both) $(MACHINE)
 
 sweep: setup  ## cycles of the seed's programs, examples A and B and the digits MLP at T = 2, 4, 8, 16; SYNTH=1 adds synthesis (hours)
 	$(PY) examples/sweep.py $(if $(filter-out 0,$(SYNTH)),--synth --write)

@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import hashlib
 import itertools
 import json
 import math
@@ -48,6 +49,7 @@ from compiler.testing.perf import useful_macs
 from compiler.testing.random_graphs import random_graph, sample_inputs
 from compiler.testing.seedtable import CALIBRATION_SAMPLES, TABLE_SEEDS, attention_step_network
 from compiler.timeline import UNIT_NAMES
+from sim.machines import describe as describe_machine
 from sim.spec import COUNTERS, DEFAULT, Params
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -176,6 +178,12 @@ def digits_case(epochs: int = 60) -> Case:
 
 # --------------------------------------------------------------------------- running one
 
+RTL_JOBS: list | None = None
+"""During :func:`run`: every program a study runs, as a cosim job (cosim.jobs.Job.of_program),
+for the record's digest of the programs and, with ``--rtl``, to run on the RTL of its machine
+after the studies (:func:`rtl_check`); None outside a run."""
+
+
 def checked_run(name: str, case: Case, params: Params, **options: bool) -> tuple[Program, RunOutcome]:
     """Compile and run one program; its outputs must equal the integer interpreter's.
 
@@ -192,7 +200,52 @@ def checked_run(name: str, case: Case, params: Params, **options: bool) -> tuple
     for out, value in outcome.outputs.items():
         if not np.array_equal(value.ints, ints[program.ext[out].node]):
             raise StudyError(f"{name} {options}: output {out!r} differs from the integer interpreter")
+    if RTL_JOBS is not None:
+        from cosim.jobs import Job
+        shown = ", ".join([f"OVERLAP={params.OVERLAP}", *(f"{k}={v}" for k, v in options.items())])
+        RTL_JOBS.append(Job.of_program(program, test, f"{name} ({shown})"))
     return program, outcome
+
+
+def rtl_check(jobs: list, simulators: tuple[str, ...]) -> dict:
+    """Run the studies' programs on the RTL (each on its machine's Verilog: cosim builds it)
+    under each simulator and compare every memory word, counter and stop with the reference
+    machine (report.rtl.run_rtl, cosim.api.compare).
+
+    Returns:
+        the record's ``rtl`` entry: programs, machines, simulators, cycles in total.
+
+    Raises:
+        StudyError: a simulator could not run, or a program differs (names it and what differs).
+    """
+    from report.rtl import run_rtl
+
+    machines: dict[Params, list] = {}
+    for job in jobs:
+        machines.setdefault(job.machine, []).append(job)
+    for params, group in machines.items():
+        print(f"  {len(group)} programs on {describe_machine(params)}", flush=True)
+        for result in run_rtl(group, simulators):
+            print(f"    {result.simulator:9s}: {result.verdict}: {result.summary()}", flush=True)
+            if not result.passed:
+                first = min(result.differences, default=None)
+                what = result.failure or "; ".join(result.differences[first][:2])
+                name = group[first].name if first is not None else "the build"
+                raise StudyError(f"RTL {result.simulator}: {name}: {what}")
+    return {"simulators": list(simulators), "machines": len(machines), **programs_entry(jobs)}
+
+
+def programs_entry(jobs: list) -> dict:
+    """What identifies the programs of a run: how many, their cycles in all (the reference
+    machine's), and a digest of their code, external-memory images and machines; a record whose
+    ``rtl`` entry has another is stale."""
+    digest = hashlib.sha256()
+    for job in jobs:
+        digest.update(repr(job.machine).encode())
+        digest.update(np.asarray(job.words, dtype=np.uint32).tobytes())
+        digest.update(np.asarray(job.ext_image(job.machine), dtype=np.uint32).tobytes())
+    return {"programs": len(jobs), "cycles": sum(job.expected(job.machine).counters.cycles for job in jobs),
+            "digest": digest.hexdigest()[:16]}
 
 
 # --------------------------------------------------------------------------- study 1: options
@@ -294,15 +347,22 @@ def block_study(params: Params) -> dict:
 
 # --------------------------------------------------------------------------- the page
 
-def run(params: Params, digits: bool) -> dict:
+def run(params: Params, digits: bool, rtl: tuple[str, ...] = ()) -> dict:
+    global RTL_JOBS
+    RTL_JOBS = []
     print("== 1. options", flush=True)
     options = options_study(params, digits)
     print("== 2. decode and prefill", flush=True)
     ffn = decode_prefill_study(params)
     print("== 3. where the block spends its time", flush=True)
     block = block_study(params)
-    return {"params": {k: v for k, v in vars(params).items()}, "options": options, "decode_prefill": ffn,
-            "knee": knee(ffn), "block": block}
+    record = {"params": {k: v for k, v in vars(params).items()}, "options": options, "decode_prefill": ffn,
+              "knee": knee(ffn), "block": block, "programs": programs_entry(RTL_JOBS)}
+    if rtl:
+        print(f"== every program on the RTL ({' and '.join(rtl)})", flush=True)
+        record["rtl"] = rtl_check(RTL_JOBS, rtl)
+    RTL_JOBS = None
+    return record
 
 
 def _table(rows: list[Mapping], head: list[str] | None = None) -> list[str]:
@@ -332,6 +392,7 @@ def page(record: dict) -> str:
         "`make cosim`), each program checked against the integer interpreter. Seed 004 asks these "
         "questions of a back end.",
         "",
+        *_rtl_note(record.get("rtl"), record["programs"]),
         "## 1. What each option is worth (cycles)",
         "",
         "On the serial machine: nothing (`compile_graph(..., cse=False, fuse=False)`); + CSE, "
@@ -402,6 +463,17 @@ def _overlap_note(one: dict) -> str:
             "beat by beat is the machine change this study asks for (not built).")
 
 
+def _rtl_note(rtl: dict | None, programs: dict) -> list[str]:
+    if not rtl or any(rtl[k] != programs[k] for k in programs):
+        return ["The programs of this run were not run on the RTL (`python examples/studies.py --rtl both` "
+                "does it).", ""]
+    sims = " and ".join({"icarus": "Icarus", "verilator": "Verilator"}[s] for s in rtl["simulators"])
+    return [f"Every program of this page ran on the RTL of its machine ({rtl['programs']} programs on "
+            f"{rtl['machines']} machines, {rtl['cycles']:,} cycles in all) under {sims}: the same memory, "
+            "word for word, the same counters and the same stop as the reference machine "
+            "(`python examples/studies.py --rtl both`, cosim).", ""]
+
+
 def _cse_note(rows: list[dict]) -> str:
     gains = [f"{r['program']} ({r['nothing'] - r['+ CSE']:,} cycles)" for r in rows
              if r["+ CSE"] < r["nothing"]]
@@ -418,11 +490,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--write", action="store_true",
                         help=f"store the run in {RECORD.relative_to(ROOT)}, write {PAGE.relative_to(ROOT)}")
     parser.add_argument("--no-digits", action="store_true", help="leave out the digits MLP (no PyTorch)")
+    parser.add_argument("--rtl", choices=("both", "icarus", "verilator", "none"), default="none",
+                        help="also run every program of the studies on the RTL of its machine under these "
+                             "simulators (cosim: every memory word, counter and stop; builds the machines' "
+                             "Verilog; about 10 minutes for both) and record it on the page (default: none)")
     add_machine(parser)
     args = parser.parse_args(argv)
     params = machine(parser, args)
     try:
-        record = run(params, digits=not args.no_digits)
+        from report.rtl import simulators
+        record = run(params, digits=not args.no_digits, rtl=simulators(args.rtl))
     except StudyError as e:
         print(f"error: {e}", file=sys.stderr)
         return 1

@@ -2,7 +2,7 @@
 
 :func:`run_rtl` runs jobs (a program's code and an external-memory image each) in one launch
 per simulator through :mod:`cosim.api` and compares every run with the reference machine
-(every memory word, the five counters, the stop): :func:`cosim.api.compare`.
+(every memory word, every counter of the machine, the stop): :func:`cosim.api.compare`.
 """
 
 from __future__ import annotations
@@ -10,6 +10,11 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+
+from sim.spec import DEFAULT, counters
+
+NUMBER_WORDS = {5: "five", 7: "seven"}
+"""How a summary names the counters compared (sim.spec.counters of the jobs' machine)."""
 
 SIMULATORS = ("icarus", "verilator")
 
@@ -33,6 +38,7 @@ class RtlResult:
     cycles: list[int] = field(default_factory=list)
     seconds: float = 0.0
     failure: str = ""
+    counters: int = 5
 
     @property
     def passed(self) -> bool:
@@ -59,7 +65,8 @@ class RtlResult:
             )
         cycles = ", ".join(str(c) for c in sorted(set(self.cycles)))
         return (
-            f"{runs} bit-exact (every memory word, the five counters, the stop; "
+            f"{runs} bit-exact (every memory word, the {NUMBER_WORDS.get(self.counters, self.counters)} "
+            "counters, the stop; "
             f"{cycles} cycles each) in {self.seconds:.1f} s"
         )
 
@@ -98,7 +105,8 @@ def run_rtl(jobs: Sequence[tuple], which: Sequence[str]) -> list[RtlResult]:
     results = []
     for simulator in which:
         start = time.perf_counter()
-        result = RtlResult(simulator, len(jobs))
+        machine = getattr(jobs[0], "machine", None) if jobs else None
+        result = RtlResult(simulator, len(jobs), counters=len(counters(machine or DEFAULT)))
         try:
             runs = run_programs(list(jobs), simulator)
         except CosimError as failed:

@@ -26,8 +26,24 @@ def record() -> dict:
 
 def test_the_page_and_its_record_are_up_to_date(record):
     stored = json.loads(studies.RECORD.read_text())
+    rtl = stored.pop("rtl", None)               # written only by a run on the simulators
     assert stored == json.loads(json.dumps(record)), "docs/studies.json is stale: make studies"
-    assert studies.PAGE.read_text() == studies.page(record), "docs/studies.md is stale: make studies"
+    assert rtl is not None, "docs/studies.json has no RTL run: make studies (it runs them: RTL=both)"
+    assert {k: rtl[k] for k in record["programs"]} == record["programs"], \
+        "the RTL run of docs/studies.json was of other programs: make studies"
+    assert rtl["simulators"] == ["icarus", "verilator"]
+    assert studies.PAGE.read_text() == studies.page(record | {"rtl": rtl}), \
+        "docs/studies.md is stale: make studies"
+
+
+def test_the_record_counts_every_program_the_studies_run(record):
+    """Study 1: 12 seeds and 8 other programs under 7 option sets (the digits MLP included);
+    study 2: 7 token counts on 2 machines; study 3: the block on 2."""
+    assert record["programs"]["programs"] == (12 + 8) * len(studies.OPTIONS) + 7 * 2 + 2
+    option_cycles = sum(row[label] for row in record["options"] for label in studies.OPTIONS)
+    ffn = sum(r["cycles"] + r["cycles (overlap)"] for r in record["decode_prefill"])
+    block = record["block"]["cycles serial"] + record["block"]["cycles overlapped"]
+    assert record["programs"]["cycles"] == option_cycles + ffn + block
 
 
 def test_the_serial_default_is_the_default_compiler(record):
