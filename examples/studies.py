@@ -43,6 +43,7 @@ import numpy as np
 from _cli import add_machine, machine  # examples/_cli.py
 
 from compiler import Graph, compile_graph
+from compiler.bounds import bounds
 from compiler.interpret import interpret
 from compiler.program import Program, RunOutcome
 from compiler.testing.perf import useful_macs
@@ -345,6 +346,78 @@ def block_study(params: Params) -> dict:
             "cycles overlapped": c.cycles, "busiest engine": max(c.dma, c.mxu, c.vpu, c.sfu)}
 
 
+# --------------------------------------------------------------------------- study 4: the targets
+
+TARGETS = {"seeds": 3200, "example B ratio": 1.3, "decode DMA busy %": 90}
+"""Issue 15's speed targets: seeds 100-111 in at most 3,200 cycles; example B at width 48 within
+1.3x of max(MXU roof, DMA roof); one token of decode with the DMA busy 90% of the cycles."""
+
+
+def _bound_row(name: str, cases: list[Case], params: Params) -> dict:
+    """A program (or a sum of programs) compiled with Capra's defaults for the overlapping
+    machine: its cycles and its lower bounds (compiler/bounds.py; a sum's best is the sum of
+    each program's best)."""
+    row = {"program": name, "cycles": 0, "engine": 0, "read port": 0, "issue": 0, "dependences": 0,
+           "MXU roof": 0, "DMA roof": 0, "best bound": 0, "DMA busy": 0, "limits": []}
+    for graph, calibration, test in cases:
+        program = compile_graph(graph, calibration, params=params)
+        c = program.run(test, warn=False).counters
+        b = bounds(program.code, params)
+        for key, value in (("cycles", c.cycles), ("engine", b.engine), ("read port", b.read_port),
+                           ("issue", b.issue), ("dependences", b.dependences), ("MXU roof", b.mxu_roof),
+                           ("DMA roof", b.dma_roof), ("best bound", b.best), ("DMA busy", c.dma)):
+            row[key] += value
+        row["limits"].append(b.limit)
+    row["limits"] = ", ".join(f"{k} {row['limits'].count(k)}" if len(cases) > 1 else k
+                              for k in dict.fromkeys(row["limits"]))
+    return row
+
+
+def targets_study(params: Params) -> list[dict]:
+    """Issue 15's three programs on the overlapping machine: cycles against every lower bound."""
+    machine = dataclasses.replace(params, OVERLAP=1)
+    decode = dataclasses.replace(machine, SPAD_WORDS=max(params.SPAD_WORDS, FFN_SPAD_WORDS))
+    return [_bound_row("seeds 100-111", [seed_case(s) for s in TABLE_SEEDS], machine),
+            _bound_row("example B w48", [example_b_case(48)], machine),
+            _bound_row("decode, 1 token", [_gaussian_case(ffn_graph(1), 1)], decode)]
+
+
+def _targets_lines(rows: list[dict]) -> list[str]:
+    seeds, b48, one = rows
+    roof = max(b48["MXU roof"], b48["DMA roof"])
+    head = ["program", "cycles", "engine", "read port", "issue", "dependences", "MXU roof", "DMA roof",
+            "best bound", "limits"]
+    return [
+        "## 4. The speed targets, and what limits them",
+        "",
+        "Cycles on the machine whose engines overlap (Capra's defaults) against lower bounds that "
+        "no order of the same instructions can beat (compiler/bounds.py): the busiest engine, the "
+        "scratchpad's read port (one reading instruction at a time), the issue rule's pace (three "
+        "cycles between dispatches), the longest chain of instructions each conflicting with the one "
+        "before (a hazard: it waits for its end), and the roofline's MXU and DMA roofs; best bound "
+        "is the largest (summed per program for the seeds), limits names it.",
+        "",
+        *_table(rows, head),
+        "",
+        f"Seeds 100-111: {seeds['cycles']:,} cycles against the target of {TARGETS['seeds']:,} "
+        f"({seeds['cycles'] - TARGETS['seeds']:+,}); these instructions cannot run in fewer than "
+        f"{seeds['best bound']:,} on this machine, however scheduled"
+        + (", so the target needs fewer or shorter instructions (another machine), not another order."
+           if seeds["best bound"] > TARGETS["seeds"] else
+           f"; the schedule is {seeds['cycles'] - seeds['best bound']:,} above that (each bound can be "
+           "reached alone, not all together: an instruction waiting on a hazard holds every later one).")
+        + f" Example B at width 48: {b48['cycles']:,} cycles, {b48['cycles'] / roof:.2f}x max(MXU roof "
+        f"{b48['MXU roof']:,}, DMA roof {b48['DMA roof']:,}) where {TARGETS['example B ratio']}x is "
+        "asked; its "
+        f"dependence chain alone is {b48['dependences']:,} cycles ({b48['dependences'] / roof:.2f}x): "
+        "its layers are a chain, each reading what the one before wrote. Decode, one token: the DMA "
+        f"busy {100 * one['DMA busy'] / one['cycles']:.1f}% of {one['cycles']:,} cycles (target "
+        f"{TARGETS['decode DMA busy %']}%); at the best bound, {one['best bound']:,} cycles "
+        f"({one['limits']}), it would be {100 * one['DMA busy'] / one['best bound']:.1f}%.",
+        "",
+    ]
+
+
 # --------------------------------------------------------------------------- the page
 
 def run(params: Params, digits: bool, rtl: tuple[str, ...] = ()) -> dict:
@@ -356,8 +429,10 @@ def run(params: Params, digits: bool, rtl: tuple[str, ...] = ()) -> dict:
     ffn = decode_prefill_study(params)
     print("== 3. where the block spends its time", flush=True)
     block = block_study(params)
+    print("== 4. the speed targets", flush=True)
+    targets = targets_study(params)
     record = {"params": {k: v for k, v in vars(params).items()}, "options": options, "decode_prefill": ffn,
-              "knee": knee(ffn), "block": block, "programs": programs_entry(RTL_JOBS)}
+              "knee": knee(ffn), "block": block, "targets": targets, "programs": programs_entry(RTL_JOBS)}
     if rtl:
         print(f"== every program on the RTL ({' and '.join(rtl)})", flush=True)
         record["rtl"] = rtl_check(RTL_JOBS, rtl)
@@ -442,6 +517,7 @@ def page(record: dict) -> str:
         "",
         *_table(block["kinds"]),
         "",
+        *_targets_lines(record["targets"]),
     ]
     return "\n".join(lines)
 

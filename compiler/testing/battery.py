@@ -22,7 +22,9 @@ scratchpad they fit, where their weights and inputs stream in blocks
 so (a) compares two of them), and graphs with a relu after each add (:func:`check_add_relu`:
 the relu rides on the add's VADD), and packed weights (:func:`check_packed`: the streamed and
 wide graphs again with every int8 weight four to an external word, LD fmt = 1, and a shared
-weight whose blocks must start on a word).
+weight whose blocks must start on a word); on the streamed, wide and packed graphs, the blocking
+cost model's figure for each blocking written equals its instructions' latencies
+(:func:`check_rankings`).
 
 Every check returns a list of problems (empty: passed). A crash inside the compiler or the
 machine is reported as a problem, not raised, so that one run names every failure.
@@ -39,7 +41,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 import numpy as np
 
 from sim.machine import MachineError
-from sim.spec import DEFAULT, Params
+from sim.spec import DEFAULT, Params, latency
 
 from ..accuracy import relative_error
 from ..errors import CompileError
@@ -422,7 +424,33 @@ def check_smallest(label: str, build: Callable[[int], tuple[Graph, InputSpec]], 
         return [f"{label}: refused on every scratchpad up to {STREAM_SCRATCHPADS[-1]} words"], None, []
     sizes = f"SPAD_WORDS={reused.machine.SPAD_WORDS}, {kept.machine.SPAD_WORDS} without reuse"
     more, error = check_programs(f"{label} ({sizes})", graph, test, reused, kept, bound)
+    more += check_rankings(label, reused) + check_rankings(f"{label} without reuse", kept)
     return more, error, [reused, kept]
+
+
+def check_rankings(label: str, program: Program) -> list[str]:
+    """The blocking cost model (issue 15, item 6), on a program for the serial machine: for every
+    product that was blocked, the cycles its ranking gave the blocking written equal the
+    latencies (``sim.spec.latency``) of the instructions its step wrote (``Program.owners``),
+    the best candidates are listed fastest first, and every candidate ranked before the one
+    written was refused (too big, too long, or its allocation failed)."""
+    if program.machine.OVERLAP:
+        return []            # the scheduler cuts loads: the sum of latencies is the serial machine's
+    problems = []
+    for nid, ranking in sorted(program.rankings.items()):
+        written = sum(latency(ins.spec, ins.fields, program.machine)
+                      for ins, owner in zip(program.code, program.owners, strict=True) if owner == nid)
+        if written != ranking.chosen.cycles:
+            problems.append(f"{label}: node {nid}'s blocking ({ranking.chosen.describe()}) was ranked at "
+                            f"{ranking.chosen.cycles} cycles; the instructions written take {written}")
+        cycles = [b.cycles for b in ranking.best]
+        if cycles != sorted(cycles):
+            problems.append(f"{label}: node {nid}'s best blockings are not fastest first: {cycles}")
+        refused = ranking.too_big + ranking.too_long + ranking.failed
+        if ranking.chosen_rank - 1 > refused:
+            problems.append(f"{label}: node {nid}: blocking ranked {ranking.chosen_rank} written, though "
+                            f"only {refused} before it were refused")
+    return problems
 
 
 def check_wide(seeds: Iterable[int] = WIDE_SEEDS, bound: float = WIDE_BOUND,

@@ -47,6 +47,7 @@ from typing import Any
 
 import numpy as np
 
+from sim import spec
 from sim.spec import DEFAULT
 
 from ..ops import OPS, Op
@@ -426,8 +427,37 @@ SCHEDULE_MUTANTS = (
 """Broken scheduling for the machine whose engines overlap (:mod:`compiler.schedule`): the
 battery's overlap graphs (:func:`compiler.testing.battery.check_overlap`) must catch them."""
 
+def _without(op: str):
+    """A broken latency of a load or requantization in the blocking cost model: 0 for ``op``."""
+    return lambda original: lambda what, words, params: 0 if what == op else original(what, words, params)
+
+
+def _mm_overhead_left_out(original):
+    def tile_cycles(mm, params):
+        cycles, count = original(mm, params)
+        return cycles - count * spec.MM_OVERHEAD, count
+    return tile_cycles
+
+
+def _slowest_first(original):
+    return lambda *args, **kwargs: original(*args, **kwargs)[::-1]
+
+
+COST_MUTANTS = (
+    Mutant("cost model: a blocking's loads cost nothing (the LDs are left out of its cycles)",
+           Function("compiler.blocking._moving"), _without("LD")),
+    Mutant("cost model: a row block's requantization costs nothing (its RQ is left out)",
+           Function("compiler.blocking._moving"), _without("RQ")),
+    Mutant("cost model: an MM's fixed overhead (MM_OVERHEAD) is left out of the tiles' cycles",
+           Function("compiler.blocking.tile_cycles"), _mm_overhead_left_out),
+    Mutant("cost model: the blockings are ranked slowest first",
+           Function("compiler.streaming.rank_blockings"), _slowest_first),
+)
+"""Broken blocking cost models (issue 15, item 6: the ranking by exact cycles): the battery's
+streamed, wide and packed graphs (:func:`compiler.testing.battery.check_rankings`) must catch them."""
+
 MUTANTS = (SEED_MUTANTS + STREAMING_MUTANTS + WIDE_MUTANTS + ADD_RELU_MUTANTS + BLOCKING_MUTANTS
-           + PACKED_MUTANTS + CSE_MUTANTS + SCHEDULE_MUTANTS)
+           + PACKED_MUTANTS + CSE_MUTANTS + SCHEDULE_MUTANTS + COST_MUTANTS)
 
 EQUIVALENT = (
     Mutant("allocator: a free piece of exactly the requested size is passed over (a later, larger "
