@@ -82,6 +82,11 @@ def test_the_rtl_section_shows_each_verdict(example_a):
     named = "ext[150] (output 'out' row 0 col 3, from node 12 (concat)): last written by pc 17: ST src=93 ..."
     memory = RtlResult("icarus", 2, differences={1: [first, named, "counter cycles: RTL 165, reference 164"]})
     assert memory.summary() == f"1 of 2 runs differ from the reference; the first, run 1: {first}; {named}"
+    assert passed.summary() == ("1 run bit-exact (every memory word, the five counters, the stop; 164 cycles "
+                                "each) in 1.0 s")
+    many = RtlResult("verilator", 6, cycles=[100, 200, 300, 400, 500, 500], seconds=2.0, counters=7)
+    assert many.summary() == ("6 runs bit-exact (every memory word, the seven counters, the stop; 100 to 500 "
+                              "cycles, 2,000 in all) in 2.0 s")
     assert simulators("both") == ("icarus", "verilator") and simulators("none") == ()
     with pytest.raises(ValueError, match="give icarus"):
         simulators("vcs")
