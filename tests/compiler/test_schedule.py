@@ -121,14 +121,16 @@ def test_an_independent_load_goes_ahead():
     assert dependencies(code[:4]) == [set(), {0}, {1}, set()]
     new = schedule(code, OVERLAP).code
     assert [ins.op for ins in new] == ["LD", "MM", "LD", "RQ", "HALT"]
-    # by hand: LD 10..16; then the MM and the second LD could both start at 16: the earlier in
-    # the program goes, MM 16..29; the LD (18 cycles, writing in its last 16) at 27, when its
-    # writes follow the MM's end, ..45, before the RQ, which could start at 29 (the MM's end)
-    # and so waits for its writes (its last 4 of 14 cycles) to follow the LD's: 35..49; HALT 50
-    assert [p.start for p in Machine(OVERLAP).run(new).timeline] == [10, 16, 27, 35]
-    assert predict_counters(new, OVERLAP).cycles == 50
-    # in the emitted order: RQ 29..43, the LD waits for the write port until 41, ..59; HALT 60
-    assert predict_counters(code, OVERLAP).cycles == 60
+    # by hand: LD 10..16; the MM waits for it: 16..29, writing 25..28. The second LD could start
+    # at 19, the RQ at 29 (the MM's end): the LD goes, its 16 beats from 21 skip the MM's window
+    # (21..24, 29..); the RQ at 29 writes 39..42 (its last 4 of 14 cycles), which the LD's
+    # beats skip too: 29..38, 43, 44, so the LD ends at 45 (18 cycles + 8 yielded); HALT 46
+    run = Machine(OVERLAP).run(new)
+    assert [p.start for p in run.timeline] == [10, 16, 19, 29]
+    assert [p.end for p in run.timeline] == [16, 29, 45, 43]
+    assert predict_counters(new, OVERLAP).cycles == 46
+    # in the emitted order: RQ 29..43 (writes 39..42), the LD at 32, beats 34..38, 43..53; HALT 55
+    assert predict_counters(code, OVERLAP).cycles == 55
 
 
 def test_a_conflict_on_external_memory_is_kept():
