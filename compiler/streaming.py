@@ -45,7 +45,6 @@ from .errors import CompileError, plural
 from .int4 import is_int4
 from .lowering import ld_fields, matmul_requantizer
 
-
 if TYPE_CHECKING:
     from sim.asm import Instruction
 

@@ -67,7 +67,8 @@ MUTANTS = {
     "the read ports are free for every reader": lambda: setattr(spec, "reads", lambda *a, **k: 0),
     "the write port is free for every writer": lambda: setattr(spec, "writes", lambda *a, **k: 0),
     "a region's last word is left out of the hazard check": _regions_one_word_short,
-    "an LD never yields: it holds the write port for its window": lambda: setattr(spec, "SHARED_WRITER", None),
+    "an LD never yields: it holds the write port for its window":
+        lambda: setattr(spec, "SHARED_WRITER", None),
     "a window placed after an LD does not move its end": lambda: setattr(spec.Issue, "_move_ld",
                                                                          lambda self, first, end: None),
     "an LD's end moves but its busy cycles do not grow": _steal_not_counted,
