@@ -18,6 +18,14 @@ writes it so, :meth:`compiler.Program.ext_image`); one that others read too is g
 Results of matmuls (and every other computed tensor) stay in the scratchpad: a step whose
 result and the tensors alive across it leave no room for the smallest blocking is refused,
 naming the node and the words that blocking needs.
+
+On the machine whose engines run side by side (OVERLAP = 1) a B that streams, is stored in
+panels and is larger than one piece of load (compiler/schedule.py's LOAD_PIECE) is tried first
+in panels T wide, every panel in a place of its own (a ring of as many B blocks as loads:
+:class:`compiler.blocking.Places`), when they all fit: each MM then reads one panel and waits
+for its load only, and no load waits for an MM, so the loads run ahead beside the MMs (decode,
+docs/studies.md study 2). Otherwise the step is as above (a streamed B double buffered when
+the scratchpad has room).
 """
 
 from __future__ import annotations

@@ -175,6 +175,35 @@ def test_a_streamed_weight_is_double_buffered():
     assert got.counters.cycles < want.counters.cycles
 
 
+def test_a_weight_larger_than_a_piece_streams_in_panels_each_in_its_own_place():
+    from compiler import Graph
+
+    rng = np.random.default_rng(3)
+    g = Graph()
+    x = g.input("x", (1, 32))
+    g.output(g.matmul(x, g.weight("w", rng.normal(0, 0.2, (32, 64)))), "y")   # 2,048 words of B
+    calibration = [{"x": rng.normal(size=(1, 32))} for _ in range(8)]
+    program = compile_graph(g, calibration, params=OVERLAP)
+    serial = compile_graph(g, calibration, params=DEFAULT)
+    test = {"x": rng.normal(size=(1, 32))}
+    got, want = program.run(test, warn=False), serial.run(test, warn=False)
+    assert np.array_equal(got.outputs["y"].ints, want.outputs["y"].ints)
+    # B streams in 16 panels of T = 4 columns (32 x 4 = 128 words, one LD each), every one to a
+    # place of its own (a ring of 16 B blocks): no load waits for an MM, and each MM reads one
+    # panel (ldb = 4), so it waits for that panel's load only
+    choice = program.blockings[max(program.blockings)]
+    assert (choice.stream_b, choice.cols, choice.b_loads, choice.b_how) == (True, 4, 16, "in panels")
+    weight = program.ext["w"]
+    loads = [ins for ins in program.code if ins.op == "LD" and weight.addr <= ins.src < weight.end]
+    assert sorted(ins.src - weight.addr for ins in loads) == list(range(0, 2048, 128))
+    places = sorted(ins.dst for ins in loads)
+    assert all(b - a >= 128 for a, b in itertools.pairwise(places))     # 16 places, none shared
+    assert all(ins.ldb == 4 for ins in program.code if ins.op == "MM")
+    # whole (the serial machine's program on this machine): every MM waits for all of B
+    assert got.counters.cycles < predict_counters(serial.code, OVERLAP).cycles
+    assert serial.blockings[max(serial.blockings)].stream_b is False
+
+
 def test_long_loads_are_cut_into_pieces():
     from compiler.schedule import LOAD_PIECE, split_loads
 
