@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from amaranth.hdl import Cat, Module, Mux, Signal, Value
 from amaranth.lib import data
-from amaranth.lib.wiring import In, Out
+from amaranth.lib.wiring import In
 
 from sim import spec
 from sim.spec import DEFAULT, Params
@@ -44,11 +44,11 @@ class DMA(Checked):
         wr Out(WritePort): scratchpad writes (LD).
         ext Out(ExtPort): the external-memory bus (LD reads, ST writes).
         An idle DMA drives every output to 0.
-        OVERLAP = 1 only: hold In(1), held Out(1). ``hold`` in cycle c: the scratchpad's write
-        port is another engine's in cycle c + LD_OVERHEAD (the execute stage knows its windows,
+        OVERLAP = 1 only: hold In(1). ``hold`` in cycle c: the scratchpad's write port is
+        another engine's in cycle c + LD_OVERHEAD (the execute stage knows its windows,
         hw/overlap.py), so an LD does not read the beat whose write would fall there: the beat
-        (and every later one) waits a cycle. ``held``: an LD beat was held back this cycle (the
-        execute stage holds the DMA's countdown: the LD ends a cycle later). ST never waits.
+        (and every later one) waits a cycle, and the LD ends a cycle later (the execute stage
+        counts the LD's beats itself and holds its countdown). ST never waits.
 
     Schedule, with d the dispatch cycle and n = ceil(len / LANES) beats:
         beat b is read in cycle d + b (external memory for LD, scratchpad rd0 for ST; the first
@@ -76,7 +76,7 @@ class DMA(Checked):
         self.params = params
         members = unit_members(params, n_read=1, write=True, ext=True)
         if params.OVERLAP:
-            members |= {"hold": In(1), "held": Out(1)}
+            members |= {"hold": In(1)}
         super().__init__(members)
 
     def elaborate(self, platform):
@@ -173,7 +173,6 @@ class DMA(Checked):
             m.d.comb += [
                 want.eq(self.start | running),
                 issue.eq(want & ~(issue_ld & self.hold)),
-                self.held.eq(want & issue_ld & self.hold),
             ]
         else:
             m.d.comb += issue.eq(self.start | running)

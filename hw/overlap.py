@@ -29,8 +29,12 @@ engine's countdown in c - 1 says it writes in c + LD_OVERHEAD (LD_OVERHEAD < lef
 writes + LD_OVERHEAD, ``wtop_<engine>``: an
 instruction issued in c - 1 or later writes SPAD_READ_LATENCY + 1 cycles after its dispatch
 at the earliest, after c + LD_OVERHEAD). The DMA then does not read an LD beat in c
-(hw/dma.py) and says so (``dma_held``), and ``left_dma`` holds for the cycle: the LD's end,
-its busy cycles, the hazards on it and ``eng_last`` follow its real end.
+(hw/dma.py). The execute stage counts the beats the DMA has yet to read itself (``ld_beats``,
+the LD's ``writes`` from its dispatch, one less per beat read), so it knows without a signal
+from the DMA when a beat waits (``dma_held``: ld_beats != 0 and dma_hold), and ``left_dma``
+holds for that cycle: the LD's end, its busy cycles, the hazards on it and ``eng_last``
+follow its real end (the DMA's ``done`` against ``eng_last``, ``timing_fault``, checks the two
+counts agree).
 
 A stop (HALT, an error, NO_HALT) is taken when settled and every engine is free, then takes
 STOP_CYCLES as on the serial machine. The counters: ``cycles`` as before, each engine's its
@@ -98,6 +102,8 @@ def overlap_execute(m: Module, ctl, busy: Value, start: Value, stop: Value,
     # per engine (the DMA's unused): writes + LD_OVERHEAD, its window seen LD_OVERHEAD + 1
     # cycles ahead (dma_hold)
     wtop = [Signal(lbits + 2, name=f"wtop_{e}") for e in engines]
+    ld_beats = Signal(lbits, name="ld_beats")   # beats of the LD in flight the DMA has yet to read
+    dma_held = Signal(name="dma_held")          # one waits this cycle (the DMA reads none)
     haz_q = Signal()
     rd_ok_q = Signal()
     wr_ok_q = Signal()
@@ -137,7 +143,7 @@ def overlap_execute(m: Module, ctl, busy: Value, start: Value, stop: Value,
             if k != dma:
                 m.d.sync += wtop[k].eq(head.latency - head.wfrom + spec.LD_OVERHEAD)
         if k == dma:
-            with m.Elif(ctl.dma_held):
+            with m.Elif(dma_held):
                 m.d.sync += left[k].eq(left[k])       # an LD beat waited: the LD ends a cycle later
         with m.Elif(left[k] != 0):
             m.d.sync += [left[k].eq(left[k] - 1), free[k].eq(left[k] == 1)]
@@ -145,6 +151,13 @@ def overlap_execute(m: Module, ctl, busy: Value, start: Value, stop: Value,
             m.d.sync += [free[k].eq(1), active[k].eq(0)]
 
     port_wr = head.wr & ~cls[dma]             # an LD shares the write port: it neither holds nor waits
+    m.d.comb += dma_held.eq((ld_beats != 0) & ctl.dma_hold)
+    with m.If(start):
+        m.d.sync += ld_beats.eq(0)
+    with m.Elif(issue & cls[dma]):           # an LD's beats are its writes (an ST has none)
+        m.d.sync += ld_beats.eq(Mux(head.wr, head.latency - head.wfrom, 0))
+    with m.Elif((ld_beats != 0) & ~ctl.dma_hold):
+        m.d.sync += ld_beats.eq(ld_beats - 1)
     with m.If(start):
         m.d.sync += [rd_left.eq(0), wr_left.eq(0), ctl.dma_hold.eq(0)]
     with m.Else():
