@@ -131,7 +131,9 @@ class Places(NamedTuple):
     and b_ext the streamed operands' regions, bias_ext the bias's; work the workspace's first
     word; b_block2, when not -1, a second B block (double buffering, on a machine whose engines
     run side by side: compiler/streaming.py): the loads of B alternate between the two, so the
-    next block's load can run beside the MMs of this one.
+    next block's load can run beside the MMs of this one; with ``b_ring`` > 2, the loads go
+    round b_block, b_block2, b_block2 + b_step, ... (b_ring blocks: every block of B in a
+    place of its own when b_ring is the number of B loads, so no load waits for an MM).
     """
 
     a: int = 0
@@ -145,6 +147,8 @@ class Places(NamedTuple):
     bias_ext: int = 0
     work: int = 0
     b_block2: int = -1
+    b_ring: int = 2
+    b_step: int = 0
 
 
 class Span(NamedTuple):
@@ -407,10 +411,12 @@ def block_steps(mm: Matmul, rows: int, cols: int, stream_a: bool, stream_b: bool
             output's address), requantized there in place.
     """
     m_, s_, relu = requantizer
-    b_now = at.b_block2      # the B block the last load of B went to (the first load: b_block)
+    ring = [at.b_block] + [at.b_block2 + i * at.b_step for i in range(at.b_ring - 1)]
+    turn = -1                # the B block the last load of B went to (the first load: b_block)
+    b_now = at.b_block
     for blk in blocks(mm, rows, cols, stream_a, stream_b, depth):
         acc = block_acc(mm, at, blk, acc_in_out)
-        blk_at = at._replace(acc=acc, b_block=at.b_block if at.b_block2 < 0 else b_now)
+        blk_at = at._replace(acc=acc, b_block=b_now)
         if mm.bias and blk.c == 0:
             for r in range(blk.height):
                 yield Step("LD", {"dst": acc + r * mm.n, "src": at.bias_ext, "len": mm.n}, "load bias",
@@ -421,7 +427,8 @@ def block_steps(mm: Matmul, rows: int, cols: int, stream_a: bool, stream_b: bool
         for k0, count in depth_blocks(mm, depth if stream_b else 0):
             if blk.load_b:
                 if at.b_block2 >= 0:
-                    b_now = at.b_block if b_now == at.b_block2 else at.b_block2
+                    turn = (turn + 1) % at.b_ring
+                    b_now = ring[turn]
                     blk_at = blk_at._replace(b_block=b_now)
                 yield from load_b(mm, blk_at, blk, k0, count)
             yield from block_tiles(mm, blk, blk_at, stream_a, stream_b, t, k0, count)

@@ -18,10 +18,14 @@ ones (the dependences are computed inside the window: O(n * window)). The result
 when the issue rule's ``cycles`` for it are fewer than for the order given.
 
 Before the emitted program is ordered, every LD longer than :data:`LOAD_PIECE` words is cut
-into LDs of that many (:func:`split_loads`: the same words, moved by the same beats): the
-scratchpad has one write port, and a long LD holds it for its whole length, so an MM (which
-writes at its end) could not finish while it runs; shorter loads let the MMs' writes in
-between them (:func:`reorder_emission`).
+into LDs of that many (:func:`split_loads`: the same words, moved by the same beats): an
+instruction that reads part of a long LD's words waits for the whole LD (the hazard rule
+counts regions), so pieces let each MM wait for the piece it reads only
+(:func:`reorder_emission`). The LDs' beats share the scratchpad's write port with the other
+engines' writes cycle by cycle (GA2.md section 7), so a piece runs beside the MMs whatever
+their write windows; a weight larger than a piece streams in T-wide panels, each in a place
+of its own, so that an MM reads one panel (compiler/streaming.py): decode's loads then run
+ahead beside its MMs.
 
 Seed 004 (overlapping the DMA and the compute engines, double buffering); the list scheduling
 of a basic block (Muchnick, *Advanced Compiler Design and Implementation*, section 17.1).
@@ -46,9 +50,15 @@ HORIZON = 8
 everything would end after this many more greedy steps."""
 
 LOAD_PIECE = 256
-"""The longest LD the scheduler leaves whole, in scratchpad words (64 beats at LANES = 4). On
-the digits MLP at batch 1 (OVERLAP = 1): 24,972 cycles with the loads whole; pieces of 64, 128,
-256 words: 25,614, 22,164, 17,112; the seeds 100-111, whose loads are shorter: the same."""
+"""The longest LD the scheduler leaves whole, in scratchpad words (64 beats at LANES = 4); a
+weight larger than this streams in panels at OVERLAP = 1 (compiler/streaming.py). With the
+DMA sharing the write port beat by beat, pieces of 64, 128, 256, 512, 1,024 words (2026-12-05,
+OVERLAP = 1): decode (docs/studies.md study 2, 1 token) 9,864, 9,704, 9,236, 9,237, 9,303
+cycles; 8 tokens 20,649, 20,709, 19,791, 19,916, 20,157; the digits MLP at batch 8 1,901,
+1,901, 1,816, 1,881, 1,881; seeds 100-111 4,474, 4,457, 4,464, 4,464, 4,464; the attention +
+FFN block 2,663, 2,608, 2,789, 2,990, 2,990. (Before, with an LD holding the port: the digits
+MLP at batch 1, 24,972 cycles with the loads whole; pieces of 64, 128, 256: 25,614, 22,164,
+17,112.)"""
 
 Access = tuple[int, int, bool, bool]
 

@@ -18,6 +18,14 @@ writes it so, :meth:`compiler.Program.ext_image`); one that others read too is g
 Results of matmuls (and every other computed tensor) stay in the scratchpad: a step whose
 result and the tensors alive across it leave no room for the smallest blocking is refused,
 naming the node and the words that blocking needs.
+
+On the machine whose engines run side by side (OVERLAP = 1) a B that streams, is stored in
+panels and is larger than one piece of load (compiler/schedule.py's LOAD_PIECE) is tried first
+in panels T wide, every panel in a place of its own (a ring of as many B blocks as loads:
+:class:`compiler.blocking.Places`), when they all fit: each MM then reads one panel and waits
+for its load only, and no load waits for an MM, so the loads run ahead beside the MMs (decode,
+docs/studies.md study 2). Otherwise the step is as above (a streamed B double buffered when
+the scratchpad has room).
 """
 
 from __future__ import annotations
@@ -66,6 +74,15 @@ def lower_matmul_step(em: Emitter, node: Node) -> None:
             lowering raises (its requantizer).
     """
     before = matmul_step(em, node, costs=False)   # the words only: cheap, for the record
+    if (em.params.OVERLAP and em.stream and before.b_streams and before.b_panels
+            and before.k * before.n > _load_piece()):
+        # the engines side by side: a B larger than one piece of load (compiler/schedule.py)
+        # streams in T-wide panels, each in a place of its own when they all fit (a ring), so
+        # its loads run ahead beside the MMs: an MM then waits for one piece, not for all of B
+        mark = em.checkpoint()
+        if lower_blocked(em, node, matmul_step(em, node), ring_only=True):
+            return
+        em.rollback(mark)
     mark = em.checkpoint()
     try:
         em.lower(node, [em.ensure(i) for i in node.ins])
@@ -141,8 +158,10 @@ def measured(mm: Matmul, code: Sequence[Instruction], params: Params) -> Blockin
     return Blocking(mm.m, mm.n, False, False, 1, 1, cycles, peak, words, moved, 0, len(code))
 
 
-def lower_blocked(em: Emitter, node: Node, mm: Matmul) -> None:
-    """The fastest blocking whose allocations succeed at this step, written.
+def lower_blocked(em: Emitter, node: Node, mm: Matmul, ring_only: bool = False) -> bool:
+    """The fastest blocking whose allocations succeed at this step, written. ``ring_only``
+    (OVERLAP = 1): only a blocking whose B streams in panels T wide, all of them in places of
+    their own (:class:`compiler.blocking.Places`' ring); False when none fits.
 
     Raises:
         CompileError: none fits (:func:`no_blocking_fits`), or every one that fits the
@@ -155,6 +174,10 @@ def lower_blocked(em: Emitter, node: Node, mm: Matmul) -> None:
     # with the engines side by side, the fastest blocking whose B, when it streams, fits
     # twice (double buffering) comes first; then the fastest that fits at all
     tries = [True, None] if em.params.OVERLAP else [None]
+    if ring_only:
+        tries = ["ring"]
+        ranked = [c for c in ranked if c.stream_b and not c.stream_a and c.cols == min(em.params.T, mm.n)
+                  and c.rows == mm.m and c.b_how != "gathered row by row"]
     failed = 0
     for double in tries:
         for choice in ranked:
@@ -172,7 +195,9 @@ def lower_blocked(em: Emitter, node: Node, mm: Matmul) -> None:
             em.out.rankings[node.id] = Ranking(len(every), len(every) - len(ranked), too_long, failed, free,
                                                room, tuple(every[:RANKING_SHOWN]), choice,
                                                every.index(choice) + 1)
-            return
+            return True
+    if ring_only:
+        return False
     if ranked and all(choice.instructions > room for choice in ranked):
         shortest = min(choice.instructions for choice in ranked)
         raise CompileError(f"the instruction memory is full at {node.describe()}: the blockings that fit the "
@@ -200,7 +225,12 @@ def take(em: Emitter, node: Node, mm: Matmul, choice: Blocking, double: bool | N
     b_words = space.words - space.b_block if choice.stream_b else 0
     second = -1
     base = 0
-    if em.params.OVERLAP and b_words:
+    ring = 2
+    if double == "ring":
+        ring = max(2, choice.b_loads)
+        base = em.alloc.alloc(space.words + (ring - 1) * b_words, f"workspace of node {node.id}")
+        second = base + space.words
+    elif em.params.OVERLAP and b_words:
         mark = em.checkpoint()
         try:
             base = em.alloc.alloc(space.words + b_words, f"workspace of node {node.id}")
@@ -216,7 +246,7 @@ def take(em: Emitter, node: Node, mm: Matmul, choice: Blocking, double: bool | N
     bias_ext = em.ext[region_name(node)].addr if has_bias(node) else 0
     acc = out if choice.acc_in_out else base + space.acc
     return Places(a, b, acc, base + space.a_block, base + space.b_block, out, a_ext, b_ext, bias_ext, base,
-                  second)
+                  second, ring, b_words)
 
 
 def workspace_of(mm: Matmul, choice: Blocking) -> blocking.Workspace:
@@ -233,7 +263,7 @@ def write(em: Emitter, node: Node, mm: Matmul, choice: Blocking, at: Places) -> 
                             em.params.T, choice.depth, choice.acc_in_out):
         em.put(step.op, **step.fields)
     space = workspace_of(mm, choice)
-    words = space.words + (space.words - space.b_block if at.b_block2 >= 0 else 0)
+    words = space.words + ((at.b_ring - 1) * (space.words - space.b_block) if at.b_block2 >= 0 else 0)
     if words:
         em.alloc.release(at.work, words, f"workspace of node {node.id}")
     if choice.b_how == "in panels":
@@ -255,3 +285,9 @@ def no_blocking_fits(em: Emitter, node: Node, mm: Matmul) -> CompileError:
     if any(is_int4(x) for x in (a, b)):
         fix += "; an int4 weight is unpacked whole: with bits=8 it could stream"
     return CompileError(problem, fix, node.id)
+
+
+def _load_piece() -> int:
+    """compiler.schedule.LOAD_PIECE (imported here: schedule imports emission, which imports this)."""
+    from .schedule import LOAD_PIECE
+    return LOAD_PIECE

@@ -92,18 +92,18 @@ def timeline(code: Sequence[Instruction], params: Params = DEFAULT) -> list[Span
     Raises:
         ValueError: as :func:`serial_timeline`.
     """
-    issue = spec.Issue(params)
-    spans = []
+    issue = spec.Issue(params, record=True)
     for pc, ins in enumerate(code):
         code_, detail = spec.check(ins.spec, ins.fields, params)
         if code_ is not spec.ErrorCode.NONE:
             raise ValueError(f"instruction {pc} ({ins.op}) is illegal ({spec.ERROR_TEXT[code_]}): {detail}")
         if ins.spec.counter is None:
+            # the timeline is read at the stop: an LD's end grows while later writers are placed
+            spans = [Span(p.pc, p.op, p.engine, p.start, p.end, p.hazard, p.port) for p in issue.timeline]
             stop = issue.stop()
             spans.append(Span(pc, ins.op, None, stop, stop + spec.STOP_CYCLES))
             return spans
-        p = issue.place(pc, ins.spec, ins.fields)
-        spans.append(Span(pc, ins.op, p.engine, p.start, p.end, p.hazard, p.port))
+        issue.place(pc, ins.spec, ins.fields)
     raise ValueError(f"the program has no HALT (its {len(code)} instructions end without one)")
 
 

@@ -9,7 +9,8 @@ FAIL. ``vadd-norelu`` and ``vadd-relu-bit`` break VADD's relu field (the ReLU dr
 field read from len's lowest bit): docs/add-an-instruction.md shows which checks catch them.
 ``hazard-off`` and ``write-port-off`` break the issue rule of a machine with OVERLAP = 1 (their
 pattern is only in its Verilog: ``--param OVERLAP=1``): the hazard flag, or the write port's,
-never holds an instruction back.
+never holds an instruction back; ``dma-yield-off``: the DMA's LD beats never yield the write
+port to another engine's window (``dma_hold`` always 0).
 Each mutant is a text edit of the exported Verilog that must
 apply (a mutant that no longer finds its pattern raises, so a changed RTL cannot silently
 turn the check into a no-op).
@@ -94,7 +95,7 @@ def _overlap_flag_off(flag: str) -> Callable[[str], tuple[str, int]]:
     # hw/overlap.py: the registered flag ``haz_q`` (a hazard holds the head back) or ``wr_ok_q``
     # (the write port is free for it), one `flag <= \$N ;` in the control's module: the hazard
     # flag becomes 0 (never a hazard), the port flag 1 (always free)
-    value = "1'h0" if flag == "haz_q" else "1'h1"
+    value = "1'h1" if flag == "wr_ok_q" else "1'h0"
 
     def edit(text: str) -> tuple[str, int]:
         start, end = _module(text, ".core.control")
@@ -138,6 +139,10 @@ MUTANTS = {m.name: m for m in (
     Mutant("write-port-off", "hw/overlap.py (OVERLAP = 1: the issue stage's write-port flag)",
            "issues an instruction whose scratchpad writes fall in another engine's (two units on "
            "the write port at once)", _overlap_flag_off("wr_ok_q")),
+    Mutant("dma-yield-off", "hw/overlap.py (OVERLAP = 1: the DMA's yield of the write port, dma_hold)",
+           "lets an LD write its beats in another engine's write window (two units on the write port "
+           "at once; the LD's end, its busy cycles and its hazards as if it never waited)",
+           _overlap_flag_off("dma_hold")),
 )}
 
 

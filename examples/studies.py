@@ -526,17 +526,16 @@ def _overlap_note(one: dict) -> str:
     """What overlapping the engines did for one token."""
     saved = one["cycles"] - one["cycles (overlap)"]
     if one["DMA busy % (overlap)"] >= 80:
-        return (f"With the engines overlapped one token takes {one['cycles (overlap)']:,} cycles and "
-                f"the DMA is busy {one['DMA busy % (overlap)']}% of them: decode is bound by moving the "
-                "weights.")
+        return (f"With the engines overlapped one token takes {one['cycles (overlap)']:,} cycles, "
+                f"{saved:,} fewer: the DMA is busy {one['DMA busy % (overlap)']}% of them and the MXU "
+                f"{one['MXU busy % (overlap)']}%. The loads run beside the products: an LD's writes "
+                "share the scratchpad's write port with the MXU's beat by beat (docs/GA2.md section "
+                "7), and a weight larger than a piece of load streams in T-wide panels, each in a "
+                "place of its own, so that each MM waits for its panel only (compiler/streaming.py). "
+                "Decode is bound by moving the weights and by the MXU's one useful row in T alike.")
     return (f"With the engines overlapped one token takes {one['cycles (overlap)']:,} cycles, only "
             f"{saved:,} fewer, the DMA busy {one['DMA busy % (overlap)']}%: the loads and the products "
-            "overlap little, because the scratchpad has one write port: an LD holds it for its whole "
-            "length (the scheduler cuts loads into pieces of 256 words, compiler/schedule.py) and an "
-            "MM writes its rows at its end, so a piece of a load runs beside the tail of one MM at "
-            "most (the write window rule, docs/GA2.md section 7). Decode stays near the DMA's cycles "
-            "plus the MXU's on this machine; letting the DMA's writes share the port with the MXU's "
-            "beat by beat is the machine change this study asks for (not built).")
+            "overlap little.")
 
 
 def _rtl_note(rtl: dict | None, programs: dict) -> list[str]:

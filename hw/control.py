@@ -106,6 +106,10 @@ class Control(Checked):
             start in cycle d and the instruction held from d until its next dispatch);
         ex_last Out(1): high in the last cycle d + L - 1 of the executing instruction, when
             its unit raises ``done``.
+        OVERLAP = 1 only: eng_last Out(4), ex_last per engine; dma_hold Out(1), to the DMA's
+        ``hold`` (a register: another engine writes the scratchpad LD_OVERHEAD cycles later, so
+        an LD beat read now would find the port taken; the execute stage counts the LD's beats
+        itself and holds the DMA's countdown for the cycle). hw/overlap.py.
 
     Instruction memory: ``imem[k]`` (k < INSTR_WORDS) is a ``amaranth.lib.memory.Memory`` of
     IMEM_WORDS 32-bit words holding word k of every instruction (instruction i at row i), so a
@@ -134,7 +138,7 @@ class Control(Checked):
             "issue_opcode": Out(spec.OPCODE_BITS),
             "issue_fields": Out(FIELD_BITS),
             "ex_last": Out(1),
-        } | ({"eng_last": Out(len(spec.ENGINES))} if params.OVERLAP else {})
+        } | ({"eng_last": Out(len(spec.ENGINES)), "dma_hold": Out(1)} if params.OVERLAP else {})
         super().__init__(members)
         # the host writes only while the machine is idle: no read sees a write (NO_RW_CHECK)
         self.imem = [memory.Memory(shape=spec.WORD_BITS, depth=params.IMEM_WORDS, init=[], attrs=NO_RW_CHECK)

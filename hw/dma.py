@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from amaranth.hdl import Cat, Module, Mux, Signal, Value
 from amaranth.lib import data
+from amaranth.lib.wiring import In
 
 from sim import spec
 from sim.spec import DEFAULT, Params
@@ -43,6 +44,11 @@ class DMA(Checked):
         wr Out(WritePort): scratchpad writes (LD).
         ext Out(ExtPort): the external-memory bus (LD reads, ST writes).
         An idle DMA drives every output to 0.
+        OVERLAP = 1 only: hold In(1). ``hold`` in cycle c: the scratchpad's write port is
+        another engine's in cycle c + LD_OVERHEAD (the execute stage knows its windows,
+        hw/overlap.py), so an LD does not read the beat whose write would fall there: the beat
+        (and every later one) waits a cycle, and the LD ends a cycle later (the execute stage
+        counts the LD's beats itself and holds its countdown). ST never waits.
 
     Schedule, with d the dispatch cycle and n = ceil(len / LANES) beats:
         beat b is read in cycle d + b (external memory for LD, scratchpad rd0 for ST; the first
@@ -68,7 +74,10 @@ class DMA(Checked):
         assert spec.LD_OVERHEAD == spec.EXT_READ_LATENCY + 1, "hw/dma.py: LD = ext read, data register"
         assert spec.ST_OVERHEAD == spec.SPAD_READ_LATENCY + 1, "hw/dma.py: ST = spad read, data register"
         self.params = params
-        super().__init__(unit_members(params, n_read=1, write=True, ext=True))
+        members = unit_members(params, n_read=1, write=True, ext=True)
+        if params.OVERLAP:
+            members |= {"hold": In(1)}
+        super().__init__(members)
 
     def elaborate(self, platform):
         m = Module()
@@ -144,7 +153,7 @@ class DMA(Checked):
         ext_field = Mux(is_ld, ld.src, st.dst)
         len_field = Mux(is_ld, ld.len, st.len)
 
-        running = Signal()                    # beats after the first remain to be issued
+        running = Signal()                    # beats after the first (or a held first) remain
         load = Signal()                       # the running instruction is an LD
         spad_q = Signal(spec.ADDR_BITS)       # addresses and words left of the next beat
         ext_q = Signal(spec.ADDR_BITS)
@@ -157,8 +166,17 @@ class DMA(Checked):
         left = Signal(spec.ADDR_BITS)
         mask = Signal(lanes)
         last = Signal()
+        if self.params.OVERLAP:
+            # an LD's beat is not read in a cycle whose write slot (LD_OVERHEAD later) is
+            # another engine's: it and the beats after it wait (hw/overlap.py, GA2.md section 7)
+            want = Signal()
+            m.d.comb += [
+                want.eq(self.start | running),
+                issue.eq(want & ~(issue_ld & self.hold)),
+            ]
+        else:
+            m.d.comb += issue.eq(self.start | running)
         m.d.comb += [
-            issue.eq(self.start | running),
             issue_ld.eq(Mux(self.start, is_ld, load)),
             spad_addr.eq(Mux(self.start, spad_field, spad_q)),
             ext_addr.eq(Mux(self.start, ext_field, ext_q)),
@@ -174,4 +192,13 @@ class DMA(Checked):
                 ext_q.eq(ext_addr + Mux(issue_ld & ld.fmt, lanes // spec.INT8_PER_WORD, lanes)),
                 left_q.eq(left - lanes),
             ]
+        if self.params.OVERLAP:
+            with m.Elif(want):                # held: the same beat next cycle
+                m.d.sync += [
+                    running.eq(1),
+                    load.eq(issue_ld),
+                    spad_q.eq(spad_addr),
+                    ext_q.eq(ext_addr),
+                    left_q.eq(left),
+                ]
         return issue, issue_ld, spad_addr, ext_addr, mask, last

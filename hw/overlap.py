@@ -18,8 +18,23 @@ the serial machine) when
   the queue and registered, the head's reduced in c - 1 and registered, so the issue decision
   itself is a few gates on registers;
 * ``rd_ok_q`` and ``wr_ok_q``: the scratchpad's ports. ``rd_left`` counts down to the end of
-  the last read window, ``wr_left`` to the end of the last writer; a reader needs rd_left = 0,
-  a writer wr_left <= latency - writes (its own write window starts after the last writer).
+  the last read window, ``wr_left`` to the end of the last writer other than an LD; a reader
+  needs rd_left = 0, a writer other than an LD wr_left <= latency - writes (its own write
+  window starts after the last writer's). An LD never waits for the write port.
+
+The DMA shares the write port beat by beat (GA2.md section 7): every engine but the DMA writes
+only in its window, the last ``writes`` cycles of its latency, i.e. while its countdown
+``left_<engine>`` is below ``writes``; ``dma_hold``, registered, is high in cycle c when some
+engine's countdown in c - 1 says it writes in c + LD_OVERHEAD (LD_OVERHEAD < left <=
+writes + LD_OVERHEAD, ``wtop_<engine>``: an
+instruction issued in c - 1 or later writes SPAD_READ_LATENCY + 1 cycles after its dispatch
+at the earliest, after c + LD_OVERHEAD). The DMA then does not read an LD beat in c
+(hw/dma.py). The execute stage counts the beats the DMA has yet to read itself (``ld_beats``,
+the LD's ``writes`` from its dispatch, one less per beat read), so it knows without a signal
+from the DMA when a beat waits (``dma_held``: ld_beats != 0 and dma_hold), and ``left_dma``
+holds for that cycle: the LD's end, its busy cycles, the hazards on it and ``eng_last``
+follow its real end (the DMA's ``done`` against ``eng_last``, ``timing_fault``, checks the two
+counts agree).
 
 A stop (HALT, an error, NO_HALT) is taken when settled and every engine is free, then takes
 STOP_CYCLES as on the serial machine. The counters: ``cycles`` as before, each engine's its
@@ -81,6 +96,14 @@ def overlap_execute(m: Module, ctl, busy: Value, start: Value, stop: Value,
     cur = [Signal(layout, name=f"regions_{e}") for e in engines]
     rd_left = Signal(lbits)
     wr_left = Signal(lbits)
+    dma = engines.index(spec.SHARED_WRITER)
+    assert spec.SPAD_READ_LATENCY + 1 > spec.LD_OVERHEAD, \
+        "dma_hold: a writer issued now must write after the LD beat read next cycle is written"
+    # per engine (the DMA's unused): writes + LD_OVERHEAD, its window seen LD_OVERHEAD + 1
+    # cycles ahead (dma_hold)
+    wtop = [Signal(lbits + 2, name=f"wtop_{e}") for e in engines]
+    ld_beats = Signal(lbits, name="ld_beats")   # beats of the LD in flight the DMA has yet to read
+    dma_held = Signal(name="dma_held")          # one waits this cycle (the DMA reads none)
     haz_q = Signal()
     rd_ok_q = Signal()
     wr_ok_q = Signal()
@@ -117,17 +140,32 @@ def overlap_execute(m: Module, ctl, busy: Value, start: Value, stop: Value,
             m.d.sync += [left[k].eq(0), free[k].eq(1), active[k].eq(0)]
         with m.Elif(take):
             m.d.sync += [left[k].eq(head.latency - 1), free[k].eq(0), active[k].eq(1), cur[k].eq(slots)]
+            if k != dma:
+                m.d.sync += wtop[k].eq(head.latency - head.wfrom + spec.LD_OVERHEAD)
+        if k == dma:
+            with m.Elif(dma_held):
+                m.d.sync += left[k].eq(left[k])       # an LD beat waited: the LD ends a cycle later
         with m.Elif(left[k] != 0):
             m.d.sync += [left[k].eq(left[k] - 1), free[k].eq(left[k] == 1)]
         with m.Else():
             m.d.sync += [free[k].eq(1), active[k].eq(0)]
 
+    port_wr = head.wr & ~cls[dma]             # an LD shares the write port: it neither holds nor waits
+    m.d.comb += dma_held.eq((ld_beats != 0) & ctl.dma_hold)
     with m.If(start):
-        m.d.sync += [rd_left.eq(0), wr_left.eq(0)]
+        m.d.sync += ld_beats.eq(0)
+    with m.Elif(issue & cls[dma]):           # an LD's beats are its writes (an ST has none)
+        m.d.sync += ld_beats.eq(Mux(head.wr, head.latency - head.wfrom, 0))
+    with m.Elif((ld_beats != 0) & ~ctl.dma_hold):
+        m.d.sync += ld_beats.eq(ld_beats - 1)
+    with m.If(start):
+        m.d.sync += [rd_left.eq(0), wr_left.eq(0), ctl.dma_hold.eq(0)]
     with m.Else():
         m.d.sync += [
             rd_left.eq(Mux(issue & head.rd, head.reads - 1, Mux(rd_left != 0, rd_left - 1, 0))),
-            wr_left.eq(Mux(issue & head.wr, head.latency - 1, Mux(wr_left != 0, wr_left - 1, 0))),
+            wr_left.eq(Mux(issue & port_wr, head.latency - 1, Mux(wr_left != 0, wr_left - 1, 0))),
+            ctl.dma_hold.eq(any_of((left[k] >= spec.LD_OVERHEAD + 1) & (left[k] <= wtop[k])
+                                   for k in range(len(engines)) if k != dma)),
         ]
     # the flags, in two register stages: 1, the head's region comparisons with each engine's
     # (and its port needs); 2, their reduction against the countdowns of the cycle, for the
@@ -140,7 +178,7 @@ def overlap_execute(m: Module, ctl, busy: Value, start: Value, stop: Value,
     p1_wfrom = Signal(lbits + 1)
     m.d.sync += [pairs[s][k].eq(Cat(*conflict_pairs(slot, cur[k])))
                  for s, slot in enumerate(q.slots) for k in range(len(engines))]
-    m.d.sync += [p1_rd.eq(head.rd), p1_wr.eq(head.wr), p1_wfrom.eq(head.wfrom + 1)]
+    m.d.sync += [p1_rd.eq(head.rd), p1_wr.eq(port_wr), p1_wfrom.eq(head.wfrom + 1)]
     assert len(q.slots) == 2, "the head is slot rd_slot of two"
     head_pairs = [Mux(q.rd_slot, pairs[1][k], pairs[0][k]) for k in range(len(engines))]
     m.d.sync += [

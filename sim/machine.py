@@ -192,7 +192,8 @@ class Machine:
             raise ValueError(f"program of {len(decoded)} instructions does not fit IMEM_WORDS={p.IMEM_WORDS}")
         state = RunResult(_image(spad, "SPAD_WORDS", p, "initial scratchpad"),
                           _image(ext, "EXT_WORDS", p, "external-memory image"), Counters())
-        issue = spec.Issue(p)
+        issue = spec.Issue(p, record=True)
+        state.timeline = issue.timeline     # an LD's end grows while later writers are placed
         pc = 0
         while True:
             if max_steps is not None and state.steps >= max_steps:
@@ -209,10 +210,7 @@ class Machine:
             if ispec.counter is None:  # HALT
                 self._finish(state, issue)
                 return state
-            placed = issue.place(pc, ispec, fields)
-            state.timeline.append(placed)
-            engine = ispec.counter
-            setattr(state.counters, engine, getattr(state.counters, engine) + placed.end - placed.start)
+            issue.place(pc, ispec, fields)
             # every earlier instruction's effect first: the issue rule keeps the order's meaning
             _EXECUTE[ispec.name](state.spad, state.ext, fields)
             pc += 1
@@ -220,6 +218,8 @@ class Machine:
     @staticmethod
     def _finish(state: RunResult, issue: spec.Issue) -> None:
         state.counters.cycles = issue.stop() + spec.STOP_CYCLES
+        for engine, busy in issue.busy.items():
+            setattr(state.counters, engine, busy)
         state.counters.hazard = issue.hazard
         state.counters.port = issue.port
 
@@ -254,10 +254,11 @@ def predict_counters(program: Sequence[Instruction], params: Params = DEFAULT) -
             raise ValueError(f"instruction {pc} is illegal ({spec.ERROR_TEXT[code]}): {detail}")
         if ins.spec.counter is None:
             c.cycles = issue.stop() + spec.STOP_CYCLES
+            for engine, busy in issue.busy.items():
+                setattr(c, engine, busy)
             c.hazard, c.port = issue.hazard, issue.port
             return c
-        placed = issue.place(pc, ins.spec, ins.fields)
-        setattr(c, ins.spec.counter, getattr(c, ins.spec.counter) + placed.end - placed.start)
+        issue.place(pc, ins.spec, ins.fields)
     raise ValueError("the program has no HALT")
 
 

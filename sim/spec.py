@@ -21,7 +21,7 @@ from __future__ import annotations
 import enum
 import functools
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Protocol
 
 # --------------------------------------------------------------------------- encoding
@@ -805,12 +805,17 @@ class Placed:
     port: int = 0
 
 
+SHARED_WRITER = "dma"
+"""OVERLAP = 1: the engine whose scratchpad writes share the write port beat by beat (its LDs
+yield to the other engines' write windows) instead of holding it for a window (GA2.md section 7)."""
+
+
 class Issue:
     """The issue rule: when each instruction of a run is dispatched (GA2.md sections 5 and 7).
 
     Give it the legal instructions in program order (:meth:`place`), then ask for the cycle in
     which the stop (HALT, an illegal instruction, the end of the program) is taken (:meth:`stop`);
-    the ``cycles`` counter is that cycle plus STOP_CYCLES.
+    the ``cycles`` counter is that cycle plus STOP_CYCLES, each unit counter ``busy[engine]``.
 
     OVERLAP = 0 (serial): the first instruction is dispatched after FRONTEND_CYCLES, each next
     one when the previous one ends.
@@ -822,8 +827,24 @@ class Issue:
     * d >= the end of every earlier instruction whose scratchpad regions :func:`conflict` with
       its own (hazard; external-memory regions are only the DMA's, which runs one at a time);
     * if it reads the scratchpad: d >= d(j) + reads(j) for every earlier j (the read ports);
-    * if it writes: d + latency - writes >= the end of every earlier j that writes (the write
-      port; writes are in the last ``writes`` cycles of an instruction).
+    * if it writes and is not an LD: d + latency - writes >= the end of every earlier j that
+      writes and is not an LD (the write port; such writes are in the last ``writes`` cycles of
+      an instruction, its write window, and the windows never overlap).
+
+    An LD (the DMA, :data:`SHARED_WRITER`) does not hold the write port: its n = ``writes``
+    beats are written in order, in the first n cycles from d + LD_OVERHEAD that are in no other
+    engine's write window (the windows of every instruction placed before it or after it). Its
+    end is one past its last beat: d + latency plus the cycles of those windows that fell among
+    its beats; its span (and ``busy["dma"]``) grows by as much. So the LD's end can grow after
+    it is placed: when a later writer's window starts before the LD's end, the LD's beats from
+    that cycle on move past the window (:meth:`place` updates ``engine_end``, the LD's entry
+    in ``in_flight`` and ``busy``, and, with ``record``, the LD's :class:`Placed` in
+    ``timeline``). No instruction that waited on the LD's end (its hazard, or the DMA being
+    free) ever sees that end move afterwards: an instruction X that waited on it is dispatched
+    in d(X) >= the end E as it was when X was placed, every instruction placed after X is
+    dispatched at d(X) + OVERLAP_ISSUE_CYCLES or later, and its writes come after its
+    dispatch; so its window starts after E, after every beat of the LD, and moves none. The
+    writers placed before X are already counted in E. (The same argument holds for the stop.)
 
     A stop is taken in the first cycle >= d(i-1) + OVERLAP_ISSUE_CYCLES (OVERLAP_FRONTEND_CYCLES
     when it is the first instruction) in which every engine is free. ``hazard`` counts, per
@@ -831,7 +852,9 @@ class Issue:
     its hazards allow; ``port`` the rest of its wait.
     """
 
-    def __init__(self, params: Params = DEFAULT):
+    def __init__(self, params: Params = DEFAULT, *, record: bool = False):
+        """``record``: keep every placed instruction in ``timeline`` (program order), each LD
+        with its final end (a caller that only asks for dispatch cycles need not pay for it)."""
         self.params = params
         self.overlap = bool(params.OVERLAP)
         self.next = FRONTEND_CYCLES                  # serial: the next dispatch
@@ -842,22 +865,45 @@ class Issue:
         self.writes_until = 0
         self.hazard = 0
         self.port = 0
+        self.busy = dict.fromkeys(ENGINES, 0)
+        """Cycles each engine was busy: the sum of its instructions' spans (the unit counters)."""
+        self.windows: list[tuple[int, int]] = []
+        """The write windows [first, end) of the non-LD writers placed so far that end after the
+        last dispatch (in placement order, so in time order: they never overlap)."""
+        self.ld: tuple[int, int] | None = None
+        """The DMA's last instruction when it is an LD: (its index in ``timeline``, or -1; the
+        cycle of its first beat, d + LD_OVERHEAD). Its end is ``engine_end["dma"]``."""
+        self.timeline: list[Placed] | None = [] if record else None
 
     def _earliest(self) -> int:
         return OVERLAP_FRONTEND_CYCLES if self.last is None else self.last + OVERLAP_ISSUE_CYCLES
 
+    def copy(self) -> Issue:
+        """A copy that placing on does not change this one."""
+        twin = object.__new__(type(self))
+        twin.__dict__ = {k: (v.copy() if isinstance(v, dict | list) else v) for k, v in self.__dict__.items()}
+        return twin
+
     def peek(self, ispec: InstrSpec, fields: Mapping[str, int]) -> int:
         """The cycle :meth:`place` would dispatch this instruction in, next, without placing it
         (a scheduler's question: which of the instructions it may issue next starts first)."""
-        saved = (self.next, self.last, dict(self.engine_end), dict(self.in_flight), self.reads_until,
-                 self.writes_until, self.hazard, self.port)
-        start = self.place(-1, ispec, fields).start
-        (self.next, self.last, self.engine_end, self.in_flight, self.reads_until, self.writes_until,
-         self.hazard, self.port) = saved
-        return start
+        return self.copy().place(-1, ispec, fields).start
+
+    def _ld_end(self, t: int, left: int) -> int:
+        """The end of an LD placed now whose ``left`` beats are written from cycle ``t`` on:
+        one past the first ``left`` cycles from t in none of ``windows``."""
+        for first, end in self.windows:
+            if end <= t:
+                continue
+            if first >= t + left:
+                break
+            left -= max(0, first - t)
+            t = end
+        return t + left
 
     def place(self, pc: int, ispec: InstrSpec, fields: Mapping[str, int]) -> Placed:
-        """Dispatch one legal unit instruction (not HALT) and return where it runs."""
+        """Dispatch one legal unit instruction (not HALT) and return where it runs (an LD's
+        ``end`` as far as the instructions placed so far decide it: see the class)."""
         p = self.params
         length = latency(ispec, fields, p)
         engine = ispec.counter
@@ -865,31 +911,67 @@ class Issue:
         if not self.overlap:
             start = self.next
             self.next = start + length
-            return Placed(pc, ispec.name, engine, start, start + length)
+            self.busy[engine] += length
+            return self._record(Placed(pc, ispec.name, engine, start, start + length))
         accesses = spad_accesses(ispec, fields)
         base = max(self._earliest(), self.engine_end[engine])
         hazard = max((end for end, other in self.in_flight.values() if conflict(accesses, other)),
                      default=0)
         n_reads, n_writes = reads(ispec, fields, p), writes(ispec, fields, p)
+        shares = engine == SHARED_WRITER and n_writes > 0
         port = 0
         if n_reads:
             port = max(port, self.reads_until)
-        if n_writes:
+        if n_writes and not shares:
             port = max(port, self.writes_until - (length - n_writes))
         start = max(base, hazard, port)
         waited_hazard = max(0, hazard - base)
         waited_port = start - max(base, hazard)
         end = start + length
         self.last = start
+        while self.windows and self.windows[0][1] <= start:   # no LD from now on meets them
+            self.windows.pop(0)
+        if engine == SHARED_WRITER:
+            self.ld = None
+        if shares:
+            first = end - n_writes
+            self.ld = (-1 if self.timeline is None else len(self.timeline), first)
+            end = self._ld_end(first, n_writes)
         self.engine_end[engine] = end
         self.in_flight[engine] = (end, accesses)
+        self.busy[engine] += end - start
         if n_reads:
             self.reads_until = max(self.reads_until, start + n_reads)
-        if n_writes:
+        if n_writes and not shares:
             self.writes_until = max(self.writes_until, end)
+            self.windows.append((end - n_writes, end))
+            if self.ld is not None:
+                self._move_ld(end - n_writes, end)
         self.hazard += waited_hazard
         self.port += waited_port
-        return Placed(pc, ispec.name, engine, start, end, waited_hazard, waited_port)
+        return self._record(Placed(pc, ispec.name, engine, start, end, waited_hazard, waited_port))
+
+    def _record(self, placed: Placed) -> Placed:
+        if self.timeline is not None:
+            self.timeline.append(placed)
+        return placed
+
+    def _move_ld(self, first: int, end: int) -> None:
+        """A writer's window [first, end) was just placed: the last LD's beats in it and after
+        it move past it. Every earlier window ends by ``first`` (the write port rule), so the
+        LD's cycles from max(first, its first beat) to its end are all beats: they move by the
+        window's cycles from there."""
+        index, ld_first = self.ld
+        old = self.engine_end[SHARED_WRITER]
+        lo = max(first, ld_first)
+        if lo >= old or end <= lo:
+            return
+        new = old + end - lo
+        self.engine_end[SHARED_WRITER] = new
+        self.in_flight[SHARED_WRITER] = (new, self.in_flight[SHARED_WRITER][1])
+        self.busy[SHARED_WRITER] += new - old
+        if self.timeline is not None:
+            self.timeline[index] = replace(self.timeline[index], end=new)
 
     def stop(self) -> int:
         """The cycle in which the stop is taken (the serial machine: when the last instruction ends)."""

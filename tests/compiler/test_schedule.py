@@ -121,14 +121,16 @@ def test_an_independent_load_goes_ahead():
     assert dependencies(code[:4]) == [set(), {0}, {1}, set()]
     new = schedule(code, OVERLAP).code
     assert [ins.op for ins in new] == ["LD", "MM", "LD", "RQ", "HALT"]
-    # by hand: LD 10..16; then the MM and the second LD could both start at 16: the earlier in
-    # the program goes, MM 16..29; the LD (18 cycles, writing in its last 16) at 27, when its
-    # writes follow the MM's end, ..45, before the RQ, which could start at 29 (the MM's end)
-    # and so waits for its writes (its last 4 of 14 cycles) to follow the LD's: 35..49; HALT 50
-    assert [p.start for p in Machine(OVERLAP).run(new).timeline] == [10, 16, 27, 35]
-    assert predict_counters(new, OVERLAP).cycles == 50
-    # in the emitted order: RQ 29..43, the LD waits for the write port until 41, ..59; HALT 60
-    assert predict_counters(code, OVERLAP).cycles == 60
+    # by hand: LD 10..16; the MM waits for it: 16..29, writing 25..28. The second LD could start
+    # at 19, the RQ at 29 (the MM's end): the LD goes, its 16 beats from 21 skip the MM's window
+    # (21..24, 29..); the RQ at 29 writes 39..42 (its last 4 of 14 cycles), which the LD's
+    # beats skip too: 29..38, 43, 44, so the LD ends at 45 (18 cycles + 8 yielded); HALT 46
+    run = Machine(OVERLAP).run(new)
+    assert [p.start for p in run.timeline] == [10, 16, 19, 29]
+    assert [p.end for p in run.timeline] == [16, 29, 45, 43]
+    assert predict_counters(new, OVERLAP).cycles == 46
+    # in the emitted order: RQ 29..43 (writes 39..42), the LD at 32, beats 34..38, 43..53; HALT 55
+    assert predict_counters(code, OVERLAP).cycles == 55
 
 
 def test_a_conflict_on_external_memory_is_kept():
@@ -171,6 +173,35 @@ def test_a_streamed_weight_is_double_buffered():
     for ins in pieces:   # the c-th column block's pieces land in B block c mod 2
         assert (ins.dst - first) // block == (ins.src - weight.addr) // block % 2
     assert got.counters.cycles < want.counters.cycles
+
+
+def test_a_weight_larger_than_a_piece_streams_in_panels_each_in_its_own_place():
+    from compiler import Graph
+
+    rng = np.random.default_rng(3)
+    g = Graph()
+    x = g.input("x", (1, 32))
+    g.output(g.matmul(x, g.weight("w", rng.normal(0, 0.2, (32, 64)))), "y")   # 2,048 words of B
+    calibration = [{"x": rng.normal(size=(1, 32))} for _ in range(8)]
+    program = compile_graph(g, calibration, params=OVERLAP)
+    serial = compile_graph(g, calibration, params=DEFAULT)
+    test = {"x": rng.normal(size=(1, 32))}
+    got, want = program.run(test, warn=False), serial.run(test, warn=False)
+    assert np.array_equal(got.outputs["y"].ints, want.outputs["y"].ints)
+    # B streams in 16 panels of T = 4 columns (32 x 4 = 128 words, one LD each), every one to a
+    # place of its own (a ring of 16 B blocks): no load waits for an MM, and each MM reads one
+    # panel (ldb = 4), so it waits for that panel's load only
+    choice = program.blockings[max(program.blockings)]
+    assert (choice.stream_b, choice.cols, choice.b_loads, choice.b_how) == (True, 4, 16, "in panels")
+    weight = program.ext["w"]
+    loads = [ins for ins in program.code if ins.op == "LD" and weight.addr <= ins.src < weight.end]
+    assert sorted(ins.src - weight.addr for ins in loads) == list(range(0, 2048, 128))
+    places = sorted(ins.dst for ins in loads)
+    assert all(b - a >= 128 for a, b in itertools.pairwise(places))     # 16 places, none shared
+    assert all(ins.ldb == 4 for ins in program.code if ins.op == "MM")
+    # whole (the serial machine's program on this machine): every MM waits for all of B
+    assert got.counters.cycles < predict_counters(serial.code, OVERLAP).cycles
+    assert serial.blockings[max(serial.blockings)].stream_b is False
 
 
 def test_long_loads_are_cut_into_pieces():

@@ -1,5 +1,6 @@
 """cosim/mutants.py's breaks of the OVERLAP = 1 issue rule: the hazard flag that never holds an
-instruction back, the write-port flag that is always free. Each is one line of the control's
+instruction back, the write-port flag that is always free, the DMA that never yields the write
+port to another engine's window. Each is one line of the control's
 Verilog; co-simulation of the seed programs must catch both (memories and counters differ)."""
 
 from __future__ import annotations
@@ -17,7 +18,8 @@ OVERLAP = Params(OVERLAP=1)
 
 
 @pytest.mark.parametrize(("name", "line"), [("hazard-off", "haz_q <= 1'h0;"),
-                                           ("write-port-off", "wr_ok_q <= 1'h1;")])
+                                           ("write-port-off", "wr_ok_q <= 1'h1;"),
+                                           ("dma-yield-off", "dma_hold <= 1'h0;")])
 def test_each_overlap_mutant_changes_one_register(tmp_path, name, line):
     source = tmp_path / "ga2_simtop.v"
     source.write_bytes(fresh_verilog(params=OVERLAP, say=lambda _: None).read_bytes())
@@ -36,7 +38,7 @@ def test_the_serial_machine_has_no_overlap_flags(tmp_path):
 
 @pytest.mark.slow
 @pytest.mark.rtl
-@pytest.mark.parametrize("name", ["hazard-off", "write-port-off"])
+@pytest.mark.parametrize("name", ["hazard-off", "write-port-off", "dma-yield-off"])
 def test_cosim_catches_a_broken_issue_rule(icarus, name):
     command = [sys.executable, "-m", "cosim", "seeds", "100-103", "--sim", icarus, "--mutant", name,
                "--param", "OVERLAP=1"]

@@ -120,3 +120,75 @@ def test_ld_packed_int8_every_length_and_alignment(lanes: int):
     one = build("LD", dst=0, src=0, len=4, fmt=1, params=params)
     got, _, _ = run_unit(lambda: DMA(params), [one], ext=[0x80FF7F01], params=params)
     assert [int(w) for w in got[:4]] == [1, 127, 0xFFFFFFFF, 0xFFFFFF80]   # 1, 127, -1, -128
+
+
+HELD = Params(SPAD_WORDS=256, EXT_WORDS=256, OVERLAP=1)
+
+
+def _run_held(program, hold: set[int], spad, ext) -> tuple[np.ndarray, list[list[int]], list[int]]:
+    """Run instructions back to back on an OVERLAP = 1 DMA whose ``hold`` is high in the cycles
+    ``hold`` (counted from each instruction's dispatch). Returns the scratchpad, each
+    instruction's scratchpad write cycles (from its dispatch) and its latency (to done)."""
+    from amaranth.sim import Simulator
+
+    from .harness import UnitBench, _get_memory, _set_memory, present
+
+    bench = UnitBench(DMA(HELD), HELD)
+    unit = bench.unit
+    result: dict = {}
+
+    async def testbench(ctx):
+        _set_memory(ctx, bench.spad, spad)
+        _set_memory(ctx, bench.ext, ext)
+        writes, latencies = [], []
+        for ins in program:
+            present(ctx, unit, ins)
+            ctx.set(unit.start, 1)
+            cycle, mine = 0, []
+            while True:
+                ctx.set(unit.hold, int(cycle in hold))
+                if ctx.get(unit.wr.en):
+                    mine.append(cycle)
+                if ctx.get(unit.done):
+                    break
+                await ctx.tick()
+                ctx.set(unit.start, 0)
+                cycle += 1
+                assert cycle < 500
+            ctx.set(unit.hold, 0)
+            await ctx.tick()
+            ctx.set(unit.start, 0)
+            writes.append(mine)
+            latencies.append(cycle + 1)
+        await ctx.tick()
+        result["spad"] = _get_memory(ctx, bench.spad)
+        result["writes"], result["latencies"] = writes, latencies
+
+    sim = Simulator(bench)
+    sim.add_clock(1e-8)
+    sim.add_testbench(testbench)
+    sim.run()
+    return result["spad"], result["writes"], result["latencies"]
+
+
+def test_a_held_ld_beat_waits_and_the_rest_follow():
+    """OVERLAP = 1: hold in cycle c keeps the LD from reading the beat it would write in
+    c + LD_OVERHEAD; that beat and the later ones wait one cycle per cycle held (worked by
+    hand: 5 beats, hold in cycles 0, 2, 3 and 9 after the dispatch: reads in 1, 4, 5, 6, 7,
+    writes 2 later: 3, 6, 7, 8, 9; 10 cycles instead of 7). An ST ignores hold; so does an LD
+    once its beats are all read (cycle 9)."""
+    rng = np.random.default_rng(11)
+    spad, ext = _random_words(rng, 256), _random_words(rng, 256)
+    program = [build("LD", dst=3, src=40, len=19, params=HELD),      # 5 beats
+               build("ST", src=100, dst=7, len=9, params=HELD),      # 3 beats
+               build("LD", dst=120, src=7, len=9, params=HELD)]      # reads what the ST wrote
+    got, writes, latencies = _run_held(program, {0, 2, 3, 9}, spad, ext)
+    assert writes[0] == [3, 6, 7, 8, 9] and latencies[0] == 10
+    assert latencies[1] == 3 + spec.ST_OVERHEAD and writes[1] == []
+    assert writes[2] == [3, 6, 7] and latencies[2] == 8
+    want = spad.astype(np.uint32).copy()
+    ext2 = ext.astype(np.uint32).copy()
+    want[3:22] = ext2[40:59]
+    ext2[7:16] = want[100:109]
+    want[120:129] = ext2[7:16]
+    assert np.array_equal(got, want)

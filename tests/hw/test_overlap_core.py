@@ -26,6 +26,13 @@ HAND = {
            "LD dst=100 src=0 len=4\nHALT",
     "write port": "VADD dst=0 src1=100 src2=200 len=64\nLD dst=300 src=0 len=64\nHALT",
     "read port": "VADD dst=0 src1=100 src2=200 len=64\nSM dst=400 src=500 len=4\nHALT",
+    "ld yields to an mm row": "LD dst=0 src=0 len=64\nMM dst=100 A=200 B=300 M=1 K=4 N=4 tb=0 lda=4 ldb=4 "
+                              "ldc=4\nHALT",
+    "mm window before an ld": f"{MM_44.format(dst=100, A=200, B=300)}\nLD dst=0 src=0 len=64\nHALT",
+    "rq inside an ld, a wait on its end": "LD dst=0 src=0 len=64\nRQ dst=300 src=400 len=16 m=1 s=1 relu=0\n"
+                                          "SM dst=500 src=60 len=4\nLD dst=600 src=0 len=4\nHALT",
+    "other engines in turn": "RQ dst=0 src=100 len=64 m=1 s=1 relu=0\nMM dst=300 A=400 B=500 M=4 K=1 N=4 "
+                             "tb=0 lda=4 ldb=4 ldc=4\nHALT",
     "halt": "HALT",
     "drain": "LD dst=0 src=0 len=64\nSM dst=400 src=500 len=4\nHALT",
     "error": "LD dst=0 src=0 len=64\nMM dst=100 A=32 B=48 M=0 K=4 N=4 tb=0 lda=4 ldb=4 ldc=4\nHALT",

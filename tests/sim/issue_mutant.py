@@ -31,8 +31,8 @@ class _Idle(dict):
 def _engines_never_busy() -> None:
     init = spec.Issue.__init__
 
-    def patched(self, params=spec.DEFAULT):
-        init(self, params)
+    def patched(self, params=spec.DEFAULT, **kwargs):
+        init(self, params, **kwargs)
         self.engine_end = _Idle(self.engine_end)
     spec.Issue.__init__ = patched
 
@@ -47,6 +47,16 @@ def _regions_one_word_short() -> None:
     spec.spad_accesses = lambda ispec, fields: [(s, e - 1, r, w) for s, e, r, w in accesses(ispec, fields)]
 
 
+def _steal_not_counted() -> None:
+    move = spec.Issue._move_ld
+
+    def patched(self, first, end):
+        busy = self.busy[spec.SHARED_WRITER]
+        move(self, first, end)
+        self.busy[spec.SHARED_WRITER] = busy
+    spec.Issue._move_ld = patched
+
+
 MUTANTS = {
     "read after write ignored": lambda: setattr(spec, "conflict", _conflict(False, True, True)),
     "write after read ignored": lambda: setattr(spec, "conflict", _conflict(True, False, True)),
@@ -57,6 +67,11 @@ MUTANTS = {
     "the read ports are free for every reader": lambda: setattr(spec, "reads", lambda *a, **k: 0),
     "the write port is free for every writer": lambda: setattr(spec, "writes", lambda *a, **k: 0),
     "a region's last word is left out of the hazard check": _regions_one_word_short,
+    "an LD never yields: it holds the write port for its window":
+        lambda: setattr(spec, "SHARED_WRITER", None),
+    "a window placed after an LD does not move its end": lambda: setattr(spec.Issue, "_move_ld",
+                                                                         lambda self, first, end: None),
+    "an LD's end moves but its busy cycles do not grow": _steal_not_counted,
 }
 """Broken issue rules, by name. (MM with acc = 1 reading its destination is not among them: that
 region is also written, so the write alone gives the same conflicts; the mutant is equivalent.)"""
