@@ -116,3 +116,20 @@ def test_a_program_that_disagrees_with_the_interpreter_stops_the_study(monkeypat
     monkeypatch.setattr(studies, "interpret", off_by_one)
     with pytest.raises(studies.StudyError, match=r"example A \{\}: output 'out' differs"):
         studies.checked_run("example A", studies.attention_step_network(), DEFAULT)
+
+
+def test_the_targets_agree_with_the_other_studies_and_their_bounds_hold(record):
+    """Section 4's cycles are those of study 1's 'all' column and study 2's overlapped run; no
+    bound exceeds the cycles; one token of decode keeps the DMA busy 90% of the cycles (issue 15's
+    target: the LDs share the write port beat by beat, the weights stream in panels)."""
+    seeds, b48, one = record["targets"]
+    options = {r["program"]: r for r in record["options"]}
+    assert seeds["cycles"] == options["seeds 100-111"]["all"]
+    assert b48["cycles"] == options["example B w48"]["all"]
+    assert one["cycles"] == record["decode_prefill"][0]["cycles (overlap)"]
+    for row in record["targets"]:
+        bounds = [row[k] for k in ("engine", "read port", "issue", "dependences", "MXU roof", "DMA roof")]
+        assert max(bounds) <= row["best bound"] <= row["cycles"], row["program"]
+    assert one["DMA busy"] >= 0.9 * one["cycles"]
+    assert record["decode_prefill"][0]["DMA busy % (overlap)"] >= 90
+
