@@ -26,7 +26,9 @@ from dataclasses import dataclass
 
 from sim import spec
 from sim.asm import Instruction
-from sim.spec import Mem, Params
+from sim.spec import Params
+
+from .schedule import ext_accesses
 
 
 @dataclass(frozen=True)
@@ -62,16 +64,6 @@ class Bounds:
         return max(values, key=values.__getitem__)
 
 
-def _ext_accesses(ins: Instruction) -> list[tuple[int, int, bool, bool]]:
-    f = ins.spec.complete(ins.fields)
-    out = []
-    for r in ins.spec.regions:
-        if r.mem is Mem.EXT:
-            start = f[r.start]
-            out.append((start, start + r.extent(f), not r.writes, r.writes))
-    return out
-
-
 def bounds(code: Sequence[Instruction], params: Params) -> Bounds:
     """The lower bounds of a legal program (HALT and anything after it left out).
 
@@ -98,7 +90,7 @@ def bounds(code: Sequence[Instruction], params: Params) -> Bounds:
         engines[ins.spec.counter] = engines.get(ins.spec.counter, 0) + n
         read_port += spec.reads(ins.spec, ins.fields, params)
         spad.append(spec.spad_accesses(ins.spec, ins.fields))
-        ext.append(_ext_accesses(ins))
+        ext.append(ext_accesses(ins))
         if ins.op == "MM":
             macs += ins.fields["M"] * ins.fields["K"] * ins.fields["N"]
         if ins.op in ("LD", "ST"):

@@ -113,14 +113,6 @@ def ext_accesses(ins: Instruction) -> list[Access]:
             for r in ins.spec.regions if r.mem is Mem.EXT]
 
 
-def _clone(issue: spec.Issue) -> spec.Issue:
-    """A copy of the issue rule's state that placing on does not change the original."""
-    twin = object.__new__(type(issue))
-    twin.__dict__ = {k: (v.copy() if isinstance(v, dict | list | set) else v)
-                     for k, v in issue.__dict__.items()}
-    return twin
-
-
 def depends(later: tuple[list[Access], list[Access]], earlier: tuple[list[Access], list[Access]]) -> bool:
     """Whether an instruction must stay after an earlier one: their scratchpad regions, or their
     external-memory regions, conflict (:func:`sim.spec.conflict`: read after write, write after
@@ -177,7 +169,7 @@ def schedule(code: Sequence[Instruction], params: Params, window: int = WINDOW) 
                 if not done[j] and not any(not done[i] and after(j, i) for i in range(floor, j))]
 
     def start_after(state: spec.Issue, j: int) -> tuple[int, spec.Issue]:
-        twin = _clone(state)
+        twin = state.copy()
         return twin.place(len(order), body[j].spec, body[j].fields).start, twin
 
     def rollout(state: spec.Issue, j: int) -> int:
