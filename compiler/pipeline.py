@@ -25,7 +25,7 @@ from .allocator import AllocEvent
 from .calibrate import calibration_values, ranges_of
 from .cse import eliminate
 from .emit import Emission, emit
-from .errors import CompileError, shown
+from .errors import CompileError, plural, shown
 from .fusion import fuse_relus
 from .ir import Graph
 from .layout import ExtEntry, external_layout, with_panels
@@ -353,6 +353,11 @@ def check_arguments(graph: object, reuse: object, ranges: object, params: object
     if not isinstance(graph, Graph):
         raise CompileError(f"compile_graph: graph = {shown(graph)} is not a compiler.Graph",
                            "build the graph with compiler.Graph() and its methods and pass it first")
+    if not graph.outputs():
+        raise CompileError(f"compile_graph: the graph (graph #{graph.number}, "
+                           f"{plural(len(graph.nodes), 'node')}) has no output, so its program would store "
+                           "nothing a host can read",
+                           "mark each result with graph.output(node, 'name')")
     if not isinstance(reuse, bool | np.bool_):
         raise CompileError(f"compile_graph: reuse = {shown(reuse)} is not True or False",
                            "pass reuse=True (release dead buffers) or reuse=False (keep every tensor)")
