@@ -34,7 +34,7 @@ from .limits import check_limits
 from .ops import Op
 from .placement import Placement, place
 from .program import Program
-from .scales import ScalePlan, plan_scales
+from .scales import ScalePlan, ZeroRangeWarning, plan_scales
 from .schedule import reorder_emission
 from .tables import TableSaturationWarning, saturation_notes
 
@@ -153,6 +153,8 @@ def _calibration(c: Compilation) -> None:
 
 def _scales(c: Compilation) -> None:
     c.plan = plan_scales(c.graph, c.ranges, c.fixed_ranges)
+    for note in c.plan.stand_ins:
+        warnings.warn(note, ZeroRangeWarning, stacklevel=4)
     for note in saturation_notes(c.graph, c.plan.scales, c.table_inputs or {}):
         c.plan.notes.append(note)
         warnings.warn(note, TableSaturationWarning, stacklevel=4)
