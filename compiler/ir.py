@@ -7,7 +7,7 @@ the compiler. Node ids are list positions; nodes are in a topological order by c
 (an operand must exist before the node that reads it).
 
 Operations (seed chapter 11; int4 weights from chapter 13, slices from chapter 16; the
-table of :mod:`compiler.ops` declares each, :mod:`compiler.shapes` holds the shape rules):
+table of :mod:`compiler.ops` declares each, with its shape rule):
 
 =========== ======================= ==================================================
 op          operands                 result shape
@@ -42,7 +42,9 @@ import numpy as np
 
 from .errors import CompileError, first_non_finite, float_array, plural, shown
 from .ops import OPS, Op, Role
-from .shapes import VALID_WEIGHT_BITS, Shape
+from .ops.shapes import Shape
+from .ops.weight import VALID_WEIGHT_BITS
+from .text import graph_text, read_graph
 
 __all__ = ["VALID_WEIGHT_BITS", "CompileError", "Graph", "Node", "NodeId", "Op", "Shape", "first_non_finite",
            "float_array", "plural", "shown"]
@@ -301,7 +303,6 @@ class Graph:
     def text(self) -> str:
         """The graph as text, one node a line: ``%2 = matmul %0, %1 factor=0.5 -> (4, 8)``
         (see :mod:`compiler.text`; a weight's values are not part of it)."""
-        from .text import graph_text
         return graph_text(self)
 
     def __str__(self) -> str:
@@ -322,8 +323,9 @@ class Graph:
             CompileError: a line that does not parse, or a node the builders refuse; the
                 message names the line.
         """
-        from .text import parse_graph
-        return parse_graph(text, weights)
+        graph = cls()
+        read_graph(graph, text, weights)
+        return graph
 
     # ------------------------------------------------------------------ queries
 

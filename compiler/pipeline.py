@@ -31,7 +31,7 @@ from .ir import Graph
 from .layout import ExtEntry, external_layout, with_panels
 from .lifetimes import release_schedule
 from .limits import check_limits
-from .ops import Op
+from .ops import OPS, Op
 from .placement import Placement, place
 from .program import Program
 from .scales import ScalePlan, ZeroRangeWarning, plan_scales
@@ -55,7 +55,8 @@ class Compilation:
     computing it in ``graph``), consumers (node id -> readers), fused
     (matmuls carrying a relu), placement, schedule (step -> buffers released there), ext and
     ext_words (the external layout), ranges (calibrated, node id -> largest |value|),
-    table_inputs (table node id -> its input's calibration values), plan
+    table_inputs (the id of a node whose operation clips its input, a table activation -> its
+    input's calibration values), plan
     (the scale plan), emission (code, requantizers, high-water mark).
     """
 
@@ -148,7 +149,7 @@ def _layout(c: Compilation) -> None:
 def _calibration(c: Compilation) -> None:
     values = calibration_values(c.graph, c.calibration)
     c.ranges = ranges_of(c.graph, values)
-    c.table_inputs = {n.id: values[n.ins[0]] for n in c.graph.nodes if n.op == Op.TABLE}
+    c.table_inputs = {n.id: values[n.ins[0]] for n in c.graph.nodes if OPS[n.op].clips_input}
 
 
 def _scales(c: Compilation) -> None:

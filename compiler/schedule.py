@@ -35,13 +35,15 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
 
 from sim import spec
 from sim.asm import Instruction, build
 from sim.spec import INT8_PER_WORD, Mem, Params
 
-from .allocator import AllocEvent
-from .emit import Emission
+if TYPE_CHECKING:
+    from .allocator import AllocEvent
+    from .emit import Emission
 
 WINDOW = 48
 """How many earlier instructions one may move ahead of (the scheduler's lookahead)."""
