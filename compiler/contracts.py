@@ -19,7 +19,7 @@ from .ops import OPS, RESULT, Role
 from .requant import shift_range
 
 if TYPE_CHECKING:
-    from .pipeline import Compilation
+    from .compilation import Compilation
 
 
 class ContractError(AssertionError):

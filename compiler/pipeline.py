@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -23,67 +23,22 @@ from sim.spec import DEFAULT, Params
 from . import contracts
 from .allocator import AllocEvent
 from .calibrate import calibration_values, ranges_of
+from .compilation import Compilation
 from .cse import eliminate
-from .emit import Emission, emit
+from .emit import emit
 from .errors import CompileError, plural, shown
 from .fusion import fuse_relus
 from .ir import Graph
-from .layout import ExtEntry, external_layout, with_panels
+from .layout import external_layout, with_panels
 from .lifetimes import release_schedule
 from .limits import check_limits
+from .lowering.table import LOWERINGS
 from .ops import OPS, Op
-from .placement import Placement, place
+from .placement import place
 from .program import Program
-from .scales import ScalePlan, ZeroRangeWarning, plan_scales
+from .scales import ZeroRangeWarning, plan_scales
 from .schedule import reorder_emission
 from .tables import TableSaturationWarning, saturation_notes
-
-
-@dataclass
-class Compilation:
-    """What the passes share: the arguments of :func:`compile_graph`, then what each pass adds.
-
-    Attributes (arguments): graph, params (the machine), calibration (samples), fixed_ranges
-    (``ranges=``), reuse, events (the allocator's trace, or None), stream (block matmuls
-    whose operands do not fit the scratchpad whole), pack (int8 weights four to an external
-    word: True, False, or None for only when needed; :mod:`compiler.packing`), cse (merge
-    repeated pure subgraphs: :mod:`compiler.cse`), fuse (a relu is the relu flag of the
-    instruction that writes its operand, else an RQ of its own: :mod:`compiler.fusion`).
-    reorder (OVERLAP = 1: list-schedule the emitted code, :mod:`compiler.schedule`).
-    Attributes (results, None until their pass ran): source (the argument graph: the cse pass
-    replaces ``graph`` by the merged graph), node_of (source's node id -> the id of the node
-    computing it in ``graph``), consumers (node id -> readers), fused
-    (matmuls carrying a relu), placement, schedule (step -> buffers released there), ext and
-    ext_words (the external layout), ranges (calibrated, node id -> largest |value|),
-    table_inputs (the id of a node whose operation clips its input, a table activation -> its
-    input's calibration values), plan
-    (the scale plan), emission (code, requantizers, high-water mark).
-    """
-
-    graph: Graph
-    params: Params = DEFAULT
-    calibration: Sequence[Mapping[str, object]] | None = None
-    fixed_ranges: Mapping[str, float] | None = None
-    reuse: bool = True
-    events: list[AllocEvent] | None = None
-    stream: bool = True
-    pack: bool | None = None
-    cse: bool = True
-    fuse: bool = True
-    reorder: bool = True
-    first_event: int = 0
-    source: Graph | None = field(default=None, repr=False)
-    node_of: dict[int, int] | None = None
-    consumers: dict[int, list[int]] | None = None
-    fused: set[int] | None = None
-    placement: Placement | None = None
-    schedule: dict[int, list[int]] | None = None
-    ext: dict[str, ExtEntry] | None = field(default=None, repr=False)
-    ext_words: int | None = None
-    ranges: dict[int, float] | None = None
-    table_inputs: dict[int, np.ndarray] | None = field(default=None, repr=False)
-    plan: ScalePlan | None = None
-    emission: Emission | None = None
 
 
 @dataclass(frozen=True)
@@ -156,15 +111,15 @@ def _scales(c: Compilation) -> None:
     c.plan = plan_scales(c.graph, c.ranges, c.fixed_ranges)
     for note in c.plan.stand_ins:
         warnings.warn(note, ZeroRangeWarning, stacklevel=4)
-    for note in saturation_notes(c.graph, c.plan.scales, c.table_inputs or {}):
+    for note in saturation_notes(c.graph.nodes, c.plan.scales, c.table_inputs or {}):
         c.plan.notes.append(note)
         warnings.warn(note, TableSaturationWarning, stacklevel=4)
 
 
 def _emission(c: Compilation) -> None:
     c.first_event = len(c.events) if c.events is not None else 0
-    c.emission = emit(c.graph, c.plan.scales, c.fused, c.placement, c.schedule, c.ext, c.reuse, c.params,
-                      c.events, c.stream)
+    c.emission = emit(c.graph, c.plan.scales, c.fused, c.placement, c.schedule, c.ext, params=c.params,
+                      lowerings=LOWERINGS, reuse=c.reuse, events=c.events, stream=c.stream)
 
 
 def _scheduling(c: Compilation) -> None:

@@ -29,19 +29,30 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Protocol
 
 from .errors import CompileError
 from .ops import OPS, Op, Role
 
 if TYPE_CHECKING:
-    from .ir import Graph, Node
+    from .node import Node
 
 _LINE = re.compile(r"%(?P<id>\d+)\s*=\s*(?P<op>[a-z_]+)(?P<body>.*?)\s*->\s*\(\s*(?P<rows>\d+)\s*,\s*"
                    r"(?P<cols>\d+)\s*\)\s*$")
 _TOKEN = re.compile(r'\s*(?:(?P<operand>%\d+)\s*,?|(?P<string>"(?:[^"\\]|\\.)*")'
                     r'|(?P<key>[a-z_]+)=(?P<value>"(?:[^"\\]|\\.)*"|[^\s"]+))')
+
+
+class Graph(Protocol):
+    """What the text form reads and builds through: a graph's nodes and its one way in
+    (:class:`compiler.ir.Graph` is one; this module lies below it)."""
+
+    nodes: Sequence[Node]
+
+    def add_node(self, op: Op | str, ins: tuple[int, ...] = (), **attrs: Any) -> int: ...
+
+    def tag(self, a: int, name: str) -> int: ...
 
 
 def node_text(node: Node) -> str:

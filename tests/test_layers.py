@@ -72,7 +72,7 @@ has a production home)."""
 COMPILER_LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("foundations", ("compiler.errors", "compiler.int4", "compiler.packing", "compiler.requant",
                      "compiler.bias", "compiler.tables", "compiler.allocator", "compiler.timeline")),
-    ("operations and the IR", ("compiler.ops", "compiler.text", "compiler.ir")),
+    ("operations and the IR", ("compiler.ops", "compiler.node", "compiler.text", "compiler.ir")),
     ("passes over the graph", ("compiler.limits", "compiler.cse", "compiler.fusion", "compiler.placement",
                                "compiler.lifetimes", "compiler.layout", "compiler.evaluate",
                                "compiler.calibrate", "compiler.scales")),
@@ -80,7 +80,7 @@ COMPILER_LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
                   "compiler.emit", "compiler.bounds")),
     ("program and its readers", ("compiler.program", "compiler.symbols", "compiler.interpret",
                                  "compiler.realcheck", "compiler.accuracy", "compiler.explain")),
-    ("pipeline", ("compiler.contracts", "compiler.pipeline")),
+    ("pipeline", ("compiler.compilation", "compiler.contracts", "compiler.pipeline")),
     ("front ends and the package's face", ("compiler.frontend", "compiler")),
     ("test tooling", ("compiler.testing",)),
 )

@@ -10,7 +10,7 @@ from sim.spec import LUT_TABLE_WORDS
 from ..tables import region_name, table_levels
 
 if TYPE_CHECKING:
-    from ..ir import Node
+    from ..node import Node
     from .emitter import Emitter
 
 

@@ -10,7 +10,7 @@ from ..requant import requantizer, rescale_factor
 from .emitter import fused_relu
 
 if TYPE_CHECKING:
-    from ..ir import Node
+    from ..node import Node
     from .emitter import Emitter
 
 ADD_SAME_SCALE = 1e-9

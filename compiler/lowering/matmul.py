@@ -15,8 +15,8 @@ from ..requant import matmul_factor, requantizer
 from .emitter import fused_relu
 
 if TYPE_CHECKING:
-    from ..ir import Node
     from ..layout import ExtEntry
+    from ..node import Node
     from .emitter import Emitter
 
 

@@ -9,8 +9,8 @@ from typing import TYPE_CHECKING
 from ..int4 import is_int4
 
 if TYPE_CHECKING:
-    from ..ir import Node
     from ..layout import ExtEntry
+    from ..node import Node
     from .emitter import Emitter
 
 

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 from sim.spec import BY_NAME
 
 if TYPE_CHECKING:
-    from ..ir import Node
+    from ..node import Node
     from .emitter import Emitter
 
 IDENTITY_SHIFT = next(f.width for f in BY_NAME["RQ"].fields if f.name == "m") - 1

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 from ..requant import requantizer, softmax_factor
 
 if TYPE_CHECKING:
-    from ..ir import Node
+    from ..node import Node
     from .emitter import Emitter
 
 

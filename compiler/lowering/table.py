@@ -1,49 +1,25 @@
 """The lowerings, registered against the operations they lower: :data:`LOWERINGS`.
 
-Each operation of the table (:mod:`compiler.ops`) has one :class:`Lowering` here; emission
-(:mod:`compiler.emit`) looks a node's lowering up by its operation, never by a name compared in
-its own code. A new operation's lowering is a module of this package and one entry below;
-``tests/compiler/lowering/test_table.py`` fails while an operation has none.
+Each operation of the table (:mod:`compiler.ops`) has one
+:class:`~compiler.lowering.emitter.Lowering` here; the pipeline gives the table to emission
+(:mod:`compiler.emit`), which looks a node's lowering up by its operation, never by a name
+compared in its own code. A new operation's lowering is a module of this package and one entry
+below; ``tests/compiler/lowering/test_table.py`` fails while an operation has none.
 """
 
 from __future__ import annotations
-
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
 
 from ..ops import Op
 from ..streaming import lower_matmul_step
 from .activation import lower_table
 from .add import lower_add
 from .argmax import lower_argmax
+from .emitter import Lowering
 from .matmul import lower_matmul
 from .memory import lower_load, lower_output
 from .relu import lower_relu
 from .softmax import lower_softmax
 from .view import lower_view
-
-if TYPE_CHECKING:
-    from ..ir import Node
-    from .emitter import Emitter
-
-
-@dataclass(frozen=True)
-class Lowering:
-    """How one operation lowers.
-
-    Attributes:
-        lower: writes a node's instructions, its operands in the scratchpad at the addresses
-            given (for a source: its load, run just before the first step that reads it).
-        step: a node's whole step when its operands may not fit the scratchpad whole: it
-            places them itself, whole or streamed in blocks, and writes the instructions
-            (:mod:`compiler.streaming`); None: emission loads the operands whole and runs
-            ``lower``.
-    """
-
-    lower: Callable[[Emitter, Node, Sequence[int]], None]
-    step: Callable[[Any, Node], None] | None = None
-
 
 LOWERINGS: dict[Op, Lowering] = {
     Op.INPUT: Lowering(lower_load),

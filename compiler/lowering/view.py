@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from ..ir import Node
+    from ..node import Node
     from .emitter import Emitter
 
 

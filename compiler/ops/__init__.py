@@ -28,17 +28,19 @@ real       its real-number meaning in levels, or no arithmetic (the stage-wise c
 tolerance  how many levels the stage-wise check allows
 ========== ===============================================================================
 
-The package, one module a concern: :mod:`.spec` (the form of an entry and its traits),
-:mod:`.shapes` and :mod:`.semantics` (what the shape rules and the meanings share), one module
-per operation (:mod:`.input`, :mod:`.weight`, :mod:`.matmul`, :mod:`.softmax`, :mod:`.add`,
-:mod:`.relu`, :mod:`.activation` for the table activation, :mod:`.concat`, :mod:`.slice`,
-:mod:`.argmax`, :mod:`.output`) and the table itself (:mod:`.table`). How each operation lowers
-to GA-2 instructions is the back end's: :mod:`compiler.lowering`.
+The package, one module a concern: the operations' names (:mod:`.names`), the form of an
+entry and its traits (:mod:`.spec`), what the shape rules and the meanings share
+(:mod:`.shapes`, :mod:`.semantics`), one module per operation (:mod:`.input`, :mod:`.weight`,
+:mod:`.matmul`, :mod:`.softmax`, :mod:`.add`, :mod:`.relu`, :mod:`.activation` for the table
+activation, :mod:`.concat`, :mod:`.slice`, :mod:`.argmax`, :mod:`.output`) and the table
+itself (:mod:`.table`). How each operation lowers to GA-2 instructions is the back end's:
+:mod:`compiler.lowering`.
 """
 
+from .names import Op
 from .softmax import PROBABILITY_SCALE, SOFTMAX_IN_SCALE
 from .spec import FREE, NAME, RESULT, SHARES_OPERAND, Constant, Limit, OpSpec, Pin, Place, Role, ScaleRule
-from .table import OPS, Op
+from .table import OPS
 
 __all__ = ["FREE", "NAME", "OPS", "PROBABILITY_SCALE", "RESULT", "SHARES_OPERAND", "SOFTMAX_IN_SCALE",
            "Constant", "Limit", "Op", "OpSpec", "Pin", "Place", "Role", "ScaleRule"]

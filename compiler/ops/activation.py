@@ -19,9 +19,8 @@ from .spec import Constant
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
-    from ..ir import Node
-    from ..program import Program
-    from .semantics import FloatContext, IntContext
+    from ..node import Node
+    from .semantics import Compiled, FloatContext, IntContext
     from .shapes import Attrs, Shape
 
 
@@ -64,7 +63,7 @@ def int_table(node: Node, operands: Sequence[np.ndarray], context: IntContext) -
     return table[np.asarray(operands[0], dtype=np.int64) + 128]
 
 
-def real_table(node: Node, real: Callable[[int], np.ndarray], program: Program) -> np.ndarray:
+def real_table(node: Node, real: Callable[[int], np.ndarray], program: Compiled) -> np.ndarray:
     """The function of the dequantized operand at the result's scale."""
     with np.errstate(all="ignore"):
         return level(function(node.fn)(real(node.ins[0])), program.scales[node.id])

@@ -14,9 +14,8 @@ from ..errors import CompileError
 from .semantics import level
 
 if TYPE_CHECKING:
-    from ..ir import Node
-    from ..program import Program
-    from .semantics import FloatContext, IntContext
+    from ..node import Node
+    from .semantics import Compiled, FloatContext, IntContext
     from .shapes import Attrs, Shape
 
 
@@ -44,7 +43,7 @@ def int_add(node: Node, operands: Sequence[np.ndarray], context: IntContext) -> 
     return sat_add_array(*rescaled, node.id in context.program.relu_fused)
 
 
-def real_add(node: Node, real: Callable[[int], np.ndarray], program: Program) -> np.ndarray:
+def real_add(node: Node, real: Callable[[int], np.ndarray], program: Compiled) -> np.ndarray:
     """The sum of the dequantized operands at the result's scale, its fused relu applied."""
     want = level(real(node.ins[0]) + real(node.ins[1]), program.scales[node.id])
     return np.maximum(want, 0) if node.id in program.relu_fused else want

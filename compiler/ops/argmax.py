@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 if TYPE_CHECKING:
-    from ..ir import Node
+    from ..node import Node
     from .semantics import FloatContext, IntContext
     from .shapes import Attrs, Shape
 

@@ -10,7 +10,7 @@ import numpy as np
 from .shapes import check_shape
 
 if TYPE_CHECKING:
-    from ..ir import Node
+    from ..node import Node
     from .semantics import FloatContext, IntContext
     from .shapes import Attrs, Shape
 

@@ -17,9 +17,8 @@ from .semantics import level, matmul_in_order
 from .spec import Constant
 
 if TYPE_CHECKING:
-    from ..ir import Node
-    from ..program import Program
-    from .semantics import FloatContext, IntContext
+    from ..node import Node
+    from .semantics import Compiled, FloatContext, IntContext
     from .shapes import Attrs, Shape
 
 
@@ -102,7 +101,7 @@ def int_matmul(node: Node, operands: Sequence[np.ndarray], context: IntContext) 
     return requant_array(accumulator, m, s, node.id in context.program.relu_fused)
 
 
-def real_matmul(node: Node, real: Callable[[int], np.ndarray], program: Program) -> np.ndarray:
+def real_matmul(node: Node, real: Callable[[int], np.ndarray], program: Compiled) -> np.ndarray:
     """The product of the dequantized operands (plus the bias) at the result's scale, its
     fused relu applied."""
     a, b = real(node.ins[0]), real(node.ins[1])

@@ -27,15 +27,14 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
 from sim.arith import INT8_MAX, INT8_MIN, round_half_away_array
 
 if TYPE_CHECKING:
-    from ..ir import Node
-    from ..program import Program
+    from ..node import Node
 
 _math_exp = np.frompyfunc(math.exp, 1, 1)
 
@@ -102,6 +101,26 @@ FloatMeaning = Callable[["Node", Sequence[np.ndarray], FloatContext], np.ndarray
 # --------------------------------------------------------------------------- integers
 
 
+class Nodes(Protocol):
+    """A graph, as a meaning reads it: its nodes."""
+
+    nodes: Sequence[Node]
+
+
+class Compiled(Protocol):
+    """What the integer and real-number meanings read of a compiled program
+    (:class:`compiler.Program` is one): the graph, the planned scales, the requantizer pairs
+    (keyed by node id, or (add node id, operand index)), the fused relus and the weights'
+    levels."""
+
+    graph: Nodes
+    scales: Mapping[int, float]
+    requantizers: Mapping[Any, tuple[int, int]]
+    relu_fused: set[int]
+
+    def quantized_weight(self, nid: int) -> np.ndarray: ...
+
+
 @dataclass
 class IntContext:
     """What an integer meaning may read besides its operands.
@@ -111,7 +130,7 @@ class IntContext:
         inputs: input node id -> int8 levels (int64 arrays) of the run's inputs.
     """
 
-    program: Program
+    program: Compiled
     inputs: Mapping[int, np.ndarray]
 
 
@@ -120,7 +139,7 @@ IntMeaning = Callable[["Node", Sequence[np.ndarray], IntContext], np.ndarray]
 
 # --------------------------------------------------------------------------- real-number check
 
-RealMeaning = Callable[["Node", Callable[[int], np.ndarray], "Program"], "np.ndarray | None"]
+RealMeaning = Callable[["Node", Callable[[int], np.ndarray], Compiled], "np.ndarray | None"]
 """(node, real value of a node id, program) -> the levels the real meaning gives, or None."""
 
 
@@ -129,6 +148,6 @@ def level(real: np.ndarray, scale: float) -> np.ndarray:
     return np.clip(round_half_away_array(real / scale), INT8_MIN, INT8_MAX)
 
 
-def no_arithmetic(node: Node, real: Callable[[int], np.ndarray], program: Program) -> None:
+def no_arithmetic(node: Node, real: Callable[[int], np.ndarray], program: Compiled) -> None:
     """Nothing to check: the operation moves or names values without computing new ones."""
     return None

@@ -20,7 +20,7 @@ import numpy as np
 from ..errors import CompileError
 
 if TYPE_CHECKING:
-    from ..ir import Node
+    from ..node import Node
 
 Shape = tuple[int, int]
 Attrs = dict[str, Any]

@@ -11,7 +11,7 @@ import numpy as np
 from ..errors import CompileError, plural, shown
 
 if TYPE_CHECKING:
-    from ..ir import Node
+    from ..node import Node
     from .semantics import FloatContext, IntContext
     from .shapes import Attrs, Shape
 

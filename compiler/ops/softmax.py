@@ -18,9 +18,8 @@ from .spec import RESULT, Limit, Pin, ScaleRule
 if TYPE_CHECKING:
     from sim.spec import Params
 
-    from ..ir import Node
-    from ..program import Program
-    from .semantics import FloatContext, IntContext
+    from ..node import Node
+    from .semantics import Compiled, FloatContext, IntContext
 
 SOFTMAX_IN_SCALE = 1 / 16
 """The softmax unit reads Q4.4: an int8 level is 1/16 (GA2.md section 4)."""
@@ -63,6 +62,6 @@ def int_softmax(node: Node, operands: Sequence[np.ndarray], context: IntContext)
     return requant_array(softmax_fixed_array(operands[0]), m, s)
 
 
-def real_softmax(node: Node, real: Callable[[int], np.ndarray], program: Program) -> np.ndarray:
+def real_softmax(node: Node, real: Callable[[int], np.ndarray], program: Compiled) -> np.ndarray:
     """The softmax of the dequantized rows at the result's scale."""
     return level(softmax_rows(real(node.ins[0])), program.scales[node.id])

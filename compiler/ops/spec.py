@@ -31,8 +31,8 @@ from .shapes import ShapeRule
 if TYPE_CHECKING:
     from sim.spec import Params
 
-    from ..ir import Node
-    from .table import Op
+    from ..node import Node
+    from .names import Op
 
 
 class Role(enum.Enum):

@@ -1,16 +1,17 @@
 """Capra's table of operations: every operation declared once, as ``sim/spec.py`` declares the
 instructions.
 
-An operation's kind is an :class:`Op`; its entry, an :class:`~compiler.ops.spec.OpSpec`, says
-what it is: its operands and attributes, its shape rule, its meanings (float, integer, real
-number) and its traits (role, place, scale rule, limits, fusion, constants). The rules and
-meanings of each operation are in a module of its own in this package (:mod:`.matmul`,
-:mod:`.softmax`, ...), the shared parts in :mod:`.spec`, :mod:`.shapes` and :mod:`.semantics`.
-Nothing here knows how an operation lowers: the back end registers a lowering against each
-operation (:mod:`compiler.lowering.table`), and the passes read the traits, never the names.
+An operation's kind is an :class:`~compiler.ops.names.Op`; its entry, an
+:class:`~compiler.ops.spec.OpSpec`, says what it is: its operands and attributes, its shape
+rule, its meanings (float, integer, real number) and its traits (role, place, scale rule,
+limits, fusion, constants). The rules and meanings of each operation are in a module of its
+own in this package (:mod:`.matmul`, :mod:`.softmax`, ...), the shared parts in :mod:`.spec`,
+:mod:`.shapes` and :mod:`.semantics`. Nothing here knows how an operation lowers: the back end
+registers a lowering against each operation (:mod:`compiler.lowering.table`), and the passes
+read the traits, never the names.
 
-A new operation is an :class:`Op` member, an entry below, a module of its own in this
-package (its shape rule and its three meanings), a one-line builder on
+A new operation is a member of :class:`~compiler.ops.names.Op`, an entry below, a module of its
+own in this package (its shape rule and its three meanings), a one-line builder on
 :class:`compiler.ir.Graph`, and its lowering, registered in :mod:`compiler.lowering.table`.
 A table activation (an int8 -> int8 lookup: gelu, silu, tanh), say, is an operand-shaped
 COMPUTE entry with a FREE scale, a float meaning from its function, an integer meaning from
@@ -28,14 +29,13 @@ the pins come from).
 
 from __future__ import annotations
 
-import enum
-
 from .activation import ENTRIES, float_table, int_table, real_table, table_shape
 from .add import add_shape, float_add, int_add, real_add
 from .argmax import argmax_shape, float_argmax, int_argmax
 from .concat import concat_shape, float_concat, int_concat
 from .input import float_input, input_shape, int_input
 from .matmul import BIAS, float_matmul, int_matmul, matmul_shape, real_matmul
+from .names import Op
 from .output import output_shape
 from .relu import float_relu, int_relu
 from .semantics import no_arithmetic, same_as_operand
@@ -44,22 +44,6 @@ from .slice import float_slice, int_slice, slice_shape
 from .softmax import SOFTMAX_ROW_LIMIT, SOFTMAX_SCALES, float_softmax, int_softmax, real_softmax
 from .spec import FREE, NAME, SHARES_OPERAND, OpSpec, Place, Role, ScaleRule
 from .weight import float_weight, int_weight, weight_levels, weight_shape
-
-
-class Op(enum.StrEnum):
-    """The kind of a node. A str enum: ``Op.MATMUL == "matmul"``, and it prints as its value."""
-
-    INPUT = "input"
-    WEIGHT = "weight"
-    MATMUL = "matmul"
-    SOFTMAX = "softmax"
-    ADD = "add"
-    RELU = "relu"
-    TABLE = "table"
-    CONCAT = "concat"
-    SLICE = "slice"
-    ARGMAX = "argmax"
-    OUTPUT = "output"
 
 
 def _table() -> dict[Op, OpSpec]:
@@ -104,7 +88,7 @@ def _table() -> dict[Op, OpSpec]:
 
 
 OPS: dict[Op, OpSpec] = _table()
-"""The table: every :class:`Op` and its :class:`~compiler.ops.spec.OpSpec`. Passes look an
+"""The table: every :class:`~compiler.ops.names.Op` and its :class:`~compiler.ops.spec.OpSpec`. Passes look an
 entry up when they use it (``OPS[node.op]``), never keep a copy, so a test may substitute an
 entry."""
 

@@ -15,7 +15,7 @@ from ..int4 import INT4_BITS, INT4_MAX, is_int4
 from .shapes import check_shape
 
 if TYPE_CHECKING:
-    from ..ir import Node
+    from ..node import Node
     from .semantics import FloatContext, IntContext
     from .shapes import Attrs, Shape
 
