@@ -1,7 +1,7 @@
 """``make cosim SEEDS=100-111``: Capra-compiled random graphs on the RTL, against the reference.
 
 For each seed, as the seed document's chapter 11 (section 2) does it
-(:func:`compiler.testing.seedtable.compile_seed`): the battery's random graph, 30 calibration samples
+(:func:`compiler.workloads.seedtable.compile_seed`): the battery's random graph, 30 calibration samples
 and then one test input drawn from ``random.Random(seed)``, compiled with and without buffer
 reuse, for the machine the Verilog was exported for (its ``ga2_ports.json``); the reuse program
 and its external-memory image (the test input and the weights, quantized) are one job, which
@@ -34,7 +34,7 @@ from itertools import chain
 from pathlib import Path
 
 from compiler import CompileError
-from compiler.testing.seedtable import SeedRun, compile_seed
+from compiler.workloads.seedtable import SeedRun, compile_seed
 from sim.spec import Params
 
 from . import batch, pool
@@ -180,7 +180,7 @@ class Totals:
 
 
 def compile_seed_for(seed: int, params: Params) -> SeedRun:
-    """:func:`compiler.testing.seedtable.compile_seed` for the machine ``params`` (the Verilog's):
+    """:func:`compiler.workloads.seedtable.compile_seed` for the machine ``params`` (the Verilog's):
     the same graph, calibration samples and test input, compiled for that machine.
 
     Raises:

@@ -112,10 +112,10 @@ class BoardProgram:
 
 
 def example_a(params: Params = DEFAULT) -> BoardProgram:
-    """Running example A as the seed runs it (compiler.testing.seedtable.attention_step_network),
+    """Running example A as the seed runs it (compiler.workloads.seedtable.attention_step_network),
     compiled for the machine ``params``."""
     from compiler import compile_graph
-    from compiler.testing.seedtable import attention_step_network
+    from compiler.workloads.seedtable import attention_step_network
 
     graph, calibration, test = attention_step_network()
     return BoardProgram.from_compiled("running example A", compile_graph(graph, calibration, params=params),
@@ -123,9 +123,9 @@ def example_a(params: Params = DEFAULT) -> BoardProgram:
 
 
 def seed_program(seed: int, params: Params = DEFAULT) -> BoardProgram:
-    """The random graph of ``seed`` as make cosim compiles it (compiler.testing.seedtable.compile_seed;
+    """The random graph of ``seed`` as make cosim compiles it (compiler.workloads.seedtable.compile_seed;
     100..111 are the seed table's), for the machine ``params``, on its test input."""
-    from compiler.testing.seedtable import compile_seed
+    from compiler.workloads.seedtable import compile_seed
 
     run = compile_seed(seed, params)
     return BoardProgram.from_compiled(f"seed {seed}", run.program, run.test_inputs)

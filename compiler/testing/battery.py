@@ -51,15 +51,8 @@ from ..ops import OPS, Role
 from ..pipeline import compile_graph
 from ..program import Program
 from ..realcheck import stagewise_problems
-from .random_graphs import (
-    InputSpec,
-    random_add_relu_graph,
-    random_graph,
-    random_slice_graph,
-    random_stream_graph,
-    random_wide_graph,
-    sample_inputs,
-)
+from ..workloads.random_graph import InputSpec, random_graph, sample_inputs
+from .random_graphs import random_add_relu_graph, random_slice_graph, random_stream_graph, random_wide_graph
 
 BOUND = 0.16
 """Accuracy bound of check (e) for the random graphs."""

@@ -26,8 +26,8 @@ from sim.spec import DEFAULT
 from ..errors import CompileError
 from ..ir import Graph
 from ..pipeline import compile_graph
+from ..workloads.random_graph import random_graph, sample_inputs
 from .battery import BATTERY_SEEDS, CALIBRATION_SAMPLES, check_graph
-from .random_graphs import random_graph, sample_inputs
 
 CHAIN_SIZES = (100, 1_000, 10_000)
 CHAIN_WIDTH = 4

@@ -31,7 +31,7 @@ from ..errors import CompileError
 from ..ir import Graph
 from ..pipeline import PASSES, Compilation, compile_graph
 from ..program import Program
-from .seedtable import attention_step_graph, attention_step_sample
+from ..workloads.seedtable import attention_step_graph, attention_step_sample
 
 GOLDEN_DIR = Path(__file__).resolve().parents[2] / "tests" / "compiler" / "golden"
 """Where the golden files live (one ``<case>.txt`` each)."""

@@ -25,7 +25,7 @@ from sim.machines import add_argument, describe, from_args
 from sim.spec import DEFAULT, Params
 
 from ..pipeline import compile_graph
-from .seedtable import TABLE_SEEDS, attention_step_network, compile_seed
+from ..workloads.seedtable import TABLE_SEEDS, attention_step_network, compile_seed
 
 SEED_CHIP_CYCLES = {
     100: 830, 101: 1497, 102: 1124, 103: 2659, 104: 237, 105: 2200,

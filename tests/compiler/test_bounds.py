@@ -9,7 +9,7 @@ import pytest
 
 from compiler import compile_graph
 from compiler.bounds import bounds
-from compiler.testing.random_graphs import random_graph, sample_inputs
+from compiler.workloads.random_graph import random_graph, sample_inputs
 from sim.asm import build
 from sim.spec import Params
 

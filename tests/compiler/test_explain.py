@@ -5,7 +5,7 @@ import pytest
 
 from compiler import compile_graph
 from compiler.explain import account, explain, run_checks, tile_plans
-from compiler.testing.seedtable import attention_step_network, compile_seed
+from compiler.workloads.seedtable import attention_step_network, compile_seed
 from sim.machine import Machine
 
 KEYS = ["graph", "ranges", "scales", "requantizers", "tiles", "allocation", "listing", "checks"]

@@ -16,7 +16,7 @@ from compiler.allocator import AllocEvent
 from compiler.evaluate import evaluate
 from compiler.interpret import interpret
 from compiler.realcheck import stagewise_problems
-from compiler.testing.seedtable import (
+from compiler.workloads.seedtable import (
     attention_step_network,
     compile_seed,
     section1_network,

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from compiler import CompileError, compile_graph
-from compiler.testing.seedtable import attention_step_network, compile_seed
+from compiler.workloads.seedtable import attention_step_network, compile_seed
 from sim import spec
 from sim.machines import PRESETS
 from sim.spec import Params

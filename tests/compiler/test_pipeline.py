@@ -92,7 +92,8 @@ def test_the_passes_in_order_and_the_structural_prefix():
 def test_every_contract_holds_on_the_battery_graphs(wbits):
     import random
 
-    from compiler.testing.random_graphs import random_graph, random_slice_graph, sample_inputs
+    from compiler.testing.random_graphs import random_slice_graph
+    from compiler.workloads.random_graph import random_graph, sample_inputs
     for build in (random_graph, random_slice_graph):
         for seed in range(60):
             graph, names = build(seed, wbits)

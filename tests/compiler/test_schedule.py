@@ -11,8 +11,9 @@ import pytest
 
 from compiler import compile_graph
 from compiler.schedule import cycles_of, dependencies, schedule, split_loads
-from compiler.testing.random_graphs import random_graph, random_stream_graph, sample_inputs
-from compiler.testing.seedtable import TABLE_SEEDS, compile_seed
+from compiler.testing.random_graphs import random_stream_graph
+from compiler.workloads.random_graph import random_graph, sample_inputs
+from compiler.workloads.seedtable import TABLE_SEEDS, compile_seed
 from sim.asm import assemble, build
 from sim.machine import Machine, predict_counters
 from sim.spec import DEFAULT, Params
@@ -222,7 +223,7 @@ def test_long_loads_are_cut_into_pieces():
 
 def test_explain_lists_the_overlapped_spans():
     from compiler.explain import listing_section
-    from compiler.testing.seedtable import attention_step_network
+    from compiler.workloads.seedtable import attention_step_network
 
     graph, calibration, test = attention_step_network()
     program = compile_graph(graph, calibration, params=OVERLAP)

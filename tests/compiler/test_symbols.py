@@ -11,7 +11,7 @@ from compiler import Graph, compile_graph
 from compiler.layout import ExtEntry, panel_major
 from compiler.ops import Op
 from compiler.symbols import live_at, panel_element
-from compiler.testing.seedtable import compile_seed
+from compiler.workloads.seedtable import compile_seed
 from tests.compiler.test_streaming import mlp, samples
 
 

@@ -6,8 +6,9 @@ import pytest
 from compiler import CompileError, Graph, compile_graph
 from compiler.pipeline import check_structure
 from compiler.testing.battery import BATTERY_SEEDS
-from compiler.testing.random_graphs import random_graph, random_slice_graph
-from compiler.testing.seedtable import attention_step_graph
+from compiler.testing.random_graphs import random_slice_graph
+from compiler.workloads.random_graph import random_graph
+from compiler.workloads.seedtable import attention_step_graph
 
 ATTENTION_STEP = """\
 %0 = input "q" -> (1, 12)

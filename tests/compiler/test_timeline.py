@@ -7,8 +7,8 @@ import math
 import pytest
 
 from compiler import compile_graph
-from compiler.testing.seedtable import TABLE_SEEDS, attention_step_network, compile_seed
 from compiler.timeline import serial_timeline, unit_totals
+from compiler.workloads.seedtable import TABLE_SEEDS, attention_step_network, compile_seed
 from sim import spec
 from sim.asm import build
 from sim.machine import Machine

@@ -113,7 +113,7 @@ def test_a_program_made_for_another_machine_is_refused_naming_both():
 
 
 def test_the_job_of_a_compiled_program_must_halt_on_its_machine():
-    from compiler.testing.seedtable import compile_seed
+    from compiler.workloads.seedtable import compile_seed
 
     run = compile_seed(104)
     job = Job.of_program(run.program, run.test_inputs, "seed 104")

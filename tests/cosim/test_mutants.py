@@ -11,7 +11,7 @@ import sys
 import numpy as np
 import pytest
 
-from compiler.testing.seedtable import compile_seed
+from compiler.workloads.seedtable import compile_seed
 from cosim import mutants
 from cosim.verilog import ROOT, fresh_verilog
 from cosim.writers import text

@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from compiler.testing.seedtable import compile_seed
+from compiler.workloads.seedtable import compile_seed
 from cosim import runner, seeds
 from cosim.errors import CosimError
 from cosim.seeds import Row, Totals, parse_seeds, seed_ranges

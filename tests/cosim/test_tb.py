@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from compiler.testing.seedtable import compile_seed
+from compiler.workloads.seedtable import compile_seed
 from cosim.api import compare, run_programs
 from cosim.jobs import Job
 from sim import spec

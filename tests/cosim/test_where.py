@@ -6,7 +6,7 @@ effects (not from sim.spec's regions, which cosim/writers.py replays)."""
 
 from __future__ import annotations
 
-from compiler.testing.seedtable import compile_seed
+from compiler.workloads.seedtable import compile_seed
 from cosim import stress
 from cosim.api import compare
 from cosim.jobs import Job

@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from compiler.testing.seedtable import compile_seed
+from compiler.workloads.seedtable import compile_seed
 from cosim import stress
 from cosim.jobs import Job
 from cosim.writers import NOT_WRITTEN, Writers, instructions, text

@@ -16,7 +16,7 @@ import pytest
 from amaranth.sim import Simulator
 
 from compiler import compile_graph
-from compiler.testing.seedtable import attention_step_graph, attention_step_sample, compile_seed
+from compiler.workloads.seedtable import attention_step_graph, attention_step_sample, compile_seed
 from hw.simtop import SimTop
 from hw.top import UNIT_MODULES
 from sim import spec
@@ -270,7 +270,7 @@ def test_default_params():
 
 def _example_a() -> Case:
     """Running example A, compiled as examples/attention_step.py does (its graph and samples
-    are compiler.testing.seedtable's)."""
+    are compiler.workloads.seedtable's)."""
     rng = random.Random(3)
     calibration = [attention_step_sample(rng) for _ in range(20)]
     program = compile_graph(attention_step_graph(), calibration)

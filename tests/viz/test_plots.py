@@ -8,7 +8,7 @@ from matplotlib.figure import Figure
 from matplotlib.image import imread
 
 from compiler import compile_graph
-from compiler.testing.seedtable import TABLE_SEEDS, attention_step_network, compile_seed
+from compiler.workloads.seedtable import TABLE_SEEDS, attention_step_network, compile_seed
 from sim import spec
 from viz import (
     SweepPoint,

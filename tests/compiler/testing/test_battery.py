@@ -17,7 +17,8 @@ from compiler.testing.battery import (
     check_slices,
     check_streamed,
 )
-from compiler.testing.random_graphs import random_add_relu_graph, sample_inputs
+from compiler.testing.random_graphs import random_add_relu_graph
+from compiler.workloads.random_graph import sample_inputs
 
 
 def test_sixty_random_graphs_pass_checks_a_to_e():

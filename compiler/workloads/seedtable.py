@@ -27,7 +27,7 @@ from ..ir import Graph
 from ..pipeline import compile_graph
 from ..program import Program, RunOutcome
 from ..scales import ZeroRangeWarning
-from .random_graphs import random_graph, sample_inputs
+from .random_graph import random_graph, sample_inputs
 
 TABLE_SEEDS = range(100, 112)
 """The seeds of the seed document's table (not used by the battery)."""

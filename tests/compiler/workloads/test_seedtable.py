@@ -1,6 +1,6 @@
-"""compiler/testing/seedtable.py: the reusable runs of the seed's chapter-11 script."""
+"""compiler/workloads/seedtable.py: the reusable runs of the seed's chapter-11 script."""
 
-from compiler.testing.seedtable import compile_seed, format_table, section1_network, six_layer_network
+from compiler.workloads.seedtable import compile_seed, format_table, section1_network, six_layer_network
 
 
 def test_compile_seed_gives_a_consistent_run():
