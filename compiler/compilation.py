@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from sim.spec import DEFAULT, Params
+from sim.spec import Params
 
 if TYPE_CHECKING:
     from .allocator import AllocEvent
@@ -21,17 +21,17 @@ if TYPE_CHECKING:
     from .scales import ScalePlan
 
 
-@dataclass
+@dataclass(kw_only=True)
 class Compilation:
     """What the passes share: the arguments of :func:`compile_graph`, then what each pass adds.
+    Built by keyword only (``Compilation(graph=g, params=p)``).
 
     Attributes (arguments): graph, params (the machine), calibration (samples), fixed_ranges
     (``ranges=``), reuse, events (the allocator's trace, or None), stream (block matmuls
     whose operands do not fit the scratchpad whole), pack (int8 weights four to an external
-    word: True, False, or None for only when needed; :mod:`compiler.packing`), cse (merge
-    repeated pure subgraphs: :mod:`compiler.cse`), fuse (a relu is the relu flag of the
-    instruction that writes its operand, else an RQ of its own: :mod:`compiler.fusion`).
-    reorder (OVERLAP = 1: list-schedule the emitted code, :mod:`compiler.schedule`).
+    word: True, False, or None for only when needed; :mod:`compiler.packing`), disabled (the
+    names of the passes switched off: each then runs its ``off`` instead, e.g. ``cse``, no
+    merge; ``fusion``, each relu an RQ of its own; ``scheduling``, the emitted order kept).
     Attributes (results, None until their pass ran): source (the argument graph: the cse pass
     replaces ``graph`` by the merged graph), node_of (source's node id -> the id of the node
     computing it in ``graph``), consumers (node id -> readers), fused
@@ -43,16 +43,14 @@ class Compilation:
     """
 
     graph: Graph
-    params: Params = DEFAULT
+    params: Params
     calibration: Sequence[Mapping[str, object]] | None = None
     fixed_ranges: Mapping[str, float] | None = None
     reuse: bool = True
     events: list[AllocEvent] | None = None
     stream: bool = True
     pack: bool | None = None
-    cse: bool = True
-    fuse: bool = True
-    reorder: bool = True
+    disabled: frozenset[str] = frozenset()
     first_event: int = 0
     source: Graph | None = field(default=None, repr=False)
     node_of: dict[int, int] | None = None

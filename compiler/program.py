@@ -93,7 +93,7 @@ class Program:
     Attributes:
         graph: the source graph as it was compiled (``Graph.snapshot``: nodes added to the
             graph later, or a node changed, are not the program's), with each repeated pure
-            subgraph once when ``compile_graph(cse=True)`` merged any (see ``node_of``).
+            subgraph once when the ``cse`` pass merged any (see ``node_of``).
         code: the instructions, ending in HALT.
         scales: node id -> scale (real value of one int8 level); argmax nodes have none.
         requantizers: the requantizers' (multiplier, shift) pairs: node id -> (m, s) for a
@@ -322,7 +322,8 @@ class Program:
         readers = [r for r in self.graph.nodes if nid in r.ins and OPS[r.op].fuses_into]
         if readers and int(nid) not in self.relu_fused:
             raise ValueError(f"{node.describe()} was overwritten in place by its relu, "
-                             f"{readers[0].describe()} (compiled with fuse=False). Fix: read the relu")
+                             f"{readers[0].describe()} (compiled with the fusion pass switched off). "
+                             "Fix: read the relu")
         addr = self.tensor_address(nid)
         if addr is None:
             if self.placement.buffer_of(node.id).home is None:

@@ -79,7 +79,7 @@ COMPILER_LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
                   "compiler.emit", "compiler.bounds")),
     ("program and its readers", ("compiler.program", "compiler.symbols", "compiler.interpret",
                                  "compiler.realcheck", "compiler.accuracy", "compiler.explain")),
-    ("pipeline", ("compiler.compilation", "compiler.contracts", "compiler.pipeline")),
+    ("pipeline", ("compiler.compilation", "compiler.contracts", "compiler.arguments", "compiler.pipeline")),
     ("front ends and the package's face", ("compiler.frontend", "compiler")),
     ("reference workloads", ("compiler.workloads",)),
     ("test tooling", ("compiler.testing",)),

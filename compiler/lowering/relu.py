@@ -1,5 +1,5 @@
 """A relu: fused (the usual case), the relu flag of the instruction that writes its operand and
-no instruction of its own; unfused (``compile_graph(fuse=False)``), one identity RQ."""
+no instruction of its own; unfused (``compile_graph(disable={"fusion"})``), one identity RQ."""
 
 from __future__ import annotations
 

@@ -27,9 +27,10 @@ from pathlib import Path
 
 from sim.spec import DEFAULT, Params
 
+from ..compilation import Compilation
 from ..errors import CompileError
 from ..ir import Graph
-from ..pipeline import PASSES, Compilation, compile_graph
+from ..pipeline import PASSES, compile_graph
 from ..program import Program
 from ..workloads.seedtable import attention_step_graph, attention_step_sample
 
@@ -215,7 +216,7 @@ def _blockings(program: Program) -> list[str]:
 
 def _refusal(graph: Graph, calibration: list[Sample], params: Params = DEFAULT) -> list[str] | None:
     """The pass that refuses the graph and its message, or None when every pass accepts it."""
-    state = Compilation(graph, params, calibration)
+    state = Compilation(graph=graph, params=params, calibration=calibration)
     for p in PASSES:
         try:
             p.run(state)
