@@ -41,7 +41,7 @@ def _module(text: str, suffix: str) -> tuple[int, int]:
 
 
 def _requant_truncates(text: str) -> tuple[str, int]:
-    # hw/requant.py stage 6: rounded = (q - corr + 1) >> 1; Amaranth writes the "+ 1" as
+    # hw/requant.py stage 7: rounded = (q - corr + 1) >> 1; Amaranth writes the "+ 1" as
     # `$signed(\$N ) + (* src = ".../requant.py:L" *) $signed(2'h1);`, one per lane
     start, end = _module(text, ".requant.lanes")
     body, n = re.subn(r"(\+ \(\* src = \"[^\"]*requant\.py:\d+\" \*\) \$signed\()2'h1(\);)", r"\g<1>2'h0\2",
@@ -123,7 +123,7 @@ class Mutant:
 
 
 MUTANTS = {m.name: m for m in (
-    Mutant("rq-round", "hw/requant.py (Requantizer, stage 6)",
+    Mutant("rq-round", "hw/requant.py (Requantizer, stage 7)",
            "truncates (q - corr) >> 1 instead of rounding half away from zero", _requant_truncates),
     Mutant("dma-late", "hw/dma.py (DMA, its done output)",
            "raises done one cycle after its last write, a cycle later than the spec's latency "

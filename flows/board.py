@@ -10,7 +10,7 @@ Usage::
 instruction memory, both initialised at build time: the program's encoded words and its
 external-memory image (inputs and weights, quantised by the compiler). After reset it starts
 the program, waits for ``done``, then reads every output word back from the external memory
-and compares it, and the five cycle counters, with what the reference machine
+and compares it, and the cycle counters, with what the reference machine
 (:class:`sim.machine.Machine`) computed at build time; the core's ``timing_fault``
 self-check must be 0 too. The LEDs:
 
@@ -88,7 +88,7 @@ class BoardProgram:
         length: instructions (the host's ``prog_len``).
         ext: the external-memory image the program starts from (EXT_WORDS uint32 words).
         expected: (address, word) of every output word the reference machine leaves.
-        counters: the reference machine's five counters.
+        counters: the reference machine's counters (five; seven at OVERLAP = 1).
     """
 
     name: str

@@ -80,7 +80,7 @@ def host_members(params: Params) -> dict:
 
 
 class Control(Checked):
-    """Instruction memory, front end, execute stage, the five counters and the host interface.
+    """Instruction memory, front end, execute stage, the counters and the host interface.
 
     Parameters:
         params: the machine's :class:`sim.spec.Params` (IMEM_WORDS; the checks use all).
@@ -98,7 +98,9 @@ class Control(Checked):
             32-bit word of the encoded program (word w is word w % 4 of instruction w // 4).
             Only while idle.
         count_cycles, count_dma, count_mxu, count_vpu, count_sfu Out(32): the counters of
-            GA2.md section 5, reset by start and frozen when the machine stops.
+            GA2.md section 5 (``sim.spec.counters``), and at OVERLAP = 1 count_hazard and
+            count_port (section 7: cycles the queue's head waits on a hazard, on a port); reset
+            by start and frozen when the machine stops.
     Members (execute side):
         issue Out(1): high for one cycle, the cycle before an instruction's dispatch d;
         issue_opcode Out(4), issue_fields Out(FIELD_BITS): that instruction, valid with issue

@@ -1,9 +1,9 @@
 """The GA-2 reference machine: the golden model the RTL is compared against.
 
 ``Machine(params).run(program, ext)`` executes a program to HALT and returns the final
-scratchpad, external memory and the five cycle counters. It is plain code: each instruction
-is one numpy expression of GA2.md section 3's semantics, using :mod:`sim.arith` for the
-arithmetic and :mod:`sim.spec` for the checks and the latencies.
+scratchpad, external memory and the cycle counters (five; seven at OVERLAP = 1). It is plain
+code: each instruction is one numpy expression of GA2.md section 3's semantics, using
+:mod:`sim.arith` for the arithmetic and :mod:`sim.spec` for the checks and the latencies.
 
 Memories hold 32-bit words as ``numpy.uint32``; an int8 operand is the low byte of a word,
 read as signed, and every result is stored sign-extended to 32 bits.

@@ -1,7 +1,7 @@
 """``make bench``: GA-2's cycles on the seed's programs, against the seed chip's published figures.
 
 The seed's graphs (seeds 100-111 of the chapter-11 table, and running example A) are
-compiled with Capra and run on the reference machine, whose five counters the RTL matches
+compiled with Capra and run on the reference machine, whose counters the RTL matches
 exactly (``make cosim`` checks that). For each program it prints the cycles, the seed
 chip's figure (GA2.md section 6), the ratio, the split over the unit counters and the MXU
 utilisation: useful multiply-adds (M*N*K summed over the MM instructions) divided by

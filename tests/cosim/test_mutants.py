@@ -65,7 +65,7 @@ def test_broken_requantizer_fails_the_seed_run(icarus):
     done = subprocess.run(command, capture_output=True, text=True, cwd=ROOT, timeout=600)
     assert done.returncode == 1, done.stdout + done.stderr
     lines = done.stdout.splitlines()
-    assert lines[0].startswith("mutant rq-round: hw/requant.py (Requantizer, stage 6) truncates")
+    assert lines[0].startswith("mutant rq-round: hw/requant.py (Requantizer, stage 7) truncates")
     assert lines[1] == "icarus     FAIL: 1 of 1 program differs from the reference"
     word = r"0x[0-9a-f]{8} \(-?\d+\)"
     first = rf"    seed 100: ext: \d+ words? differs?; first \[(\d+)\] RTL {word}, reference {word}"
