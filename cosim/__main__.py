@@ -22,9 +22,9 @@ compiled for it; a program compiled for other parameters is refused before anyth
 Every run compares every external-memory and scratchpad word, the cycle counters (five; seven
 at OVERLAP = 1) and the stop (error code, error pc) with the reference machine, and requires
 the core's timing_fault self-check to stay 0 (hw/top.py: a unit finished in another cycle than
-the spec's latency); it prints PASS or FAIL per simulator with the first differences, and exits
-with 0 (all match), 1 (a difference) or 2 (a simulator could not run: not installed, build
-failed; the message names the log).
+the spec's latency); it prints PASS or FAIL per simulator with the first differences, and
+exits with 0 (all match), 1 (a difference) or 2 (a simulator could not run: not installed,
+build failed; the message names the log).
 
 The simulator runs a test harness around ga2_simtop (cosim/harness.py: the clock, the loads
 and dumps of the memories as $readmemh/$writememh files), so Python wakes once per program,
