@@ -21,7 +21,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from sim.spec import DEFAULT, Params
+from sim.spec import Params
 
 from .errors import CompileError, plural
 from .int4 import is_int4, packed_words
@@ -81,7 +81,7 @@ def packable(node: Node) -> bool:
     return node.op == Op.WEIGHT and not is_int4(node)
 
 
-def external_layout(graph: Graph, params: Params = DEFAULT,
+def external_layout(graph: Graph, params: Params,
                     pack: bool | None = None) -> tuple[dict[str, ExtEntry], int]:
     """The layout and the number of words it uses.
 

@@ -303,7 +303,7 @@ def _needed_by(name: str) -> str | None:
     return "it checks the graph against the machine, and nothing else would"
 
 
-def check_structure(graph: Graph, params: Params = DEFAULT, pack: bool | None = None) -> None:
+def check_structure(graph: Graph, params: Params, pack: bool | None = None) -> None:
     """Run the structural passes (limits, cse, fusion, placement, lifetimes, layout) on a graph:
     what needs no calibration data, so that a graph they refuse fails before any.
 

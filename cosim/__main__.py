@@ -183,7 +183,7 @@ def _verilog(args: argparse.Namespace) -> tuple[Path | None, str | None]:
     verilog = args.verilog if params == DEFAULT else fresh_verilog(params=params)
     if args.mutant is None:
         return verilog, None
-    source = fresh_verilog(verilog)
+    source = fresh_verilog(verilog, params=DEFAULT)   # none given: the default machine's
     folder = COSIM_BUILD if params == DEFAULT else machines.machine_dir(BUILD, params) / "cosim"
     target = mutants.mutate(source, args.mutant, folder / "mutants" / args.mutant)
     m = mutants.MUTANTS[args.mutant]

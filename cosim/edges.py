@@ -635,7 +635,7 @@ def _draw_fault(b: Builder, code: ErrorCode, turn: int) -> tuple[str, dict[str, 
 # --------------------------------------------------------------------------- programs
 
 
-def program(seed: int, params: Params = DEFAULT) -> stressprogram.StressProgram | None:
+def program(seed: int, params: Params) -> stressprogram.StressProgram | None:
     """The edge program of stress seed ``seed``, or None when the seed is not an edge seed or
     the machine has no room for it: the strategies are drawn for memories like the default
     machine's, and on another one a strategy or a fault that cannot be built there (no room:
@@ -659,14 +659,14 @@ def _program(seed: int, params: Params) -> stressprogram.StressProgram:
     ending = stressprogram.ENDINGS[seed % len(stressprogram.ENDINGS)]
     words = [w for ins in b.body for w in ins.encode()]
     if ending == stressprogram.HALT:
-        words += build("HALT").encode()
+        words += build("HALT", params=params).encode()
     elif ending != ErrorCode.NO_HALT.name:
         fault, what = faulty(b, ErrorCode[ending], seed // (EDGE_EVERY * len(stressprogram.ENDINGS)))
         b.features[f"edge: {what}"] += 1
         words += fault
         for _ in range(rng.randint(0, 2)):     # never run: the fault stops the machine
             words += build("LD", params=params, dst=0, src=0, len=rng.randint(1, 8)).encode()
-        words += build("HALT").encode()
+        words += build("HALT", params=params).encode()
     b.features[f"ends {ending}"] += 1
     for ins in b.body:
         b.features[ins.op] += 1

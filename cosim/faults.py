@@ -31,7 +31,7 @@ from pathlib import Path
 
 from sim import spec
 from sim.asm import build
-from sim.spec import DEFAULT, Mem, Params
+from sim.spec import Mem, Params
 
 from . import api, batch
 from .errors import CosimError
@@ -45,7 +45,8 @@ def _size(mem: Mem, params: Params) -> int:
 
 
 def _job(kind: str, fields: dict[str, int], what: str, params: Params) -> Job:
-    words = build(kind, params=params, strict=False, **fields).encode() + build("HALT").encode()
+    words = build(kind, params=params, strict=False, **fields).encode()
+    words += build("HALT", params=params).encode()
     return Job(words, None, f"{kind} {what}")
 
 
@@ -94,21 +95,21 @@ the default machine the counters end at dma 5,464, mxu 4,781, vpu 11,594 and sfu
 LATE_NAME = "unknown opcode at the last pc"
 
 
-def late_fault(params: Params = DEFAULT) -> Job:
+def late_fault(params: Params) -> Job:
     """An unknown opcode at pc IMEM_WORDS - 1 (every pc bit set), the program's last
     instruction, after IMEM_WORDS - 1 legal ones (LATE_FILLER in turn, those that fit the
     machine): the stop's pc and the counters' upper bits, which short programs never reach."""
     kinds = [k for k in LATE_FILLER if smallest(k, params) is not None]
     forms = {k: build(k, params=params, **smallest(k, params)).encode() for k in kinds}
     words = [w for i in range(params.IMEM_WORDS - 1) for w in forms[kinds[i % len(kinds)]]]
-    bad = build("HALT").encode()
+    bad = build("HALT", params=params).encode()
     unused = min(op for op in range(1 << spec.OPCODE_BITS) if op not in spec.BY_OPCODE)
     bad[0] = (bad[0] & ~((1 << spec.OPCODE_BITS) - 1)) | unused
     last = params.IMEM_WORDS - 1
     return Job(words + bad, None, f"{LATE_NAME}, {last}, after {last} legal instructions")
 
 
-def jobs(params: Params = DEFAULT) -> list[Job]:
+def jobs(params: Params) -> list[Job]:
     """The sweep (see the module docstring) for the machine, instruction by instruction, and
     the late fault last."""
     out = []
@@ -121,7 +122,7 @@ def jobs(params: Params = DEFAULT) -> list[Job]:
     return [*out, late_fault(params)]
 
 
-def main(choice: str, verilog: Path | None = None, *, params: Params = DEFAULT, waves: bool = False,
+def main(choice: str, verilog: Path | None = None, *, params: Params, waves: bool = False,
          keep: bool = False) -> int:
     """Run the sweep on each simulator of ``choice``; print PASS or FAIL (with the first
     differing programs); 0 when every program matches, 1 when one differs, 2 when a simulator

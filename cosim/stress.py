@@ -71,7 +71,7 @@ class Generator:
         params: the machine (sizes, T, K_MAX, SM_MAX_LEN).
     """
 
-    def __init__(self, seed: int, params: Params = DEFAULT):
+    def __init__(self, seed: int, params: Params):
         self.seed = seed
         self.rng = random.Random(seed)
         self.p = params
@@ -326,11 +326,11 @@ class Generator:
         ending = ENDINGS[self.seed % len(ENDINGS)]
         body: list[Instruction | list[int]] = [*self.loads(), *strategy_for(self.seed).body(self)]
         if ending == HALT:
-            body.append(build("HALT"))
+            body.append(build("HALT", params=self.p))
         elif ending != ErrorCode.NO_HALT.name:
             body.append(self._faulty(ErrorCode[ending]))
             body += [self.legal(rng.choice(self.kinds())) for _ in range(rng.randint(0, 2))]
-            body.append(build("HALT"))
+            body.append(build("HALT", params=self.p))
         self.features[f"ends {ending}"] += 1
         if any(isinstance(ins, list) for ins in body):
             program: list[Instruction] | list[int] = [w for ins in body for w in
@@ -441,14 +441,14 @@ def strategy_for(seed: int) -> Strategy:
     return STRATEGIES[(seed // len(ENDINGS)) % len(STRATEGIES)]
 
 
-def long_program(seed: int, length: int, params: Params = DEFAULT) -> Job:
+def long_program(seed: int, length: int, params: Params) -> Job:
     """A legal program of ``length`` instructions (loads, random legal ones, HALT) drawn from
     seed, and its external memory: for measuring simulated cycles per second."""
     g = Generator(seed, params)
     body = g.loads()
     body += [g.legal(g.rng.choice(g.kinds())) for _ in range(length - len(body) - 1)]
     name = f"long program (seed {seed}, {length} instructions)"
-    return Job([*body, build("HALT")], g.ext_image(), name=name, machine=params)
+    return Job([*body, build("HALT", params=params)], g.ext_image(), name=name, machine=params)
 
 
 PORT_EVERY = 8
@@ -457,12 +457,12 @@ write port (:attr:`cosim.jobs.Job.via_port`), the others by backdoor: the port's
 checked in every chunk, at a cost of a few cycles per instruction."""
 
 
-def generate(first: int, n: int, params: Params = DEFAULT) -> list[StressProgram]:
+def generate(first: int, n: int, params: Params) -> list[StressProgram]:
     """Programs for seeds first .. first+n-1."""
     return list(programs(first, n, params))
 
 
-def programs(first: int, n: int, params: Params = DEFAULT) -> Iterator[StressProgram]:
+def programs(first: int, n: int, params: Params) -> Iterator[StressProgram]:
     """Programs for seeds first .. first+n-1, each drawn when it is asked for; every
     :data:`PORT_EVERY` th is loaded through the host's instruction-memory port."""
     for seed in range(first, first + n):
@@ -572,7 +572,7 @@ def main(first: int, n: int, choice: str, *, waves: bool = False, verilog: Path 
     note = seeds.long_run_note(n, batch.simulators(choice), "programs", jobs)
     if note:
         print(note, file=sys.stderr, flush=True)
-    source = fresh_verilog(verilog)
+    source = fresh_verilog(verilog, params=DEFAULT)   # none given: the default machine's
     params = verilog_params(source)
     if show:
         _show(first, n, params)

@@ -38,7 +38,7 @@ from amaranth.lib import data, memory, wiring
 from amaranth.lib.wiring import In, Out
 
 from sim import spec
-from sim.spec import DEFAULT, ErrorCode, Params
+from sim.spec import ErrorCode, Params
 
 from .banked import NO_RW_CHECK
 from .checker import CHECK_STAGES, Checker, overlap_info_widths, pc_bits
@@ -127,7 +127,7 @@ class Control(Checked):
         TypeError: params is not a :class:`sim.spec.Params`.
     """
 
-    def __init__(self, params: Params = DEFAULT):
+    def __init__(self, params: Params):
         assert spec.FRONTEND_CYCLES == 1 + CHECK_STAGES + 1 + 1, \
             "sim.spec.FRONTEND_CYCLES: fetch, the checker's stages, a queue slot, the dispatch register"
         assert spec.STOP_CYCLES >= 1, "sim.spec.STOP_CYCLES: a stop takes at least its own cycle"

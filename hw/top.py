@@ -24,7 +24,7 @@ from amaranth.lib import wiring
 from amaranth.lib.wiring import Out
 
 from sim import spec
-from sim.spec import DEFAULT, Params
+from sim.spec import Params
 
 from .banked import BankedMemory
 from .component import Checked, check_params
@@ -91,7 +91,7 @@ class GA2(Checked):
             imem_wdata, and a ``count_<name>`` Out(32) per counter of ``sim.spec.counters``:
             count_cycles, count_dma, count_mxu, count_vpu, count_sfu, and at OVERLAP = 1
             count_hazard and count_port (GA2.md section 7);
-        ext Out(ExtPort(addr_bits(EXT_WORDS))): the external-memory bus (the DMA's),
+        ext Out(ExtPort(addr_bits(EXT_WORDS), LANES)): the external-memory bus (the DMA's),
             read data EXT_READ_LATENCY cycles after rd_en.
         timing_fault Out(1): a self-check of the execute stage's countdown (:func:`timing_check`;
             at OVERLAP = 1 per engine, :func:`overlap_timing_check`): 1 once, in some cycle of
@@ -119,7 +119,7 @@ class GA2(Checked):
     """
 
     @classmethod
-    def check(cls, params: Params = DEFAULT, *, stub_missing: bool = False,
+    def check(cls, params: Params, *, stub_missing: bool = False,
               modules: tuple[str, ...] = UNIT_MODULES) -> None:
         """Refuse what :class:`GA2` cannot be built from, before any part is built (the
         Raises of the class)."""
@@ -129,7 +129,7 @@ class GA2(Checked):
             raise ValueError(f"GA2: no unit executes {', '.join(missing)} "
                              f"(looked in {', '.join(modules)}); stub_missing=True builds without")
 
-    def __init__(self, params: Params = DEFAULT, *, stub_missing: bool = False,
+    def __init__(self, params: Params, *, stub_missing: bool = False,
                  modules: tuple[str, ...] = UNIT_MODULES):
         classes = unit_classes(modules)
         missing = [name for name in UNIT_OPCODES if name not in classes]

@@ -24,8 +24,9 @@ def seed_subject(seed: int) -> Subject:
     """The battery's random graph of ``seed``, calibrated and tested as ``make cosim`` does
     (:func:`compiler.workloads.seedtable.compile_seed`)."""
     from compiler.workloads.seedtable import CALIBRATION_SAMPLES, compile_seed
+    from sim.spec import DEFAULT
 
-    run = compile_seed(seed)
+    run = compile_seed(seed, DEFAULT)   # the report page is the default machine's
     return Subject(
         f"seed {seed}",
         run.program,

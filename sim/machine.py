@@ -19,7 +19,7 @@ import numpy as np
 
 from . import arith, spec
 from .asm import AsmError, Instruction, decode
-from .spec import DEFAULT, INSTR_WORDS, ErrorCode, Params
+from .spec import INSTR_WORDS, ErrorCode, Params
 from .words import WORD_MASK, as_words
 
 
@@ -140,7 +140,7 @@ class Machine:
         params: the machine's parameters (GA2.md section 1).
     """
 
-    def __init__(self, params: Params = DEFAULT):
+    def __init__(self, params: Params):
         if not isinstance(params, Params):
             raise TypeError(f"Machine(params): expected sim.spec.Params, got {params!r}")
         self.params = params
@@ -240,7 +240,7 @@ def _image(values: Sequence[int] | np.ndarray | None, size: str, params: Params,
     return image
 
 
-def predict_counters(program: Sequence[Instruction], params: Params = DEFAULT) -> Counters:
+def predict_counters(program: Sequence[Instruction], params: Params) -> Counters:
     """The counters a legal program ending in HALT reaches, without running it.
 
     Raises:

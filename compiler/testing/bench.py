@@ -52,7 +52,7 @@ def battery_throughput(seeds: range = BATTERY_SEEDS) -> tuple[float, float]:
     compile_and_run = len(cases) / (time.perf_counter() - start)
     start = time.perf_counter()
     for seed in seeds:
-        check_graph(seed)
+        check_graph(seed, params=DEFAULT)
     full_check = len(seeds) / (time.perf_counter() - start)
     return compile_and_run, full_check
 

@@ -58,7 +58,7 @@ def useful_macs(code: Sequence[Instruction]) -> int:
     return sum(ins.M * ins.N * ins.K for ins in code if ins.op == "MM")
 
 
-def measure(params: Params = DEFAULT) -> tuple[list[Row], Row]:
+def measure(params: Params) -> tuple[list[Row], Row]:
     """Compile and run the seed table's graphs and running example A.
 
     Returns:
@@ -77,7 +77,7 @@ def measure(params: Params = DEFAULT) -> tuple[list[Row], Row]:
     return rows, example
 
 
-def format_report(rows: list[Row], example: Row, params: Params = DEFAULT) -> list[str]:
+def format_report(rows: list[Row], example: Row, params: Params) -> list[str]:
     """The report as lines of text, the headline last (the machine first, unless the default)."""
     waits = bool(params.OVERLAP)   # the engines side by side: the hazard and port waits too
     header = (f"{'program':<10} {'instr':>5} {'cycles':>7} {'seed chip':>9} {'fewer':>6}   "

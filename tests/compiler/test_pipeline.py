@@ -130,7 +130,7 @@ def test_check_structure_refuses_without_calibration_data():
     g = Graph()
     g.output(g.relu(g.input("x", (2, 2))), "y")
     with pytest.raises(CompileError, match="relu node 1 reads node 0"):
-        check_structure(g)
+        check_structure(g, params=DEFAULT)
     check_structure(single_matmul(2, 3, 4), Params(T=2))
 
 

@@ -12,7 +12,7 @@ import pytest
 
 from cosim import mutants
 from cosim.verilog import ROOT, fresh_verilog
-from sim.spec import Params
+from sim.spec import DEFAULT, Params
 
 OVERLAP = Params(OVERLAP=1)
 
@@ -31,7 +31,7 @@ def test_each_overlap_mutant_changes_one_register(tmp_path, name, line):
 
 def test_the_serial_machine_has_no_overlap_flags(tmp_path):
     source = tmp_path / "ga2_simtop.v"
-    source.write_bytes(fresh_verilog(say=lambda _: None).read_bytes())
+    source.write_bytes(fresh_verilog(say=lambda _: None, params=DEFAULT).read_bytes())
     with pytest.raises(mutants.MutantError, match=r"its pattern in hw/overlap\.py"):
         mutants.mutate(source, "hazard-off", tmp_path / "out")
 

@@ -10,6 +10,7 @@ external memory and the program by backdoor, clear the scratchpad, pulse start, 
 from __future__ import annotations
 
 import random
+from functools import partial
 
 import numpy as np
 import pytest
@@ -26,6 +27,9 @@ from sim.machines import describe
 from sim.spec import DEFAULT, Params
 
 from .corebench import Case, case, compare, reference, run_case
+
+build = partial(build, params=DEFAULT)
+"""This file's programs are the default machine's (sim.asm takes the machine explicitly)."""
 
 SMALL = Params(SPAD_WORDS=256, EXT_WORDS=512)
 MODULES = UNIT_MODULES
@@ -278,7 +282,7 @@ def _example_a() -> Case:
 
 
 def _seed(seed: int) -> Case:
-    run = compile_seed(seed)
+    run = compile_seed(seed, params=DEFAULT)
     return case(f"seed {seed}", run.program.code, ext=run.program.ext_image(run.test_inputs))
 
 
