@@ -4,6 +4,7 @@ code (sim, compiler, hw, flows, cosim, viz, report; the compiler's test tooling 
 * no silent default machine: a function or a dataclass field takes the machine (``params``,
   ``lanes``) explicitly, except the public entry points, whose documented default is the
   default machine (:data:`ENTRY_POINTS`);
+* no function over :data:`MAX_FUNCTION_LINES` lines, its decorators and docstring counted.
 """
 
 from __future__ import annotations
@@ -22,6 +23,8 @@ ENTRY_POINTS = {
     ("sim/machines.py", "parse"): "the command lines' machine, NAME=VALUE items from the default machine",
 }
 """(file, function) -> why it may default the machine to DEFAULT (documented in its docstring)."""
+MAX_FUNCTION_LINES = 100
+"""The charter's limit for a production function (issue 24, item 10)."""
 
 
 def production_files() -> list[Path]:
@@ -78,3 +81,35 @@ def test_the_check_sees_a_default_machine(tmp_path, monkeypatch, source, expecte
     path = tmp_path / "sim" / "probe.py"
     path.write_text(source)
     assert machine_defaults(path) == expected
+
+
+def long_functions(path: Path) -> list[str]:
+    """``file:line: name (N lines)`` for every function or method of ``path`` longer than
+    :data:`MAX_FUNCTION_LINES`, from its first decorator to its last line."""
+    tree = ast.parse(path.read_text(), str(path))
+    where = path.relative_to(ROOT).as_posix()
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+            first = min([node.lineno, *(d.lineno for d in node.decorator_list)])
+            lines = node.end_lineno - first + 1
+            if lines > MAX_FUNCTION_LINES:
+                found.append(f"{where}:{node.lineno}: {node.name} ({lines} lines)")
+    return found
+
+
+def test_no_production_function_over_100_lines():
+    """The charter's rule (hw/overlap.py's execute stage, 143 lines, and viz/memory.py's
+    plot_memory_map, 112, were the last to break it)."""
+    found = [f for path in production_files() for f in long_functions(path)]
+    assert not found, f"functions over {MAX_FUNCTION_LINES} lines:\n" + "\n".join(found)
+
+
+@pytest.mark.parametrize("lines, expected", [(100, []), (101, ["sim/probe.py:2: f (101 lines)"])])
+def test_the_check_counts_a_function_from_its_decorator(tmp_path, monkeypatch, lines, expected):
+    import tests.test_conventions as me
+    monkeypatch.setattr(me, "ROOT", tmp_path)
+    (tmp_path / "sim").mkdir()
+    path = tmp_path / "sim" / "probe.py"
+    path.write_text("@decorated\ndef f():\n" + "    x = 1\n" * (lines - 3) + "    return x\n")
+    assert long_functions(path) == expected

@@ -1,7 +1,8 @@
 """cosim/mutants.py's breaks of the OVERLAP = 1 issue rule: the hazard flag that never holds an
 instruction back, the write-port flag that is always free, the DMA that never yields the write
-port to another engine's window. Each is one line of the control's
-Verilog; co-simulation of the seed programs must catch both (memories and counters differ)."""
+port to another engine's window. Each is one line of the Verilog of the execute stage
+(hw/overlap.py's OverlapExecute, the control's submodule); co-simulation of the seed programs
+must catch each (memories and counters differ)."""
 
 from __future__ import annotations
 
