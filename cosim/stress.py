@@ -24,9 +24,10 @@ more entry): ``random`` (instructions drawn independently) or ``collide`` (each 
 the few before it, as a read after write, a write after read or a write after write, mostly on
 another engine: the hazards and port waits of the machine whose engines overlap).
 
-The programs are drawn, run and compared a hundred at a time by a pool of worker processes
-(cosim/pool.py); the run prints the verdict per simulator, the coverage of the programs
-(cosim/coverage.py: cocotb-coverage's cover points) and the timings. A run is a campaign kept in
+The programs are drawn, run and compared a hundred at a time by a farm of workers (cosim/pool.py,
+cosim/farm: local processes, or Ray on this machine or a cluster); the run prints the verdict per
+simulator, the coverage of the programs (cosim/coverage.py: cocotb-coverage's cover points), the
+timings and where it ran. A run is a campaign kept in
 build/stress/seed<SEED>-n<N>-<sim>/ (cosim/campaign.py): --resume continues an interrupted one
 without running its finished chunks again.
 """
@@ -601,7 +602,8 @@ def _show(first: int, n: int, params: Params) -> None:
 
 def main(first: int, n: int, choice: str, *, waves: bool = False, verilog: Path | None = None,
          keep: bool = False, show: bool = False, options: Sequence[str] = (), resume: bool = False,
-         campaign: Path | None = None, mutant: str | None = None, jobs: int | None = None) -> int:
+         campaign: Path | None = None, mutant: str | None = None, jobs: int | None = None,
+         engine: str = "auto") -> int:
     """The whole command; returns the exit status.
 
     ``options`` are the command-line options besides --seed, --n and --sim that change the run
@@ -629,7 +631,7 @@ def main(first: int, n: int, choice: str, *, waves: bool = False, verilog: Path 
                 results[result.number] = result
 
         outcomes = pool.run_stream(recipes(first, n, camp), choice, verilog=source, waves=waves, keep=keep,
-                                   jobs=jobs, done=done, on_result=finished)
+                                   jobs=jobs, done=done, on_result=finished, engine=engine)
         lines = []
         for o in outcomes:
             lines += batch.verdict(o, WHAT)
