@@ -55,7 +55,7 @@ from flows.memmap import PORTS_JSON
 from sim import machines
 from sim.spec import DEFAULT, Params
 
-from . import batch, bench, farm, faults, mutants, runner, seeds, stress
+from . import batch, bench, farm, faults, mutants, pool, runner, seeds, stress
 from .errors import CosimError
 from .text import plain
 from .verilog import BUILD, COSIM_BUILD, fresh_verilog
@@ -221,6 +221,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--show", action="store_true", help="print every program's listing first")
     p.add_argument("--resume", action="store_true",
                    help="continue the campaign of the same command (its finished chunks are not run again)")
+    p.add_argument("--chunk", type=worker_count, default=pool.CHUNK, metavar="N",
+                   help=f"programs per simulator launch, the unit of work of a worker (default {pool.CHUNK}; "
+                        "the results do not depend on it)")
     p.add_argument("--campaign", type=Path, default=None, metavar="DIR",
                    help="the campaign's folder (default: build/stress/seed<SEED>-n<N>-<sim>[-<mutant>])")
     _common(p)
@@ -292,7 +295,7 @@ def _command(args: argparse.Namespace) -> int:
                           jobs=args.jobs, engine=args.engine)
     return stress.main(args.seed, args.n, args.sim, waves=args.waves, verilog=verilog, keep=args.keep,
                        show=args.show, options=_options(args), resume=args.resume, campaign=args.campaign,
-                       mutant=args.mutant, jobs=args.jobs, engine=args.engine)
+                       mutant=args.mutant, jobs=args.jobs, engine=args.engine, chunk=args.chunk)
 
 
 if __name__ == "__main__":

@@ -603,12 +603,13 @@ def _show(first: int, n: int, params: Params) -> None:
 def main(first: int, n: int, choice: str, *, waves: bool = False, verilog: Path | None = None,
          keep: bool = False, show: bool = False, options: Sequence[str] = (), resume: bool = False,
          campaign: Path | None = None, mutant: str | None = None, jobs: int | None = None,
-         engine: str = "auto") -> int:
+         engine: str = "auto", chunk: int = pool.CHUNK) -> int:
     """The whole command; returns the exit status.
 
     ``options`` are the command-line options besides --seed, --n and --sim that change the run
     (for the rerun hint: :func:`rerun_lines`, and the campaign's identity). ``campaign`` is the
-    campaign's folder (default: :func:`cosim.campaign.default_folder`).
+    campaign's folder (default: :func:`cosim.campaign.default_folder`). ``chunk``: programs per
+    launch (a campaign resumes only with its own; the results do not depend on it).
 
     Raises:
         CosimError: no Verilog, or the campaign cannot be resumed.
@@ -621,7 +622,10 @@ def main(first: int, n: int, choice: str, *, waves: bool = False, verilog: Path 
     if show:
         _show(first, n, params)
     folder = campaign or default_folder(first, n, choice, mutant, source)
-    with Campaign(folder, identity(first, n, choice, source, list(options)), resume) as camp:
+    what = identity(first, n, choice, source, list(options))
+    if chunk != pool.CHUNK:
+        what["chunk"] = chunk
+    with Campaign(folder, what, resume) as camp:
         done = camp.done()
         results = {r.number: r for r in done if r.simulator == batch.simulators(choice)[0]}
 
@@ -630,8 +634,8 @@ def main(first: int, n: int, choice: str, *, waves: bool = False, verilog: Path 
             if result.simulator == batch.simulators(choice)[0]:
                 results[result.number] = result
 
-        outcomes = pool.run_stream(recipes(first, n, camp), choice, verilog=source, waves=waves, keep=keep,
-                                   jobs=jobs, done=done, on_result=finished, engine=engine)
+        outcomes = pool.run_stream(recipes(first, n, camp, chunk), choice, verilog=source, waves=waves,
+                                   keep=keep, jobs=jobs, done=done, on_result=finished, engine=engine)
         lines = []
         for o in outcomes:
             lines += batch.verdict(o, WHAT)

@@ -36,7 +36,7 @@ OBJECT_STORE = 512 * 2**20
 STOP_WAIT = 5.0
 """Seconds the cancelled tasks get to stop their simulators before they are forced."""
 LOCAL_ENV = {"RAY_kill_child_processes_on_worker_exit_with_raylet_subreaper": "true",
-             "RAY_USAGE_STATS_ENABLED": "0"}
+             "RAY_USAGE_STATS_ENABLED": "0", "RAY_AUTH_MODE": "token"}
 """Set for a private instance before it starts (a cluster's are set by whoever starts it)."""
 
 
@@ -101,8 +101,10 @@ class RayFarm(Farm):
                 os.environ.setdefault(name, value)
             options |= {"num_cpus": jobs or os.cpu_count() or 1, "include_dashboard": False,
                         "object_store_memory": OBJECT_STORE}
+        self.own = not ray.is_initialized()     # else: the caller's Ray (a notebook, a test), kept
         try:
-            ray.init(**options)
+            if self.own:
+                ray.init(**options)
         except Exception as e:
             where = f"the cluster at RAY_ADDRESS={self.address}" if self.address else "a local instance"
             raise CosimError(f"Ray could not start or reach {where}: {type(e).__name__}: {e} (is the head "
@@ -114,7 +116,8 @@ class RayFarm(Farm):
             self.where = f"the Ray cluster at {self.address}: {nodes} node{'s' if nodes != 1 else ''}, " \
                          f"{self.workers} workers"
         else:
-            self.where = f"this machine, a local Ray instance of {self.workers} workers"
+            self.where = f"this machine, a local Ray instance of {self.workers} worker" + \
+                ("s" if self.workers != 1 else "")
         Mailbox, self.execute = _remote()
         self.mailbox = Mailbox.remote()
         self.home = ray.get_runtime_context().get_node_id()
@@ -173,8 +176,8 @@ class RayFarm(Farm):
         for ref in refs:
             ray.cancel(ref, force=True)
         self.refs.clear()
-        ray.shutdown()
+        self.close()
 
     def close(self) -> None:
-        if self.ray.is_initialized():
+        if self.own and self.ray.is_initialized():
             self.ray.shutdown()

@@ -19,6 +19,7 @@ from __future__ import annotations
 import dataclasses
 import io
 import tarfile
+from collections.abc import Sequence
 from pathlib import Path
 
 from ..harness import TOP
@@ -31,14 +32,26 @@ FARM_CACHE = BUILD / "farm"
 """Where a node keeps the builds it received: ``<sim>-<digest>`` folders."""
 
 
-def pack(build: Build) -> bytes:
-    """The build's product, stamp and Verilog as a gzip'd tar (level 1: the products are
-    tens of MB and compress well; speed matters more than the last few percent)."""
+def pack_files(folder: Path, names: Sequence[str]) -> bytes:
+    """Files of a folder as a gzip'd tar (level 1: a simulator's product is tens of MB and
+    compresses well; speed matters more than the last few percent)."""
     out = io.BytesIO()
     with tarfile.open(fileobj=out, mode="w:gz", compresslevel=1) as tar:
-        for name in (PRODUCT[build.simulator], *SHIPPED):
-            tar.add(build.directory / name, arcname=name)
+        for name in names:
+            tar.add(Path(folder) / name, arcname=name)
     return out.getvalue()
+
+
+def unpack_files(data: bytes, folder: Path) -> None:
+    """The files of :func:`pack_files` into ``folder`` (made if missing)."""
+    Path(folder).mkdir(parents=True, exist_ok=True)
+    with tarfile.open(fileobj=io.BytesIO(data), mode="r:gz") as tar:
+        tar.extractall(folder, filter="data")
+
+
+def pack(build: Build) -> bytes:
+    """The build's product, stamp and Verilog (:func:`pack_files`)."""
+    return pack_files(build.directory, (PRODUCT[build.simulator], *SHIPPED))
 
 
 def is_built(directory: Path, build: Build) -> bool:
@@ -72,10 +85,8 @@ def materialise(build: Build, fetch, root: Path = FARM_CACHE) -> Build:
     with flock(folder.parent / f"{folder.name}.lock", exclusive=True):
         if is_built(folder, build):
             return dataclasses.replace(build, directory=folder, cached=True)
-        folder.mkdir(parents=True, exist_ok=True)
         (folder / "stamp.sha256").unlink(missing_ok=True)
-        with tarfile.open(fileobj=io.BytesIO(fetch()), mode="r:gz") as tar:
-            tar.extractall(folder, filter="data")
+        unpack_files(fetch(), folder)
         if not is_built(folder, build):
             raise OSError(f"the build shipped for {build.simulator} ({build.digest[:16]}) did not unpack "
                           f"whole into {folder}")
