@@ -36,7 +36,7 @@ OBJECT_STORE = 512 * 2**20
 STOP_WAIT = 5.0
 """Seconds the cancelled tasks get to stop their simulators before they are forced."""
 LOCAL_ENV = {"RAY_kill_child_processes_on_worker_exit_with_raylet_subreaper": "true",
-             "RAY_USAGE_STATS_ENABLED": "0", "RAY_AUTH_MODE": "token"}
+             "RAY_USAGE_STATS_ENABLED": "0"}
 """Set for a private instance before it starts (a cluster's are set by whoever starts it)."""
 
 
@@ -101,6 +101,8 @@ class RayFarm(Farm):
                 os.environ.setdefault(name, value)
             options |= {"num_cpus": jobs or os.cpu_count() or 1, "include_dashboard": False,
                         "object_store_memory": OBJECT_STORE}
+            # its notice that the private instance has token authentication on (Ray's default)
+            logging.getLogger("ray._private.authentication.authentication_token_setup").setLevel(logging.ERROR)
         self.own = not ray.is_initialized()     # else: the caller's Ray (a notebook, a test), kept
         try:
             if self.own:

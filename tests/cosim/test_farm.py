@@ -104,33 +104,20 @@ def test_a_hung_launch_is_a_named_error_of_its_simulator(tmp_path, monkeypatch):
     assert o.where == "this machine, a local pool of 1 worker process"
 
 
-@pytest.fixture(scope="module")
-def local_ray():
-    """One local Ray instance of two workers for this module's Ray tests; stopped at the end."""
-    ray.init(num_cpus=2, include_dashboard=False, object_store_memory=150 * 2**20, logging_level="WARNING",
-             log_to_driver=False)
-    yield
-    ray.shutdown()
-
-
-def test_a_crashed_worker_is_retried(local_ray, tmp_path):
-    marker = tmp_path / "crashed"
-    with open_farm("ray") as f:
+def test_on_ray_a_crashed_worker_is_retried_and_a_hung_task_stopped(tmp_path):
+    """One local Ray instance (started and stopped by the farm) for the faults of a task."""
+    marker, pid_file = tmp_path / "crashed", tmp_path / "pid"
+    with open_farm("ray", jobs=2) as f:
         assert f.where == "this machine, a local Ray instance of 2 workers"
         f.submit("once", farm_helpers.crash_once, str(marker))
         f.submit("always", farm_helpers.always_crash, None)
+        f.submit("sleeper", farm_helpers.sleeping_child, str(pid_file), limit=2.0)
         done = {d.key: d for d in _wait_all(f, 180)}
+    assert not ray.is_initialized()                                   # the private instance stopped
     assert done["once"].value == "ran" and marker.exists()          # died once, then ran
     assert isinstance(done["always"].error, TaskLost)
     assert str(done["always"].error).startswith(f"always: its worker or node died {farm.MAX_RETRIES + 1} times")
-
-
-def test_a_hung_task_is_stopped_at_its_limit_on_ray(local_ray, tmp_path):
-    pid_file = tmp_path / "pid"
-    with open_farm("ray") as f:
-        f.submit("sleeper", farm_helpers.sleeping_child, str(pid_file), limit=2.0)
-        (done,) = _wait_all(f, 60)
-    assert isinstance(done.error, TaskHung), done
+    assert isinstance(done["sleeper"].error, TaskHung), done["sleeper"]
     assert wait_gone([int(pid_file.read_text())], 5) == []
 
 
@@ -143,8 +130,10 @@ def _chunks(engine: str, recipes) -> list[tuple]:
 
 
 @pytest.mark.rtl
-def test_ray_and_the_local_pool_give_the_same_results(icarus, local_ray, tmp_path):
-    """The same stress chunks (one of them losing its worker first, on Ray) on both farms."""
+def test_ray_and_the_local_pool_give_the_same_results(icarus, tmp_path):
+    """The same stress chunks (one of them losing its worker first, on Ray) on both farms; the
+    local pool first (a process that runs Ray is not forked: gRPC's threads do not survive it)."""
+    assert not ray.is_initialized()
     inner = stress.recipes(1, 12, None, size=4)
     local = _chunks("local", inner)
     crashing = [pool.Recipe(farm_helpers.stress_chunk_crashing_once,
