@@ -116,7 +116,8 @@ def test_on_ray_a_crashed_worker_is_retried_and_a_hung_task_stopped(tmp_path):
     assert not ray.is_initialized()                                   # the private instance stopped
     assert done["once"].value == "ran" and marker.exists()          # died once, then ran
     assert isinstance(done["always"].error, TaskLost)
-    assert str(done["always"].error).startswith(f"always: its worker or node died {farm.MAX_RETRIES + 1} times")
+    lost = f"always: its worker or node died {farm.MAX_RETRIES + 1} times"
+    assert str(done["always"].error).startswith(lost)
     assert isinstance(done["sleeper"].error, TaskHung), done["sleeper"]
     assert wait_gone([int(pid_file.read_text())], 5) == []
 
@@ -137,7 +138,8 @@ def test_ray_and_the_local_pool_give_the_same_results(icarus, tmp_path):
     inner = stress.recipes(1, 12, None, size=4)
     local = _chunks("local", inner)
     crashing = [pool.Recipe(farm_helpers.stress_chunk_crashing_once,
-                            (str(tmp_path / "m") if k == 1 else "", r.arg), r.size) for k, r in enumerate(inner)]
+                            (str(tmp_path / "m") if k == 1 else "", r.arg), r.size)
+                for k, r in enumerate(inner)]
     assert _chunks("ray", crashing) == local
     assert (tmp_path / "m").exists()                                  # chunk 1's worker did die
 

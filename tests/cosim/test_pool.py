@@ -74,7 +74,8 @@ def _console() -> Console:
 
 def test_chunks_run_in_workers_and_add_up(stand_in):
     seen = []
-    outcomes = pool.run_stream(_recipes(), "both", console=_console(), jobs=2, engine="local", on_result=seen.append)
+    outcomes = pool.run_stream(_recipes(), "both", console=_console(), jobs=2, engine="local",
+                               on_result=seen.append)
     for o in outcomes:
         assert (o.count, o.failed, o.launches, o.error) == (300, 6, 30, "")
         assert [f.index for f in o.failures] == [7, 57, 107, 157, 207, 257]
