@@ -92,6 +92,7 @@ class RayFarm(Farm):
     def __init__(self, jobs: int | None = None):
         try:
             import ray
+            import ray.util.scheduling_strategies
         except ImportError:
             raise CosimError("--engine ray: Ray is not installed (make setup installs it)") from None
         self.address = os.environ.get("RAY_ADDRESS", "")
@@ -121,8 +122,10 @@ class RayFarm(Farm):
             self.where = f"this machine, a local Ray instance of {self.workers} worker" + \
                 ("s" if self.workers != 1 else "")
         Mailbox, self.execute = _remote()
-        self.mailbox = Mailbox.remote()
         self.home = ray.get_runtime_context().get_node_id()
+        # on this machine's node: a node lost mid-campaign must not take the progress with it
+        here = ray.util.scheduling_strategies.NodeAffinitySchedulingStrategy(self.home, soft=False)
+        self.mailbox = Mailbox.options(scheduling_strategy=here).remote()
         self.code = code_digest()
         self.refs: dict[Any, Any] = {}
         self.pids: list[int] = []
@@ -163,7 +166,11 @@ class RayFarm(Farm):
                                             f"({type(e).__name__}: {str(e).splitlines()[0]})"))
 
     def messages(self) -> list[Any]:
-        return self.ray.get(self.mailbox.take.remote())
+        """The tasks' progress messages (none when the mailbox cannot answer: progress only)."""
+        try:
+            return self.ray.get(self.mailbox.take.remote(), timeout=10)
+        except self.ray.exceptions.RayError:
+            return []
 
     def stop(self) -> None:
         """Cancel every task (KeyboardInterrupt in it: its simulator is killed), force those
