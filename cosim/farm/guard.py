@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-import _thread
+import os
+import signal
 import threading
 from collections.abc import Callable
 from typing import Any
@@ -24,11 +25,16 @@ def guarded(fn: Callable[[Any], Any], arg: Any, limit: float | None, name: str) 
         whatever ``fn`` raises otherwise; on any exception its descendants are killed first.
     """
     with Watchdog(limit) as dog, reaped():
-        nudge = None
+        nudge, previous = None, None
         if limit is not None:
-            nudge = threading.Timer(limit + GRACE, _thread.interrupt_main)
+            nudge = threading.Timer(limit + GRACE, os.kill, (os.getpid(), signal.SIGINT))
             nudge.daemon = True
             nudge.start()
+            if threading.current_thread() is threading.main_thread() and \
+                    signal.getsignal(signal.SIGINT) in (signal.SIG_DFL, signal.SIG_IGN, None):
+                # the nudge raises KeyboardInterrupt only where Python handles SIGINT (a local worker
+                # leaves it to the system: cosim.farm.local)
+                previous = signal.signal(signal.SIGINT, signal.default_int_handler)
         try:
             value = fn(arg)
         except BaseException as e:
@@ -39,6 +45,8 @@ def guarded(fn: Callable[[Any], Any], arg: Any, limit: float | None, name: str) 
         finally:
             if nudge is not None:
                 nudge.cancel()
+            if previous is not None:
+                signal.signal(signal.SIGINT, previous)
     if dog.fired:
         kill_descendants()
         raise TaskHung(f"{name}: passed its time limit of {limit:,.0f} s; its processes were stopped")
