@@ -79,6 +79,24 @@ def _remote():
     return Mailbox, execute
 
 
+def _init(ray, options: dict) -> None:
+    """``ray.init`` with SIGINT ignored while it starts its processes (which keep ignoring it): the
+    terminal's Ctrl-C then reaches the campaign alone, which stops the tasks and the instance in
+    order (were the instance's raylet to die of it first, Ray would end the campaign's process
+    at once, with exit status 0)."""
+    import signal
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        ray.init(**options)
+        return
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        ray.init(**options)
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
 class RayFarm(Farm):
     """Ray: the cluster at ``RAY_ADDRESS``, else a private instance of ``jobs`` workers
     (default one per core).
@@ -107,7 +125,7 @@ class RayFarm(Farm):
         self.own = not ray.is_initialized()     # else: the caller's Ray (a notebook, a test), kept
         try:
             if self.own:
-                ray.init(**options)
+                _init(ray, options)
         except Exception as e:
             where = f"the cluster at RAY_ADDRESS={self.address}" if self.address else "a local instance"
             raise CosimError(f"Ray could not start or reach {where}: {type(e).__name__}: {e} (is the head "
