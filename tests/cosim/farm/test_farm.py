@@ -21,7 +21,7 @@ from cosim.farm.local import LocalFarm
 from cosim.farm.procs import descendants, wait_gone
 from cosim.verilog import ROOT
 from sim.spec import DEFAULT
-from tests.cosim import farm_helpers
+from tests.cosim.farm import helpers as farm_helpers
 
 ray = pytest.importorskip("ray")
 
