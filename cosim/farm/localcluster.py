@@ -32,7 +32,6 @@ HOST = "127.0.0.2"
 START_WAIT = 90.0
 """Seconds a node may take to join (a loaded 2-core machine)."""
 ENV = {"RAY_AUTH_MODE": "token", "RAY_USAGE_STATS_ENABLED": "0",
-       "RAY_kill_child_processes_on_worker_exit_with_raylet_subreaper": "true",
        # a lost node is noticed within seconds, not the default half minute
        "RAY_health_check_period_ms": "1000", "RAY_health_check_failure_threshold": "3"}
 

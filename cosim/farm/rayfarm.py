@@ -8,8 +8,7 @@ node runs the campaign's own sources (:func:`code_digest`): a node on another co
 other programs or another machine.
 
 Without ``RAY_ADDRESS`` the instance is private to the campaign: ``ray.init()`` starts it with
-one worker per core (``--jobs``), a small object store, no dashboard, and Ray's raylet as the
-subreaper of its workers (a simulator whose worker died is killed with it); it stops with the
+one worker per core (``--jobs``), a small object store and no dashboard; it stops with the
 campaign. Ctrl-C cancels every task (its simulator is killed: cosim.farm.procs), then forces
 those that did not stop, then stops the instance.
 """
@@ -35,9 +34,12 @@ OBJECT_STORE = 512 * 2**20
 """Bytes of the private instance's object store (the shipped simulator builds are a few MB)."""
 STOP_WAIT = 5.0
 """Seconds the cancelled tasks get to stop their simulators before they are forced."""
-LOCAL_ENV = {"RAY_kill_child_processes_on_worker_exit_with_raylet_subreaper": "true",
-             "RAY_USAGE_STATS_ENABLED": "0"}
-"""Set for a private instance before it starts (a cluster's are set by whoever starts it)."""
+LOCAL_ENV = {"RAY_USAGE_STATS_ENABLED": "0"}
+"""Set for a private instance before it starts (a cluster's are set by whoever starts it). Not
+``RAY_kill_child_processes_on_worker_exit_with_raylet_subreaper``: it makes Ray's processes,
+the campaign's own included, ignore SIGCHLD, so that every subprocess they wait for exits
+"with status 0" (a mutant's failing step would read as a pass); the tasks stop their own
+simulators instead (cosim.farm.procs)."""
 
 
 @functools.cache

@@ -92,7 +92,8 @@ def test_plain_progress_lines_when_not_a_terminal(stand_in, monkeypatch):
     out = io.StringIO()
     pool.run_stream(_recipes(4), "icarus", console=Console(file=out, width=80), jobs=1,
                     engine="local")
-    lines = out.getvalue().splitlines()
+    where, *lines = out.getvalue().splitlines()
+    assert where == "running on this machine, a local pool of 1 worker process"
     assert lines, "no progress line"
     assert all(line.startswith("[0:00] icarus ") and " of 40 programs" in line for line in lines), lines
 

@@ -39,3 +39,10 @@ def stress_chunk_crashing_once(arg: tuple[str, tuple[int, int, None]], params) -
         time.sleep(0.5)
         os._exit(1)
     return stress.make_chunk(inner, params)
+
+
+def exit_status(code: int) -> int:
+    """The exit status of a child that exits with ``code``, as this worker sees it."""
+    import sys
+
+    return subprocess.run([sys.executable, "-c", f"import sys; sys.exit({code})"]).returncode

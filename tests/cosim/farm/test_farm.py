@@ -112,8 +112,11 @@ def test_on_ray_a_crashed_worker_is_retried_and_a_hung_task_stopped(tmp_path):
         f.submit("once", farm_helpers.crash_once, str(marker))
         f.submit("always", farm_helpers.always_crash, None)
         f.submit("sleeper", farm_helpers.sleeping_child, str(pid_file), limit=2.0)
+        f.submit("status", farm_helpers.exit_status, 3)
         done = {d.key: d for d in _wait_all(f, 180)}
     assert not ray.is_initialized()                                   # the private instance stopped
+    # children's exit statuses stay readable, in a worker (a mutant's step) and here
+    assert done["status"].value == 3 and farm_helpers.exit_status(3) == 3
     assert done["once"].value == "ran" and marker.exists()          # died once, then ran
     assert isinstance(done["always"].error, TaskLost)
     lost = f"always: its worker or node died {farm.MAX_RETRIES + 1} times"
