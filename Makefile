@@ -145,7 +145,7 @@ bitstream: setup synth-setup  ## ULX3S 85F bitstream: example A from block RAM, 
 report: setup  ## the report page of seed SEED (build/report/seed-SEED.html); SIM=none|icarus|verilator|both
 	$(PY) -m report seed $(call quote,$(SEED)) --sim $(call quote,$(SIM)) --out $(call quote,build/report/seed-$(SEED).html) --plots $(call quote,build/plots/seed-$(SEED))
 
-plots: setup  ## the plots of example A and seed 100 under build/plots, and README's two (docs/img/*.png)
+plots: setup  ## the plots of example A and seed 100 under build/plots, and the pictures of README and docs/guide/inspect.md (docs/img/*.png)
 	$(PY) -m report example-a --out build/report/example-a.html --plots build/plots/example-a
 	$(PY) -m report seed 100 --out build/report/seed-100.html --plots build/plots/seed-100
 	$(PY) -m report.readme --write

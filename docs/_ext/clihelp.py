@@ -19,6 +19,7 @@ import contextlib
 import os
 import runpy
 import sys
+import warnings
 from collections.abc import Iterator
 from pathlib import Path
 from unittest import mock
@@ -81,8 +82,11 @@ def parser_of(command: str) -> argparse.ArgumentParser:
 
     argv = sys.argv[:]
     try:
-        with mock.patch.object(argparse.ArgumentParser, "parse_args", stop), \
+        with warnings.catch_warnings(), mock.patch.object(argparse.ArgumentParser, "parse_args", stop), \
                 mock.patch.object(argparse.ArgumentParser, "parse_known_args", stop):
+            # runpy warns when the module was imported before (by the docs or a test): harmless,
+            # since it runs in a namespace of its own
+            warnings.simplefilter("ignore", RuntimeWarning)
             if kind == "module":
                 _run_module(target)
             else:
