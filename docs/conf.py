@@ -30,6 +30,9 @@ source_suffix = {".md": "markdown", ".rst": "restructuredtext"}
 root_doc = "index"
 exclude_patterns = ["_ext"]
 
+# a code block without a language is shown as written (a listing, a table, a shell session)
+highlight_language = "none"
+
 # MyST: the Markdown pages as GitHub shows them; headings get anchors for links like GA2.md#7-...
 myst_heading_anchors = 3
 

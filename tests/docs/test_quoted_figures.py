@@ -8,12 +8,15 @@ contain the phrase with today's figure (spaces and line breaks count as one spac
 figure that moves fails here until the text follows it, and a phrase that was reworded fails
 until its entry does.
 
-Not covered (no record in the repository to check them against): times (they depend on the
-load, and are given with it), synthesis results that are not in docs/sweep.json (the
-OVERLAP = 1 machine's Fmax), the RTL mutants' score (build/mutants-rtl/report.json is not
-committed), accuracies that need training (the digits MLP's 98.7%), and the figures of the
-pages that their own generators write and their own tests check (docs/studies.md,
-docs/sweep.md, docs/isa.md, docs/change-the-machine.md, docs/add-an-instruction.md).
+The tables of ``make bench`` on docs/guide/performance.md are checked row by row against its
+output (test_quoted_bench.py). Not covered (no record in the repository to check them against):
+times (they depend on the load, and are given with it), synthesis results that are not in
+docs/sweep.json (the OVERLAP = 1 machine's Fmax and its history), the RTL mutants' score
+(build/mutants-rtl/report.json is not committed), stress and co-simulation counts of past
+campaigns, accuracies that need training (the digits MLP's 98.7%), the capacity figures of
+``python -m compiler.testing.capacity`` (minutes to compute), and the figures of the pages that
+their own generators write and their own tests check (docs/studies.md, docs/sweep.md,
+docs/isa.md, docs/change-the-machine.md, docs/add-an-instruction.md).
 """
 
 from __future__ import annotations
