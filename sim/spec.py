@@ -651,6 +651,27 @@ UNKNOWN_OPCODES: tuple[int, ...] = tuple(op for op in range(1 << OPCODE_BITS) if
 """The opcode values no instruction has (0 among them): each stops the machine with BAD_OPCODE;
 the nonzero ones are free for a new instruction."""
 
+
+# --------------------------------------------------------------------------- the requantization table
+
+
+def _field_width(instruction: str, name: str) -> int:
+    return next(f.width for f in BY_NAME[instruction].fields if f.name == name)
+
+
+RQ_ENTRY_M_BITS = _field_width("RQ", "m")
+"""A requantization table entry (GA2.md sections 2 and 4): the multiplier m of the pair (m, s) in
+bits RQ_ENTRY_M_BITS-1..0, as wide as RQ's field ``m`` (24)."""
+RQ_ENTRY_S_BITS = _field_width("RQ", "s")
+"""The entry's shift s, as wide as RQ's field ``s`` (6), in the bits right above m (29..24)."""
+RQ_ENTRY_S_LSB = RQ_ENTRY_M_BITS
+"""Bit position of the entry's s: the entry is the pair packed upwards, m first."""
+RQ_ENTRY_BITS = RQ_ENTRY_M_BITS + RQ_ENTRY_S_BITS
+"""Bits of a table word the machine reads (30); the bits above (31..30) are ignored, and the
+compiler writes them 0. An entry cannot stop the machine: every (m, s) it holds is legal, s = 0
+included (shift 0 and no rounding term, GA2.md section 4). ``sim.arith.pack_rq_pair`` and
+``unpack_rq_pair`` write and read it."""
+
 COUNTERS = ("cycles", "dma", "mxu", "vpu", "sfu")
 """The five 32-bit cycle counters (GA2.md section 5), in the order the RTL reports them."""
 COUNTER_BITS = 32
