@@ -109,8 +109,9 @@ def collected() -> dict[str, int]:
     return {"fast": total - slow, "slow": slow}
 
 
-def about(count: Callable[[], int], quoted: int, within: float = 0.05) -> Callable[[], object]:
-    """An "about N" figure: N itself while the count stays within ``within`` of it."""
+def about(count: Callable[[], int], quoted: int, within: float = 0.1) -> Callable[[], object]:
+    """An "about N" figure: N itself while the count stays within ``within`` of it (the suite
+    grows with every change: a quoted round figure holds for a while, then must follow)."""
     def check() -> object:
         actual = count()
         if abs(actual - quoted) <= within * actual:
@@ -124,7 +125,7 @@ SEEDS, EXAMPLE_A = "seeds 100-111", "example A"
 README, START, PERF = "README.md", "docs/guide/start.md", "docs/guide/performance.md"
 MAKE, FPGA = "docs/reference/make.md", "docs/guide/fpga.md"
 STUDIES, SWEEP, MUTANTS = "docs/studies.json", "docs/sweep.json", "compiler/testing/mutants.py"
-FAST_TESTS = about(lambda: collected()["fast"], 1800)
+FAST_TESTS = about(lambda: collected()["fast"], 1900)
 
 
 def fmax(machine: str) -> str:
@@ -161,9 +162,9 @@ FIGURES = [
            f"{MUTANTS}: MUTANTS"),
     Figure(README, "its {} instructions on GA-2's engines", example_a_instructions, "example A compiled"),
     Figure(README, "`make test` runs about {} tests", FAST_TESTS, "pytest --collect-only, not slow"),
-    Figure(README, "| about {} tests,", FAST_TESTS, "pytest --collect-only, not slow"),
+    Figure(README, "| about {} tests;", FAST_TESTS, "pytest --collect-only, not slow"),
     Figure(START, "`make test` runs about {} tests", FAST_TESTS, "pytest --collect-only, not slow"),
-    Figure(START, "The about {} slow tests", about(lambda: collected()["slow"], 100, 0.1),
+    Figure(START, "The about {} slow tests", about(lambda: collected()["slow"], 100, 0.2),
            "pytest --collect-only -m slow"),
     Figure(PERF, "it needs {:,} cycles where the seed's", lambda: option(SEEDS, SERIAL),
            f"{STUDIES}: options, seeds 100-111, serial default"),
@@ -233,5 +234,5 @@ def test_a_moved_figure_fails():
     moved = Figure("README.md", "| the same with the engines side by side | {:,} |", lambda: 4465, "a test")
     assert figure_problem(moved).startswith(
         "README.md should say '| the same with the engines side by side | 4,465 |' (a test)")
-    assert about(lambda: 2000, 1800)() == "2,000 (quoted: about 1,800)"
-    assert about(lambda: 1850, 1800)() == "1,800"
+    assert about(lambda: 2100, 1800)() == "2,100 (quoted: about 1,800)"
+    assert about(lambda: 1950, 1800)() == "1,800"
