@@ -245,7 +245,8 @@ def programs_entry(jobs: list) -> dict:
     """What identifies the programs of a run: how many, their cycles in all (the reference
     machine's), and a digest of what is exact in them: each program's machine, its
     instructions without their data fields (``sim.spec.Field.data``: the requantization
-    multipliers and shifts) and the size of its external-memory image, not its contents. The
+    multipliers and shifts) and its external-memory layout (each tensor's name, address, size
+    and format), not the words in it. The
     rest (weights, inputs, scales) comes from floating-point training and calibration whose
     last bits differ between CPUs (issue 24, defect 1): digesting it made the record another
     machine's stale. A record whose ``rtl`` entry has another digest is stale."""
@@ -255,7 +256,8 @@ def programs_entry(jobs: list) -> dict:
         for ins in decode_program(job.words):
             exact = [(f.name, ins.fields[f.name]) for f in ins.spec.fields if not f.data]
             digest.update(repr((ins.op, exact)).encode())
-        digest.update(str(0 if job.ext is None else len(job.ext)).encode())
+        layout = sorted((e.name, e.addr, e.words, e.fmt) for e in job.compiled.ext.values())
+        digest.update(repr(layout).encode())
     return {"programs": len(jobs), "cycles": sum(job.expected(job.machine).counters.cycles for job in jobs),
             "digest": digest.hexdigest()[:16]}
 

@@ -144,27 +144,27 @@ def test_the_targets_agree_with_the_other_studies_and_their_bounds_hold(record):
 def test_the_programs_digest_is_of_their_exact_parts():
     """Another CPU's calibration moves requantizer fields and external data, never the
     program's places, sizes and modes: the digest ignores the first and sees the second."""
+    import dataclasses
+
     from cosim.jobs import Job
     from sim.asm import build, decode_program
 
     program, _ = studies.checked_run("example A", studies.attention_step_network(), DEFAULT)
-    test = studies.attention_step_network()[2]
-    job = Job.of_program(program, test, "example A")
+    job = Job.of_program(program, studies.attention_step_network()[2], "example A")
     base = studies.programs_entry([job])["digest"]
 
-    def changed(words=None, ext=None):
-        other = Job(words if words is not None else job.words, ext if ext is not None else job.ext, "x",
-                    machine=job.machine)
-        return studies.programs_entry([other])["digest"]
+    def digest(**changes) -> str:
+        return studies.programs_entry([dataclasses.replace(job, **changes)])["digest"]
 
     code = decode_program(job.words)
     k = next(i for i, ins in enumerate(code) if ins.op == "RQ")
     fields = code[k].fields
     for name, value in (("m", fields["m"] ^ 1), ("s", fields["s"] % 63 + 1), ("dst", fields["dst"] + 1)):
         moved = [*code[:k], build("RQ", **(fields | {name: value})), *code[k + 1:]]
-        words = [w for ins in moved for w in ins.encode()]
-        assert (changed(words=words) == base) is (name != "dst"), name
+        assert (digest(program=moved) == base) is (name != "dst"), name
     ext = np.array(job.ext, copy=True)
     ext[0] ^= 1
-    assert changed(ext=ext) == base
-    assert changed(ext=np.concatenate([ext, [0]])) != base
+    assert digest(ext=ext) == base
+    name, entry = next(iter(program.ext.items()))
+    shifted = {**program.ext, name: dataclasses.replace(entry, addr=entry.addr + 1)}
+    assert digest(compiled=dataclasses.replace(program, ext=shifted)) != base
