@@ -8,6 +8,7 @@ EXTRAS  ?= dev,torch
 comma   := ,
 STAMP   := $(VENV)/.setup-$(subst $(comma),+,$(EXTRAS))
 SYNTH_STAMP := $(VENV)/.setup-synth
+DOCS_STAMP  := $(VENV)/.setup-docs
 FREQ    ?= 100
 SEEDS   ?= 100-111
 SIM     ?= both
@@ -28,7 +29,7 @@ MACHINE_DIR = $(if $(strip $(PARAMS)),$(shell $(PY) -m sim.machines --dir $(call
 SUDO    := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
 .PHONY: help setup test test-all cosim stress verilog lint bench bench-sim bench-compiler bench-cosim mutants mutants-rtl studies \
-        docs docs-check synth synth-setup bitstream digits sweep report plots chromium clean
+        docs docs-gen docs-check docs-setup synth synth-setup bitstream digits sweep report plots chromium clean
 
 help:  ## list the targets
 	@echo "GA-2 / Capra. Set-up is automatic: every target runs 'make setup' first."
@@ -56,6 +57,14 @@ synth-setup: $(SYNTH_STAMP)
 
 $(SYNTH_STAMP): pyproject.toml | $(STAMP)
 	$(PY) -m pip install --quiet -e '.[$(EXTRAS),synth]'
+	$(PY) -m pip check
+	@touch $@
+
+# Sphinx, MyST and the Furo theme for make docs (the docs extra of pyproject.toml), not for make setup
+docs-setup: $(DOCS_STAMP)
+
+$(DOCS_STAMP): pyproject.toml | $(STAMP)
+	$(PY) -m pip install --quiet -e '.[$(EXTRAS),docs]'
 	$(PY) -m pip check
 	@touch $@
 
@@ -92,7 +101,11 @@ bench: setup  ## GA-2 cycles on the seed's programs vs the seed chip, MXU utilis
 bench-sim: setup  ## reference machine speed: instructions/s and simulated cycles/s
 	$(PY) -m sim.bench
 
-docs: setup  ## regenerate docs/isa.md, the code excerpts of docs/add-an-instruction.md and the generated parts of docs/change-the-machine.md
+docs: setup docs-setup docs-gen  ## make docs-gen, then build the documentation site with warnings as errors: build/docs/html/index.html
+	$(PY) -m sphinx -W --keep-going -E -q -b html -d build/docs/doctrees docs build/docs/html
+	@echo "the site: build/docs/html/index.html"
+
+docs-gen: setup  ## regenerate docs/isa.md, the code excerpts of docs/add-an-instruction.md and the generated parts of docs/change-the-machine.md
 	$(PY) -m sim.isadoc --write
 	$(PY) examples/add_an_instruction.py --write
 	$(PY) examples/change_the_machine.py --write
@@ -133,7 +146,7 @@ bitstream: setup synth-setup  ## ULX3S 85F bitstream: example A from block RAM, 
 report: setup  ## the report page of seed SEED (build/report/seed-SEED.html); SIM=none|icarus|verilator|both
 	$(PY) -m report seed $(call quote,$(SEED)) --sim $(call quote,$(SIM)) --out $(call quote,build/report/seed-$(SEED).html) --plots $(call quote,build/plots/seed-$(SEED))
 
-plots: setup  ## the plots of example A and seed 100 under build/plots, and README's two (docs/img/*.png)
+plots: setup  ## the plots of example A and seed 100 under build/plots, and the pictures of README and docs/guide/inspect.md (docs/img/*.png)
 	$(PY) -m report example-a --out build/report/example-a.html --plots build/plots/example-a
 	$(PY) -m report seed 100 --out build/report/seed-100.html --plots build/plots/seed-100
 	$(PY) -m report.readme --write
