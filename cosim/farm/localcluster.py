@@ -1,6 +1,6 @@
 """A Ray cluster of several nodes on this machine, for tests, CI and a first try of a cluster.
 
-``python -m cosim.farm.localcluster [--nodes 2] -- COMMAND ...`` starts a head node (``ray start
+``python -m cosim.farm.localcluster [--nodes 2] COMMAND ...`` starts a head node (``ray start
 --head``) and ``--nodes - 1`` more nodes (``ray start --address=...``), each with its own
 temporary folder, ports and one CPU, runs the command with ``RAY_ADDRESS`` set to the head, and
 stops every node it started, whatever the command did; its exit status is the command's.
@@ -128,11 +128,11 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m cosim.farm.localcluster",
                                      description=__doc__.split("\n\n")[0])
     parser.add_argument("--nodes", type=int, default=2, help="nodes, the head included (default 2)")
-    parser.add_argument("command", nargs=argparse.REMAINDER, help="-- the command to run on the cluster")
+    parser.add_argument("command", nargs=argparse.REMAINDER, help="the command to run on the cluster (after -- if it starts with an option)")
     args = parser.parse_args(argv)
     command = args.command[1:] if args.command[:1] == ["--"] else args.command
     if not command or args.nodes < 1:
-        parser.error("give at least one node and a command after --")
+        parser.error("give at least one node and a command")
     with LocalCluster(args.nodes) as cluster:
         print(f"a Ray cluster of {args.nodes} nodes on this machine at {cluster.address}", file=sys.stderr,
               flush=True)
