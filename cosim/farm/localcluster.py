@@ -128,7 +128,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m cosim.farm.localcluster",
                                      description=__doc__.split("\n\n")[0])
     parser.add_argument("--nodes", type=int, default=2, help="nodes, the head included (default 2)")
-    parser.add_argument("command", nargs=argparse.REMAINDER, help="the command to run on the cluster (after -- if it starts with an option)")
+    parser.add_argument("command", nargs=argparse.REMAINDER,
+                        help="the command to run on the cluster (after -- if it starts with an option)")
     args = parser.parse_args(argv)
     command = args.command[1:] if args.command[:1] == ["--"] else args.command
     if not command or args.nodes < 1:
