@@ -31,6 +31,8 @@ from typing import NamedTuple
 
 import pytest
 
+from sim.spec import DEFAULT
+
 from .quoted import ROOT
 
 
@@ -88,7 +90,7 @@ def issue_rule_mutants() -> int:
 
 def fault_programs() -> int:
     from cosim import faults
-    return len(faults.jobs())
+    return len(faults.jobs(DEFAULT))
 
 
 def example_a_instructions() -> int:
