@@ -57,6 +57,9 @@ TEST_MODULE = "cosim.axi_tb"
 EXT_BASE = 0x0001_2340
 """Where the bench's RAM puts external word 0: beat-aligned but not page-aligned, so that bursts
 meet 4 KiB boundaries at other words than a base of 0 would."""
+PUBLIC_TOP = ("--public-depth", "1")
+"""The bench touches the top's ports only: Verilator makes those reachable through VPI, not every
+signal of the design (cosim.simulators.LeanVerilator drops cocotb's --public-flat-rw)."""
 PAUSE = 0.3
 """The default back-pressure: each channel stalls in a cycle with this probability."""
 
@@ -107,7 +110,8 @@ def build(simulator: str, source: Path, root: Path | None = None) -> Path:
     root = Path(root) if root is not None else source.parent
     directory = root / simulator
     text = source.read_bytes()
-    recipe = json.dumps({"args": VERILATOR_ARGS if simulator == "verilator" else (), "timescale": TIMESCALE})
+    args = [*VERILATOR_ARGS, *PUBLIC_TOP] if simulator == "verilator" else []
+    recipe = json.dumps({"args": args, "timescale": TIMESCALE})
     digest = hashlib.sha256(text + recipe.encode()).hexdigest()
     stamp = directory / "stamp.sha256"
     with flock(root / f"{simulator}.lock", exclusive=True):
@@ -120,7 +124,7 @@ def build(simulator: str, source: Path, root: Path | None = None) -> Path:
         try:
             runner_for(simulator).build(
                 sources=[source], hdl_toplevel=TOP, build_dir=directory, always=True, timescale=TIMESCALE,
-                log_file=log, build_args=list(VERILATOR_ARGS) if simulator == "verilator" else [])
+                log_file=log, build_args=args)
         except (RuntimeError, SystemExit, subprocess.CalledProcessError) as e:
             raise BuildError(f"{simulator}: building {source} failed ({e}); the log: {log}") from None
         stamp.write_text(digest + "\n")

@@ -22,6 +22,7 @@ from pathlib import Path
 
 from amaranth.back import verilog
 
+from hw.axi import BOUNDARY
 from hw.axi_simtop import AxiSimTop
 from hw.axi_top import GA2Axi
 from sim import machines, regmap
@@ -39,14 +40,16 @@ def out_dir(params: Params, root: Path | str = "build") -> Path:
     return machines.machine_dir(root, params) / "axi"
 
 
-def export(params: Params, folder: Path, names: tuple[str, ...] = tuple(TOPS)) -> dict[str, Path]:
-    """Write the Verilog of the named tops and the description; return name -> path written."""
+def export(params: Params, folder: Path, names: tuple[str, ...] = tuple(TOPS), *,
+           burst_bytes: int = BOUNDARY) -> dict[str, Path]:
+    """Write the Verilog of the named tops and the description; return name -> path written.
+    ``burst_bytes``: where the master's bursts end (:class:`hw.axi_top.GA2Axi`)."""
     folder.mkdir(parents=True, exist_ok=True)
     written = {}
     description = {"params": dataclasses.asdict(params), "regmap_bytes": 1 << regmap.address_bits(params),
-                   "tops": {}}
+                   "burst_bytes": burst_bytes, "tops": {}}
     for name in names:
-        top = TOPS[name](params)
+        top = TOPS[name](params, burst_bytes)
         path = folder / f"{name}.v"
         path.write_text(verilog.convert(top, name=name))
         written[name] = path

@@ -108,15 +108,27 @@ def connect(m: Module, table, prefix: str, master, slave, *, slave_prefix: str |
         m.d.comb += (b.eq(a) if by_master else a.eq(b))
 
 
-def beats_to_boundary(addr: Value, lanes: int) -> Value:
-    """Beats from a beat-aligned byte address to the next 4 KiB boundary (1 .. 4096 / beat)."""
+def check_burst_bytes(burst_bytes: int, lanes: int) -> None:
+    """Refuse a burst boundary that is not a power of two from one beat to 4 KiB.
+
+    Raises:
+        ValueError: naming the value and the range.
+    """
+    if burst_bytes & (burst_bytes - 1) or not beat_bytes(lanes) <= burst_bytes <= BOUNDARY:
+        raise ValueError(f"burst_bytes={burst_bytes}: must be a power of two from one beat "
+                         f"({beat_bytes(lanes)} bytes at LANES = {lanes}) to {BOUNDARY}")
+
+
+def beats_to_boundary(addr: Value, lanes: int, burst_bytes: int = BOUNDARY) -> Value:
+    """Beats from a beat-aligned byte address to the next multiple of ``burst_bytes`` (a power of
+    two dividing 4 KiB: bursts that end there never cross a 4 KiB boundary)."""
     shift = (beat_bytes(lanes) - 1).bit_length()
-    offset = addr[:12]
-    return Mux(offset == 0, BOUNDARY >> shift, (BOUNDARY - offset) >> shift)
+    offset = addr[:(burst_bytes - 1).bit_length()]
+    return Mux(offset == 0, burst_bytes >> shift, (burst_bytes - offset) >> shift)
 
 
-def burst_beats(addr: Value, left: Value, lanes: int) -> Value:
-    """The next burst's beats: what is left, up to the 4 KiB boundary."""
+def burst_beats(addr: Value, left: Value, lanes: int, burst_bytes: int = BOUNDARY) -> Value:
+    """The next burst's beats: what is left, up to the next ``burst_bytes`` boundary."""
     assert BOUNDARY // beat_bytes(lanes) <= MAX_BEATS, "a burst to the boundary fits AxLEN"
-    room = beats_to_boundary(addr, lanes)
+    room = beats_to_boundary(addr, lanes, burst_bytes)
     return Mux(left < room, left, room)

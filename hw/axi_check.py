@@ -19,7 +19,7 @@ come only for a write or read taken.
 from __future__ import annotations
 
 from amaranth.hdl import Cat, Module, Signal
-from amaranth.lib.fifo import SyncFIFOBuffered
+from amaranth.lib.fifo import SyncFIFO
 from amaranth.lib.wiring import In, Out
 
 from sim import regmap
@@ -135,9 +135,9 @@ class AxiChecker(Checked):
         ar_fire = self.m_axi_arvalid & self.m_axi_arready
         r_fire = self.m_axi_rvalid & self.m_axi_rready
         b_fire = self.m_axi_bvalid & self.m_axi_bready
-        m.submodules.aw_lens = aw_lens = SyncFIFOBuffered(width=9, depth=QUEUE)
-        m.submodules.w_lens = w_lens = SyncFIFOBuffered(width=9, depth=QUEUE)
-        m.submodules.ar_lens = ar_lens = SyncFIFOBuffered(width=9, depth=QUEUE)
+        m.submodules.aw_lens = aw_lens = SyncFIFO(width=9, depth=QUEUE)
+        m.submodules.w_lens = w_lens = SyncFIFO(width=9, depth=QUEUE)
+        m.submodules.ar_lens = ar_lens = SyncFIFO(width=9, depth=QUEUE)
         w_beats = Signal(9)
         r_beats = Signal(9)
         m.d.comb += [

@@ -24,7 +24,7 @@ from sim import spec
 from sim.spec import DEFAULT, Params
 
 from . import axi
-from .component import Checked
+from .component import Checked, check_params
 from .ports import words
 
 BUFFER = 4
@@ -45,6 +45,8 @@ class AxiReader(Checked):
 
     Parameters:
         params: the machine (LANES, EXT_WORDS).
+        burst_bytes: bursts end at multiples of it (a power of two up to 4 KiB: 4096 gives AXI4's
+            longest bursts at LANES = 4; a system whose bus narrows GA-2's beats takes fewer).
 
     Members:
         start In(1), src In(16), length In(16), fmt In(1): an LD's dispatch (in a cycle the core
@@ -67,8 +69,14 @@ class AxiReader(Checked):
     while R delivers one per cycle.
     """
 
-    def __init__(self, params: Params = DEFAULT):
+    @classmethod
+    def check(cls, params: Params = DEFAULT, burst_bytes: int = axi.BOUNDARY) -> None:
+        check_params(cls.__name__, params)
+        axi.check_burst_bytes(burst_bytes, params.LANES)
+
+    def __init__(self, params: Params = DEFAULT, burst_bytes: int = axi.BOUNDARY):
         self.params = params
+        self.burst_bytes = burst_bytes
         lanes = params.LANES
         bus = axi.members(axi.AXI4, "m_axi", master=True, addr_bits=ADDR_BITS,
                           data_bits=lanes * spec.WORD_BITS, channels=("ar", "r"))
@@ -161,7 +169,7 @@ class AxiReader(Checked):
         finished = self.m_axi_rvalid & self.m_axi_rready & self.m_axi_rlast
         out = Signal(range(BURSTS_OUT + 1))      # bursts requested, not yet finished
         m.d.sync += out.eq(out + fire - finished)
-        beats = axi.burst_beats(next_addr, bursts_left, lanes)
+        beats = axi.burst_beats(next_addr, bursts_left, lanes, self.burst_bytes)
         with m.If(self.start):
             last = self.src + region_words(self.length, self.fmt) - 1
             m.d.sync += [

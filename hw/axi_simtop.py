@@ -26,6 +26,7 @@ class AxiSimTop(Checked):
 
     Parameters:
         params: the machine's :class:`sim.spec.Params`.
+        burst_bytes: as :class:`~hw.axi_top.GA2Axi`.
 
     Members: GA2Axi's, and axi_fault Out(1), axi_code Out(8), axil_fault Out(1), axil_code Out(8).
 
@@ -34,13 +35,13 @@ class AxiSimTop(Checked):
     """
 
     @classmethod
-    def check(cls, params: Params = DEFAULT) -> None:
+    def check(cls, params: Params = DEFAULT, burst_bytes: int = axi.BOUNDARY) -> None:
         check_params(cls.__name__, params)
-        GA2Axi.check(params)
+        GA2Axi.check(params, burst_bytes)
 
-    def __init__(self, params: Params = DEFAULT):
+    def __init__(self, params: Params = DEFAULT, burst_bytes: int = axi.BOUNDARY):
         self.params = params
-        self.top = GA2Axi(params)
+        self.top = GA2Axi(params, burst_bytes)
         members = dict(self.top.signature.members.items())
         super().__init__({**members, "axi_fault": Out(1), "axi_code": Out(8),
                           "axil_fault": Out(1), "axil_code": Out(8)})

@@ -46,6 +46,9 @@ class GA2Axi(Checked):
 
     Parameters:
         params: the machine's :class:`sim.spec.Params`.
+        burst_bytes: the master's bursts end at multiples of it (a power of two up to 4 KiB,
+            :class:`~hw.axi_read.AxiReader`; an SoC whose bus converts GA-2's beats to narrower
+            ones asks for bursts that stay within 256 of those).
 
     Members:
         s_axil_*: the register slave (:data:`hw.axi.AXI4_LITE`, ``sim.regmap.address_bits``
@@ -64,15 +67,18 @@ class GA2Axi(Checked):
 
     Raises:
         TypeError: params is not a :class:`sim.spec.Params`.
+        ValueError: burst_bytes is not a power of two from one beat to 4 KiB.
     """
 
     @classmethod
-    def check(cls, params: Params = DEFAULT) -> None:
+    def check(cls, params: Params = DEFAULT, burst_bytes: int = axi.BOUNDARY) -> None:
         check_params(cls.__name__, params)
         GA2.check(params)
+        axi.check_burst_bytes(burst_bytes, params.LANES)
 
-    def __init__(self, params: Params = DEFAULT):
+    def __init__(self, params: Params = DEFAULT, burst_bytes: int = axi.BOUNDARY):
         self.params = params
+        self.burst_bytes = burst_bytes
         data_bits = params.LANES * spec.WORD_BITS
         super().__init__({
             **axi.members(axi.AXI4_LITE, "s_axil", master=False, addr_bits=regmap.address_bits(params)),
@@ -81,8 +87,8 @@ class GA2Axi(Checked):
         })
         self.core = GA2(params)
         self.regs = AxiLiteRegs(params)
-        self.reader = AxiReader(params)
-        self.writer = AxiWriter(params)
+        self.reader = AxiReader(params, burst_bytes)
+        self.writer = AxiWriter(params, burst_bytes)
 
     def elaborate(self, platform):
         m = Module()

@@ -27,7 +27,7 @@ from sim.spec import DEFAULT, Params
 from . import axi
 from .axi_fifo import PairFifo
 from .axi_read import ADDR_BITS
-from .component import Checked
+from .component import Checked, check_params
 from .ports import words
 
 QUEUE = 4
@@ -49,6 +49,7 @@ class AxiWriter(Checked):
 
     Parameters:
         params: the machine (LANES).
+        burst_bytes: bursts end at multiples of it (as :class:`~hw.axi_read.AxiReader`).
 
     Members:
         start In(1), dst In(16), length In(16): an ST's dispatch (in a cycle the core advances)
@@ -62,8 +63,14 @@ class AxiWriter(Checked):
         m_axi_aw*, m_axi_w*, m_axi_b*: the AW, W and B channels (:data:`hw.axi.AXI4`).
     """
 
-    def __init__(self, params: Params = DEFAULT):
+    @classmethod
+    def check(cls, params: Params = DEFAULT, burst_bytes: int = axi.BOUNDARY) -> None:
+        check_params(cls.__name__, params)
+        axi.check_burst_bytes(burst_bytes, params.LANES)
+
+    def __init__(self, params: Params = DEFAULT, burst_bytes: int = axi.BOUNDARY):
         self.params = params
+        self.burst_bytes = burst_bytes
         lanes = params.LANES
         bus = axi.members(axi.AXI4, "m_axi", master=True, addr_bits=ADDR_BITS,
                           data_bits=lanes * spec.WORD_BITS, channels=("aw", "w", "b"))
@@ -120,7 +127,7 @@ class AxiWriter(Checked):
 
         beat = self.wr_en & self.en
         flush = beat & (beats_left == 1) & (spill_strb != 0)
-        last0 = (words_left == 1) | (axi.beats_to_boundary(addr, lanes) == 1)
+        last0 = (words_left == 1) | (axi.beats_to_boundary(addr, lanes, self.burst_bytes) == 1)
         w0, w1 = Signal(_w_layout(lanes)), Signal(_w_layout(lanes))
         aw_here, aw_flush = Signal(_aw_layout()), Signal(_aw_layout())
         starts = beat & ~in_burst                   # this beat's bus word opens a burst
@@ -128,7 +135,8 @@ class AxiWriter(Checked):
         m.d.comb += [
             w0.data.eq(word), w0.strb.eq(_strobes(word_strb)), w0.last.eq(last0),
             w1.data.eq(Cat(rot)), w1.strb.eq(_strobes(spill_strb)), w1.last.eq(1),
-            aw_here.addr.eq(addr), aw_here.len.eq(axi.burst_beats(addr, words_left, lanes) - 1),
+            aw_here.addr.eq(addr),
+            aw_here.len.eq(axi.burst_beats(addr, words_left, lanes, self.burst_bytes) - 1),
             aw_flush.addr.eq(addr + axi.beat_bytes(lanes)), aw_flush.len.eq(0),
             wq.push0.eq(beat), wq.data0.eq(w0),
             wq.push1.eq(flush), wq.data1.eq(w1),

@@ -9,7 +9,8 @@ folder                 owns                                              may imp
                        the reference machine                             standard library, numpy)
 ``compiler/``          Capra: graph, passes, emitter                     ``sim``, ``compiler``
 ``compiler/testing/``  the compiler's test tooling (battery, seeds, ...) ``sim``, ``compiler``
-``hw/``                the gateware (Amaranth)                           ``sim.spec``, ``sim.arith``
+``hw/``                the gateware (Amaranth)                           ``sim.spec``, ``sim.arith``,
+                                                                         ``sim.regmap`` (issue 29)
 ``flows/``             export, memory map, synthesis, the board build    ``hw``, ``sim``, ``compiler``
 ``cosim/``             cocotb benches, runners, stress                   ``hw``, ``sim``, ``compiler``,
                                                                          ``flows``
@@ -40,7 +41,7 @@ ALLOWED: dict[str, tuple[str, ...]] = {
     "sim": ("sim",),
     "compiler.testing": ("sim", "compiler"),
     "compiler": ("sim", "compiler"),
-    "hw": ("hw", "sim.spec", "sim.arith"),
+    "hw": ("hw", "sim.spec", "sim.arith", "sim.regmap"),
     "flows": ("flows", "hw", "sim", "compiler"),
     "cosim": ("cosim", "flows", "hw", "sim", "compiler"),
     "tests": PROJECT,
