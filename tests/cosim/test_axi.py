@@ -1,0 +1,75 @@
+"""cosim/axi.py: GA-2 through AXI against the reference machine, and the rule's comparison.
+
+The RTL test runs the seed table's graphs and stress programs through cocotbext-axi on Icarus,
+every channel paused at random (pause 0.3), and demands docs/GA2.md section 8's rule: every
+external word and stop as the reference's, every counter too but ``cycles``, which is the
+reference's plus MEM_STALL, and MEM_STALL > 0 (the bus is slower than the fixed-latency memory).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from cosim import axi
+from cosim.jobs import Job
+from sim import spec
+from sim.asm import build
+from sim.spec import DEFAULT
+
+
+def program():
+    """LD 8 words at ext 3, ST them at ext 21 (both unaligned), HALT."""
+    code = [build("LD", dst=0, src=3, len=8), build("ST", src=0, dst=21, len=8), build("HALT")]
+    ext = np.arange(100, dtype=np.uint32)
+    return Job(code, ext, "ld-st")
+
+
+def faithful(job: Job, stall: int) -> axi.AxiRun:
+    """The run that keeps the rule exactly, with ``stall`` cycles of memory stall."""
+    want = job.expected(DEFAULT)
+    counters = list(want.counters.as_tuple(spec.ALL_COUNTERS))
+    registers = {"counters": counters, "wall": counters[0] + stall, "mem_stall": stall,
+                 "error_code": int(want.error_code), "error_pc": want.error_pc, "bus_error": False}
+    names = ("axi_fault", "axi_code", "axil_fault", "axil_code", "timing_fault", "bridge_fault")
+    faults = dict.fromkeys(names, 0)
+    return axi.AxiRun(job.name, True, want.ext.copy(), registers, faults)
+
+
+def test_a_faithful_run_has_no_differences():
+    job = program()
+    assert axi.compare(job, faithful(job, 9), DEFAULT) == []
+
+
+def test_each_broken_part_of_the_rule_is_named():
+    job = program()
+    run = faithful(job, 9)
+    run.registers["counters"][1] += 1
+    run.ext[22] ^= 4                         # ext[22] = ext[3 + 1] = 4 after the ST
+    run.faults.update(axi_fault=1, axi_code=14)
+    lines = axi.compare(job, run, DEFAULT)
+    assert lines[0] == "AXI protocol checker (master): rule 14: AR burst crosses a 4 KiB boundary"
+    assert "counter dma: bus 1" in lines[1] and "(+1)" in lines[1]
+    assert lines[2].startswith("ext: 1 words differ; first [22] bus 0x00000000, reference 0x00000004")
+    run = faithful(job, 0)
+    run.registers["counters"][0] += 3        # cycles less mem_stall off the reference
+    assert axi.compare(job, run, DEFAULT) == [
+        f"counter cycles - mem_stall: bus {run.registers['counters'][0]}, reference "
+        f"{run.registers['counters'][0] - 3} (+3)"]
+
+
+def test_a_run_that_did_not_finish_says_so():
+    job = program()
+    run = faithful(job, 0)
+    run.finished, run.registers = False, None
+    assert axi.compare(job, run, DEFAULT)[-1].startswith("no DONE within the cycle limit")
+
+
+@pytest.mark.rtl
+def test_seeds_and_stress_through_axi_with_back_pressure(icarus):
+    jobs = axi.seed_jobs("100-103", DEFAULT) + axi.stress_jobs(1, 12, DEFAULT) + [program()]
+    problems, rows = axi.check(jobs, icarus, DEFAULT, pause=0.3, seed=2, say=lambda _: None)
+    assert problems == []
+    assert len(rows) == len(jobs)
+    assert all(stall > 0 for _, _, _, stall in rows)
+    assert all(wall == ref + stall for _, ref, wall, stall in rows)
