@@ -35,7 +35,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from .. import runner
 from ..text import plain
-from . import aimed, draw, grade, report, verdicts, yosys
+from . import aimed, bus, draw, grade, report, verdicts, yosys
 
 OUT = runner.BUILD / "mutants-rtl"
 MUTANTS_DIR = runner.COSIM_BUILD / "mutants-rtl"
@@ -44,6 +44,9 @@ own folder and goes with it)."""
 LISTED = 4000
 """Mutations Yosys lists (its even sampling) before the draw picks --count of them."""
 NONE = "none"
+BUS_NONE = "none-bus"
+BUS = "b"
+"""Rows whose id starts so are the system top's bus mutants (cosim/mutants_rtl/bus.py)."""
 WIDE = 180
 """Columns of the table when the output is not a terminal (a log keeps whole lines)."""
 
@@ -72,9 +75,15 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                    help="judge survivors by the netlist and the notes only (no Yosys proof)")
     p.add_argument("--target", type=float, default=95.0, help="the score to reach, in percent (default 95)")
     p.add_argument("--keep", action="store_true", help="keep each mutant's simulator build")
+    p.add_argument("--bus-count", type=int, default=16,
+                   help="mutants of the AXI system top's bus logic, graded through AXI "
+                        "(cosim/mutants_rtl/bus.py; default 16, 0: none)")
+    p.add_argument("--bus-stress-n", type=int, default=40,
+                   help="stress programs through AXI after the seeds, per bus mutant (default 40)")
     args = p.parse_args(argv)
-    if args.count < 1 or args.jobs < 1 or args.stress_n < 0 or args.timeout <= 0:
-        p.error("--count and --jobs must be at least 1, --stress-n at least 0, --timeout positive")
+    if args.count < 1 or args.jobs < 1 or args.stress_n < 0 or args.timeout <= 0 or args.bus_count < 0:
+        p.error("--count and --jobs must be at least 1, --stress-n and --bus-count at least 0, "
+                "--timeout positive")
     return args
 
 
@@ -104,25 +113,50 @@ def drawn(args: argparse.Namespace,
     return verilog, net, graph, rows
 
 
-def grade_all(rows: list[report.Row], none: Path, paths: dict[str, Path], args: argparse.Namespace,
-              console: Console) -> grade.Grade:
-    """Grade the none mutant and every row, --jobs at a time, with a progress bar (or lines)."""
-    steps = grade.plan(args.seeds, args.stress_n, args.stress_seed)
+def drawn_bus(args: argparse.Namespace, console: Console) -> tuple[Path, yosys.Netlist, draw.Netlist,
+                                                                   list[report.Row]]:
+    """The bus mutants: the system top's simulation Verilog, its netlist, --bus-count drawn rows."""
+    verilog = bus.verilog(say=lambda s: console.print(s, highlight=False))
+    net = yosys.prepare(verilog, OUT, top=bus.TOP)
+    graph = draw.Netlist(net.json)
+    lines = yosys.listing(net, max(LISTED // 4, args.bus_count), args.seed, scope=bus.SCOPE)
+    listed = [graph.attribute(draw.parse(line)) for line in lines]
+    candidates = [m for m in listed if not verdicts.unchanged(verdicts.site(graph.modules, m))]
+    picked = draw.draw(candidates, args.bus_count, args.seed)
+    width = len(str(len(picked)))
+    rows = [report.Row(f"{BUS}{k + 1:0{width}d}", m) for k, m in enumerate(picked)]
+    console.print(f"Yosys: {len(listed)} mutations listed over the AXI top's bus logic, {len(picked)} drawn "
+                  f"from {len({r.mutation.unit for r in rows})} units", highlight=False)
+    return verilog, net, graph, rows
+
+
+def steps_for(ident: str, args: argparse.Namespace) -> list[grade.Step]:
+    """The grading steps of a row (or of a none mutant): cosim's, or through AXI for the bus's."""
+    if ident.startswith(BUS) or ident == BUS_NONE:
+        return bus.plan(args.seeds, args.bus_stress_n, args.stress_seed)
+    return grade.plan(args.seeds, args.stress_n, args.stress_seed)
+
+
+def grade_all(rows: list[report.Row], nones: dict[str, Path], paths: dict[str, Path],
+              args: argparse.Namespace, console: Console) -> dict[str, grade.Grade]:
+    """Grade the none mutants and every row, --jobs at a time, with a progress bar (or lines);
+    the none mutants' grades."""
     lock = threading.Lock()
     live = console.is_terminal
     bar = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                    console=console, disable=not live, transient=True)
-    task = bar.add_task("grading mutants", total=len(rows) + 1)
+    task = bar.add_task("grading mutants", total=len(rows) + len(nones))
     result: dict[str, grade.Grade] = {}
 
     def one(ident: str, path: Path) -> tuple[str, grade.Grade]:
-        g = grade.grade(path, steps, args.sim, args.timeout)
+        g = grade.grade(path, steps_for(ident, args), args.sim, args.timeout)
         if not args.keep:
             grade.clean(path)
         return ident, g
 
     with bar, ThreadPoolExecutor(max_workers=args.jobs) as pool:
-        futures = [pool.submit(one, NONE, none)] + [pool.submit(one, r.ident, paths[r.ident]) for r in rows]
+        futures = [pool.submit(one, ident, path) for ident, path in nones.items()]
+        futures += [pool.submit(one, r.ident, paths[r.ident]) for r in rows]
         for done, future in enumerate(as_completed(futures), 1):
             ident, g = future.result()
             result[ident] = g
@@ -136,7 +170,7 @@ def grade_all(rows: list[report.Row], none: Path, paths: dict[str, Path], args: 
                     print(line, file=sys.stderr, flush=True)
     for r in rows:
         r.grade = result[r.ident]
-    return result[NONE]
+    return {ident: result[ident] for ident in nones}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -147,6 +181,9 @@ def main(argv: list[str] | None = None) -> int:
     t0 = time.perf_counter()
     try:
         verilog, net, graph, rows = drawn(args, console)
+        bus_verilog, bus_net, bus_graph, bus_rows = (drawn_bus(args, console) if args.bus_count
+                                                     else (None, None, None, []))
+        rows += bus_rows
     except (yosys.YosysError, runner.CosimError, ValueError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
@@ -160,28 +197,38 @@ def main(argv: list[str] | None = None) -> int:
             print(f"error: --only: no mutant {', '.join(sorted(unknown))} in this draw", file=sys.stderr)
             return 2
         rows = [r for r in rows if r.ident in wanted]
+    benches = {NONE: (net, verilog, [r for r in rows if not r.ident.startswith(BUS)])}
+    if bus_net is not None:
+        benches[BUS_NONE] = (bus_net, bus_verilog, [r for r in rows if r.ident.startswith(BUS)])
+    paths, nones = {}, {}
     try:
-        paths = yosys.write_mutants(net, [(r.ident, r.mutation.line) for r in rows], verilog, MUTANTS_DIR)
+        for none_id, (netlist, source, mine) in benches.items():
+            lines = [(r.ident, r.mutation.line) for r in mine]
+            paths |= yosys.write_mutants(netlist, lines, source, MUTANTS_DIR)
+            nones[none_id] = MUTANTS_DIR / none_id / netlist.none.name
+            nones[none_id].parent.mkdir(parents=True, exist_ok=True)
+            for f in netlist.none.parent.iterdir():
+                shutil.copyfile(f, nones[none_id].parent / f.name)
     except yosys.YosysError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
-    none = MUTANTS_DIR / NONE / net.none.name
-    none.parent.mkdir(parents=True, exist_ok=True)
-    for f in net.none.parent.iterdir():
-        shutil.copyfile(f, none.parent / f.name)
-    steps = grade.plan(args.seeds, args.stress_n, args.stress_seed)
-    console.print(f"grading {len(rows)} mutants and the unmutated round trip on {args.sim}, {args.jobs} at a "
-                  f"time: {', '.join(s.name for s in steps)}", highlight=False)
-    base = grade_all(rows, none, paths, args, console)
-    if base.status != grade.SURVIVED:
-        print(f"error: the unmutated netlist ({none}) does not pass: {base.status} by {base.step}: "
-              f"{'; '.join(base.detail)}", file=sys.stderr)
-        return 2
-    survivors = [(r.ident, r.mutation) for r in rows if r.grade.status == grade.SURVIVED]
-    if survivors:
-        console.print(f"judging {len(survivors)} survivor{'s' if len(survivors) != 1 else ''}",
-                      highlight=False)
-    found = verdicts.judge_all(net, graph.modules, survivors, proofs=not args.no_proofs)
+    for none_id in nones:
+        console.print(f"grading on {args.sim}, {args.jobs} at a time, {none_id}'s steps: "
+                      f"{', '.join(s.name for s in steps_for(none_id, args))}", highlight=False)
+    bases = grade_all(rows, nones, paths, args, console)
+    for none_id, base in bases.items():
+        if base.status != grade.SURVIVED:
+            print(f"error: the unmutated netlist ({nones[none_id]}) does not pass: {base.status} by "
+                  f"{base.step}: {'; '.join(base.detail)}", file=sys.stderr)
+            return 2
+    found = {}
+    for netlist, graph_of, mine in ((net, graph, benches[NONE][2]),
+                                    *(((bus_net, bus_graph, benches[BUS_NONE][2]),) if bus_net else ())):
+        survivors = [(r.ident, r.mutation) for r in mine if r.grade.status == grade.SURVIVED]
+        if survivors:
+            console.print(f"judging {len(survivors)} survivor{'s' if len(survivors) != 1 else ''}",
+                          highlight=False)
+        found |= verdicts.judge_all(netlist, graph_of.modules, survivors, proofs=not args.no_proofs)
     for r in rows:
         r.verdict = found.get(r.ident)
     seconds = time.perf_counter() - t0

@@ -36,10 +36,12 @@ DETAIL_LINES = 3
 
 @dataclass(frozen=True)
 class Step:
-    """One cosim command: its name in the report and its arguments after ``python -m cosim``."""
+    """One cosim command: its name in the report and its arguments after ``python -m <module>``
+    (``cosim``, or ``cosim.axi`` for the system top's mutants: cosim/mutants_rtl/bus.py)."""
 
     name: str
     argv: tuple[str, ...]
+    module: str = "cosim"
 
 
 FAULTS = Step("faults", ("faults",))
@@ -117,7 +119,7 @@ def grade(verilog: Path, steps: list[Step], simulator: str, timeout: float) -> G
         if left <= 0:
             code, output = None, ""
         else:
-            code, output = _run([sys.executable, "-m", "cosim", *step.argv, "--verilog", str(verilog),
+            code, output = _run([sys.executable, "-m", step.module, *step.argv, "--verilog", str(verilog),
                                  "--sim", simulator], left)
         if code == 0:
             continue
