@@ -139,7 +139,7 @@ def run(jobs: list[Job], simulator: str, params: Params = DEFAULT, *, pause: flo
     Raises:
         CosimError: the export, build or simulation failed (the message names the log).
     """
-    source = source or verilog(params, say)
+    source = Path(source).resolve() if source else verilog(params, say)
     directory = build(simulator, source)
     with writing(directory):
         run_dir = Path(tempfile.mkdtemp(prefix="run-", dir=directory))

@@ -117,7 +117,7 @@ def drawn_bus(args: argparse.Namespace, console: Console) -> tuple[Path, yosys.N
                                                                    list[report.Row]]:
     """The bus mutants: the system top's simulation Verilog, its netlist, --bus-count drawn rows."""
     verilog = bus.verilog(say=lambda s: console.print(s, highlight=False))
-    net = yosys.prepare(verilog, OUT, top=bus.TOP)
+    net = yosys.prepare(verilog, OUT, top=bus.TOP, strip=False)   # the AXI bench loads no memory
     graph = draw.Netlist(net.json)
     lines = yosys.listing(net, max(LISTED // 4, args.bus_count), args.seed, scope=bus.SCOPE)
     listed = [graph.attribute(draw.parse(line)) for line in lines]

@@ -117,18 +117,20 @@ class Netlist:
         return self.root / self.folder / "none" / f"{self.top}.v"
 
 
-def prepare(verilog: Path, root: Path, top: str = TOP) -> Netlist:
+def prepare(verilog: Path, root: Path, top: str = TOP, *, strip: bool = True) -> Netlist:
     """Read the Verilog into Yosys once (cached by its SHA-256 under ``root``).
 
     Writes ``base.il`` (what mutants are applied to), ``base.json`` (for the attribution of
     mutations to Python lines) and the *none* mutant, with ``ga2_ports.json`` beside it.
+    ``strip``: drop the memories' all-zero ``initial`` blocks (a test bench that loads every
+    word makes them dead; the AXI bench loads none, so the bus's netlist keeps them).
 
     Raises:
         YosysError: Yosys is missing or failed.
         FileNotFoundError: no Verilog file.
     """
     text = Path(verilog).read_text()
-    digest = hashlib.sha256(text.encode() + PREPARE.encode() + top.encode()).hexdigest()
+    digest = hashlib.sha256(text.encode() + PREPARE.encode() + top.encode() + bytes([strip])).hexdigest()
     net = Netlist(Path(root).resolve(), f"netlist-{digest[:12]}", digest, top)
     folder = net.root / net.folder
     stamp = folder / "stamp.sha256"
@@ -137,8 +139,7 @@ def prepare(verilog: Path, root: Path, top: str = TOP) -> Netlist:
     if folder.exists():
         shutil.rmtree(folder)
     (folder / "none").mkdir(parents=True)
-    stripped, _ = strip_zero_inits(text)
-    (folder / "source.v").write_text(stripped)
+    (folder / "source.v").write_text(strip_zero_inits(text)[0] if strip else text)
     run(PREPARE.format(folder=net.folder, top=top), net.root, f"{net.folder}/prepare")
     _ports_beside(verilog, net.none)
     stamp.write_text(digest + "\n")
