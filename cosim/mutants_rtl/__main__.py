@@ -25,15 +25,16 @@ from __future__ import annotations
 import argparse
 import shutil
 import sys
-import threading
 import time
-from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
 
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from .. import runner
+from flows.memmap import PORTS_JSON
+
+from .. import farm, runner
+from ..farm import shipping
 from ..text import plain
 from . import aimed, bus, draw, grade, report, verdicts, yosys
 
@@ -47,6 +48,9 @@ NONE = "none"
 BUS_NONE = "none-bus"
 BUS = "b"
 """Rows whose id starts so are the system top's bus mutants (cosim/mutants_rtl/bus.py)."""
+LIMIT_SLACK = 60.0
+"""Seconds a grading task gets beyond --timeout (which its own steps enforce) before the farm
+stops it as hung."""
 WIDE = 180
 """Columns of the table when the output is not a terminal (a log keeps whole lines)."""
 
@@ -58,7 +62,13 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--count", type=int, default=48, help="mutants to draw, at least 1 (default 48)")
     p.add_argument("--seed", type=int, default=1, help="seed of Yosys's listing and of the draw (default 1)")
-    p.add_argument("--jobs", type=int, default=2, help="mutants graded at the same time (default 2)")
+    p.add_argument("--jobs", type=int, default=2,
+                   help="mutants graded at the same time on this machine (default 2; a Ray cluster has "
+                        "its own)")
+    p.add_argument("--engine", choices=farm.ENGINES, default="auto",
+                   help="where the mutants are graded: ray (a local instance, or the cluster at "
+                        "RAY_ADDRESS), local (a pool of processes), auto (default: Ray with RAY_ADDRESS or "
+                        "for a minute of work or more)")
     p.add_argument("--sim", choices=runner.SIMULATORS, default="icarus",
                    help="simulator (default icarus: its build takes a second, Verilator's half a "
                         "minute or more, and each mutant is a new build)")
@@ -137,40 +147,75 @@ def steps_for(ident: str, args: argparse.Namespace) -> list[grade.Step]:
     return grade.plan(args.seeds, args.stress_n, args.stress_seed)
 
 
+SECONDS_PER_MUTANT = 15.0
+"""Rough grading time of one mutant on Icarus (make mutants-rtl: 53 in 7.5 minutes on 2 cores),
+the farm's estimate (cosim.farm.choose)."""
+
+
+def _works(rows: list[report.Row], nones: dict[str, Path], paths: dict[str, Path], args: argparse.Namespace,
+           f: farm.Farm) -> list[grade.Work]:
+    out = []
+    for ident, path in [*nones.items()] + [(r.ident, paths[r.ident]) for r in rows]:
+        bus_top = ident.startswith(BUS) or ident == BUS_NONE     # its Verilog is all it needs
+        names = (path.name,) if bus_top else (path.name, PORTS_JSON)
+        files = f.share(shipping.pack_files(path.parent, names)) if f.engine == "ray" else None
+        out.append(grade.Work(ident, path, files, tuple(steps_for(ident, args)), args.sim, args.timeout,
+                              args.keep))
+    return out
+
+
 def grade_all(rows: list[report.Row], nones: dict[str, Path], paths: dict[str, Path],
               args: argparse.Namespace, console: Console) -> dict[str, grade.Grade]:
-    """Grade the none mutants and every row, --jobs at a time, with a progress bar (or lines);
-    the none mutants' grades."""
-    lock = threading.Lock()
+    """Grade the none mutants and every row as tasks of a farm (--engine: a local pool of --jobs
+    processes, or Ray on this machine or the cluster at RAY_ADDRESS), with a progress bar (or
+    lines); the none mutants' grades."""
     live = console.is_terminal
     bar = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                    console=console, disable=not live, transient=True)
-    task = bar.add_task("grading mutants", total=len(rows) + len(nones))
+    total = len(rows) + len(nones)
+    task = bar.add_task("grading mutants", total=total)
     result: dict[str, grade.Grade] = {}
-
-    def one(ident: str, path: Path) -> tuple[str, grade.Grade]:
-        g = grade.grade(path, steps_for(ident, args), args.sim, args.timeout)
-        if not args.keep:
-            grade.clean(path)
-        return ident, g
-
-    with bar, ThreadPoolExecutor(max_workers=args.jobs) as pool:
-        futures = [pool.submit(one, ident, path) for ident, path in nones.items()]
-        futures += [pool.submit(one, r.ident, paths[r.ident]) for r in rows]
-        for done, future in enumerate(as_completed(futures), 1):
-            ident, g = future.result()
-            result[ident] = g
-            with lock:
-                bar.update(task, completed=done)
-                what = g.status + (f" by {g.step}" if g.step and g.status != "survived" else "")
-                line = f"[{done}/{len(futures)}] {ident}: {what} ({g.seconds:.0f} s)"
-                if live:
-                    bar.console.print(line, highlight=False)
-                else:
-                    print(line, file=sys.stderr, flush=True)
+    with farm.open_farm(args.engine, jobs=args.jobs, estimate=total * SECONDS_PER_MUTANT, tasks=total) as f:
+        console.print(f"grading on {f.where}", highlight=False)
+        works = _works(rows, nones, paths, args, f)
+        for work in works:
+            f.submit(work.ident, grade.grade_task, work, limit=args.timeout + LIMIT_SLACK)
+        with bar:
+            while f.running:
+                for done in f.wait(0.5):
+                    if done.error is not None and not isinstance(done.error, farm.TaskError):
+                        raise done.error
+                    ident, g = (done.key, grade.Grade(grade.ERROR, detail=[str(done.error)])) \
+                        if done.error is not None else done.value
+                    result[ident] = g
+                    bar.update(task, completed=len(result))
+                    what = g.status + (f" by {g.step}" if g.step and g.status != "survived" else "")
+                    line = f"[{len(result)}/{len(works)}] {ident}: {what} ({g.seconds:.0f} s)"
+                    if live:
+                        bar.console.print(line, highlight=False)
+                    else:
+                        print(line, file=sys.stderr, flush=True)
     for r in rows:
         r.grade = result[r.ident]
     return {ident: result[ident] for ident in nones}
+
+
+def _write(benches: dict[str, tuple[yosys.Netlist, Path, list[report.Row]]]
+           ) -> tuple[dict[str, Path], dict[str, Path]]:
+    """Write every mutant's Verilog and each bench's unmutated round trip (its none mutant):
+    (the mutants' paths by id, the none mutants' paths by id).
+
+    Raises:
+        yosys.YosysError: Yosys could not write a mutant.
+    """
+    paths, nones = {}, {}
+    for none_id, (netlist, source, mine) in benches.items():
+        paths |= yosys.write_mutants(netlist, [(r.ident, r.mutation.line) for r in mine], source, MUTANTS_DIR)
+        nones[none_id] = MUTANTS_DIR / none_id / netlist.none.name
+        nones[none_id].parent.mkdir(parents=True, exist_ok=True)
+        for f in netlist.none.parent.iterdir():
+            shutil.copyfile(f, nones[none_id].parent / f.name)
+    return paths, nones
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -200,21 +245,15 @@ def main(argv: list[str] | None = None) -> int:
     benches = {NONE: (net, verilog, [r for r in rows if not r.ident.startswith(BUS)])}
     if bus_net is not None:
         benches[BUS_NONE] = (bus_net, bus_verilog, [r for r in rows if r.ident.startswith(BUS)])
-    paths, nones = {}, {}
     try:
-        for none_id, (netlist, source, mine) in benches.items():
-            lines = [(r.ident, r.mutation.line) for r in mine]
-            paths |= yosys.write_mutants(netlist, lines, source, MUTANTS_DIR)
-            nones[none_id] = MUTANTS_DIR / none_id / netlist.none.name
-            nones[none_id].parent.mkdir(parents=True, exist_ok=True)
-            for f in netlist.none.parent.iterdir():
-                shutil.copyfile(f, nones[none_id].parent / f.name)
+        paths, nones = _write(benches)
     except yosys.YosysError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
     for none_id in nones:
-        console.print(f"grading on {args.sim}, {args.jobs} at a time, {none_id}'s steps: "
-                      f"{', '.join(s.name for s in steps_for(none_id, args))}", highlight=False)
+        console.print(f"grading {len(benches[none_id][2])} mutants and the unmutated round trip "
+                      f"({none_id}) on {args.sim}: {', '.join(s.name for s in steps_for(none_id, args))}",
+                      highlight=False)
     bases = grade_all(rows, nones, paths, args, console)
     for none_id, base in bases.items():
         if base.status != grade.SURVIVED:
@@ -222,9 +261,10 @@ def main(argv: list[str] | None = None) -> int:
                   f"{base.step}: {'; '.join(base.detail)}", file=sys.stderr)
             return 2
     found = {}
-    for netlist, graph_of, mine in ((net, graph, benches[NONE][2]),
-                                    *(((bus_net, bus_graph, benches[BUS_NONE][2]),) if bus_net else ())):
-        survivors = [(r.ident, r.mutation) for r in mine if r.grade.status == grade.SURVIVED]
+    for none_id, (netlist, graph_of) in {NONE: (net, graph), BUS_NONE: (bus_net, bus_graph)}.items():
+        if none_id not in benches:
+            continue
+        survivors = [(r.ident, r.mutation) for r in benches[none_id][2] if r.grade.status == grade.SURVIVED]
         if survivors:
             console.print(f"judging {len(survivors)} survivor{'s' if len(survivors) != 1 else ''}",
                           highlight=False)
@@ -232,7 +272,7 @@ def main(argv: list[str] | None = None) -> int:
     for r in rows:
         r.verdict = found.get(r.ident)
     seconds = time.perf_counter() - t0
-    settings = {k: v for k, v in vars(args).items() if k not in ("list", "keep")} | {
+    settings = {k: v for k, v in vars(args).items() if k not in ("list", "keep", "engine")} | {
         "verilog_sha256": net.digest, "listed": max(LISTED, args.count)}
     report.write_json(OUT / "report.json", rows, settings, seconds)
     report.show(console, rows)
