@@ -245,6 +245,8 @@ def main(argv: list[str] | None = None) -> int:
     benches = {NONE: (net, verilog, [r for r in rows if not r.ident.startswith(BUS)])}
     if bus_net is not None:
         benches[BUS_NONE] = (bus_net, bus_verilog, [r for r in rows if r.ident.startswith(BUS)])
+    if args.only:     # a bench none of whose mutants is asked for is not graded, its none mutant neither
+        benches = {k: bench for k, bench in benches.items() if bench[2]}
     try:
         paths, nones = _write(benches)
     except yosys.YosysError as e:
