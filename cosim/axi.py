@@ -163,8 +163,34 @@ def run(jobs: list[Job], simulator: str, params: Params = DEFAULT, *, pause: flo
         ext, finished, extra = f["ext"], f["finished"], json.loads(str(f["json"]))
     runs = [AxiRun(job.name, bool(finished[k]), ext[k], extra["registers"][k], extra["faults"][k])
             for k, job in enumerate(jobs[:len(extra["faults"])])]
-    shutil.rmtree(run_dir, ignore_errors=True)
+    stopped = bench_failure(run_dir / "results.xml")
+    if stopped and len(runs) < len(jobs):     # the bench was up (it wrote results): the design broke it
+        runs.append(AxiRun(jobs[len(runs)].name, False, np.zeros_like(ext[0]), None,
+                           {"bench_stopped": stopped}))
+    else:
+        shutil.rmtree(run_dir, ignore_errors=True)
     return runs
+
+
+def bench_failure(results_xml: Path) -> str:
+    """The exception that ended the cocotb test (its type and last traceback line), from
+    cocotb's results.xml; "" when the test passed or the file is missing.
+
+    The bench writes its results once it is up and after every program, so an exception past
+    that point comes from the design's behaviour (cocotbext-axi's AxiRam asserts on a burst
+    across 4 KiB, the host driver on a register that never reads DONE): a difference of the
+    program it was running, not a broken tool."""
+    import xml.etree.ElementTree as ET
+    try:
+        root = ET.parse(results_xml).getroot()
+    except (OSError, ET.ParseError):
+        return ""
+    for failure in root.iter("failure"):
+        lines = [ln.strip() for ln in (failure.text or "").splitlines() if ln.strip()]
+        where = next((ln for ln in reversed(lines) if ln.startswith("File ")), "")
+        message = failure.get("message") or ""
+        return f"{failure.get('type', 'failure')}{': ' + message if message else ''} ({where})"
+    return ""
 
 
 def compare(job: Job, run: AxiRun, params: Params, spad: np.ndarray | None = None) -> list[str]:
@@ -173,6 +199,8 @@ def compare(job: Job, run: AxiRun, params: Params, spad: np.ndarray | None = Non
     want = job.expected(params, spad)
     out = []
     f = run.faults
+    if f.get("bench_stopped"):
+        return [f"the bench stopped in this program: {f['bench_stopped']}"]
     if f["axi_fault"]:
         out.append(f"AXI protocol checker (master): rule {f['axi_code']}: {_rule(RULES, f['axi_code'])}")
     if f["axil_fault"]:
@@ -182,6 +210,8 @@ def compare(job: Job, run: AxiRun, params: Params, spad: np.ndarray | None = Non
         out.append("timing_fault: a unit's done and the execute stage's count disagreed")
     if f["bridge_fault"]:
         out.append("bridge_fault: the core advanced in a cycle whose read data was not there")
+    if f.get("irq_without_done"):
+        out.append("the interrupt rose but STATUS.DONE did not follow within 10 polls")
     if not run.finished or run.registers is None:
         return [*out, f"no DONE within the cycle limit (the reference stops after {want.counters.cycles})"]
     r = run.registers

@@ -30,7 +30,7 @@ from cocotb.triggers import ClockCycles, First, RisingEdge, Timer
 from cocotbext.axi import AxiBus, AxiLiteBus, AxiLiteMaster, AxiRam
 
 from sim import regmap, spec
-from sim.host import Host
+from sim.host import Host, HostError
 
 from .jobs import read_jobs
 
@@ -86,6 +86,7 @@ async def run_jobs(dut: HierarchyObject) -> None:
     n = len(batch.names)
     results = {"ext": np.zeros((n, params.EXT_WORDS), np.uint32), "finished": np.zeros(n, bool),
                "registers": [], "faults": []}
+    _save(results)          # the bench is up: a failure from here on is the design's (cosim/axi.py)
     for k, name in enumerate(batch.names):
         ram.write(base, np.asarray(batch.ext[k], "<u4").tobytes())
         limit = int(batch.limit[k] * slowdown) + 1000
@@ -97,10 +98,14 @@ async def run_jobs(dut: HierarchyObject) -> None:
         await host.load(batch.words[k])
         await host.start(base)
         await interrupt()
-        finished = bool(dut.irq.value)
+        finished, early = bool(dut.irq.value), False
+        if finished:
+            try:
+                await host.wait(polls=10)
+            except HostError:         # the interrupt rose, DONE did not follow: a difference
+                finished, early = False, True
         results["finished"][k] = finished
         if finished:
-            await host.wait(polls=10)
             got = await host.result()
             results["registers"].append({
                 "counters": [getattr(got.counters, c) for c in spec.ALL_COUNTERS],
@@ -109,9 +114,14 @@ async def run_jobs(dut: HierarchyObject) -> None:
         else:
             results["registers"].append(None)
         results["ext"][k] = np.frombuffer(ram.read(base, window), "<u4")
-        results["faults"].append(faults(dut))
+        results["faults"].append(faults(dut) | {"irq_without_done": int(early)})
         dut._log.info("program %d, %s: %s", k + 1, name, results["registers"][-1] or "NO STOP")
+        _save(results)
         if not finished:
             break
+
+
+def _save(results: dict) -> None:
+    """Write ``$AXI_RESULTS`` (after each program: a run the design breaks keeps those before)."""
     np.savez(os.environ["AXI_RESULTS"], ext=results["ext"], finished=results["finished"],
              json=np.array(json.dumps({"registers": results["registers"], "faults": results["faults"]})))

@@ -65,6 +65,25 @@ def test_a_run_that_did_not_finish_says_so():
     assert axi.compare(job, run, DEFAULT)[-1].startswith("no DONE within the cycle limit")
 
 
+def test_an_interrupt_without_done_and_a_stopped_bench_are_differences(tmp_path):
+    job = program()
+    run = faithful(job, 0)
+    run.finished, run.registers, run.faults["irq_without_done"] = False, None, 1
+    lines = axi.compare(job, run, DEFAULT)
+    assert lines[0] == "the interrupt rose but STATUS.DONE did not follow within 10 polls"
+    xml = tmp_path / "results.xml"          # cocotb's, when cocotbext-axi's AxiRam asserted on a burst
+    xml.write_text('<testsuites><testsuite><testcase name="run_jobs">'
+                   '<failure message="" type="AssertionError">'
+                   'Traceback (most recent call last):\n  File "axi_slave.py", line 304, in _process_read\n'
+                   '    assert 0x1000-(aligned_addr &amp; 0xfff) &gt;= transfer_size\nAssertionError\n'
+                   '</failure></testcase></testsuite></testsuites>')
+    stopped = axi.bench_failure(xml)
+    assert stopped == 'AssertionError (File "axi_slave.py", line 304, in _process_read)'
+    run = axi.AxiRun(job.name, False, np.zeros(4, np.uint32), None, {"bench_stopped": stopped})
+    assert axi.compare(job, run, DEFAULT) == [f"the bench stopped in this program: {stopped}"]
+    assert axi.bench_failure(tmp_path / "none.xml") == ""
+
+
 @pytest.mark.rtl
 def test_seeds_and_stress_through_axi_with_back_pressure(icarus):
     jobs = axi.seed_jobs("100-103", DEFAULT) + axi.stress_jobs(1, 12, DEFAULT) + [program()]
