@@ -2,6 +2,7 @@
 
     python -m cosim.axi seeds 100-111 --sim both --pause 0.3
     python -m cosim.axi stress --seed 1 --n 40 --sim icarus --pause 0.3
+    python -m cosim.axi long --sim icarus
 
 Each program runs on ``ga2_axi_simtop`` (hw/axi_simtop.py: the system top and its protocol
 checkers) under cocotb (cosim/axi_tb.py): the Python host driver (sim/host.py) loads and starts
@@ -12,7 +13,10 @@ random pause on every channel (``--pause`` is the probability that a channel sta
 ``cycles``, which is the reference's plus MEM_STALL; the protocol checkers, the core's
 timing_fault and the bridge's self-check stay 0. The scratchpad is not read through the bus; the
 reference machine starts each program from the scratchpad its previous program left, as the
-hardware does.
+hardware does. Every launch also probes the register slave's decode (cosim/axi_probes.py:
+offsets the register map does not name answer SLVERR and change nothing); a wrong answer is a
+difference of the first program. ``long`` is one program that moves the whole scratchpad until
+the DMA counter passes 2**14 cycles (an ST of SPAD_WORDS words, the counters' high bits).
 
 The Verilog (build/axi/ga2_axi_simtop.v, :mod:`flows.axi`) is exported again when the sources
 of hw/, sim/ or flows/ change; the simulator builds are cached in build/axi/<sim>/ by the
@@ -39,6 +43,7 @@ from hw.axi_check import LITE_RULES, RULES
 from sim import machines, spec
 from sim.spec import DEFAULT, Params
 
+from .axi_probes import decode_differences, decode_probes, long_job, rw_registers
 from .errors import BuildError, CosimError, SimulationError, writing
 from .jobs import Job, write_jobs
 from .runner import TEST_ENV
@@ -146,7 +151,9 @@ def run(jobs: list[Job], simulator: str, params: Params = DEFAULT, *, pause: flo
     jobs_file, results_file = run_dir / "jobs.npz", run_dir / "results.npz"
     write_jobs(jobs_file, jobs, params)
     slowdown = 1 + 4 * pause / (1 - pause) if pause < 1 else 100
-    setting = {"ext_base": EXT_BASE, "pause": pause, "seed": seed, "slowdown": max(4.0, slowdown)}
+    probes = decode_probes(params)
+    setting = {"ext_base": EXT_BASE, "pause": pause, "seed": seed, "slowdown": max(4.0, slowdown),
+               "probes": probes, "rw": rw_registers(params)}
     env = {"AXI_JOBS": str(jobs_file), "AXI_RESULTS": str(results_file), "AXI_SETTING": json.dumps(setting),
            **TEST_ENV}
     prepare_environment()
@@ -163,6 +170,9 @@ def run(jobs: list[Job], simulator: str, params: Params = DEFAULT, *, pause: flo
         ext, finished, extra = f["ext"], f["finished"], json.loads(str(f["json"]))
     runs = [AxiRun(job.name, bool(finished[k]), ext[k], extra["registers"][k], extra["faults"][k])
             for k, job in enumerate(jobs[:len(extra["faults"])])]
+    decode = extra.get("decode")
+    if runs and decode:
+        runs[0].faults["decode"] = decode_differences(probes, decode["answers"], decode["after"], params)
     stopped = bench_failure(run_dir / "results.xml")
     if stopped and len(runs) < len(jobs):     # the bench was up (it wrote results): the design broke it
         runs.append(AxiRun(jobs[len(runs)].name, False, np.zeros_like(ext[0]), None,
@@ -201,6 +211,7 @@ def compare(job: Job, run: AxiRun, params: Params, spad: np.ndarray | None = Non
     f = run.faults
     if f.get("bench_stopped"):
         return [f"the bench stopped in this program: {f['bench_stopped']}"]
+    out += f.get("decode", [])
     if f["axi_fault"]:
         out.append(f"AXI protocol checker (master): rule {f['axi_code']}: {_rule(RULES, f['axi_code'])}")
     if f["axil_fault"]:
@@ -279,7 +290,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m cosim.axi", description=__doc__.split("\n\n")[0],
                                      formatter_class=argparse.RawDescriptionHelpFormatter,
                                      epilog=__doc__.split("\n\n", 1)[1])
-    parser.add_argument("what", choices=("seeds", "stress"))
+    parser.add_argument("what", choices=("seeds", "stress", "long"))
     parser.add_argument("seeds", nargs="?", default="100-111",
                         help="seeds' graphs (seeds only; default 100-111)")
     parser.add_argument("--seed", type=int, default=1, help="first stress program (stress; default 1)")
@@ -294,7 +305,15 @@ def main(argv: list[str] | None = None) -> int:
     params = machines.from_args(args, parser)
     if not 0 <= args.pause < 1:
         parser.error(f"--pause {args.pause}: must be at least 0 and below 1")
-    jobs = seed_jobs(args.seeds, params) if args.what == "seeds" else stress_jobs(args.seed, args.n, params)
+    if args.what == "long":
+        try:
+            jobs = [long_job(params)]
+        except ValueError as e:
+            parser.error(str(e))
+    elif args.what == "seeds":
+        jobs = seed_jobs(args.seeds, params)
+    else:
+        jobs = stress_jobs(args.seed, args.n, params)
     status = 0
     for simulator in SIMULATORS if args.sim == "both" else (args.sim,):
         t0 = time.perf_counter()

@@ -7,8 +7,10 @@ the same way (Yosys's ``mutate -list``, an equal share from every unit) from
 ``build/axi/ga2_axi_simtop.v``, over the modules :data:`SCOPE` selects: not the core (drawn
 above) and not the protocol checkers (the test bench's). Each is graded by ``python -m
 cosim.axi`` on its Verilog: the seeds' graphs with every AXI channel paused at random, then the
-stress programs, the memory-stall rule demanded of every run (docs/GA2.md section 8) and the
-protocol checkers at 0.
+stress programs, then the long transfer (an ST of the whole scratchpad, the DMA counter past
+2**14: cosim/axi_probes.py), the memory-stall rule demanded of every run (docs/GA2.md section 8)
+and the protocol checkers at 0; every launch also probes the register slave's decode with the
+offsets the register map does not name.
 """
 
 from __future__ import annotations
@@ -45,10 +47,12 @@ def verilog(say=print) -> Path:
 
 
 def plan(seeds: str, stress_n: int, stress_seed: int) -> list[Step]:
-    """The grading steps of a bus mutant: the seeds through AXI, then stress through AXI."""
+    """The grading steps of a bus mutant: the seeds through AXI, stress through AXI, then the long
+    transfer."""
     steps = [Step(f"axi seeds {seeds}", ("seeds", seeds, "--pause", PAUSE), "cosim.axi")] if seeds else []
     if stress_n:
         steps.append(Step(f"axi stress {stress_seed}..{stress_seed + stress_n - 1}",
                           ("stress", "--seed", str(stress_seed), "--n", str(stress_n), "--pause", PAUSE),
                           "cosim.axi"))
+    steps.append(Step("axi long", ("long", "--pause", PAUSE), "cosim.axi"))
     return steps

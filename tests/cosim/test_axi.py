@@ -8,12 +8,14 @@ reference's plus MEM_STALL, and MEM_STALL > 0 (the bus is slower than the fixed-
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
 
-from cosim import axi
+from cosim import axi, axi_probes
 from cosim.jobs import Job
-from sim import spec
+from sim import regmap, spec
 from sim.asm import build
 from sim.spec import DEFAULT
 
@@ -92,3 +94,61 @@ def test_seeds_and_stress_through_axi_with_back_pressure(icarus):
     assert len(rows) == len(jobs)
     assert all(stall > 0 for _, _, _, stall in rows)
     assert all(wall == ref + stall for _, ref, wall, stall in rows)
+
+
+def test_the_decode_probes_are_the_unlisted_neighbours_of_each_register():
+    probes = axi_probes.decode_probes(DEFAULT)
+    listed = {r.offset for r in regmap.registers(DEFAULT)}
+    reads = {off: want for kind, off, want in probes if kind == "r"}
+    writes = {off: want for kind, off, want in probes if kind == "w"}
+    assert reads.keys() == writes.keys() and not reads.keys() & listed
+    # DMA at 0x44: 0x40 (bit 2) is CYCLES, listed; 0xc4 (bit 7) and 0x10044 (bit 16: the window) are not
+    assert 0x40 not in reads and {0xC4, 0x10044, 0x0044 ^ 0x8000} <= reads.keys()
+    assert set(reads.values()) == {axi_probes.SLVERR}
+    base = regmap.imem_base(DEFAULT)
+    assert {off for off, want in writes.items() if want == axi_probes.OKAY} == {
+        off for off in writes if base <= off < base + regmap.imem_bytes(DEFAULT)}
+    assert writes[0x10044] == axi_probes.OKAY and writes[0xC4] == axi_probes.SLVERR
+    assert len(reads) == 212
+
+
+def test_a_wrong_answer_or_a_changed_register_is_named():
+    probes = [("r", 0x30, axi_probes.SLVERR), ("w", 0x34, axi_probes.SLVERR), ("w", 0x10000, axi_probes.OKAY)]
+    rw = axi_probes.rw_registers(DEFAULT)
+    assert axi_probes.decode_differences(probes, [2, 2, 0], [0] * len(rw)) == []
+    lines = axi_probes.decode_differences(probes, [0, 2, 2], [0, 7, 0])
+    assert lines == [
+        "register slave: read of offset 0x00030 answered OKAY, the register map says SLVERR",
+        "register slave: write to offset 0x10000 answered SLVERR, the register map says OKAY",
+        "register slave: EXT_BASE reads 0x00000007 after the refused writes, not its reset value 0"]
+    job = program()
+    run = faithful(job, 3)
+    run.faults["decode"] = lines[:1]
+    assert axi.compare(job, run, DEFAULT) == lines[:1]
+
+
+def test_the_long_transfer_passes_bit_14_of_the_dma_counter():
+    """Eight LD/ST pairs of the 4,096-word scratchpad: each 4,096 / LANES = 1,024 cycles (one beat of
+    four words a cycle) plus 3 of latency (the reference machine's count); the ST's 1,024 beats set
+    bit 10 of the write side's beat count."""
+    job = axi_probes.long_job(DEFAULT)
+    want = job.expected(DEFAULT)
+    assert want.counters.dma == 16 * (4096 // DEFAULT.LANES + 3) == 16_432
+    assert want.counters.dma >> 14 & 1 and int(want.error_code) == 0
+    st = [i for i in job.program if i.op == "ST"]
+    assert len(st) == 8 and all(i.fields["len"] == DEFAULT.SPAD_WORDS for i in st)
+    ext = np.asarray(job.ext)
+    assert np.array_equal(want.ext[4096:8192], ext[0:4096])
+    assert np.array_equal(want.ext[65536 - 4096:], ext[65536 - 8192:65536 - 4096])
+    with pytest.raises(ValueError, match="EXT_WORDS = 8192"):
+        axi_probes.long_job(dataclasses.replace(DEFAULT, EXT_WORDS=8192))
+
+
+@pytest.mark.rtl
+@pytest.mark.slow
+def test_the_long_transfer_through_axi(icarus):
+    job = axi_probes.long_job(DEFAULT)
+    problems, rows = axi.check([job], icarus, DEFAULT, pause=0.3, seed=3, say=lambda _: None)
+    assert problems == []
+    [(_, ref, wall, stall)] = rows
+    assert ref == 16_441 and stall > 0 and wall == ref + stall
