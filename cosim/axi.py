@@ -13,10 +13,11 @@ random pause on every channel (``--pause`` is the probability that a channel sta
 ``cycles``, which is the reference's plus MEM_STALL; the protocol checkers, the core's
 timing_fault and the bridge's self-check stay 0. The scratchpad is not read through the bus; the
 reference machine starts each program from the scratchpad its previous program left, as the
-hardware does. Every launch also probes the register slave's decode (cosim/axi_probes.py:
-offsets the register map does not name answer SLVERR and change nothing); a wrong answer is a
-difference of the first program. ``long`` is one program that moves the whole scratchpad until
-the DMA counter passes 2**14 cycles (an ST of SPAD_WORDS words, the counters' high bits).
+hardware does. Every launch also probes the register slave's decode after its last program
+(cosim/axi_probes.py: offsets the register map does not name answer SLVERR and change nothing);
+a wrong answer is a difference of the last program. ``long`` is one program that moves the
+whole scratchpad until the DMA counter passes 2**14 cycles (an ST of SPAD_WORDS words, the
+counters' high bits).
 
 The Verilog (build/axi/ga2_axi_simtop.v, :mod:`flows.axi`) is exported again when the sources
 of hw/, sim/ or flows/ change; the simulator builds are cached in build/axi/<sim>/ by the
@@ -172,13 +173,16 @@ def run(jobs: list[Job], simulator: str, params: Params = DEFAULT, *, pause: flo
             for k, job in enumerate(jobs[:len(extra["faults"])])]
     decode = extra.get("decode")
     if runs and decode:
-        runs[0].faults["decode"] = decode_differences(probes, decode["answers"], decode["after"], params)
+        runs[-1].faults["decode"] = decode_differences(probes, decode["answers"], decode["before"],
+                                                       decode["after"], params)
     stopped = bench_failure(run_dir / "results.xml")
-    if stopped and len(runs) < len(jobs):     # the bench was up (it wrote results): the design broke it
+    if not stopped:
+        shutil.rmtree(run_dir, ignore_errors=True)
+    elif len(runs) < len(jobs):          # the bench was up (it wrote results): the design broke it
         runs.append(AxiRun(jobs[len(runs)].name, False, np.zeros_like(ext[0]), None,
                            {"bench_stopped": stopped}))
-    else:
-        shutil.rmtree(run_dir, ignore_errors=True)
+    elif runs:                           # every program ran: the probes after them broke it
+        runs[-1].faults["bench_stopped"] = f"{stopped} (in the register decode's probes, after the programs)"
     return runs
 
 

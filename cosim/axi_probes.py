@@ -6,7 +6,7 @@ offset it does not name or a read-only register; the window takes writes (OKAY) 
 machine is idle. The offsets probed are every single-bit neighbour of a listed register (its
 word address, bits 2 .. address_bits - 1, one bit flipped) that the table does not list: a
 decode that ignores or mistakes one address bit answers one of them as the register. After the
-probes, the read-write registers must still read their reset value 0 (a refused write changes
+probes, the read-write registers must read what they read before them (a refused write changes
 nothing).
 
 The long transfer (:func:`long_job`): LD and ST of the whole scratchpad, back and forth through
@@ -50,14 +50,15 @@ def decode_probes(params: Params = DEFAULT) -> list[tuple[str, int, int]]:
 
 
 def rw_registers(params: Params = DEFAULT) -> list[int]:
-    """Offsets of the read-write registers (their reset value is 0)."""
+    """Offsets of the read-write registers."""
     return [r.offset for r in regmap.registers(params) if r.access == "rw"]
 
 
-def decode_differences(probes: list[tuple[str, int, int]], answers: list[int], after: list[int],
-                       params: Params = DEFAULT) -> list[str]:
+def decode_differences(probes: list[tuple[str, int, int]], answers: list[int], before: list[int],
+                       after: list[int], params: Params = DEFAULT) -> list[str]:
     """How the slave's answers differ from the register map: one line per wrong response, and
-    per read-write register that a refused write changed."""
+    per read-write register (:func:`rw_registers`, ``before`` and ``after`` the probes) that a
+    refused write changed."""
     names = {0: "OKAY", 1: "EXOKAY", 2: "SLVERR", 3: "DECERR"}
     out = []
     for (kind, off, want), got in zip(probes, answers, strict=True):
@@ -66,10 +67,10 @@ def decode_differences(probes: list[tuple[str, int, int]], answers: list[int], a
             out.append(f"register slave: {what} offset 0x{off:05x} answered {names.get(got, got)}, "
                        f"the register map says {names[want]}")
     by_offset = {r.offset: r.name for r in regmap.registers(params)}
-    for off, value in zip(rw_registers(params), after, strict=True):
-        if value:
-            out.append(f"register slave: {by_offset[off]} reads 0x{value:08x} after the refused writes, "
-                       "not its reset value 0")
+    for off, old, new in zip(rw_registers(params), before, after, strict=True):
+        if old != new:
+            out.append(f"register slave: {by_offset[off]} reads 0x{new:08x} after the refused writes, "
+                       f"0x{old:08x} before them")
     return out
 
 

@@ -10,9 +10,11 @@ back-pressure and variable latency on both directions.
 For each job of ``$AXI_JOBS`` (cosim.jobs' batch file): the external image goes into the RAM at
 EXT_BASE, the driver writes the program through the instruction window, starts it with the
 interrupt enabled, waits for ``irq`` (at most the job's cycle limit times the pattern's slowdown),
-polls DONE, and reads the registers; the RAM's window is read back. Before the first job, the
-decode probes of the setting (cosim/axi_probes.py: offsets the register map does not name, each
-read and written) are sent and their responses kept, then the read-write registers read back.
+polls DONE, and reads the registers; the RAM's window is read back. After the last job (when
+every job stopped), the decode probes of the setting (cosim/axi_probes.py: offsets the register
+map does not name, each read and written) are sent and their responses kept, the read-write
+registers read before and after them; after the jobs, so that the pause patterns the programs
+meet stay as they were without the probes.
 ``$AXI_RESULTS`` gets the memories, the registers, the probes' answers and the protocol
 checkers' verdicts.
 """
@@ -91,8 +93,6 @@ async def run_jobs(dut: HierarchyObject) -> None:
     results = {"ext": np.zeros((n, params.EXT_WORDS), np.uint32), "finished": np.zeros(n, bool),
                "registers": [], "faults": [], "decode": None}
     _save(results)          # the bench is up: a failure from here on is the design's (cosim/axi.py)
-    results["decode"] = await probe(master, setting["probes"], setting["rw"])
-    _save(results)
     for k, name in enumerate(batch.names):
         ram.write(base, np.asarray(batch.ext[k], "<u4").tobytes())
         limit = int(batch.limit[k] * slowdown) + 1000
@@ -125,18 +125,22 @@ async def run_jobs(dut: HierarchyObject) -> None:
         _save(results)
         if not finished:
             break
+    else:
+        results["decode"] = await probe(master, setting["probes"], setting["rw"])
+        _save(results)
 
 
 async def probe(master: AxiLiteMaster, probes: list, rw: list[int]) -> dict:
     """Each (kind, offset, _) of ``probes`` read or written (WRITE_VALUE, all byte lanes); the
-    responses, then what the read-write registers at ``rw`` read."""
+    responses, and what the read-write registers at ``rw`` read before and after them."""
+    before = [await master.read_dword(offset) for offset in rw]
     answers = []
     for kind, offset, _ in probes:
         if kind == "r":
             answers.append(int((await master.read(offset, 4)).resp))
         else:
             answers.append(int((await master.write(offset, WRITE_VALUE.to_bytes(4, "little"))).resp))
-    return {"answers": answers, "after": [await master.read_dword(offset) for offset in rw]}
+    return {"answers": answers, "before": before, "after": [await master.read_dword(offset) for offset in rw]}
 
 
 def _save(results: dict) -> None:

@@ -115,12 +115,12 @@ def test_the_decode_probes_are_the_unlisted_neighbours_of_each_register():
 def test_a_wrong_answer_or_a_changed_register_is_named():
     probes = [("r", 0x30, axi_probes.SLVERR), ("w", 0x34, axi_probes.SLVERR), ("w", 0x10000, axi_probes.OKAY)]
     rw = axi_probes.rw_registers(DEFAULT)
-    assert axi_probes.decode_differences(probes, [2, 2, 0], [0] * len(rw)) == []
-    lines = axi_probes.decode_differences(probes, [0, 2, 2], [0, 7, 0])
+    assert axi_probes.decode_differences(probes, [2, 2, 0], [5] * len(rw), [5] * len(rw)) == []
+    lines = axi_probes.decode_differences(probes, [0, 2, 2], [1, 2, 3], [1, 7, 3])
     assert lines == [
         "register slave: read of offset 0x00030 answered OKAY, the register map says SLVERR",
         "register slave: write to offset 0x10000 answered SLVERR, the register map says OKAY",
-        "register slave: EXT_BASE reads 0x00000007 after the refused writes, not its reset value 0"]
+        "register slave: EXT_BASE reads 0x00000007 after the refused writes, 0x00000002 before them"]
     job = program()
     run = faithful(job, 3)
     run.faults["decode"] = lines[:1]
