@@ -9,8 +9,9 @@ decode that ignores or mistakes one address bit answers one of them as the regis
 probes, the read-write registers must read what they read before them (a refused write changes
 nothing).
 
-The long transfer (:func:`long_job`): LD and ST of the whole scratchpad, back and forth through
-the external memory, until the DMA counter passes 2**14 cycles: one ST is SPAD_WORDS words
+The long transfer (:func:`long_job`): LD and ST of the whole scratchpad, from one slice of the
+external memory to the next (round the memory again when it is used up), until the DMA counter
+passes 2**14 cycles: one ST is SPAD_WORDS words
 (1,024 beats of four words on the default machine), and the counters' high bits are read after
 more DMA cycles than the seed programs ever take.
 """
@@ -75,23 +76,25 @@ def decode_differences(probes: list[tuple[str, int, int]], answers: list[int], b
 
 
 def long_job(params: Params = DEFAULT) -> Job:
-    """LD then ST of SPAD_WORDS words, each pair from its own slice of the external memory to the
-    next, until the DMA's latencies sum past 2**DMA_BIT; random external words (seed 29).
+    """LD then ST of SPAD_WORDS words, pair k from slice 2k of the external memory to slice 2k + 1
+    (slices of SPAD_WORDS words, counted modulo their number), until the DMA's latencies sum past
+    2**DMA_BIT; random external words (seed 29).
 
     Raises:
-        ValueError: the external memory is too small for the pairs the machine needs.
+        ValueError: the external memory holds fewer than two slices.
     """
     words = params.SPAD_WORDS
     ld = build("LD", dst=0, src=0, len=words)
     per_pair = spec.latency(spec.BY_NAME["LD"], ld.fields, params) + spec.latency(
         spec.BY_NAME["ST"], build("ST", src=0, dst=0, len=words).fields, params)
     pairs = -(-(1 << DMA_BIT) // per_pair)
-    if 2 * pairs * words > params.EXT_WORDS:
-        raise ValueError(f"the long transfer needs {2 * pairs} x {words} external words; "
+    slices = params.EXT_WORDS // words
+    if slices < 2:
+        raise ValueError(f"the long transfer needs 2 x SPAD_WORDS = {2 * words} external words; "
                          f"EXT_WORDS = {params.EXT_WORDS}")
     code = []
     for k in range(pairs):
-        code += [build("LD", dst=0, src=2 * k * words, len=words),
-                 build("ST", src=0, dst=(2 * k + 1) * words, len=words)]
+        code += [build("LD", dst=0, src=2 * k % slices * words, len=words),
+                 build("ST", src=0, dst=(2 * k + 1) % slices * words, len=words)]
     ext = np.random.default_rng(29).integers(0, 1 << 32, params.EXT_WORDS, dtype=np.uint64).astype(np.uint32)
     return Job([*code, build("HALT")], ext, f"long: {pairs} LD/ST pairs of {words} words")
