@@ -90,7 +90,7 @@ class AxiRun:
     faults: dict
 
 
-def verilog(params: Params = DEFAULT, say=print) -> Path:
+def verilog(params: Params, say=print) -> Path:
     """``ga2_axi_simtop.v`` of the machine, exported again when the generator's sources changed."""
     folder = ROOT / axi_flow.out_dir(params)
     target = folder / f"{TOP}.v"
@@ -137,7 +137,7 @@ def build(simulator: str, source: Path, root: Path | None = None) -> Path:
     return directory
 
 
-def run(jobs: list[Job], simulator: str, params: Params = DEFAULT, *, pause: float = PAUSE, seed: int = 1,
+def run(jobs: list[Job], simulator: str, params: Params, *, pause: float = PAUSE, seed: int = 1,
         source: Path | None = None, say=print) -> list[AxiRun]:
     """Run the jobs back to back through the bus in one launch; one :class:`AxiRun` each (fewer
     when one does not finish: the bench stops there).

@@ -22,7 +22,7 @@ import numpy as np
 
 from sim import regmap, spec
 from sim.asm import build
-from sim.spec import DEFAULT, Params
+from sim.spec import Params
 
 from .jobs import Job
 
@@ -34,7 +34,7 @@ WRITE_VALUE = 0xFFFF_FFFF
 """What the probes write (every bit, so that a write taken by mistake shows)."""
 
 
-def decode_probes(params: Params = DEFAULT) -> list[tuple[str, int, int]]:
+def decode_probes(params: Params) -> list[tuple[str, int, int]]:
     """The accesses of the decode check: (``r`` or ``w``, byte offset, the xRESP expected),
     sorted by offset, reads before writes."""
     table = {r.offset: r for r in regmap.registers(params)}
@@ -50,13 +50,13 @@ def decode_probes(params: Params = DEFAULT) -> list[tuple[str, int, int]]:
     return out
 
 
-def rw_registers(params: Params = DEFAULT) -> list[int]:
+def rw_registers(params: Params) -> list[int]:
     """Offsets of the read-write registers."""
     return [r.offset for r in regmap.registers(params) if r.access == "rw"]
 
 
 def decode_differences(probes: list[tuple[str, int, int]], answers: list[int], before: list[int],
-                       after: list[int], params: Params = DEFAULT) -> list[str]:
+                       after: list[int], params: Params) -> list[str]:
     """How the slave's answers differ from the register map: one line per wrong response, and
     per read-write register (:func:`rw_registers`, ``before`` and ``after`` the probes) that a
     refused write changed."""
@@ -75,7 +75,7 @@ def decode_differences(probes: list[tuple[str, int, int]], answers: list[int], b
     return out
 
 
-def long_job(params: Params = DEFAULT) -> Job:
+def long_job(params: Params) -> Job:
     """LD then ST of SPAD_WORDS words, pair k from slice 2k of the external memory to slice 2k + 1
     (slices of SPAD_WORDS words, counted modulo their number), until the DMA's latencies sum past
     2**DMA_BIT; random external words (seed 29).
@@ -84,9 +84,9 @@ def long_job(params: Params = DEFAULT) -> Job:
         ValueError: the external memory holds fewer than two slices.
     """
     words = params.SPAD_WORDS
-    ld = build("LD", dst=0, src=0, len=words)
+    ld = build("LD", params=params, dst=0, src=0, len=words)
     per_pair = spec.latency(spec.BY_NAME["LD"], ld.fields, params) + spec.latency(
-        spec.BY_NAME["ST"], build("ST", src=0, dst=0, len=words).fields, params)
+        spec.BY_NAME["ST"], build("ST", params=params, src=0, dst=0, len=words).fields, params)
     pairs = -(-(1 << DMA_BIT) // per_pair)
     slices = params.EXT_WORDS // words
     if slices < 2:
@@ -94,7 +94,7 @@ def long_job(params: Params = DEFAULT) -> Job:
                          f"EXT_WORDS = {params.EXT_WORDS}")
     code = []
     for k in range(pairs):
-        code += [build("LD", dst=0, src=2 * k % slices * words, len=words),
-                 build("ST", src=0, dst=(2 * k + 1) % slices * words, len=words)]
+        code += [build("LD", params=params, dst=0, src=2 * k % slices * words, len=words),
+                 build("ST", params=params, src=0, dst=(2 * k + 1) % slices * words, len=words)]
     ext = np.random.default_rng(29).integers(0, 1 << 32, params.EXT_WORDS, dtype=np.uint64).astype(np.uint32)
-    return Job([*code, build("HALT")], ext, f"long: {pairs} LD/ST pairs of {words} words")
+    return Job([*code, build("HALT", params=params)], ext, f"long: {pairs} LD/ST pairs of {words} words")

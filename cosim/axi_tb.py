@@ -86,8 +86,8 @@ async def run_jobs(dut: HierarchyObject) -> None:
     await ClockCycles(dut.clk, 4)
     dut.rst.value = 0
     await ClockCycles(dut.clk, 2)
-    host = Host(master, 0, params)
-    await host.check(params)
+    host = Host(master, 0, params=params)
+    await host.check()
     slowdown = setting["slowdown"]
     n = len(batch.names)
     results = {"ext": np.zeros((n, params.EXT_WORDS), np.uint32), "finished": np.zeros(n, bool),

@@ -28,6 +28,8 @@ from _cli import positive  # examples/_cli.py
 from digits import batches_of, load_split, train
 from digits_mlp import compile_model, make_models
 
+from sim.spec import DEFAULT
+
 BATCH = 4
 PREDICTION = re.compile(r"^image (\d+): prediction (\d+)")
 
@@ -77,7 +79,7 @@ def main(argv: list[str] | None = None) -> int:
           f"words; {len(made.inputs)} runs of {made.batch} images, {made.reference_cycles:,} cycles each "
           f"on the reference machine; its classes: {' '.join(map(str, made.expected))}")
     try:
-        gateware = sim.build(made, args.out)
+        gateware = sim.build(made, args.out, DEFAULT)
         print(f"== running the SoC (LiteX simulator, Verilator): the UART says "
               f"({time.perf_counter() - t0:.0f} s in)")
         status, uart = sim.run(gateware, echo=lambda line: print(f"  | {line}", flush=True))

@@ -23,7 +23,7 @@ from amaranth.lib.fifo import SyncFIFO
 from amaranth.lib.wiring import In, Out
 
 from sim import regmap
-from sim.spec import DEFAULT, Params
+from sim.spec import Params
 
 from . import axi
 from .axi_read import ADDR_BITS
@@ -95,7 +95,7 @@ class AxiChecker(Checked):
         fault Out(1), code Out(8).
     """
 
-    def __init__(self, params: Params = DEFAULT):
+    def __init__(self, params: Params):
         self.params = params
         bus = axi.members(axi.AXI4, "m_axi", master=True, addr_bits=ADDR_BITS,
                           data_bits=params.LANES * 32)
@@ -182,7 +182,7 @@ class AxiLiteChecker(Checked):
     Members: every signal of :data:`hw.axi.AXI4_LITE` as In (``s_axil_*``), fault Out(1), code Out(8).
     """
 
-    def __init__(self, params: Params = DEFAULT):
+    def __init__(self, params: Params):
         self.params = params
         bus = axi.members(axi.AXI4_LITE, "s_axil", master=True, addr_bits=regmap.address_bits(params))
         super().__init__({**{k: In(v.shape) for k, v in bus.items()}, "fault": Out(1), "code": Out(8)})

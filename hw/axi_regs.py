@@ -15,7 +15,7 @@ from amaranth.hdl import Module, Mux, Signal
 from amaranth.lib.wiring import In, Out
 
 from sim import regmap, spec
-from sim.spec import DEFAULT, Params
+from sim.spec import Params
 
 from . import axi
 from .component import Checked
@@ -49,7 +49,7 @@ class AxiLiteRegs(Checked):
         busy In(1): the machine runs (the window refuses writes).
     """
 
-    def __init__(self, params: Params = DEFAULT):
+    def __init__(self, params: Params):
         self.params = params
         regmap.check_table(params)
         self.table = regmap.registers(params)

@@ -13,7 +13,7 @@ from amaranth.hdl import Module
 from amaranth.lib import wiring
 from amaranth.lib.wiring import Out
 
-from sim.spec import DEFAULT, Params
+from sim.spec import Params
 
 from . import axi
 from .axi_check import AxiChecker, AxiLiteChecker
@@ -35,11 +35,11 @@ class AxiSimTop(Checked):
     """
 
     @classmethod
-    def check(cls, params: Params = DEFAULT, burst_bytes: int = axi.BOUNDARY) -> None:
+    def check(cls, params: Params, burst_bytes: int = axi.BOUNDARY) -> None:
         check_params(cls.__name__, params)
         GA2Axi.check(params, burst_bytes)
 
-    def __init__(self, params: Params = DEFAULT, burst_bytes: int = axi.BOUNDARY):
+    def __init__(self, params: Params, burst_bytes: int = axi.BOUNDARY):
         self.params = params
         self.top = GA2Axi(params, burst_bytes)
         members = dict(self.top.signature.members.items())

@@ -37,8 +37,9 @@ from .component import Checked, check_params
 from .isa import fields_view, opcode
 from .top import GA2
 
-STATUS = {f.name: f for f in regmap.by_name()["STATUS"].fields}
-START = regmap.by_name()["CTRL"].field("START").lsb
+# STATUS's and CTRL's fields sit at the same bits on every machine (sim/regmap.py)
+STATUS = {f.name: f for f in regmap.by_name(DEFAULT)["STATUS"].fields}
+START = regmap.by_name(DEFAULT)["CTRL"].field("START").lsb
 
 
 class GA2Axi(Checked):
@@ -71,12 +72,12 @@ class GA2Axi(Checked):
     """
 
     @classmethod
-    def check(cls, params: Params = DEFAULT, burst_bytes: int = axi.BOUNDARY) -> None:
+    def check(cls, params: Params, burst_bytes: int = axi.BOUNDARY) -> None:
         check_params(cls.__name__, params)
         GA2.check(params)
         axi.check_burst_bytes(burst_bytes, params.LANES)
 
-    def __init__(self, params: Params = DEFAULT, burst_bytes: int = axi.BOUNDARY):
+    def __init__(self, params: Params, burst_bytes: int = axi.BOUNDARY):
         self.params = params
         self.burst_bytes = burst_bytes
         data_bits = params.LANES * spec.WORD_BITS

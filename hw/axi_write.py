@@ -22,7 +22,7 @@ from amaranth.lib import data
 from amaranth.lib.wiring import In, Out
 
 from sim import spec
-from sim.spec import DEFAULT, Params
+from sim.spec import Params
 
 from . import axi
 from .axi_fifo import PairFifo
@@ -64,11 +64,11 @@ class AxiWriter(Checked):
     """
 
     @classmethod
-    def check(cls, params: Params = DEFAULT, burst_bytes: int = axi.BOUNDARY) -> None:
+    def check(cls, params: Params, burst_bytes: int = axi.BOUNDARY) -> None:
         check_params(cls.__name__, params)
         axi.check_burst_bytes(burst_bytes, params.LANES)
 
-    def __init__(self, params: Params = DEFAULT, burst_bytes: int = axi.BOUNDARY):
+    def __init__(self, params: Params, burst_bytes: int = axi.BOUNDARY):
         self.params = params
         self.burst_bytes = burst_bytes
         lanes = params.LANES

@@ -8,8 +8,8 @@ driver's: the caller puts the program's external image at ``EXT_BASE`` before :m
 and reads the outputs from there after it (the firmware in flows/soc/firmware does the same in
 C).
 
-    host = Host(bus, base=0x0)
-    await host.check(params)                         # the hardware is the machine the program is for
+    host = Host(bus, base=0x0, params=params)
+    await host.check()                               # the hardware is the machine the program is for
     result = await host.run(words, ext_base=0x4000_0000, wait=irq_edge)
     result.counters.cycles, result.mem_stall, result.error_code
 """
@@ -22,7 +22,7 @@ from typing import Protocol
 
 from . import regmap, spec
 from .machine import Counters
-from .spec import DEFAULT, ErrorCode, Params
+from .spec import ErrorCode, Params
 
 
 class Bus(Protocol):
@@ -67,7 +67,7 @@ class Host:
         params: the machine the offsets are computed for (the window's place).
     """
 
-    def __init__(self, bus: Bus, base: int = 0, params: Params = DEFAULT):
+    def __init__(self, bus: Bus, base: int = 0, *, params: Params):
         self.bus = bus
         self.base = base
         self.params = params
@@ -87,13 +87,13 @@ class Host:
         f = self.regs[register].field(name)
         return (await self.read(register) & f.mask) >> f.lsb
 
-    async def check(self, params: Params | None = None) -> None:
-        """Refuse hardware that is not GA-2 or not the machine ``params`` (default the driver's).
+    async def check(self) -> None:
+        """Refuse hardware that is not GA-2 or not the driver's machine (``self.params``).
 
         Raises:
             HostError: ID or PARAMS differ (both values named).
         """
-        params = self.params if params is None else params
+        params = self.params
         ident = await self.read("ID")
         if ident != regmap.MAGIC:
             raise HostError(f"ID reads 0x{ident:08X}, not GA-2's 0x{regmap.MAGIC:08X}: no GA-2 at "

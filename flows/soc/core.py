@@ -5,7 +5,7 @@ for the register map (sim/regmap.py), ``dma``, an AXI4 master of LANES * 32 bits
 external memory, and ``ev.irq``, the interrupt (LiteX connects a module's ``ev.irq`` to the CPU
 when the SoC registers an interrupt under the module's name).
 
-    ga2 = GA2(platform, verilog)                      # flows.axi.export(..., ("ga2_axi",))
+    ga2 = GA2(platform, verilog, params)              # flows.axi.export(..., ("ga2_axi",))
     soc.ga2 = ga2
     soc.bus.add_slave("ga2", ga2.bus, SoCRegion(origin=0x8000_0000, size=ga2.span, cached=False))
     soc.bus.add_master("ga2_dma", ga2.dma)
@@ -22,7 +22,7 @@ from migen import ClockSignal, Instance, Module, ResetSignal, Signal
 
 from hw.axi import AXI4, AXI4_LITE
 from sim import regmap, spec
-from sim.spec import DEFAULT, Params
+from sim.spec import Params
 
 MODULE = "ga2_axi"
 
@@ -42,7 +42,7 @@ class GA2(Module):
         ev: a namespace with ``irq`` (the interrupt line).
     """
 
-    def __init__(self, platform, verilog: Path, params: Params = DEFAULT):
+    def __init__(self, platform, verilog: Path, params: Params):
         self.params = params
         self.span = 1 << regmap.address_bits(params)
         self.bus = axi.AXILiteInterface(data_width=32, address_width=32)

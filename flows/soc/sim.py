@@ -34,7 +34,7 @@ from migen.genlib.io import CRG as SimCRG
 
 from flows import axi as axi_flow
 from sim import regmap
-from sim.spec import DEFAULT, Params
+from sim.spec import Params
 
 from .core import GA2
 from .payload import Payload, c_header
@@ -79,7 +79,7 @@ class GA2SimSoC(SoCCore):
         params: the machine.
     """
 
-    def __init__(self, verilog: Path, payload: Payload, firmware_dir: Path, params: Params = DEFAULT):
+    def __init__(self, verilog: Path, payload: Payload, firmware_dir: Path, params: Params):
         platform = SimPlatform("SIM", _IO)
         self.crg = SimCRG(platform.request("sys_clk"))
         self.firmware_dir = firmware_dir
@@ -150,7 +150,7 @@ def verilator_environment() -> dict[str, str]:
     return env
 
 
-def build(payload: Payload, out: Path, params: Params = DEFAULT, say=print) -> Path:
+def build(payload: Payload, out: Path, params: Params, say=print) -> Path:
     """Export GA-2, write the firmware's headers, let LiteX write the SoC and compile the
     firmware, and build the Verilator model unless a model of the same sources is there;
     returns the gateware folder (``obj_dir/Vsim`` inside)."""

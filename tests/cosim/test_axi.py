@@ -22,7 +22,8 @@ from sim.spec import DEFAULT
 
 def program():
     """LD 8 words at ext 3, ST them at ext 21 (both unaligned), HALT."""
-    code = [build("LD", dst=0, src=3, len=8), build("ST", src=0, dst=21, len=8), build("HALT")]
+    code = [build("LD", params=DEFAULT, dst=0, src=3, len=8),
+            build("ST", params=DEFAULT, src=0, dst=21, len=8), build("HALT", params=DEFAULT)]
     ext = np.arange(100, dtype=np.uint32)
     return Job(code, ext, "ld-st")
 
@@ -115,8 +116,8 @@ def test_the_decode_probes_are_the_unlisted_neighbours_of_each_register():
 def test_a_wrong_answer_or_a_changed_register_is_named():
     probes = [("r", 0x30, axi_probes.SLVERR), ("w", 0x34, axi_probes.SLVERR), ("w", 0x10000, axi_probes.OKAY)]
     rw = axi_probes.rw_registers(DEFAULT)
-    assert axi_probes.decode_differences(probes, [2, 2, 0], [5] * len(rw), [5] * len(rw)) == []
-    lines = axi_probes.decode_differences(probes, [0, 2, 2], [1, 2, 3], [1, 7, 3])
+    assert axi_probes.decode_differences(probes, [2, 2, 0], [5] * len(rw), [5] * len(rw), DEFAULT) == []
+    lines = axi_probes.decode_differences(probes, [0, 2, 2], [1, 2, 3], [1, 7, 3], DEFAULT)
     assert lines == [
         "register slave: read of offset 0x00030 answered OKAY, the register map says SLVERR",
         "register slave: write to offset 0x10000 answered SLVERR, the register map says OKAY",

@@ -51,23 +51,23 @@ def run(bench):
 
 def test_fixed_registers_and_rw_storage():
     async def bench(ctx, dut):
-        assert await read(ctx, dut, regmap.offset("ID")) == (regmap.MAGIC, 0)
-        assert await read(ctx, dut, regmap.offset("PARAMS")) == (regmap.params_word(DEFAULT), 0)
-        assert (await write(ctx, dut, regmap.offset("EXT_BASE"), 0x4000_1237))[0] == 0
-        assert await read(ctx, dut, regmap.offset("EXT_BASE")) == (0x4000_1230, 0)   # beat-aligned
-        assert (await write(ctx, dut, regmap.offset("PROG_LEN"), 0x1_2345))[0] == 0
+        assert await read(ctx, dut, regmap.offset("ID", DEFAULT)) == (regmap.MAGIC, 0)
+        assert await read(ctx, dut, regmap.offset("PARAMS", DEFAULT)) == (regmap.params_word(DEFAULT), 0)
+        assert (await write(ctx, dut, regmap.offset("EXT_BASE", DEFAULT), 0x4000_1237))[0] == 0
+        assert await read(ctx, dut, regmap.offset("EXT_BASE", DEFAULT)) == (0x4000_1230, 0)   # beat-aligned
+        assert (await write(ctx, dut, regmap.offset("PROG_LEN", DEFAULT), 0x1_2345))[0] == 0
         assert ctx.get(dut.prog_len) == 0x2345
         ctx.set(dut.cycles, 4940)
-        assert await read(ctx, dut, regmap.offset("CYCLES")) == (4940, 0)
-        assert await read(ctx, dut, regmap.offset("CTRL")) == (0, 0)                 # write-only reads 0
+        assert await read(ctx, dut, regmap.offset("CYCLES", DEFAULT)) == (4940, 0)
+        assert await read(ctx, dut, regmap.offset("CTRL", DEFAULT)) == (0, 0)        # write-only reads 0
     run(bench)
 
 
 def test_refusals_answer_slverr_and_change_nothing():
     async def bench(ctx, dut):
-        assert (await write(ctx, dut, regmap.offset("EXT_BASE"), 0x10, strb=0b0011))[0] == 2
+        assert (await write(ctx, dut, regmap.offset("EXT_BASE", DEFAULT), 0x10, strb=0b0011))[0] == 2
         assert ctx.get(dut.ext_base) == 0
-        assert (await write(ctx, dut, regmap.offset("STATUS"), 1))[0] == 2         # read-only
+        assert (await write(ctx, dut, regmap.offset("STATUS", DEFAULT), 1))[0] == 2         # read-only
         assert (await write(ctx, dut, 0x3C, 1))[0] == 2                            # no register
         assert (await read(ctx, dut, 0x3C))[1] == 2
         assert (await read(ctx, dut, regmap.imem_base(DEFAULT)))[1] == 2           # the window is write-only
@@ -96,7 +96,7 @@ def test_instruction_window_writes_only_while_idle():
 
 def test_write_strobes_for_w1c_and_w_registers():
     async def bench(ctx, dut):
-        ctx.set(dut.s_axil_awaddr, regmap.offset("CTRL"))
+        ctx.set(dut.s_axil_awaddr, regmap.offset("CTRL", DEFAULT))
         ctx.set(dut.s_axil_wdata, 1)
         ctx.set(dut.s_axil_wstrb, 0b1111)
         ctx.set(dut.s_axil_awvalid, 1)

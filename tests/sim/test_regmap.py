@@ -14,10 +14,10 @@ def test_default_layout_hand_worked():
     assert regmap.imem_bytes(DEFAULT) == 0x1_0000
     assert regmap.imem_base(DEFAULT) == 0x1_0000
     assert regmap.address_bits(DEFAULT) == 17
-    assert regmap.offset("ID") == 0 and regmap.offset("CTRL") == 0x10 and regmap.offset("STATUS") == 0x14
+    assert [regmap.offset(n, DEFAULT) for n in ("ID", "CTRL", "STATUS")] == [0, 0x10, 0x14]
     # counters from 0x40 in the order of sim.spec.ALL_COUNTERS, then mem_stall
     names = ("CYCLES", "DMA", "MXU", "VPU", "SFU", "HAZARD", "PORT", "MEM_STALL")
-    assert [regmap.offset(n) for n in names] == [0x40, 0x44, 0x48, 0x4C, 0x50, 0x54, 0x58, 0x5C]
+    assert [regmap.offset(n, DEFAULT) for n in names] == [0x40, 0x44, 0x48, 0x4C, 0x50, 0x54, 0x58, 0x5C]
 
 
 def test_params_word_hand_worked():
@@ -28,12 +28,12 @@ def test_params_word_hand_worked():
 
 
 def test_write_masks():
-    regs = regmap.by_name()
-    assert regmap.write_mask(regs["EXT_BASE"]) == 0xFFFF_FFF0           # 16-byte beats
+    regs = regmap.by_name(DEFAULT)
+    assert regmap.write_mask(regs["EXT_BASE"], DEFAULT) == 0xFFFF_FFF0           # 16-byte beats
     assert regmap.write_mask(regs["EXT_BASE"], parse("t16")) == 0xFFFF_FFC0
-    assert regmap.write_mask(regs["PROG_LEN"]) == 0xFFFF
+    assert regmap.write_mask(regs["PROG_LEN"], DEFAULT) == 0xFFFF
     assert regmap.write_mask(regs["PROG_LEN"], Params(IMEM_WORDS=65536)) == 0x1_FFFF
-    assert regmap.write_mask(regs["IRQ_ENABLE"]) == 1
+    assert regmap.write_mask(regs["IRQ_ENABLE"], DEFAULT) == 1
 
 
 @pytest.mark.parametrize("machine", ["default", "t8", "t16", "IMEM_WORDS=65536"])
@@ -47,18 +47,18 @@ def test_tables_are_consistent(machine):
 
 def test_unknown_names_are_refused_by_name():
     with pytest.raises(KeyError, match="no register 'NOPE'; the registers: ID, PARAMS"):
-        regmap.offset("NOPE")
+        regmap.offset("NOPE", DEFAULT)
     with pytest.raises(KeyError, match="register CTRL has no field 'STOP'; its fields: START"):
-        regmap.by_name()["CTRL"].field("STOP")
+        regmap.by_name(DEFAULT)["CTRL"].field("STOP")
 
 
 def test_generated_files_are_fresh():
-    assert regmap.stale() == [], "run `python -m sim.regmap --write`"
+    assert regmap.stale(DEFAULT) == [], "run `python -m sim.regmap --write`"
 
 
 def test_header_names_every_register_and_field():
-    text = regmap.c_header()
-    for r in regmap.registers():
+    text = regmap.c_header(DEFAULT)
+    for r in regmap.registers(DEFAULT):
         assert f"#define GA2_{r.name} 0x{r.offset:03X}u" in text
         for f in r.fields:
             assert f"#define GA2_{r.name}_{f.name}_MASK 0x{f.mask:08X}u" in text

@@ -10,6 +10,7 @@ from cosim import runner
 from cosim.mutants_rtl import __main__ as cli
 from cosim.mutants_rtl import bus, draw, verdicts, yosys
 from sim import regmap
+from sim.spec import DEFAULT
 
 
 def test_bus_rows_are_graded_through_axi():
@@ -51,7 +52,7 @@ def test_a_flip_only_where_the_compared_constant_differs_is_equivalent(bus_netli
     module = f"{bus.TOP}.top.regs"
     regs = graph.modules[module]
     araddr = regs["netnames"]["s_axil_araddr"]["bits"][2:]
-    word = regmap.offset("DMA") >> 2
+    word = regmap.offset("DMA", DEFAULT) >> 2
     cell = next(name for name, c in regs["cells"].items() if c["type"] == "$eq"
                 and c["connections"]["A"] == araddr and all(b in "01" for b in c["connections"]["B"])
                 and int("".join(reversed(c["connections"]["B"])), 2) == word)
