@@ -35,8 +35,9 @@ named ``seed N (edge: <strategy>)``. The body comes from one strategy, by turns:
     tb = 0 and 1, int8 words whose upper 24 bits are not a sign extension; MM acc = 1 onto int32
     words next to INT32_MAX and INT32_MIN, wrapping both ways.
 ``vector_edges``
-    VADD sums of exactly +-127, +-128 (saturating) and 127 + -128; AMAX with ties inside a
-    beat, across beats and in the last lane of a 4k+1 row, an all -128 row; UNPACK nibbles
+    VADD sums of exactly +-127, +-128 (saturating) and 127 + -128, and on the same pairs the
+    maximum (max = 1: -128 with -128 passes through, equal pairs, both ends), with relu; AMAX
+    with ties inside a beat, across beats and in the last lane of a 4k+1 row, an all -128 row; UNPACK nibbles
     -8, 7, -1, 0; in place; every alignment; LUT on the inputs -128 and 127 (the table's ends),
     in place and onto its own table.
 ``touching_regions``
@@ -378,7 +379,10 @@ def vector_edges(b: Builder) -> None:
     seconds = [pairs[i % len(pairs)][1] for i in range(n)]
     s1, s2 = b.load(firsts, int8=True), b.load(seconds, int8=True)
     dst = s1 if rng.random() < 0.3 else b.spad(n)
+    b.add("VADD", dst=b.spad(n), src1=s1, src2=s2, len=n, max=1)      # before the sums overwrite s1
+    b.add("VADD", dst=b.spad(n), src1=s2, src2=s1, len=n, max=1, relu=1)
     b.add("VADD", dst=dst, src1=s1, src2=s2, len=n)
+    b.features["edge: VADD max"] += 1
     for kind in ("tail", "twin", "all -128", "first"):
         m = 4 * rng.randint(0, 15) + 1
         row = [-128] * m if kind == "all -128" else int8s(rng, m, -128, 100)

@@ -655,8 +655,11 @@ INSTRUCTIONS: tuple[InstrSpec, ...] = (
          _addr("src1", "scratchpad address of the first operand"),
          _addr("src2", "scratchpad address of the second operand"),
          _len(),
-         Field("relu", 1, "1: clamp negative sums to 0 (a ReLU after the add)", default=0)),
-        "vpu", "S[dst+i] = sat_add(s8(S[src1+i]), s8(S[src2+i]), relu) for i < len",
+         Field("relu", 1, "1: clamp negative sums to 0 (a ReLU after the add)", default=0),
+         Field("max", 1, "0: the saturating add; 1: the larger of the two (int8 maximum, a max pool's "
+               "step)", default=0)),
+        "vpu", "S[dst+i] = sat_add(s8(S[src1+i]), s8(S[src2+i]), relu) (max = 0) or "
+        "vmax(s8(S[src1+i]), s8(S[src2+i]), relu) (max = 1) for i < len",
         (Region(Mem.SPAD, "src1", lambda a, f: f["len"], writes=False),
          Region(Mem.SPAD, "src2", lambda a, f: f["len"], writes=False),
          Region(Mem.SPAD, "dst", lambda a, f: f["len"], writes=True)),

@@ -76,6 +76,8 @@ AIMS = (
         "$ternary", "S", "const0", "a packed LD steps its external address by LANES words, not LANES/4"),
     Aim("LUT byte select", "hw/lut.py", "picked.append(word.word_select(sel, BYTE))", "$mul", "Y", "inv",
         "a lane picks another byte of the table word it read"),
+    Aim("VADD max", "hw/vector.py", "total = Mux(tag_x.max, Mux(b8[i] > a8[i], b8[i], a8[i])", "$gt", "Y",
+        "inv", "VADD max = 1 keeps the smaller operand where the two differ"),
     Aim("RQ pc = 1 pair", "hw/requant.py", "lanes_.m[k].eq(Mux(rq.pc, entries[k][:M_BITS], rq.m))",
         "$ternary", "B", "inv", "a bit of a lane's table mantissa flipped (per output channel)",
         select="fields"),

@@ -156,6 +156,21 @@ def test_rq_per_channel_by_hand():
     assert r.spad[80:86].tolist() == words([5, 3, 0, 0, -8, -5])
 
 
+def test_vadd_max_by_hand():
+    # max = 1: the larger operand (low bytes, signed): max(5, -3) = 5, max(-128, -128) = -128 (no
+    # saturation), max(127, -128) = 127, max(-7, -2) = -2; with relu the negatives become 0
+    ext = [5, 0x180, 127, 0xFFFFFFF9, -3, -128, -128, -2]
+    r = run("LD dst=0 src=0 len=8\n"
+            "VADD dst=20 src1=0 src2=4 len=4 max=1\n"
+            "VADD dst=30 src1=0 src2=4 len=4 relu=1 max=1\n"
+            "VADD dst=0 src1=0 src2=4 len=4 max=1\n"            # in place
+            "HALT", ext)
+    assert r.spad[20:24].tolist() == words([5, -128, 127, -2])
+    assert r.spad[30:34].tolist() == words([5, 0, 127, 0])
+    assert r.spad[0:4].tolist() == words([5, -128, 127, -2])
+    assert r.counters.vpu == 3 * (1 + spec.VADD_OVERHEAD)
+
+
 def test_rq_per_channel_latency():
     r = run("RQ dst=100 src=0 len=9 m=0 s=0 relu=0 pc=1 tab=50 C=4\nHALT", [])
     assert r.counters.vpu == math.ceil(9 / 4) + spec.RQ_OVERHEAD + spec.RQ_PC_CYCLES == 3 + 10 + 2
@@ -523,7 +538,8 @@ def _reference(program: list[Instruction], image: np.ndarray) -> tuple[list[int]
             for i, v in enumerate(p):
                 S[f["dst"] + i] = v
         elif ins.op == "VADD":
-            sums = [arith.clamp_int8(s8(S[f["src1"] + i]) + s8(S[f["src2"] + i])) for i in range(f["len"])]
+            pairs = [(s8(S[f["src1"] + i]), s8(S[f["src2"] + i])) for i in range(f["len"])]
+            sums = [max(x, y) if f["max"] else arith.clamp_int8(x + y) for x, y in pairs]
             sums = [max(0, v) if f["relu"] else v for v in sums]
             for i, v in enumerate(sums):
                 S[f["dst"] + i] = word(v)
