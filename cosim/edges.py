@@ -558,21 +558,31 @@ def _rq_fields(rng: random.Random, n: int, p: Params) -> dict[str, int]:
     return {"len": n, "m": rng.randrange(1 << 24), "s": 20, "relu": 0, "pc": 0, "tab": 0, "C": 0}
 
 
-def one_past(b: Builder, kind: str, f: dict[str, int]) -> dict[str, int]:
-    """A bounded field of f set one past its limit (hi + 1, or lo - 1), or (for a kind with rules
-    across fields, half the time) one of its rules broken (``sim.spec.FieldRule.breaking``)."""
-    rules = spec.BY_NAME[kind].field_rules
-    if rules and b.rng.random() < 0.5:
-        return {**f, **b.rng.choice(rules).breaking(b.params)}
+def one_past(b: Builder, kind: str, rules: bool = True) -> tuple[dict[str, int], dict[str, int]]:
+    """A bounded field of ``kind`` set one past its limit (hi + 1, or lo - 1), or (for a kind with
+    rules across fields, when ``rules``, half the time) one of its rules broken
+    (``sim.spec.FieldRule.breaking``).
+
+    Returns:
+        (the fields that make it bad, the same fields at the limit the checker's repair
+        (:func:`nearest_legal`) gives back; for a broken rule, which no repair mends, the
+        breaking fields themselves).
+    """
+    field_rules = spec.BY_NAME[kind].field_rules
+    if rules and field_rules and b.rng.random() < 0.5:
+        broken = b.rng.choice(field_rules).breaking(b.params)
+        return broken, broken
     past = {fl.name: _past(fl, b.params) for fl in spec.BY_NAME[kind].fields}
     name = b.rng.choice([name for name, options in past.items() if options])
-    return {**f, name: b.rng.choice(past[name])}
+    value, limit = b.rng.choice(past[name])
+    return {name: value}, {name: limit}
 
 
-def _past(fl: spec.Field, params: Params) -> list[int]:
-    """The values one past the field's legal range that fit its width (none for most fields)."""
+def _past(fl: spec.Field, params: Params) -> list[tuple[int, int]]:
+    """(value, limit) pairs: the values one past the field's legal range that fit its width (none
+    for most fields), each with the limit it is one past."""
     lo, hi = fl.legal_range(params)
-    return ([lo - 1] if lo > 0 else []) + ([hi + 1] if hi < (1 << fl.width) - 1 else [])
+    return ([(lo - 1, lo)] if lo > 0 else []) + ([(hi + 1, hi)] if hi < (1 << fl.width) - 1 else [])
 
 
 def past_end(b: Builder, kind: str, f: dict[str, int], mem: Mem) -> dict[str, int]:
@@ -693,11 +703,17 @@ def _draw_fault(b: Builder, code: ErrorCode, turn: int) -> tuple[str, dict[str, 
     kind = SPAD_KINDS[(turn + turn // n) % n]     # every kind in turn, each both ways over 2n turns
     double = turn % 2 == 1
     if code in (ErrorCode.BAD_OPCODE, ErrorCode.BAD_FIELD):
+        # the second fault is made with the bad field at its limit, the value the checker's
+        # repair (nearest_legal) gives back, so the repaired instruction keeps it whatever
+        # the field (a len of 0 repaired to 1 would otherwise shrink the region it moved)
+        # (a broken rule only alone: no repair mends it, the second fault would stay hidden)
+        bad, limit = one_past(b, kind, rules=not double)
         f = _legal_fields(b, kind)
         if double or code is ErrorCode.BAD_OPCODE:
+            f = {**f, **limit}
             f = past_end(b, kind, f, Mem.SPAD) if b.rng.random() < 0.5 else overlap_by_one(b, kind, f)
         what = "field one past its limit" + (", and a second fault" if double else "")
-        return kind, one_past(b, kind, f), what
+        return kind, {**f, **bad}, what
     if code is ErrorCode.SPAD_RANGE:
         kind = "LD" if double or turn % 4 == 2 else kind
         f = _legal_fields(b, kind)

@@ -252,6 +252,10 @@ class Field:
             None (the field must be given). A field added to an existing instruction gets one,
             so that every program written before it still assembles and means what it meant;
             the disassembler leaves such a field out while it holds its default.
+        data: the field holds a number a compiler computes from a model's values (a
+            requantization multiplier or shift), not a place, a size or a mode: two compilations
+            of one model whose floating-point calibration differs in its last bits (another
+            CPU's kernels) differ only in such fields and in the data of external memory.
     """
 
     name: str
@@ -260,6 +264,7 @@ class Field:
     lo: int | str | None = None
     hi: int | str | None = None
     default: int | None = None
+    data: bool = False
 
     def bound(self, which: int | str | None, params: Params) -> int | None:
         if which is None or isinstance(which, int):
@@ -590,8 +595,8 @@ INSTRUCTIONS: tuple[InstrSpec, ...] = (
         (_addr("dst", "scratchpad address of the first int8 result"),
          _addr("src", "scratchpad address of the first int32 input"),
          _len(),
-         Field("m", 24, "requantization multiplier (24-bit mantissa); 0 when pc = 1"),
-         Field("s", 6, "requantization shift: 1..63 when pc = 0, 0 when pc = 1", lo=0, hi=63),
+         Field("m", 24, "requantization multiplier (24-bit mantissa); 0 when pc = 1", data=True),
+         Field("s", 6, "requantization shift: 1..63 when pc = 0, 0 when pc = 1", lo=0, hi=63, data=True),
          Field("relu", 1, "1: clamp negative results to 0"),
          Field("pc", 1, "1: per output channel: element i takes the pair (m, s) of the table "
                "entry at tab + (i mod C) (GA2.md section 2); 0: the fields m and s", default=0),
