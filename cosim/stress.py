@@ -34,13 +34,12 @@ without running its finished chunks again.
 
 from __future__ import annotations
 
-import functools
 import random
 import shlex
 import sys
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -53,13 +52,9 @@ from sim.spec import DEFAULT, ErrorCode, Mem, Params
 from . import batch, coverage, edges, pool, seeds
 from .campaign import Campaign, default_folder, identity
 from .jobs import Job
+from .stressprogram import ENDINGS, HALT, KINDS, StressProgram, fits, smallest
 from .verilog import fresh_verilog, verilog_params
 
-HALT = "HALT"
-ENDINGS: tuple[str, ...] = (HALT, HALT, HALT, HALT, *(c.name for c in ErrorCode if c is not ErrorCode.NONE))
-"""How program k ends: ENDINGS[k % len(ENDINGS)]."""
-KINDS = tuple(s.name for s in spec.INSTRUCTIONS if s.counter is not None)
-"""The instructions a body draws from (all but HALT)."""
 BODY_MAX = 16
 """Most instructions in a body (between the loads and the ending)."""
 LEN_MAX = 512
@@ -76,55 +71,6 @@ turn) rather than a field's range: one in three of those drawn here (a turn that
 an edge program, cosim/edges.py), eight in a run of 500 programs, every rule met."""
 
 
-RULE_REPAIRS = 64
-"""How many times :func:`smallest` raises a field a rule blames (``sim.spec.FieldRule``) by one."""
-
-
-@functools.cache
-def smallest(kind: str, params: Params, **fixed: int) -> dict[str, int] | None:
-    """The smallest legal ``kind`` on the machine: every field at the low end of its legal
-    range (the ``fixed`` ones at their values), each field a rule across fields blames raised
-    one by one while the rule holds (RQ's s to 1; with pc = 1, C to LANES), its regions side by
-    side from word 0 (an empty one at 0); None when even that fails the spec's checks (a small
-    machine has no room for some: UNPACK needs 9 scratchpad words)."""
-    ispec = spec.BY_NAME[kind]
-    fields = {f.name: f.legal_range(params)[0] for f in ispec.fields} | fixed
-    fields.update({r.start: 0 for r in ispec.regions})
-    for _ in range(RULE_REPAIRS):
-        broken = [rule for rule in ispec.field_rules if rule.holds(fields, params)]
-        if not broken or broken[0].blames in fixed:
-            break
-        fields[broken[0].blames] += 1
-    used = {Mem.SPAD: 0, Mem.EXT: 0}
-    for region in ispec.regions:
-        extent = region.extent(fields)
-        fields[region.start] = used[region.mem] if extent else 0
-        used[region.mem] += extent
-    return fields if spec.check(ispec, fields, params)[0] is ErrorCode.NONE else None
-
-
-def fits(kind: str, params: Params) -> bool:
-    """Whether some legal ``kind`` exists on the machine (:func:`smallest`)."""
-    return smallest(kind, params) is not None
-
-
-@dataclass
-class StressProgram:
-    """One generated program.
-
-    Attributes:
-        seed: it is made from random.Random(seed) alone.
-        ending: HALT or the ErrorCode name it was made to end in.
-        job: the program and its external-memory image.
-        features: what it exercises (for the coverage summary).
-    """
-
-    seed: int
-    ending: str
-    job: Job
-    features: Counter = field(default_factory=Counter)
-
-
 class Generator:
     """Random GA-2 programs from the ISA spec (see the module docstring).
 
@@ -133,7 +79,7 @@ class Generator:
         params: the machine (sizes, T, K_MAX, SM_MAX_LEN).
     """
 
-    def __init__(self, seed: int, params: Params = DEFAULT):
+    def __init__(self, seed: int, params: Params):
         self.seed = seed
         self.rng = random.Random(seed)
         self.p = params
@@ -416,11 +362,11 @@ class Generator:
         ending = ENDINGS[self.seed % len(ENDINGS)]
         body: list[Instruction | list[int]] = [*self.loads(), *strategy_for(self.seed).body(self)]
         if ending == HALT:
-            body.append(build("HALT"))
+            body.append(build("HALT", params=self.p))
         elif ending != ErrorCode.NO_HALT.name:
             body.append(self._faulty(ErrorCode[ending]))
             body += [self.legal(rng.choice(self.kinds())) for _ in range(rng.randint(0, 2))]
-            body.append(build("HALT"))
+            body.append(build("HALT", params=self.p))
         self.features[f"ends {ending}"] += 1
         if any(isinstance(ins, list) for ins in body):
             program: list[Instruction] | list[int] = [w for ins in body for w in
@@ -531,14 +477,14 @@ def strategy_for(seed: int) -> Strategy:
     return STRATEGIES[(seed // len(ENDINGS)) % len(STRATEGIES)]
 
 
-def long_program(seed: int, length: int, params: Params = DEFAULT) -> Job:
+def long_program(seed: int, length: int, params: Params) -> Job:
     """A legal program of ``length`` instructions (loads, random legal ones, HALT) drawn from
     seed, and its external memory: for measuring simulated cycles per second."""
     g = Generator(seed, params)
     body = g.loads()
     body += [g.legal(g.rng.choice(g.kinds())) for _ in range(length - len(body) - 1)]
     name = f"long program (seed {seed}, {length} instructions)"
-    return Job([*body, build("HALT")], g.ext_image(), name=name, machine=params)
+    return Job([*body, build("HALT", params=params)], g.ext_image(), name=name, machine=params)
 
 
 PORT_EVERY = 8
@@ -547,12 +493,12 @@ write port (:attr:`cosim.jobs.Job.via_port`), the others by backdoor: the port's
 checked in every chunk, at a cost of a few cycles per instruction."""
 
 
-def generate(first: int, n: int, params: Params = DEFAULT) -> list[StressProgram]:
+def generate(first: int, n: int, params: Params) -> list[StressProgram]:
     """Programs for seeds first .. first+n-1."""
     return list(programs(first, n, params))
 
 
-def programs(first: int, n: int, params: Params = DEFAULT) -> Iterator[StressProgram]:
+def programs(first: int, n: int, params: Params) -> Iterator[StressProgram]:
     """Programs for seeds first .. first+n-1, each drawn when it is asked for; every
     :data:`PORT_EVERY` th is loaded through the host's instruction-memory port."""
     for seed in range(first, first + n):
@@ -664,7 +610,7 @@ def main(first: int, n: int, choice: str, *, waves: bool = False, verilog: Path 
     note = seeds.long_run_note(n, batch.simulators(choice), "programs", jobs)
     if note:
         print(note, file=sys.stderr, flush=True)
-    source = fresh_verilog(verilog)
+    source = fresh_verilog(verilog, params=DEFAULT)   # none given: the default machine's
     params = verilog_params(source)
     if show:
         _show(first, n, params)
