@@ -461,6 +461,10 @@ RQ_OVERHEAD = SPAD_READ_LATENCY + 7
 products at the DSP blocks, the products again at the adders, partial sums, product, shift,
 round-and-saturate); beat b is read in the dispatch cycle + b and written RQ_OVERHEAD cycles
 later (hw/requant.py)."""
+RQ_TENSOR_SHIFT_LO = 1
+"""The lowest shift of RQ per tensor (pc = 0): its field ``s`` takes 0..63 because pc = 1 needs
+s = 0, and RQ's rule across fields makes pc = 0 with s below this BAD_FIELD (a compiler picks
+per-tensor shifts from RQ_TENSOR_SHIFT_LO..63: compiler.requant.shift_range)."""
 RQ_PC_CYCLES = 2
 """RQ with pc = 1 (per output channel): the cycles the data reads start after the table's. Beat
 b's table entries (LANES words at tab + (b*LANES mod C), on ``rd1``) are read in the dispatch
