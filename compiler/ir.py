@@ -218,16 +218,20 @@ class Graph:
         return self.add_node(Op.ARGMAX, (a,))
 
     def conv2d(self, x: int, w: int, image: tuple[int, int], kernel: Any, stride: Any = 1, padding: Any = 0,
-               depthwise: bool = False, scale: float = 1.0, bias: Any = None) -> int:
+               depthwise: bool = False, scale: float = 1.0, bias: Any = None,
+               per_channel: bool = False) -> int:
         """scale * (x convolved with w) + bias, over images stored rows = pixels, columns =
         channels (docs/guide/conv.md): x (B*H*W, C) holds B images of ``image`` = (H, W); w is
         (k_h*k_w*C, C_out) with row (ky*k_w + kx)*C + c, or (depthwise, groups = C) (k_h*k_w, C);
         ``kernel``, ``stride`` and ``padding`` (zeros, each side) an int or a pair, as
-        ``nn.Conv2d`` takes them. Result (B*H_o*W_o, C_out)."""
+        ``nn.Conv2d`` takes them; ``per_channel``: a weight scale and a requantizer per output
+        channel (:mod:`compiler.channels`). Result (B*H_o*W_o, C_out)."""
         where = "conv2d"
         window = Window(*pair(image, "image", where), self._cols(x, where), *pair(kernel, "kernel", where),
                         *pair(stride, "stride", where), *pair(padding, "padding", where), bool(depthwise))
         extra = {} if bias is None else {"bias": bias}
+        if per_channel:
+            extra["per_channel"] = per_channel
         return self.add_node(Op.CONV2D, (x, w), window=window.text(), factor=scale, **extra)
 
     def maxpool2d(self, x: int, image: tuple[int, int], kernel: Any, stride: Any = None) -> int:

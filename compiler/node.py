@@ -41,6 +41,8 @@ class Node:
         start, count: the rows a slice takes; count: the rows of a reshape.
         window: a convolution's or a pool's geometry over images stored HWC
             (``"8x8x4 k3x3 s1x1 p1x1"``: :mod:`compiler.ops.window`).
+        per_channel: a convolution's weight scales and requantizer are per output channel
+            (:mod:`compiler.channels`).
         tag: a user's name for the tensor, used by ``compile_graph(ranges=...)``.
 
     Two nodes are equal when every field is, a weight's values element by element.
@@ -60,6 +62,7 @@ class Node:
     start: int = 0
     count: int = 0
     window: str = ""
+    per_channel: bool = False
     tag: str | None = None
 
     def describe(self) -> str:
@@ -76,7 +79,7 @@ class Node:
         if not isinstance(other, Node):
             return NotImplemented
         plain = ("id", "op", "ins", "shape", "name", "bits", "transpose_b", "factor", "fn", "start", "count",
-                 "window", "tag")
+                 "window", "per_channel", "tag")
         if any(getattr(self, f) != getattr(other, f) for f in plain):
             return False
         for a, b in ((self.array, other.array), (self.bias, other.bias)):

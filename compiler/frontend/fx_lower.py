@@ -261,9 +261,10 @@ class _Value:
 class Lowering:
     """One pass over the traced graph that builds the Capra graph and collects refusals."""
 
-    def __init__(self, traced: fx.GraphModule, params: Params):
+    def __init__(self, traced: fx.GraphModule, params: Params, per_channel: bool = False):
         self.traced = traced
         self.params = params
+        self.per_channel = per_channel
         self.graph = Graph()
         self.values: dict[fx.Node, _Value] = {}
         self.refusals: list[Refusal] = []
@@ -808,7 +809,7 @@ class Lowering:
         has_bias = layer.bias is not None or folded is not None
         nid = self.graph.conv2d(self.tensor(input, "input"), self.weight(name, weight), (h, w),
                                 images.pairs(layer.kernel_size), images.pairs(layer.stride), padding,
-                                bias=bias if has_bias else None)
+                                bias=bias if has_bias else None, per_channel=self.per_channel)
         return _Value(Kind.TENSOR, self.own(nid))
 
     def op_batchnorm(self, node: fx.Node, input: Any) -> _Value:

@@ -307,7 +307,7 @@ def run_torch(module: nn.Module, *values: Any) -> list[np.ndarray]:
 
 
 def from_torch(module: nn.Module, *examples: torch.Tensor | Sequence[int], batch: int | None = None,
-               params: Params = DEFAULT) -> TorchGraph:
+               params: Params = DEFAULT, per_channel: bool = False) -> TorchGraph:
     """Trace a module and lower it to a Capra graph for inputs of the given shapes.
 
     Args:
@@ -317,6 +317,8 @@ def from_torch(module: nn.Module, *examples: torch.Tensor | Sequence[int], batch
             ``(64,)`` with ``batch=8`` means (8, 64); without it a shape is complete: ``(8, 64)``.
         batch: rows of every input given by shape (the batch the program is compiled for).
         params: the machine the graph is meant for (its K_MAX and SM_MAX_LEN are checked).
+        per_channel: convolution weights get a scale per output channel, and their
+            requantizers a pair per channel (:mod:`compiler.channels`); False: per tensor.
 
     Returns:
         The :class:`TorchGraph`.
@@ -354,7 +356,7 @@ def from_torch(module: nn.Module, *examples: torch.Tensor | Sequence[int], batch
     _check_trace(module, working, traced, tensors, traced_outputs)
     traced.graph.eliminate_dead_code()
     drop_identities(traced)
-    lowering = Lowering(traced, params)
+    lowering = Lowering(traced, params, per_channel=bool(per_channel))
     lowering.run()
     if lowering.refusals:
         raise UnsupportedModel(model, lowering.refusals)

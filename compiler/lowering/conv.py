@@ -19,11 +19,12 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING
 
-from ..bias import has_bias, region_name
+from ..bias import bias_levels, has_bias, region_name
+from ..channels import per_channel
 from ..errors import CompileError
-from ..ops.conv2d import window_of, zeros_region
+from ..ops.conv2d import pairs, table_region, table_words, window_of, zeros_region
 from ..ops.window import Window
-from .matmul import matmul_requantizer
+from .emitter import fused_relu
 
 if TYPE_CHECKING:
     from ..node import Node
@@ -59,7 +60,7 @@ def lower_conv2d(em: Emitter, node: Node, operands: Sequence[int]) -> None:
     pad = em.alloc.alloc(w.Hp * w.Wp * w.C, f"padded image of node {node.id}") if w.padded else None
     if pad is not None:
         em.put("LD", dst=pad, src=em.ext[zeros_region(node)].addr, len=w.Hp * w.Wp * w.C)
-    m_, s_, relu = matmul_requantizer(em, node)
+    rq = conv_requantizer(em, node)
     biased = has_bias(node)
     for b in range(images):
         image = x_addr + b * w.H * w.W * w.C
@@ -75,10 +76,38 @@ def lower_conv2d(em: Emitter, node: Node, operands: Sequence[int]) -> None:
             for fields in conv_mms(w, src, wsrc, w_addr, acc + oy * row, cout, oy, em.params.T,
                                    em.params.K_MAX, biased):
                 em.put("MM", **fields)
-        em.put("RQ", dst=out + b * per_image, src=acc, len=per_image, m=m_, s=s_, relu=relu)
+        em.put("RQ", dst=out + b * per_image, src=acc, len=per_image, **rq)
     if pad is not None:
         em.alloc.release(pad, w.Hp * w.Wp * w.C, f"padded image of node {node.id}")
+    if rq.get("pc"):
+        em.alloc.release(rq["tab"], rq["C"], f"requantization table of node {node.id}")
     em.alloc.release(acc, per_image, f"accumulator of node {node.id}")
+
+
+def conv_requantizer(em: Emitter, node: Node) -> dict[str, int]:
+    """RQ's fields: one pair (recorded in ``em.requantizers``), or per output channel the table
+    loaded into the scratchpad (``pc = 1``; the caller releases it).
+
+    Raises:
+        CompileError: the bias does not fit the accumulator, a factor's shift is out of range, or
+            a per-channel weight that another node also reads (its levels are per column).
+    """
+    relu = int(fused_relu(em, node))
+    if has_bias(node):
+        bias_levels(node, em.nodes, em.scales)   # refused here when it does not fit the accumulator
+    m_, s_ = pairs(em.nodes, em.scales, node, em.params)
+    if not per_channel(node):
+        em.requantizers[node.id] = (m_, s_)
+        return {"m": m_, "s": s_, "relu": relu}
+    w_id = node.ins[1]
+    if any(w_id in other.ins for other in em.nodes if other.id != node.id):
+        raise CompileError(f"{node.describe()} quantizes {em.nodes[w_id].describe()} per output channel, "
+                           "and another node reads it too",
+                           "give each per-channel convolution a weight of its own", node.id)
+    words = table_words(node)
+    tab = em.alloc.alloc(words, f"requantization table of node {node.id}")
+    em.put("LD", dst=tab, src=em.ext[table_region(node)].addr, len=words)
+    return {"m": 0, "s": 0, "relu": relu, "pc": 1, "tab": tab, "C": words}
 
 
 def lower_maxpool(em: Emitter, node: Node, operands: Sequence[int]) -> None:

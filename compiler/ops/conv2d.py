@@ -10,14 +10,17 @@ docs/guide/conv.md for the layout and the lowering."""
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from sim.arith import requant_array
+from sim.arith import pack_rq_pair, requant_array
+from sim.spec import LANES_BUILT, Params
 
 from ..bias import bias_levels, has_bias, region_name
+from ..channels import channel_scales, per_channel
 from ..errors import CompileError
+from ..requant import matmul_factor, requantizer
 from .matmul import _bias, matmul_factor_attr
 from .semantics import level, matmul_in_order, running_sum
 from .spec import Constant
@@ -48,7 +51,8 @@ def conv2d_shape(operands: Sequence[Node], attrs: Attrs) -> tuple[Shape, Attrs]:
                            f"channels, not {nw.shape}",
                            "store w[(ky*k_w + kx)*C + c, o] (depthwise: w[ky*k_w + kx, c])")
     cout = nw.shape[1]
-    out = {"window": window.text(), "factor": matmul_factor_attr(attrs.get("factor", 1.0), where)}
+    out = {"window": window.text(), "factor": matmul_factor_attr(attrs.get("factor", 1.0), where),
+           "per_channel": bool(attrs.get("per_channel", False))}
     if attrs.get("bias") is not None:
         out["bias"] = _bias(attrs["bias"], cout, where)
     return (b * window.Ho * window.Wo, cout), out
@@ -96,14 +100,20 @@ def int_conv2d(node: Node, operands: Sequence[np.ndarray], context: IntContext) 
     accumulator = convolve(operands[0].astype(np.int64), operands[1].astype(np.int64), window_of(node))
     if node.bias is not None:
         accumulator = accumulator + bias_levels(node, context.program.graph.nodes, context.program.scales)
-    m, s = context.program.requantizers[node.id]
+    program = context.program
+    m, s = pairs(program.graph.nodes, program.scales, node, program.machine) if per_channel(node) \
+        else program.requantizers[node.id]
     return requant_array(accumulator, m, s, node.id in context.program.relu_fused)
 
 
 def real_conv2d(node: Node, real: Callable[[int], np.ndarray], program: Compiled) -> np.ndarray:
     """The convolution of the dequantized operands (plus the bias) at the result's scale, its
     fused relu applied."""
-    product = node.factor * convolve(real(node.ins[0]), real(node.ins[1]), window_of(node))
+    w = real(node.ins[1])
+    if per_channel(node):   # the weight's levels at the scales of their columns
+        weight = program.graph.nodes[node.ins[1]]
+        w = w / program.scales[weight.id] * channel_scales(weight, program.scales[weight.id])
+    product = node.factor * convolve(real(node.ins[0]), w, window_of(node))
     if node.bias is not None:
         product = product + node.bias
     want = level(product, program.scales[node.id])
@@ -142,3 +152,45 @@ ZEROS = Constant(needed=lambda node: window_of(node).padded, region=zeros_region
                  values=_zeros)
 """A padded convolution's zero border: H_p x W_p x C words of zeros, loaded once into the
 padded image's buffer (the interior is copied in per image; the border stays zero)."""
+
+
+def pairs(nodes: Sequence[Node], scales, node: Node, params: Params) -> tuple[Any, Any]:
+    """The node's requantizer: one (m, s), or per output channel (:mod:`compiler.channels`) the
+    arrays (m_j), (s_j) of the factors ``factor * s_x * s_w_j / s_out``.
+
+    Raises:
+        CompileError: a factor whose shift falls outside RQ's range (names the node).
+    """
+    x_id, w_id = node.ins
+    what = f"conv2d node {node.id}"
+    if not per_channel(node):
+        return requantizer(matmul_factor(node.factor, scales[x_id], scales[w_id], scales[node.id]), what,
+                           node.id, params)
+    columns = channel_scales(nodes[w_id], scales[w_id])
+    found = [requantizer(matmul_factor(node.factor, scales[x_id], float(s_w), scales[node.id]),
+                         f"{what}, channel {j}", node.id, params) for j, s_w in enumerate(columns)]
+    return np.array([m for m, _ in found]), np.array([s for _, s in found])
+
+
+def table_region(node: Node) -> str:
+    """The external region of a per-channel convolution's requantization table."""
+    return f"requantization table of node {node.id}"
+
+
+def table_words(node: Node) -> int:
+    """C_out entries, repeated up to the widest LANES the generator builds when fewer (RQ takes
+    a table of at least LANES entries; element i takes entry i mod C, the channel i mod C_out)."""
+    cout = node.shape[1]
+    return cout * -(-max(LANES_BUILT) // cout)
+
+
+def _table(node: Node, nodes: Sequence[Node], scales, params: Params) -> np.ndarray:
+    m, s = pairs(nodes, scales, node, params)
+    words = np.array([pack_rq_pair(int(a), int(b)) for a, b in zip(m, s, strict=True)], dtype=np.int64)
+    return np.tile(words, table_words(node) // len(words))
+
+
+CHANNEL_TABLE = Constant(needed=per_channel, region=table_region, words=table_words, values=_table,
+                         machine=True)
+"""A per-channel convolution's requantization table: one word (m_j, s_j) per output channel
+(GA2.md section 2), loaded into the scratchpad for RQ ``pc = 1``."""

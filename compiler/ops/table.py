@@ -33,7 +33,7 @@ from .activation import ENTRIES, float_table, int_table, real_table, table_shape
 from .add import add_shape, float_add, int_add, real_add
 from .argmax import argmax_shape, float_argmax, int_argmax
 from .concat import concat_shape, float_concat, int_concat
-from .conv2d import CONV_BIAS, ZEROS, conv2d_shape, float_conv2d, int_conv2d, real_conv2d
+from .conv2d import CHANNEL_TABLE, CONV_BIAS, ZEROS, conv2d_shape, float_conv2d, int_conv2d, real_conv2d
 from .input import float_input, input_shape, int_input
 from .matmul import BIAS, float_matmul, int_matmul, matmul_shape, real_matmul
 from .names import Op
@@ -83,9 +83,10 @@ def _table() -> dict[Op, OpSpec]:
         OpSpec(Op.ARGMAX, arity=1, builder="argmax", shape=argmax_shape,
                role=Role.COMPUTE, place=Place.OWN_LAST, scale=FREE, scaled=False,
                evaluate=float_argmax, interpret=int_argmax, real=no_arithmetic),
-        OpSpec(Op.CONV2D, arity=2, builder="conv2d", attrs={"window": None, "factor": 1.0, "bias": None},
+        OpSpec(Op.CONV2D, arity=2, builder="conv2d", attrs={"window": None, "factor": 1.0, "bias": None,
+                                                                 "per_channel": False},
                shape=conv2d_shape, role=Role.COMPUTE, place=Place.OWN, scale=FREE,
-               constants=(CONV_BIAS, ZEROS),
+               constants=(CONV_BIAS, ZEROS, CHANNEL_TABLE),
                evaluate=float_conv2d, interpret=int_conv2d, real=real_conv2d),
         OpSpec(Op.MAXPOOL, arity=1, builder="maxpool2d", attrs={"window": None}, shape=maxpool_shape,
                role=Role.COMPUTE, place=Place.OWN, scale=SHARES_OPERAND,

@@ -155,3 +155,52 @@ def test_the_text_form_reads_back():
     weights = {n.name: n.array for n in g.nodes if n.op == "weight"}
     assert 'window="6x6x2 k3x3 s1x1 p1x1"' in g.text()
     assert Graph.parse(g.text(), weights) == g
+
+
+def per_channel_graph(rng, per_channel: bool, shared: bool = False) -> Graph:
+    """One padded 3 x 3 convolution whose six output channels have weights of very different sizes."""
+    g = Graph()
+    x = g.input("x", (2 * 6 * 6, 3))
+    w = g.weight("w", rng.normal(size=(27, 6)) * np.array([0.01, 0.1, 1, 3, 0.5, 0.02]))
+    c = g.conv2d(x, w, (6, 6), 3, padding=1, bias=rng.normal(size=6) * 0.05, per_channel=per_channel)
+    g.output(g.relu(c), "y")
+    if shared:
+        g.output(g.matmul(g.input("z", (1, 27)), w), "zw")
+    return g
+
+
+@pytest.mark.parametrize("machine", ["default", "t8"])
+def test_per_channel_scales_run_as_the_interpreter_says(machine):
+    rng = np.random.default_rng(7)
+    g = per_channel_graph(rng, True)
+    params = DEFAULT if machine == "default" else PRESETS["t8"]
+    program = compile_graph(g, [{"x": rng.normal(size=(72, 3))} for _ in range(4)], params=params)
+    rq = [ins for ins in program.code if ins.op == "RQ"]
+    # 6 channels repeated to 18 entries, at least the widest LANES (16)
+    assert {(ins.pc, ins.m, ins.s, ins.C) for ins in rq} == {(1, 0, 0, 18)}
+    levels = program.quantized_weight(g.nodes[1].id)
+    assert (np.abs(levels).max(axis=0) == 127).all()     # every column at its own scale
+    test = {"x": rng.normal(size=(72, 3))}
+    want = interpret(program, test)[program.graph.outputs()[0].id]
+    assert (program.run(test, warn=False).outputs["y"].ints == want).all()
+    assert 'per_channel=True' in g.text() and Graph.parse(g.text(), {"w": g.nodes[1].array}) == g
+
+
+def test_per_channel_scales_keep_the_small_channels():
+    """The channel of weights about 0.01: per tensor (the scale of the largest channel, weights
+    about 3) every one of its weights rounds to level 0, the channel lost; per channel they take
+    the full -127..127."""
+    largest = {}
+    for per_channel in (False, True):
+        rng = np.random.default_rng(8)
+        g = per_channel_graph(rng, per_channel)
+        program = compile_graph(g, [{"x": rng.normal(size=(72, 3))} for _ in range(4)], params=DEFAULT)
+        largest[per_channel] = int(np.abs(program.quantized_weight(1)[:, 0]).max())
+    assert largest == {False: 0, True: 127}
+
+
+def test_a_per_channel_weight_read_by_another_node_is_refused():
+    rng = np.random.default_rng(9)
+    g = per_channel_graph(rng, True, shared=True)
+    with pytest.raises(CompileError, match=re.escape("quantizes node 1 (weight 'w') per output channel")):
+        compile_graph(g, [{"x": rng.normal(size=(72, 3)), "z": rng.normal(size=(1, 27))}], params=DEFAULT)
