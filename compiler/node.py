@@ -1,4 +1,5 @@
-"""A node of Capra's graph IR: one operation on 2-D tensors, its operands and its attributes.
+"""A node of Capra's graph IR: one operation on 2-D tensors (images stored rows = pixels,
+columns = channels: docs/guide/conv.md), its operands and its attributes.
 
 The graph that holds nodes is :class:`compiler.ir.Graph`; what each operation is (its
 attributes, shape rule and meanings) is the table of :mod:`compiler.ops`. This module lies
@@ -37,7 +38,11 @@ class Node:
         bias: the matmul's bias, float64 of shape (cols,), added to every row after the
             factor (None: no bias).
         fn: a table activation's function (``gelu``, ``leaky_relu:0.01``: compiler/tables.py).
-        start, count: the rows a slice takes.
+        start, count: the rows a slice takes; count: the rows of a reshape.
+        window: a convolution's or a pool's geometry over images stored HWC
+            (``"8x8x4 k3x3 s1x1 p1x1"``: :mod:`compiler.ops.window`).
+        per_channel: a convolution's weight scales and requantizer are per output channel
+            (:mod:`compiler.channels`).
         tag: a user's name for the tensor, used by ``compile_graph(ranges=...)``.
 
     Two nodes are equal when every field is, a weight's values element by element.
@@ -56,6 +61,8 @@ class Node:
     fn: str = ""
     start: int = 0
     count: int = 0
+    window: str = ""
+    per_channel: bool = False
     tag: str | None = None
 
     def describe(self) -> str:
@@ -72,7 +79,7 @@ class Node:
         if not isinstance(other, Node):
             return NotImplemented
         plain = ("id", "op", "ins", "shape", "name", "bits", "transpose_b", "factor", "fn", "start", "count",
-                 "tag")
+                 "window", "per_channel", "tag")
         if any(getattr(self, f) != getattr(other, f) for f in plain):
             return False
         for a, b in ((self.array, other.array), (self.bias, other.bias)):

@@ -18,6 +18,13 @@ named ``seed N (edge: <strategy>)``. The body comes from one strategy, by turns:
     +-2**(s+7), +-2**(s+8) (64, 128, 256: the saturation boundary), each also with the tie
     added, in place (1,172 words: it fits a scratchpad of 2,048); a comparator of one shift's
     mask that is off by one fails here and nowhere else.
+``rq_per_channel``
+    RQ per output channel (pc = 1, issue 25): a table of C = 65 entries (odd, so that every
+    channel meets every lane over LANES rows) with the shifts 0..63 and the products of
+    ``rq_every_shift`` for each (s = 0 on +-127, +-128: no shift, no rounding); tables of C =
+    LANES, LANES + 1, 2*LANES - 1 and 3*LANES + 1 words (a beat wrapping past the table's end at
+    every lane) over rows shorter than C, of C and longer, with entries at their extremes (m = 0
+    and 2**24 - 1, s = 0, 1 and 63, bits 31..30 set), ties of both signs per channel, in place.
 ``softmax_rows``
     SM rows that are all negative (-128 included), widely spread (max - min = 255, the last
     entry of the exp table, and differences where the table is 0), all equal, of length 4k+1
@@ -28,8 +35,9 @@ named ``seed N (edge: <strategy>)``. The body comes from one strategy, by turns:
     tb = 0 and 1, int8 words whose upper 24 bits are not a sign extension; MM acc = 1 onto int32
     words next to INT32_MAX and INT32_MIN, wrapping both ways.
 ``vector_edges``
-    VADD sums of exactly +-127, +-128 (saturating) and 127 + -128; AMAX with ties inside a
-    beat, across beats and in the last lane of a 4k+1 row, an all -128 row; UNPACK nibbles
+    VADD sums of exactly +-127, +-128 (saturating) and 127 + -128, and on the same pairs the
+    maximum (max = 1: -128 with -128 passes through, equal pairs, both ends), with relu; AMAX
+    with ties inside a beat, across beats and in the last lane of a 4k+1 row, an all -128 row; UNPACK nibbles
     -8, 7, -1, 0; in place; every alignment; LUT on the inputs -128 and 127 (the table's ends),
     in place and onto its own table.
 ``touching_regions``
@@ -220,6 +228,64 @@ def rq_every_shift(b: Builder) -> None:
     b.features["edge: RQ every shift"] += 1
 
 
+# --------------------------------------------------------------------------- rq_per_channel
+
+
+def _entry_extremes(rng: random.Random) -> int:
+    """A table word with its pair at an extreme and bits 31..30 random (the machine ignores them)."""
+    m = rng.choice((0, 1, (1 << arith.MANTISSA_BITS) - 1, rng.randrange(1 << 23, 1 << 24)))
+    s = rng.choice((0, 1, 63, rng.randint(20, 45), rng.randint(0, 63)))
+    return arith.pack_rq_pair(m, s) | rng.randrange(4) << 30
+
+
+def rq_per_channel(b: Builder) -> None:
+    rng, lanes = b.rng, b.params.LANES
+    # every shift 0..63 on the products that decide its masks, each channel in every lane
+    channels = 65
+    pairs = [shift_products(c % 64) if c % 64 else (1, [127, -127, 128, -128, 1, -1, 64, 256])
+             for c in range(channels)]
+    table = b.load([arith.pack_rq_pair(m, c % 64) for c, (m, _) in enumerate(pairs)])
+    extremes = [INT32_MIN, INT32_MAX, 0, -1]      # shifts from 53 up: |a * m| < 2**55 rounds to 0
+    rows = [[(values or extremes)[(r + c) % len(values or extremes)] for c, (_, values) in enumerate(pairs)]
+            for r in range(lanes)]
+    src = b.load([a for row in rows for a in row])
+    b.add("RQ", dst=src, src=src, len=channels * lanes, m=0, s=0, relu=0, pc=1, tab=table, C=channels)
+    b.features["edge: RQ per channel, every shift in every lane"] += 1
+    # tables that wrap inside a beat, rows shorter and longer than the table, extreme entries
+    for c in (lanes, lanes + 1, 2 * lanes - 1, 3 * lanes + 1):
+        if b.spad_next + 14 * c + 40 > b.params.SPAD_WORDS:
+            break                   # a wide machine's small scratchpad: as many as fit
+        table = b.load([_entry_extremes(rng) for _ in range(c)])
+        for n in (1, c - 1, c, c + 1, 3 * c + 2):
+            src = b.load([rng.choice((INT32_MIN, INT32_MAX, 0, rng.randint(-(1 << 20), 1 << 20)))
+                          for _ in range(n)])
+            dst = src if rng.random() < 0.3 else b.spad(n)
+            b.add("RQ", dst=dst, src=src, len=n, m=0, s=0, relu=rng.randint(0, 1), pc=1, tab=table, C=c)
+        b.features["edge: RQ per channel, C around LANES"] += 1
+    rq_per_channel_ties(b)
+
+
+def rq_per_channel_ties(b: Builder) -> None:
+    """Ties of both signs per channel: channel c's pair from tie_pair at its own shift, its
+    accumulators the ties of that pair (each row a different tie of every channel)."""
+    rng, lanes = b.rng, b.params.LANES
+    channels = lanes + rng.randint(1, lanes)
+    found = []
+    for _ in range(channels):
+        s = rng.choice([1, 2, 8, 16, 24, 31, 32, 40, 46])
+        q = rng.choice([q for q in TIE_ODD_PARTS if tie_pair(random.Random(0), s, q) is not None])
+        m, u = tie_pair(rng, s, q)
+        found.append((arith.pack_rq_pair(m, s), tie_accumulators(rng, q, u)))
+    table = b.load([word for word, _ in found])
+    rows = min(8, max(len(values) for _, values in found))
+    if b.spad_next + 2 * rows * channels + channels + 12 > b.params.SPAD_WORDS:
+        return
+    src = b.load([values[r % len(values)] for r in range(rows) for _, values in found])
+    b.add("RQ", dst=b.spad(rows * channels), src=src, len=rows * channels, m=0, s=0, relu=rng.randint(0, 1),
+          pc=1, tab=table, C=channels)
+    b.features["edge: RQ per channel ties"] += 1
+
+
 # --------------------------------------------------------------------------- softmax_rows
 
 
@@ -313,7 +379,10 @@ def vector_edges(b: Builder) -> None:
     seconds = [pairs[i % len(pairs)][1] for i in range(n)]
     s1, s2 = b.load(firsts, int8=True), b.load(seconds, int8=True)
     dst = s1 if rng.random() < 0.3 else b.spad(n)
+    b.add("VADD", dst=b.spad(n), src1=s1, src2=s2, len=n, max=1)      # before the sums overwrite s1
+    b.add("VADD", dst=b.spad(n), src1=s2, src2=s1, len=n, max=1, relu=1)
     b.add("VADD", dst=dst, src1=s1, src2=s2, len=n)
+    b.features["edge: VADD max"] += 1
     for kind in ("tail", "twin", "all -128", "first"):
         m = 4 * rng.randint(0, 15) + 1
         row = [-128] * m if kind == "all -128" else int8s(rng, m, -128, 100)
@@ -433,7 +502,9 @@ def touching_regions(b: Builder) -> None:
         f = lengthened(b, kind, _legal_fields(b, kind))
         regions = spec.BY_NAME[kind].regions
         write = next(r for r in regions if r.writes)
-        reads = [r for r in regions if not r.writes and r.mem is Mem.SPAD]
+        reads = [r for r in regions if not r.writes and r.mem is Mem.SPAD and r.extent(f)]
+        if not reads:               # lengthened to nothing: a scratchpad of a few words
+            raise TooSmall(f"no long {kind} in {b.params.SPAD_WORDS} scratchpad words")
         low = min(f[r.start] for r in reads)
         if rng.random() < 0.5 and low >= write.extent(f):
             f[write.start] = low - write.extent(f)          # ends where the sources begin
@@ -444,7 +515,7 @@ def touching_regions(b: Builder) -> None:
 STRATEGIES: dict[str, Callable[[Builder], None]] = {
     "rq_ties": rq_ties, "softmax_rows": softmax_rows, "mm_extremes": mm_extremes,
     "vector_edges": vector_edges, "field_limits": field_limits, "touching_regions": touching_regions,
-    "rq_every_shift": rq_every_shift,
+    "rq_every_shift": rq_every_shift, "rq_per_channel": rq_per_channel,
 }
 """The legal bodies, by turns over the edge seeds."""
 
@@ -462,7 +533,7 @@ def _legal_fields(b: Builder, kind: str) -> dict[str, int]:
     for _ in range(1000):
         n = rng.randint(1, 24)
         f = {"LD": {"len": n}, "ST": {"len": n},
-             "RQ": {"len": n, "m": rng.randrange(1 << 24), "s": 20, "relu": 0}, "SM": {"len": n},
+             "RQ": _rq_fields(rng, n, p), "SM": {"len": n},
              "VADD": {"len": n}, "AMAX": {"len": n}, "UNPACK": {"len": 1 + n % 4},
              "MM": {"M": rng.randint(1, p.T), "K": n, "N": rng.randint(1, p.T), "tb": rng.randint(0, 1),
                     "lda": n + rng.randint(0, 3), "ldb": p.T + n, "ldc": p.T}}[kind]
@@ -472,24 +543,46 @@ def _legal_fields(b: Builder, kind: str) -> dict[str, int]:
         if any(region.extent(f) > size for region, size in zip(ispec.regions, sizes, strict=True)):
             continue
         for region, size in zip(ispec.regions, sizes, strict=True):
-            f[region.start] = rng.randrange(0, size - region.extent(f) + 1)
+            extent = region.extent(f)
+            f[region.start] = rng.randrange(0, size - extent + 1) if extent else 0   # empty: at 0
         if spec.check(ispec, f, p)[0] is ErrorCode.NONE:
             return f
     raise AssertionError(f"no legal {kind} found")
 
 
-def one_past(b: Builder, kind: str) -> tuple[str, int, int]:
-    """A bounded field of ``kind`` and a value one past its limit (hi + 1, or lo - 1).
+def _rq_fields(rng: random.Random, n: int, p: Params) -> dict[str, int]:
+    """RQ's fields but the region starts: per tensor, or (half the time) per output channel with
+    a table of LANES to 24 words."""
+    if rng.random() < 0.5:
+        return {"len": n, "m": 0, "s": 0, "relu": 0, "pc": 1, "C": rng.randint(p.LANES, max(p.LANES, 24))}
+    return {"len": n, "m": rng.randrange(1 << 24), "s": 20, "relu": 0, "pc": 0, "tab": 0, "C": 0}
+
+
+def one_past(b: Builder, kind: str, rules: bool = True) -> tuple[dict[str, int], dict[str, int]]:
+    """A bounded field of ``kind`` set one past its limit (hi + 1, or lo - 1), or (for a kind with
+    rules across fields, when ``rules``, half the time) one of its rules broken
+    (``sim.spec.FieldRule.breaking``).
 
     Returns:
-        (field name, the value one past the limit, the limit it is one past).
+        (the fields that make it bad, the same fields at the limit the checker's repair
+        (:func:`nearest_legal`) gives back; for a broken rule, which no repair mends, the
+        breaking fields themselves).
     """
-    bounded = [fl for fl in spec.BY_NAME[kind].fields if fl.lo is not None or fl.hi is not None]
-    fl = b.rng.choice(bounded)
-    lo, hi = fl.legal_range(b.params)
-    options = ([(lo - 1, lo)] if lo > 0 else []) + ([(hi + 1, hi)] if hi < (1 << fl.width) - 1 else [])
-    past, limit = b.rng.choice(options)
-    return fl.name, past, limit
+    field_rules = spec.BY_NAME[kind].field_rules
+    if rules and field_rules and b.rng.random() < 0.5:
+        broken = b.rng.choice(field_rules).breaking(b.params)
+        return broken, broken
+    past = {fl.name: _past(fl, b.params) for fl in spec.BY_NAME[kind].fields}
+    name = b.rng.choice([name for name, options in past.items() if options])
+    value, limit = b.rng.choice(past[name])
+    return {name: value}, {name: limit}
+
+
+def _past(fl: spec.Field, params: Params) -> list[tuple[int, int]]:
+    """(value, limit) pairs: the values one past the field's legal range that fit its width (none
+    for most fields), each with the limit it is one past."""
+    lo, hi = fl.legal_range(params)
+    return ([(lo - 1, lo)] if lo > 0 else []) + ([(hi + 1, hi)] if hi < (1 << fl.width) - 1 else [])
 
 
 def past_end(b: Builder, kind: str, f: dict[str, int], mem: Mem) -> dict[str, int]:
@@ -497,8 +590,9 @@ def past_end(b: Builder, kind: str, f: dict[str, int], mem: Mem) -> dict[str, in
     (half the time) grown there from low in the memory, by its length or by MM's row stride,
     so that the checker sees long extents as well as short ones."""
     size = b.params.SPAD_WORDS if mem is Mem.SPAD else b.params.EXT_WORDS
-    region = b.rng.choice([r for r in spec.BY_NAME[kind].regions if r.mem is mem])
-    grow = {"A": "lda", "B": "ldb", "dst": "ldc"}.get(region.start) if kind == "MM" else "len"
+    region = b.rng.choice([r for r in spec.BY_NAME[kind].regions if r.mem is mem and r.extent(f)])
+    grow = {"A": "lda", "B": "ldb", "dst": "ldc"}.get(region.start) if kind == "MM" else \
+        "C" if region.start == "tab" else "len"
     if b.rng.random() < 0.5 and grow in f:
         g = dict(f)
         for _ in range(50):
@@ -515,10 +609,10 @@ def overlap_by_one(b: Builder, kind: str, f: dict[str, int]) -> dict[str, int]:
     """The destination moved to overlap a source by exactly one word (at its first or last word)."""
     regions = spec.BY_NAME[kind].regions
     write = next(r for r in regions if r.writes)
-    read = b.rng.choice([r for r in regions if not r.writes and r.mem is Mem.SPAD])
+    read = b.rng.choice([r for r in regions if not r.writes and r.mem is Mem.SPAD and r.extent(f)])
     w, r = write.extent(f), read.extent(f)
     start = f[read.start] + r - 1 if b.rng.random() < 0.5 else f[read.start] - w + 1
-    if start < 0 or (start == f[read.start] and spec.BY_NAME[kind].in_place_ok):
+    if start < 0 or (start == f[read.start] and spec.BY_NAME[kind].in_place_ok and read.in_place):
         start = f[read.start] + r - 1
     return {**f, write.start: start}
 
@@ -536,10 +630,12 @@ def lengthened(b: Builder, kind: str, f: dict[str, int]) -> dict[str, int]:
     regions = spec.BY_NAME[kind].regions
     reads = [r for r in regions if not r.writes and r.mem is Mem.SPAD]
     span = max(r.extent(g) for r in reads)
+    if "C" in g and g["C"] > span:      # RQ per channel: the table within the span of the source
+        g["C"] = max(b.params.LANES, span)
     room = p.SPAD_WORDS - span - next(r for r in regions if r.writes).extent(g)
     start = b.rng.randrange(0, room + 1) if room > 0 else 0
     for r in regions:
-        if r.mem is Mem.SPAD:
+        if r.mem is Mem.SPAD and r.extent(g):            # an empty region (RQ's table, pc = 0) stays at 0
             g[r.start] = start if not r.writes else start + span
     return g
 
@@ -563,10 +659,10 @@ def faulty(b: Builder, code: ErrorCode, turn: int = 0) -> tuple[list[int], str]:
     always sits over fields with two faults. Returns (words, what it is).
 
     Raises:
-        AssertionError: no such instruction found in 100 draws (a bug here).
+        AssertionError: no such instruction found in FAULT_DRAWS draws (a bug here).
     """
     double = turn % 2 == 1 and code in (ErrorCode.BAD_FIELD, ErrorCode.SPAD_RANGE)
-    for _ in range(100):
+    for _ in range(FAULT_DRAWS):
         kind, f, what = _draw_fault(b, code, turn)
         ispec = spec.BY_NAME[kind]
         words = build(kind, params=b.params, strict=False, **f).encode()
@@ -594,6 +690,9 @@ def _at_the_edge(ispec: spec.InstrSpec, f: dict[str, int], code: ErrorCode, para
     return any(f[r.start] + r.extent(f) == size + 1 for r in ispec.regions if r.mem is mem)
 
 
+FAULT_DRAWS = 500
+"""Draws :func:`faulty` makes. A double fault of VADD, whose only bounded field is len, comes
+only from a source of one word (len = 1, one draw in 24), so 100 draws missed it now and then."""
 SPAD_KINDS = ("MM", "RQ", "SM", "VADD", "AMAX", "UNPACK")
 """The instructions that read and write the scratchpad, in the order the faults take them."""
 
@@ -607,13 +706,14 @@ def _draw_fault(b: Builder, code: ErrorCode, turn: int) -> tuple[str, dict[str, 
         # the second fault is made with the bad field at its limit, the value the checker's
         # repair (nearest_legal) gives back, so the repaired instruction keeps it whatever
         # the field (a len of 0 repaired to 1 would otherwise shrink the region it moved)
-        name, past, limit = one_past(b, kind)
+        # (a broken rule only alone: no repair mends it, the second fault would stay hidden)
+        bad, limit = one_past(b, kind, rules=not double)
         f = _legal_fields(b, kind)
         if double or code is ErrorCode.BAD_OPCODE:
-            f = {**f, name: limit}
+            f = {**f, **limit}
             f = past_end(b, kind, f, Mem.SPAD) if b.rng.random() < 0.5 else overlap_by_one(b, kind, f)
         what = "field one past its limit" + (", and a second fault" if double else "")
-        return kind, {**f, name: past}, what
+        return kind, {**f, **bad}, what
     if code is ErrorCode.SPAD_RANGE:
         kind = "LD" if double or turn % 4 == 2 else kind
         f = _legal_fields(b, kind)

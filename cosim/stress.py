@@ -62,6 +62,13 @@ LEN_MAX = 512
 WINDOWS = (128, 512, 2048)
 """Sizes of the scratchpad window a program works in (or the whole scratchpad)."""
 WHAT = "memory, {counters}, error code and pc"
+PER_CHANNEL = 0.35
+"""The share of RQs drawn per output channel (pc = 1)."""
+BREAK_RULE_EVERY, BREAK_RULE_AT = 6, 2
+"""The program ending in BAD_FIELD whose turn (seed // 10) is BREAK_RULE_AT modulo
+BREAK_RULE_EVERY breaks a rule across fields (``sim.spec.FieldRule``: the rules of every kind in
+turn) rather than a field's range: one in three of those drawn here (a turn that is 0 modulo 3 is
+an edge program, cosim/edges.py), eight in a run of 500 programs, every rule met."""
 
 
 class Generator:
@@ -95,6 +102,14 @@ class Generator:
         if r < 0.7:
             return self.rng.randint(1, min(64, hi))
         return self.rng.randint(1, hi)
+
+    def _channels(self, n: int) -> int:
+        """RQ pc = 1: the table's length C (at least LANES): LANES, a multiple of it, one more or
+        one less than a multiple (a beat wraps past the table's end inside), shorter or longer
+        than the row of n elements."""
+        lanes, rng = self.p.LANES, self.rng
+        return rng.choice((lanes, 2 * lanes, lanes + 1, 2 * lanes - 1, 3 * lanes + 1,
+                           rng.randint(lanes, max(lanes, n)), rng.randint(lanes, 300)))
 
     def _stride(self, packed: int) -> int:
         """A row stride for rows of ``packed`` elements: packed or nearly, odd, overlapping
@@ -131,12 +146,15 @@ class Generator:
                     "ldb": self._stride(k if tb else n), "ldc": self._stride(n),
                     "acc": int(rng.random() < 0.35)}
         if kind == "RQ":
+            n = self._length(vector)
+            if rng.random() < PER_CHANNEL:
+                return {"len": n, "m": 0, "s": 0, "relu": rng.randint(0, 1), "pc": 1, "C": self._channels(n)}
             r = rng.random()
             mant = (0 if r < 0.05 else (1 << 24) - 1 if r < 0.15 else rng.randint(1, 1 << 23) if r < 0.3
                     else rng.randrange(1 << 23, 1 << 24))
             r = rng.random()
             s = 1 if r < 0.1 else 63 if r < 0.2 else rng.randint(16, 40) if r < 0.7 else rng.randint(1, 63)
-            return {"len": self._length(vector), "m": mant, "s": s, "relu": rng.randint(0, 1)}
+            return {"len": n, "m": mant, "s": s, "relu": rng.randint(0, 1), "pc": 0, "tab": 0, "C": 0}
         if kind == "SM":
             r = rng.random()
             return {"len": 1 if r < 0.2 else p.SM_MAX_LEN if r < 0.4 else rng.randint(1, p.SM_MAX_LEN)}
@@ -163,12 +181,13 @@ class Generator:
         for region in ispec.regions:
             fields.setdefault(region.start, 0)
         for region in ispec.regions:
-            start = self._start(region.mem, region.extent(fields))
-            if start is None:
+            extent = region.extent(fields)
+            start = self._start(region.mem, extent) if extent else 0    # an empty region (RQ's
+            if start is None:                                            # table with pc = 0) at 0
                 return None
             fields[region.start] = start
         if ispec.in_place_ok and self.rng.random() < 0.35:
-            sources = [r.start for r in ispec.regions if not r.writes]
+            sources = [r.start for r in ispec.regions if not r.writes and r.in_place]
             fields["dst"] = fields[sources[0]]
             if len(sources) > 1 and self.rng.random() < 0.5:
                 fields[sources[1]] = fields[sources[0]]
@@ -211,10 +230,21 @@ class Generator:
             self.features["LUT in place"] += 1
         elif kind == "SM" and f["len"] in (1, self.p.SM_MAX_LEN):
             self.features[f"SM len={'1' if f['len'] == 1 else 'SM_MAX_LEN'}"] += 1
-        elif kind == "RQ" and f["dst"] == f["src"]:
-            self.features["RQ in place"] += 1
+        elif kind == "RQ":
+            self._note_rq(f)
         elif kind == "VADD" and f["dst"] in (f["src1"], f["src2"]):
             self.features["VADD in place"] += 1
+
+    def _note_rq(self, f: dict[str, int]) -> None:
+        if f["dst"] == f["src"]:
+            self.features["RQ in place"] += 1
+        if f["pc"]:
+            for case, holds in (("RQ pc=1, C=LANES", f["C"] == self.p.LANES),
+                                ("RQ pc=1, C not a multiple of LANES", f["C"] % self.p.LANES),
+                                ("RQ pc=1, len > C", f["len"] > f["C"]),
+                                ("RQ pc=1 in place", f["dst"] == f["src"])):
+                if holds:
+                    self.features[case] += 1
 
     # ------------------------------------------------------------------ faults
 
@@ -241,6 +271,11 @@ class Generator:
         return kind, dict(self.legal(kind, note=False).fields)
 
     def _bad_field(self) -> tuple[str, dict[str, int]] | None:
+        turn = self.seed // len(ENDINGS)            # the how-manieth program ending in BAD_FIELD
+        rules = [(kind, rule) for kind in self.kinds() for rule in spec.BY_NAME[kind].field_rules]
+        if rules and turn % BREAK_RULE_EVERY == BREAK_RULE_AT:   # a rule across fields, each in turn
+            kind, rule = rules[turn // BREAK_RULE_EVERY % len(rules)]
+            return kind, self._legal_fields([kind])[1] | rule.breaking(self.p)
         kind, f = self._legal_fields(self.kinds())
         bounded = [fl for fl in spec.BY_NAME[kind].fields if fl.lo is not None or fl.hi is not None]
         fl = self.rng.choice(bounded)
@@ -288,7 +323,7 @@ class Generator:
         kind, f = self._legal_fields(self.kinds(_kinds_with(Mem.SPAD, writes=True)))
         regions = spec.BY_NAME[kind].regions
         write = next(r for r in regions if r.writes)
-        read = self.rng.choice([r for r in regions if not r.writes])
+        read = self.rng.choice([r for r in regions if not r.writes and r.extent(f)])
         w_ext, r_ext = write.extent(f), read.extent(f)
         start = f[read.start] + self.rng.randint(-(w_ext - 1), r_ext - 1)
         if not 0 <= start <= self.p.SPAD_WORDS - w_ext:
@@ -389,9 +424,9 @@ def _colliding(g: Generator, kind: str, recent: Sequence[tuple[str, dict[str, in
             continue
         other_kind, other = g.rng.choice(list(recent))
         name, (mine_writes, theirs_writes) = g.rng.choice(list(COLLISIONS.items()))
-        mine = [r for r in own if r.writes == mine_writes]
+        mine = [r for r in own if r.writes == mine_writes and r.extent(fields)]   # not an empty one
         theirs = [r for r in spec.BY_NAME[other_kind].regions
-                  if r.mem is Mem.SPAD and r.writes == theirs_writes]
+                  if r.mem is Mem.SPAD and r.writes == theirs_writes and r.extent(other)]
         if not mine or not theirs:
             continue
         region, target = g.rng.choice(mine), g.rng.choice(theirs)

@@ -203,9 +203,9 @@ class Checker(Checked):
                     flag = flag | (value < lo)
                 if hi < (1 << f.width) - 1:
                     flag = flag | (value > hi)
-            if ispec.field_rule is not None:   # a condition across fields (sim.spec.InstrSpec)
-                flag = flag | ispec.field_rule({f.name: Value.cast(getattr(view, f.name))
-                                                for f in ispec.fields})
+            values = {f.name: Value.cast(getattr(view, f.name)) for f in ispec.fields}
+            for rule in ispec.field_rules:   # conditions across fields (sim.spec.FieldRule)
+                flag = flag | rule.holds(values, p)
             bad_field[ispec.name] = flag
         return {
             "nohalt": pipe.input(r["nohalt"]), "pc": pipe.input(r["pc"]), "instr": pipe.input(instr),
@@ -260,7 +260,7 @@ class Checker(Checked):
                     w_start = Value.cast(getattr(view, wr.start))
                     r_start = Value.cast(getattr(view, rd.start))
                     hit = (w_start < end[r]) & (r_start < end[w])
-                    if ispec.in_place_ok:
+                    if ispec.in_place_ok and rd.in_place:
                         hit = hit & (w_start != r_start)
                     hits.append(hit)
             overlap[ispec.name] = any_of(hits)

@@ -199,6 +199,23 @@ def sat_add_array(a: np.ndarray, b: np.ndarray, relu: bool = False) -> np.ndarra
     return np.maximum(total, 0) if relu else total
 
 
+def vmax(a: int, b: int, relu: bool = False) -> int:
+    """The int8 maximum (GA2.md section 4, VADD op = 1): max(a, b), one of the operands (a stored
+    -128 too: nothing to saturate); with relu, max(0, that).
+
+    Args:
+        a, b: int8 values, -128..127.
+    """
+    larger = max(a, b)
+    return max(0, larger) if relu else larger
+
+
+def vmax_array(a: np.ndarray, b: np.ndarray, relu: bool = False) -> np.ndarray:
+    """Vectorised :func:`vmax`; int64."""
+    larger = np.maximum(np.asarray(a, dtype=np.int64), np.asarray(b, dtype=np.int64))
+    return np.maximum(larger, 0) if relu else larger
+
+
 def _exp_entry(d: int) -> int:
     return math.floor(Q16_ONE * math.exp(-d / 16) + 0.5)
 

@@ -54,7 +54,7 @@ def draw_missing(kind: str, fields: dict[str, int], rng: random.Random, p: Param
         if r.start not in out:
             size = p.SPAD_WORDS if r.mem is spec.Mem.SPAD else p.EXT_WORDS
             extent = r.extent({**out, **{s: 0 for s in starts if s not in out}})
-            out[r.start] = rng.randrange(0, size - extent + 1) if extent <= size else 0
+            out[r.start] = rng.randrange(0, size - extent + 1) if 0 < extent <= size else 0
     return out
 
 
@@ -89,8 +89,12 @@ def _rule(kind: str, rng: random.Random, p: Params) -> dict[str, int]:
         n = rng.randint(1, VECTOR_LEN_MAX)
         src = addr(spad, n)
         dst = src if rng.random() < 0.3 else addr(spad, n)
-        return {"dst": dst, "src": src, "len": n, "m": rng.randrange(1 << 23, 1 << 24),
-                "s": rng.randint(20, 40), "relu": rng.randint(0, 1)}
+        out = {"dst": dst, "src": src, "len": n, "m": rng.randrange(1 << 23, 1 << 24),
+               "s": rng.randint(20, 40), "relu": rng.randint(0, 1), "pc": 0, "tab": 0, "C": 0}
+        if rng.random() < 0.3:      # per output channel: a table of C >= LANES words
+            c = rng.randint(p.LANES, 3 * p.LANES + 1)
+            out |= {"m": 0, "s": 0, "pc": 1, "C": c, "tab": addr(spad, c)}
+        return out
     if kind == "SM":
         n = rng.randint(1, p.SM_MAX_LEN)
         return {"dst": addr(spad, n), "src": addr(spad, n), "len": n}

@@ -302,7 +302,11 @@ def _mm(spad: np.ndarray, ext: np.ndarray, f: dict[str, int]) -> None:
 
 def _rq(spad: np.ndarray, ext: np.ndarray, f: dict[str, int]) -> None:
     a = s32(spad[f["src"]:f["src"] + f["len"]])
-    spad[f["dst"]:f["dst"] + f["len"]] = to_words(arith.requant_array(a, f["m"], f["s"], bool(f["relu"])))
+    if f.get("pc", 0):     # per channel: element i takes the pair of table entry i mod C
+        m, s = arith.unpack_rq_pair_array(spad[f["tab"] + np.arange(f["len"]) % f["C"]])
+    else:
+        m, s = f["m"], f["s"]
+    spad[f["dst"]:f["dst"] + f["len"]] = to_words(arith.requant_array(a, m, s, bool(f["relu"])))
 
 
 def _sm(spad: np.ndarray, ext: np.ndarray, f: dict[str, int]) -> None:
@@ -313,7 +317,8 @@ def _sm(spad: np.ndarray, ext: np.ndarray, f: dict[str, int]) -> None:
 def _vadd(spad: np.ndarray, ext: np.ndarray, f: dict[str, int]) -> None:
     a = s8(spad[f["src1"]:f["src1"] + f["len"]])
     b = s8(spad[f["src2"]:f["src2"] + f["len"]])
-    spad[f["dst"]:f["dst"] + f["len"]] = to_words(arith.sat_add_array(a, b, bool(f["relu"])))
+    combine = arith.vmax_array if f.get("max", 0) else arith.sat_add_array
+    spad[f["dst"]:f["dst"] + f["len"]] = to_words(combine(a, b, bool(f["relu"])))
 
 
 def _amax(spad: np.ndarray, ext: np.ndarray, f: dict[str, int]) -> None:

@@ -286,6 +286,28 @@ def _len(doc: str = "number of elements", hi: int | str | None = None) -> Field:
     return Field("len", ADDR_BITS, doc, lo=1, hi=hi)
 
 
+@dataclass(frozen=True)
+class FieldRule:
+    """A condition across fields that makes an instruction BAD_FIELD when it holds (besides each
+    field's own range).
+
+    Attributes:
+        holds: ``(fields, params) -> truth``, written with ``& | < > == !=`` on the fields so
+            that it evaluates on Python ints and on Amaranth values alike (the hardware checker
+            builds it); the params are Python ints.
+        blames: the field the BAD_FIELD message names.
+        doc: the rule in words (docs/isa.md prints it under the instruction).
+        breaking: ``params -> fields``: values that, set on a legal instruction of the kind,
+            make the rule hold (the fault sweep and the stress generator break the rule with
+            them, so that every rule is checked against the RTL).
+    """
+
+    holds: Callable[[Mapping[str, Any], Params], Any]
+    blames: str
+    doc: str
+    breaking: Callable[[Params], dict[str, int]]
+
+
 # --------------------------------------------------------------------------- regions
 
 
@@ -311,6 +333,10 @@ class Region:
     """For a written region: the 1-bit field that, when 1, makes the instruction read the
     region's old words too (MM's acc). No overlap check applies between the two (they are the
     same words, read before written); a hazard analysis must count the read."""
+    in_place: bool = True
+    """For a read region of an instruction with ``in_place_ok``: whether the destination may
+    start where it starts (False: the unit reads the region again after results are written,
+    as RQ's table, so every overlap with the destination is refused)."""
 
     def extent(self, fields: Mapping[str, int]) -> int:
         """The extent in words for these field values (Python ints)."""
@@ -329,7 +355,8 @@ class InstrSpec:
             None for HALT (its cycle counts in ``cycles`` only).
         effect: one line of semantics, as GA2.md section 3 states it.
         regions: the memory spans read and written, for the bounds and overlap checks.
-        in_place_ok: True when dst == src is allowed although the two regions overlap.
+        in_place_ok: True when dst == src is allowed although the two regions overlap (for
+            each read region whose ``Region.in_place`` holds).
         latency_formula: cycles from dispatch to the dispatch of the next instruction, as a
             formula of the fields (a mapping from field name to value) and the parameters, on
             any :class:`Arith`; :meth:`latency` evaluates it on ints. (docs/isa.md prints it.)
@@ -349,12 +376,9 @@ class InstrSpec:
     latency_formula: LatencyFormula
     in_place_ok: bool = False
     extra_checks_doc: str = ""
-    field_rule: Callable[[Mapping[str, Any]], Any] | None = None
-    """A condition across fields that makes the instruction BAD_FIELD when it holds (besides
-    each field's own range), written with ``& | < > ==`` so that it evaluates on Python ints
-    and on Amaranth values alike; ``extra_checks_doc`` states it in words."""
-    field_rule_blames: str = ""
-    """The field the BAD_FIELD message names when ``field_rule`` holds."""
+    field_rules: tuple[FieldRule, ...] = ()
+    """Conditions across fields that make the instruction BAD_FIELD (:class:`FieldRule`),
+    checked in this order after the fields' own ranges."""
     reads_formula: LatencyFormula = lambda a, f, p: 0
     writes_formula: LatencyFormula = lambda a, f, p: 0
 
@@ -437,6 +461,17 @@ RQ_OVERHEAD = SPAD_READ_LATENCY + 7
 products at the DSP blocks, the products again at the adders, partial sums, product, shift,
 round-and-saturate); beat b is read in the dispatch cycle + b and written RQ_OVERHEAD cycles
 later (hw/requant.py)."""
+RQ_TENSOR_SHIFT_LO = 1
+"""The lowest shift of RQ per tensor (pc = 0): its field ``s`` takes 0..63 because pc = 1 needs
+s = 0, and RQ's rule across fields makes pc = 0 with s below this BAD_FIELD (a compiler picks
+per-tensor shifts from RQ_TENSOR_SHIFT_LO..63: compiler.requant.shift_range)."""
+RQ_PC_CYCLES = 2
+"""RQ with pc = 1 (per output channel): the cycles the data reads start after the table's. Beat
+b's table entries (LANES words at tab + (b*LANES mod C), on ``rd1``) are read in the dispatch
+cycle + b and registered on arrival; in the next cycle each lane picks its entry (its own word,
+or, past the table's end, one of the first LANES entries held since beat 0) into a register;
+beat b's data is read on ``rd0`` in cycle + b + RQ_PC_CYCLES and meets its entries at the
+requantizer's input registers (hw/requant.py)."""
 VADD_OVERHEAD = SPAD_READ_LATENCY + 2
 """VADD: scratchpad read latency, the data registers, the add-and-saturate register; beat k
 is read in the dispatch cycle + k and written VADD_OVERHEAD cycles later (hw/vector.py)."""
@@ -552,27 +587,64 @@ INSTRUCTIONS: tuple[InstrSpec, ...] = (
                                        + a.select(f["acc"],
                                                   a.const("MM_OVERHEAD") - a.const("SPAD_READ_LATENCY"), 0)),
         writes_formula=lambda a, f, p: f["M"],
-        extra_checks_doc=("With acc = 1 the output rows must not overlap each other: M > 1 with "
-                          "ldc < N is BAD_FIELD (field ldc), since every row's old value is read "
-                          "before the rows above it are written."),
-        field_rule=lambda f: f["acc"] & (f["M"] > 1) & (f["ldc"] < f["N"]),
-        field_rule_blames="ldc",
+        field_rules=(FieldRule(
+            lambda f, p: f["acc"] & (f["M"] > 1) & (f["ldc"] < f["N"]), "ldc",
+            "With acc = 1 the output rows must not overlap each other: M > 1 with ldc < N is "
+            "BAD_FIELD (field ldc), since every row's old value is read before the rows above it "
+            "are written.",
+            lambda p: {"acc": 1, "M": 2, "N": 1, "ldc": 0}),),
     ),
     InstrSpec(
         "RQ", Opcode.RQ,
         (_addr("dst", "scratchpad address of the first int8 result"),
          _addr("src", "scratchpad address of the first int32 input"),
          _len(),
-         Field("m", 24, "requantization multiplier (24-bit mantissa)", data=True),
-         Field("s", 6, "requantization shift", lo=1, hi=63, data=True),
-         Field("relu", 1, "1: clamp negative results to 0")),
-        "vpu", "S[dst+i] = requant(s32(S[src+i]), m, s, relu) for i < len",
+         Field("m", 24, "requantization multiplier (24-bit mantissa); 0 when pc = 1", data=True),
+         Field("s", 6, "requantization shift: 1..63 when pc = 0, 0 when pc = 1", lo=0, hi=63, data=True),
+         Field("relu", 1, "1: clamp negative results to 0"),
+         Field("pc", 1, "1: per output channel: element i takes the pair (m, s) of the table "
+               "entry at tab + (i mod C) (GA2.md section 2); 0: the fields m and s", default=0),
+         Field("tab", ADDR_BITS, "pc = 1: scratchpad address of the requantization table, C words "
+               "(0 when pc = 0)", default=0),
+         Field("C", ADDR_BITS, "pc = 1: channels, the table's entries; element i is channel i mod C "
+               "(0 when pc = 0)", default=0)),
+        "vpu", "S[dst+i] = requant(s32(S[src+i]), m, s, relu) for i < len (pc = 0), "
+        "requant(s32(S[src+i]), m_c, s_c, relu) with (m_c, s_c) the pair of S[tab + (i mod C)] (pc = 1)",
         (Region(Mem.SPAD, "src", lambda a, f: f["len"], writes=False),
+         Region(Mem.SPAD, "tab", lambda a, f: f.get("C", 0), writes=False, in_place=False),
          Region(Mem.SPAD, "dst", lambda a, f: f["len"], writes=True)),
-        lambda a, f, p: _beats(a, f["len"], p) + a.const("RQ_OVERHEAD"),
-        reads_formula=lambda a, f, p: _beats(a, f["len"], p),
+        lambda a, f, p: (_beats(a, f["len"], p) + a.const("RQ_OVERHEAD")
+                         + a.select(f["pc"], a.const("RQ_PC_CYCLES"), 0)),
+        reads_formula=lambda a, f, p: _beats(a, f["len"], p) + a.select(f["pc"], a.const("RQ_PC_CYCLES"), 0),
         writes_formula=lambda a, f, p: _beats(a, f["len"], p),
         in_place_ok=True,
+        extra_checks_doc=("dst may coincide with src (in place), never overlap the table: the "
+                          "unit reads the table beside the data, beat by beat."),
+        field_rules=(
+            FieldRule(lambda f, p: (f["pc"] == 0) & (f["s"] == 0), "s",
+                      "pc = 0 (per tensor) with s = 0 is BAD_FIELD (field s): the shift is 1..63.",
+                      lambda p: {"pc": 0, "tab": 0, "C": 0, "s": 0}),
+            FieldRule(lambda f, p: (f["pc"] == 0) & (f["tab"] != 0), "tab",
+                      "pc = 0 with tab != 0 is BAD_FIELD (field tab): without a table, tab and C are 0.",
+                      lambda p: {"pc": 0, "C": 0, "tab": 1}),
+            FieldRule(lambda f, p: (f["pc"] == 0) & (f["C"] != 0), "C",
+                      "pc = 0 with C != 0 is BAD_FIELD (field C): without a table, tab and C are 0.",
+                      lambda p: {"pc": 0, "tab": 0, "C": p.LANES}),
+            FieldRule(lambda f, p: (f["pc"] == 1) & (f["m"] != 0), "m",
+                      "pc = 1 (per channel) with m != 0 is BAD_FIELD (field m): the table holds "
+                      "the pairs, the fields m and s are 0.",
+                      lambda p: {"pc": 1, "C": p.LANES, "s": 0, "m": 1}),
+            FieldRule(lambda f, p: (f["pc"] == 1) & (f["s"] != 0), "s",
+                      "pc = 1 with s != 0 is BAD_FIELD (field s): the table holds the pairs, the "
+                      "fields m and s are 0.",
+                      lambda p: {"pc": 1, "C": p.LANES, "m": 0, "s": 1}),
+            FieldRule(lambda f, p: (f["pc"] == 1) & (f["C"] < p.LANES), "C",
+                      "pc = 1 with C < LANES is BAD_FIELD (field C): a table of fewer channels "
+                      "than LANES is written repeated (C' = C * ceil(LANES / C) entries, element i "
+                      "then takes the same pair), so that a beat's channels wrap past the table's "
+                      "end at most once.",
+                      lambda p: {"pc": 1, "m": 0, "s": 0, "C": p.LANES - 1}),
+        ),
     ),
     InstrSpec(
         "SM", Opcode.SM,
@@ -592,8 +664,11 @@ INSTRUCTIONS: tuple[InstrSpec, ...] = (
          _addr("src1", "scratchpad address of the first operand"),
          _addr("src2", "scratchpad address of the second operand"),
          _len(),
-         Field("relu", 1, "1: clamp negative sums to 0 (a ReLU after the add)", default=0)),
-        "vpu", "S[dst+i] = sat_add(s8(S[src1+i]), s8(S[src2+i]), relu) for i < len",
+         Field("relu", 1, "1: clamp negative sums to 0 (a ReLU after the add)", default=0),
+         Field("max", 1, "0: the saturating add; 1: the larger of the two (int8 maximum, a max pool's "
+               "step)", default=0)),
+        "vpu", "S[dst+i] = sat_add(s8(S[src1+i]), s8(S[src2+i]), relu) (max = 0) or "
+        "vmax(s8(S[src1+i]), s8(S[src2+i]), relu) (max = 1) for i < len",
         (Region(Mem.SPAD, "src1", lambda a, f: f["len"], writes=False),
          Region(Mem.SPAD, "src2", lambda a, f: f["len"], writes=False),
          Region(Mem.SPAD, "dst", lambda a, f: f["len"], writes=True)),
@@ -722,9 +797,10 @@ def check(spec: InstrSpec, fields: Mapping[str, int], params: Params) -> tuple[E
         name = bad[0]
         lo, hi = next(f for f in spec.fields if f.name == name).legal_range(params)
         return ErrorCode.BAD_FIELD, f"{spec.name} field {name}={fields[name]} is outside {lo}..{hi}"
-    if spec.field_rule is not None and spec.field_rule(fields):
-        name = spec.field_rule_blames
-        return ErrorCode.BAD_FIELD, f"{spec.name} field {name}={fields[name]}: {spec.extra_checks_doc}"
+    for rule in spec.field_rules:
+        if rule.holds(fields, params):
+            name = rule.blames
+            return ErrorCode.BAD_FIELD, f"{spec.name} field {name}={fields[name]}: {rule.doc}"
     spans = [(r, fields[r.start], r.extent(fields)) for r in spec.regions]
     for code, mem, size in ((ErrorCode.SPAD_RANGE, Mem.SPAD, params.SPAD_WORDS),
                             (ErrorCode.EXT_RANGE, Mem.EXT, params.EXT_WORDS)):
@@ -739,7 +815,7 @@ def check(spec: InstrSpec, fields: Mapping[str, int], params: Params) -> tuple[E
         for r, rstart, rext in spans:
             if r.writes or r.mem is not w.mem:
                 continue
-            if spec.in_place_ok and wstart == rstart:
+            if spec.in_place_ok and r.in_place and wstart == rstart:
                 continue
             if wstart < rstart + rext and rstart < wstart + wext:
                 return ErrorCode.OVERLAP, (

@@ -37,12 +37,15 @@ from ..errors import CompileError
 from ..ir import Graph
 from ..ops import OPS, Op
 from ..pipeline import check_structure
+from . import images
 from .inference import inference_refusal
+from .refuse import Refuse, Upstream
 
 SUPPORTED = ("nn.Linear and F.linear, matmul (@), a positive constant factor on a product, relu, "
              "the table activations gelu, silu, sigmoid, tanh, hardswish, leaky_relu and elu, "
-             "softmax(dim=-1), +, cat(dim=0), argmax(dim=-1), and dropout (eval mode), flatten and "
-             "nn.Identity where they change nothing")
+             "softmax(dim=-1), +, cat(dim=0), argmax(dim=-1), nn.Conv2d (groups=1) with a BatchNorm2d "
+             "folded, nn.MaxPool2d, nn.AvgPool2d, nn.AdaptiveAvgPool2d(1), flatten of images, and dropout "
+             "(eval mode), flatten and nn.Identity where they change nothing")
 """What the front end lowers, as the refusals quote it."""
 
 STATIC = "capra_static"
@@ -66,18 +69,6 @@ class Refusal:
     def line(self) -> str:
         """``REFUSED <node>: <what>: <why>``."""
         return f"REFUSED {self.node}: {self.what}: {self.why}"
-
-
-class Refuse(Exception):
-    """Raised by a lowering rule: the node is refused, for the reason given."""
-
-    def __init__(self, why: str):
-        super().__init__(why)
-        self.why = why
-
-
-class Upstream(Exception):
-    """Raised by a lowering rule: an operand was refused already, so stay silent."""
 
 
 # --------------------------------------------------------------------------- helpers
@@ -205,6 +196,7 @@ class Rule:
         fresh: its result is a new tensor, never a view of an operand nor the operand itself
             (the in-place check, :mod:`compiler.frontend.inplace`).
         two_d: its traced result must have 2 dims (False: an argmax, whose indices have 1).
+        images: it also takes images, 4-D (B, C, H, W), stored (B*H*W, C) (:mod:`.images`).
     """
 
     name: str
@@ -216,6 +208,7 @@ class Rule:
     settings: tuple[str, ...] = ()
     fresh: bool = True
     two_d: bool = True
+    images: bool = False
 
 
 _SHAPE_QUERIES = {("call_method", "size"), ("call_method", "dim")}
@@ -259,14 +252,19 @@ class _Value:
     array: np.ndarray | None = None
     name: str = ""
     number: Any = None
+    image: tuple[int, int, int] | None = None
+    """(H, W, C) when the tensor holds images, (B*H*W, C) rows = pixels (:mod:`.images`)."""
+    flat_image: tuple[int, int, int] | None = None
+    """(H, W, C) when the tensor holds flattened images, columns in the order (y, x, c)."""
 
 
 class Lowering:
     """One pass over the traced graph that builds the Capra graph and collects refusals."""
 
-    def __init__(self, traced: fx.GraphModule, params: Params):
+    def __init__(self, traced: fx.GraphModule, params: Params, per_channel: bool = False):
         self.traced = traced
         self.params = params
+        self.per_channel = per_channel
         self.graph = Graph()
         self.values: dict[fx.Node, _Value] = {}
         self.refusals: list[Refusal] = []
@@ -274,6 +272,7 @@ class Lowering:
         self.folded: dict[fx.Node, fx.Node] = {}
         self.weights: dict[str, int] = {}
         self.inputs: list[str] = []
+        self.image_inputs: dict[str, tuple[int, int, int]] = {}
         self.outputs: list[str] = []
         self.output_shapes: list[tuple[int, ...]] = []
         self.current: fx.Node | None = None
@@ -330,13 +329,17 @@ class Lowering:
         if rule is None:
             raise Refuse(self.unsupported(node))
         meta = node.meta.get("tensor_meta")
-        if meta is not None and rule.two_d and len(meta.shape) != 2:
+        image = meta is not None and rule.images and len(meta.shape) == 4
+        if meta is not None and rule.two_d and len(meta.shape) != 2 and not image:
             if any(arg not in self.values for arg in node.all_input_nodes):
                 raise Upstream  # its operand's shape was refused already
             raise Refuse(f"its result has shape {tuple(meta.shape)}; Capra tensors are 2-D (rows, cols)")
-        if node.op == "call_module":
-            return self.lower_module(node, rule)
-        return rule.lower(self, node, **self.bind(node, rule))
+        value = self.lower_module(node, rule) if node.op == "call_module" else \
+            rule.lower(self, node, **self.bind(node, rule))
+        if image and value.image is None and value.kind in (Kind.TENSOR, Kind.PRODUCT):
+            _, c, h, w = meta.shape
+            value.image = (h, w, c)
+        return value
 
     def rule_of(self, node: fx.Node) -> Rule | None:
         """The rule that lowers a call, or None when there is none."""
@@ -439,13 +442,21 @@ class Lowering:
 
     def lower_input(self, node: fx.Node) -> _Value:
         meta = node.meta["tensor_meta"]
-        if len(meta.shape) != 2:
-            raise Refuse(f"has shape {tuple(meta.shape)}; Capra tensors are 2-D (rows, cols)")
+        if len(meta.shape) not in (2, 4):
+            raise Refuse(f"has shape {tuple(meta.shape)}; Capra tensors are 2-D (rows, cols), or images "
+                         "(batch, channels, height, width) stored (batch*height*width, channels)")
         if not meta.dtype.is_floating_point:
             raise Refuse(f"has dtype {meta.dtype}; Capra's inputs are float tensors, which the "
                          "compiler quantizes")
         name = str(node.target)  # the argument's name (node.name may differ: input_1 for input)
-        nid = self.own(self.graph.input(name, self.shape_of(node)))
+        shape = self.shape_of(node)
+        if len(shape) == 4:
+            b, c, h, w = shape
+            nid = self.own(self.graph.input(name, (b * h * w, c)))
+            self.inputs.append(name)
+            self.image_inputs[name] = (c, h, w)
+            return _Value(Kind.TENSOR, nid, image=(h, w, c))
+        nid = self.own(self.graph.input(name, shape))
         self.inputs.append(name)
         return _Value(Kind.TENSOR, nid)
 
@@ -513,7 +524,9 @@ class Lowering:
                 raise Refuse(f"uses the weight '{weight.name}' of shape {weight.array.shape}; a linear "
                              "layer's weight is (out_features, in_features)")
             source = self.tensor(x, "input")
-            second, transpose_b = self.weight(f"{weight.name}.T", weight.array.T), False
+            flat = self.value(x).flat_image
+            array = weight.array if flat is None else images.hwc_columns(weight.array, flat)
+            second, transpose_b = self.weight(f"{weight.name}.T", array.T), False
         elif weight.kind in (Kind.TENSOR, Kind.PRODUCT, Kind.TRANSPOSED):
             source = self.tensor(x, "input")
             second, transpose_b = weight.nid, weight.kind is not Kind.TRANSPOSED
@@ -647,6 +660,9 @@ class Lowering:
             raise Refuse(f"asks for approximate={approximate!r}; PyTorch knows 'none' and 'tanh'")
         return self.table(self.tensor(input, "operand"), "gelu" if approximate == "none" else "gelu_tanh")
 
+    def op_relu6(self, node: fx.Node, input: Any, inplace: bool = False) -> _Value:
+        return self.table(self.tensor(input, "operand"), "relu6")
+
     def op_sigmoid(self, node: fx.Node, input: Any) -> _Value:
         return self.table(self.tensor(input, "operand"), "sigmoid")
 
@@ -685,6 +701,10 @@ class Lowering:
         if alpha != 1:
             raise Refuse(f"scales its second operand by alpha={alpha!r}; GA-2's add has no factor")
         shape = self.shape_of(node)
+        if len(shape) == 4:   # images: stored (B*H*W, C)
+            if any(not isinstance(arg, fx.Node) or self.value(arg).image is None for arg in (input, other)):
+                raise Refuse("adds a constant to images; GA-2 adds two tensors of one shape (a residual add)")
+            shape = (shape[0] * shape[2] * shape[3], shape[1])
         parts = []
         for arg in (input, other):
             v = self.value(arg)
@@ -756,6 +776,98 @@ class Lowering:
         raise AssertionError("unreachable")
 
 
+    # ---------------------------------------------------------------- images (issue 25)
+
+    def image_of(self, arg: Any) -> tuple[int, int, int]:
+        """(H, W, C) of an operand that holds images."""
+        v = self.value(arg)
+        if v.image is None:
+            raise Refuse(f"reads {getattr(arg, 'name', arg)}, which holds no images (batch, channels, "
+                         "height, "
+                         "width)")
+        return v.image
+
+    def op_conv2d(self, node: fx.Node, input: Any) -> _Value:
+        """An ``nn.Conv2d`` (groups = 1), a BatchNorm2d that alone reads it folded in."""
+        layer = self.traced.get_submodule(node.target)
+        images.check_conv(layer)
+        padding = images.conv_padding(layer)
+        h, w, _ = self.image_of(input)
+        weight = images.conv_weight(layer.weight)
+        bias = np.zeros(weight.shape[1]) if layer.bias is None else _values(layer.bias)
+        folded = images.folded_batchnorm(node, self.traced)
+        if folded is not None:
+            user, bn = folded
+            try:
+                g, shift = images.batchnorm_fold(bn)
+            except Refuse:
+                folded = None       # the BatchNorm2d's own rule refuses it
+            else:
+                weight, bias = weight * g, bias * g + shift
+                self.folded[user] = node
+        name = f"{node.target}.weight" + ("+bn" if folded is not None else "")
+        has_bias = layer.bias is not None or folded is not None
+        nid = self.graph.conv2d(self.tensor(input, "input"), self.weight(name, weight), (h, w),
+                                images.pairs(layer.kernel_size), images.pairs(layer.stride), padding,
+                                bias=bias if has_bias else None, per_channel=self.per_channel)
+        return _Value(Kind.TENSOR, self.own(nid))
+
+    def op_batchnorm(self, node: fx.Node, input: Any) -> _Value:
+        """A BatchNorm2d folded into the convolution before it (:meth:`op_conv2d`), else refused."""
+        images.batchnorm_fold(self.traced.get_submodule(node.target))   # training mode: refused here
+        if node not in self.folded:
+            raise Refuse(f"folds only into an nn.Conv2d that nothing else reads, and "
+                         f"{self.producer_hint(input, 'such a convolution')}")
+        return self.value(self.folded[node])
+
+    def op_maxpool(self, node: fx.Node, input: Any) -> _Value:
+        layer = self.traced.get_submodule(node.target)
+        images.check_pool(layer, "max")
+        h, w, _ = self.image_of(input)
+        kernel = images.pairs(layer.kernel_size)
+        stride = kernel if layer.stride is None else images.pairs(layer.stride)
+        return _Value(Kind.TENSOR, self.own(self.graph.maxpool2d(self.tensor(input, "input"), (h, w), kernel,
+                                                                 stride)))
+
+    def op_avgpool(self, node: fx.Node, input: Any) -> _Value:
+        """An ``nn.AvgPool2d``: a convolution by identity blocks, the factor 1 / window."""
+        layer = self.traced.get_submodule(node.target)
+        images.check_pool(layer, "avg")
+        kernel = images.pairs(layer.kernel_size)
+        stride = kernel if layer.stride is None else images.pairs(layer.stride)
+        divisor = layer.divisor_override or kernel[0] * kernel[1]
+        return self.pool_as_conv(node, input, kernel, stride, images.pairs(layer.padding), divisor)
+
+    def op_adaptive_avgpool(self, node: fx.Node, input: Any) -> _Value:
+        """``nn.AdaptiveAvgPool2d(1)``: the mean of each image, a convolution of the image's size."""
+        layer = self.traced.get_submodule(node.target)
+        if images.pairs(layer.output_size) != (1, 1):
+            raise Refuse(f"has output_size={layer.output_size}; Capra lowers the global average "
+                         "(output_size=1)")
+        h, w, _ = self.image_of(input)
+        return self.pool_as_conv(node, input, (h, w), (1, 1), (0, 0), h * w)
+
+    def pool_as_conv(self, node: fx.Node, input: Any, kernel: tuple[int, int], stride: tuple[int, int],
+                     padding: tuple[int, int], divisor: int) -> _Value:
+        h, w, c = self.image_of(input)
+        weight = self.weight(f"{node.target}.identity", images.identity_blocks(*kernel, c))
+        nid = self.graph.conv2d(self.tensor(input, "input"), weight, (h, w), kernel, stride, padding,
+                                scale=1.0 / divisor)
+        return _Value(Kind.TENSOR, self.own(nid))
+
+    def op_flatten(self, node: fx.Node, input: Any, start_dim: Any = 1, end_dim: Any = -1) -> _Value:
+        """Images (B, C, H, W) flattened to (B, C*H*W): a reshape to B rows (no copy), columns in
+        the order (y, x, c); a linear layer that reads it takes its weight's columns permuted."""
+        h, w, c = self.image_of(input)
+        if start_dim != 1 or end_dim not in (-1, 3):
+            raise Refuse(f"flattens dims {start_dim}..{end_dim} of images; Capra flattens each image whole "
+                         "(start_dim=1)")
+        nid = self.tensor(input, "input")
+        rows = self.graph.nodes[nid].shape[0] // (h * w)
+        flat = None if h == w == 1 else (h, w, c)
+        return _Value(Kind.TENSOR, self.own(self.graph.reshape(nid, rows)), flat_image=flat)
+
+
 _L = Lowering
 _X = ("input", _REQUIRED)
 RULES: tuple[Rule, ...] = (
@@ -768,9 +880,18 @@ RULES: tuple[Rule, ...] = (
     Rule("div", _L.op_div, (_X, ("other", _REQUIRED), ("rounding_mode", None)),
          functions=(operator.truediv, torch.div), methods=("div",)),
     Rule("add", _L.op_add, (_X, ("other", _REQUIRED), ("alpha", 1)), functions=(operator.add, torch.add),
-         methods=("add",)),
+         methods=("add",), images=True),
+    Rule("conv2d", _L.op_conv2d, modules=(nn.Conv2d,), images=True),
+    Rule("batchnorm2d", _L.op_batchnorm, modules=(nn.BatchNorm2d,), images=True),
+    Rule("maxpool2d", _L.op_maxpool, modules=(nn.MaxPool2d,), images=True),
+    Rule("avgpool2d", _L.op_avgpool, modules=(nn.AvgPool2d,), images=True),
+    Rule("adaptive_avgpool2d", _L.op_adaptive_avgpool, modules=(nn.AdaptiveAvgPool2d,), images=True),
+    Rule("flatten", _L.op_flatten, (_X, ("start_dim", 0), ("end_dim", -1)), functions=(torch.flatten,),
+         methods=("flatten",), modules=(nn.Flatten,), settings=("start_dim", "end_dim"), fresh=False),
+    Rule("relu6", _L.op_relu6, (_X, ("inplace", False)), functions=(F.relu6,), modules=(nn.ReLU6,),
+         images=True),
     Rule("relu", _L.op_relu, (_X, ("inplace", False)), functions=(torch.relu, F.relu), methods=("relu",),
-         modules=(nn.ReLU,), settings=("inplace",)),
+         modules=(nn.ReLU,), settings=("inplace",), images=True),
     Rule("softmax", _L.op_softmax, (_X, ("dim", None), ("_stacklevel", 3), ("dtype", None)),
          functions=(torch.softmax, F.softmax), methods=("softmax",), modules=(nn.Softmax,),
          settings=("dim",)),

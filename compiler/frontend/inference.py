@@ -16,7 +16,8 @@ Refused (:func:`inference_refusal`, called by the lowering for every node):
 
 * a dropout left over: it is in training mode (or ``F.dropout`` without ``training=``, whose
   default is True): "call model.eval() before tracing";
-* a flatten that reshapes (Capra tensors are 2-D);
+* a flatten that reshapes other than images (B, C, H, W) into (B, C*H*W) (Capra tensors are 2-D;
+  images are stored (B*H*W, C): :mod:`compiler.frontend.images`);
 * ``nn.LayerNorm``, ``F.layer_norm``, ``nn.RMSNorm``, ``F.rms_norm``: GA-2 has no exact integer
   method for them. A layer norm divides each row by the square root of its variance, a value
   known only at run time; GA-2's one divider is the softmax unit's, and the requantizer's
@@ -67,6 +68,14 @@ def is_flatten(node: fx.Node, traced: fx.GraphModule) -> bool:
     return node.op == "call_function" and node.target in FLATTEN_FUNCTIONS
 
 
+def flattens_images(node: fx.Node) -> bool:
+    """A flatten of images (B, C, H, W) into (B, C*H*W), which the images' rule lowers
+    (:mod:`compiler.frontend.images`)."""
+    before, after = _shape(operand(node)), _shape(node)
+    return before is not None and after is not None and len(before) == 4 and after == (
+        before[0], before[1] * before[2] * before[3])
+
+
 def _shape(value: Any) -> tuple[int, ...] | None:
     meta = value.meta.get("tensor_meta") if isinstance(value, fx.Node) else None
     return tuple(meta.shape) if meta is not None else None
@@ -115,7 +124,7 @@ def inference_refusal(node: fx.Node, traced: fx.GraphModule) -> str | None:
                     "before tracing (in eval mode it is the identity)")
         return (f"is called with training={training!r}, so it zeroes random values; call model.eval() before "
                 "tracing and pass training=self.training (F.dropout's default is True)")
-    if is_flatten(node, traced) and not is_identity(node, traced):
+    if is_flatten(node, traced) and not is_identity(node, traced) and not flattens_images(node):
         return (f"flattens {_shape(operand(node))} into {_shape(node)}; Capra tensors are 2-D (rows, cols), "
                 "so only a flatten that changes nothing is lowered (start_dim=1 on (batch, features) data)")
     return None

@@ -14,6 +14,7 @@ from ..streaming import lower_matmul_step
 from .activation import lower_table
 from .add import lower_add
 from .argmax import lower_argmax
+from .conv import lower_conv2d, lower_maxpool, lower_reshape
 from .emitter import Lowering
 from .matmul import lower_matmul
 from .memory import lower_load, lower_output
@@ -33,6 +34,9 @@ LOWERINGS: dict[Op, Lowering] = {
     Op.SLICE: Lowering(lower_view),
     Op.ARGMAX: Lowering(lower_argmax),
     Op.OUTPUT: Lowering(lower_output),
+    Op.CONV2D: Lowering(lower_conv2d),
+    Op.MAXPOOL: Lowering(lower_maxpool),
+    Op.RESHAPE: Lowering(lower_reshape),
 }
 """Every operation's lowering. Emission looks an entry up when it uses it
 (``LOWERINGS[node.op]``), never keeps a copy, so a test may substitute an entry."""

@@ -18,3 +18,6 @@ class Op(enum.StrEnum):
     SLICE = "slice"
     ARGMAX = "argmax"
     OUTPUT = "output"
+    CONV2D = "conv2d"
+    MAXPOOL = "maxpool"
+    RESHAPE = "reshape"

@@ -137,7 +137,10 @@ class Constant:
     needed: Callable[[Node], bool]
     region: Callable[[Node], str]
     words: Callable[[Node], int]
-    values: Callable[[Node, Sequence[Node], Mapping[int, float]], np.ndarray]
+    values: Callable[..., np.ndarray]
+    machine: bool = False
+    """``values`` takes the machine (:class:`sim.spec.Params`) as a fourth argument (a table of
+    requantizer pairs, whose shift range is the machine's)."""
 
 
 def int8_levels(node: Node) -> int:

@@ -76,6 +76,16 @@ AIMS = (
         "$ternary", "S", "const0", "a packed LD steps its external address by LANES words, not LANES/4"),
     Aim("LUT byte select", "hw/lut.py", "picked.append(word.word_select(sel, BYTE))", "$mul", "Y", "inv",
         "a lane picks another byte of the table word it read"),
+    Aim("VADD max", "hw/vector.py", "total = Mux(tag_x.max, Mux(b8[i] > a8[i], b8[i], a8[i])", "$gt", "Y",
+        "inv", "VADD max = 1 keeps the smaller operand where the two differ"),
+    Aim("RQ pc = 1 pair", "hw/requant.py", "lanes_.m[k].eq(Mux(rq.pc, entries[k][:M_BITS], rq.m))",
+        "$ternary", "B", "inv", "a bit of a lane's table mantissa flipped (per output channel)",
+        select="fields"),
+    Aim("RQ pc = 1 past the table's end", "hw/requant.py", "onehot = [own_a > k] + [own_a == k - j", "$eq",
+        "Y", "const0", "a lane past the table's end does not take its entry from the table's first words"),
+    Aim("RQ pc = 1 table wrap", "hw/requant.py", "r_q.eq(Mux(whole, r - lanes, r - lanes + rq.C))", "$add",
+        "B", "inv", "the channels left after a beat that wraps past the table's end counted with a bit of "
+        "C flipped"),
 )
 """The aimed mutants (in this order after the drawn ones)."""
 

@@ -24,7 +24,7 @@ BASE = {
     "LD": dict(dst=0, src=0, len=4),
     "ST": dict(src=0, dst=0, len=4),
     "MM": dict(dst=100, A=0, B=40, M=2, K=3, N=2, tb=0, lda=3, ldb=2, ldc=2),
-    "RQ": dict(dst=50, src=0, len=5, m=1000, s=10, relu=0),
+    "RQ": dict(dst=50, src=0, len=5, m=1000, s=10, relu=0, tab=0, C=0),
     "SM": dict(dst=60, src=0, len=5),
     "VADD": dict(dst=70, src1=0, src2=10, len=5),
     "AMAX": dict(dst=80, src=0, len=5),
@@ -141,6 +141,37 @@ def overlap_cases() -> list[Case]:
     return out
 
 
+PER_CHANNEL = dict(m=0, s=0, pc=1, tab=300, C=6)
+"""RQ's base made per output channel: a table of 6 words at 300 (sim.spec: C >= LANES)."""
+
+
+def rule_cases() -> list[Case]:
+    """BAD_FIELD by a rule across fields (sim.spec.FieldRule): each rule broken from the base
+    (RQ's per-channel ones from its per-channel form); RQ per channel's table at the end of the
+    scratchpad and one past it, the destination touching the table, overlapping it by one word
+    and on it (refused, unlike dst == src); one legal per-channel RQ in place."""
+    out = []
+    for ispec in spec.INSTRUCTIONS:
+        for k, rule in enumerate(ispec.field_rules):
+            out.append(case(f"{ispec.name} rule {k} ({rule.blames})",
+                            [*PREFIX, ins(ispec.name, **rule.breaking(SMALL)), HALT]))
+    c = PER_CHANNEL["C"]
+    for tab in (SMALL.SPAD_WORDS - c, SMALL.SPAD_WORDS - c + 1):
+        out.append(case(f"RQ pc=1 tab={tab}", [*PREFIX, ins("RQ", **(PER_CHANNEL | {"tab": tab})), HALT]))
+    for dst in (300 - 5, 300 - 4, 300, 300 + c - 1, 300 + c):
+        out.append(case(f"RQ pc=1 dst={dst} vs tab",
+                        [*PREFIX, ins("RQ", **(PER_CHANNEL | {"dst": dst})), HALT]))
+    out.append(case("RQ pc=1 in place", [*PREFIX, ins("RQ", **(PER_CHANNEL | {"dst": 0})), HALT]))
+    return out
+
+
+def test_rules_across_fields():
+    cases = rule_cases()
+    assert {reference(c, SMALL).code for c in cases} == {int(ErrorCode.NONE), int(ErrorCode.BAD_FIELD),
+                                                        int(ErrorCode.SPAD_RANGE), int(ErrorCode.OVERLAP)}
+    run_all(cases)
+
+
 def opcode_cases() -> list[Case]:
     known = {int(s.opcode) for s in spec.INSTRUCTIONS}
     return [case(f"opcode {op}", [PREFIX[0], [op | 0xABC0, 1, 2, 3], HALT])
@@ -172,6 +203,8 @@ def random_legal_cases(n: int, seed: int) -> list[Case]:
             if op == "MM":
                 changes = dict(M=rng.randint(1, 4), K=rng.randint(1, 12), N=rng.randint(1, 4),
                                tb=rng.randint(0, 1), lda=12, ldb=12, ldc=4)
+            if op == "RQ" and rng.random() < 0.5:
+                changes |= PER_CHANNEL | {"C": rng.randint(SMALL.LANES, 12)}
             program.append(ins(op, **changes))
         out.append(case(f"random {k}", [*program, HALT]))
     return out
@@ -208,7 +241,7 @@ def test_random_legal_programs():
 
 def test_expected_codes_are_provoked():
     """The cases above do reach every error code (as the reference machine judges them)."""
-    cases = field_cases() + bound_cases() + overlap_cases() + opcode_cases() + stop_cases()
+    cases = field_cases() + bound_cases() + overlap_cases() + opcode_cases() + stop_cases() + rule_cases()
     codes = {reference(c, SMALL).code for c in cases}
     assert codes == {int(c) for c in ErrorCode}
 

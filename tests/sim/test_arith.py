@@ -28,6 +28,8 @@ from sim.arith import (
     softmax_fixed_array,
     unpack_rq_pair,
     unpack_rq_pair_array,
+    vmax,
+    vmax_array,
 )
 
 INT32 = st.integers(-(1 << 31), (1 << 31) - 1)
@@ -233,6 +235,17 @@ def test_rq_pairs_round_trip(pairs, top):
 def test_sat_add(a, b, expected):
     assert sat_add(a, b) == expected
     assert sat_add_array(np.array([a]), np.array([b])).tolist() == [expected]
+
+
+@pytest.mark.parametrize(("a", "b", "relu", "expected"), [
+    (5, -3, False, 5), (-3, 5, False, 5), (7, 7, False, 7), (127, -128, False, 127),
+    (-128, -128, False, -128),                    # a stored -128 passes through: nothing saturates
+    (-128, -127, False, -127), (126, 127, False, 127),
+    (-5, -3, True, 0), (-128, -128, True, 0), (4, -9, True, 4),
+])
+def test_vmax(a, b, relu, expected):
+    assert vmax(a, b, relu) == expected
+    assert vmax_array(np.array([a]), np.array([b]), relu).tolist() == [expected]
 
 
 # --------------------------------------------------------------------------- the exp table

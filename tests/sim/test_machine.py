@@ -138,6 +138,49 @@ def test_rq_reads_signed_32_bit():
     assert r.spad[10:14].tolist() == words([2, -2, 127, -127])
 
 
+def test_rq_per_channel_by_hand():
+    # rows = pixels, columns = channels: 3 pixels of C = 4 channels, the table (m_c, s_c):
+    # c0 (2**23, 24) = 1/2, c1 (3, 1) = 3/2, c2 (1, 0) = 1 (s = 0: no shift, no rounding),
+    # c3 (16646144, 33) = 127/65536; bits 31..30 of c1's word set (ignored)
+    table = [8388608 | 24 << 24, 3 | 1 << 24 | 3 << 30, 1, 16646144 | 33 << 24]
+    acc = [3, 3, 3, 1000,     -5, -5, -200, -1000,     300, 1, 127, 2**31 - 1]
+    r = run("LD dst=0 src=0 len=12\nLD dst=20 src=12 len=4\n"
+            "RQ dst=40 src=0 len=12 m=0 s=0 relu=0 pc=1 tab=20 C=4\n"
+            "RQ dst=60 src=0 len=12 m=0 s=0 relu=1 pc=1 tab=20 C=4\n"
+            "RQ dst=80 src=0 len=6 m=0 s=0 relu=0 pc=1 tab=21 C=4\n"    # a table starting at c1
+            "RQ dst=0 src=0 len=12 m=0 s=0 relu=0 pc=1 tab=20 C=4\n"     # in place
+            "HALT", [*acc, *table])
+    # 3/2 = 1.5 -> 2; 3*3/2 = 4.5 -> 5; 3*1 = 3; 1000*127/65536 = 1.94 -> 2
+    # -5/2 = -2.5 -> -3; -15/2 = -7.5 -> -8; -200 -> -127; -1.94 -> -2
+    # 300/2 = 150 -> 127; 3/2 -> 2; 127; (2**31 - 1) * 127/65536 -> 127
+    want = [2, 5, 3, 2, -3, -8, -127, -2, 127, 2, 127, 127]
+    assert r.spad[40:52].tolist() == words(want)
+    assert r.spad[60:72].tolist() == words([max(0, v) for v in want])
+    assert r.spad[0:12].tolist() == words(want)
+    # the table at 21: the words 21..24 (c1, c2, c3, and word 24 = 0: m = 0) over 3, 3, 3, 1000, -5, -5
+    assert r.spad[80:86].tolist() == words([5, 3, 0, 0, -8, -5])
+
+
+def test_vadd_max_by_hand():
+    # max = 1: the larger operand (low bytes, signed): max(5, -3) = 5, max(-128, -128) = -128 (no
+    # saturation), max(127, -128) = 127, max(-7, -2) = -2; with relu the negatives become 0
+    ext = [5, 0x180, 127, 0xFFFFFFF9, -3, -128, -128, -2]
+    r = run("LD dst=0 src=0 len=8\n"
+            "VADD dst=20 src1=0 src2=4 len=4 max=1\n"
+            "VADD dst=30 src1=0 src2=4 len=4 relu=1 max=1\n"
+            "VADD dst=0 src1=0 src2=4 len=4 max=1\n"            # in place
+            "HALT", ext)
+    assert r.spad[20:24].tolist() == words([5, -128, 127, -2])
+    assert r.spad[30:34].tolist() == words([5, 0, 127, 0])
+    assert r.spad[0:4].tolist() == words([5, -128, 127, -2])
+    assert r.counters.vpu == 3 * (1 + spec.VADD_OVERHEAD)
+
+
+def test_rq_per_channel_latency():
+    r = run("RQ dst=100 src=0 len=9 m=0 s=0 relu=0 pc=1 tab=50 C=4\nHALT", [])
+    assert r.counters.vpu == math.ceil(9 / 4) + spec.RQ_OVERHEAD + spec.RQ_PC_CYCLES == 3 + 10 + 2
+
+
 def test_sm_row():
     # Q4.4 [1.0, 0.0] (high bits of the words are ignored): e = [65536, 24109], z = 89645
     # p = [(65536*65536 + 44822) // 89645, (24109*65536 + 44822) // 89645] = [47911, 17625]
@@ -287,6 +330,14 @@ def test_zeroed_or_unknown_first_word(first):
     ("MM dst=100 A=0 B=20 M=5 K=3 N=2 tb=0 lda=3 ldb=2 ldc=2", ErrorCode.BAD_FIELD),
     ("SM dst=100 src=0 len=65", ErrorCode.BAD_FIELD),
     ("RQ dst=100 src=0 len=4 m=1 s=0 relu=0", ErrorCode.BAD_FIELD),
+    ("RQ dst=100 src=0 len=4 m=1 s=1 relu=0 tab=50", ErrorCode.BAD_FIELD),
+    ("RQ dst=100 src=0 len=4 m=1 s=1 relu=0 C=4", ErrorCode.BAD_FIELD),
+    ("RQ dst=100 src=0 len=4 m=1 s=0 relu=0 pc=1 tab=50 C=4", ErrorCode.BAD_FIELD),
+    ("RQ dst=100 src=0 len=4 m=0 s=1 relu=0 pc=1 tab=50 C=4", ErrorCode.BAD_FIELD),
+    ("RQ dst=100 src=0 len=4 m=0 s=0 relu=0 pc=1 tab=50 C=3", ErrorCode.BAD_FIELD),
+    ("RQ dst=100 src=0 len=4 m=0 s=0 relu=0 pc=1 tab=4093 C=4", ErrorCode.SPAD_RANGE),
+    ("RQ dst=100 src=0 len=4 m=0 s=0 relu=0 pc=1 tab=100 C=4", ErrorCode.OVERLAP),
+    ("RQ dst=100 src=0 len=4 m=0 s=0 relu=0 pc=1 tab=103 C=4", ErrorCode.OVERLAP),
     ("VADD dst=100 src1=0 src2=10 len=0", ErrorCode.BAD_FIELD),
     ("LD dst=4090 src=0 len=10", ErrorCode.SPAD_RANGE),
     ("UNPACK dst=4090 src=0 len=1", ErrorCode.SPAD_RANGE),
@@ -484,14 +535,18 @@ def _reference(program: list[Instruction], image: np.ndarray) -> tuple[list[int]
                     S[f["dst"] + i * f["ldc"] + j] = word(out[(i, j)])
         elif ins.op == "RQ":
             src = [s32(S[f["src"] + i]) for i in range(f["len"])]
-            for i, a in enumerate(src):
-                S[f["dst"] + i] = word(arith.requant(a, f["m"], f["s"], bool(f["relu"])))
+            # per channel: m in bits 23..0 of the table word, s in bits 29..24 (GA2.md section 2)
+            pairs = [(S[f["tab"] + i % f["C"]] & 0xFFFFFF, (S[f["tab"] + i % f["C"]] >> 24) & 63)
+                     if f["pc"] else (f["m"], f["s"]) for i in range(f["len"])]
+            for i, (a, (m, s)) in enumerate(zip(src, pairs, strict=True)):
+                S[f["dst"] + i] = word(arith.requant(a, m, s, bool(f["relu"])))
         elif ins.op == "SM":
             p = arith.softmax_fixed([s8(S[f["src"] + i]) for i in range(f["len"])])
             for i, v in enumerate(p):
                 S[f["dst"] + i] = v
         elif ins.op == "VADD":
-            sums = [arith.clamp_int8(s8(S[f["src1"] + i]) + s8(S[f["src2"] + i])) for i in range(f["len"])]
+            pairs = [(s8(S[f["src1"] + i]), s8(S[f["src2"] + i])) for i in range(f["len"])]
+            sums = [max(x, y) if f["max"] else arith.clamp_int8(x + y) for x, y in pairs]
             sums = [max(0, v) if f["relu"] else v for v in sums]
             for i, v in enumerate(sums):
                 S[f["dst"] + i] = word(v)

@@ -505,24 +505,23 @@ def test_every_refused_node_is_listed_once_and_its_users_stay_silent():
                                                        "REFUSED mul"]
 
 
-def test_a_4d_input_and_a_convolution():
-    class TinyCNN(nn.Module):
+def test_a_3d_input_and_a_dilated_convolution():
+    """Images are 4-D (batch, channels, height, width) (tests/compiler/frontend/test_images.py
+    lowers them); a 3-D input and a dilated convolution are refused by name."""
+    class Dilated(nn.Module):
         def __init__(self):
             super().__init__()
-            self.conv = nn.Conv2d(1, 4, 3)
-            self.fc = nn.Linear(144, 10)
+            self.conv = nn.Conv2d(1, 4, 3, dilation=2)
 
         def forward(self, x):
-            return self.fc(torch.flatten(F.relu(self.conv(x)), 1))
+            return self.conv(x)
 
-    lines = refusal_lines(seeded(TinyCNN), (8, 1, 8, 8))
-    assert lines == [
-        "REFUSED x: input 'x': has shape (8, 1, 8, 8); Capra tensors are 2-D (rows, cols)",
-        f"REFUSED conv: Conv2d module 'conv': GA-2 has no operation for a Conv2d layer; the front end "
-        f"lowers {SUPPORTED}",
-        "REFUSED flatten: torch.flatten: flattens (8, 4, 6, 6) into (8, 144); Capra tensors are 2-D (rows, "
-        "cols), so only a flatten that changes nothing is lowered (start_dim=1 on (batch, features) data)",
-    ]  # the relu of the refused convolution is not reported: its operand was refused
+    assert refusal_lines(seeded(Dilated), (8, 1, 8, 8)) == [
+        "REFUSED conv: Conv2d module 'conv': has dilation=(2, 2); GA-2's convolution reads neighbouring "
+        "pixels (dilation 1)"]
+    assert refusal_lines(Wrap(lambda m, x: x), (2, 3, 4)) == [
+        "REFUSED x: input 'x': has shape (2, 3, 4); Capra tensors are 2-D (rows, cols), or images (batch, "
+        "channels, height, width) stored (batch*height*width, channels)"]
 
 
 def test_a_computed_tensor_is_not_broadcast():

@@ -38,6 +38,9 @@ def every_op_graph() -> Graph:
     total = g.add(g.table(g.softmax(logits), "tanh"), g.slice_rows(stacked, 0, 3))   # issue 14: a LUT
     g.output(total, "sum")
     g.output(g.argmax(total), "tok")
+    # x as one image of 2 x 2 pixels of 8 channels (issue 25): a padded convolution, a pool, a flatten
+    image = g.conv2d(x, g.weight("k", rng.normal(0, 0.3, (9 * 8, 8))), (2, 2), 3, padding=1)
+    g.output(g.reshape(g.maxpool2d(image, (2, 2), 2), 1), "pooled")
     return g
 
 
@@ -108,7 +111,7 @@ def test_every_pass_reaches_every_operation_through_the_table(recorded):
             assert np.array_equal(value.ints, ints[program.ext[name].node]), name
         assert stagewise_problems(program, ints) == []
     evaluate(g, test)
-    Graph.parse(g.text(), {"w": g.nodes[2].array, "v": g.nodes[g.names["v"]].array})
+    Graph.parse(g.text(), {name: g.nodes[g.names[name]].array for name in ("w", "v", "k")})
     missing = [(op, hook) for op in Op for hook in HOOKS + LOWERING_HOOKS if recorded[op, hook] == 0]
     assert missing == []
 
