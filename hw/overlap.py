@@ -36,6 +36,13 @@ holds for that cycle: the LD's end, its busy cycles, the hazards on it and ``eng
 follow its real end (the DMA's ``done`` against ``eng_last``, ``timing_fault``, checks the two
 counts agree).
 
+A GATHER (``sim.spec.InstrSpec.fence``) is a fence: nothing is issued while one runs
+(``gathering`` and its engine not yet free), because its row number may stop the machine: a
+unit's ``unit_fault`` (BAD_INDEX) makes the stage issue nothing more and take a stop, with the
+GATHER's pc (``last_pc``), in the first cycle every engine is free. A GATHER holds the write port
+for its window like the other engines' writers (it neither shares it beat by beat nor counts
+``ld_beats``).
+
 A stop (HALT, an error, NO_HALT) is taken when settled and every engine is free, then takes
 STOP_CYCLES as on the serial machine. The counters: ``cycles`` as before, each engine's its
 instruction's cycles, ``hazard`` the cycles the head (not a stop) waits with its engine free
@@ -52,6 +59,7 @@ from amaranth.lib import data
 from sim import spec
 
 from .checker import SPAD_SLOTS, overlap_info_widths
+from .isa import opcode
 from .lanes import any_of
 
 
@@ -75,10 +83,11 @@ def conflict_pairs(a, b) -> list[Value]:
 
 
 def overlap_execute(m: Module, ctl, busy: Value, start: Value, stop: Value,
-                    q: SimpleNamespace) -> SimpleNamespace:
+                    q: SimpleNamespace, fault: Value) -> SimpleNamespace:
     """Build the OVERLAP = 1 execute stage of ``ctl`` (a :class:`hw.control.Control`): the
     issue, the engines' countdowns, the stop, ``ex_last``/``eng_last`` and the counters.
-    Returns stopping, stop_code and stop_pc (for the front end and the host status)."""
+    ``fault`` is the register of a data fault seen (``hw.control.data_fault``). Returns
+    stopping, stop_code and stop_pc (for the front end and the host status)."""
     p = ctl.params
     head = q.head
     engines = spec.ENGINES
@@ -114,8 +123,16 @@ def overlap_execute(m: Module, ctl, busy: Value, start: Value, stop: Value,
     ready = Signal()
     consume = Signal()
     issue = Signal()
+    # the fence: a GATHER runs on the DMA (nothing is issued before its end)
+    fenced = [s for s in spec.INSTRUCTIONS if s.fence]
+    assert all(s.counter == spec.SHARED_WRITER for s in fenced), "a fence runs on the DMA"
+    head_fence = any_of(head.opcode == opcode(s.name) for s in fenced)
+    gathering = Signal()                 # the DMA's instruction is a fence
+    fault_stop = Signal()
+    last_pc = Signal(len(head.pc))       # the pc of the last instruction issued
     m.d.comb += [
-        ready.eq(busy & ~stopping & (q.count != 0) & settled),
+        fault_stop.eq(busy & ~stopping & fault & all_free),
+        ready.eq(busy & ~stopping & (q.count != 0) & settled & ~fault & ~(gathering & ~free[dma])),
         consume.eq(ready & Mux(head.stop, all_free, eng_free & ~haz_q & rd_ok_q & wr_ok_q)),
         issue.eq(consume & ~head.stop),
         q.consume.eq(consume),
@@ -123,6 +140,12 @@ def overlap_execute(m: Module, ctl, busy: Value, start: Value, stop: Value,
         ctl.issue_opcode.eq(head.opcode),
         ctl.issue_fields.eq(head.fields),
     ]
+    with m.If(start):
+        m.d.sync += gathering.eq(0)
+    with m.Elif(issue & cls[dma]):
+        m.d.sync += gathering.eq(head_fence)
+    with m.If(issue):
+        m.d.sync += last_pc.eq(head.pc)
 
     # settled: the head has been the head, and no instruction was issued, in the two cycles
     # before this one (the flags' two register stages saw this head and these engines)
@@ -150,12 +173,13 @@ def overlap_execute(m: Module, ctl, busy: Value, start: Value, stop: Value,
         with m.Else():
             m.d.sync += [free[k].eq(1), active[k].eq(0)]
 
-    port_wr = head.wr & ~cls[dma]             # an LD shares the write port: it neither holds nor waits
+    shares = cls[dma] & ~head_fence          # an LD shares the write port: it neither holds nor waits
+    port_wr = head.wr & ~shares
     m.d.comb += dma_held.eq((ld_beats != 0) & ctl.dma_hold)
     with m.If(start):
         m.d.sync += ld_beats.eq(0)
     with m.Elif(issue & cls[dma]):           # an LD's beats are its writes (an ST has none)
-        m.d.sync += ld_beats.eq(Mux(head.wr, head.latency - head.wfrom, 0))
+        m.d.sync += ld_beats.eq(Mux(head.wr & shares, head.latency - head.wfrom, 0))
     with m.Elif((ld_beats != 0) & ~ctl.dma_hold):
         m.d.sync += ld_beats.eq(ld_beats - 1)
     with m.If(start):
@@ -193,6 +217,9 @@ def overlap_execute(m: Module, ctl, busy: Value, start: Value, stop: Value,
     with m.Elif(consume & head.stop):
         m.d.sync += [stopping.eq(1), stop_left.eq(spec.STOP_CYCLES - 1),
                      stop_code.eq(head.code), stop_pc.eq(head.pc)]
+    with m.Elif(fault_stop):
+        m.d.sync += [stopping.eq(1), stop_left.eq(spec.STOP_CYCLES - 1),
+                     stop_code.eq(spec.ErrorCode.BAD_INDEX), stop_pc.eq(last_pc)]
     with m.Elif(stop):
         m.d.sync += stopping.eq(0)
     with m.If(stopping & (stop_left != 0)):

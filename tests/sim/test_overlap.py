@@ -198,6 +198,8 @@ def obeys_the_rule(timeline: list[spec.Placed], code, params: Params) -> None:
         for earlier, acc2, r2, w2 in info[:k]:
             if earlier.engine == placed.engine and d < earlier.end:
                 return False
+            if spec.BY_NAME[earlier.op].fence and d < earlier.end:    # a GATHER: nothing before its end
+                return False
             if d < earlier.end and spec.conflict(acc, acc2):
                 return False
             if n_reads and r2 and d < earlier.start + r2:
