@@ -50,7 +50,7 @@ FLAGS = tuple(f"{s.name} {f.name}=1" for s in spec.INSTRUCTIONS for f in s.field
 CASES = tuple(dict.fromkeys((
     "MM tb=1", "MM tb=1, odd strides", "MM K=1", "MM K=K_MAX", "MM output rows overlap", "SM len=1",
     "SM len=SM_MAX_LEN", "RQ in place", "VADD in place", "collide RAW", "collide WAR", "collide WAW",
-    *FLAGS)))
+    "LN len=1", "LN len=LN_MAX_LEN", "LN in place", "GATHER first row", "GATHER last row", *FLAGS)))
 """The generator's named cases (``cosim.stress.Generator`` counts them in its features)."""
 WAITS = ("hazard", "port")
 """OVERLAP = 1: the bins of ``stress.waits``, a program whose run waited on a hazard, on a port

@@ -92,8 +92,9 @@ class DMA(Checked):
         assert spec.ST_OVERHEAD == spec.SPAD_READ_LATENCY + 1, "hw/dma.py: ST = spad read, data register"
         assert spec.GATHER_INDEX_CYCLES == spec.SPAD_READ_LATENCY + 3, \
             "hw/dma.py: the row number's arrival, offset and check, address registers"
-        assert spec.BY_NAME["LD"].field_offsets()["dst"] == spec.BY_NAME["GATHER"].field_offsets()["dst"], \
-            "hw/dma.py: an LD's and a GATHER's dst are the same bits"
+        ld_bits, gather_bits = spec.BY_NAME["LD"].field_offsets(), spec.BY_NAME["GATHER"].field_offsets()
+        assert all(ld_bits[name] == gather_bits[name] for name in ("dst", "len", "fmt")), \
+            "hw/dma.py: an LD's and a GATHER's dst, len and fmt are the same bits"
         self.params = params
         members = unit_members(params, n_read=1, write=True, ext=True) | {"fault": Out(1)}
         if params.OVERLAP:
@@ -137,7 +138,7 @@ class DMA(Checked):
         write_spad = ld_beat & ~dropped
         write_ext = at_st_write.valid & ~at_st_write.ld
         read_row = self.start & (self.opcode == opcode("GATHER"))     # the row number, S[idx]
-        packed = self._packed()
+        packed = fields_view("LD", self.fields).fmt      # a GATHER's fmt is the same bit
         m.d.comb += [
             self.ext.rd_en.eq(read_ext),
             self.ext.wr_en.eq(write_ext),
@@ -168,7 +169,9 @@ class DMA(Checked):
         with m.If(arrives):          # the shared read data, with an enable of its own
             m.d.sync += row.eq(self.rd0.data[0])
         checked = delay(m, arrives, 1, "row_checked")     # row in its register
-        words_per_row = Mux(f.fmt, (f.len + spec.INT8_PER_WORD - 1) // spec.INT8_PER_WORD, f.len)
+        # words per row, registered from the held fields (a register in front of the multiplier)
+        words_per_row = Signal(spec.ADDR_BITS)
+        m.d.sync += words_per_row.eq(Mux(f.fmt, (f.len + spec.INT8_PER_WORD - 1) // spec.INT8_PER_WORD, f.len))
         offset = Signal(spec.ADDR_BITS)
         bad = Signal()
         m.d.sync += [offset.eq((row[:spec.ADDR_BITS] * words_per_row)[:spec.ADDR_BITS]),
@@ -184,11 +187,6 @@ class DMA(Checked):
             m.d.sync += dropped.eq(1)
         m.d.comb += self.fault.eq(placed & bad)
         return go, row_addr, dropped
-
-    def _packed(self) -> Value:
-        """The running LD's or GATHER's fmt (packed int8), a bit of the held fields."""
-        is_gather = self.opcode == opcode("GATHER")
-        return Mux(is_gather, fields_view("GATHER", self.fields).fmt, fields_view("LD", self.fields).fmt)
 
     def _unpacked(self, beat) -> Value:
         """LD fmt = 1: lane i is byte i % 4 of the beat's word i // 4, sign-extended (the
@@ -208,16 +206,15 @@ class DMA(Checked):
         lanes = self.params.LANES
         ld = fields_view("LD", self.fields)
         st = fields_view("ST", self.fields)
-        gather = fields_view("GATHER", self.fields)
         is_st = self.opcode == opcode("ST")
         is_ld = ~is_st                       # LD, or GATHER (an LD of the row from ``go`` on)
         first = (self.start & (self.opcode != opcode("GATHER"))) | go
         gathering = self.opcode == opcode("GATHER")     # held from the dispatch to the next one
         # The scratchpad-side address, the external-side address and the length, for each kind
-        # (LD's and GATHER's dst are the same bits of the fields).
+        # (LD's and GATHER's dst, len and fmt are the same bits of the fields).
         spad_field = Mux(is_ld, ld.dst, st.src)
         ext_field = Mux(go, row_addr, Mux(is_ld, ld.src, st.dst))
-        len_field = Mux(is_ld, Mux(go, gather.len, ld.len), st.len)
+        len_field = Mux(is_ld, ld.len, st.len)
 
         running = Signal()                    # beats after the first (or a held first) remain
         load = Signal()                       # the running instruction is an LD
@@ -256,7 +253,7 @@ class DMA(Checked):
                 running.eq(~last),
                 load.eq(issue_ld),
                 spad_q.eq(spad_addr + lanes),
-                ext_q.eq(ext_addr + Mux(issue_ld & self._packed(), lanes // spec.INT8_PER_WORD, lanes)),
+                ext_q.eq(ext_addr + Mux(issue_ld & ld.fmt, lanes // spec.INT8_PER_WORD, lanes)),
                 left_q.eq(left - lanes),
             ]
         if self.params.OVERLAP:

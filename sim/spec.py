@@ -739,11 +739,11 @@ INSTRUCTIONS: tuple[InstrSpec, ...] = (
         "GATHER", Opcode.GATHER,
         (_addr("dst", "scratchpad address of the first word written"),
          _addr("src", "external-memory address of the table's row 0"),
-         _addr("idx", "scratchpad address of the row number r (the word read as unsigned 32-bit)"),
          _len("elements per row"),
-         Field("rows", ADDR_BITS, "rows of the table: r must be below it, else BAD_INDEX", lo=1),
          Field("fmt", 1, "0: one word per element, row r at src + r*len; 1: packed int8, four per "
-               "external word, row r at src + r*ceil(len/4)", default=0)),
+               "external word, row r at src + r*ceil(len/4)", default=0),
+         _addr("idx", "scratchpad address of the row number r (the word read as unsigned 32-bit)"),
+         Field("rows", ADDR_BITS, "rows of the table: r must be below it, else BAD_INDEX", lo=1)),
         "dma",
         "r = u32(S[idx]), BAD_INDEX if r >= rows; S[dst+i] = E[src+r*len+i] (fmt = 0), or "
         "s8(E[src+r*ceil(len/4)+i//4] >> 8*(i%4)) (fmt = 1), for i < len",
@@ -754,7 +754,10 @@ INSTRUCTIONS: tuple[InstrSpec, ...] = (
         reads_formula=lambda a, f, p: 1,
         writes_formula=lambda a, f, p: _beats(a, f["len"], p),
         fence=True,
-        extra_checks_doc=("The whole table (rows rows) must lie in external memory, so that no row "
+        extra_checks_doc=("An LD's fields come first, in an LD's bits (the DMA reads dst, len and fmt "
+                          "of either from the same bits), then the row number's address and the "
+                          "table's rows. The whole table (rows rows) must lie in external memory, so that "
+                          "no row "
                           "number below rows reads past it; the row number itself is checked when the "
                           "GATHER runs (BAD_INDEX: nothing is written, the machine stops after the "
                           "GATHER's latency)."),
