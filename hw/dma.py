@@ -171,7 +171,8 @@ class DMA(Checked):
         checked = delay(m, arrives, 1, "row_checked")     # row in its register
         # words per row, registered from the held fields (a register in front of the multiplier)
         words_per_row = Signal(spec.ADDR_BITS)
-        m.d.sync += words_per_row.eq(Mux(f.fmt, (f.len + spec.INT8_PER_WORD - 1) // spec.INT8_PER_WORD, f.len))
+        packed_words = (f.len + spec.INT8_PER_WORD - 1) // spec.INT8_PER_WORD
+        m.d.sync += words_per_row.eq(Mux(f.fmt, packed_words, f.len))
         offset = Signal(spec.ADDR_BITS)
         bad = Signal()
         m.d.sync += [offset.eq((row[:spec.ADDR_BITS] * words_per_row)[:spec.ADDR_BITS]),

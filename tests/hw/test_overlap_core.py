@@ -10,7 +10,6 @@ import pytest
 from sim.asm import assemble
 from sim.bench import random_image, random_program
 from sim.spec import Params
-
 from tests.sim.test_overlap import GATHER_STEP
 
 from .corebench import case
