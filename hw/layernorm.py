@@ -41,7 +41,7 @@ from sim import spec
 
 from .component import Checked
 from .isa import fields_view
-from .lanes import carry_save_tree, delay, lane_mask, last_beat
+from .lanes import carry_save_tree, delay, lane_mask, last_beat, write_beats
 from .ports import SPAD_READ_LATENCY, unit_members
 
 BYTE = 8
@@ -408,18 +408,5 @@ class LayerNormUnit(Checked):
     def _write(self, m: Module, f, tag_x, out: list[Signal]) -> None:
         """Pass 2's results onto ``wr``, LN_LANE_STAGES after the data register; ``done`` with the
         last beat."""
-        lanes = self.params.LANES
         tag_w = delay(m, tag_x, spec.LN_LANE_STAGES, "ln_tag_w")
-        write = tag_w.valid & tag_w.second
-        dst = Signal(len(self.wr.addr))
-        with m.If(self.start):
-            m.d.sync += dst.eq(f.dst)
-        with m.Elif(write):
-            m.d.sync += dst.eq(dst + lanes)
-        m.d.comb += [
-            self.wr.en.eq(write),
-            self.wr.addr.eq(Mux(write, dst, 0)),
-            self.wr.mask.eq(Mux(write, tag_w.mask, 0)),
-            self.done.eq(write & tag_w.last),
-        ]
-        m.d.comb += [self.wr.data[i].eq(Mux(write, out[i], 0)) for i in range(lanes)]
+        write_beats(m, self, f.dst, tag_w.valid & tag_w.second, tag_w.mask, tag_w.last, out)

@@ -138,23 +138,31 @@ def test_the_vadd_mutants_refuse_a_vector_unit_without_their_pattern(tmp_path):
             mutants.mutate(tmp_path / "v.v", name, tmp_path / "out")
 
 
-def first_stress_seed_the_dropped_relu_shows(monkeypatch, first: int = 1, n: int = 60) -> int:
-    """The first stress program whose memories change when the reference machine's VADD ignores
-    relu (what vadd-norelu does to the RTL), worked out on the reference alone."""
+def first_stress_seed_showing(monkeypatch, op: str, broken, first: int = 1, n: int = 60) -> int:
+    """The first stress program whose memories change when the reference machine executes
+    ``op`` as ``broken`` does (what a mutant does to the RTL), worked out on the reference alone."""
     from cosim.jobs import reference
     from cosim.stress import programs
     from sim import machine
 
-    plain = machine._EXECUTE["VADD"]
     for generated in programs(first, n):
         job = generated.job
         want = job.expected()
         with monkeypatch.context() as patch:
-            patch.setitem(machine._EXECUTE, "VADD", lambda spad, ext, f: plain(spad, ext, {**f, "relu": 0}))
-            dropped = reference(job.program, job.ext_image())
-        if not (np.array_equal(want.spad, dropped.spad) and np.array_equal(want.ext, dropped.ext)):
+            patch.setitem(machine._EXECUTE, op, broken)
+            got = reference(job.program, job.ext_image())
+        if not (np.array_equal(want.spad, got.spad) and np.array_equal(want.ext, got.ext)):
             return generated.seed
-    raise AssertionError(f"no stress program of seeds {first}..{first + n - 1} shows a dropped relu")
+    raise AssertionError(f"no stress program of seeds {first}..{first + n - 1} shows a broken {op}")
+
+
+def first_stress_seed_the_dropped_relu_shows(monkeypatch) -> int:
+    """... for a VADD that ignores relu (vadd-norelu)."""
+    from sim import machine
+
+    plain = machine._EXECUTE["VADD"]
+    return first_stress_seed_showing(monkeypatch, "VADD",
+                                     lambda spad, ext, f: plain(spad, ext, {**f, "relu": 0}))
 
 
 @pytest.mark.rtl
@@ -198,23 +206,6 @@ def _truncating_ln(spad, ext, f):
     spad[f["dst"]:f["dst"] + f["len"]] = to_words(y + s32(spad[f["bias"]:f["bias"] + f["len"]]))
 
 
-def first_stress_seed_a_truncating_ln_shows(monkeypatch, first: int = 1, n: int = 60) -> int:
-    """The first stress program whose memories change when the reference's LN truncates."""
-    from cosim.jobs import reference
-    from cosim.stress import programs
-    from sim import machine
-
-    for generated in programs(first, n):
-        job = generated.job
-        want = job.expected()
-        with monkeypatch.context() as patch:
-            patch.setitem(machine._EXECUTE, "LN", _truncating_ln)
-            got = reference(job.program, job.ext_image())
-        if not (np.array_equal(want.spad, got.spad) and np.array_equal(want.ext, got.ext)):
-            return generated.seed
-    raise AssertionError(f"no stress program of seeds {first}..{first + n - 1} shows a truncating LN")
-
-
 @pytest.mark.rtl
 @pytest.mark.slow
 def test_stress_catches_the_new_units_mutants(icarus, monkeypatch):
@@ -223,7 +214,7 @@ def test_stress_catches_the_new_units_mutants(icarus, monkeypatch):
     ln-truncate's LN words, gather-nocheck's stop (no error, and a row read past its table)."""
     from cosim import stress
 
-    ln_seed = first_stress_seed_a_truncating_ln_shows(monkeypatch)
+    ln_seed = first_stress_seed_showing(monkeypatch, "LN", _truncating_ln)
     index_seed = next(s for s in range(1, 20) if stress.ENDINGS[s % len(stress.ENDINGS)] == "BAD_INDEX")
     cases = (("ln-truncate", ln_seed, rf"    seed {ln_seed}: (spad|ext): \d+ words? differs?"),
              ("gather-nocheck", index_seed,

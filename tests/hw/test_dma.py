@@ -130,29 +130,31 @@ def test_ld_packed_int8_every_length_and_alignment(lanes: int):
 HELD = Params(SPAD_WORDS=256, EXT_WORDS=256, OVERLAP=1)
 
 
-def _run_held(program, hold: set[int], spad, ext) -> tuple[np.ndarray, list[list[int]], list[int]]:
-    """Run instructions back to back on an OVERLAP = 1 DMA whose ``hold`` is high in the cycles
-    ``hold`` (counted from each instruction's dispatch). Returns the scratchpad, each
-    instruction's scratchpad write cycles (from its dispatch) and its latency (to done)."""
+def _run_watching(program, spad, ext, params: Params, watch, hold: frozenset[int] = frozenset()):
+    """Run instructions back to back on a DMA (its ``hold`` high in the cycles ``hold``, counted
+    from each instruction's dispatch, on an OVERLAP = 1 one). Returns the scratchpad, for each
+    instruction the cycles (from its dispatch) in which ``watch(unit)`` was high, and its latency
+    (to done)."""
     from amaranth.sim import Simulator
 
     from .harness import UnitBench, _get_memory, _set_memory, present
 
-    bench = UnitBench(DMA(HELD), HELD)
+    bench = UnitBench(DMA(params), params)
     unit = bench.unit
     result: dict = {}
 
     async def testbench(ctx):
         _set_memory(ctx, bench.spad, spad)
         _set_memory(ctx, bench.ext, ext)
-        writes, latencies = [], []
+        seen, latencies = [], []
         for ins in program:
             present(ctx, unit, ins)
             ctx.set(unit.start, 1)
             cycle, mine = 0, []
             while True:
-                ctx.set(unit.hold, int(cycle in hold))
-                if ctx.get(unit.wr.en):
+                if params.OVERLAP:
+                    ctx.set(unit.hold, int(cycle in hold))
+                if ctx.get(watch(unit)):
                     mine.append(cycle)
                 if ctx.get(unit.done):
                     break
@@ -160,20 +162,27 @@ def _run_held(program, hold: set[int], spad, ext) -> tuple[np.ndarray, list[list
                 ctx.set(unit.start, 0)
                 cycle += 1
                 assert cycle < 500
-            ctx.set(unit.hold, 0)
+            if params.OVERLAP:
+                ctx.set(unit.hold, 0)
             await ctx.tick()
             ctx.set(unit.start, 0)
-            writes.append(mine)
+            seen.append(mine)
             latencies.append(cycle + 1)
         await ctx.tick()
         result["spad"] = _get_memory(ctx, bench.spad)
-        result["writes"], result["latencies"] = writes, latencies
+        result["seen"], result["latencies"] = seen, latencies
 
     sim = Simulator(bench)
     sim.add_clock(1e-8)
     sim.add_testbench(testbench)
     sim.run()
-    return result["spad"], result["writes"], result["latencies"]
+    return result["spad"], result["seen"], result["latencies"]
+
+
+def _run_held(program, hold: set[int], spad, ext) -> tuple[np.ndarray, list[list[int]], list[int]]:
+    """On an OVERLAP = 1 DMA: the scratchpad, each instruction's scratchpad write cycles and its
+    latency, with ``hold`` high in the cycles ``hold``."""
+    return _run_watching(program, spad, ext, HELD, lambda unit: unit.wr.en, frozenset(hold))
 
 
 def test_a_held_ld_beat_waits_and_the_rest_follow():
@@ -242,44 +251,6 @@ def test_gather_every_length_alignment_and_format(lanes: int):
                params=params)
 
 
-def _run_faults(program, spad, ext, params: Params) -> tuple[np.ndarray, list[list[int]]]:
-    """Run instructions back to back on a DMA; returns the scratchpad and, per instruction, the
-    cycles (from its dispatch) in which ``fault`` was high."""
-    from amaranth.sim import Simulator
-
-    from .harness import UnitBench, _get_memory, _set_memory, present
-
-    bench = UnitBench(DMA(params), params)
-    unit = bench.unit
-    result: dict = {}
-
-    async def testbench(ctx):
-        _set_memory(ctx, bench.spad, spad)
-        _set_memory(ctx, bench.ext, ext)
-        faults = []
-        for ins in program:
-            present(ctx, unit, ins)
-            ctx.set(unit.start, 1)
-            mine = []
-            for cycle in range(spec.latency(ins.spec, ins.fields, params)):
-                if ctx.get(unit.fault):
-                    mine.append(cycle)
-                if cycle == spec.latency(ins.spec, ins.fields, params) - 1:
-                    assert ctx.get(unit.done), f"{ins}: no done in its last cycle"
-                await ctx.tick()
-                ctx.set(unit.start, 0)
-            faults.append(mine)
-        await ctx.tick()
-        result["spad"] = _get_memory(ctx, bench.spad)
-        result["faults"] = faults
-
-    sim = Simulator(bench)
-    sim.add_clock(1e-8)
-    sim.add_testbench(testbench)
-    sim.run()
-    return result["spad"], result["faults"]
-
-
 def test_gather_out_of_its_table_faults_and_writes_nothing():
     """A row number not below rows (unsigned: -1 and 2^31 are out; so is 2^16 + r, whose low 16
     bits are in range) raises fault once, GATHER_INDEX_CYCLES - 1 cycles after the dispatch,
@@ -295,7 +266,8 @@ def test_gather_out_of_its_table_faults_and_writes_nothing():
                                 build("ST", src=400 + k, dst=900 + 9 * k, len=9, params=GATHER_P)]
     ext = _random_words(rng, GATHER_P.EXT_WORDS)
     check_unit(lambda: DMA(GATHER_P), program, spad=spad, ext=ext, params=GATHER_P)
-    _, faults = _run_faults(program, spad, ext, GATHER_P)
+    _, faults, latencies = _run_watching(program, spad, ext, GATHER_P, lambda unit: unit.fault)
+    assert latencies == [spec.latency(ins.spec, ins.fields, GATHER_P) for ins in program]
     out = [ins.op == "GATHER" and int(spad[ins.idx]) >= ins.rows for ins in program]
     assert sum(out) >= 8
     assert faults == [[spec.GATHER_INDEX_CYCLES - 1] if o else [] for o in out]
