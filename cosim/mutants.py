@@ -109,12 +109,12 @@ def _overlap_flag_off(flag: str) -> Callable[[str], tuple[str, int]]:
 
 
 def _ln_truncates(text: str) -> tuple[str, int]:
-    # hw/layernorm.py _normalise: t = v + Mux(v[-1], half - 1, half), one per lane; Amaranth writes
-    # the Mux as `\$N = ln_vK[B] ? (* src = ".../layernorm.py:L" *) \$M  : { 1'h0, half };`: the
+    # hw/layernorm.py _normalise: t = v + Mux(v[-1], half_less, half), one per lane; Amaranth writes
+    # the Mux as `\$N = ln_vK[B] ? (* src = ".../layernorm.py:L" *) half_less : half;`: the
     # rounding term becomes 0 (of the same width), so y = t >> s is the floor of v / 2^s
     start, end = _module(text, ".core.layernorm")
-    body, n = re.subn(r"= ln_v\d+\[\d+\] \? \(\* src = \"[^\"]*layernorm\.py:\d+\" \*\) \\\$\d+  : "
-                      r"\{ 1'h0, half \};", "= { 1'h0, 24'h000000 };", text[start:end])
+    body, n = re.subn(r"= ln_v\d+\[\d+\] \? \(\* src = \"[^\"]*layernorm\.py:\d+\" \*\) half_less : half;",
+                      "= 24'h000000;", text[start:end])
     return text[:start] + body + text[end:], n
 
 

@@ -171,7 +171,8 @@ class DMA(Checked):
         checked = delay(m, arrives, 1, "row_checked")     # row in its register
         # words per row, registered from the held fields (a register in front of the multiplier)
         words_per_row = Signal(spec.ADDR_BITS)
-        packed_words = (f.len + spec.INT8_PER_WORD - 1) // spec.INT8_PER_WORD
+        assert spec.INT8_PER_WORD == 4, "hw/dma.py: ceil(len/4) as a shift"
+        packed_words = (f.len + 3) >> 2          # a shift: `//` made a divider (10.8 ns, 28 levels)
         m.d.sync += words_per_row.eq(Mux(f.fmt, packed_words, f.len))
         offset = Signal(spec.ADDR_BITS)
         bad = Signal()

@@ -109,21 +109,25 @@ def add_up(values: list[Value]) -> Value:
 
 
 def leading_zero_pairs(value: Value) -> Value:
-    """The number of leading 2-bit groups of ``value`` (an even width) that are 0, as a tree
-    (each level a multiplexer and a small constant add): 0 .. width/2, the whole width/2 for 0."""
-    pairs = [value[2 * j:2 * j + 2].any() for j in range(len(value) // 2)]   # pair 0 lowest
+    """The number of leading 2-bit groups of ``value`` (an even width) that are 0: 0 .. width/2,
+    the whole width/2 for 0. The classic tree over a power of two of groups (the value padded
+    with zero groups below): each level one multiplexer and a zero flag, no adder (the count of
+    a half whose upper half is all zero is 1 then the lower half's count)."""
+    groups = len(value) // 2
+    width = 1 << (groups - 1).bit_length()
+    nonzero = [Const(0, 1)] * (width - groups) + [value[2 * j:2 * j + 2].any() for j in range(groups)]
 
-    def count(nonzero: list[Value]) -> tuple[Value, Value]:
-        """(leading zero pairs among ``nonzero`` (highest last), all of them zero)."""
-        if len(nonzero) == 1:
-            return ~nonzero[0], ~nonzero[0]
-        half = len(nonzero) // 2
-        lo_count, lo_zero = count(nonzero[:half])
-        hi_count, hi_zero = count(nonzero[half:])
-        top = len(nonzero) - half
-        return Mux(hi_zero, top + lo_count, hi_count), hi_zero & lo_zero
+    def count(nz: list[Value]) -> tuple[Value, Value]:
+        """(leading zero groups among ``nz`` (highest last, a power of two of them), all zero)."""
+        if len(nz) == 1:
+            return Const(0, 0), ~nz[0]
+        half = len(nz) // 2
+        lo_count, lo_zero = count(nz[:half])
+        hi_count, hi_zero = count(nz[half:])
+        return Cat(Mux(hi_zero, lo_count, hi_count), hi_zero), hi_zero & lo_zero
 
-    return count(pairs)[0]
+    total, zero = count(nonzero)
+    return Mux(zero, groups, total)
 
 
 class LayerNormUnit(Checked):
@@ -346,15 +350,17 @@ class LayerNormUnit(Checked):
         return quot
 
     def _shift(self, m: Module, sums_done, k):
-        """The row's rounding shift s = LN_SHIFT - k and its rounding term 2^(s-1), registered in
-        t0 + 5 with the square root's start (k is the row's then) and held for pass 2."""
+        """The row's rounding shift s = LN_SHIFT - k and its rounding terms 2^(s-1) and 2^(s-1) - 1,
+        registered in t0 + 5 with the square root's start (k is the row's then) and held for
+        pass 2 (no adder in front of the rounding stage's)."""
         go = delay(m, sums_done, spec.LN_VARIANCE_CYCLES - 1, "ln_shift_go")
         shift = Signal(SHIFT_BITS)
         half = Signal(spec.LN_SHIFT)
+        half_less = Signal(spec.LN_SHIFT)                                # 2^(s-1) - 1, for v < 0
         with m.If(go):
             top = Const(1 << (spec.LN_SHIFT - 1), spec.LN_SHIFT)      # 2^(s-1) = 2^(LN_SHIFT-1) >> k
-            m.d.sync += [shift.eq(spec.LN_SHIFT - k), half.eq(top >> k)]
-        return shift, half
+            m.d.sync += [shift.eq(spec.LN_SHIFT - k), half.eq(top >> k), half_less.eq((top >> k) - 1)]
+        return shift, (half, half_less)
 
     def _scale(self, m: Module, f, s1, recip, tag_x):
         """A = N*R and C = S1*R: the partial products registered at the DSP blocks, then their
@@ -398,7 +404,7 @@ class LayerNormUnit(Checked):
             m.d.sync += [
                 prod.eq(add_up(partial_products(m, xs[i], a[i], f"ln_xa{i}"))),
                 v.eq(prod - c),
-                t.eq(v + Mux(v[-1], half - 1, half)),
+                t.eq(v + Mux(v[-1], half[1], half[0])),
                 y.eq(t >> shift),
                 o.eq(y + bias[i]),
             ]

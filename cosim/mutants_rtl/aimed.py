@@ -80,7 +80,7 @@ AIMS = (
         "a row number out of the table is never refused: the GATHER reads past its table"),
     Aim("GATHER row address", "hw/dma.py", "offset.eq((row[:spec.ADDR_BITS] * words_per_row)", "$mul", "Y",
         "inv", "a bit of the row's offset flipped: another row is read"),
-    Aim("LN rounding term", "hw/layernorm.py", "t.eq(v + Mux(v[-1], half - 1, half))", "$add", "B", "inv",
+    Aim("LN rounding term", "hw/layernorm.py", "t.eq(v + Mux(v[-1], half[1], half[0]))", "$add", "B", "inv",
         "a bit of the rounding term 2^(s-1) flipped"),
     Aim("LN root step", "hw/layernorm.py", "rem.eq(Mux(fits, diff, wide))", "$ternary", "S", "const0",
         "the square root never subtracts its trial: the remainder grows, the root's bits stay 0"),
