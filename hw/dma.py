@@ -86,6 +86,8 @@ class DMA(Checked):
 
     OPCODES = ("LD", "ST", "GATHER")
     """The instructions this unit executes."""
+    MULTIPLIERS = 1
+    """Products of two variables (flows/synth/dsp.py): a GATHER's row number times its words per row."""
 
     def __init__(self, params: Params = DEFAULT):
         assert spec.LD_OVERHEAD == spec.EXT_READ_LATENCY + 1, "hw/dma.py: LD = ext read, data register"

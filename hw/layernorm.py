@@ -45,8 +45,9 @@ from .lanes import carry_save_tree, delay, lane_mask, last_beat, write_beats
 from .ports import SPAD_READ_LATENCY, unit_members
 
 BYTE = 8
-SUM_BITS = (spec.LN_MAX_LEN * 128).bit_length() + 1
-"""S1, signed: |S1| <= 1024 * 128 = 2^17 (19 bits with the sign)."""
+SUM_BITS = (spec.LN_MAX_LEN * 128 - 1).bit_length() + 1
+"""S1, signed: -128 N <= S1 <= 127 N, within -2^17 .. 2^17 - 1 for N <= 1024: 18 bits with the
+sign (one 18 x 18 DSP operand)."""
 SQUARES_BITS = (spec.LN_MAX_LEN * 128 * 128).bit_length()
 """S2 <= 1024 * 2^14 = 2^24 (25 bits)."""
 LEN_BITS = spec.LN_MAX_LEN.bit_length()
@@ -74,15 +75,22 @@ CHUNK = 17
 another is one 18 x 18 signed multiply (an ECP5 DSP block)."""
 
 
+def piece_count(width: int, signed: bool) -> int:
+    """How many pieces :func:`_pieces` cuts an operand of ``width`` bits into."""
+    return 1 if width <= CHUNK + signed else -(-(width - signed) // CHUNK)
+
+
 def _pieces(v: Value) -> list[tuple[Value, int]]:
     """``v`` as pieces of at most CHUNK bits, low first, each (value, its bit position); the top
-    piece of a signed ``v`` is signed, the others unsigned."""
+    piece of a signed ``v`` is signed (and may have CHUNK + 1 bits), the others unsigned."""
     v = Value.cast(v)
+    signed = v.shape().signed
+    count = piece_count(len(v), signed)
     out = []
-    for lo in range(0, len(v), CHUNK):
-        hi = min(len(v), lo + CHUNK)
+    for k in range(count):
+        lo, hi = k * CHUNK, len(v) if k == count - 1 else (k + 1) * CHUNK
         piece = v[lo:hi]
-        out.append((piece.as_signed() if v.shape().signed and hi == len(v) else piece, lo))
+        out.append((piece.as_signed() if signed and k == count - 1 else piece, lo))
     return out
 
 
@@ -159,6 +167,17 @@ class LayerNormUnit(Checked):
     """
 
     OPCODES = ("LN",)
+
+    @staticmethod
+    def multipliers(params: spec.Params) -> int:
+        """The unit's products of two variables, each one 18 x 18 DSP multiply (flows/synth/dsp.py):
+        per lane x^2 and x * A's pieces; for the row N * S2, S1^2, N * R and S1 * R, by pieces."""
+        x_a = piece_count(BYTE, True) * piece_count(A_BITS, False)
+        row = (piece_count(LEN_BITS, False) * piece_count(SQUARES_BITS, False)
+               + piece_count(SUM_BITS, True) ** 2
+               + piece_count(LEN_BITS, False) * piece_count(RECIP_BITS, False)
+               + piece_count(SUM_BITS, True) * piece_count(RECIP_BITS, False))
+        return params.LANES * (1 + x_a) + row
 
     def __init__(self, params: spec.Params = spec.DEFAULT):
         assert spec.LN_GAP_CYCLES == 1 + spec.LN_VARIANCE_CYCLES + spec.LN_SQRT_CYCLES + \

@@ -96,13 +96,14 @@ def test_in_place_over_the_row_and_over_the_bias():
 
 
 def test_the_longest_row():
-    """N = LN_MAX_LEN: the widest sums (S1 = -2^17 for a row of -128s but one), the largest |z|
-    (sqrt(1023)) and the largest V, with eps = 0 and the largest eps."""
-    p = Params(SPAD_WORDS=8192)
+    """N = LN_MAX_LEN: the widest sums (S1 = -2^17 for a row of -128s, the end of its 18 bits;
+    127 N = 130,048 for 127s), the largest |z| (sqrt(1023)) and the largest V, with eps = 0 and
+    the largest eps."""
+    p = Params(SPAD_WORDS=16384)
     rng = random.Random(6)
     n = spec.LN_MAX_LEN
-    rows = [[127] + [-128] * (n - 1), [rng.choice((-128, 127)) for _ in range(n)]]
-    _check(rows, params=p, seed=6, eps=[0, MASK])
+    rows = [[127] + [-128] * (n - 1), [rng.choice((-128, 127)) for _ in range(n)], [-128] * n, [127] * n]
+    _check(rows, params=p, seed=6, eps=[0, MASK, 1, 0])
 
 
 def test_the_values_reach_every_stage():
