@@ -8,6 +8,7 @@ EXTRAS  ?= dev,torch
 comma   := ,
 STAMP   := $(VENV)/.setup-$(subst $(comma),+,$(EXTRAS))
 SYNTH_STAMP := $(VENV)/.setup-synth
+DOCS_STAMP  := $(VENV)/.setup-docs
 FREQ    ?= 100
 SEEDS   ?= 100-111
 SIM     ?= both
@@ -17,6 +18,8 @@ SEED    ?= 1
 WAVES   ?= 0
 RESUME  ?= 0
 JOBS    ?=
+ENGINE  ?=
+CHUNK   ?=
 PARAMS  ?=
 # $(call quote,VALUE): VALUE as one shell word whatever it holds, quotes included (it's -> 'it'\''s')
 quote    = '$(subst ','\'',$(1))'
@@ -27,7 +30,7 @@ MACHINE_DIR = $(if $(strip $(PARAMS)),$(shell $(PY) -m sim.machines --dir $(call
 SUDO    := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
 .PHONY: help setup test test-all cosim stress verilog lint bench bench-sim bench-compiler bench-cosim mutants mutants-rtl studies \
-        docs docs-check synth synth-setup bitstream digits sweep report plots chromium clean
+        docs docs-gen docs-check docs-setup synth synth-setup bitstream digits sweep report plots chromium clean
 
 help:  ## list the targets
 	@echo "GA-2 / Capra. Set-up is automatic: every target runs 'make setup' first."
@@ -35,7 +38,7 @@ help:  ## list the targets
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/^([a-z-]+):.*## (.*)/  make \1\t\2/' | expand -t 26
 	@echo
 	@echo $(call quote,Variables: SEEDS=$(SEEDS) SIM=$(SIM) (icarus|verilator|both) N=$(N) SEED=$(SEED) WAVES=$(WAVES) RESUME=$(RESUME))
-	@echo $(call quote,           JOBS=(one per core) FREQ=$(FREQ) COUNT=$(COUNT))
+	@echo $(call quote,           JOBS=(one per core) FREQ=$(FREQ) COUNT=$(COUNT) ENGINE=auto|ray|local (campaigns; RAY_ADDRESS=host:port: a Ray cluster, docs/cluster.md))
 	@echo $(call quote,           PARAMS=$(PARAMS)): the machine for verilog, lint, cosim, stress, bench, synth, bitstream, digits,
 	@echo "           e.g. PARAMS=t8 or PARAMS=\"T=8 LANES=8 SPAD_WORDS=16384\" (presets t2 t4 t8 t16; the"
 	@echo "           parameters and their ranges: docs/isa.md; outputs of another machine: build/machines/<tag>/)"
@@ -58,6 +61,14 @@ $(SYNTH_STAMP): pyproject.toml | $(STAMP)
 	$(PY) -m pip check
 	@touch $@
 
+# Sphinx, MyST and the Furo theme for make docs (the docs extra of pyproject.toml), not for make setup
+docs-setup: $(DOCS_STAMP)
+
+$(DOCS_STAMP): pyproject.toml | $(STAMP)
+	$(PY) -m pip install --quiet -e '.[$(EXTRAS),docs]'
+	$(PY) -m pip check
+	@touch $@
+
 iverilog:
 	@command -v iverilog >/dev/null || { echo "installing Icarus Verilog (apt-get)"; \
 	  $(SUDO) apt-get update -qq && $(SUDO) DEBIAN_FRONTEND=noninteractive apt-get install -y -qq iverilog >/dev/null; }
@@ -76,10 +87,10 @@ test-all: setup synth-setup  ## the whole test suite, slow tests included (Veril
 	$(PY) -m pytest -q -n 2
 
 cosim: setup  ## compiled graphs SEEDS=100-111 (or 3,7,20-25) on the RTL vs the reference; SIM=icarus|verilator|both, WAVES=1 (yes, on: waveforms and GTKWave save files; apt-get install gtkwave)
-	$(PY) -m cosim seeds $(call quote,$(SEEDS)) --sim $(call quote,$(SIM)) $(if $(filter-out 0,$(WAVES)),--waves=$(call quote,$(WAVES))) $(if $(JOBS),--jobs $(call quote,$(JOBS))) $(MACHINE)
+	$(PY) -m cosim seeds $(call quote,$(SEEDS)) --sim $(call quote,$(SIM)) $(if $(filter-out 0,$(WAVES)),--waves=$(call quote,$(WAVES))) $(if $(JOBS),--jobs $(call quote,$(JOBS))) $(if $(ENGINE),--engine $(call quote,$(ENGINE))) $(MACHINE)
 
 stress: setup  ## N random ISA programs from SEED on the RTL vs the reference, with coverage; RESUME=1 continues a campaign
-	$(PY) -m cosim stress --n $(call quote,$(N)) --seed $(call quote,$(SEED)) --sim $(call quote,$(SIM)) $(if $(filter-out 0,$(WAVES)),--waves=$(call quote,$(WAVES))) $(if $(filter-out 0,$(RESUME)),--resume) $(if $(JOBS),--jobs $(call quote,$(JOBS))) $(MACHINE)
+	$(PY) -m cosim stress --n $(call quote,$(N)) --seed $(call quote,$(SEED)) --sim $(call quote,$(SIM)) $(if $(filter-out 0,$(WAVES)),--waves=$(call quote,$(WAVES))) $(if $(filter-out 0,$(RESUME)),--resume) $(if $(CHUNK),--chunk $(call quote,$(CHUNK))) $(if $(JOBS),--jobs $(call quote,$(JOBS))) $(if $(ENGINE),--engine $(call quote,$(ENGINE))) $(MACHINE)
 
 bench-cosim: setup  ## co-simulation speed: launch overhead, simulated cycles/s on a long program, warm make cosim (SIM=)
 	$(PY) -m cosim bench --sim $(call quote,$(SIM))
@@ -91,7 +102,11 @@ bench: setup  ## GA-2 cycles on the seed's programs vs the seed chip, MXU utilis
 bench-sim: setup  ## reference machine speed: instructions/s and simulated cycles/s
 	$(PY) -m sim.bench
 
-docs: setup  ## regenerate docs/isa.md, the code excerpts of docs/add-an-instruction.md and the generated parts of docs/change-the-machine.md
+docs: setup docs-setup docs-gen  ## make docs-gen, then build the documentation site with warnings as errors: build/docs/html/index.html
+	$(PY) -m sphinx -W --keep-going -E -q -b html -d build/docs/doctrees docs build/docs/html
+	@echo "the site: build/docs/html/index.html"
+
+docs-gen: setup  ## regenerate docs/isa.md, the code excerpts of docs/add-an-instruction.md and the generated parts of docs/change-the-machine.md
 	$(PY) -m sim.isadoc --write
 	$(PY) examples/add_an_instruction.py --write
 	$(PY) examples/change_the_machine.py --write
@@ -112,7 +127,7 @@ mutants: setup  ## the compiler's mutation check (compiler/testing/mutants.py) a
 	$(PY) -m pytest -q -n 2 -m slow tests/sim/test_issue_rule_mutants.py
 
 mutants-rtl: setup synth-setup  ## COUNT=48 mutations of the hardware by Yosys (every unit), each graded by cosim and stress; SEED=1
-	$(PY) -m cosim.mutants_rtl --count $(call quote,$(COUNT)) --seed $(call quote,$(SEED)) --jobs 2
+	$(PY) -m cosim.mutants_rtl --count $(call quote,$(COUNT)) --seed $(call quote,$(SEED)) --jobs 2 $(if $(ENGINE),--engine $(call quote,$(ENGINE)))
 
 verilog: setup  ## write build/ga2.v (core), build/ga2_simtop.v (core + external memory), build/ga2_ports.json; PARAMS=
 	$(PY) -m flows.export $(MACHINE)
@@ -132,7 +147,7 @@ bitstream: setup synth-setup  ## ULX3S 85F bitstream: example A from block RAM, 
 report: setup  ## the report page of seed SEED (build/report/seed-SEED.html); SIM=none|icarus|verilator|both
 	$(PY) -m report seed $(call quote,$(SEED)) --sim $(call quote,$(SIM)) --out $(call quote,build/report/seed-$(SEED).html) --plots $(call quote,build/plots/seed-$(SEED))
 
-plots: setup  ## the plots of example A and seed 100 under build/plots, and README's two (docs/img/*.png)
+plots: setup  ## the plots of example A and seed 100 under build/plots, and the pictures of README and docs/guide/inspect.md (docs/img/*.png)
 	$(PY) -m report example-a --out build/report/example-a.html --plots build/plots/example-a
 	$(PY) -m report seed 100 --out build/report/seed-100.html --plots build/plots/seed-100
 	$(PY) -m report.readme --write

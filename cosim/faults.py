@@ -21,7 +21,7 @@ Each program but the last is the faulty instruction and a HALT, with an empty ex
 a hundred programs that run in a few seconds in one launch (the late one adds about four
 seconds on Icarus: 34,124 cycles; on a machine of IMEM_WORDS = 65,536, 546,124 cycles). The
 reference machine says how each one stops; the run compares the stop, the counters and both
-memories as ``stress`` does.
+memories as ``stress`` does, in chunks on the campaign's farm (cosim/pool.py, cosim/farm).
 """
 
 from __future__ import annotations
@@ -33,9 +33,8 @@ from sim import spec
 from sim.asm import build
 from sim.spec import DEFAULT, Mem, Params
 
-from . import api, batch
-from .errors import CosimError
 from .jobs import Job
+from .pool import CHUNK, Made, Recipe, run_stream
 from .stress import smallest
 from .verilog import fresh_verilog, verilog_params
 
@@ -121,34 +120,40 @@ def jobs(params: Params = DEFAULT) -> list[Job]:
     return [*out, late_fault(params)]
 
 
+def make_chunk(arg: tuple[int, int], params: Params) -> Made:
+    """Programs ``start .. start+count-1`` of the sweep (a :class:`cosim.pool.Recipe`'s ``make``)."""
+    start, count = arg
+    return Made(jobs(params)[start:start + count])
+
+
 def main(choice: str, verilog: Path | None = None, *, params: Params = DEFAULT, waves: bool = False,
-         keep: bool = False) -> int:
-    """Run the sweep on each simulator of ``choice``; print PASS or FAIL (with the first
-    differing programs); 0 when every program matches, 1 when one differs, 2 when a simulator
-    could not run."""
+         keep: bool = False, engine: str = "auto", workers: int | None = None) -> int:
+    """Run the sweep on each simulator of ``choice`` (chunks of cosim.pool.CHUNK programs on the
+    campaign's farm); print PASS or FAIL (with the first differing programs); 0 when every
+    program matches, 1 when one differs, 2 when a simulator could not run."""
     source = fresh_verilog(verilog, params=params)
     params = verilog_params(source)
-    sweep = jobs(params)
+    n = len(jobs(params))
+    recipes = [Recipe(make_chunk, (start, min(CHUNK, n - start)), min(CHUNK, n - start))
+               for start in range(0, n, CHUNK)]
+    outcomes = run_stream(recipes, choice, noun="fault program", verilog=source, waves=waves, keep=keep,
+                          engine=engine, jobs=workers)
     status = 0
-    for simulator in batch.simulators(choice):
-        try:
-            simulation = api.simulate(sweep, simulator, verilog=source, waves=waves, keep=keep)
-            runs = simulation.runs
-        except CosimError as e:
-            print(f"{simulator:10s} ERROR: {e}")
-            return 2
-        found = [(job, api.compare(job, run)) for job, run in zip(sweep, runs, strict=True)]
-        differ = [(job, lines) for job, lines in found if lines]
-        if not differ:
-            print(f"{simulator:10s} PASS: {len(sweep)} fault programs stop as the reference machine does")
-        if simulation.waves is not None:
-            print(f"{simulator:10s} waveform: {simulation.waves}")
-        if not differ:
+    for o in outcomes:
+        if o.error:
+            print(f"{o.simulator:10s} ERROR: {o.error}")
+            status = 2
             continue
-        status = 1
-        print(f"{simulator:10s} FAIL: {len(differ)} of {len(sweep)} fault programs differ from the reference")
-        for job, lines in differ[:5]:
-            print(f"  {job.name}:")
-            print("\n".join(f"    {line}" for line in lines[:3]))
+        if not o.failed:
+            print(f"{o.simulator:10s} PASS: {n} fault programs stop as the reference machine does")
+        for path in o.waves:
+            print(f"{o.simulator:10s} waveform: {path}")
+        if not o.failed:
+            continue
+        status = max(status, 1)
+        print(f"{o.simulator:10s} FAIL: {o.failed} of {n} fault programs differ from the reference")
+        for failure in o.failures[:5]:
+            print(f"  {failure.name}:")
+            print("\n".join(f"    {line}" for line in failure.lines[:3]))
     sys.stdout.flush()
     return status

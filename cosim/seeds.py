@@ -17,7 +17,8 @@ build and run times. Exit status 0 when every simulator matches, 1 on any differ
 a simulator could not run.
 
 Any number of seeds up to MAX_SEEDS (1,000,000) runs in constant memory: the seeds are compiled
-and run a hundred at a time by a pool of worker processes (cosim/pool.py), and the table lists
+and run a hundred at a time by a farm of workers (cosim/pool.py, cosim/farm: local processes or
+Ray), and the table lists
 the first TABLE_ROWS (100) seeds and then totals over all of them. From LONG_RUN (10,000) seeds
 on, a note says how long it will take (SECONDS_PER_SEED); more than MAX_SEEDS is refused. SEEDS
 is N, N-M, or a list of those separated by commas or spaces.
@@ -50,7 +51,7 @@ MAX_SEEDS = 1_000_000
 """The most seeds one run takes (hours on Verilator, days on Icarus); more is refused."""
 LONG_RUN = 10_000
 """From this many seeds on, a note says how long the run will take."""
-SECONDS_PER_SEED = {"icarus": 1.0, "verilator": 0.08}
+SECONDS_PER_SEED = pool.SECONDS_PER_JOB
 """Rough cost of one seed or program on one simulator, for one worker process (compile or draw,
 reference, simulation, comparison; measured on a shared 2-core machine), for that note."""
 TABLE_ROWS = 100
@@ -273,7 +274,7 @@ def table(rows: list[Row], totals: Totals, simulators: tuple[str, ...]) -> list[
 
 
 def main(seed_text: str, choice: str, *, waves: bool = False, verilog: Path | None = None,
-         keep: bool = False, jobs: int | None = None) -> int:
+         keep: bool = False, jobs: int | None = None, engine: str = "auto") -> int:
     """The whole command; returns the exit status.
 
     Raises:
@@ -287,7 +288,7 @@ def main(seed_text: str, choice: str, *, waves: bool = False, verilog: Path | No
         print(note, file=sys.stderr, flush=True)
     rows = Table()
     outcomes = pool.run_stream(recipes(ranges), choice, noun="seed", verilog=verilog, waves=waves, keep=keep,
-                               jobs=jobs, on_result=rows.add)
+                               jobs=jobs, on_result=rows.add, engine=engine)
     lines = []
     for o in outcomes:
         lines += batch.verdict(o, WHAT)

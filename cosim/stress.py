@@ -27,9 +27,10 @@ more entry): ``random`` (instructions drawn independently) or ``collide`` (each 
 the few before it, as a read after write, a write after read or a write after write, mostly on
 another engine: the hazards and port waits of the machine whose engines overlap).
 
-The programs are drawn, run and compared a hundred at a time by a pool of worker processes
-(cosim/pool.py); the run prints the verdict per simulator, the coverage of the programs
-(cosim/coverage.py: cocotb-coverage's cover points) and the timings. A run is a campaign kept in
+The programs are drawn, run and compared a hundred at a time by a farm of workers (cosim/pool.py,
+cosim/farm: local processes, or Ray on this machine or a cluster); the run prints the verdict per
+simulator, the coverage of the programs (cosim/coverage.py: cocotb-coverage's cover points), the
+timings and where it ran. A run is a campaign kept in
 build/stress/seed<SEED>-n<N>-<sim>/ (cosim/campaign.py): --resume continues an interrupted one
 without running its finished chunks again.
 """
@@ -706,12 +707,14 @@ def _show(first: int, n: int, params: Params) -> None:
 
 def main(first: int, n: int, choice: str, *, waves: bool = False, verilog: Path | None = None,
          keep: bool = False, show: bool = False, options: Sequence[str] = (), resume: bool = False,
-         campaign: Path | None = None, mutant: str | None = None, jobs: int | None = None) -> int:
+         campaign: Path | None = None, mutant: str | None = None, jobs: int | None = None,
+         engine: str = "auto", chunk: int = pool.CHUNK) -> int:
     """The whole command; returns the exit status.
 
     ``options`` are the command-line options besides --seed, --n and --sim that change the run
     (for the rerun hint: :func:`rerun_lines`, and the campaign's identity). ``campaign`` is the
-    campaign's folder (default: :func:`cosim.campaign.default_folder`).
+    campaign's folder (default: :func:`cosim.campaign.default_folder`). ``chunk``: programs per
+    launch (a campaign resumes only with its own; the results do not depend on it).
 
     Raises:
         CosimError: no Verilog, or the campaign cannot be resumed.
@@ -724,7 +727,10 @@ def main(first: int, n: int, choice: str, *, waves: bool = False, verilog: Path 
     if show:
         _show(first, n, params)
     folder = campaign or default_folder(first, n, choice, mutant, source)
-    with Campaign(folder, identity(first, n, choice, source, list(options)), resume) as camp:
+    what = identity(first, n, choice, source, list(options))
+    if chunk != pool.CHUNK:
+        what["chunk"] = chunk
+    with Campaign(folder, what, resume) as camp:
         done = camp.done()
         results = {r.number: r for r in done if r.simulator == batch.simulators(choice)[0]}
 
@@ -733,8 +739,8 @@ def main(first: int, n: int, choice: str, *, waves: bool = False, verilog: Path 
             if result.simulator == batch.simulators(choice)[0]:
                 results[result.number] = result
 
-        outcomes = pool.run_stream(recipes(first, n, camp), choice, verilog=source, waves=waves, keep=keep,
-                                   jobs=jobs, done=done, on_result=finished)
+        outcomes = pool.run_stream(recipes(first, n, camp, chunk), choice, verilog=source, waves=waves,
+                                   keep=keep, jobs=jobs, done=done, on_result=finished, engine=engine)
         lines = []
         for o in outcomes:
             lines += batch.verdict(o, WHAT)

@@ -265,6 +265,10 @@ class Field:
             None (the field must be given). A field added to an existing instruction gets one,
             so that every program written before it still assembles and means what it meant;
             the disassembler leaves such a field out while it holds its default.
+        data: the field holds a number a compiler computes from a model's values (a
+            requantization multiplier or shift), not a place, a size or a mode: two compilations
+            of one model whose floating-point calibration differs in its last bits (another
+            CPU's kernels) differ only in such fields and in the data of external memory.
     """
 
     name: str
@@ -273,6 +277,7 @@ class Field:
     lo: int | str | None = None
     hi: int | str | None = None
     default: int | None = None
+    data: bool = False
 
     def bound(self, which: int | str | None, params: Params) -> int | None:
         if which is None or isinstance(which, int):
@@ -633,8 +638,8 @@ INSTRUCTIONS: tuple[InstrSpec, ...] = (
         (_addr("dst", "scratchpad address of the first int8 result"),
          _addr("src", "scratchpad address of the first int32 input"),
          _len(),
-         Field("m", 24, "requantization multiplier (24-bit mantissa)"),
-         Field("s", 6, "requantization shift", lo=1, hi=63),
+         Field("m", 24, "requantization multiplier (24-bit mantissa)", data=True),
+         Field("s", 6, "requantization shift", lo=1, hi=63, data=True),
          Field("relu", 1, "1: clamp negative results to 0")),
         "vpu", "S[dst+i] = requant(s32(S[src+i]), m, s, relu) for i < len",
         (Region(Mem.SPAD, "src", lambda a, f: f["len"], writes=False),
