@@ -19,12 +19,12 @@ Commands (``make cosim``, ``make stress`` and ``make bench-cosim`` call three of
 Verilog (build/machines/<tag>/ga2_simtop.v, exported again when stale) and the seeds' graphs
 compiled for it; a program compiled for other parameters is refused before anything runs.
 
-Every run compares every external-memory and scratchpad word, the five cycle counters and the
-stop (error code, error pc) with the reference machine, and requires the core's timing_fault
-self-check to stay 0 (hw/top.py: a unit finished in another cycle than the spec's latency);
-it prints PASS or FAIL per simulator with the first differences, and exits with 0 (all
-match), 1 (a difference) or 2 (a simulator could not run: not installed, build failed; the
-message names the log).
+Every run compares every external-memory and scratchpad word, the cycle counters (five; seven
+at OVERLAP = 1) and the stop (error code, error pc) with the reference machine, and requires
+the core's timing_fault self-check to stay 0 (hw/top.py: a unit finished in another cycle than
+the spec's latency); it prints PASS or FAIL per simulator with the first differences, and
+exits with 0 (all match), 1 (a difference) or 2 (a simulator could not run: not installed,
+build failed; the message names the log).
 
 The simulator runs a test harness around ga2_simtop (cosim/harness.py: the clock, the loads
 and dumps of the memories as $readmemh/$writememh files), so Python wakes once per program,
@@ -188,7 +188,7 @@ def _verilog(args: argparse.Namespace) -> tuple[Path | None, str | None]:
     verilog = args.verilog if params == DEFAULT else fresh_verilog(params=params)
     if args.mutant is None:
         return verilog, None
-    source = fresh_verilog(verilog)
+    source = fresh_verilog(verilog, params=DEFAULT)   # none given: the default machine's
     folder = COSIM_BUILD if params == DEFAULT else machines.machine_dir(BUILD, params) / "cosim"
     target = mutants.mutate(source, args.mutant, folder / "mutants" / args.mutant)
     m = mutants.MUTANTS[args.mutant]

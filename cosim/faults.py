@@ -31,7 +31,7 @@ from pathlib import Path
 
 from sim import spec
 from sim.asm import build
-from sim.spec import DEFAULT, Mem, Params
+from sim.spec import Mem, Params
 
 from .jobs import Job
 from .pool import CHUNK, Made, Recipe, run_stream
@@ -44,7 +44,8 @@ def _size(mem: Mem, params: Params) -> int:
 
 
 def _job(kind: str, fields: dict[str, int], what: str, params: Params) -> Job:
-    words = build(kind, params=params, strict=False, **fields).encode() + build("HALT").encode()
+    words = build(kind, params=params, strict=False, **fields).encode()
+    words += build("HALT", params=params).encode()
     return Job(words, None, f"{kind} {what}")
 
 
@@ -93,21 +94,21 @@ the default machine the counters end at dma 5,464, mxu 4,781, vpu 11,594 and sfu
 LATE_NAME = "unknown opcode at the last pc"
 
 
-def late_fault(params: Params = DEFAULT) -> Job:
+def late_fault(params: Params) -> Job:
     """An unknown opcode at pc IMEM_WORDS - 1 (every pc bit set), the program's last
     instruction, after IMEM_WORDS - 1 legal ones (LATE_FILLER in turn, those that fit the
     machine): the stop's pc and the counters' upper bits, which short programs never reach."""
     kinds = [k for k in LATE_FILLER if smallest(k, params) is not None]
     forms = {k: build(k, params=params, **smallest(k, params)).encode() for k in kinds}
     words = [w for i in range(params.IMEM_WORDS - 1) for w in forms[kinds[i % len(kinds)]]]
-    bad = build("HALT").encode()
+    bad = build("HALT", params=params).encode()
     unused = min(op for op in range(1 << spec.OPCODE_BITS) if op not in spec.BY_OPCODE)
     bad[0] = (bad[0] & ~((1 << spec.OPCODE_BITS) - 1)) | unused
     last = params.IMEM_WORDS - 1
     return Job(words + bad, None, f"{LATE_NAME}, {last}, after {last} legal instructions")
 
 
-def jobs(params: Params = DEFAULT) -> list[Job]:
+def jobs(params: Params) -> list[Job]:
     """The sweep (see the module docstring) for the machine, instruction by instruction, and
     the late fault last."""
     out = []
@@ -126,7 +127,7 @@ def make_chunk(arg: tuple[int, int], params: Params) -> Made:
     return Made(jobs(params)[start:start + count])
 
 
-def main(choice: str, verilog: Path | None = None, *, params: Params = DEFAULT, waves: bool = False,
+def main(choice: str, verilog: Path | None = None, *, params: Params, waves: bool = False,
          keep: bool = False, engine: str = "auto", workers: int | None = None) -> int:
     """Run the sweep on each simulator of ``choice`` (chunks of cosim.pool.CHUNK programs on the
     campaign's farm); print PASS or FAIL (with the first differing programs); 0 when every

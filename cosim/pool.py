@@ -35,7 +35,7 @@ from typing import Any
 from rich.console import Console
 
 from sim import spec
-from sim.spec import Params
+from sim.spec import DEFAULT, Params
 
 from . import farm as farms
 from . import runner
@@ -346,7 +346,7 @@ def run_stream(recipes: Sequence[Recipe], choice: str, *, noun: str = "program",
              for name in names if (name, number) not in finished]
     board = Board(console, total, names, noun)
     try:
-        source = fresh_verilog(verilog, say=board.note)
+        source = fresh_verilog(verilog, say=board.note, params=DEFAULT)   # none given: the default machine's
         params = verilog_params(source)
         for o in outcomes.values():
             o.counters = spec.counters(params)

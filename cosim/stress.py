@@ -37,13 +37,12 @@ without running its finished chunks again.
 
 from __future__ import annotations
 
-import functools
 import random
 import shlex
 import sys
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -57,19 +56,9 @@ from sim.spec import DEFAULT, ErrorCode, Mem, Params
 from . import batch, coverage, edges, pool, seeds
 from .campaign import Campaign, default_folder, identity
 from .jobs import Job
+from .stressprogram import ENDINGS, HALT, KINDS, StressProgram, fits, smallest
 from .verilog import fresh_verilog, verilog_params
 
-HALT = "HALT"
-ROUND = 10
-"""Programs per round of endings: every ending once, the rest HALT."""
-_ERRORS = (*(c.name for c in spec.DATA_ERRORS),
-           *(c.name for c in ErrorCode if c is not ErrorCode.NONE and c not in spec.DATA_ERRORS))
-ENDINGS: tuple[str, ...] = ((HALT,) * (ROUND - len(_ERRORS))) + _ERRORS
-"""How program k ends: ENDINGS[k % len(ENDINGS)]: HALT three times, BAD_INDEX (issue 26, in the
-fourth slot, which was a HALT: every other error keeps the seeds it had), then each error code
-the front end checks."""
-KINDS = tuple(s.name for s in spec.INSTRUCTIONS if s.counter is not None)
-"""The instructions a body draws from (all but HALT)."""
 BODY_MAX = 16
 """Most instructions in a body (between the loads and the ending)."""
 LEN_MAX = 512
@@ -83,43 +72,6 @@ least this many (else an AMAX writes one): a tiny external memory keeps its few 
 row number out of its table of a BAD_INDEX ending."""
 
 
-@functools.cache
-def smallest(kind: str, params: Params) -> dict[str, int] | None:
-    """The smallest legal ``kind`` on the machine: every field at the low end of its legal
-    range, its regions side by side from word 0; None when even that fails the spec's checks
-    (a small machine has no room for some: UNPACK needs 9 scratchpad words)."""
-    ispec = spec.BY_NAME[kind]
-    fields = {f.name: f.legal_range(params)[0] for f in ispec.fields}
-    fields.update({r.start: 0 for r in ispec.regions})
-    used = {Mem.SPAD: 0, Mem.EXT: 0}
-    for region in ispec.regions:
-        fields[region.start] = used[region.mem]
-        used[region.mem] += region.extent(fields)
-    return fields if spec.check(ispec, fields, params)[0] is ErrorCode.NONE else None
-
-
-def fits(kind: str, params: Params) -> bool:
-    """Whether some legal ``kind`` exists on the machine (:func:`smallest`)."""
-    return smallest(kind, params) is not None
-
-
-@dataclass
-class StressProgram:
-    """One generated program.
-
-    Attributes:
-        seed: it is made from random.Random(seed) alone.
-        ending: HALT or the ErrorCode name it was made to end in.
-        job: the program and its external-memory image.
-        features: what it exercises (for the coverage summary).
-    """
-
-    seed: int
-    ending: str
-    job: Job
-    features: Counter = field(default_factory=Counter)
-
-
 class Generator:
     """Random GA-2 programs from the ISA spec (see the module docstring).
 
@@ -128,7 +80,7 @@ class Generator:
         params: the machine (sizes, T, K_MAX, SM_MAX_LEN).
     """
 
-    def __init__(self, seed: int, params: Params = DEFAULT):
+    def __init__(self, seed: int, params: Params):
         self.seed = seed
         self.rng = random.Random(seed)
         self.p = params
@@ -473,11 +425,11 @@ class Generator:
         drawn = [*self.loads(), *strategy_for(self.seed).body(self)]
         body: list[Instruction | list[int]] = self.with_rows(drawn)
         if ending == HALT:
-            body.append(build("HALT"))
+            body.append(build("HALT", params=self.p))
         elif ending != ErrorCode.NO_HALT.name:
             body.append(self._faulty(ErrorCode[ending], body))
             body += [self.legal(rng.choice(self.kinds())) for _ in range(rng.randint(0, 2))]   # never run
-            body.append(build("HALT"))
+            body.append(build("HALT", params=self.p))
         self.features[f"ends {ending}"] += 1
         if any(isinstance(ins, list) for ins in body):
             program: list[Instruction] | list[int] = [w for ins in body for w in
@@ -588,7 +540,7 @@ def strategy_for(seed: int) -> Strategy:
     return STRATEGIES[(seed // len(ENDINGS)) % len(STRATEGIES)]
 
 
-def long_program(seed: int, length: int, params: Params = DEFAULT) -> Job:
+def long_program(seed: int, length: int, params: Params) -> Job:
     """A legal program of ``length`` instructions (loads, random legal ones, HALT) drawn from
     seed, and its external memory: for measuring simulated cycles per second."""
     g = Generator(seed, params)
@@ -596,7 +548,7 @@ def long_program(seed: int, length: int, params: Params = DEFAULT) -> Job:
     body += [g.legal(g.rng.choice(g.kinds())) for _ in range(length - len(body) - 1)]
     body = g.with_rows(body)[:length - 1]      # an LD of its row number before every GATHER
     name = f"long program (seed {seed}, {length} instructions)"
-    return Job([*body, build("HALT")], g.ext_image(), name=name, machine=params)
+    return Job([*body, build("HALT", params=params)], g.ext_image(), name=name, machine=params)
 
 
 PORT_EVERY = 8
@@ -605,12 +557,12 @@ write port (:attr:`cosim.jobs.Job.via_port`), the others by backdoor: the port's
 checked in every chunk, at a cost of a few cycles per instruction."""
 
 
-def generate(first: int, n: int, params: Params = DEFAULT) -> list[StressProgram]:
+def generate(first: int, n: int, params: Params) -> list[StressProgram]:
     """Programs for seeds first .. first+n-1."""
     return list(programs(first, n, params))
 
 
-def programs(first: int, n: int, params: Params = DEFAULT) -> Iterator[StressProgram]:
+def programs(first: int, n: int, params: Params) -> Iterator[StressProgram]:
     """Programs for seeds first .. first+n-1, each drawn when it is asked for; every
     :data:`PORT_EVERY` th is loaded through the host's instruction-memory port."""
     for seed in range(first, first + n):
@@ -722,7 +674,7 @@ def main(first: int, n: int, choice: str, *, waves: bool = False, verilog: Path 
     note = seeds.long_run_note(n, batch.simulators(choice), "programs", jobs)
     if note:
         print(note, file=sys.stderr, flush=True)
-    source = fresh_verilog(verilog)
+    source = fresh_verilog(verilog, params=DEFAULT)   # none given: the default machine's
     params = verilog_params(source)
     if show:
         _show(first, n, params)

@@ -6,7 +6,7 @@ each needs, sim.machines.PRESETS) the programs are compiled for that machine and
 reference machine, whose counters the RTL matches exactly (``make cosim PARAMS=...`` checks
 it):
 
-* the twelve graphs of seeds 100-111 (compiler.testing.seedtable.compile_seed): total cycles
+* the twelve graphs of seeds 100-111 (compiler.workloads.seedtable.compile_seed): total cycles
   and MXU utilisation (useful multiply-adds over T*T*cycles);
 * running example A (one attention decode step);
 * running example B (examples/own_graph.py) at hidden widths 8, 16, 32 and 48;

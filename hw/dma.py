@@ -21,7 +21,7 @@ from amaranth.lib import data
 from amaranth.lib.wiring import In, Out
 
 from sim import spec
-from sim.spec import DEFAULT, Params
+from sim.spec import Params
 
 from .component import Checked
 from .isa import fields_view, opcode
@@ -89,7 +89,7 @@ class DMA(Checked):
     MULTIPLIERS = 1
     """Products of two variables (flows/synth/dsp.py): a GATHER's row number times its words per row."""
 
-    def __init__(self, params: Params = DEFAULT):
+    def __init__(self, params: Params):
         assert spec.LD_OVERHEAD == spec.EXT_READ_LATENCY + 1, "hw/dma.py: LD = ext read, data register"
         assert spec.ST_OVERHEAD == spec.SPAD_READ_LATENCY + 1, "hw/dma.py: ST = spad read, data register"
         assert spec.GATHER_INDEX_CYCLES == spec.SPAD_READ_LATENCY + 3, \

@@ -179,7 +179,7 @@ class LayerNormUnit(Checked):
                + piece_count(SUM_BITS, True) * piece_count(RECIP_BITS, False))
         return params.LANES * (1 + x_a) + row
 
-    def __init__(self, params: spec.Params = spec.DEFAULT):
+    def __init__(self, params: spec.Params):
         assert spec.LN_GAP_CYCLES == 1 + spec.LN_VARIANCE_CYCLES + spec.LN_SQRT_CYCLES + \
             spec.LN_RECIP_CYCLES + spec.LN_SCALE_CYCLES, "hw/layernorm.py: pass 2 meets A and C"
         assert (spec.LN_VARIANCE_CYCLES, spec.LN_SCALE_CYCLES, spec.LN_LANE_STAGES) == (6, 2, 6), \

@@ -376,9 +376,9 @@ class InstrSpec:
     writes_formula: LatencyFormula = lambda a, f, p: 0
     fence: bool = False
 
-    def latency(self, fields: Mapping[str, int], params: Params | None = None) -> int:
-        """Cycles for these field values (Python ints) and parameters (default :data:`DEFAULT`)."""
-        return self.latency_formula(INT, self.complete(fields), DEFAULT if params is None else params)
+    def latency(self, fields: Mapping[str, int], params: Params) -> int:
+        """Cycles for these field values (Python ints) on the machine ``params``."""
+        return self.latency_formula(INT, self.complete(fields), params)
 
     def complete(self, fields: Mapping[str, int]) -> Mapping[str, int]:
         """``fields`` with every field that has a default (:attr:`Field.default`) and is
@@ -871,18 +871,18 @@ def check(spec: InstrSpec, fields: Mapping[str, int], params: Params) -> tuple[E
     return ErrorCode.NONE, ""
 
 
-def latency(spec: InstrSpec, fields: Mapping[str, int], params: Params = DEFAULT) -> int:
+def latency(spec: InstrSpec, fields: Mapping[str, int], params: Params) -> int:
     """Cycles the instruction occupies the execute stage (GA2.md section 5)."""
     return int(spec.latency_formula(INT, spec.complete(fields), params))
 
 
-def reads(spec: InstrSpec, fields: Mapping[str, int], params: Params = DEFAULT) -> int:
+def reads(spec: InstrSpec, fields: Mapping[str, int], params: Params) -> int:
     """The instruction's scratchpad read window: it requests reads only in the first ``reads``
     cycles from its dispatch (0: it reads none). GA2.md section 7."""
     return int(spec.reads_formula(INT, spec.complete(fields), params))
 
 
-def writes(spec: InstrSpec, fields: Mapping[str, int], params: Params = DEFAULT) -> int:
+def writes(spec: InstrSpec, fields: Mapping[str, int], params: Params) -> int:
     """The instruction's scratchpad write window: it requests writes only in the last ``writes``
     cycles of its latency (0: it writes none). GA2.md section 7."""
     return int(spec.writes_formula(INT, spec.complete(fields), params))
@@ -1004,7 +1004,7 @@ class Issue:
     its hazards allow; ``port`` the rest of its wait.
     """
 
-    def __init__(self, params: Params = DEFAULT, *, record: bool = False):
+    def __init__(self, params: Params, *, record: bool = False):
         """``record``: keep every placed instruction in ``timeline`` (program order), each LD
         with its final end (a caller that only asks for dispatch cycles need not pay for it)."""
         self.params = params

@@ -75,7 +75,7 @@ def test_an_unfused_relu_costs_one_rq_over_its_tensor(record):
     calibration = studies._gaussian_case(graph, 1)[1]
     fused = compile_graph(graph, calibration)
     unfused = compile_graph(graph, calibration, fuse=False)
-    rq = spec.latency(spec.BY_NAME["RQ"], {"len": 256})
+    rq = spec.latency(spec.BY_NAME["RQ"], {"len": 256}, params=DEFAULT)
     assert len(unfused.code) == len(fused.code) + 1
     test = calibration[0]
     assert unfused.run(test).counters.cycles - fused.run(test).counters.cycles == rq

@@ -8,7 +8,7 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-from . import TaskHung
+from .base import TaskHung
 from .procs import Watchdog, kill_descendants, reaped
 
 GRACE = 10.0

@@ -16,7 +16,7 @@ import signal
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from typing import Any
 
-from . import Done, Farm, set_context
+from .base import Done, Farm, set_context
 from .guard import guarded
 from .procs import wait_gone
 

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import CosimError
-from . import MAX_RETRIES, Done, Farm, Shared, TaskError, TaskLost, set_context
+from .base import MAX_RETRIES, Done, Farm, Shared, TaskError, TaskLost, set_context
 from .guard import guarded
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -32,6 +32,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from flows.memmap import PORTS_JSON
+from sim.spec import DEFAULT
 
 from .. import farm, runner
 from ..farm import shipping
@@ -91,7 +92,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 def drawn(args: argparse.Namespace,
           console: Console) -> tuple[Path, yosys.Netlist, draw.Netlist, list[report.Row]]:
     """Export (if stale), read into Yosys, list, attribute and draw."""
-    verilog = runner.fresh_verilog(say=lambda s: console.print(s, highlight=False))
+    verilog = runner.fresh_verilog(say=lambda s: console.print(s, highlight=False), params=DEFAULT)
     t0 = time.perf_counter()
     net = yosys.prepare(verilog, OUT)
     graph = draw.Netlist(net.json)

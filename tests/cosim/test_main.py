@@ -40,7 +40,7 @@ def test_help_documents_the_commands():
 def test_mutants_are_listed(capsys):
     assert main(["mutants"]) == 0
     lines = capsys.readouterr().out.splitlines()
-    assert re.match(r"rq-round +hw/requant\.py \(Requantizer, stage 6\): truncates", lines[0])
+    assert re.match(r"rq-round +hw/requant\.py \(Requantizer, stage 7\): truncates", lines[0])
     assert re.match(r"dma-late +hw/dma\.py \(DMA, its done output\): raises done one cycle after", lines[1])
     assert len(lines) == len(mutants.MUTANTS)
     assert len({line.index(" hw/") for line in lines}) == 1          # one column

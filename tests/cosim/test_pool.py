@@ -8,6 +8,7 @@ from __future__ import annotations
 import io
 import os
 import time
+from functools import partial
 
 import numpy as np
 import pytest
@@ -20,12 +21,16 @@ from sim.asm import build
 from sim.machine import Counters
 from sim.spec import DEFAULT
 
+build = partial(build, params=DEFAULT)
+"""This file's programs are the default machine's (sim.asm takes the machine explicitly)."""
+
 PROGRAM = [build("LD", dst=0, src=0, len=4), build("ST", src=0, dst=100, len=4), build("HALT")]
 
 
 def _exact(job: Job, simulator: str) -> RtlRun:
-    want = job.expected()
-    return RtlRun(name=job.name, simulator=simulator, params=DEFAULT, finished=True, limit=job.cycle_limit(),
+    want = job.expected(DEFAULT)
+    return RtlRun(name=job.name, simulator=simulator, params=DEFAULT, finished=True,
+                  limit=job.cycle_limit(DEFAULT),
                   waited=want.counters.cycles, ext=want.ext.copy(), spad=want.spad.copy(),
                   counters=Counters(*want.counters.as_tuple()), error=int(want.error_code != 0),
                   error_code=int(want.error_code), error_pc=want.error_pc, timing_fault=0,
@@ -46,7 +51,7 @@ def _run_batch(b, jobs, params, *, keep=False, progress=None):
 
 @pytest.fixture
 def stand_in(monkeypatch, tmp_path):
-    monkeypatch.setattr(pool, "fresh_verilog", lambda verilog=None, say=print: tmp_path / "ga2_simtop.v")
+    monkeypatch.setattr(pool, "fresh_verilog", lambda verilog=None, say=print, **_: tmp_path / "ga2_simtop.v")
     monkeypatch.setattr(pool, "verilog_params", lambda verilog: DEFAULT)
     monkeypatch.setattr(runner, "build", lambda name, source, **kw: runner.Build(name, tmp_path, "d", False,
                                                                                  True, 0.0))

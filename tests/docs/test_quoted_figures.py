@@ -93,7 +93,7 @@ def fault_programs() -> int:
 
 def example_a_instructions() -> int:
     from compiler import compile_graph
-    from compiler.testing.seedtable import attention_step_network
+    from compiler.workloads.seedtable import attention_step_network
     graph, calibration, _inputs = attention_step_network()
     return len(compile_graph(graph, calibration).code)
 

@@ -8,11 +8,12 @@ import pytest
 
 from sim import bench, spec
 from sim.machine import Machine
+from sim.spec import DEFAULT
 
 
 @pytest.mark.parametrize("kind", bench.KINDS)
 def test_random_programs_of_one_kind_are_legal(kind):
-    program = bench.random_program(200, [kind], seed=5)
+    program = bench.random_program(200, [kind], seed=5, params=DEFAULT)
     assert program[-1].op == "HALT"
     assert sum(ins.op == kind for ins in program) == 200
     # a GATHER's row number is written by an AMAX before it (but for a first instruction)
@@ -26,19 +27,19 @@ def test_random_programs_of_one_kind_are_legal(kind):
         assert helpers == []
     for ins in program:
         assert spec.check(ins.spec, ins.fields, spec.DEFAULT)[0] is spec.ErrorCode.NONE
-    assert Machine().run(program, bench.random_image()).steps == len(program)
+    assert Machine(DEFAULT).run(program, bench.random_image(DEFAULT)).steps == len(program)
 
 
 def test_mix_holds_every_kind_and_is_reproducible():
-    program = bench.random_program(400, seed=9)
+    program = bench.random_program(400, seed=9, params=DEFAULT)
     assert {ins.op for ins in program} == {*bench.KINDS, "HALT"}
-    assert program == bench.random_program(400, seed=9)
+    assert program == bench.random_program(400, seed=9, params=DEFAULT)
     with pytest.raises(ValueError, match="unknown instruction kind 'NOP'"):
-        bench.random_program(1, ["NOP"])
+        bench.random_program(1, ["NOP"], params=DEFAULT)
 
 
 def test_bench_reports(capsys):
-    figures = bench.bench(n=20, reps=1)
+    figures = bench.bench(DEFAULT, n=20, reps=1)
     assert [f.name for f in figures] == [*bench.KINDS, "mix", "mix, words"]
     # 20 instructions and HALT (and an AMAX before every GATHER but a first)
     assert all(f.instructions >= 21 and f.cycles > 0 and f.seconds > 0 for f in figures)
