@@ -35,7 +35,8 @@ class Node:
         transpose_b: the matmul reads its second operand transposed.
         factor: the matmul's constant factor (the ``scale=`` argument of :meth:`Graph.matmul`).
         bias: the matmul's bias, float64 of shape (cols,), added to every row after the
-            factor (None: no bias).
+            factor (None: no bias); a layernorm's, added after the gain.
+        eps: a layernorm's epsilon (added to the variance). gain: a layernorm's one factor.
         fn: a table activation's function (``gelu``, ``leaky_relu:0.01``: compiler/tables.py).
         start, count: the rows a slice takes.
         tag: a user's name for the tensor, used by ``compile_graph(ranges=...)``.
@@ -54,6 +55,8 @@ class Node:
     factor: float = 1.0
     bias: np.ndarray | None = None
     fn: str = ""
+    eps: float = 0.0
+    gain: float = 1.0
     start: int = 0
     count: int = 0
     tag: str | None = None
@@ -71,8 +74,8 @@ class Node:
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, Node):
             return NotImplemented
-        plain = ("id", "op", "ins", "shape", "name", "bits", "transpose_b", "factor", "fn", "start", "count",
-                 "tag")
+        plain = ("id", "op", "ins", "shape", "name", "bits", "transpose_b", "factor", "fn", "eps", "gain",
+                 "start", "count", "tag")
         if any(getattr(self, f) != getattr(other, f) for f in plain):
             return False
         for a, b in ((self.array, other.array), (self.bias, other.bias)):

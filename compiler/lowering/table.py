@@ -14,7 +14,9 @@ from ..streaming import lower_matmul_step
 from .activation import lower_table
 from .add import lower_add
 from .argmax import lower_argmax
+from .embedding import lower_embedding
 from .emitter import Lowering
+from .layernorm import lower_layernorm
 from .matmul import lower_matmul
 from .memory import lower_load, lower_output
 from .relu import lower_relu
@@ -32,6 +34,8 @@ LOWERINGS: dict[Op, Lowering] = {
     Op.CONCAT: Lowering(lower_view),
     Op.SLICE: Lowering(lower_view),
     Op.ARGMAX: Lowering(lower_argmax),
+    Op.LAYERNORM: Lowering(lower_layernorm),
+    Op.EMBEDDING: Lowering(lower_embedding),
     Op.OUTPUT: Lowering(lower_output),
 }
 """Every operation's lowering. Emission looks an entry up when it uses it

@@ -17,4 +17,6 @@ class Op(enum.StrEnum):
     CONCAT = "concat"
     SLICE = "slice"
     ARGMAX = "argmax"
+    LAYERNORM = "layernorm"
+    EMBEDDING = "embedding"
     OUTPUT = "output"

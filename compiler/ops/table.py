@@ -33,7 +33,9 @@ from .activation import ENTRIES, float_table, int_table, real_table, table_shape
 from .add import add_shape, float_add, int_add, real_add
 from .argmax import argmax_shape, float_argmax, int_argmax
 from .concat import concat_shape, float_concat, int_concat
+from .embedding import EMBEDDING_SCALES, TABLE_ROWS_LIMIT, embedding_shape, float_embedding, int_embedding
 from .input import float_input, input_shape, int_input
+from .layernorm import BIAS_ROW, LN_ROW_LIMIT, float_layernorm, int_layernorm, layernorm_shape, real_layernorm
 from .matmul import BIAS, float_matmul, int_matmul, matmul_shape, real_matmul
 from .names import Op
 from .output import output_shape
@@ -80,6 +82,14 @@ def _table() -> dict[Op, OpSpec]:
         OpSpec(Op.ARGMAX, arity=1, builder="argmax", shape=argmax_shape,
                role=Role.COMPUTE, place=Place.OWN_LAST, scale=FREE, scaled=False,
                evaluate=float_argmax, interpret=int_argmax, real=no_arithmetic),
+        OpSpec(Op.LAYERNORM, arity=1, builder="layernorm", attrs={"eps": 1e-5, "gain": 1.0, "bias": None},
+               shape=layernorm_shape, role=Role.COMPUTE, place=Place.OWN, scale=FREE, tolerance=2,
+               limits=(LN_ROW_LIMIT,), constants=(BIAS_ROW,),
+               evaluate=float_layernorm, interpret=int_layernorm, real=real_layernorm),
+        OpSpec(Op.EMBEDDING, arity=2, builder="embedding", shape=embedding_shape,
+               role=Role.COMPUTE, place=Place.OWN, scale=EMBEDDING_SCALES, limits=(TABLE_ROWS_LIMIT,),
+               external=(1,),
+               evaluate=float_embedding, interpret=int_embedding, real=no_arithmetic),
         OpSpec(Op.OUTPUT, arity=1, builder="output", attrs=NAME, shape=output_shape,
                role=Role.SINK, place=Place.NOWHERE, scale=SHARES_OPERAND,
                evaluate=same_as_operand, interpret=same_as_operand, real=no_arithmetic),
