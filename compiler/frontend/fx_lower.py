@@ -41,8 +41,9 @@ from .inference import inference_refusal
 
 SUPPORTED = ("nn.Linear and F.linear, matmul (@), a positive constant factor on a product, relu, "
              "the table activations gelu, silu, sigmoid, tanh, hardswish, leaky_relu and elu, "
-             "softmax(dim=-1), +, cat(dim=0), argmax(dim=-1), and dropout (eval mode), flatten and "
-             "nn.Identity where they change nothing")
+             "softmax(dim=-1), +, cat(dim=0), argmax(dim=-1), nn.LayerNorm and F.layer_norm over the last "
+             "dim, nn.Embedding and F.embedding of 1-D token ids (or of torch.arange positions), and "
+             "dropout (eval mode), flatten and nn.Identity where they change nothing")
 """What the front end lowers, as the refusals quote it."""
 
 STATIC = "capra_static"
@@ -248,6 +249,9 @@ class Kind(enum.Enum):
     CONSTANT = "a parameter or buffer (array, float64, named name), not yet a Capra weight"
     INDICES = "an argmax nid"
     STATIC = "a Python value (number) known at compile time"
+    IDS = "a Capra input nid of token ids, (tokens, 1): only an embedding reads it"
+    NORMED = ("a LayerNorm of Capra tensor nid whose affine part (array: weight, shift: bias, number: eps) "
+              "is not applied yet: a Linear that reads it folds it, any other reader applies it")
 
 
 @dataclass
@@ -259,6 +263,7 @@ class _Value:
     array: np.ndarray | None = None
     name: str = ""
     number: Any = None
+    shift: np.ndarray | None = None
 
 
 class Lowering:
@@ -277,6 +282,7 @@ class Lowering:
         self.outputs: list[str] = []
         self.output_shapes: list[tuple[int, ...]] = []
         self.current: fx.Node | None = None
+        self.norms: dict[tuple[fx.Node, str], int] = {}
 
     # ---------------------------------------------------------------- driver
 
@@ -393,6 +399,11 @@ class Lowering:
             return v.nid
         if v.kind is Kind.CONSTANT:
             return self.weight(v.name, v.array)
+        if v.kind is Kind.NORMED:
+            return self.applied_norm(arg, v, role)
+        if v.kind is Kind.IDS:
+            raise Refuse(f"reads {arg.name}, token ids, as its {role}; token ids have no int8 scale, so only "
+                         "an embedding (nn.Embedding, F.embedding) may read them")
         if v.kind is Kind.TRANSPOSED:
             raise Refuse(f"reads {arg.name}, a transposed view, as its {role}; GA-2 reads a transpose "
                          "only as the second operand of a matmul (MM's tb flag)")
@@ -439,6 +450,8 @@ class Lowering:
 
     def lower_input(self, node: fx.Node) -> _Value:
         meta = node.meta["tensor_meta"]
+        if len(meta.shape) == 1 and not meta.dtype.is_floating_point and meta.dtype != torch.bool:
+            return self.lower_ids(node)
         if len(meta.shape) != 2:
             raise Refuse(f"has shape {tuple(meta.shape)}; Capra tensors are 2-D (rows, cols)")
         if not meta.dtype.is_floating_point:
@@ -448,6 +461,14 @@ class Lowering:
         nid = self.own(self.graph.input(name, self.shape_of(node)))
         self.inputs.append(name)
         return _Value(Kind.TENSOR, nid)
+
+    def lower_ids(self, node: fx.Node) -> _Value:
+        """A 1-D integer input: token ids, the Capra input (tokens, 1) whose scale is pinned to 1
+        (an embedding's, :mod:`compiler.ops.embedding`)."""
+        name = str(node.target)
+        nid = self.own(self.graph.input(name, (self.shape_of(node)[0], 1)))
+        self.inputs.append(name)
+        return _Value(Kind.IDS, nid)
 
     def lower_attribute(self, node: fx.Node) -> _Value:
         owner: Any = self.traced
@@ -512,7 +533,13 @@ class Lowering:
             if weight.array.ndim != 2:
                 raise Refuse(f"uses the weight '{weight.name}' of shape {weight.array.shape}; a linear "
                              "layer's weight is (out_features, in_features)")
-            source = self.tensor(x, "input")
+            normed = self.value(x)
+            if normed.kind is Kind.NORMED and bias is not None and bias.kind is not Kind.CONSTANT:
+                raise Refuse("adds a computed bias; only a parameter bias is lowered (into the accumulator, "
+                             "compiler/bias.py)")
+            if normed.kind is Kind.NORMED:   # (z g + b) W^T + c = z (W diag g)^T + (W b + c)
+                weight, bias = self.folded_norm(x, normed, weight, bias)
+            source = self.tensor(x, "input") if normed.kind is not Kind.NORMED else self.bare_norm(x, normed)
             second, transpose_b = self.weight(f"{weight.name}.T", weight.array.T), False
         elif weight.kind in (Kind.TENSOR, Kind.PRODUCT, Kind.TRANSPOSED):
             source = self.tensor(x, "input")
@@ -526,6 +553,113 @@ class Lowering:
         product = self.graph.matmul(source, second, transpose_b=transpose_b, scale=factor,
                                     bias=None if bias is None else factor * np.ravel(bias.array))
         return _Value(Kind.PRODUCT, self.own(product))
+
+    # ---------------------------------------------------------------- LayerNorm and embeddings (issue 26)
+
+    def op_layer_norm(self, node: fx.Node, input: Any, normalized_shape: Any, weight: Any = None,
+                      bias: Any = None, eps: Any = 1e-5, elementwise_affine: Any = True) -> _Value:
+        """An ``nn.LayerNorm`` (or ``F.layer_norm``) over the last dim: a NORMED value, whose
+        weight and bias the Linear layers that read it fold into theirs (one ``layernorm``
+        operation, gain 1, no bias, for all of them); any other reader gets the layernorm with
+        its affine part, which needs one positive weight for every column."""
+        shape = tuple(normalized_shape) if isinstance(normalized_shape, tuple | list | torch.Size) \
+            else (normalized_shape,)
+        cols = self.shape_of(node)[-1]
+        if shape != (cols,):
+            raise Refuse(f"normalises over the shape {shape}; GA-2's LN normalises each row, so give "
+                         f"normalized_shape=({cols},), the last dim")
+        if not (_is_number(eps) and math.isfinite(eps) and eps >= 0):
+            raise Refuse(f"has eps={eps!r}; a non-negative number is needed")
+        gain = self.affine_part(weight, 1.0, node)
+        shift = self.affine_part(bias, 0.0, node)
+        return _Value(Kind.NORMED, self.tensor(input, "input"), array=gain, shift=shift, number=float(eps))
+
+    def op_f_layer_norm(self, node: fx.Node, input: Any, normalized_shape: Any, weight: Any, bias: Any,
+                        eps: Any) -> _Value:
+        return self.op_layer_norm(node, input, normalized_shape, weight, bias, eps)
+
+    def affine_part(self, part: Any, default: float, node: fx.Node) -> np.ndarray:
+        """A LayerNorm's weight or bias as float64 (cols,): a parameter, or ``default`` when None."""
+        cols = self.shape_of(node)[-1]
+        if part is None:
+            return np.full(cols, default)
+        if isinstance(part, torch.Tensor):
+            return _values(part).ravel()
+        v = self.value(part)
+        if v.kind is not Kind.CONSTANT:
+            raise Refuse("takes a computed weight or bias; only parameters are lowered (folded into the "
+                         "Linear layers that read the LayerNorm)")
+        return np.asarray(v.array, dtype=np.float64).ravel()
+
+    def bare_norm(self, arg: fx.Node, normed: _Value) -> int:
+        """The layernorm without its affine part (gain 1, no bias), one for all its Linear readers."""
+        key = (arg, "bare")
+        if key not in self.norms:
+            nid = self.graph.layernorm(normed.nid, eps=normed.number)
+            self.origin.setdefault(nid, arg)
+            self.norms[key] = nid
+        return self.norms[key]
+
+    def applied_norm(self, arg: fx.Node, normed: _Value, role: str) -> int:
+        """The layernorm with its affine part, for a reader that is not a Linear."""
+        gain = normed.array
+        if not (np.all(gain == gain[0]) and gain[0] > 0):
+            raise Refuse(f"reads {arg.name}, a LayerNorm with a weight that differs between columns (or "
+                         f"is not positive), as its {role}; GA-2's requantizer has one factor per tensor, so "
+                         "only a Linear layer, which folds the weight into its own, may read it")
+        key = (arg, "applied")
+        if key not in self.norms:
+            shift = None if not normed.shift.any() else normed.shift
+            nid = self.graph.layernorm(normed.nid, eps=normed.number, gain=float(gain[0]), bias=shift)
+            self.origin.setdefault(nid, arg)
+            self.norms[key] = nid
+        return self.norms[key]
+
+    def folded_norm(self, x: fx.Node, normed: _Value, weight: _Value,
+                    bias: _Value | None) -> tuple[_Value, _Value]:
+        """A Linear's weight W (out, in) and bias c with the LayerNorm's weight g and bias b folded
+        in: W diag(g), and W b + c."""
+        w = weight.array
+        if w.shape[1] != normed.array.shape[0]:
+            raise Refuse(f"reads {x.name} of {normed.array.shape[0]} columns with a weight of "
+                         f"{w.shape[1]} in_features")
+        c = np.zeros(w.shape[0]) if bias is None else np.ravel(bias.array)
+        folded_w = _Value(Kind.CONSTANT, array=w * normed.array[None, :],
+                          name=f"{weight.name}*{x.name}.weight")
+        folded_b = _Value(Kind.CONSTANT, array=w @ normed.shift + c,
+                          name=f"{bias.name if bias is not None else weight.name}+{x.name}.bias")
+        return folded_w, folded_b
+
+    def op_embedding(self, node: fx.Node, input: Any, weight: Any, padding_idx: Any = None,
+                     max_norm: Any = None, norm_type: Any = 2.0, scale_grad_by_freq: Any = False,
+                     sparse: Any = False) -> _Value:
+        """An ``nn.Embedding`` (or ``F.embedding``): of token ids, one GATHER per token (the table
+        stays in external memory); of constant positions (``torch.arange``), the constant rows."""
+        if max_norm is not None:
+            raise Refuse(f"has max_norm={max_norm!r}, which rescales the table's rows in place as it reads "
+                         "them; GA-2 reads a fixed table")
+        name = f"{node.target}.weight" if node.op == "call_module" else getattr(weight, "name", "table")
+        table = _values(weight) if isinstance(weight, torch.Tensor) else self.value(weight).array
+        if table is None or table.ndim != 2:
+            raise Refuse("takes a table that is not a 2-D parameter")
+        ids = self.value(input)
+        if ids.kind is Kind.CONSTANT:
+            positions = np.asarray(ids.array).astype(np.int64).ravel()
+            return _Value(Kind.CONSTANT, array=table[positions], name=f"{name}[{ids.name}]")
+        if ids.kind is not Kind.IDS:
+            raise Refuse(f"looks up {input.name}, which is not the model's 1-D integer input of token ids "
+                         "(nor constant positions)")
+        return _Value(Kind.TENSOR, self.own(self.graph.embedding(ids.nid, self.weight(name, table))))
+
+    def op_arange(self, node: fx.Node, start: Any, end: Any = None, step: Any = 1, **settings: Any) -> _Value:
+        """``torch.arange`` of numbers known at compile time: constant positions."""
+        values = [self.value(v).number if isinstance(v, fx.Node) else v for v in (start, end, step)]
+        if not all(v is None or _is_number(v) for v in values):
+            raise Refuse("takes a bound that is not known at compile time")
+        first, last, stride = values
+        array = np.arange(first, dtype=np.float64) if last is None else np.arange(first, last, stride,
+                                                                                  dtype=np.float64)
+        return _Value(Kind.CONSTANT, array=array, name=node.name)
 
     def op_matmul(self, node: fx.Node, input: Any, other: Any) -> _Value:
         first = self.tensor(input, "first operand")
@@ -741,6 +875,8 @@ class Lowering:
     def op_getattr(self, node: fx.Node, input: Any, name: Any) -> _Value:
         if name in ("T", "mT"):
             return self.transposed(input)
+        if name in ("device", "dtype"):   # read by torch.arange(..., device=x.device): no value of its own
+            return _Value(Kind.STATIC, number=None)
         raise Refuse(f"reads the attribute '{name}', which the lowering does not know")
 
     def transposed(self, arg: Any) -> _Value:
@@ -792,6 +928,20 @@ RULES: tuple[Rule, ...] = (
          methods=("argmax",), fresh=False, two_d=False),
     Rule("transpose", _L.op_transpose, (_X, ("dim0", _REQUIRED), ("dim1", _REQUIRED)),
          functions=(torch.transpose,), methods=("transpose",), fresh=False),
+    Rule("layer_norm", _L.op_layer_norm, modules=(nn.LayerNorm,),
+         settings=("normalized_shape", "weight", "bias", "eps", "elementwise_affine")),
+    Rule("f_layer_norm", _L.op_f_layer_norm,
+         (_X, ("normalized_shape", _REQUIRED), ("weight", None), ("bias", None), ("eps", 1e-5)),
+         functions=(F.layer_norm,)),
+    Rule("embedding", _L.op_embedding, modules=(nn.Embedding,),
+         settings=("weight", "padding_idx", "max_norm")),
+    Rule("f_embedding", _L.op_embedding,
+         (_X, ("weight", _REQUIRED), ("padding_idx", None), ("max_norm", None), ("norm_type", 2.0),
+          ("scale_grad_by_freq", False), ("sparse", False)),
+         functions=(F.embedding,)),
+    Rule("arange", _L.op_arange, (("start", _REQUIRED), ("end", None), ("step", 1), ("dtype", None),
+                                  ("device", None), ("requires_grad", False)),
+         functions=(torch.arange,), two_d=False),
     Rule("t", _L.op_t, (_X,), functions=(torch.t,), methods=("t",), fresh=False),
     Rule("getattr", _L.op_getattr, (_X, ("name", _REQUIRED)), functions=(getattr,), fresh=False),
 )

@@ -184,9 +184,14 @@ class TorchGraph:
         if len(values) != len(self.inputs):
             raise ValueError(f"the module takes {len(self.inputs)} input(s) ({', '.join(self.inputs)}), "
                              f"{len(values)} value(s) given")
-        arrays = {name: _as_array(value, f"input '{name}'")
-                  for name, value in zip(self.inputs, values, strict=True)}
+        arrays = {name: self._as_input(name, value) for name, value in zip(self.inputs, values, strict=True)}
         return pad_batch(arrays, self.batch, self.graph)
+
+    def _as_input(self, name: str, value: Any) -> np.ndarray:
+        """A fed value as float64; 1-D token ids as the (tokens, 1) column their input is."""
+        array = _as_array(value, f"input '{name}'")
+        shape = self.graph.nodes[self.graph.names[name]].shape
+        return array.reshape(shape) if array.ndim == 1 and shape == (array.shape[0], 1) else array
 
     def unpack(self, outcome: RunOutcome | Mapping[str, OutputValue],
                rows: int | None = None) -> list[np.ndarray]:
@@ -522,7 +527,7 @@ def _random(shape: tuple[int, ...], dtype: torch.dtype, generator: torch.Generat
         return torch.randn(shape, generator=generator).to(dtype)
     if dtype == torch.bool:
         return torch.randint(0, 2, shape, generator=generator).bool()
-    return torch.randint(-4, 5, shape, generator=generator).to(dtype)
+    return torch.randint(0, 5, shape, generator=generator).to(dtype)   # non-negative: token ids
 
 
 class _ShapeRecorder(ShapeProp):

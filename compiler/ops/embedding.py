@@ -75,7 +75,7 @@ def _rows(node: Node, table: np.ndarray, ids: np.ndarray) -> np.ndarray:
     """``table[ids]``; an id out of the table is refused, naming the node."""
     bad = (ids < 0) | (ids >= table.shape[0])
     if bad.any():
-        raise CompileError(f"embedding node {node.id}: token id {ids[bad].flat[0]!r} is not within "
+        raise CompileError(f"embedding node {node.id}: token id {int(ids[bad].flat[0])} is not within "
                            f"0..{table.shape[0] - 1} (GA-2 stops with BAD_INDEX)",
                            "give ids below the table's rows")
     return table[ids]
