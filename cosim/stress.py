@@ -347,7 +347,7 @@ class Generator:
         memory): ``gather`` with rows = 1 after an LD of an external word the program leaves
         nonzero (the reference machine runs ``before`` to find it), or reading a nonzero
         scratchpad word itself; as words."""
-        run = Machine(self.p).run([*before, build("HALT")], self.ext_image())
+        run = Machine(self.p).run([*before, build("HALT", params=self.p)], self.ext_image())
         out = build("GATHER", params=self.p, **(gather.fields | {"rows": 1}))
         if np.count_nonzero(run.ext):
             src = int(self.rng.choice(np.flatnonzero(run.ext)))

@@ -131,10 +131,10 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if not (0 <= args.token < VOCAB and 0 <= args.position < CONTEXT):
         parser.error(f"--token must be 0..{VOCAB - 1} and --position 0..{CONTEXT - 1}")
-    program = assemble(program_text())
+    program = assemble(program_text(), params=spec.DEFAULT)   # the default machine
     ext = image(args.token, args.position)
     print(listing(program))
-    result = Machine().run(program, ext)
+    result = Machine(spec.DEFAULT).run(program, ext)
     print("\n".join(check(result, args.token, args.position)))
     print("cycles per instruction (reference machine):")
     print("\n".join(cycles(program, result)))
@@ -143,7 +143,7 @@ def main(argv: list[str] | None = None) -> int:
     # a token id past the vocabulary: BAD_INDEX at the first GATHER, nothing written
     bad = image(VOCAB, args.position)
     try:
-        Machine().run(program, bad)
+        Machine(spec.DEFAULT).run(program, bad)
         raise AssertionError("a token id past the vocabulary ran")
     except MachineError as stop:
         assert stop.code is spec.ErrorCode.BAD_INDEX and stop.pc == 1 and not stop.result.spad[16:80].any()

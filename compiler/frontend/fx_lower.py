@@ -450,8 +450,11 @@ class Lowering:
 
     def lower_input(self, node: fx.Node) -> _Value:
         meta = node.meta["tensor_meta"]
-        if len(meta.shape) == 1 and not meta.dtype.is_floating_point and meta.dtype != torch.bool:
-            return self.lower_ids(node)
+        if not meta.dtype.is_floating_point and meta.dtype != torch.bool:
+            if len(meta.shape) == 1:
+                return self.lower_ids(node)
+            raise Refuse(f"has dtype {meta.dtype} and shape {tuple(meta.shape)}; Capra takes integers only "
+                         "as token ids, a 1-D tensor of one sequence's ids for an embedding")
         if len(meta.shape) != 2:
             raise Refuse(f"has shape {tuple(meta.shape)}; Capra tensors are 2-D (rows, cols)")
         if not meta.dtype.is_floating_point:
@@ -496,6 +499,16 @@ class Lowering:
                 problems.append(f"returns {item.name}, a transposed view; GA-2 stores a tensor row by row "
                                 "as it was computed, so transpose it on the host")
                 continue
+            if v.kind is Kind.IDS:
+                problems.append(f"returns {item.name}, the token ids it was given; nothing on GA-2 computes "
+                                "them")
+                continue
+            if v.kind is Kind.NORMED:
+                try:
+                    v = _Value(Kind.TENSOR, self.applied_norm(item, v, "output"))
+                except Refuse as r:
+                    problems.append(r.why)
+                    continue
             name, k = item.name, 1
             while name in self.graph.names:
                 k += 1
@@ -651,8 +664,10 @@ class Lowering:
                          "(nor constant positions)")
         return _Value(Kind.TENSOR, self.own(self.graph.embedding(ids.nid, self.weight(name, table))))
 
-    def op_arange(self, node: fx.Node, start: Any, end: Any = None, step: Any = 1, **settings: Any) -> _Value:
-        """``torch.arange`` of numbers known at compile time: constant positions."""
+    def op_arange(self, node: fx.Node, start: Any, end: Any = None, step: Any = 1, dtype: Any = None,
+                  device: Any = None, requires_grad: Any = False) -> _Value:
+        """``torch.arange`` of numbers known at compile time: constant positions (dtype, device
+        and requires_grad change nothing here)."""
         values = [self.value(v).number if isinstance(v, fx.Node) else v for v in (start, end, step)]
         if not all(v is None or _is_number(v) for v in values):
             raise Refuse("takes a bound that is not known at compile time")
@@ -888,6 +903,8 @@ class Lowering:
             return _Value(Kind.TRANSPOSED, v.nid)
         if v.kind is Kind.TRANSPOSED:
             return _Value(Kind.TENSOR, v.nid)
+        if v.kind is Kind.NORMED:
+            return _Value(Kind.TRANSPOSED, self.tensor(arg, "operand"))
         self.tensor(arg, "operand")  # refuses indices and numbers with the reason
         raise AssertionError("unreachable")
 

@@ -395,6 +395,13 @@ def test_a_module_fx_cannot_trace():
 # ------------------------------------------------------------------ refusals
 
 
+def _per_column_norm() -> nn.LayerNorm:
+    norm = nn.LayerNorm(16)
+    with torch.no_grad():
+        norm.weight.copy_(torch.linspace(0.5, 1.5, 16))
+    return norm
+
+
 def refusal_lines(module: nn.Module, *shapes, **kwargs) -> list[str]:
     with pytest.raises(UnsupportedModel) as caught:
         from_torch(module, *shapes, **kwargs)
@@ -420,11 +427,17 @@ REFUSALS = {
         "REFUSED dropout: torch.nn.functional.dropout: is called with training=True, so it zeroes random "
         "values; call model.eval() before tracing and pass training=self.training (F.dropout's default is "
         "True)"),
-    "layer norm": (lambda m, x: m.norm(x), {"norm": nn.LayerNorm(16)},
-                   "REFUSED norm: LayerNorm module 'norm': GA-2 has no exact integer method for it: a layer "
-                   "norm divides each row by the square root of its variance"),
-    "F.layer_norm": (lambda m, x: F.layer_norm(m.fc(x), (16,)), {},
-                     "REFUSED layer_norm: torch.nn.functional.layer_norm: GA-2 has no exact integer method"),
+    "layer norm over two dims": (
+        lambda m, x: m.norm(x), {"norm": nn.LayerNorm((4, 16))},
+        "REFUSED norm: LayerNorm module 'norm': normalises over the shape (4, 16); GA-2's LN normalises each "
+        "row, so give normalized_shape=(16,), the last dim"),
+    "F.layer_norm with a negative eps": (
+        lambda m, x: F.layer_norm(m.fc(x), (16,), eps=-1.0), {},
+        "REFUSED layer_norm: torch.nn.functional.layer_norm: has eps=-1.0; a non-negative number is needed"),
+    "a per-column layer norm read by an add": (
+        lambda m, x: m.norm(x) + x, {"norm": _per_column_norm()},
+        "REFUSED add: operator +: reads norm, a LayerNorm with a weight that differs between columns (or is "
+        "not positive), as its operand; GA-2's requantizer has one factor per tensor, so only a Linear"),
     "RMS norm": (lambda m, x: m.norm(x), {"norm": nn.RMSNorm(16)},
                  "REFUSED norm: RMSNorm module 'norm': GA-2 has no exact integer method"),
     "flatten to 1-D": (lambda m, x: torch.flatten(m.fc(x)), {},
