@@ -186,9 +186,10 @@ class Graph:
         output's scales."""
         return self.add_node(Op.TABLE, (a,), fn=fn)
 
-    def softmax(self, a: int) -> int:
-        """Softmax of each row."""
-        return self.add_node(Op.SOFTMAX, (a,))
+    def softmax(self, a: int, causal: bool = False) -> int:
+        """Softmax of each row; ``causal``: row i of the last ``rows`` positions takes only its
+        first i + 1 + cols - rows values (attention's causal mask), the others are 0."""
+        return self.add_node(Op.SOFTMAX, (a,), causal=causal)
 
     def add(self, a: int, b: int) -> int:
         """Elementwise a + b."""

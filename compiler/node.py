@@ -37,6 +37,8 @@ class Node:
         bias: the matmul's bias, float64 of shape (cols,), added to every row after the
             factor (None: no bias); a layernorm's, added after the gain.
         eps: a layernorm's epsilon (added to the variance). gain: a layernorm's one factor.
+        causal: a softmax's row i takes only its first i + 1 + cols - rows values (a causal
+            mask: query i of the last ``rows`` sees the keys up to its own position).
         fn: a table activation's function (``gelu``, ``leaky_relu:0.01``: compiler/tables.py).
         start, count: the rows a slice takes.
         tag: a user's name for the tensor, used by ``compile_graph(ranges=...)``.
@@ -57,6 +59,7 @@ class Node:
     fn: str = ""
     eps: float = 0.0
     gain: float = 1.0
+    causal: bool = False
     start: int = 0
     count: int = 0
     tag: str | None = None
@@ -75,7 +78,7 @@ class Node:
         if not isinstance(other, Node):
             return NotImplemented
         plain = ("id", "op", "ins", "shape", "name", "bits", "transpose_b", "factor", "fn", "eps", "gain",
-                 "start", "count", "tag")
+                 "causal", "start", "count", "tag")
         if any(getattr(self, f) != getattr(other, f) for f in plain):
             return False
         for a, b in ((self.array, other.array), (self.bias, other.bias)):

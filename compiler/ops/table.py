@@ -43,7 +43,15 @@ from .relu import float_relu, int_relu
 from .semantics import no_arithmetic, same_as_operand
 from .shapes import same_shape
 from .slice import float_slice, int_slice, slice_shape
-from .softmax import SOFTMAX_ROW_LIMIT, SOFTMAX_SCALES, float_softmax, int_softmax, real_softmax
+from .softmax import (
+    SOFTMAX_ROW_LIMIT,
+    SOFTMAX_SCALES,
+    ZEROS,
+    float_softmax,
+    int_softmax,
+    real_softmax,
+    softmax_shape,
+)
 from .spec import FREE, NAME, SHARES_OPERAND, OpSpec, Place, Role, ScaleRule
 from .weight import float_weight, int_weight, weight_levels, weight_shape
 
@@ -60,8 +68,9 @@ def _table() -> dict[Op, OpSpec]:
                attrs={"transpose_b": False, "factor": 1.0, "bias": None},
                shape=matmul_shape, role=Role.COMPUTE, place=Place.OWN, scale=FREE, constants=(BIAS,),
                evaluate=float_matmul, interpret=int_matmul, real=real_matmul),
-        OpSpec(Op.SOFTMAX, arity=1, builder="softmax", shape=same_shape,
+        OpSpec(Op.SOFTMAX, arity=1, builder="softmax", attrs={"causal": False}, shape=softmax_shape,
                role=Role.COMPUTE, place=Place.OWN, limits=(SOFTMAX_ROW_LIMIT,), scale=SOFTMAX_SCALES,
+               constants=(ZEROS,),
                evaluate=float_softmax, interpret=int_softmax, real=real_softmax),
         OpSpec(Op.ADD, arity=2, builder="add", shape=add_shape,
                role=Role.COMPUTE, place=Place.OWN, scale=ScaleRule(covers=(0, 1)), tolerance=2,
