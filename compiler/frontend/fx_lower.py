@@ -42,7 +42,9 @@ from .inference import inference_refusal
 SUPPORTED = ("nn.Linear and F.linear, matmul (@), a positive constant factor on a product, relu, "
              "the table activations gelu, silu, sigmoid, tanh, hardswish, leaky_relu and elu, "
              "softmax(dim=-1), +, cat(dim=0), argmax(dim=-1), nn.LayerNorm and F.layer_norm over the last "
-             "dim, nn.Embedding and F.embedding of 1-D token ids (or of torch.arange positions), and "
+             "dim, nn.Embedding and F.embedding of 1-D token ids (or of torch.arange positions), "
+             "F.scaled_dot_product_attention and masked_fill with a constant causal mask before a softmax, "
+             "and "
              "dropout (eval mode), flatten and nn.Identity where they change nothing")
 """What the front end lowers, as the refusals quote it."""
 
@@ -250,6 +252,7 @@ class Kind(enum.Enum):
     INDICES = "an argmax nid"
     STATIC = "a Python value (number) known at compile time"
     IDS = "a Capra input nid of token ids, (tokens, 1): only an embedding reads it"
+    MASKED = "attention scores (Capra tensor nid) with a causal mask filled in: only a softmax reads them"
     NORMED = ("a LayerNorm of Capra tensor nid whose affine part (array: weight, shift: bias, number: eps) "
               "is not applied yet: a Linear that reads it folds it, any other reader applies it")
 
@@ -398,9 +401,15 @@ class Lowering:
         if v.kind in (Kind.TENSOR, Kind.PRODUCT):
             return v.nid
         if v.kind is Kind.CONSTANT:
+            if np.asarray(v.array).dtype.kind not in "fc":
+                raise Refuse(f"reads '{v.name}', which is not a float tensor, as its {role}; it cannot "
+                             "become a weight")
             return self.weight(v.name, v.array)
         if v.kind is Kind.NORMED:
             return self.applied_norm(arg, v, role)
+        if v.kind is Kind.MASKED:
+            raise Refuse(f"reads {arg.name}, scores with a causal mask filled in, as its {role}; only a "
+                         "softmax over each row may read them (GA-2 gives each row its valid length)")
         if v.kind is Kind.IDS:
             raise Refuse(f"reads {arg.name}, token ids, as its {role}; token ids have no int8 scale, so only "
                          "an embedding (nn.Embedding, F.embedding) may read them")
@@ -477,8 +486,10 @@ class Lowering:
         owner: Any = self.traced
         for part in node.target.split("."):
             owner = getattr(owner, part)
-        if not isinstance(owner, torch.Tensor) or not owner.is_floating_point():
+        if not isinstance(owner, torch.Tensor):
             raise Refuse("is not a float tensor, so it cannot become a weight")
+        if not owner.is_floating_point():   # a mask: a constant only other constants may read
+            return _Value(Kind.CONSTANT, array=owner.detach().cpu().numpy(), name=node.target)
         return _Value(Kind.CONSTANT, array=owner.detach().cpu().double().numpy(), name=node.target)
 
     def lower_output(self, node: fx.Node) -> None:
@@ -676,6 +687,80 @@ class Lowering:
                                                                                   dtype=np.float64)
         return _Value(Kind.CONSTANT, array=array, name=node.name)
 
+    # ---------------------------------------------------------------- causal attention (issue 26)
+
+    def op_sdpa(self, node: fx.Node, query: Any, key: Any, value: Any, attn_mask: Any = None,
+                dropout_p: Any = 0.0, is_causal: Any = False, scale: Any = None,
+                enable_gqa: Any = False) -> _Value:
+        """``F.scaled_dot_product_attention`` of (tokens, d) tensors: the scores q k^T times
+        ``scale`` (1/sqrt(d) by default), a softmax (causal with ``is_causal``), times v."""
+        if attn_mask is not None:
+            raise Refuse("takes an attn_mask; GA-2 masks causally only: pass is_causal=True")
+        if dropout_p != 0:
+            raise Refuse(f"has dropout_p={dropout_p!r}; at inference it must be 0")
+        if scale is not None and not (_is_number(scale) and math.isfinite(scale) and scale > 0):
+            raise Refuse(f"has scale={scale!r}; a positive number is needed (the requantizer's multiplier)")
+        q, k, v = (self.tensor(arg, name) for arg, name in ((query, "query"), (key, "key"), (value, "value")))
+        d = self.graph.nodes[q].shape[1]
+        factor = float(scale) if scale is not None else 1.0 / math.sqrt(d)
+        scores = self.own(self.graph.matmul(q, k, transpose_b=True, scale=factor))
+        p = self.own(self.graph.softmax(scores, causal=bool(is_causal)))
+        return _Value(Kind.TENSOR, self.own(self.graph.matmul(p, v)))
+
+    def op_masked_fill(self, node: fx.Node, input: Any, mask: Any, value: Any) -> _Value:
+        """Scores with a causal mask filled with -inf: a MASKED value, which a softmax over each
+        row turns into a causal softmax (GA-2 gives each row its valid length)."""
+        if not (_is_number(value) and value == -math.inf):
+            raise Refuse(f"fills with {value!r}; only -inf before a softmax is lowered (an exact mask: the "
+                         "softmax unit takes each row's valid length)")
+        m = self.value(mask)
+        if m.kind is not Kind.CONSTANT:
+            raise Refuse("takes a mask computed at run time; only a constant causal mask is lowered")
+        nid = self.tensor(input, "input")
+        rows, cols = self.graph.nodes[nid].shape
+        causal = np.arange(cols)[None, :] > np.arange(rows)[:, None] + cols - rows
+        given = np.asarray(m.array, dtype=bool)
+        if given.shape != (rows, cols) or not np.array_equal(given, causal):   # True where masked
+            raise Refuse(f"fills a mask that is not the causal one for ({rows}, {cols}) scores (True above "
+                         "the diagonal); GA-2 masks causally only")
+        return _Value(Kind.MASKED, nid)
+
+    def constant(self, arg: Any, role: str) -> np.ndarray:
+        """The array of a constant operand (a parameter, a buffer, or computed from them)."""
+        v = self.value(arg)
+        if v.kind is Kind.STATIC:
+            return np.asarray(v.number)
+        if v.kind is not Kind.CONSTANT:
+            raise Refuse(f"GA-2 has no operation for it on a tensor computed at run time ({role}); the front "
+                         f"end lowers {SUPPORTED}")
+        return np.asarray(v.array)
+
+    def op_getitem(self, node: fx.Node, input: Any, index: Any) -> _Value:
+        """Indexing a constant (a mask buffer cut to the sequence): the constant part."""
+        v = self.value(input)
+        if v.kind is not Kind.CONSTANT:
+            raise Refuse(f"GA-2 has no operation for it on a tensor computed at run time; the front end "
+                         f"lowers {SUPPORTED}")
+        return _Value(Kind.CONSTANT, array=np.asarray(v.array)[index], name=f"{v.name}[]")
+
+    def op_compare(self, node: fx.Node, input: Any, other: Any) -> _Value:
+        """``==`` or ``!=`` of constants: a constant mask."""
+        a, b = self.constant(input, "input"), self.constant(other, "other")
+        equal = node.target in (operator.eq, torch.eq) or node.target == "eq"
+        return _Value(Kind.CONSTANT, array=(a == b) if equal else (a != b), name=node.name)
+
+    def op_on_constant(self, node: fx.Node, input: Any, diagonal: Any = 0) -> _Value:
+        """torch.tril, triu, logical_not, ``~`` and Tensor.bool of a constant: a constant, computed
+        by PyTorch itself."""
+        x = torch.as_tensor(self.constant(input, "input"))
+        if node.op == "call_method":
+            result = getattr(x, node.target)()
+        elif node.target in (torch.tril, torch.triu):
+            result = node.target(x, diagonal)
+        else:
+            result = node.target(x)
+        return _Value(Kind.CONSTANT, array=result.numpy(), name=node.name)
+
     def op_matmul(self, node: fx.Node, input: Any, other: Any) -> _Value:
         first = self.tensor(input, "first operand")
         second_value = self.value(other)
@@ -823,12 +908,13 @@ class Lowering:
             raise Refuse(f"asks for dtype {dtype}; the softmax unit reads int8 and writes probabilities")
         if dim not in (-1, 1):
             raise Refuse(f"normalises over dim={dim}; GA-2's softmax unit normalises each row (dim=-1) only")
-        nid = self.tensor(input, "operand")
+        masked = self.value(input).kind is Kind.MASKED
+        nid = self.value(input).nid if masked else self.tensor(input, "operand")
         length = self.graph.nodes[nid].shape[1]
         if length > self.params.SM_MAX_LEN:
             raise Refuse(f"its rows hold {length} values, more than the softmax unit's "
                          f"{self.params.SM_MAX_LEN} (SM_MAX_LEN)")
-        return _Value(Kind.TENSOR, self.own(self.graph.softmax(nid)))
+        return _Value(Kind.TENSOR, self.own(self.graph.softmax(nid, causal=masked)))
 
     def op_add(self, node: fx.Node, input: Any, other: Any, alpha: Any) -> _Value:
         if alpha != 1:
@@ -959,6 +1045,17 @@ RULES: tuple[Rule, ...] = (
     Rule("arange", _L.op_arange, (("start", _REQUIRED), ("end", None), ("step", 1), ("dtype", None),
                                   ("device", None), ("requires_grad", False)),
          functions=(torch.arange,), two_d=False),
+    Rule("sdpa", _L.op_sdpa,
+         (("query", _REQUIRED), ("key", _REQUIRED), ("value", _REQUIRED), ("attn_mask", None),
+          ("dropout_p", 0.0), ("is_causal", False), ("scale", None), ("enable_gqa", False)),
+         functions=(F.scaled_dot_product_attention,)),
+    Rule("masked_fill", _L.op_masked_fill, (_X, ("mask", _REQUIRED), ("value", _REQUIRED)),
+         functions=(torch.masked_fill,), methods=("masked_fill",)),
+    Rule("getitem", _L.op_getitem, (_X, ("index", _REQUIRED)), functions=(operator.getitem,), fresh=False),
+    Rule("compare", _L.op_compare, (_X, ("other", _REQUIRED)), functions=(operator.eq, operator.ne, torch.eq,
+                                                                          torch.ne), methods=("eq", "ne")),
+    Rule("on_constant", _L.op_on_constant, (_X, ("diagonal", 0)),
+         functions=(torch.tril, torch.triu, torch.logical_not, operator.invert), methods=("bool",)),
     Rule("t", _L.op_t, (_X,), functions=(torch.t,), methods=("t",), fresh=False),
     Rule("getattr", _L.op_getattr, (_X, ("name", _REQUIRED)), functions=(getattr,), fresh=False),
 )
