@@ -559,7 +559,10 @@ def test_a_softmax_row_longer_than_the_unit_takes():
 
 def test_an_integer_input():
     lines = refusal_lines(Wrap(lambda m, x: x + x), torch.ones(2, 3, dtype=torch.int64))
-    assert lines[0].startswith("REFUSED x: input 'x': has dtype torch.int64; Capra's inputs are float")
+    assert lines[0].startswith("REFUSED x: input 'x': has dtype torch.int64 and shape (2, 3); Capra "
+                               "takes integers only as token ids, a 1-D tensor of one sequence's ids")
+    lines = refusal_lines(Wrap(lambda m, x: x + x), torch.ones(3, dtype=torch.int64))   # 1-D: token ids
+    assert lines == ["REFUSED add: operator +: its result has shape (3,); Capra tensors are 2-D (rows, cols)"]
 
 
 def test_the_compilers_structural_refusals_are_named_by_the_fx_node():
