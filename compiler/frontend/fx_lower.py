@@ -20,6 +20,7 @@ node exactly or refuses it.
 from __future__ import annotations
 
 import enum
+import itertools
 import math
 import operator
 from collections.abc import Callable
@@ -252,6 +253,13 @@ class Kind(enum.Enum):
     INDICES = "an argmax nid"
     STATIC = "a Python value (number) known at compile time"
     IDS = "a Capra input nid of token ids, (tokens, 1): only an embedding reads it"
+    COLUMNS = ("a Linear not built yet (nid: its input; array: its weight (out, in); shift: its bias; name; "
+               "number: its factor), whose columns a split or a view into heads takes")
+    PARTS = "the parts of a split of a Linear's columns (heads: a COLUMNS value each)"
+    GROUP = ("a tensor of heads (heads: one Capra nid, or COLUMNS value, per head; layout: 'tokens' for "
+             "(T, heads, d), 'heads' for (heads, T, d), 'heads_t' for (heads, d, T); number: 'masked' for "
+             "scores with a causal mask filled in)")
+    MERGED = "heads merged back into (T, heads * d) (heads: one Capra nid per head): only a Linear reads it"
     MASKED = "attention scores (Capra tensor nid) with a causal mask filled in: only a softmax reads them"
     NORMED = ("a LayerNorm of Capra tensor nid whose affine part (array: weight, shift: bias, number: eps) "
               "is not applied yet: a Linear that reads it folds it, any other reader applies it")
@@ -267,6 +275,12 @@ class _Value:
     name: str = ""
     number: Any = None
     shift: np.ndarray | None = None
+    heads: list | None = None
+    layout: str = ""
+
+
+_GROUPED = (Kind.COLUMNS, Kind.PARTS, Kind.GROUP, Kind.MERGED)
+"""Kinds whose PyTorch shape is not (rows, cols): a node that reads one may have a 3-D result."""
 
 
 class Lowering:
@@ -339,7 +353,11 @@ class Lowering:
         if rule is None:
             raise Refuse(self.unsupported(node))
         meta = node.meta.get("tensor_meta")
-        if meta is not None and rule.two_d and len(meta.shape) != 2:
+        kinds = [self.values[a].kind for a in node.all_input_nodes if a in self.values]
+        constant = bool(kinds) and len(kinds) == len(node.all_input_nodes) and \
+            all(k in (Kind.CONSTANT, Kind.STATIC) for k in kinds)          # a mask: not a Capra tensor
+        grouped = constant or any(k in _GROUPED for k in kinds)
+        if meta is not None and rule.two_d and not grouped and len(getattr(meta, "shape", (0, 0))) != 2:
             if any(arg not in self.values for arg in node.all_input_nodes):
                 raise Upstream  # its operand's shape was refused already
             raise Refuse(f"its result has shape {tuple(meta.shape)}; Capra tensors are 2-D (rows, cols)")
@@ -407,6 +425,12 @@ class Lowering:
             return self.weight(v.name, v.array)
         if v.kind is Kind.NORMED:
             return self.applied_norm(arg, v, role)
+        if v.kind is Kind.COLUMNS:
+            return self.columns_product(v)
+        if v.kind in (Kind.PARTS, Kind.GROUP, Kind.MERGED):
+            raise Refuse(f"reads {arg.name}, {v.kind.value.split(' (')[0]}, as its {role}; heads are read "
+                         "by matmul, softmax, masked_fill, scaled_dot_product_attention, transpose and view, "
+                         "and merged heads by a Linear")
         if v.kind is Kind.MASKED:
             raise Refuse(f"reads {arg.name}, scores with a causal mask filled in, as its {role}; only a "
                          "softmax over each row may read them (GA-2 gives each row its valid length)")
@@ -553,6 +577,8 @@ class Lowering:
         """x W^T, plus the bias b repeated over the rows when there is one: an ``nn.Linear`` or
         ``F.linear(x, W, b)`` with W (out_features, in_features) as PyTorch stores it. A
         parameter W^T becomes the weight ``<W's name>.T``; a computed W is read transposed."""
+        if weight.kind is Kind.CONSTANT and self.value(x).kind is Kind.MERGED:
+            return self.merged_dense(x, weight, bias, node)
         if weight.kind is Kind.CONSTANT:
             if weight.array.ndim != 2:
                 raise Refuse(f"uses the weight '{weight.name}' of shape {weight.array.shape}; a linear "
@@ -564,6 +590,12 @@ class Lowering:
             if normed.kind is Kind.NORMED:   # (z g + b) W^T + c = z (W diag g)^T + (W b + c)
                 weight, bias = self.folded_norm(x, normed, weight, bias)
             source = self.tensor(x, "input") if normed.kind is not Kind.NORMED else self.bare_norm(x, normed)
+            if self.split_later(node):
+                if bias is not None and bias.kind is not Kind.CONSTANT:
+                    raise Refuse("adds a computed bias; only a parameter bias is lowered")
+                shift = None if bias is None else np.ravel(bias.array)
+                return _Value(Kind.COLUMNS, source, array=weight.array, shift=shift, name=weight.name,
+                              number=1.0)
             second, transpose_b = self.weight(f"{weight.name}.T", weight.array.T), False
         elif weight.kind in (Kind.TENSOR, Kind.PRODUCT, Kind.TRANSPOSED):
             source = self.tensor(x, "input")
@@ -687,6 +719,104 @@ class Lowering:
                                                                                   dtype=np.float64)
         return _Value(Kind.CONSTANT, array=array, name=node.name)
 
+    # ---------------------------------------------------------------- heads (issue 26)
+
+    def split_later(self, node: fx.Node) -> bool:
+        """Whether every reader of a Linear's result takes columns of it (a split, a view into
+        heads): then it is built per part, never whole."""
+        readers = _value_readers(node)
+        takes = ("split", "view")
+        return bool(readers) and all(getattr(self.rule_of(u), "name", "") in takes for u in readers)
+
+    def columns_product(self, v: _Value, lo: int = 0, hi: int | None = None) -> int:
+        """The matmul of a COLUMNS value's columns lo..hi-1 (its weight's rows)."""
+        hi = v.array.shape[0] if hi is None else hi
+        part = "" if (lo, hi) == (0, v.array.shape[0]) else f"[{lo}:{hi}]"
+        w = self.weight(f"{v.name}{part}.T", v.array[lo:hi].T)
+        bias = None if v.shift is None else v.shift[lo:hi]
+        return self.own(self.graph.matmul(v.nid, w, scale=v.number, bias=bias))
+
+    def part(self, v: _Value, lo: int, hi: int) -> _Value:
+        """Columns lo..hi-1 of a COLUMNS value, still not built."""
+        return _Value(Kind.COLUMNS, v.nid, array=v.array[lo:hi], name=f"{v.name}[{lo}:{hi}]",
+                      shift=None if v.shift is None else v.shift[lo:hi], number=v.number)
+
+    def head_nids(self, v: _Value) -> list[int]:
+        """A GROUP's heads as Capra nids (a COLUMNS head built now)."""
+        return [self.columns_product(h) if isinstance(h, _Value) else h for h in v.heads]
+
+    def op_split(self, node: fx.Node, input: Any, split_size_or_sections: Any, dim: Any = 0) -> _Value:
+        """A Linear's result split along its columns (dim=-1): its parts, each a Linear of its own."""
+        v = self.value(input)
+        if v.kind is not Kind.COLUMNS or dim not in (-1, 1):
+            raise Refuse("splits a tensor other than a Linear's result along its columns (dim=-1); GA-2 "
+                         "builds each part as a Linear of its own")
+        out = v.array.shape[0]
+        sizes = ([split_size_or_sections] * -(-out // split_size_or_sections)
+                 if _is_number(split_size_or_sections) else list(split_size_or_sections))
+        bounds = np.cumsum([0, *sizes])
+        return _Value(Kind.PARTS, heads=[self.part(v, int(lo), int(min(hi, out)))
+                                         for lo, hi in itertools.pairwise(bounds)])
+
+    def op_view(self, node: fx.Node, input: Any, s0: Any = None, s1: Any = None, s2: Any = None,
+                s3: Any = None) -> _Value:
+        """A view into heads (T, heads, d) of a Linear's result, or heads merged back (T, heads * d)."""
+        shape = [s for s in flatten([s0, s1, s2, s3]) if s is not None]
+        sizes = [self.value(s).number if isinstance(s, fx.Node) else s for s in shape]
+        target = tuple(self.shape_of(node))
+        v = self.value(input)
+        if v.kind is Kind.COLUMNS and len(target) == 3:
+            _, heads, d = target
+            return _Value(Kind.GROUP, heads=[self.part(v, h * d, (h + 1) * d) for h in range(heads)],
+                          layout="tokens")
+        if v.kind is Kind.GROUP and v.layout == "tokens" and len(target) == 2:
+            return _Value(Kind.MERGED, heads=self.head_nids(v))
+        if v.kind in (Kind.TENSOR, Kind.PRODUCT) and target == tuple(self.graph.nodes[v.nid].shape):
+            return v
+        raise Refuse(f"views {'a Linear' if v.kind is Kind.COLUMNS else 'a tensor'} as {tuple(sizes)}; GA-2 "
+                     "takes a view into heads (T, heads, d) of a Linear's result read only so, and heads "
+                     "merged back (T, heads * d) after transpose(0, 1)")
+
+    def op_contiguous(self, node: fx.Node, input: Any, memory_format: Any = None) -> _Value:
+        return self.value(input)
+
+    def group_transpose(self, v: _Value, dims: set) -> _Value:
+        """transpose of a GROUP: (0, 1) swaps tokens and heads, (1, 2) a head's two dims."""
+        if dims == {0, 1} and v.layout in ("tokens", "heads"):
+            swapped = "heads" if v.layout == "tokens" else "tokens"
+            return _Value(Kind.GROUP, heads=self.head_nids(v), layout=swapped)
+        if dims == {1, 2} and v.layout in ("heads", "heads_t"):
+            swapped = "heads_t" if v.layout == "heads" else "heads"
+            return _Value(Kind.GROUP, heads=self.head_nids(v), layout=swapped)
+        raise Refuse(f"swaps dims {sorted(dims)} of heads laid out as {v.layout}")
+
+    def group_matmul(self, node: fx.Node, a: _Value, b: _Value) -> _Value:
+        """Per head: a_h @ b_h (b_h read transposed when it is a transposed head)."""
+        if a.kind is not Kind.GROUP or b.kind is not Kind.GROUP or a.layout != "heads" or \
+                b.layout not in ("heads", "heads_t") or len(a.heads) != len(b.heads):
+            raise Refuse("multiplies heads by something other than heads of the same count (laid out "
+                         "(heads, T, d) after transpose(0, 1))")
+        factor = self.folded_factor(node)
+        products = [self.own(self.graph.matmul(x, y, transpose_b=b.layout == "heads_t", scale=factor))
+                    for x, y in zip(self.head_nids(a), self.head_nids(b), strict=True)]
+        return _Value(Kind.GROUP, heads=products, layout="heads")
+
+    def merged_dense(self, x: fx.Node, weight: _Value, bias: _Value | None, node: fx.Node) -> _Value:
+        """A Linear of merged heads: the sum over heads of y_h W_h^T (W_h: the weight's columns of
+        head h), the bias on the first; one add per further head."""
+        heads = self.value(x).heads
+        d = self.graph.nodes[heads[0]].shape[1]
+        if bias is not None and bias.kind is not Kind.CONSTANT:
+            raise Refuse("adds a computed bias; only a parameter bias is lowered")
+        total = None
+        for h, y in enumerate(heads):
+            lo, hi = h * d, (h + 1) * d
+            w = self.weight(f"{weight.name}[:, {lo}:{hi}].T", weight.array[:, lo:hi].T)
+            b = np.ravel(bias.array) if bias is not None and h == 0 else None
+            product = self.own(self.graph.matmul(y, w, bias=b))
+            total = product if total is None else self.own(self.graph.add(total, product))
+        return _Value(Kind.TENSOR, total)
+
     # ---------------------------------------------------------------- causal attention (issue 26)
 
     def op_sdpa(self, node: fx.Node, query: Any, key: Any, value: Any, attn_mask: Any = None,
@@ -700,12 +830,28 @@ class Lowering:
             raise Refuse(f"has dropout_p={dropout_p!r}; at inference it must be 0")
         if scale is not None and not (_is_number(scale) and math.isfinite(scale) and scale > 0):
             raise Refuse(f"has scale={scale!r}; a positive number is needed (the requantizer's multiplier)")
+        if any(self.value(a).kind is Kind.GROUP for a in (query, key, value)):
+            return self.group_sdpa(query, key, value, is_causal, scale)
         q, k, v = (self.tensor(arg, name) for arg, name in ((query, "query"), (key, "key"), (value, "value")))
         d = self.graph.nodes[q].shape[1]
         factor = float(scale) if scale is not None else 1.0 / math.sqrt(d)
         scores = self.own(self.graph.matmul(q, k, transpose_b=True, scale=factor))
         p = self.own(self.graph.softmax(scores, causal=bool(is_causal)))
         return _Value(Kind.TENSOR, self.own(self.graph.matmul(p, v)))
+
+    def group_sdpa(self, query: Any, key: Any, value: Any, is_causal: Any, scale: Any) -> _Value:
+        """Per head: softmax(q_h k_h^T * scale) v_h, causal with ``is_causal``."""
+        q, k, v = (self.value(a) for a in (query, key, value))
+        if not all(x.kind is Kind.GROUP and x.layout == "heads" for x in (q, k, v)):
+            raise Refuse("takes heads not laid out (heads, T, d), or heads and a plain tensor")
+        outs = []
+        for qh, kh, vh in zip(self.head_nids(q), self.head_nids(k), self.head_nids(v), strict=True):
+            d = self.graph.nodes[qh].shape[1]
+            factor = float(scale) if scale is not None else 1.0 / math.sqrt(d)
+            scores = self.own(self.graph.matmul(qh, kh, transpose_b=True, scale=factor))
+            p = self.own(self.graph.softmax(scores, causal=bool(is_causal)))
+            outs.append(self.own(self.graph.matmul(p, vh)))
+        return _Value(Kind.GROUP, heads=outs, layout="heads")
 
     def op_masked_fill(self, node: fx.Node, input: Any, mask: Any, value: Any) -> _Value:
         """Scores with a causal mask filled with -inf: a MASKED value, which a softmax over each
@@ -716,13 +862,18 @@ class Lowering:
         m = self.value(mask)
         if m.kind is not Kind.CONSTANT:
             raise Refuse("takes a mask computed at run time; only a constant causal mask is lowered")
-        nid = self.tensor(input, "input")
+        scores = self.value(input)
+        nid = scores.heads[0] if scores.kind is Kind.GROUP else self.tensor(input, "input")
         rows, cols = self.graph.nodes[nid].shape
+        m = _Value(Kind.CONSTANT, array=np.asarray(m.array).reshape(np.asarray(m.array).shape[-2:])
+                   if np.asarray(m.array).ndim > 2 and np.asarray(m.array).size == rows * cols else m.array)
         causal = np.arange(cols)[None, :] > np.arange(rows)[:, None] + cols - rows
         given = np.asarray(m.array, dtype=bool)
         if given.shape != (rows, cols) or not np.array_equal(given, causal):   # True where masked
             raise Refuse(f"fills a mask that is not the causal one for ({rows}, {cols}) scores (True above "
                          "the diagonal); GA-2 masks causally only")
+        if scores.kind is Kind.GROUP:
+            return _Value(Kind.GROUP, heads=scores.heads, layout=scores.layout, number="masked")
         return _Value(Kind.MASKED, nid)
 
     def constant(self, arg: Any, role: str) -> np.ndarray:
@@ -738,10 +889,26 @@ class Lowering:
     def op_getitem(self, node: fx.Node, input: Any, index: Any) -> _Value:
         """Indexing a constant (a mask buffer cut to the sequence): the constant part."""
         v = self.value(input)
+        if v.kind is Kind.PARTS and isinstance(index, int):
+            return v.heads[index]
         if v.kind is not Kind.CONSTANT:
             raise Refuse(f"GA-2 has no operation for it on a tensor computed at run time; the front end "
                          f"lowers {SUPPORTED}")
-        return _Value(Kind.CONSTANT, array=np.asarray(v.array)[index], name=f"{v.name}[]")
+        return _Value(Kind.CONSTANT, array=np.asarray(v.array)[self.static_index(index)], name=f"{v.name}[]")
+
+    def static_index(self, index: Any) -> Any:
+        """An index with the fx nodes in it (a slice's bound: the input's length) replaced by
+        their compile-time numbers."""
+        if isinstance(index, tuple):
+            return tuple(self.static_index(i) for i in index)
+        if isinstance(index, slice):
+            return slice(*(self.static_index(b) for b in (index.start, index.stop, index.step)))
+        if isinstance(index, fx.Node):
+            v = self.value(index)
+            if v.kind is not Kind.STATIC:
+                raise Refuse(f"indexes a constant by {index.name}, which is not known at compile time")
+            return v.number
+        return index
 
     def op_compare(self, node: fx.Node, input: Any, other: Any) -> _Value:
         """``==`` or ``!=`` of constants: a constant mask."""
@@ -762,6 +929,8 @@ class Lowering:
         return _Value(Kind.CONSTANT, array=result.numpy(), name=node.name)
 
     def op_matmul(self, node: fx.Node, input: Any, other: Any) -> _Value:
+        if self.value(input).kind is Kind.GROUP or self.value(other).kind is Kind.GROUP:
+            return self.group_matmul(node, self.value(input), self.value(other))
         first = self.tensor(input, "first operand")
         second_value = self.value(other)
         if second_value.kind is Kind.TRANSPOSED:
@@ -908,6 +1077,12 @@ class Lowering:
             raise Refuse(f"asks for dtype {dtype}; the softmax unit reads int8 and writes probabilities")
         if dim not in (-1, 1):
             raise Refuse(f"normalises over dim={dim}; GA-2's softmax unit normalises each row (dim=-1) only")
+        if self.value(input).kind is Kind.GROUP:
+            v = self.value(input)
+            if v.layout != "heads":
+                raise Refuse(f"normalises heads laid out as {v.layout}; give the scores (heads, T, T)")
+            probs = [self.own(self.graph.softmax(h, causal=v.number == "masked")) for h in v.heads]
+            return _Value(Kind.GROUP, heads=probs, layout="heads")
         masked = self.value(input).kind is Kind.MASKED
         nid = self.value(input).nid if masked else self.tensor(input, "operand")
         length = self.graph.nodes[nid].shape[1]
@@ -963,6 +1138,8 @@ class Lowering:
         return _Value(Kind.INDICES, self.own(self.graph.argmax(self.tensor(input, "operand"))))
 
     def op_transpose(self, node: fx.Node, input: Any, dim0: Any, dim1: Any) -> _Value:
+        if self.value(input).kind is Kind.GROUP:
+            return self.group_transpose(self.value(input), {d % 3 for d in (dim0, dim1)})
         axes = {d % 2 if isinstance(d, int) and -2 <= d <= 1 else d for d in (dim0, dim1)}
         if not axes <= {0, 1}:
             raise Refuse(f"swaps dims {dim0} and {dim1} of a 2-D tensor")
@@ -1056,6 +1233,12 @@ RULES: tuple[Rule, ...] = (
                                                                           torch.ne), methods=("eq", "ne")),
     Rule("on_constant", _L.op_on_constant, (_X, ("diagonal", 0)),
          functions=(torch.tril, torch.triu, torch.logical_not, operator.invert), methods=("bool",)),
+    Rule("split", _L.op_split, (_X, ("split_size_or_sections", _REQUIRED), ("dim", 0)),
+         functions=(torch.split,), methods=("split",), fresh=False, two_d=False),
+    Rule("view", _L.op_view, (_X, ("s0", None), ("s1", None), ("s2", None), ("s3", None)),
+         methods=("view", "reshape"), functions=(torch.reshape,), fresh=False, two_d=False),
+    Rule("contiguous", _L.op_contiguous, (_X, ("memory_format", None)), methods=("contiguous",), fresh=False,
+         two_d=False),
     Rule("t", _L.op_t, (_X,), functions=(torch.t,), methods=("t",), fresh=False),
     Rule("getattr", _L.op_getattr, (_X, ("name", _REQUIRED)), functions=(getattr,), fresh=False),
 )

@@ -312,7 +312,7 @@ def from_torch(module: nn.Module, *examples: torch.Tensor | Sequence[int], batch
     except Exception:  # a module that cannot be copied is traced as it is
         working = module
     try:
-        traced = fx.symbolic_trace(working)
+        traced = fx.GraphModule(working, BufferTracer().trace(working), model)
     except Exception as e:  # torch.fx raises TraceError, TypeError, NotImplementedError, ...
         raise CompileError(f"torch.fx cannot trace {model}: {type(e).__name__}: {_first_line(e)}",
                            _trace_fix(e)) from e
@@ -335,6 +335,19 @@ def from_torch(module: nn.Module, *examples: torch.Tensor | Sequence[int], batch
                       output_shapes=tuple(lowering.output_shapes),
                       origin={nid: n.name for nid, n in lowering.origin.items()}, traced=traced, batch=batch,
                       model=model, params=params)
+
+
+class BufferTracer(fx.Tracer):
+    """``torch.fx.symbolic_trace``'s tracer, but a buffer read in ``forward`` is a ``get_attr``
+    node as a parameter is, not a tensor fixed at trace time: ``self.bias[:, :T, :T]`` with T the
+    input's length (nanoGPT's causal mask) is then traced rather than refused."""
+
+    def getattr(self, attr: str, attr_val: Any, parameter_proxy_cache: dict) -> Any:
+        if isinstance(attr_val, torch.Tensor) and not isinstance(attr_val, nn.Parameter):
+            for name, buffer in self.root.named_buffers():
+                if buffer is attr_val:
+                    return self.create_proxy("get_attr", name, (), {})
+        return super().getattr(attr, attr_val, parameter_proxy_cache)
 
 
 def _trace_fix(error: Exception) -> str:
