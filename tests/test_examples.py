@@ -258,6 +258,7 @@ BAD_FLAGS = [
                                                  "reads its last reports: give one"),
     ("transformer_ops.py", ["--token", "16"],
      "transformer_ops.py: error: --token must be 0..15 and --position 0..7"),
+    ("transformer_block.py", ["--tokens", "17"], "transformer_block.py: error: --tokens must be 1..16"),
 ]
 """A flag out of range: argparse's usage and one line naming the flag, status 2, nothing run."""
 
@@ -379,3 +380,28 @@ def test_transformer_ops_on_the_rtl():
     for sim in ("icarus", "verilator"):
         assert f"{sim:<10} PASS: decode step: GATHER, LN, AMAX -> GATHER" in done.stdout
         assert f"{sim:<10} PASS: token id past the table" in done.stdout
+
+
+def test_transformer_block_compiles_unchanged():
+    """A pre-norm block from PyTorch (issue 26): both forms of attention, the reference machine =
+    the integer interpreter, both forms the same program (same cycles)."""
+    cycles = []
+    for flags in ([], ["--explicit"]):
+        done = subprocess.run([sys.executable, str(EXAMPLES / "transformer_block.py"), *flags],
+                              capture_output=True, text=True, timeout=300)
+        assert done.returncode == 0, done.stdout + done.stderr
+        assert "reference machine = integer interpreter: True" in done.stdout
+        assert "graph: add 5, input 1, layernorm 2, matmul 26, output 1, softmax 4, table 1" in done.stdout
+        cycles.append(re.search(r"T = 8, (\d+) cycles, bit-exact", done.stdout).group(1))
+    assert cycles[0] == cycles[1]
+
+
+@pytest.mark.rtl
+@pytest.mark.slow
+def test_transformer_block_on_the_rtl():
+    """The block on Icarus and Verilator: every memory word and counter as the reference's
+    (.ci/run runs it too)."""
+    done = subprocess.run([sys.executable, str(EXAMPLES / "transformer_block.py"), "--rtl", "both"],
+                          capture_output=True, text=True, timeout=1800)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "icarus     PASS" in done.stdout and "verilator  PASS" in done.stdout
