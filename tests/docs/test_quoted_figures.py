@@ -31,6 +31,8 @@ from typing import NamedTuple
 
 import pytest
 
+from sim.spec import DEFAULT
+
 from .quoted import ROOT
 
 
@@ -88,7 +90,7 @@ def issue_rule_mutants() -> int:
 
 def fault_programs() -> int:
     from cosim import faults
-    return len(faults.jobs())
+    return len(faults.jobs(DEFAULT))
 
 
 def example_a_instructions() -> int:
@@ -148,14 +150,25 @@ def studies_on_the_rtl() -> tuple[int, int]:
 def ln_cycles(n: int = 64) -> int:
     """sim/spec.py: LN's latency for a row of n int8 values on the default machine."""
     from sim import spec
-    return spec.latency(spec.BY_NAME["LN"], {"dst": 0, "src": 0, "len": n, "bias": 0, "eps": 0})
+    return spec.latency(spec.BY_NAME["LN"], {"dst": 0, "src": 0, "len": n, "bias": 0, "eps": 0}, spec.DEFAULT)
 
 
 def gather_cycles(n: int = 64) -> int:
     """sim/spec.py: GATHER's latency for a row of n words on the default machine."""
     from sim import spec
     fields = {"dst": 0, "src": 0, "len": n, "fmt": 0, "idx": 0, "rows": 1}
-    return spec.latency(spec.BY_NAME["GATHER"], fields)
+    return spec.latency(spec.BY_NAME["GATHER"], fields, spec.DEFAULT)
+
+
+def block_cycles() -> int:
+    """examples/transformer_block.py: the pre-norm block's cycles at T = 8 on the default machine."""
+    sys.path.insert(0, str(ROOT / "examples"))
+    try:
+        import transformer_block
+    finally:
+        sys.path.remove(str(ROOT / "examples"))
+    _, lowered, program, x = transformer_block.compiled(False, 8)
+    return program.run(lowered.feed(x), warn=False).counters.cycles
 
 
 def streaming_mutants() -> str:
@@ -216,6 +229,8 @@ FIGURES = [
            "sim/spec.py: LN's latency, N = 64"),
     Figure(TRANSFORMER, "Latency `ceil(len/LANES) + 8` ({} for a row of 64)", gather_cycles,
            "sim/spec.py: GATHER's latency, len = 64"),
+    Figure(TRANSFORMER, "the same program, {:,} cycles on the default machine", block_cycles,
+           "examples/transformer_block.py, T = 8"),
     Figure("docs/index.md", "{} more mutants break the streaming", streaming_mutants,
            f"{MUTANTS}: STREAMING_MUTANTS"),
 ]
