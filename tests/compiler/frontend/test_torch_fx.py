@@ -495,7 +495,7 @@ REFUSALS = {
     "unsqueeze": (lambda m, x: m.fc(x).unsqueeze(0), {},
                   "REFUSED unsqueeze: Tensor.unsqueeze(): GA-2 has no operation for it"),
     "reshape": (lambda m, x: m.fc(x).reshape(8, 8), {},
-                "REFUSED reshape: Tensor.reshape(): GA-2 has no operation"),
+                "REFUSED reshape: Tensor.reshape(): views a Linear as (8, 8); GA-2 takes a view into heads"),
 }
 
 
