@@ -122,13 +122,13 @@ def leading_zero_pairs(value: Value) -> Value:
     with zero groups below): each level one multiplexer and a zero flag, no adder (the count of
     a half whose upper half is all zero is 1 then the lower half's count)."""
     groups = len(value) // 2
-    width = 1 << (groups - 1).bit_length()
+    width = max(2, 1 << (groups - 1).bit_length())
     nonzero = [Const(0, 1)] * (width - groups) + [value[2 * j:2 * j + 2].any() for j in range(groups)]
 
     def count(nz: list[Value]) -> tuple[Value, Value]:
         """(leading zero groups among ``nz`` (highest last, a power of two of them), all zero)."""
-        if len(nz) == 1:
-            return Const(0, 0), ~nz[0]
+        if len(nz) == 2:   # one bit: the upper group is zero (no zero-width count below it)
+            return ~nz[1], ~nz[1] & ~nz[0]
         half = len(nz) // 2
         lo_count, lo_zero = count(nz[:half])
         hi_count, hi_zero = count(nz[half:])
