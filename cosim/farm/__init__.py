@@ -12,7 +12,8 @@ Which farm (``--engine``, make's ``ENGINE=``):
     Ray. With ``RAY_ADDRESS=host:port`` (Ray's own convention) the campaign joins that cluster
     (``ray start --head`` on one machine, ``ray start --address=...`` on the others:
     docs/cluster.md); without it ``ray.init()`` starts a private instance inside the process and
-    stops it at the end. Tasks that lose their worker or node are retried (:data:`cosim.farm.base.MAX_RETRIES`).
+    stops it at the end. Tasks that lose their worker or node are retried
+    (:data:`cosim.farm.base.MAX_RETRIES`).
 ``local``
     a pool of forked worker processes on this machine (:mod:`.local`): no start-up cost.
 ``auto`` (the default)

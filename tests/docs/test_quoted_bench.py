@@ -47,8 +47,8 @@ def per_image(value: float, batch: int) -> str:
 
 
 def test_the_quoted_rows_are_make_bench_output():
-    printed = {_norm(line) for line in perf.format_report(*perf.measure(DEFAULT), DEFAULT)
-               + mlpbench.report(DEFAULT)}
+    lines = perf.format_report(*perf.measure(DEFAULT), params=DEFAULT) + mlpbench.report(DEFAULT)
+    printed = {_norm(line) for line in lines}
     rows = quoted_rows()
     assert len(rows) == 6, rows          # total, example A, the seeds line, batches 1, 8 and 64
     stale = [row for row in rows if _norm(row) not in printed]

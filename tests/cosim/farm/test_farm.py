@@ -93,8 +93,7 @@ def test_a_hung_launch_is_a_named_error_of_its_simulator(tmp_path, monkeypatch):
     def hang(b, jobs, params, *, keep=False, progress=None):
         subprocess.run(["sleep", "60"], check=True)
 
-    verilog = tmp_path / "ga2_simtop.v"
-    monkeypatch.setattr(pool, "fresh_verilog", lambda verilog_path=None, say=print, params=None: verilog)
+    monkeypatch.setattr(pool, "fresh_verilog", lambda verilog=None, say=print, **_: tmp_path / "ga2_simtop.v")
     monkeypatch.setattr(pool, "verilog_params", lambda verilog: DEFAULT)
     monkeypatch.setattr(runner, "build", lambda name, source, **kw: runner.Build(name, tmp_path, "d", False,
                                                                                  True, 0.0))
