@@ -192,9 +192,10 @@ class Graph:
         output's scales."""
         return self.add_node(Op.TABLE, (a,), fn=fn)
 
-    def softmax(self, a: int) -> int:
-        """Softmax of each row."""
-        return self.add_node(Op.SOFTMAX, (a,))
+    def softmax(self, a: int, causal: bool = False) -> int:
+        """Softmax of each row; ``causal``: row i of the last ``rows`` positions takes only its
+        first i + 1 + cols - rows values (attention's causal mask), the others are 0."""
+        return self.add_node(Op.SOFTMAX, (a,), causal=causal)
 
     def add(self, a: int, b: int) -> int:
         """Elementwise a + b."""
@@ -250,6 +251,17 @@ class Graph:
 
     def _cols(self, nid: int, user: str) -> int:
         return self._operand(nid, user).shape[1]
+    def layernorm(self, a: int, eps: float = 1e-5, gain: float = 1.0, bias: Any = None) -> int:
+        """The LayerNorm of each row, gain * (a - mean) / sqrt(var + eps) + bias (the biased
+        variance, as nn.LayerNorm): one LN per row, exactly in integers, and one RQ (issue 26).
+        ``gain`` is one positive number, ``bias`` None or one number per column."""
+        return self.add_node(Op.LAYERNORM, (a,), eps=eps, gain=gain, bias=bias)
+
+    def embedding(self, ids: int, table: int) -> int:
+        """Row ``ids[t, 0]`` of the int8 weight ``table`` for each token t: ids is an input of
+        shape (tokens, 1) holding token ids 0..127 (its scale is pinned to 1), the result
+        (tokens, table's columns). One GATHER per token; the table stays in external memory."""
+        return self.add_node(Op.EMBEDDING, (ids, table))
 
     def output(self, a: int, name: str) -> int:
         """Store tensor a to external memory under ``name``."""

@@ -36,7 +36,10 @@ class Node:
         transpose_b: the matmul reads its second operand transposed.
         factor: the matmul's constant factor (the ``scale=`` argument of :meth:`Graph.matmul`).
         bias: the matmul's bias, float64 of shape (cols,), added to every row after the
-            factor (None: no bias).
+            factor (None: no bias); a layernorm's, added after the gain.
+        eps: a layernorm's epsilon (added to the variance). gain: a layernorm's one factor.
+        causal: a softmax's row i takes only its first i + 1 + cols - rows values (a causal
+            mask: query i of the last ``rows`` sees the keys up to its own position).
         fn: a table activation's function (``gelu``, ``leaky_relu:0.01``: compiler/tables.py).
         start, count: the rows a slice takes; count: the rows of a reshape.
         window: a convolution's or a pool's geometry over images stored HWC
@@ -59,6 +62,9 @@ class Node:
     factor: float = 1.0
     bias: np.ndarray | None = None
     fn: str = ""
+    eps: float = 0.0
+    gain: float = 1.0
+    causal: bool = False
     start: int = 0
     count: int = 0
     window: str = ""
@@ -78,8 +84,8 @@ class Node:
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, Node):
             return NotImplemented
-        plain = ("id", "op", "ins", "shape", "name", "bits", "transpose_b", "factor", "fn", "start", "count",
-                 "window", "per_channel", "tag")
+        plain = ("id", "op", "ins", "shape", "name", "bits", "transpose_b", "factor", "fn", "eps", "gain",
+                 "causal", "start", "count", "window", "per_channel", "tag")
         if any(getattr(self, f) != getattr(other, f) for f in plain):
             return False
         for a, b in ((self.array, other.array), (self.bias, other.bias)):

@@ -55,7 +55,8 @@ CASES = tuple(dict.fromkeys((
     "MM tb=1", "MM tb=1, odd strides", "MM K=1", "MM K=K_MAX", "MM output rows overlap", "SM len=1",
     "SM len=SM_MAX_LEN", "RQ in place", "VADD in place", "collide RAW", "collide WAR", "collide WAW",
     *FLAGS, "RQ pc=1, C=LANES", "RQ pc=1, C not a multiple of LANES", "RQ pc=1, len > C",
-    "RQ pc=1 in place")))
+    "RQ pc=1 in place", "LN len=1", "LN len=LN_MAX_LEN", "LN in place", "GATHER first row",
+    "GATHER last row")))
 """The generator's named cases (``cosim.stress.Generator`` counts them in its features)."""
 WAITS = ("hazard", "port")
 """OVERLAP = 1: the bins of ``stress.waits``, a program whose run waited on a hazard, on a port

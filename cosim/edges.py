@@ -42,6 +42,17 @@ named ``seed N (edge: <strategy>)``. The body comes from one strategy, by turns:
     in place and onto its own table.
 ``touching_regions``
     every instruction with a long source and its destination right before or right after it.
+``layernorm_rows``
+    LN (issue 26) on constant rows with eps = 0 (D = 0, r = 0) and 1, the row of one 127 among
+    -128s (the largest |z|, sqrt(N - 1)) at LN_MAX_LEN where the scratchpad allows, rows of the
+    two extremes (the largest variance), a row of zeros and one 1 (the smallest), length 1 and
+    4k + 1, eps 2^32 - 1, bias words next to INT32_MAX and INT32_MIN (the sum wraps), in place
+    over the row and over the bias.
+``gather_rows``
+    GATHER (issue 26) of the first and the last row of tables of 1 to 9 rows, both formats, rows
+    of 1 to 5 elements and 4k + 1 (a packed word partly used), a table ending on the last
+    external word, a row number written by AMAX (the greedy decoding loop), the destination
+    touching the row number's word.
 ``field_limits``
     every bounded field at its limit (M = N = T, K = 1 and K_MAX, s = 1 and 63, m = 0 and
     2**24 - 1, SM len = SM_MAX_LEN, len = 1) and regions that end exactly at the last word of
@@ -52,7 +63,9 @@ named ``seed N (edge: <strategy>)``. The body comes from one strategy, by turns:
 
 The endings are edges too: a field one past its limit (BAD_FIELD), a region one word past
 the end of its memory, short or long (SPAD_RANGE, EXT_RANGE), a destination overlapping a source by one word
-(OVERLAP), and for half of them two faults in one instruction, so that the error priority
+(OVERLAP), a GATHER's row number just out of its table (BAD_INDEX: rows, rows + 1, 2^16 + rows -
+1 whose low 16 bits are in range, -1, 2^31), and for half of them two faults in one instruction,
+so that the error priority
 shows (BAD_FIELD with a region out of range or an overlap; SPAD_RANGE with EXT_RANGE; an
 unknown opcode over fields that are also out of range).
 
@@ -498,7 +511,7 @@ def touching_regions(b: Builder) -> None:
     OVERLAP."""
     rng = b.rng
     load_whole(b)
-    for kind in ("RQ", "VADD", "AMAX", "UNPACK", "SM", "MM"):
+    for kind in ("RQ", "VADD", "AMAX", "UNPACK", "SM", "MM", "LN"):
         f = lengthened(b, kind, _legal_fields(b, kind))
         regions = spec.BY_NAME[kind].regions
         write = next(r for r in regions if r.writes)
@@ -512,10 +525,87 @@ def touching_regions(b: Builder) -> None:
         b.features["edge: regions touching"] += 1
 
 
+# --------------------------------------------------------------------------- layernorm_rows, gather_rows
+
+
+def layernorm_rows(b: Builder) -> None:
+    p, rng = b.params, b.rng
+    room = (p.SPAD_WORDS - b.spad_next - 64) // 3               # a row, its bias and its result
+    longest = max(1, min(spec.LN_MAX_LEN, room))
+    odd = 4 * rng.randint(1, 8) + 1
+    rows = [
+        ("one 127 among -128s, the largest |z|", [127] + [-128] * (longest - 1), 0),
+        ("constant, eps = 0: D = 0", [rng.randint(-128, 127)] * odd, 0),
+        ("constant, eps = 1", [rng.randint(-128, 127)] * odd, 1),
+        ("the two extremes", [rng.choice((-128, 127)) for _ in range(odd)], (1 << 32) - 1),
+        ("zeros and one 1", [0] * (odd - 1) + [1], rng.randint(0, 3)),
+        ("length 1", [rng.randint(-128, 127)], rng.choice((0, 1, (1 << 32) - 1))),
+    ]
+    for name, row, eps in rows:
+        n = len(row)
+        if b.spad_next + 3 * n + 12 > p.SPAD_WORDS:
+            continue
+        src = b.load(row, int8=True)
+        near = [INT32_MAX - rng.randrange(1 << 22) if i % 2 else INT32_MIN + rng.randrange(1 << 22)
+                for i in range(n)]
+        bias = b.load(near if rng.random() < 0.5 else [rng.randint(-(1 << 20), 1 << 20) for _ in range(n)])
+        b.add("LN", dst=b.spad(n), src=src, len=n, bias=bias, eps=eps)
+        b.features[f"edge: LN {name}"] += 1
+        if n in (1, spec.LN_MAX_LEN):                       # cosim.coverage.CASES
+            b.features[f"LN len={'1' if n == 1 else 'LN_MAX_LEN'}"] += 1
+    # in place over the row, then over the bias
+    n = 4 * rng.randint(0, 6) + rng.randint(1, 4)
+    if b.spad_next + 2 * n + 8 <= p.SPAD_WORDS:
+        src, bias = b.load(int8s(rng, n), int8=True), b.load([rng.randint(-999, 999) for _ in range(n)])
+        b.add("LN", dst=src, src=src, len=n, bias=bias, eps=rng.getrandbits(12))
+        b.add("LN", dst=bias, src=src, len=n, bias=bias, eps=0)
+        b.features["edge: LN in place over the row and the bias"] += 1
+        b.features["LN in place"] += 1
+
+
+def _table(b: Builder, rows: int, n: int, fmt: int, at_end: bool = False) -> int:
+    """An embedding table of ``rows`` rows of ``n`` elements in the external memory (fresh, or
+    ending on its last word), bytes -128, 127, -1 and 0 in a packed one; its address."""
+    p, rng = b.params, b.rng
+    words = rows * (-(-n // spec.INT8_PER_WORD) if fmt else n)
+    src = p.EXT_WORDS - words if at_end else b.ext_next + rng.randrange(0, 4)
+    if src < 0 or src + words > p.EXT_WORDS:
+        raise TooSmall(f"an embedding table of {words} words does not fit {p.EXT_WORDS} external words")
+    if not at_end:
+        b.ext_next = src + words
+    if fmt:
+        for w in range(src, src + words):
+            b.ext[w] = sum(rng.choice((0x80, 0x7F, 0xFF, 0x00, rng.randrange(256))) << (8 * j)
+                           for j in range(spec.INT8_PER_WORD))
+    return src
+
+
+def gather_rows(b: Builder) -> None:
+    rng = b.rng
+    for k, n in enumerate((1, 2, 3, 4, 5, 4 * rng.randint(2, 16) + 1, rng.randint(6, 64))):
+        fmt, rows = k % 2, rng.choice((1, 2, rng.randint(3, 9)))
+        src = _table(b, rows, n, fmt, at_end=k == 6)
+        for row in sorted({0, rows - 1}):
+            idx = b.load([row])
+            b.add("GATHER", dst=b.spad(n), src=src, idx=idx, len=n, rows=rows, fmt=fmt)
+            b.features[f"edge: GATHER {'first' if row == 0 else 'last'} row"] += 1
+            b.features[f"GATHER {'first' if row == 0 else 'last'} row"] += 1     # cosim.coverage.CASES
+    # the row number written by AMAX (greedy decoding feeds the argmax back), the destination
+    # right after the row number's word
+    rows, n = rng.randint(2, 9), rng.randint(1, 9)
+    src = _table(b, rows, n, 1)
+    scores = b.load(int8s(rng, rows), int8=True)
+    idx = b.spad(1 + n)
+    b.add("AMAX", dst=idx, src=scores, len=rows)
+    b.add("GATHER", dst=idx + 1, src=src, idx=idx, len=n, rows=rows, fmt=1)
+    b.features["edge: GATHER of an AMAX's index"] += 1
+
+
 STRATEGIES: dict[str, Callable[[Builder], None]] = {
     "rq_ties": rq_ties, "softmax_rows": softmax_rows, "mm_extremes": mm_extremes,
     "vector_edges": vector_edges, "field_limits": field_limits, "touching_regions": touching_regions,
     "rq_every_shift": rq_every_shift, "rq_per_channel": rq_per_channel,
+    "layernorm_rows": layernorm_rows, "gather_rows": gather_rows,
 }
 """The legal bodies, by turns over the edge seeds."""
 
@@ -536,7 +626,9 @@ def _legal_fields(b: Builder, kind: str) -> dict[str, int]:
              "RQ": _rq_fields(rng, n, p), "SM": {"len": n},
              "VADD": {"len": n}, "AMAX": {"len": n}, "UNPACK": {"len": 1 + n % 4},
              "MM": {"M": rng.randint(1, p.T), "K": n, "N": rng.randint(1, p.T), "tb": rng.randint(0, 1),
-                    "lda": n + rng.randint(0, 3), "ldb": p.T + n, "ldc": p.T}}[kind]
+                    "lda": n + rng.randint(0, 3), "ldb": p.T + n, "ldc": p.T},
+             "LN": {"len": n, "eps": rng.getrandbits(32)},
+             "GATHER": {"len": n, "rows": rng.randint(1, 9), "fmt": rng.randint(0, 1)}}[kind]
         for region in ispec.regions:
             f.setdefault(region.start, 0)
         sizes = [p.EXT_WORDS if region.mem is Mem.EXT else p.SPAD_WORDS for region in ispec.regions]
@@ -627,6 +719,8 @@ def lengthened(b: Builder, kind: str, f: dict[str, int]) -> dict[str, int]:
         g["lda"] = b.rng.randint(min(p.SPAD_WORDS // 16, most), most)
     elif "len" in g and kind != "SM":
         g["len"] = b.rng.randint(p.SPAD_WORDS // 32, p.SPAD_WORDS // (3 if kind != "UNPACK" else 10))
+        if kind == "LN":
+            g["len"] = min(g["len"], spec.LN_MAX_LEN)
     regions = spec.BY_NAME[kind].regions
     reads = [r for r in regions if not r.writes and r.mem is Mem.SPAD]
     span = max(r.extent(g) for r in reads)
@@ -661,6 +755,8 @@ def faulty(b: Builder, code: ErrorCode, turn: int = 0) -> tuple[list[int], str]:
     Raises:
         AssertionError: no such instruction found in FAULT_DRAWS draws (a bug here).
     """
+    if code is ErrorCode.BAD_INDEX:
+        return bad_row(b, turn)
     double = turn % 2 == 1 and code in (ErrorCode.BAD_FIELD, ErrorCode.SPAD_RANGE)
     for _ in range(FAULT_DRAWS):
         kind, f, what = _draw_fault(b, code, turn)
@@ -682,6 +778,36 @@ def faulty(b: Builder, code: ErrorCode, turn: int = 0) -> tuple[list[int], str]:
     raise AssertionError(f"no instruction found that stops with {code.name}")
 
 
+BAD_ROWS = ("rows", "rows + 1", "2^16 + rows - 1", "-1", "2^31")
+"""BAD_INDEX's row numbers, by turn: just past the table, one more, one whose low 16 bits are
+in range (a checker that compares 16 bits misses it), -1 and 2^31 (unsigned: the largest)."""
+
+
+def bad_row(b: Builder, turn: int) -> tuple[list[int], str]:
+    """An LD of a row number out of the table (BAD_ROWS[turn]) into a fresh word, then a GATHER
+    of that table (both formats by turn, its destination after the word): the two as words."""
+    p, rng = b.params, b.rng
+    rows, n, fmt = rng.randint(1, 9), rng.randint(1, 12), (turn // len(BAD_ROWS)) % 2
+    words_per_row = -(-n // spec.INT8_PER_WORD) if fmt else n
+    if rows * words_per_row + 1 > p.EXT_WORDS:
+        raise TooSmall(f"no table of {rows} rows in {p.EXT_WORDS} external words")
+    src = rng.randrange(0, p.EXT_WORDS - rows * words_per_row + 1)   # never read: the row is out
+    name = BAD_ROWS[turn % len(BAD_ROWS)]
+    row = {"rows": rows, "rows + 1": rows + 1, "2^16 + rows - 1": (1 << 16) + rows - 1,
+           "-1": (1 << 32) - 1, "2^31": 1 << 31}[name]
+    stored = [(ins.dst, ins.dst + ins.len) for ins in b.body if ins.op == "ST"]
+    free = [w for w in rng.sample(range(p.EXT_WORDS), min(p.EXT_WORDS, 64))
+            if not any(lo <= w < hi for lo, hi in stored)]      # no ST before it overwrites the word
+    if not free:
+        raise TooSmall("no external word left for a row number")
+    word = free[0]
+    b.ext[word] = row
+    idx = b.spad(1 + n)
+    words = build("LD", params=p, dst=idx, src=word, len=1).encode()
+    words += build("GATHER", params=p, dst=idx + 1, src=src, idx=idx, len=n, rows=rows, fmt=fmt).encode()
+    return words, f"GATHER: row number {name} (fmt = {fmt})"
+
+
 def _at_the_edge(ispec: spec.InstrSpec, f: dict[str, int], code: ErrorCode, params: Params) -> bool:
     """For a range fault: a region of that memory ends exactly one word past its end."""
     if code not in (ErrorCode.SPAD_RANGE, ErrorCode.EXT_RANGE):
@@ -693,14 +819,14 @@ def _at_the_edge(ispec: spec.InstrSpec, f: dict[str, int], code: ErrorCode, para
 FAULT_DRAWS = 500
 """Draws :func:`faulty` makes. A double fault of VADD, whose only bounded field is len, comes
 only from a source of one word (len = 1, one draw in 24), so 100 draws missed it now and then."""
-SPAD_KINDS = ("MM", "RQ", "SM", "VADD", "AMAX", "UNPACK")
+SPAD_KINDS = ("MM", "RQ", "SM", "VADD", "AMAX", "UNPACK", "LN")
 """The instructions that read and write the scratchpad, in the order the faults take them."""
 
 
 def _draw_fault(b: Builder, code: ErrorCode, turn: int) -> tuple[str, dict[str, int], str]:
     """(kind, fields, what) of a fault of ``code`` (see :func:`faulty` for ``turn``)."""
     n = len(SPAD_KINDS)
-    kind = SPAD_KINDS[(turn + turn // n) % n]     # every kind in turn, each both ways over 2n turns
+    kind = SPAD_KINDS[(turn // 2) % n]     # every kind in turn, each both ways (even, odd) over 2n turns
     double = turn % 2 == 1
     if code in (ErrorCode.BAD_OPCODE, ErrorCode.BAD_FIELD):
         # the second fault is made with the bad field at its limit, the value the checker's
@@ -722,7 +848,7 @@ def _draw_fault(b: Builder, code: ErrorCode, turn: int) -> tuple[str, dict[str, 
         return kind, past_end(b, kind, f, Mem.SPAD), \
             "region one word past the scratchpad" + (", and the external memory" if double else "")
     if code is ErrorCode.EXT_RANGE:
-        kind = ("LD", "ST")[turn % 2]
+        kind = ("LD", "ST", "GATHER")[turn % 3]
         f = past_end(b, kind, _legal_fields(b, kind), Mem.EXT)
         return kind, f, "region one word past the external memory"
     f = _legal_fields(b, kind)

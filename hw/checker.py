@@ -74,9 +74,12 @@ checker asserts it)."""
 CHECK_STAGES = 1 + END_STAGES + 1
 """Register stages from ``in_*`` to ``out_*``: R, the ends, C (D is combinational after C)."""
 
-PRIORITY = (ErrorCode.NO_HALT, *(c for c in ErrorCode if c not in (ErrorCode.NONE, ErrorCode.NO_HALT)))
+PRIORITY = (ErrorCode.NO_HALT, *(c for c in ErrorCode
+                                  if c not in (ErrorCode.NONE, ErrorCode.NO_HALT, *spec.DATA_ERRORS)))
 """The order in which faults are reported. NO_HALT first: the reference machine compares the
-pc with the program length before it looks at the word there; then :class:`ErrorCode` order."""
+pc with the program length before it looks at the word there; then :class:`ErrorCode` order.
+The codes a unit finds from its data (``sim.spec.DATA_ERRORS``: BAD_INDEX) are not the
+checker's: the execute stage takes them (hw/control.py)."""
 
 
 def pc_bits(params: Params) -> int:

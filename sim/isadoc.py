@@ -462,6 +462,9 @@ CHECK_RULES = {
     "OVERLAP": "the first written region (in order) that overlaps a read region of the same memory, "
                "in-place excepted where allowed;",
     "NO_HALT": "pc is one past the last instruction (no instruction to check: the program has no HALT).",
+    "BAD_INDEX": "not a check of the front end: a GATHER that passed every check above reads its row "
+                 "number `S[idx]` (unsigned) when it runs, and a number not below `rows` stops the "
+                 "machine after the GATHER's latency, nothing written (`sim.spec.DATA_ERRORS`).",
 }
 """How ``sim.spec.check`` and the machine decide each code (the code order itself is the spec's)."""
 

@@ -316,6 +316,9 @@ BAD_FLAGS = [
                               "--synth-reports too"),
     ("sweep.py", ["--synth", "--synth-reports"], "sweep.py: error: --synth runs synthesis, --synth-reports "
                                                  "reads its last reports: give one"),
+    ("transformer_ops.py", ["--token", "16"],
+     "transformer_ops.py: error: --token must be 0..15 and --position 0..7"),
+    ("transformer_block.py", ["--tokens", "17"], "transformer_block.py: error: --tokens must be 1..16"),
 ]
 """A flag out of range: argparse's usage and one line naming the flag, status 2, nothing run."""
 
@@ -401,3 +404,64 @@ def test_example_help(script):
 def test_every_slow_run_names_a_run():
     runs = {(script, tuple(args)) for script, args, _ in RUNS + TORCH_RUNS + TORCH_REFUSED_RUNS}
     assert runs >= SLOW_RUNS, SLOW_RUNS - runs
+
+
+TRANSFORMER_OPS = [
+    "    1  GATHER dst=16 src=100 len=64 fmt=1 idx=0 rows=16",
+    "    5  LN   dst=272 src=144 len=64 bias=208 eps=0",
+    "     5  LN       97 cycles  (2N + 50 = 178)",
+    "     1  GATHER   24 cycles",
+    "int8 result within 1 of round((z + beta) / (4/127)): True",
+    "token id 16 (vocabulary 16): error 7 (row number out of the table) at instruction 1: GATHER idx=0: "
+    "row number S[0] = 16 (16 as signed) is not below rows=16",
+]
+"""What examples/transformer_ops.py prints on the reference machine (issue 26: hand-written
+assembly for GATHER and LN; its own checks against NumPy end it with status 1 if they fail)."""
+
+
+def test_transformer_ops_by_hand():
+    done = subprocess.run([sys.executable, str(EXAMPLES / "transformer_ops.py")], capture_output=True,
+                          text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    for text in TRANSFORMER_OPS:
+        assert text in done.stdout, text
+    assert re.search(r"LN against float LayerNorm: largest \|y/65536 - z\| = \d\.\d\de-0[67]", done.stdout)
+
+
+@pytest.mark.rtl
+@pytest.mark.slow
+def test_transformer_ops_on_the_rtl():
+    """The hand-written GATHER and LN programs on Icarus and Verilator: every memory word, the
+    counters and the stop (BAD_INDEX at pc 1 for a token id past the vocabulary) as the
+    reference's (.ci/run runs it too)."""
+    done = subprocess.run([sys.executable, str(EXAMPLES / "transformer_ops.py"), "--rtl", "both"],
+                          capture_output=True, text=True, timeout=1800)
+    assert done.returncode == 0, done.stdout + done.stderr
+    for sim in ("icarus", "verilator"):
+        assert f"{sim:<10} PASS: decode step: GATHER, LN, AMAX -> GATHER" in done.stdout
+        assert f"{sim:<10} PASS: token id past the table" in done.stdout
+
+
+def test_transformer_block_compiles_unchanged():
+    """A pre-norm block from PyTorch (issue 26): both forms of attention, the reference machine =
+    the integer interpreter, both forms the same program (same cycles)."""
+    cycles = []
+    for flags in ([], ["--explicit"]):
+        done = subprocess.run([sys.executable, str(EXAMPLES / "transformer_block.py"), *flags],
+                              capture_output=True, text=True, timeout=300)
+        assert done.returncode == 0, done.stdout + done.stderr
+        assert "reference machine = integer interpreter: True" in done.stdout
+        assert "graph: add 5, input 1, layernorm 2, matmul 26, output 1, softmax 4, table 1" in done.stdout
+        cycles.append(re.search(r"T = 8, (\d+) cycles, bit-exact", done.stdout).group(1))
+    assert cycles[0] == cycles[1]
+
+
+@pytest.mark.rtl
+@pytest.mark.slow
+def test_transformer_block_on_the_rtl():
+    """The block on Icarus and Verilator: every memory word and counter as the reference's
+    (.ci/run runs it too)."""
+    done = subprocess.run([sys.executable, str(EXAMPLES / "transformer_block.py"), "--rtl", "both"],
+                          capture_output=True, text=True, timeout=1800)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "icarus     PASS" in done.stdout and "verilator  PASS" in done.stdout

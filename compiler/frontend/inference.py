@@ -18,11 +18,11 @@ Refused (:func:`inference_refusal`, called by the lowering for every node):
   default is True): "call model.eval() before tracing";
 * a flatten that reshapes other than images (B, C, H, W) into (B, C*H*W) (Capra tensors are 2-D;
   images are stored (B*H*W, C): :mod:`compiler.frontend.images`);
-* ``nn.LayerNorm``, ``F.layer_norm``, ``nn.RMSNorm``, ``F.rms_norm``: GA-2 has no exact integer
-  method for them. A layer norm divides each row by the square root of its variance, a value
-  known only at run time; GA-2's one divider is the softmax unit's, and the requantizer's
-  multiplier is fixed at compile time. No sequence of its instructions computes a row's
-  reciprocal square root, so the front end refuses rather than approximates.
+* ``nn.RMSNorm``, ``F.rms_norm``: GA-2 has no exact integer method for them. An RMS norm divides
+  each row by the square root of its mean square; GA-2's LN (issue 26) divides by the square
+  root of the variance, after subtracting the row's mean, and no other instruction computes a
+  row's reciprocal square root, so the front end refuses rather than approximates.
+  (``nn.LayerNorm`` and ``F.layer_norm`` are lowered to LN: :mod:`compiler.frontend.fx_lower`.)
 """
 
 from __future__ import annotations
@@ -99,15 +99,14 @@ def is_identity(node: fx.Node, traced: fx.GraphModule) -> bool:
     return False
 
 
-NORMS = (nn.LayerNorm, nn.RMSNorm)
-"""Normalisation layers: no exact integer method on GA-2."""
-NORM_FUNCTIONS = (F.layer_norm, F.rms_norm)
+NORMS = (nn.RMSNorm,)
+"""Normalisation layers with no exact integer method on GA-2 (nn.LayerNorm has one: LN)."""
+NORM_FUNCTIONS = (F.rms_norm,)
 """Normalisation functions: likewise."""
 
-NO_NORM = ("GA-2 has no exact integer method for it: a layer norm divides each row by the square root of its "
-           "variance, known only at run time, and no GA-2 instruction computes a reciprocal square root (the "
-           "requantizer's multiplier is fixed at compile time); normalise on the host, or train the model "
-           "without it")
+NO_NORM = ("GA-2 has no exact integer method for it: an RMS norm divides each row by the square root of its "
+           "mean square, and GA-2's LN divides by that of the variance, after subtracting the row's mean; no "
+           "other instruction computes a reciprocal square root; use nn.LayerNorm, or normalise on the host")
 
 
 def inference_refusal(node: fx.Node, traced: fx.GraphModule) -> str | None:

@@ -187,8 +187,7 @@ class TorchGraph:
         if len(values) != len(self.inputs):
             raise ValueError(f"the module takes {len(self.inputs)} input(s) ({', '.join(self.inputs)}), "
                              f"{len(values)} value(s) given")
-        arrays = {name: _as_array(value, f"input '{name}'")
-                  for name, value in zip(self.inputs, values, strict=True)}
+        arrays = {name: self._as_input(name, value) for name, value in zip(self.inputs, values, strict=True)}
         if self.images:
             return self._feed_images(arrays)
         return pad_batch(arrays, self.batch, self.graph)
@@ -222,6 +221,12 @@ class TorchGraph:
         full = all(self.graph.nodes[self.graph.names[n]].shape[0] == rows[n].shape[0] and
                    real * self.images[n][1] * self.images[n][2] == rows[n].shape[0] for n in rows)
         return Feed(rows, None if full else real)
+
+    def _as_input(self, name: str, value: Any) -> np.ndarray:
+        """A fed value as float64; 1-D token ids as the (tokens, 1) column their input is."""
+        array = _as_array(value, f"input '{name}'")
+        shape = self.graph.nodes[self.graph.names[name]].shape
+        return array.reshape(shape) if array.ndim == 1 and shape == (array.shape[0], 1) else array
 
     def unpack(self, outcome: RunOutcome | Mapping[str, OutputValue],
                rows: int | None = None) -> list[np.ndarray]:
@@ -344,7 +349,7 @@ def from_torch(module: nn.Module, *examples: torch.Tensor | Sequence[int], batch
     except Exception:  # a module that cannot be copied is traced as it is
         working = module
     try:
-        traced = fx.symbolic_trace(working)
+        traced = fx.GraphModule(working, BufferTracer().trace(working), model)
     except Exception as e:  # torch.fx raises TraceError, TypeError, NotImplementedError, ...
         raise CompileError(f"torch.fx cannot trace {model}: {type(e).__name__}: {_first_line(e)}",
                            _trace_fix(e)) from e
@@ -367,6 +372,19 @@ def from_torch(module: nn.Module, *examples: torch.Tensor | Sequence[int], batch
                       output_shapes=tuple(lowering.output_shapes),
                       origin={nid: n.name for nid, n in lowering.origin.items()}, traced=traced, batch=batch,
                       model=model, params=params, images=dict(lowering.image_inputs))
+
+
+class BufferTracer(fx.Tracer):
+    """``torch.fx.symbolic_trace``'s tracer, but a buffer read in ``forward`` is a ``get_attr``
+    node as a parameter is, not a tensor fixed at trace time: ``self.bias[:, :T, :T]`` with T the
+    input's length (nanoGPT's causal mask) is then traced rather than refused."""
+
+    def getattr(self, attr: str, attr_val: Any, parameter_proxy_cache: dict) -> Any:
+        if isinstance(attr_val, torch.Tensor) and not isinstance(attr_val, nn.Parameter):
+            for name, buffer in self.root.named_buffers():
+                if buffer is attr_val:
+                    return self.create_proxy("get_attr", name, (), {})
+        return super().getattr(attr, attr_val, parameter_proxy_cache)
 
 
 def _trace_fix(error: Exception) -> str:
@@ -559,7 +577,7 @@ def _random(shape: tuple[int, ...], dtype: torch.dtype, generator: torch.Generat
         return torch.randn(shape, generator=generator).to(dtype)
     if dtype == torch.bool:
         return torch.randint(0, 2, shape, generator=generator).bool()
-    return torch.randint(-4, 5, shape, generator=generator).to(dtype)
+    return torch.randint(0, 5, shape, generator=generator).to(dtype)   # non-negative: token ids
 
 
 class _ShapeRecorder(ShapeProp):

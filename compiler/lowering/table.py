@@ -15,7 +15,9 @@ from .activation import lower_table
 from .add import lower_add
 from .argmax import lower_argmax
 from .conv import lower_conv2d, lower_maxpool, lower_reshape
+from .embedding import lower_embedding
 from .emitter import Lowering
+from .layernorm import lower_layernorm
 from .matmul import lower_matmul
 from .memory import lower_load, lower_output
 from .relu import lower_relu
@@ -33,6 +35,8 @@ LOWERINGS: dict[Op, Lowering] = {
     Op.CONCAT: Lowering(lower_view),
     Op.SLICE: Lowering(lower_view),
     Op.ARGMAX: Lowering(lower_argmax),
+    Op.LAYERNORM: Lowering(lower_layernorm),
+    Op.EMBEDDING: Lowering(lower_embedding),
     Op.OUTPUT: Lowering(lower_output),
     Op.CONV2D: Lowering(lower_conv2d),
     Op.MAXPOOL: Lowering(lower_maxpool),

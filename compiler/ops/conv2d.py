@@ -148,7 +148,7 @@ def _zeros(node: Node, nodes: Sequence[Node], scales) -> np.ndarray:
     return np.zeros(_padded_words(node), dtype=np.int64)
 
 
-ZEROS = Constant(needed=lambda node: window_of(node).padded, region=zeros_region, words=_padded_words,
+PADDING_ZEROS = Constant(needed=lambda node: window_of(node).padded, region=zeros_region, words=_padded_words,
                  values=_zeros)
 """A padded convolution's zero border: H_p x W_p x C words of zeros, loaded once into the
 padded image's buffer (the interior is copied in per image; the border stays zero)."""

@@ -17,6 +17,8 @@ class Op(enum.StrEnum):
     CONCAT = "concat"
     SLICE = "slice"
     ARGMAX = "argmax"
+    LAYERNORM = "layernorm"
+    EMBEDDING = "embedding"
     OUTPUT = "output"
     CONV2D = "conv2d"
     MAXPOOL = "maxpool"

@@ -70,7 +70,7 @@ AIMS = (
         "const0", "relu never zeroes a negative sum"),
     Aim("MM acc = 1", "hw/mxu.py", "Mux(summed, (row_q + old[j])", "$add", "B", "inv",
         "a bit of the old output word flipped in the sum"),
-    Aim("LD fmt = 1 data", "hw/dma.py", 'Mux(fields_view("LD", self.fields).fmt, self._unpacked', "$ternary",
+    Aim("LD fmt = 1 data", "hw/dma.py", "Mux(packed, self._unpacked", "$ternary",
         "B", "inv", "a bit of the unpacked int8 lanes flipped", select="fields"),
     Aim("LD fmt = 1 step", "hw/dma.py", "Mux(issue_ld & ld.fmt, lanes // spec.INT8_PER_WORD, lanes)",
         "$ternary", "S", "const0", "a packed LD steps its external address by LANES words, not LANES/4"),
@@ -86,6 +86,18 @@ AIMS = (
     Aim("RQ pc = 1 table wrap", "hw/requant.py", "r_q.eq(Mux(whole, r - lanes, r - lanes + rq.C))", "$add",
         "B", "inv", "the channels left after a beat that wraps past the table's end counted with a bit of "
         "C flipped"),
+    Aim("GATHER row check", "hw/dma.py", "bad.eq(row >= f.rows)", "$ge", "Y", "const0",
+        "a row number out of the table is never refused: the GATHER reads past its table"),
+    Aim("GATHER row address", "hw/dma.py", "offset.eq((row[:spec.ADDR_BITS] * words_per_row)", "$mul", "Y",
+        "inv", "a bit of the row's offset flipped: another row is read"),
+    Aim("LN rounding term", "hw/layernorm.py", "t.eq(v + Mux(v[-1], half[1], half[0]))", "$add", "B", "inv",
+        "a bit of the rounding term 2^(s-1) flipped"),
+    Aim("LN root step", "hw/layernorm.py", "rem.eq(Mux(fits, diff, wide))", "$ternary", "S", "const0",
+        "the square root never subtracts its trial: the remainder grows, the root's bits stay 0"),
+    Aim("LN reciprocal bit", "hw/layernorm.py", "quot.eq(Cat(fits & root.any(), quot))", "$and", "Y", "inv",
+        "the reciprocal's quotient bits inverted"),
+    Aim("LN bias", "hw/layernorm.py", "o.eq(y + bias[i])", "$add", "B", "inv",
+        "a bit of a bias word flipped in the sum"),
 )
 """The aimed mutants (in this order after the drawn ones)."""
 

@@ -34,6 +34,8 @@ def oracle(program, stop: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
         for _ in range(2):
             s0 = rng.integers(0, 1 << 32, DEFAULT.SPAD_WORDS, dtype=np.uint32)
             e0 = rng.integers(0, 1 << 32, DEFAULT.EXT_WORDS, dtype=np.uint32)
+            if ins.op == "GATHER":   # a row number in its table (a random one stops it: BAD_INDEX)
+                s0[ins.idx] = rng.integers(0, ins.rows)
             s1, e1 = s0.copy(), e0.copy()
             apply(ins, s1, e1)
             spad[s1 != s0] = pc

@@ -8,9 +8,13 @@ import random
 
 import pytest
 from amaranth.hdl import Elaboratable, Module
+from amaranth.lib import wiring
+from amaranth.lib.wiring import Out
 from amaranth.sim import Simulator
 
 from hw.control import Control, dispatch_registers, host_members, imem_addr_bits
+from hw.lanes import delay
+from hw.ports import unit_members
 from hw.stub import LatencyStub
 from sim import spec
 from sim.asm import build
@@ -240,10 +244,59 @@ def test_random_legal_programs():
 
 
 def test_expected_codes_are_provoked():
-    """The cases above do reach every error code (as the reference machine judges them)."""
+    """The cases above do reach every error code the front end finds (as the reference machine
+    judges them); the data's (BAD_INDEX) are test_a_data_fault_stops_when_the_instruction_ends's."""
     cases = field_cases() + bound_cases() + overlap_cases() + opcode_cases() + stop_cases() + rule_cases()
     codes = {reference(c, SMALL).code for c in cases}
-    assert codes == {int(c) for c in ErrorCode}
+    assert codes == {int(c) for c in ErrorCode} - {int(c) for c in spec.DATA_ERRORS}
+
+
+class FaultStub(LatencyStub):
+    """A stub DMA that finds every GATHER's row number out of its table: ``fault`` for one cycle
+    GATHER_INDEX_CYCLES - 1 after the dispatch, as hw/dma.py raises it."""
+
+    def __init__(self, params: Params):
+        self.params = params
+        wiring.Component.__init__(self, unit_members(params, n_read=0, write=False) | {"fault": Out(1)})
+
+    def elaborate(self, platform):
+        m = super().elaborate(platform)
+        gather = self.start & (self.opcode == int(spec.Opcode.GATHER))
+        m.d.comb += self.fault.eq(delay(m, gather, spec.GATHER_INDEX_CYCLES - 1, "fault_at"))
+        return m
+
+
+def test_a_data_fault_stops_when_the_instruction_ends():
+    """A unit's fault (BAD_INDEX) during a GATHER: the execute stage issues nothing more and
+    stops when the GATHER ends, with its pc and counters as the reference machine's (which finds
+    S[idx] = 5 >= rows = 1); a GATHER in range (S[idx] = 0) runs on. Serial and overlapping."""
+    gather = ins("GATHER", idx=700, rows=1)
+    bad = case("out of the table", [*PREFIX, ins("LD", dst=700, src=40, len=1), gather, ins("VADD"), HALT],
+               ext=[0] * 40 + [5])
+    good = case("in the table", [*PREFIX, gather, ins("VADD"), HALT])
+    for params in (SMALL, Params(SPAD_WORDS=1024, EXT_WORDS=512, OVERLAP=1)):
+        want = reference(bad, params)
+        assert (want.code, want.pc) == (ErrorCode.BAD_INDEX, 3)
+        for c, faulty in ((bad, True), (good, False)):
+            control = Control(params)
+            stub = FaultStub(params) if faulty else LatencyStub(params)
+            m = Module()
+            m.submodules.control = control
+            m.submodules.stub = stub
+            dispatch_registers(m, control, stub, [op.name for op in spec.INSTRUCTIONS if op.counter], "stub")
+            if faulty:
+                m.d.comb += control.unit_fault.eq(stub.fault)
+            got = {}
+
+            async def testbench(ctx, c=c, control=control, got=got):
+                got["outcome"] = await run_case(ctx, control, control.imem, c, issue=control.issue,
+                                                issue_opcode=control.issue_opcode)
+
+            sim = Simulator(m)
+            sim.add_clock(1e-8)
+            sim.add_testbench(testbench)
+            sim.run()
+            compare(c, got["outcome"], reference(c, params))
 
 
 def test_load_through_host_port():

@@ -226,6 +226,50 @@ def test_unpack_negative_nibbles():
     assert r.spad[10:26].tolist() == words([-1, -2, -3, -4, -5, -6, -7, -8, 0, 1, 2, 3, 4, 5, 6, 7])
 
 
+def test_ln_row_with_bias_and_in_place():
+    # [3, 0, 0, 0] normalises to [113512, -37837, -37837, -37837] (sim.arith, worked there by
+    # hand); the bias words are added modulo 2^32 (113512 + 2^31 - 113512 wraps to -2^31)
+    bias = [2**31 - 113512, -37837, 10, 0]
+    r = run("LD dst=0 src=0 len=8\n"
+            "LN dst=20 src=0 len=4 bias=4 eps=0\n"
+            "LN dst=0 src=0 len=4 bias=4 eps=0\n"              # in place over the row
+            "HALT", [0x103, 0xFF00, 0, 0, *bias])
+    assert r.spad[20:24].tolist() == words([-(2**31), -75674, -37827, -37837])
+    assert r.spad[0:4].tolist() == r.spad[20:24].tolist()
+
+
+def test_gather_reads_the_row_the_scratchpad_names():
+    # a table of 3 rows of 5 words at external 100 (row r: 100 + 5r), and packed int8 rows of 5
+    # values (2 words each) at 200; S[40] = 2 and S[41] = 1 name the rows
+    ext = [0] * 256
+    ext[100:115] = range(1000, 1015)
+    ext[200:206] = [0x04030201, 0x05, 0xFCFDFEFF, 0x80, 0x7F7F7F7F, 0x7F]
+    ext[0:2] = [2, 1]
+    r = run("LD dst=40 src=0 len=2\n"
+            "GATHER dst=50 src=100 idx=40 len=5 rows=3\n"
+            "GATHER dst=60 src=200 idx=41 len=5 rows=3 fmt=1\n"
+            "HALT", ext)
+    assert r.spad[50:55].tolist() == [1010, 1011, 1012, 1013, 1014]
+    assert r.spad[60:65].tolist() == words([-1, -2, -3, -4, -128])
+    # the counters: GATHER_OVERHEAD + ceil(5/4) each
+    gather = spec.GATHER_OVERHEAD + 2
+    assert r.counters.dma == spec.LD_OVERHEAD + 1 + 2 * gather
+
+
+@pytest.mark.parametrize("row", [3, 4, 0xFFFFFFFF, 0x80000000, 1 << 16])
+def test_gather_out_of_its_table_stops_with_bad_index(row):
+    """A row number not below rows (read unsigned: -1 is 2^32 - 1) stops the machine after the
+    GATHER's latency, with the GATHER's pc; it writes nothing and what follows never runs."""
+    e = fails("LD dst=40 src=0 len=1\nGATHER dst=50 src=100 idx=40 len=5 rows=3\n"
+              "LD dst=0 src=0 len=1\nHALT", [row])
+    assert (e.code, e.pc) == (ErrorCode.BAD_INDEX, 1)
+    ld, gather = spec.LD_OVERHEAD + 1, spec.GATHER_OVERHEAD + 2
+    assert e.result.counters == Counters(cycles=spec.FRONTEND_CYCLES + ld + gather + spec.STOP_CYCLES,
+                                         dma=ld + gather)
+    assert e.result.spad[40] == row and np.count_nonzero(e.result.spad) == (row != 0)
+    assert f"row number S[40] = {row}" in e.detail and "rows=3" in e.detail
+
+
 # --------------------------------------------------------------------------- counters
 
 
@@ -278,7 +322,7 @@ def test_predict_counters_equals_run(seed, n):
     program = random_program(n, seed=seed, params=DEFAULT)
     r = Machine(DEFAULT).run(program, random_image(seed=seed, params=DEFAULT))
     assert predict_counters(program, params=DEFAULT) == r.counters
-    assert r.steps == n + 1
+    assert r.steps == len(program)        # n and HALT, and an AMAX before each GATHER but a first
 
 
 def test_predict_counters_refuses_illegal_programs():
@@ -563,6 +607,21 @@ def _reference(program: list[Instruction], image: np.ndarray) -> tuple[list[int]
             xs = [s8(S[f["src"] + i]) for i in range(f["len"])]
             for i, x in enumerate(xs):
                 S[f["dst"] + i] = word(s8(table[x + 128]))
+        elif ins.op == "LN":
+            y = arith.layernorm_fixed([s8(S[f["src"] + i]) for i in range(f["len"])], f["eps"])
+            bias = [s32(S[f["bias"] + i]) for i in range(f["len"])]
+            for i in range(f["len"]):
+                S[f["dst"] + i] = word(y[i] + bias[i])
+        elif ins.op == "GATHER":
+            row = S[f["idx"]]
+            assert row < f["rows"], "random_program writes a row number below rows"
+            if f["fmt"]:
+                base = f["src"] + row * -(-f["len"] // 4)
+                for i in range(f["len"]):
+                    S[f["dst"] + i] = word(s8(E[base + i // 4] >> (8 * (i % 4))))
+            else:
+                for i in range(f["len"]):
+                    S[f["dst"] + i] = E[f["src"] + row * f["len"] + i]
         else:
             raise AssertionError(f"{ins.op}: GA2.md section 3 has it, this plain interpreter not yet")
     return S, E
