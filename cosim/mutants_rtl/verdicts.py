@@ -108,14 +108,16 @@ def unchanged(at: Site) -> str | None:
 def longest_latency(params: Params) -> int:
     """The longest latency of any legal instruction (sim/spec.py): every field at its legal
     maximum, a length as long as its regions fit their memories (a strided MM's strides do not
-    enter its latency)."""
+    enter its latency). A region whose extent does not shrink with len (an RQ's table of C
+    channels) leaves len at 1 at the least: an upper bound still, never a loop without end."""
     longest = 0
     for ispec in spec.INSTRUCTIONS:
         f = {fl.name: fl.legal_range(params)[1] for fl in ispec.fields}
         if "len" in f:
             f["len"] = min(f["len"], params.SPAD_WORDS)
-            while any(r.extent(f) > (params.SPAD_WORDS if r.mem is spec.Mem.SPAD else params.EXT_WORDS)
-                      for r in ispec.regions):
+            while f["len"] > 1 and any(
+                    r.extent(f) > (params.SPAD_WORDS if r.mem is spec.Mem.SPAD else params.EXT_WORDS)
+                    for r in ispec.regions):
                 f["len"] -= 1
         longest = max(longest, spec.latency(ispec, f, params))
     return longest
