@@ -381,16 +381,25 @@ class Generator:
         """For a machine whose every external word an ST of ``before`` writes (a tiny external
         memory): ``gather`` with rows = 1 after an LD of an external word the program leaves
         nonzero (the reference machine runs ``before`` to find it), or reading a nonzero
-        scratchpad word itself; as words."""
+        scratchpad word itself, or, when every word is zero (a 4-word machine), after an SM of
+        one value that writes 65,536 to its idx; as words."""
         run = Machine(self.p).run([*before, build("HALT", params=self.p)], self.ext_image())
         out = build("GATHER", params=self.p, **(gather.fields | {"rows": 1}))
         if np.count_nonzero(run.ext):
             src = int(self.rng.choice(np.flatnonzero(run.ext)))
             return [*build("LD", params=self.p, dst=gather.idx, src=src, len=1).encode(), *out.encode()]
-        for idx in self.rng.sample(range(self.p.SPAD_WORDS), self.p.SPAD_WORDS):
-            moved = out.fields | {"idx": idx}
-            if run.spad[idx] and spec.check(out.spec, moved, self.p)[0] is ErrorCode.NONE:
-                return build("GATHER", params=self.p, **moved).encode()
+        legal = [idx for idx in self.rng.sample(range(self.p.SPAD_WORDS), self.p.SPAD_WORDS)
+                 if spec.check(out.spec, out.fields | {"idx": idx}, self.p)[0] is ErrorCode.NONE]
+        for idx in legal:
+            if run.spad[idx]:
+                return build("GATHER", params=self.p, **(out.fields | {"idx": idx})).encode()
+        # every word is zero: an SM of one value (any value) writes 1.0 in Q16, 65,536, to idx
+        for idx in legal:
+            for src in (w for w in range(self.p.SPAD_WORDS) if w != idx):
+                sm = build("SM", params=self.p, strict=False, dst=idx, src=src, len=1)
+                if spec.check(sm.spec, sm.fields, self.p)[0] is ErrorCode.NONE:
+                    gather = build("GATHER", params=self.p, **(out.fields | {"idx": idx}))
+                    return [*sm.encode(), *gather.encode()]
         raise AssertionError(f"seed {self.seed}: no nonzero word for a row number out of a table")
 
     # ------------------------------------------------------------------ row numbers

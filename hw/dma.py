@@ -102,11 +102,17 @@ class DMA(Checked):
         if params.OVERLAP:
             members |= {"hold": In(1)}
         super().__init__(members)
+        self.row_go = Signal()
+        """For a system top that fetches an LD's region ahead (hw/axi_top.py): a GATHER's row
+        beats start in this cycle (d + GATHER_INDEX_CYCLES; not for a row out of its table)."""
+        self.row_src = Signal(spec.ADDR_BITS)
+        """The external address of that row (src + r * words per row), with ``row_go``."""
 
     def elaborate(self, platform):
         m = Module()
         lanes = self.params.LANES
         go, row_addr, dropped = self._row_number(m)
+        m.d.comb += [self.row_go.eq(go & ~dropped), self.row_src.eq(row_addr)]
         issue, issue_ld, spad_addr, ext_addr, mask, last = self._issue(m, go, row_addr)
 
         # The beat's tag travels beside the read: it is written one cycle after its data arrives,
