@@ -135,6 +135,7 @@ class OverlapExecute(Checked):
         count In(range(QUEUE_SLOTS + 1)), rd_slot In(1), slots In(queue_entry).array(QUEUE_SLOTS):
             the queue (:mod:`hw.queue`): how many instructions it holds, which slot is the head.
         fault In(1): the register of a unit's data fault (``hw.control.data_fault``: BAD_INDEX).
+
     Members (to the control):
         consume Out(1): the head leaves the queue in this cycle (issued, or a stop taken).
         issue Out(1), issue_opcode Out(4), issue_fields Out(FIELD_BITS): the issue of the head,
