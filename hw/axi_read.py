@@ -24,13 +24,11 @@ from sim import spec
 from sim.spec import Params
 
 from . import axi
-from .component import Checked, check_params
+from .axi import ADDR_BITS
 from .ports import words
 
 BUFFER = 4
 """Bus words the read buffer holds (RREADY falls when it is full); a power of two."""
-ADDR_BITS = 32
-"""Byte address width of the master bus."""
 BURSTS_OUT = 4
 """Read bursts requested and not yet finished (RLAST) at most."""
 
@@ -40,7 +38,7 @@ def region_words(length, fmt) -> object:
     return Mux(fmt, (length + spec.INT8_PER_WORD - 1) >> 2, length)
 
 
-class AxiReader(Checked):
+class AxiReader(axi.MasterSide):
     """LD beats from an AXI4 read channel.
 
     Parameters:
@@ -69,21 +67,13 @@ class AxiReader(Checked):
     while R delivers one per cycle.
     """
 
-    @classmethod
-    def check(cls, params: Params, burst_bytes: int = axi.BOUNDARY) -> None:
-        check_params(cls.__name__, params)
-        axi.check_burst_bytes(burst_bytes, params.LANES)
+    CHANNELS = ("ar", "r")
 
     def __init__(self, params: Params, burst_bytes: int = axi.BOUNDARY):
-        self.params = params
-        self.burst_bytes = burst_bytes
-        lanes = params.LANES
-        bus = axi.members(axi.AXI4, "m_axi", master=True, addr_bits=ADDR_BITS,
-                          data_bits=lanes * spec.WORD_BITS, channels=("ar", "r"))
-        super().__init__({
+        super().__init__(params, burst_bytes, {
             "start": In(1), "src": In(spec.ADDR_BITS), "length": In(spec.ADDR_BITS), "fmt": In(1),
-            "rd_en": In(1), "en": In(1), "rd_data": Out(words(lanes)), "stall_next": Out(1),
-            "base": In(ADDR_BITS), "hold": In(1), "bus_error": Out(1), "late": Out(1), **bus,
+            "rd_en": In(1), "en": In(1), "rd_data": Out(words(params.LANES)), "stall_next": Out(1),
+            "base": In(ADDR_BITS), "hold": In(1), "bus_error": Out(1), "late": Out(1),
         })
 
     def elaborate(self, platform):
