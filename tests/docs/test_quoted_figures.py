@@ -2,7 +2,8 @@
 
 Each entry of :data:`FIGURES` is a page, a phrase with ``{}`` where the figure stands, and the
 function that computes the figure from its source: the records that ``make studies`` and
-``make sweep`` write (docs/studies.json, docs/sweep.json), the lists the mutation checks run,
+``make sweep`` write (docs/studies.json, docs/sweep.json), the SoC's record (docs/soc.json:
+``python -m flows.axi_units`` and ``make soc-bitstream``), the lists the mutation checks run,
 the fault sweep's programs, a compiled program, the test suite's own collection. The page must
 contain the phrase with today's figure (spaces and line breaks count as one space), so a
 figure that moves fails here until the text follows it, and a phrase that was reworded fails
@@ -49,6 +50,25 @@ class Figure(NamedTuple):
 @cache
 def studies() -> dict:
     return json.loads((ROOT / "docs" / "studies.json").read_text())
+
+
+@cache
+def soc_record() -> dict:
+    return json.loads((ROOT / "docs" / "soc.json").read_text())
+
+
+def unit_row(unit: str) -> tuple:
+    """docs/soc.json, units: a unit's LUT4, PFUMX, L6MUX21, carry cells and flip-flops."""
+    cells = soc_record()["units"]["cells"][unit]
+    return tuple(cells[c] for c in ("LUT4", "PFUMX", "L6MUX21", "CCU2C", "TRELLIS_FF"))
+
+
+def units_total() -> tuple:
+    """docs/soc.json, units: the LUT4 and flip-flops of all three, and the LUT4 against the core's
+    (docs/sweep.json, t4), in percent."""
+    cells = soc_record()["units"]["cells"].values()
+    luts, ffs = sum(c["LUT4"] for c in cells), sum(c["TRELLIS_FF"] for c in cells)
+    return luts, ffs, round(100 * luts / synth("t4", "LUT4")), synth("t4", "LUT4")
 
 
 @cache
@@ -125,8 +145,9 @@ def about(count: Callable[[], int], quoted: int, within: float = 0.1) -> Callabl
 SERIAL, OVERLAPPED = "serial default", "all"
 SEEDS, EXAMPLE_A = "seeds 100-111", "example A"
 README, START, PERF = "README.md", "docs/guide/start.md", "docs/guide/performance.md"
-MAKE, FPGA = "docs/reference/make.md", "docs/guide/fpga.md"
+MAKE, FPGA, SOC = "docs/reference/make.md", "docs/guide/fpga.md", "docs/guide/soc.md"
 STUDIES, SWEEP, MUTANTS = "docs/studies.json", "docs/sweep.json", "compiler/testing/mutants.py"
+SOC_RECORD = "docs/soc.json"
 FAST_TESTS = about(lambda: collected()["fast"], 1900)
 
 
@@ -196,6 +217,14 @@ FIGURES = [
     Figure(FPGA, "| block RAM (DP16KD, PDPW16KD) | {} | 208 |", lambda: synth("t4", "DP16KD"),
            f"{SWEEP}: t4"),
     Figure(FPGA, "**Fmax {} MHz** against the 100 MHz target", lambda: fmax("t4"), f"{SWEEP}: t4"),
+    *(Figure(SOC, f"| `{unit}` ({what}) | {{:,}} | {{:,}} / {{:,}} | {{:,}} | {{:,}} |",
+             lambda unit=unit: unit_row(unit), f"{SOC_RECORD}: units") for unit, what in (
+        ("AxiReader", "AR, R, the 4-word buffer, the cut to the DMA's beats"),
+        ("AxiWriter", "the rotation to the bus's lanes, the W and AW queues, B"),
+        ("AxiLiteRegs", "the decode and the read multiplexer of 20 registers"))),
+    Figure(SOC, "{:,} LUT4 and {:,} flip-flops, {}% more logic than the core's {:,} LUT4", units_total,
+           f"{SOC_RECORD}: units; {SWEEP}: t4"),
+    Figure(SOC, "its Fmax (`make synth`: {} MHz) are unchanged", lambda: fmax("t4"), f"{SWEEP}: t4"),
     Figure("docs/guide/verification.md", "sweeps them one short program each ({} on the default machine",
            fault_programs, "cosim/faults.py: jobs()"),
     Figure("docs/index.md", "{} more mutants break the streaming", streaming_mutants,
