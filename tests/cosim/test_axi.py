@@ -97,6 +97,21 @@ def test_seeds_and_stress_through_axi_with_back_pressure(icarus):
     assert all(wall == ref + stall for _, ref, wall, stall in rows)
 
 
+@pytest.mark.rtl
+def test_a_program_at_the_high_base_has_the_low_bases_cycles(icarus):
+    """Stress and the long transfer run at EXT_BASE_HIGH: the same bursts as at EXT_BASE (the same
+    offset in a 4 KiB page), so the same cycles, with every address bit above the window 1."""
+    jobs = axi.stress_jobs(1, 3, DEFAULT)
+    low = axi.check(jobs, icarus, DEFAULT, pause=0.3, seed=2, say=lambda _: None)
+    high = axi.check(jobs, icarus, DEFAULT, pause=0.3, seed=2, say=lambda _: None, ext_base=axi.EXT_BASE_HIGH)
+    assert low[0] == high[0] == [] and low[1] == high[1]
+    window = DEFAULT.EXT_WORDS * regmap.REG_BYTES
+    assert axi.EXT_BASE % 4096 == axi.EXT_BASE_HIGH % 4096 and axi.EXT_BASE_HIGH + window <= 1 << 32
+    above = ((1 << 32) - 1) ^ (2 * window - 1)          # bit 19 and up (the window: 2**18 bytes)
+    assert axi.EXT_BASE & above == 0 and axi.EXT_BASE_HIGH & above == above
+    assert axi.EXT_BASES == {"seeds": axi.EXT_BASE, "stress": axi.EXT_BASE_HIGH, "long": axi.EXT_BASE_HIGH}
+
+
 def test_the_decode_probes_are_the_unlisted_neighbours_of_each_register():
     probes = axi_probes.decode_probes(DEFAULT)
     listed = {r.offset for r in regmap.registers(DEFAULT)}
