@@ -120,8 +120,8 @@ def read_figures(out: Path) -> dict:
     achieved, target, used, path = nextpnr_figures(report_file.read_text(), "sys")
     script = (gateware / f"build_{NAME}.sh").read_text()
     seed, speed = (re.search(rf"--{flag} (\d+)", script) for flag in ("seed", "speed"))
-    critical = summarise_path(path)
-    critical.pop("steps", None)
+    critical = {k: v for k, v in summarise_path(path).items()          # the core's blocks mean nothing here
+                if k not in ("steps", "from_block", "to_block")}
     return {"device": DEVICE, "speed": int(speed.group(1)) if speed else None,
             "seed": int(seed.group(1)) if seed else None, "target_mhz": target,
             "fmax_mhz": round(achieved, 2), "used": {k: used[k] for k in SHOWN if k in used},

@@ -12,7 +12,8 @@ until its entry does.
 The tables of ``make bench`` on docs/guide/performance.md are checked row by row against its
 output (test_quoted_bench.py). Not covered (no record in the repository to check them against):
 times (they depend on the load, and are given with it), synthesis results that are not in
-docs/sweep.json (the OVERLAP = 1 machine's Fmax and its history), the RTL mutants' score
+docs/sweep.json (the OVERLAP = 1 machine's Fmax and its history, the SoC's first ULX3S build),
+the RTL mutants' score
 (build/mutants-rtl/report.json is not committed), stress and co-simulation counts of past
 campaigns, accuracies that need training (the digits MLP's 98.7%), the capacity figures of
 ``python -m compiler.testing.capacity`` (minutes to compute), and the figures of the pages that
@@ -69,6 +70,27 @@ def units_total() -> tuple:
     cells = soc_record()["units"]["cells"].values()
     luts, ffs = sum(c["LUT4"] for c in cells), sum(c["TRELLIS_FF"] for c in cells)
     return luts, ffs, round(100 * luts / synth("t4", "LUT4")), synth("t4", "LUT4")
+
+
+def ulx3s(key: str):
+    """docs/soc.json, ulx3s: a figure of the last ``make soc-bitstream --record``."""
+    return soc_record()["ulx3s"][key]
+
+
+def ulx3s_used(resource: str) -> tuple[int, int, int]:
+    """docs/soc.json, ulx3s: a resource's use, its total on the part, the use in percent."""
+    used = ulx3s("used")[resource]
+    return used["used"], used["available"], round(100 * used["used"] / used["available"])
+
+
+def ulx3s_clock() -> tuple[str, int, str]:
+    fmax, target = ulx3s("fmax_mhz"), ulx3s("target_mhz")
+    return mhz(fmax), round(target), "met" if fmax >= target else "NOT met"
+
+
+def ulx3s_path() -> tuple[float, int, int]:
+    path, fmax, target = ulx3s("critical_path"), ulx3s("fmax_mhz"), ulx3s("target_mhz")
+    return path["delay_ns"], path["logic_levels"], round(100 * (fmax - target) / target)
 
 
 @cache
@@ -225,6 +247,20 @@ FIGURES = [
     Figure(SOC, "{:,} LUT4 and {:,} flip-flops, {}% more logic than the core's {:,} LUT4", units_total,
            f"{SOC_RECORD}: units; {SWEEP}: t4"),
     Figure(SOC, "its Fmax (`make synth`: {} MHz) are unchanged", lambda: fmax("t4"), f"{SWEEP}: t4"),
+    Figure(SOC, "**System clock: {} MHz after routing, {} MHz asked: {}.**", ulx3s_clock,
+           f"{SOC_RECORD}: ulx3s"),
+    Figure(SOC, "LFE5U-85F, speed grade {},", lambda: ulx3s("speed"), f"{SOC_RECORD}: ulx3s"),
+    Figure(SOC, "nextpnr seed {};", lambda: ulx3s("seed"), f"{SOC_RECORD}: ulx3s"),
+    Figure(SOC, "The critical path ({} ns, {} logic levels)", lambda: ulx3s_path()[:2],
+           f"{SOC_RECORD}: ulx3s"),
+    Figure(SOC, "The margin is {}%;", lambda: ulx3s_path()[2], f"{SOC_RECORD}: ulx3s"),
+    *(Figure(SOC, f"| {label} (`{name}`) | {{:,}} | {{:,}} ({{}}%) |", lambda name=name: ulx3s_used(name),
+             f"{SOC_RECORD}: ulx3s") for label, name in (
+        ("LUT4", "TRELLIS_COMB"), ("flip-flops", "TRELLIS_FF"), ("block RAM", "DP16KD"),
+        ("DSP", "MULT18X18D"), ("distributed RAM", "TRELLIS_RAMW"))),
+    Figure(README, "the SoC on the ULX3S 85F: {} MHz after routing ({} asked), {:,} LUT4",
+           lambda: (mhz(ulx3s("fmax_mhz")), round(ulx3s("target_mhz")), ulx3s_used("TRELLIS_COMB")[0]),
+           f"{SOC_RECORD}: ulx3s"),
     Figure("docs/guide/verification.md", "sweeps them one short program each ({} on the default machine",
            fault_programs, "cosim/faults.py: jobs()"),
     Figure("docs/index.md", "{} more mutants break the streaming", streaming_mutants,

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 
 from flows.soc import board
+from tests.docs.quoted import ROOT
 
 # nextpnr-ecp5's --report JSON, cut to what board.py reads: one clock, two resources, a path
 NEXTPNR = {
@@ -67,3 +68,10 @@ def test_no_build_reads_the_folder_and_writes_the_record(tmp_path, monkeypatch):
 def test_no_build_without_a_build_is_a_clear_error(tmp_path, capsys):
     assert board.main(["--no-build", "--out", str(tmp_path / "nothing")]) == 1
     assert "no nextpnr report" in capsys.readouterr().err
+
+
+def test_the_default_clock_is_the_records_and_met():
+    """make soc-bitstream asks for the clock of the record docs/guide/soc.md quotes, and the
+    record met it."""
+    kept = json.loads((ROOT / "docs" / "soc.json").read_text())[board.SECTION]
+    assert kept["target_mhz"] == board.DEFAULT_FREQ and kept["fmax_mhz"] >= board.DEFAULT_FREQ
