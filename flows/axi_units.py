@@ -5,6 +5,7 @@ Usage::
 
     python -m flows.axi_units                          # the table (build/axi/units/<unit>/: Yosys's files)
     python -m flows.axi_units --record docs/soc.json   # and the record's section "units"
+    python -m flows.axi_units --check docs/soc.json    # exit 1 when the record's cells are not today's
 
 The units are those :class:`hw.axi_top.GA2Axi` adds around the core, on the default machine:
 :class:`~hw.axi_read.AxiReader`, :class:`~hw.axi_write.AxiWriter` (its queues included) and
@@ -15,6 +16,7 @@ figures are its own logic, before placement.
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from pathlib import Path
 
@@ -60,21 +62,44 @@ def table(cells: dict[str, dict[str, int]]) -> str:
     return "\n".join(lines)
 
 
+def stale(cells: dict[str, dict[str, int]], path: Path) -> list[str]:
+    """Where the record's section "units" differs from ``cells``: one line a cell, naming the
+    unit, the cell, the recorded and the measured count (empty when it is current).
+
+    Raises:
+        OSError: the record cannot be read.
+        ValueError: it is not JSON, or has no section "units".
+    """
+    recorded = json.loads(path.read_text()).get(SECTION, {}).get("cells")
+    if recorded is None:
+        raise ValueError(f"{path} has no section '{SECTION}' (python -m flows.axi_units --record {path})")
+    return [f"{unit} {cell}: recorded {recorded.get(unit, {}).get(cell)}, measured {count}"
+            for unit, row in cells.items() for cell, count in row.items()
+            if recorded.get(unit, {}).get(cell) != count]
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m flows.axi_units", description=__doc__.split("\n\n")[0])
     parser.add_argument("--out", type=Path, default=Path("build/axi/units"), help="Yosys's folders")
     parser.add_argument("--record", type=Path, default=None,
                         help="also write the cells, date and tool versions to this record's section "
                              "'units' (docs/soc.json is the record docs/guide/soc.md quotes)")
+    parser.add_argument("--check", type=Path, default=None,
+                        help="exit 1 when this record's section 'units' is not what Yosys maps today")
     args = parser.parse_args(argv)
     try:
         cells = measure(DEFAULT, args.out)
         if args.record:
             record.update(args.record, SECTION, {"cells": cells}, "python -m flows.axi_units", versions())
+        differ = stale(cells, args.check) if args.check else []
     except (SynthError, OSError, ValueError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 1
     print(table(cells))
+    if differ:
+        print(f"{args.check} is stale (python -m flows.axi_units --record {args.check}, then the table "
+              "of docs/guide/soc.md):", *differ, sep="\n  ", file=sys.stderr)
+        return 1
     return 0
 
 

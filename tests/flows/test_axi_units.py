@@ -37,3 +37,19 @@ def test_a_record_that_is_not_an_object_is_a_clear_error(tmp_path, monkeypatch, 
     path.write_text("[1, 2]")
     assert axi_units.main(["--record", str(path), "--out", str(tmp_path / "units")]) == 1
     assert "a record is a JSON object of sections, not list" in capsys.readouterr().err
+
+
+def test_check_names_each_stale_cell(tmp_path, monkeypatch, capsys):
+    monkeypatch.setattr(axi_units, "measure", lambda params, out: CELLS)
+    path = tmp_path / "soc.json"
+    path.write_text(json.dumps({"units": {"cells": CELLS}}))
+    assert axi_units.main(["--check", str(path), "--out", str(tmp_path / "units")]) == 0
+    moved = {**CELLS, "AxiReader": {**CELLS["AxiReader"], "LUT4": 1285, "TRELLIS_FF": 633}}
+    path.write_text(json.dumps({"units": {"cells": moved}}))
+    assert axi_units.main(["--check", str(path), "--out", str(tmp_path / "units")]) == 1
+    err = capsys.readouterr().err
+    assert "AxiReader LUT4: recorded 1285, measured 1323" in err and "AxiReader TRELLIS_FF" in err
+    assert "AxiLiteRegs" not in err
+    path.write_text("{}")
+    assert axi_units.main(["--check", str(path), "--out", str(tmp_path / "units")]) == 1
+    assert "has no section 'units'" in capsys.readouterr().err
