@@ -81,13 +81,13 @@ def _coverage(first: int, n: int, folder) -> dict:
 
 def test_coverage_of_sixty_programs(tmp_path):
     data = _coverage(1, 60, tmp_path)
-    assert data["stress.stops"] == {"HALT": 24, "BAD_OPCODE": 6, "BAD_FIELD": 6, "SPAD_RANGE": 6,
-                                    "EXT_RANGE": 6, "OVERLAP": 6, "NO_HALT": 6}
+    assert data["stress.stops"] == {"HALT": 18, "BAD_OPCODE": 6, "BAD_FIELD": 6, "SPAD_RANGE": 6,
+                                    "EXT_RANGE": 6, "OVERLAP": 6, "NO_HALT": 6, "BAD_INDEX": 6}
     assert all(data["stress.cases"].values()), data["stress.cases"]
     assert coverage.holes(data, "stress.instructions") == []
     lines = coverage.report(data)
-    assert lines[2] == ("  stops: 7 of 7 bins (100%): HALT 24, BAD_OPCODE 6, BAD_FIELD 6, SPAD_RANGE 6, "
-                        "EXT_RANGE 6, OVERLAP 6, NO_HALT 6")
+    assert lines[2] == ("  stops: 8 of 8 bins (100%): HALT 18, BAD_OPCODE 6, BAD_FIELD 6, SPAD_RANGE 6, "
+                        "EXT_RANGE 6, OVERLAP 6, NO_HALT 6, BAD_INDEX 6")
     n = len(spec.INSTRUCTIONS)
     assert lines[1].startswith(f"  instructions: {n} of {n} bins (100%): LD ")
 
@@ -200,8 +200,8 @@ def test_short_stress_run(simulator, tmp_path):
     assert lines[0].startswith(f"{simulator:<10} PASS: 20 programs match the reference (memory, all five "
                                "counters, error code and pc), ")
     assert lines[2].startswith("20 programs (seeds 1..20), ")
-    assert ("  stops: 7 of 7 bins (100%): HALT 8, BAD_OPCODE 2, BAD_FIELD 2, SPAD_RANGE 2, EXT_RANGE 2, "
-            "OVERLAP 2, NO_HALT 2") in lines
+    assert ("  stops: 8 of 8 bins (100%): HALT 6, BAD_OPCODE 2, BAD_FIELD 2, SPAD_RANGE 2, EXT_RANGE 2, "
+            "OVERLAP 2, NO_HALT 2, BAD_INDEX 2") in lines
     assert lines[-1].startswith(f"campaign: {tmp_path / 'campaign'} (make stress SEED=1 N=20 SIM={simulator} "
                                 "reproduces it")
 
