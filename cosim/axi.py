@@ -15,11 +15,13 @@ timing_fault and the bridge's self-check stay 0. The scratchpad is not read thro
 reference machine starts each program from the scratchpad its previous program left, as the
 hardware does. Every launch also probes the register slave's decode after its last program
 (cosim/axi_probes.py: offsets the register map does not name answer SLVERR and change nothing);
-a wrong answer is a difference of the last program. ``long`` is one program that moves the
-whole scratchpad until the DMA counter passes 2**14 cycles (an ST of SPAD_WORDS words, the
-counters' high bits). The seeds put external word 0 at EXT_BASE = 0x12340, stress and ``long`` at
-0xFFF82340 (:data:`EXT_BASES`): the same bursts, and every address bit above the window seen at
-0 and at 1.
+a wrong answer is a difference of the last program; on Icarus, which shows the inner registers,
+the counters are then read out with values put in their registers (cosim/axi_tb.py). A slave
+that fails the host's check or never answers ends the bench in its program: a difference.
+``long`` is one program that moves the whole scratchpad until the DMA counter passes 2**14
+cycles (an ST of SPAD_WORDS words, the counters' high bits), after IMEM_WORDS / 2 VADDs. The
+seeds put external word 0 at EXT_BASE = 0x12340, stress and ``long`` at 0xFFF82340
+(:data:`EXT_BASES`): the same bursts, and every address bit above the window seen at 0 and at 1.
 
 The Verilog (build/axi/ga2_axi_simtop.v, :mod:`flows.axi`) is exported again when the sources
 of hw/, sim/ or flows/ change; the simulator builds are cached in build/axi/<sim>/ by the
@@ -184,6 +186,10 @@ def run(jobs: list[Job], simulator: str, params: Params, *, pause: float = PAUSE
     if runs and decode:
         runs[-1].faults["decode"] = decode_differences(probes, decode["answers"], decode["before"],
                                                        decode["after"], params)
+    if runs and extra.get("counters"):
+        runs[-1].faults["counters"] = [
+            f"counter read-out: {name.upper()} reads 0x{got:08x} with 0x{put:08x} in its register"
+            for name, put, got in extra["counters"] if got != put]
     stopped = bench_failure(run_dir / "results.xml")
     if not stopped:
         shutil.rmtree(run_dir, ignore_errors=True)
@@ -224,7 +230,7 @@ def compare(job: Job, run: AxiRun, params: Params, spad: np.ndarray | None = Non
     f = run.faults
     if f.get("bench_stopped"):
         return [f"the bench stopped in this program: {f['bench_stopped']}"]
-    out += f.get("decode", [])
+    out += f.get("decode", []) + f.get("counters", [])
     if f["axi_fault"]:
         out.append(f"AXI protocol checker (master): rule {f['axi_code']}: {_rule(RULES, f['axi_code'])}")
     if f["axil_fault"]:
