@@ -36,6 +36,10 @@ class Emitter(Protocol):
 
     def address(self, nid: int) -> int: ...
 
+    def ensure(self, nid: int) -> int: ...
+
+    def lower(self, node: Node, operands: Sequence[int]) -> None: ...
+
 
 def fused_relu(em: Emitter, node: Node) -> bool:
     """Whether a matmul's RQ or an add's VADD applies the relu fused into it (:mod:`compiler.fusion`)."""

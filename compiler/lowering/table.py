@@ -14,7 +14,7 @@ from ..streaming import lower_matmul_step
 from .activation import lower_table
 from .add import lower_add
 from .argmax import lower_argmax
-from .conv import lower_conv2d, lower_maxpool, lower_reshape
+from .conv import conv_step, lower_conv2d, lower_maxpool, lower_reshape
 from .embedding import lower_embedding
 from .emitter import Lowering
 from .layernorm import lower_layernorm
@@ -38,7 +38,7 @@ LOWERINGS: dict[Op, Lowering] = {
     Op.LAYERNORM: Lowering(lower_layernorm),
     Op.EMBEDDING: Lowering(lower_embedding),
     Op.OUTPUT: Lowering(lower_output),
-    Op.CONV2D: Lowering(lower_conv2d),
+    Op.CONV2D: Lowering(lower_conv2d, step=conv_step),
     Op.MAXPOOL: Lowering(lower_maxpool),
     Op.RESHAPE: Lowering(lower_reshape),
 }
