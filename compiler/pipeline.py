@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from sim.spec import DEFAULT, Params
 
 from . import contracts
-from .allocator import AllocEvent
+from .allocator import AllocEvent, ScratchpadFull
 from .arguments import check_arguments
 from .calibrate import calibration_values, ranges_of
 from .compilation import Compilation
@@ -41,6 +41,7 @@ from .placement import place
 from .program import Program
 from .scales import ZeroRangeWarning, plan_scales
 from .schedule import reorder_emission
+from .spill import spill_levels, spill_regions, spills_by_node
 from .tables import TableSaturationWarning, saturation_notes
 
 
@@ -132,9 +133,29 @@ def _scales(c: Compilation) -> None:
 
 
 def _emission(c: Compilation) -> None:
+    """Emission; when the scratchpad is full and tensors of images may live in external memory,
+    again with more of them there (:func:`compiler.spill.spill_levels`), each try from a fresh
+    placement."""
     c.first_event = len(c.events) if c.events is not None else 0
-    c.emission = emit(c.graph, c.plan.scales, c.fused, c.placement, c.schedule, c.ext, params=c.params,
-                      lowerings=LOWERINGS, reuse=c.reuse, events=c.events, stream=c.stream)
+    base, top = c.ext, c.ext_words
+    levels = list(spill_levels(c.graph, c.placement, c.params)) if c.stream else [set()]
+    for n, level in enumerate(levels):
+        if n:
+            _placement(c)
+            _lifetimes(c)
+            if c.events is not None:
+                del c.events[c.first_event:]
+        regions = spill_regions(c.graph, c.placement, level, top, c.params)
+        c.ext = base | {entry.name: entry for entry in regions.values()}
+        c.ext_words = max([top, *(entry.end for entry in regions.values())])
+        try:
+            c.emission = emit(c.graph, c.plan.scales, c.fused, c.placement, c.schedule, c.ext,
+                              params=c.params, lowerings=LOWERINGS, reuse=c.reuse, events=c.events, stream=c.stream,
+                              spills=spills_by_node(c.graph, c.placement, regions, c.ext))
+            return
+        except ScratchpadFull:
+            if n == len(levels) - 1:
+                raise
 
 
 def _scheduling(c: Compilation) -> None:

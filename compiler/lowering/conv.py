@@ -16,7 +16,7 @@ into a row of W*C words, then per output pixel VADD max of its k_w pixels of tha
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING
 
 from ..bias import bias_levels, has_bias, region_name
@@ -87,14 +87,6 @@ def lower_conv2d(em: Emitter, node: Node, operands: Sequence[int]) -> None:
     _release(em, node, pad, rq, acc, per_image)
 
 
-def conv_step(em: Emitter, node: Node) -> None:
-    """A convolution's step: its operands loaded (a depthwise convolution's weight is not: its
-    lowering loads the diagonal blocks made of it), then :func:`lower_conv2d`."""
-    x_id, w_id = node.ins
-    skip = window_of(node).depthwise
-    em.lower(node, [em.ensure(x_id), -1 if skip else em.ensure(w_id)])
-
-
 def _images(em: Emitter, node: Node) -> int:
     w = window_of(node)
     return em.nodes[node.ins[0]].shape[0] // (w.H * w.W)
@@ -157,21 +149,22 @@ def depthwise_mms(node: Node, src: int, wsrc: int, diag: int, acc: int, oy: int,
                     first = False
 
 
-def shared_mms(node: Node, src: int, wsrc: int, taps: int, acc: int, oy: int, params: Params,
-               biased: bool) -> Iterator[dict[str, int]]:
+def shared_mms(node: Node, row_at: Callable[[int], int], taps: int, acc: int, oy: int, params: Params,
+               biased: bool, contiguous: bool) -> Iterator[dict[str, int]]:
     """The MMs of output row ``oy`` of a shared-tap convolution (an average pool): per output
     pixel and group of n <= T channels, A the tap weights (M = 1) by B the window's pixels
-    (``ldb = C``, N = n channels), one kernel row a run of K = k_w taps, or the whole window
-    when it spans whole rows (K = k_h*k_w: its pixels are consecutive), in pieces of at most
-    K_MAX. One row of the array is used: utilisation at most 1/T."""
+    (``ldb = C``, N = n channels), one kernel row a run of K = k_w taps, or, ``contiguous``
+    (the window spans whole rows that lie one after another), the whole window as one run of
+    K = k_h*k_w, in pieces of at most K_MAX. ``row_at(y)`` is the address of row y of the
+    padded image. One row of the array is used: utilisation at most 1/T."""
     w = window_of(node)
-    runs = [(0, w.kh * w.kw)] if w.kw == wsrc else [(ky * w.kw, w.kw) for ky in range(w.kh)]
+    runs = [(0, w.kh * w.kw)] if contiguous else [(ky * w.kw, w.kw) for ky in range(w.kh)]
     for ox in range(w.Wo):
         for c0, n in channel_groups(w.C, params.T):
             first = not biased
             for start, length in runs:
                 ky, kx = divmod(start, w.kw)
-                pixel = src + ((oy * w.sh + ky) * wsrc + ox * w.sw + kx) * w.C + c0
+                pixel = row_at(oy * w.sh + ky) + (ox * w.sw + kx) * w.C + c0
                 for k0 in range(0, length, params.K_MAX):
                     k = min(params.K_MAX, length - k0)
                     yield {"dst": acc + ox * w.C + c0, "A": taps + start + k0, "B": pixel + k0 * w.C, "M": 1,
@@ -186,7 +179,6 @@ def lower_depthwise(em: Emitter, node: Node, x_addr: int) -> None:
     w = window_of(node)
     out, row, per_image = em.address(node.id), w.Wo * w.C, w.Ho * w.Wo * w.C
     region = em.ext[taps_region(node) if w.shared else diagonal_region(node)]
-    mms = shared_mms if w.shared else depthwise_mms
     diag = em.alloc.alloc(region.words, f"diagonal weights of node {node.id}")
     em.put("LD", dst=diag, src=region.addr, len=region.words)
     acc = em.alloc.alloc(per_image, f"accumulator of node {node.id}")
@@ -198,7 +190,12 @@ def lower_depthwise(em: Emitter, node: Node, x_addr: int) -> None:
         for oy in range(w.Ho):
             if biased:
                 em.put("LD", dst=acc + oy * row, src=em.ext[region_name(node)].addr, len=row)
-            for fields in mms(node, src, wsrc, diag, acc + oy * row, oy, em.params, biased):
+            if w.shared:
+                found = shared_mms(node, lambda y, src=src, wsrc=wsrc: src + y * wsrc * w.C, diag,
+                                   acc + oy * row, oy, em.params, biased, w.kw == wsrc)
+            else:
+                found = depthwise_mms(node, src, wsrc, diag, acc + oy * row, oy, em.params, biased)
+            for fields in found:
                 em.put("MM", **fields)
         em.put("RQ", dst=out + b * per_image, src=acc, len=per_image, **rq)
     _release(em, node, pad, rq, acc, per_image)

@@ -31,6 +31,7 @@ class Emitter(Protocol):
     params: Params
     alloc: Allocator
     requantizers: dict[RequantKey, tuple[int, int]]
+    spills: Mapping[int, ExtEntry]
 
     def put(self, op: str, **fields: int) -> None: ...
 

@@ -9,12 +9,14 @@ below; ``tests/compiler/lowering/test_table.py`` fails while an operation has no
 
 from __future__ import annotations
 
+from ..addstep import add_step
+from ..convstep import conv_step
 from ..ops import Op
 from ..streaming import lower_matmul_step
 from .activation import lower_table
 from .add import lower_add
 from .argmax import lower_argmax
-from .conv import conv_step, lower_conv2d, lower_maxpool, lower_reshape
+from .conv import lower_conv2d, lower_maxpool, lower_reshape
 from .embedding import lower_embedding
 from .emitter import Lowering
 from .layernorm import lower_layernorm
@@ -29,7 +31,7 @@ LOWERINGS: dict[Op, Lowering] = {
     Op.WEIGHT: Lowering(lower_load),
     Op.MATMUL: Lowering(lower_matmul, step=lower_matmul_step),
     Op.SOFTMAX: Lowering(lower_softmax),
-    Op.ADD: Lowering(lower_add),
+    Op.ADD: Lowering(lower_add, step=add_step),
     Op.RELU: Lowering(lower_relu),
     Op.TABLE: Lowering(lower_table),
     Op.CONCAT: Lowering(lower_view),
