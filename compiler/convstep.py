@@ -74,6 +74,11 @@ class Plan:
     ring: int | None = None
     slots: int = 0
     acc: int = -1
+    image: tuple = ()
+    """(b, the input's region or None, its scratchpad address or None) of the band under way."""
+    row_by_row: bool = False
+    """A shared-tap convolution whose window does not fit: one input row in the ring at a time,
+    loaded before the MMs of its kernel row (one output row per band)."""
 
 
 def conv_step(em: Emitter, node: Node) -> None:
@@ -111,6 +116,7 @@ def banded(em: Emitter, node: Node) -> None:
         for o0 in range(0, w.Ho, plan.rows):
             rows = min(plan.rows, w.Ho - o0)
             loaded = load_rows(em, node, plan, b, o0, rows, loaded, x_entry, x_addr)
+            plan.image = (b, x_entry, x_addr)
             row_at = row_address(node, plan, b, x_addr)
             if has_bias(node):
                 for r in range(rows):
@@ -178,15 +184,11 @@ def choose(em: Emitter, node: Node, ring_needed: bool) -> Plan:
     found = []
     for mode in weight_modes(em, node):
         for rows in range(w.Ho, 0, -1):
-            mark = em.checkpoint()
-            try:
-                allocate(em, node, Plan(mode, rows), ring)
-            except ScratchpadFull:
-                em.rollback(mark)
-                continue
-            em.rollback(mark)
-            found.append((weight_cost(em, node, mode, rows), -rows, mode))
-            break
+            if _fits(em, node, Plan(mode, rows), ring):
+                found.append((weight_cost(em, node, mode, rows), -rows, mode))
+                break
+    if not found and w.shared and ring and _fits(em, node, Plan("whole", 1, row_by_row=True), ring):
+        return allocate(em, node, Plan("whole", 1, row_by_row=True), ring, emit=True)
     if not found:
         need = (w.kh * w.Wp * w.C if ring else 0) + w.Wo * node.shape[1]
         raise ScratchpadFull(f"{node.describe()} does not fit the scratchpad even one output row at a time "
@@ -195,6 +197,18 @@ def choose(em: Emitter, node: Node, ring_needed: bool) -> Plan:
                            "use a machine with a larger scratchpad (SPAD_WORDS), or fewer channels", node.id)
     _, rows, mode = min(found)
     return allocate(em, node, Plan(mode, -rows), ring, emit=True)
+
+
+def _fits(em: Emitter, node: Node, plan: Plan, ring: bool) -> bool:
+    """Whether a plan's buffers can be allocated now (tried and undone)."""
+    mark = em.checkpoint()
+    try:
+        allocate(em, node, plan, ring)
+    except ScratchpadFull:
+        return False
+    finally:
+        em.rollback(mark)
+    return True
 
 
 def allocate(em: Emitter, node: Node, plan: Plan, ring: bool, emit: bool = False) -> Plan:
@@ -215,7 +229,7 @@ def allocate(em: Emitter, node: Node, plan: Plan, ring: bool, emit: bool = False
         if emit and not w.depthwise:
             em.out.panels[em.nodes[node.ins[1]].name] = t
     if ring:
-        plan.slots = min(w.Hp, (plan.rows - 1) * w.sh + w.kh)
+        plan.slots = 1 if plan.row_by_row else min(w.Hp, (plan.rows - 1) * w.sh + w.kh)
         plan.ring = em.alloc.alloc(plan.slots * w.Wp * w.C, f"input rows of node {node.id}")
         if emit and w.pw:
             zeros = em.ext[zeros_region(node)]
@@ -238,22 +252,29 @@ def row_address(node: Node, plan: Plan, b: int, x_addr: int | None) -> Callable[
 def load_rows(em: Emitter, node: Node, plan: Plan, b: int, o0: int, rows: int, loaded: int,
               x_entry: ExtEntry | None, x_addr: int | None) -> int:
     """Bring the band's input rows not in the ring yet; returns the last row loaded."""
-    if plan.ring is None:
+    if plan.ring is None or plan.row_by_row:
         return loaded
     w = window_of(node)
     last = (o0 + rows - 1) * w.sh + w.kh - 1
-    line = w.W * w.C
     for yp in range(max(loaded + 1, o0 * w.sh), last + 1):
-        slot = plan.ring + (yp % plan.slots) * w.Wp * w.C
-        y = yp - w.ph
-        if not 0 <= y < w.H:
-            em.put("LD", dst=slot, src=em.ext[zeros_region(node)].addr, len=w.Wp * w.C)
-        elif x_entry is not None:
-            em.put("LD", dst=slot + w.pw * w.C, src=x_entry.addr + (b * w.H + y) * line, len=line)
-        else:
-            src = x_addr + (b * w.H + y) * line
-            em.put("VADD", dst=slot + w.pw * w.C, src1=src, src2=src, len=line, relu=0, max=1)
+        load_row(em, node, plan.ring + (yp % plan.slots) * w.Wp * w.C, yp, b, x_entry, x_addr)
     return max(loaded, last)
+
+
+def load_row(em: Emitter, node: Node, slot: int, yp: int, b: int, x_entry: ExtEntry | None,
+             x_addr: int | None) -> None:
+    """Row ``yp`` of image b's padded input into a slot: zeros (a padding row), an LD from the
+    spilled input, or a VADD copy from the input in the scratchpad (into the slot's interior)."""
+    w = window_of(node)
+    line = w.W * w.C
+    y = yp - w.ph
+    if not 0 <= y < w.H:
+        em.put("LD", dst=slot, src=em.ext[zeros_region(node)].addr, len=w.Wp * w.C)
+    elif x_entry is not None:
+        em.put("LD", dst=slot + w.pw * w.C, src=x_entry.addr + (b * w.H + y) * line, len=line)
+    else:
+        src = x_addr + (b * w.H + y) * line
+        em.put("VADD", dst=slot + w.pw * w.C, src1=src, src2=src, len=line, relu=0, max=1)
 
 
 def load_weights(em: Emitter, node: Node, dst: int, start: int, count: int) -> None:
@@ -267,7 +288,9 @@ def load_weights(em: Emitter, node: Node, dst: int, start: int, count: int) -> N
 def band_mms(em: Emitter, node: Node, plan: Plan, row_at: Callable[[int], int], o0: int, rows: int) -> None:
     """The MMs of one band, with the weight loads of a streamed mode between them."""
     w = window_of(node)
-    if w.shared:
+    if plan.row_by_row:
+        shared_by_rows(em, node, plan, o0)
+    elif w.shared:
         contiguous = w.kw == w.Wp and (plan.ring is None or plan.slots >= w.Hp)
         for r in range(rows):
             for fields in shared_mms(node, row_at, plan.weights, plan.acc + r * w.Wo * w.C, o0 + r, em.params,
@@ -277,6 +300,23 @@ def band_mms(em: Emitter, node: Node, plan: Plan, row_at: Callable[[int], int], 
         depthwise_band(em, node, plan, row_at, o0, rows)
     else:
         dense_band(em, node, plan, row_at, o0, rows)
+
+
+def shared_by_rows(em: Emitter, node: Node, plan: Plan, oy: int) -> None:
+    """A shared-tap convolution's output row ``oy``, one input row at a time: per kernel row ky,
+    the row loaded into the ring's one slot, then per output pixel and group of channels one MM
+    of its k_w taps (A the taps of row ky, B the pixels, ``ldb = C``)."""
+    w, params = window_of(node), em.params
+    b, x_entry, x_addr = plan.image
+    for ky in range(w.kh):
+        load_row(em, node, plan.ring, oy * w.sh + ky, b, x_entry, x_addr)
+        for ox in range(w.Wo):
+            for c0, n in channel_groups(w.C, params.T):
+                pixel = plan.ring + ox * w.sw * w.C + c0
+                for k0 in range(0, w.kw, params.K_MAX):
+                    k = min(params.K_MAX, w.kw - k0)
+                    em.put("MM", dst=plan.acc + ox * w.C + c0, A=plan.weights + ky * w.kw + k0, B=pixel + k0 * w.C,
+                           M=1, K=k, N=n, tb=0, lda=k, ldb=w.C, ldc=w.C, acc=int(has_bias(node) or ky > 0 or k0 > 0))
 
 
 def dense_band(em: Emitter, node: Node, plan: Plan, row_at: Callable[[int], int], o0: int, rows: int) -> None:

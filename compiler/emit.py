@@ -86,7 +86,8 @@ class Emitter:
     def __init__(self, graph: Graph, scales: Mapping[int, float], fused: set[int], placement: Placement,
                  schedule: Mapping[int, Sequence[int]], ext: Mapping[str, ExtEntry], reuse: bool,
                  params: Params, events: list[AllocEvent] | None, stream: bool,
-                 lowerings: Mapping[Op, Lowering], spills: Mapping[int, ExtEntry] | None = None):
+                 lowerings: Mapping[Op, Lowering], spills: Mapping[int, ExtEntry] | None = None,
+                 launches: bool = False):
         self.graph = graph
         self.lowerings = lowerings
         self.nodes = graph.nodes
@@ -107,6 +108,7 @@ class Emitter:
         self.requantizers = self.out.requantizers
         self.step = -1
         self.spills: Mapping[int, ExtEntry] = spills or {}
+        self.launches = launches and not params.OVERLAP
 
     def put(self, op: str, **fields: int) -> None:
         """Append one instruction (its fields checked against the machine's legal ranges)."""
@@ -195,7 +197,7 @@ class Emitter:
                 self.release_dead(node.id)
         self.step = -1
         self.put("HALT")
-        if len(self.out.code) > self.params.IMEM_WORDS:
+        if len(self.out.code) > self.params.IMEM_WORDS and not self.launches:
             raise CompileError(f"the program has {len(self.out.code)} instructions, more than the "
                                f"{self.params.IMEM_WORDS} the instruction memory holds",
                                "compile the graph in smaller parts")
@@ -206,7 +208,7 @@ class Emitter:
 def emit(graph: Graph, scales: Mapping[int, float], fused: set[int], placement: Placement,
          schedule: Mapping[int, Sequence[int]], ext: Mapping[str, ExtEntry], *, params: Params,
          lowerings: Mapping[Op, Lowering], reuse: bool = True, events: list[AllocEvent] | None = None,
-         stream: bool = True, spills: Mapping[int, ExtEntry] | None = None) -> Emission:
+         stream: bool = True, spills: Mapping[int, ExtEntry] | None = None, launches: bool = False) -> Emission:
     """Write the program.
 
     Args:
@@ -223,6 +225,8 @@ def emit(graph: Graph, scales: Mapping[int, float], fused: set[int], placement: 
             (:mod:`compiler.convstep`); False refuses them as the seed's compiler does.
         spills: node id -> the external region of a node that lives in external memory
             (:mod:`compiler.spill`); its producer and readers move it in bands.
+        launches: allow a program longer than the instruction memory on the serial machine
+            (run in launches, :meth:`compiler.program.Program.launches`).
 
     A matmul's factor is the float product ``factor * scale_a * scale_b / scale_out``; when
     that product would leave the normal floats on the way (tiny or huge scales), it is
@@ -233,4 +237,4 @@ def emit(graph: Graph, scales: Mapping[int, float], fused: set[int], placement: 
             factor underflows or overflows, or the program does not fit the instruction memory.
     """
     return Emitter(graph, scales, fused, placement, schedule, ext, reuse, params, events, stream,
-                   lowerings, spills).run()
+                   lowerings, spills, launches).run()

@@ -226,9 +226,9 @@ class Graph:
         (k_h*k_w*C, C_out) with row (ky*k_w + kx)*C + c, or (depthwise, groups = C) (k_h*k_w, C);
         ``kernel``, ``stride`` and ``padding`` (zeros, each side) an int or a pair, as
         ``nn.Conv2d`` takes them; ``per_channel``: a weight scale and a requantizer per output
-        channel (:mod:`compiler.channels`); ``shared`` (depthwise): every column of w is the
-        same, one weight per tap for every channel (an average pool; the lowering reads the
-        taps once instead of diagonal blocks). Result (B*H_o*W_o, C_out)."""
+        channel (:mod:`compiler.channels`); ``shared`` (depthwise): w is (k_h*k_w, 1), one
+        weight per tap for every channel (an average pool; the lowering reads the taps as one
+        row instead of diagonal blocks). Result (B*H_o*W_o, C_out)."""
         where = "conv2d"
         window = Window(*pair(image, "image", where), self._cols(x, where), *pair(kernel, "kernel", where),
                         *pair(stride, "stride", where), *pair(padding, "padding", where),

@@ -151,7 +151,7 @@ def _emission(c: Compilation) -> None:
         try:
             c.emission = emit(c.graph, c.plan.scales, c.fused, c.placement, c.schedule, c.ext,
                               params=c.params, lowerings=LOWERINGS, reuse=c.reuse, events=c.events, stream=c.stream,
-                              spills=spills_by_node(c.graph, c.placement, regions, c.ext))
+                              spills=spills_by_node(c.graph, c.placement, regions, c.ext), launches=c.launches)
             return
         except ScratchpadFull:
             if n == len(levels) - 1:
@@ -339,7 +339,7 @@ def compile_graph(graph: Graph, calibration: Sequence[Mapping[str, object]], reu
                   events: list[AllocEvent] | None = None, check_contracts: bool = False,
                   stream: bool = True, pack: bool | None = None, cse: bool = True,
                   fuse: bool = True, reorder: bool = True, *, disable: object = (),
-                  passes: object = None) -> Program:
+                  passes: object = None, launches: bool = False) -> Program:
     """Compile a graph to a GA-2 program.
 
     Args:
@@ -388,6 +388,10 @@ def compile_graph(graph: Graph, calibration: Sequence[Mapping[str, object]], reu
             left out are switched off. Give ``disable`` or ``passes``, not both.
         cse, fuse, reorder: False is the same as naming ``cse``, ``fusion`` or ``scheduling``
             in ``disable``.
+        launches: a program longer than the instruction memory is run as several launches
+            of at most IMEM_WORDS instructions each, one after another, the scratchpad and the
+            external memory carried over (:meth:`Program.launches`; the serial machine only).
+            False (the default) refuses it, naming the instruction count.
 
     Raises:
         CompileError: the graph, the calibration data or ``ranges`` is refused, an argument
@@ -402,7 +406,7 @@ def compile_graph(graph: Graph, calibration: Sequence[Mapping[str, object]], reu
     first = len(trace)
     state = Compilation(graph=graph, params=params, calibration=calibration, fixed_ranges=ranges,
                         reuse=bool(reuse), events=trace, stream=bool(stream),
-                        pack=None if pack is None else bool(pack), disabled=disabled)
+                        pack=None if pack is None else bool(pack), disabled=disabled, launches=bool(launches))
     run_passes(state, check=check_contracts)
     emission = state.emission
     compiled = state.graph.snapshot()

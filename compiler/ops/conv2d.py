@@ -33,25 +33,25 @@ if TYPE_CHECKING:
 
 
 def conv2d_shape(operands: Sequence[Node], attrs: Attrs) -> tuple[Shape, Attrs]:
-    """x (B*H*W, C) by w (k_h*k_w*C, C_out), or depthwise by w (k_h*k_w, C): (B*H_o*W_o, C_out)."""
+    """x (B*H*W, C) by w (k_h*k_w*C, C_out), depthwise by w (k_h*k_w, C), with shared taps by w
+    (k_h*k_w, 1): (B*H_o*W_o, C_out)."""
     nx, nw = operands
     where = f"conv2d of {nx.describe()} by {nw.describe()}"
     window = read_window(attrs.get("window"), where)
     b = images(nx.shape, window, where)
     c = nx.shape[1]
     taps = window.kh * window.kw
-    want = (taps, c) if window.depthwise else (taps * c, nw.shape[1])
+    want = (taps, 1) if window.shared else (taps, c) if window.depthwise else (taps * c, nw.shape[1])
     if nw.shape != want:
-        kind = "depthwise weights (k_h*k_w, C)" if window.depthwise else "weights (k_h*k_w*C, C_out)"
+        kind = "shared tap weights (k_h*k_w, 1)" if window.shared else "depthwise weights (k_h*k_w, C)" \
+            if window.depthwise else "weights (k_h*k_w*C, C_out)"
         raise CompileError(f"{where}: {kind} should be {want} for a {window.kh} x {window.kw} kernel on {c} "
                            f"channels, not {nw.shape}",
                            "store w[(ky*k_w + kx)*C + c, o] (depthwise: w[ky*k_w + kx, c])")
-    if window.shared and (attrs.get("per_channel") or (nw.array is not None
-                                                      and not np.all(nw.array == nw.array[:, :1]))):
+    if window.shared and attrs.get("per_channel"):
         raise CompileError(f"{where}: window {window.text()!r} shares each tap's weight among the channels, "
-                           "so every column of the weight must be the same (and per tensor)",
-                           "give equal columns (an average pool: all ones), or build it depthwise")
-    cout = nw.shape[1]
+                           "so its scale is one (per tensor)", "leave per_channel out")
+    cout = c if window.shared else nw.shape[1]
     out = {"window": window.text(), "factor": matmul_factor_attr(attrs.get("factor", 1.0), where),
            "per_channel": bool(attrs.get("per_channel", False))}
     if attrs.get("bias") is not None:
@@ -140,7 +140,7 @@ def zeros_region(node: Node) -> str:
     return f"zeros of node {node.id}"
 
 
-ZEROS_WHOLE_MAX = 4096
+ZEROS_WHOLE_MAX = 2048
 """A padded image of at most this many words has a zeros region of its size (loaded by one LD);
 a larger one has a region of one padded row (W_p x C words), loaded row by row: a large image
 is streamed in bands (:mod:`compiler.convstep`), and its zeros would otherwise fill the

@@ -184,7 +184,7 @@ def test_depthwise_runs_as_the_interpreter_says(case, machine):
     kh, kw = (k, k) if isinstance(k, int) else k
     g = Graph()
     x = g.input("x", (2 * H * W, C))
-    w = np.ones((kh * kw, C)) if shared else rng.normal(size=(kh * kw, C)) * np.geomspace(0.1, 3, C)
+    w = np.ones((kh * kw, 1)) if shared else rng.normal(size=(kh * kw, C)) * np.geomspace(0.1, 3, C)
     y = g.conv2d(x, g.weight("w", w), (H, W), k, s, p, depthwise=True, shared=shared, per_channel=pc,
                  scale=1 / (kh * kw) if shared else 1.0, bias=None if shared else rng.normal(size=C))
     g.output(y if shared else g.relu(y), "y")
@@ -219,11 +219,13 @@ def test_depthwise_mms_read_diagonal_blocks():
     assert (block == np.diag(levels[4, 8:10])).all()
 
 
-def test_shared_taps_need_equal_columns():
+def test_shared_taps_take_one_column_per_tensor():
     g = Graph()
     x = g.input("x", (16, 2))
-    with pytest.raises(CompileError, match=re.escape("every column of the weight must be the same")):
-        g.conv2d(x, g.weight("w", np.arange(8.0).reshape(4, 2)), (4, 4), 2, depthwise=True, shared=True)
+    with pytest.raises(CompileError, match=re.escape("shared tap weights (k_h*k_w, 1) should be (4, 1)")):
+        g.conv2d(x, g.weight("w", np.ones((4, 2))), (4, 4), 2, depthwise=True, shared=True)
+    with pytest.raises(CompileError, match=re.escape("so its scale is one (per tensor)")):
+        g.conv2d(x, g.weight("v", np.ones((4, 1))), (4, 4), 2, shared=True, per_channel=True)
 
 
 def test_the_text_form_reads_back():
