@@ -193,7 +193,8 @@ def choose(em: Emitter, node: Node, ring_needed: bool) -> Plan:
         need = (w.kh * w.Wp * w.C if ring else 0) + w.Wo * node.shape[1]
         raise ScratchpadFull(f"{node.describe()} does not fit the scratchpad even one output row at a time "
                            f"(its input rows and one row of accumulator take {plural(need, 'word')} beside "
-                           f"the weights, and {plural(em.alloc.largest_free(), 'word')} are free in one piece)",
+                           f"the weights, and {plural(em.alloc.largest_free(), 'word')} are free in one "
+                           "piece)",
                            "use a machine with a larger scratchpad (SPAD_WORDS), or fewer channels", node.id)
     _, rows, mode = min(found)
     return allocate(em, node, Plan(mode, -rows), ring, emit=True)
@@ -315,8 +316,9 @@ def shared_by_rows(em: Emitter, node: Node, plan: Plan, oy: int) -> None:
                 pixel = plan.ring + ox * w.sw * w.C + c0
                 for k0 in range(0, w.kw, params.K_MAX):
                     k = min(params.K_MAX, w.kw - k0)
-                    em.put("MM", dst=plan.acc + ox * w.C + c0, A=plan.weights + ky * w.kw + k0, B=pixel + k0 * w.C,
-                           M=1, K=k, N=n, tb=0, lda=k, ldb=w.C, ldc=w.C, acc=int(has_bias(node) or ky > 0 or k0 > 0))
+                    em.put("MM", dst=plan.acc + ox * w.C + c0, A=plan.weights + ky * w.kw + k0,
+                           B=pixel + k0 * w.C, M=1, K=k, N=n, tb=0, lda=k, ldb=w.C, ldc=w.C,
+                           acc=int(has_bias(node) or ky > 0 or k0 > 0))
 
 
 def dense_band(em: Emitter, node: Node, plan: Plan, row_at: Callable[[int], int], o0: int, rows: int) -> None:
@@ -337,8 +339,8 @@ def dense_band(em: Emitter, node: Node, plan: Plan, row_at: Callable[[int], int]
                     for k0 in range(0, k, k_max):
                         b, ldb = _dense_b(plan, ky, k, k0, co, n, cout)
                         em.put("MM", dst=plan.acc + (r * w.Wo + ox) * cout + co,
-                               A=a_row + ox * w.sw * w.C + k0, B=b, M=min(t, w.Wo - ox), K=min(k_max, k - k0), N=n, tb=0, lda=w.sw * w.C,
-                               ldb=ldb, ldc=cout, acc=int(biased or ky > 0 or k0 > 0))
+                               A=a_row + ox * w.sw * w.C + k0, B=b, M=min(t, w.Wo - ox), K=min(k_max, k - k0),
+                               N=n, tb=0, lda=w.sw * w.C, ldb=ldb, ldc=cout, acc=int(biased or ky > 0 or k0 > 0))
 
 
 def _dense_b(plan: Plan, ky: int, k: int, k0: int, co: int, n: int, cout: int) -> tuple[int, int]:
@@ -368,6 +370,6 @@ def depthwise_band(em: Emitter, node: Node, plan: Plan, row_at: Callable[[int], 
                 a_row = row_at((o0 + r) * w.sh + ky)
                 for ox in range(0, w.Wo, params.T):
                     em.put("MM", dst=plan.acc + (r * w.Wo + ox) * w.C + c0,
-                           A=a_row + (ox * w.sw + kx) * w.C + c0, B=block, M=min(params.T, w.Wo - ox), K=n, N=n,
-                           tb=0, lda=w.sw * w.C, ldb=n, ldc=w.C, acc=int(has_bias(node) or tap > 0))
+                           A=a_row + (ox * w.sw + kx) * w.C + c0, B=block, M=min(params.T, w.Wo - ox), K=n,
+                           N=n, tb=0, lda=w.sw * w.C, ldb=n, ldc=w.C, acc=int(has_bias(node) or tap > 0))
 

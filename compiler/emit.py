@@ -130,8 +130,8 @@ class Emitter:
         """Address of an operand, loading a source (input, weight) from external memory first."""
         node = self.nodes[nid]
         spec = OPS[node.op]
-        assert nid not in self.spills, f"{node.describe()} lives in external memory: its readers load it in " \
-            "bands"
+        assert nid not in self.spills, f"{node.describe()} lives in external memory: its readers read " \
+            "it in bands"
         if spec.role is Role.SOURCE and nid not in self.loaded:
             self.loaded.add(nid)
             self.load_order.append(nid)
@@ -208,7 +208,8 @@ class Emitter:
 def emit(graph: Graph, scales: Mapping[int, float], fused: set[int], placement: Placement,
          schedule: Mapping[int, Sequence[int]], ext: Mapping[str, ExtEntry], *, params: Params,
          lowerings: Mapping[Op, Lowering], reuse: bool = True, events: list[AllocEvent] | None = None,
-         stream: bool = True, spills: Mapping[int, ExtEntry] | None = None, launches: bool = False) -> Emission:
+         stream: bool = True, spills: Mapping[int, ExtEntry] | None = None,
+         launches: bool = False) -> Emission:
     """Write the program.
 
     Args:

@@ -150,8 +150,9 @@ def _emission(c: Compilation) -> None:
         c.ext_words = max([top, *(entry.end for entry in regions.values())])
         try:
             c.emission = emit(c.graph, c.plan.scales, c.fused, c.placement, c.schedule, c.ext,
-                              params=c.params, lowerings=LOWERINGS, reuse=c.reuse, events=c.events, stream=c.stream,
-                              spills=spills_by_node(c.graph, c.placement, regions, c.ext), launches=c.launches)
+                              params=c.params, lowerings=LOWERINGS, reuse=c.reuse, events=c.events,
+                              stream=c.stream, spills=spills_by_node(c.graph, c.placement, regions, c.ext),
+                              launches=c.launches)
             return
         except ScratchpadFull:
             if n == len(levels) - 1:

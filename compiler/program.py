@@ -282,7 +282,7 @@ class Program:
             return [list(self.code)]
         body, halt = list(self.code[:-1]), self.code[-1]
         pieces = [body[at:at + size - 1] for at in range(0, len(body), size - 1)]
-        return [piece + [halt] for piece in pieces]
+        return [[*piece, halt] for piece in pieces]
 
     def run_launches(self, ext: np.ndarray) -> RunResult:
         """Run :meth:`launches` on the reference machine from the external image ``ext``; the

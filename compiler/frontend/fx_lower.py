@@ -1267,7 +1267,7 @@ class Lowering:
 
     def pool_as_conv(self, node: fx.Node, input: Any, kernel: tuple[int, int], stride: tuple[int, int],
                      padding: tuple[int, int], divisor: int) -> _Value:
-        h, w, c = self.image_of(input)
+        h, w, _ = self.image_of(input)
         weight = self.weight(f"{node.target}.ones", np.ones((kernel[0] * kernel[1], 1)))
         nid = self.graph.conv2d(self.tensor(input, "input"), weight, (h, w), kernel, stride, padding,
                                 scale=1.0 / divisor, shared=True)

@@ -173,3 +173,66 @@ def layer_table(program: Program, images: int) -> list[LayerRow]:
         rows.append(LayerRow(nid, label, macs // images, count[nid] // images, cycles[nid] // images,
                              macs / (t2 * cycles[nid])))
     return rows
+
+
+MODELS = {"resnet8": (resnet8, RESNET8_SHAPE), "ds_cnn": (ds_cnn, DS_CNN_SHAPE)}
+"""The models by name: (builder, input shape (C, H, W))."""
+
+
+@dataclass(frozen=True)
+class Measured:
+    """One model compiled from PyTorch and run on one image (:func:`measure`).
+
+    Attributes:
+        model, params: what ran where. program, lowered: the compiled program and the front
+            end's graph (``feed``/``unpack``). image: the input (1, C, H, W), float64.
+        cycles: the reference machine's cycles (the RTL's are the same). launches: programs
+            the run took (:meth:`compiler.program.Program.launches`). equal: the outputs equal
+            the integer interpreter's, value for value. error: relative L2 distance of the
+            logits from PyTorch's. macs: the network's multiply-adds. rows: :func:`layer_table`.
+    """
+
+    model: str
+    params: object
+    program: object
+    lowered: object
+    image: object
+    cycles: int
+    launches: int
+    equal: bool
+    error: float
+    macs: int
+    rows: list[LayerRow]
+
+    @property
+    def utilisation(self) -> float:
+        """Useful multiply-adds over T x T x cycles."""
+        return self.macs / (self.params.T ** 2 * self.cycles)
+
+
+def measure(name: str, params: object, seed: int = 0, per_channel: bool = True) -> Measured:
+    """Build model ``name`` (:data:`MODELS`) with weights of ``seed``, lower it with
+    ``from_torch(model, shape, batch=1, per_channel=...)``, compile it for ``params``
+    (activations spilled and launches as needed), calibrate on 8 seeded normal images and run
+    a ninth on the reference machine; compare with the integer interpreter and PyTorch."""
+    import numpy as np
+
+    from ..frontend import from_torch, run_torch
+    from ..interpret import interpret
+
+    build, shape = MODELS[name]
+    model = build(seed)
+    lowered = from_torch(model, shape, batch=1, params=params, per_channel=per_channel)
+    rng = np.random.default_rng(seed)
+    program = lowered.compile([lowered.feed(rng.normal(size=(1, *shape))) for _ in range(8)], launches=True)
+    image = rng.normal(size=(1, *shape))
+    outcome = program.run(lowered.feed(image), warn=False)
+    (out,) = lowered.outputs
+    want = interpret(program, lowered.feed(image))[program.graph.outputs()[0].id]
+    (got,) = lowered.unpack(outcome)
+    (reference,) = run_torch(model, image)
+    rows = layer_table(program, 1)
+    return Measured(name, params, program, lowered, image, outcome.counters.cycles, len(program.launches()),
+                    bool((outcome.outputs[out].ints == want).all()),
+                    float(np.linalg.norm(got - reference) / np.linalg.norm(reference)),
+                    sum(r.macs for r in rows), rows)
