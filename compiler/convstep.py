@@ -340,7 +340,8 @@ def dense_band(em: Emitter, node: Node, plan: Plan, row_at: Callable[[int], int]
                         b, ldb = _dense_b(plan, ky, k, k0, co, n, cout)
                         em.put("MM", dst=plan.acc + (r * w.Wo + ox) * cout + co,
                                A=a_row + ox * w.sw * w.C + k0, B=b, M=min(t, w.Wo - ox), K=min(k_max, k - k0),
-                               N=n, tb=0, lda=w.sw * w.C, ldb=ldb, ldc=cout, acc=int(biased or ky > 0 or k0 > 0))
+                               N=n, tb=0, lda=w.sw * w.C, ldb=ldb, ldc=cout,
+                               acc=int(biased or ky > 0 or k0 > 0))
 
 
 def _dense_b(plan: Plan, ky: int, k: int, k0: int, co: int, n: int, cout: int) -> tuple[int, int]:

@@ -32,7 +32,7 @@ def residual_net(batch: int = 2, seed: int = 0) -> Graph:
 
     def conv(a, cin, cout, k=3, s=1, p=1, **kw):
         w = g.weight(f"w{len(g.nodes)}", rng.normal(size=(k * k * cin, cout)) / np.sqrt(k * k * cin))
-        return g.conv2d(a, w, (H, W) if s == 1 or cin == C else (H, W), k, s, p, **kw)
+        return g.conv2d(a, w, (H, W), k, s, p, **kw)
 
     h = g.relu(conv(x, C, F, bias=rng.normal(size=F) * 0.1))
     y = g.relu(conv(h, F, F, bias=rng.normal(size=F) * 0.1, per_channel=True))
@@ -69,7 +69,8 @@ def test_the_machine_equals_the_interpreter_whatever_the_scratchpad(spad, machin
 
 
 def test_a_layer_that_does_not_fit_even_a_row_at_a_time_is_refused_by_name():
-    with pytest.raises(CompileError, match=r"node \d+ \(conv2d\) does not fit the scratchpad even one output row"):
+    with pytest.raises(CompileError, match=r"node \d+ \(conv2d\) does not fit the scratchpad even one "
+                                           "output row"):
         compiled(256, PRESETS["t8"])
 
 
@@ -88,7 +89,8 @@ def test_spilled_regions_by_hand():
     read later by the add, so y's convolution gets a region of its own."""
     program, _ = compiled(512)
     nodes = program.graph.nodes
-    regions = {int(name.rsplit(" ", 1)[1]): e for name, e in program.ext.items() if name.startswith("activations")}
+    regions = {int(name.rsplit(" ", 1)[1]): e for name, e in program.ext.items()
+               if name.startswith("activations")}
     assert all(e.words == nodes[n].shape[0] * nodes[n].shape[1] for n, e in regions.items())
 
     def region(nid):
@@ -141,5 +143,6 @@ def test_the_global_pool_reads_the_whole_window_in_one_run():
     one MM of M = 1, K = 30 (the window's pixels one after another, ldb = C)."""
     program, _ = compiled(16384)
     pool = next(n for n in program.graph.nodes if n.op == "conv2d" and window_of(n).shared)
-    mms = [ins for ins, owner in zip(program.code, program.owners, strict=True) if owner == pool.id and ins.op == "MM"]
+    mms = [ins for ins, owner in zip(program.code, program.owners, strict=True)
+           if owner == pool.id and ins.op == "MM"]
     assert [(m.M, m.K, m.N, m.ldb) for m in mms] == [(1, 30, 4, F)] * (2 * 2)

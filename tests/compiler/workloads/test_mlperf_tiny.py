@@ -10,9 +10,9 @@ import pytest
 
 pytest.importorskip("torch")
 
-from compiler.timeline import serial_timeline  # noqa: E402
-from compiler.workloads.mlperf_tiny import measure  # noqa: E402
-from sim.machines import PRESETS  # noqa: E402
+from compiler.timeline import serial_timeline
+from compiler.workloads.mlperf_tiny import measure
+from sim.machines import PRESETS
 
 CYCLES = {("ds_cnn", "t8"): 301_591, ("ds_cnn", "t4"): 799_163, ("resnet8", "t8"): 425_949,
           ("resnet8", "t4"): 1_266_029}
@@ -27,7 +27,8 @@ def check(name: str, machine: str) -> object:
     assert m.error < 0.1, m.error
     launches = m.program.launches()
     assert len(launches) == LAUNCHES[name, machine]
-    assert m.cycles == sum(serial_timeline(code, m.params)[-1].end for code in launches) == CYCLES[name, machine]
+    timeline = sum(serial_timeline(code, m.params)[-1].end for code in launches)
+    assert m.cycles == timeline == CYCLES[name, machine]
     front_and_halts = m.cycles - sum(r.cycles for r in m.rows)
     assert 0 < front_and_halts < 20 * len(launches)    # the front end and HALT of each launch
     return m
