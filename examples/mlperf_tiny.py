@@ -23,28 +23,14 @@ Usage: python examples/mlperf_tiny.py [--model resnet8|ds_cnn|both] [--param t8]
 from __future__ import annotations
 
 import argparse
-import json
 import sys
-from pathlib import Path
 
 from _cli import add_machine, machine  # examples/_cli.py
-
-SWEEP = Path(__file__).resolve().parent.parent / "docs" / "sweep.json"
-
-
-def fmax_mhz(params) -> float | None:
-    """The machine's Fmax on the ECP5-85F from the sweep's record (docs/sweep.json), None if not there."""
-    record = json.loads(SWEEP.read_text())
-    for row in record["figures"]:
-        synth = row.get("synth") or {}
-        same = all(getattr(params, k) == v for k, v in row["params"].items()) and not params.OVERLAP
-        if same and synth.get("Fmax"):
-            return float(synth["Fmax"])
-    return None
 
 
 def report(m) -> list[str]:
     """The model's lines: checks, totals, the per-layer table."""
+    from compiler.testing.cnnbench import fmax_mhz
     from compiler.workloads.mlperf_tiny import CORTEX_M4_RESNET8_MS
 
     p = m.params
