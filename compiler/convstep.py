@@ -38,6 +38,7 @@ from .bias import has_bias, region_name
 from .blocking import ext_address, ld
 from .errors import plural
 from .int4 import is_int4
+from .lowering import conv as lowering_conv
 from .lowering.conv import conv_requantizer, shared_mms
 from .ops import Op
 from .ops.conv2d import channel_groups, diagonal_offset, diagonal_region, taps_region, window_of, zeros_region
@@ -272,10 +273,10 @@ def load_row(em: Emitter, node: Node, slot: int, yp: int, b: int, x_entry: ExtEn
     if not 0 <= y < w.H:
         em.put("LD", dst=slot, src=em.ext[zeros_region(node)].addr, len=w.Wp * w.C)
     elif x_entry is not None:
-        em.put("LD", dst=slot + w.pw * w.C, src=x_entry.addr + (b * w.H + y) * line, len=line)
+        em.put("LD", dst=slot + lowering_conv.interior(w), src=x_entry.addr + (b * w.H + y) * line, len=line)
     else:
         src = x_addr + (b * w.H + y) * line
-        em.put("VADD", dst=slot + w.pw * w.C, src1=src, src2=src, len=line, relu=0, max=1)
+        em.put("VADD", dst=slot + lowering_conv.interior(w), src1=src, src2=src, len=line, relu=0, max=1)
 
 
 def load_weights(em: Emitter, node: Node, dst: int, start: int, count: int) -> None:
@@ -313,7 +314,7 @@ def shared_by_rows(em: Emitter, node: Node, plan: Plan, oy: int) -> None:
         load_row(em, node, plan.ring, oy * w.sh + ky, b, x_entry, x_addr)
         for ox in range(w.Wo):
             for c0, n in channel_groups(w.C, params.T):
-                pixel = plan.ring + ox * w.sw * w.C + c0
+                pixel = plan.ring + ox * lowering_conv.pixel_stride(w) + c0
                 for k0 in range(0, w.kw, params.K_MAX):
                     k = min(params.K_MAX, w.kw - k0)
                     em.put("MM", dst=plan.acc + ox * w.C + c0, A=plan.weights + ky * w.kw + k0,
@@ -339,8 +340,9 @@ def dense_band(em: Emitter, node: Node, plan: Plan, row_at: Callable[[int], int]
                     for k0 in range(0, k, k_max):
                         b, ldb = _dense_b(plan, ky, k, k0, co, n, cout)
                         em.put("MM", dst=plan.acc + (r * w.Wo + ox) * cout + co,
-                               A=a_row + ox * w.sw * w.C + k0, B=b, M=min(t, w.Wo - ox), K=min(k_max, k - k0),
-                               N=n, tb=0, lda=w.sw * w.C, ldb=ldb, ldc=cout,
+                               A=a_row + ox * lowering_conv.pixel_stride(w) + k0, B=b, M=min(t, w.Wo - ox),
+                               K=min(k_max, k - k0),
+                               N=n, tb=0, lda=lowering_conv.pixel_stride(w), ldb=ldb, ldc=cout,
                                acc=int(biased or ky > 0 or k0 > 0))
 
 
@@ -371,6 +373,7 @@ def depthwise_band(em: Emitter, node: Node, plan: Plan, row_at: Callable[[int], 
                 a_row = row_at((o0 + r) * w.sh + ky)
                 for ox in range(0, w.Wo, params.T):
                     em.put("MM", dst=plan.acc + (r * w.Wo + ox) * w.C + c0,
-                           A=a_row + (ox * w.sw + kx) * w.C + c0, B=block, M=min(params.T, w.Wo - ox), K=n,
-                           N=n, tb=0, lda=w.sw * w.C, ldb=n, ldc=w.C, acc=int(has_bias(node) or tap > 0))
+                           A=a_row + kx * w.C + ox * lowering_conv.pixel_stride(w) + c0, B=block,
+                           M=min(params.T, w.Wo - ox), K=n, N=n, tb=0, lda=lowering_conv.pixel_stride(w),
+                           ldb=n, ldc=w.C, acc=int(has_bias(node) or tap > 0))
 

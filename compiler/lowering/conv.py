@@ -43,6 +43,18 @@ if TYPE_CHECKING:
     from .emitter import Emitter
 
 
+def pixel_stride(w: Window) -> int:
+    """Words between the first taps of two neighbouring output pixels in a row of the input
+    (HWC): the horizontal stride times C. MM's ``lda`` for a convolution's tile of pixels."""
+    return w.sw * w.C
+
+
+def interior(w: Window) -> int:
+    """Words from the start of a row of the padded image to its first pixel of the image: the
+    left padding, p_w x C zeros."""
+    return w.pw * w.C
+
+
 def conv_mms(w: Window, src: int, wsrc: int, weights: int, acc: int, cout: int, oy: int, t: int,
              k_max: int, biased: bool) -> Iterator[dict[str, int]]:
     """The MMs of output row ``oy`` (groups = 1) of an image at ``src`` (rows of ``wsrc`` pixels,
@@ -53,11 +65,11 @@ def conv_mms(w: Window, src: int, wsrc: int, weights: int, acc: int, cout: int, 
         for co in range(0, cout, t):
             first = not biased
             for ky in range(w.kh):
-                a = src + ((oy * w.sh + ky) * wsrc + ox * w.sw) * w.C
+                a = src + (oy * w.sh + ky) * wsrc * w.C + ox * pixel_stride(w)
                 for k0 in range(0, k, k_max):
                     yield {"dst": acc + ox * cout + co, "A": a + k0, "B": weights + (ky * k + k0) * cout + co,
                            "M": min(t, w.Wo - ox), "K": min(k_max, k - k0), "N": min(t, cout - co), "tb": 0,
-                           "lda": w.sw * w.C, "ldb": cout, "ldc": cout, "acc": int(not first)}
+                           "lda": pixel_stride(w), "ldb": cout, "ldc": cout, "acc": int(not first)}
                     first = False
 
 
@@ -114,9 +126,9 @@ def padded_source(em: Emitter, node: Node, pad: int | None, x_addr: int, b: int)
     if pad is None:
         return image, w.W
     for y in range(w.H):
-        interior = pad + ((y + w.ph) * w.Wp + w.pw) * w.C
         line = image + y * w.W * w.C
-        em.put("VADD", dst=interior, src1=line, src2=line, len=w.W * w.C, relu=0, max=1)
+        em.put("VADD", dst=pad + (y + w.ph) * w.Wp * w.C + interior(w), src1=line, src2=line, len=w.W * w.C,
+               relu=0, max=1)
     return pad, w.Wp
 
 
@@ -141,10 +153,10 @@ def depthwise_mms(node: Node, src: int, wsrc: int, diag: int, acc: int, oy: int,
             first = not biased
             for ky in range(w.kh):
                 for kx in range(w.kw):
-                    a = src + ((oy * w.sh + ky) * wsrc + ox * w.sw + kx) * w.C + c0
+                    a = src + ((oy * w.sh + ky) * wsrc + kx) * w.C + ox * pixel_stride(w) + c0
                     yield {"dst": acc + ox * w.C + c0, "A": a,
                            "B": diag + diagonal_offset(node, g, ky * w.kw + kx, params),
-                           "M": min(params.T, w.Wo - ox), "K": n, "N": n, "tb": 0, "lda": w.sw * w.C,
+                           "M": min(params.T, w.Wo - ox), "K": n, "N": n, "tb": 0, "lda": pixel_stride(w),
                            "ldb": n, "ldc": w.C, "acc": int(not first)}
                     first = False
 
@@ -164,7 +176,7 @@ def shared_mms(node: Node, row_at: Callable[[int], int], taps: int, acc: int, oy
             first = not biased
             for start, length in runs:
                 ky, kx = divmod(start, w.kw)
-                pixel = row_at(oy * w.sh + ky) + (ox * w.sw + kx) * w.C + c0
+                pixel = row_at(oy * w.sh + ky) + kx * w.C + ox * pixel_stride(w) + c0
                 for k0 in range(0, length, params.K_MAX):
                     k = min(params.K_MAX, length - k0)
                     yield {"dst": acc + ox * w.C + c0, "A": taps + start + k0, "B": pixel + k0 * w.C, "M": 1,
