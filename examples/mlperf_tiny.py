@@ -51,19 +51,13 @@ def report(m) -> list[str]:
 
 
 def run_rtl(m, which: tuple[str, ...]) -> tuple[list[str], bool]:
-    """The image's launches on the RTL, in order, each job's external image what the reference
-    machine left after the launch before (the scratchpad comes from the RTL's previous run)."""
+    """The image's launches on the RTL, in order (cosim.jobs.Job.of_launches: each job's
+    external image what the reference machine left after the launch before; the scratchpad
+    comes from the RTL's previous run)."""
     from cosim.jobs import Job
     from report.rtl import run_rtl as run_on_rtl
-    from sim.machine import Machine
 
-    ext = m.program.ext_image(m.lowered.feed(m.image))
-    jobs, state = [], None
-    for k, code in enumerate(m.program.launches()):
-        image = ext if state is None else state.ext
-        jobs.append(Job(code, image, f"{m.model} launch {k + 1}", machine=m.params, halts=True))
-        state = Machine(m.params).run(code, image, spad=None if state is None else state.spad)
-    results = run_on_rtl(jobs, which)
+    results = run_on_rtl(Job.of_launches(m.program, m.lowered.feed(m.image), m.model), which)
     ok = all(not r.failure and not r.differences and r.failed == 0 for r in results)
     return [f"  {r.simulator:9s}: {r.failure or r.summary()}" for r in results], ok
 

@@ -146,3 +146,21 @@ def test_the_global_pool_reads_the_whole_window_in_one_run():
     mms = [ins for ins, owner in zip(program.code, program.owners, strict=True)
            if owner == pool.id and ins.op == "MM"]
     assert [(m.M, m.K, m.N, m.ldb) for m in mms] == [(1, 30, 4, F)] * (2 * 2)
+
+
+@pytest.mark.rtl
+@pytest.mark.slow
+def test_activations_in_external_memory_and_launches_on_the_rtl():
+    """Six images of the residual network on the default machine: its tensors of images through
+    external memory (in bands, in place), more instructions than the instruction memory holds,
+    so two launches; on Icarus and Verilator, one after the other from the scratchpad the first
+    left, every memory word, the counters and the stop equal the reference machine's (CI)."""
+    from cosim.jobs import Job
+    from report.rtl import run_rtl
+
+    program, test = compiled(4096, batch=6, launches=True)
+    assert len(program.launches()) == 2 and any(name.startswith("activations") for name in program.ext)
+    results = run_rtl(Job.of_launches(program, test, "residual net"), ("icarus", "verilator"))
+    assert [r.simulator for r in results] == ["icarus", "verilator"]
+    assert all(not r.failure and not r.differences and r.failed == 0 for r in results), \
+        [r.summary() for r in results]
