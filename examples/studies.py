@@ -615,7 +615,7 @@ def _rtl_note(rtl: dict | None, programs: dict) -> list[str]:
         return ["The programs of this run were not run on the RTL (`python examples/studies.py --rtl both` "
                 "does it).", ""]
     sims = " and ".join({"icarus": "Icarus", "verilator": "Verilator"}[s] for s in rtl["simulators"])
-    return [f"Every program of this page ran on the RTL of its machine ({rtl['programs']} programs on "
+    return [f"Every program of sections 1-4 ran on the RTL of its machine ({rtl['programs']} programs on "
             f"{rtl['machines']} machines, {rtl['cycles']:,} cycles in all) under {sims}: the same memory, "
             "word for word, the same counters and the same stop as the reference machine "
             "(`python examples/studies.py --rtl both`, cosim).", ""]
