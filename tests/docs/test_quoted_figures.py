@@ -248,8 +248,10 @@ FIGURES = [
            f"{STUDIES}: options, example A"),
     Figure(PERF, "one token: {:,} cycles, the DMA busy {}%", decode_overlapped,
            f"{STUDIES}: decode, 1 token"),
-    Figure(MAKE, "({0} of {0} today, {1} of them broken schedulers for `OVERLAP=1` and {2} broken",
-           lambda: tuple(map(compiler_mutants, ("MUTANTS", "SCHEDULE_MUTANTS", "COST_MUTANTS"))), MUTANTS),
+    Figure(MAKE, "({0} of {0} today, {1} of them broken schedulers for `OVERLAP=1`, {2} broken blocking cost "
+           "models and {3} broken convolutions",
+           lambda: tuple(map(compiler_mutants,
+                             ("MUTANTS", "SCHEDULE_MUTANTS", "COST_MUTANTS", "CONV_MUTANTS"))), MUTANTS),
     Figure(MAKE, "then {} broken issue rules of the reference machine", issue_rule_mutants,
            "tests/sim/issue_mutant.py: MUTANTS"),
     Figure(MAKE, "every one of the {} programs on the RTL", lambda: studies()["rtl"]["programs"],
