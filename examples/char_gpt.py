@@ -164,26 +164,24 @@ def perplexity(logits: np.ndarray, targets: np.ndarray) -> float:
     return float(np.exp(-log_p[np.arange(len(targets)), targets].mean()))
 
 
-def quality(windows: int) -> dict[str, float]:
-    """Float and int8 perplexity on ``windows`` held-out windows of CONTEXT characters, and the
-    share of positions where the int8 argmax equals the float one."""
-    from compiler import compile_graph
+def quality(windows: int, chunk: int = 1) -> dict[str, float]:
+    """Float and GA-2 int8 perplexity per character on ``windows`` held-out windows of CONTEXT
+    characters, and the share of positions where the int8 argmax is the float one. The int8
+    logits are the decode path's: each window stepped through ``chunk`` tokens a step (1: every
+    position by a decode step with the KV cache) by the integer interpreter, which equals the
+    reference machine; the float logits are the model's in float64 (the graph's float meaning)."""
     from compiler.evaluate import evaluate_batch
-    from compiler.interpret import interpret
 
     weights, config, vocab = load()
     data, held = split(corpus()[0], vocab)
-    g = step_graph(weights, config, 0, CONTEXT, all_logits=True)
-    calibration = [{IDS: w[:, None].astype(np.float64)} for w in calibration_windows(data)]
-    program = compile_graph(g, calibration)
+    dec = Decoder(weights, config, calibration_windows(data), chunk=chunk, all_logits=True)
     starts = np.linspace(0, len(held) - CONTEXT - 1, windows).astype(int)
     inputs = np.stack([held[s:s + CONTEXT] for s in starts])
-    targets = np.stack([held[s + 1:s + CONTEXT + 1] for s in starts]).ravel()
+    targets = np.stack([held[s + 1:s + CONTEXT + 1] for s in starts]).reshape(-1)
+    g = step_graph(weights, config, 0, CONTEXT, all_logits=True)
     floats = evaluate_batch(g, {IDS: inputs[:, :, None].astype(np.float64)})[g.names[LOGITS]]
-    node = program.ext[LOGITS].node
-    ints = np.concatenate([interpret(program, {IDS: w[:, None]})[node] for w in inputs])
-    int8 = ints * program.scales[node]
     floats = floats.reshape(-1, config.vocab)
+    int8 = np.concatenate([dec.logits(list(w), interpreter_run) for w in inputs])
     return {"float": perplexity(floats, targets), "int8": perplexity(int8, targets),
             "agree": float(np.mean(floats.argmax(1) == int8.argmax(1))), "chars": len(targets)}
 
@@ -273,6 +271,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--steps", type=int, default=2000, help="training steps (default 2000)")
     parser.add_argument("--quality", action="store_true", help="float vs int8 perplexity on held-out text")
     parser.add_argument("--windows", type=int, default=64, help="held-out windows for --quality (default 64)")
+    parser.add_argument("--chunk", type=int, default=1, help="tokens a step for --quality (default 1: decode "
+                        "steps; 4: prefill steps)")
     parser.add_argument("--prompt", default="The compiler ", help="the prompt (default 'The compiler ')")
     parser.add_argument("--tokens", type=int, default=24, help="characters to generate (default 24)")
     parser.add_argument("--rtl", choices=("none", "icarus", "verilator", "both"), default="none",
@@ -282,8 +282,9 @@ def main(argv: list[str] | None = None) -> int:
         train(args.steps)
         return 0
     if args.quality:
-        q = quality(args.windows)
-        print(f"held-out perplexity per character on {q['chars']} characters: float {q['float']:.3f}, "
+        q = quality(args.windows, args.chunk)
+        print(f"held-out perplexity per character on {q['chars']} characters, {args.chunk} a step: "
+              f"float {q['float']:.3f}, "
               f"GA-2 int8 {q['int8']:.3f} ({100 * (q['int8'] / q['float'] - 1):+.1f}%); "
               f"int8 top-1 = float top-1 on {100 * q['agree']:.1f}%")
         return 0

@@ -228,6 +228,8 @@ class Decoder:
         chunk: the most prompt tokens one prefill step takes: a longer prompt is prefilled in
             steps of ``chunk`` tokens, each reading the cache of those before (chunked
             prefill); halved whenever a step does not fit the scratchpad.
+        all_logits: compile the steps with the ``logits`` output of every new row (for
+            :meth:`logits`; the same programs otherwise, one more output stored).
     """
 
     weights: Mapping[str, np.ndarray]
@@ -236,6 +238,7 @@ class Decoder:
     params: Params = DEFAULT
     programs: dict[tuple[int, int], Program] = field(default_factory=dict)
     chunk: int = 64
+    all_logits: bool = False
 
     def __post_init__(self) -> None:
         self.calibration = np.asarray(self.calibration)
@@ -250,7 +253,7 @@ class Decoder:
                 fixed one (a calibrated value beyond its fixed range).
         """
         if (cached, new) not in self.programs:
-            g = step_graph(self.weights, self.config, cached, new)
+            g = step_graph(self.weights, self.config, cached, new, self.all_logits)
             samples = [self.sample(i, cached, new) for i in range(len(self.calibration))]
             program = compile_graph(g, samples, ranges=self.ranges, params=self.params)
             for name in cache_names(self.config):
@@ -304,8 +307,7 @@ class Decoder:
             program = self.prefill_step(cached, len(ids))
             new = program.graph.nodes[program.graph.names[IDS]].shape[0]
             result = run(program, self.feed(ids[:new], cache))
-            for name, rows in cache.items():
-                cache[name] = np.concatenate([rows, np.asarray(result[name]).reshape(-1, self.config.head)])
+            self.append(cache, result)
             ids = ids[new:]
             if not ids:
                 ids = [int(np.asarray(result[NEXT]).ravel()[0])]
@@ -314,6 +316,31 @@ class Decoder:
                 if on_token is not None:
                     on_token(ids[0])
         return out
+
+    def logits(self, ids: Sequence[int], run: Runner) -> np.ndarray:
+        """Teacher forcing: every position's logits, float64 (len(ids), vocab) (the int8 levels
+        of the ``logits`` output times its scale), the ids taken in steps of ``chunk`` tokens
+        (``chunk`` = 1: every position by a decode step, as generation makes them).
+
+        Raises:
+            CompileError: more ids than the context, or a decoder without ``all_logits``.
+        """
+        if not self.all_logits or not 1 <= len(ids) <= self.config.context:
+            raise CompileError(f"logits of {len(ids)} ids by a decoder with all_logits={self.all_logits}",
+                               f"make the decoder with all_logits=True; give 1..{self.config.context} ids")
+        cache, rows = self.empty_cache(), []
+        while len(rows) < len(ids):
+            program = self.prefill_step(len(rows), len(ids) - len(rows))
+            new = program.graph.nodes[program.graph.names[IDS]].shape[0]
+            result = run(program, self.feed(ids[len(rows):len(rows) + new], cache))
+            self.append(cache, result)
+            rows.extend(np.asarray(result[LOGITS]) * program.scales[program.ext[LOGITS].node])
+        return np.array(rows)
+
+    def append(self, cache: dict[str, np.ndarray], result: Mapping[str, np.ndarray]) -> None:
+        """Append a step's new k and v rows (its outputs in ``result``) to ``cache``."""
+        for name, rows in cache.items():
+            cache[name] = np.concatenate([rows, np.asarray(result[name]).reshape(-1, self.config.head)])
 
     def empty_cache(self) -> dict[str, np.ndarray]:
         """A cache of no rows: name -> int64 (0, head)."""
