@@ -227,7 +227,7 @@ class Decoder:
         programs: (cached, new) -> the compiled step (filled as steps are asked for).
         chunk: the most prompt tokens one prefill step takes: a longer prompt is prefilled in
             steps of ``chunk`` tokens, each reading the cache of those before (chunked
-            prefill); halved whenever a step does not fit the scratchpad.
+            prefill); lowered to a power of two whenever a step does not fit the scratchpad.
         all_logits: compile the steps with the ``logits`` output of every new row (for
             :meth:`logits`; the same programs otherwise, one more output stored).
     """
@@ -347,8 +347,9 @@ class Decoder:
         return {name: np.zeros((0, self.config.head), dtype=np.int64) for name in cache_names(self.config)}
 
     def prefill_step(self, cached: int, waiting: int) -> Program:
-        """The step that takes the next min(waiting, chunk) tokens after ``cached``, ``chunk``
-        halved until it fits the scratchpad.
+        """The step that takes the next min(waiting, chunk) tokens after ``cached``; when it
+        does not fit the scratchpad, ``chunk`` becomes the largest power of two below what was
+        tried, until one fits.
 
         Raises:
             CompileError: even one token does not fit (or another refusal of the step).
@@ -357,6 +358,7 @@ class Decoder:
             try:
                 return self.program(cached, min(waiting, self.chunk))
             except ScratchpadFull:
-                if min(waiting, self.chunk) == 1:
+                tried = min(waiting, self.chunk)
+                if tried == 1:
                     raise
-                self.chunk = max(1, min(waiting, self.chunk) // 2)
+                self.chunk = 1 << ((tried - 1).bit_length() - 1)   # the largest power of two below
