@@ -39,6 +39,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from compiler.frontend.decode import IDS, LOGITS, NEXT, Decoder, GptConfig, step_graph
+from sim.spec import DEFAULT
 
 DATA = Path(__file__).resolve().parent / "data"
 CORPUS, WEIGHTS = DATA / "char_gpt_corpus.txt", DATA / "char_gpt.npz"
@@ -154,7 +155,7 @@ def decoder() -> tuple[Decoder, list[str]]:
     """The GPT's decoder (calibrated on the training text) and its vocabulary."""
     weights, config, vocab = load()
     data, _ = split(corpus()[0], vocab)
-    return Decoder(weights, config, calibration_windows(data)), vocab
+    return Decoder(weights, config, calibration_windows(data), DEFAULT), vocab
 
 
 def perplexity(logits: np.ndarray, targets: np.ndarray) -> float:
@@ -174,7 +175,7 @@ def quality(windows: int, chunk: int = 1) -> dict[str, float]:
 
     weights, config, vocab = load()
     data, held = split(corpus()[0], vocab)
-    dec = Decoder(weights, config, calibration_windows(data), chunk=chunk, all_logits=True)
+    dec = Decoder(weights, config, calibration_windows(data), DEFAULT, chunk=chunk, all_logits=True)
     starts = np.linspace(0, len(held) - CONTEXT - 1, windows).astype(int)
     inputs = np.stack([held[s:s + CONTEXT] for s in starts])
     targets = np.stack([held[s + 1:s + CONTEXT + 1] for s in starts]).reshape(-1)

@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from sim.spec import DEFAULT, Params
+from sim.spec import Params
 
 from ..allocator import ScratchpadFull
 from ..errors import CompileError
@@ -223,7 +223,7 @@ class Decoder:
         weights, config: the GPT.
         calibration: token-id windows (S, context) of calibration text: each program's
             ranges come from the float model on them, the cache's from all of them.
-        params: the machine compiled for.
+        params: the machine compiled for (:data:`sim.spec.DEFAULT`: the default machine).
         programs: (cached, new) -> the compiled step (filled as steps are asked for).
         chunk: the most prompt tokens one prefill step takes: a longer prompt is prefilled in
             steps of ``chunk`` tokens, each reading the cache of those before (chunked
@@ -235,7 +235,7 @@ class Decoder:
     weights: Mapping[str, np.ndarray]
     config: GptConfig
     calibration: np.ndarray
-    params: Params = DEFAULT
+    params: Params
     programs: dict[tuple[int, int], Program] = field(default_factory=dict)
     chunk: int = 64
     all_logits: bool = False

@@ -12,6 +12,7 @@ from compiler import CompileError
 from compiler.evaluate import evaluate_batch
 from compiler.frontend.decode import IDS, LOGITS, NAMES, Decoder, GptConfig, cache_names, step_graph
 from compiler.interpret import interpret
+from sim.spec import DEFAULT
 
 CONFIG = GptConfig(vocab=11, context=8, layers=2, heads=2, width=16)
 
@@ -103,7 +104,7 @@ def test_generation_reference_machine_equals_the_interpreter():
     """Greedy tokens through chunked prefill (chunk 2), decode steps and a slide of the window
     (context 8): the reference machine's tokens are the integer interpreter's, and every
     program reads the cache with the scale the programs that wrote it stored it with."""
-    decoder = Decoder(weights(), CONFIG, windows(), chunk=2)
+    decoder = Decoder(weights(), CONFIG, windows(), DEFAULT, chunk=2)
     prompt, steps = [3, 1, 4, 1, 5], []
 
     def run(program, feed):
@@ -124,7 +125,7 @@ def test_generation_reference_machine_equals_the_interpreter():
 def test_the_cache_rows_are_the_programs_integers():
     """What a step stores as its k and v rows is what the integer interpreter computes for the
     nodes those outputs read, and the next step's cache inputs are those levels."""
-    decoder = Decoder(weights(), CONFIG, windows())
+    decoder = Decoder(weights(), CONFIG, windows(), DEFAULT)
     fed = []
 
     def run(program, feed):
@@ -148,7 +149,7 @@ def test_a_step_outside_the_context_is_refused(cached, new, words):
 def test_bad_weights_and_vocabularies_are_refused():
     w = weights()
     del w["transformer.h.1.mlp.c_fc.bias"]
-    with pytest.raises(CompileError, match="GPT weight 'transformer.h.1.mlp.c_fc.bias' is missing"):
+    with pytest.raises(CompileError, match=r"GPT weight 'transformer\.h\.1\.mlp\.c_fc\.bias' is missing"):
         step_graph(w, CONFIG, 0, 2)
     w = weights()
     w["lm_head.weight"] = w["lm_head.weight"][:, :3]
@@ -158,4 +159,4 @@ def test_bad_weights_and_vocabularies_are_refused():
     with pytest.raises(CompileError, match="a vocabulary of 200 tokens: GA-2's GATHER takes an int8 id"):
         step_graph(weights(big), big, 0, 2)
     with pytest.raises(CompileError, match="an empty prompt"):
-        Decoder(weights(), CONFIG, windows()).generate([], 3, reference_run)
+        Decoder(weights(), CONFIG, windows(), DEFAULT).generate([], 3, reference_run)

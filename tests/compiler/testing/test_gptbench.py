@@ -12,7 +12,7 @@ from sim.spec import DEFAULT
 
 def decoder() -> Decoder:
     return Decoder(gptbench.random_weights(), gptbench.CONFIG,
-                   np.random.default_rng(1).integers(0, gptbench.CONFIG.vocab, (2, 32)))
+                   np.random.default_rng(1).integers(0, gptbench.CONFIG.vocab, (2, 32)), DEFAULT)
 
 
 def test_every_cycle_goes_to_one_kernel():
