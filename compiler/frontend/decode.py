@@ -102,19 +102,20 @@ def _attention(g: Graph, w: Mapping[str, np.ndarray], config: GptConfig, layer: 
     prefix, d, width = f"transformer.h.{layer}.", config.head, config.width
     wa, ba = _folded(w, prefix + "ln_1", prefix + "attn.c_attn")
     proj = np.asarray(w[prefix + "attn.c_proj.weight"], dtype=np.float64)
-    total = None
+    temperature = 1 / math.sqrt(d)           # the scores' factor, as scaled_dot_product_attention's
+    merged = None
     for h in range(config.heads):
-        parts = []
+        parts = {}
         for i, kind in enumerate("qkv"):
             lo = i * width + h * d
-            mine = g.matmul(normed, g.weight(f"{prefix}{kind}{h}.T", wa[lo:lo + d].T), bias=ba[lo:lo + d])
-            parts.append(mine if kind == "q" else _with_cache(g, mine, f"{kind}{layer}.{h}", cached, d))
-        q, k, v = parts
-        p = g.softmax(g.matmul(q, k, transpose_b=True, scale=1 / math.sqrt(d)), causal=True)
-        bias = w[prefix + "attn.c_proj.bias"] if h == 0 else None
-        y = g.matmul(g.matmul(p, v), g.weight(f"{prefix}proj{h}.T", proj[:, h * d:(h + 1) * d].T), bias=bias)
-        total = y if total is None else g.add(total, y)
-    return total
+            rows = g.matmul(normed, g.weight(f"{prefix}{kind}{h}.T", wa[lo:lo + d].T), bias=ba[lo:lo + d])
+            parts[kind] = rows if kind == "q" else _with_cache(g, rows, f"{kind}{layer}.{h}", cached, d)
+        scores = g.matmul(parts["q"], parts["k"], transpose_b=True, scale=temperature)
+        mixed = g.matmul(g.softmax(scores, causal=True), parts["v"])
+        head = g.matmul(mixed, g.weight(f"{prefix}proj{h}.T", proj[:, h * d:(h + 1) * d].T),
+                        bias=None if h else w[prefix + "attn.c_proj.bias"])
+        merged = head if merged is None else g.add(merged, head)
+    return merged
 
 
 def _with_cache(g: Graph, rows: int, name: str, cached: int, d: int) -> int:
