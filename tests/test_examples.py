@@ -319,8 +319,8 @@ BAD_FLAGS = [
     ("transformer_ops.py", ["--token", "16"],
      "transformer_ops.py: error: --token must be 0..15 and --position 0..7"),
     ("transformer_block.py", ["--tokens", "17"], "transformer_block.py: error: --tokens must be 1..16"),
-    ("char_gpt.py", ["--tokens", "0"],
-     "char_gpt.py: error: --prompt and --tokens: a non-empty prompt and at least 1 token"),
+    ("char_gpt.py", ["--tokens", "0"], too_small("char_gpt.py", "--tokens", 0, 1)),
+    ("char_gpt.py", ["--prompt", ""], "char_gpt.py: error: --prompt: give at least one character"),
 ]
 """A flag out of range: argparse's usage and one line naming the flag, status 2, nothing run."""
 
