@@ -494,9 +494,10 @@ def test_char_gpt_200_tokens_reference_machine_equals_the_interpreter():
 
 @pytest.mark.slow
 def test_char_gpt_int8_perplexity_within_five_percent_of_float():
-    """GA-2 int8 (the decode steps' logits, by the integer interpreter) against float on 8 held-out
-    windows of 32 characters: within 5% of the float perplexity (issue 26)."""
-    done = char_gpt("--quality", "--windows", "8", timeout=3600)
+    """GA-2 int8 (the decode steps' logits, by the integer interpreter) against float on the 64
+    held-out windows of 32 characters of docs/guide/transformer.md's table: within 5% of the float
+    perplexity (issue 26; +3.2% there; +3.7% on 8 windows, +4.7% on 16)."""
+    done = char_gpt("--quality", timeout=3600)
     assert done.returncode == 0, done.stdout + done.stderr
     change = float(re.search(r"GA-2 int8 [\d.]+ \(([+-][\d.]+)%\)", done.stdout).group(1))
     assert change < 5, done.stdout
