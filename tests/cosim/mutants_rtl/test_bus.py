@@ -43,6 +43,7 @@ def bus_netlist():
     return net, draw.Netlist(net.json)
 
 
+@pytest.mark.slow          # Yosys prepares the AXI top's netlist: most of a minute
 def test_a_flip_only_where_the_compared_constant_differs_is_equivalent(bus_netlist):
     """The read decode's comparison of ARADDR[16:2] with DMA's word offset 0x11 (bus mutant b04 of
     the first campaign): bit 5 flipped when bit 14 is 1 (cnot1) cannot make it equal, since 0x11
