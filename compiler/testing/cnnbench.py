@@ -1,4 +1,4 @@
-"""``make bench``, third part: MLPerf Tiny's ResNet-8 and DS-CNN per image (issue 25).
+"""``make bench``, fourth part: MLPerf Tiny's ResNet-8 and DS-CNN per image (issue 25).
 
 Each model (compiler/workloads/mlperf_tiny.py, seed 0) is lowered from PyTorch and compiled for
 the machine (``--param``; by default the default machine and T = 8, both of the default sizes),

@@ -82,7 +82,7 @@ def test_the_overlap_column_of_the_digits_mlp(batch):
 @pytest.mark.slow
 @pytest.mark.torch
 def test_the_quoted_mlperf_tiny_rows_are_make_bench_output():
-    """The third part of make bench (compiler/testing/cnnbench.py): ResNet-8 and DS-CNN on the
+    """The fourth part of make bench (compiler/testing/cnnbench.py): ResNet-8 and DS-CNN on the
     default machine and T = 8, every row of the page's table as printed."""
     pytest.importorskip("torch")
     from compiler.testing import cnnbench
