@@ -28,7 +28,7 @@ output rows per band.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from sim.spec import INT8_PER_WORD
@@ -36,6 +36,7 @@ from sim.spec import INT8_PER_WORD
 from .allocator import ScratchpadFull
 from .bias import has_bias, region_name
 from .blocking import ext_address, ld
+from .convtaps import chunk_words, packed_ok, taps_allowed, taps_band, taps_cost, taps_steps
 from .errors import plural
 from .int4 import is_int4
 from .lowering import conv as lowering_conv
@@ -80,6 +81,8 @@ class Plan:
     row_by_row: bool = False
     """A shared-tap convolution whose window does not fit: one input row in the ring at a time,
     loaded before the MMs of its kernel row (one output row per band)."""
+    steps: list = field(default_factory=list)
+    """``taps`` mode: the image's steps under way (:func:`compiler.convtaps.taps_steps`)."""
 
 
 def conv_step(em: Emitter, node: Node) -> None:
@@ -114,6 +117,7 @@ def banded(em: Emitter, node: Node) -> None:
     row_words = w.Wo * cout
     for b in range(em.nodes[node.ins[0]].shape[0] // (w.H * w.W)):
         loaded = -1
+        plan.steps = list(taps_steps(w, plan.rows)) if plan.mode == "taps" else []
         for o0 in range(0, w.Ho, plan.rows):
             rows = min(plan.rows, w.Ho - o0)
             loaded = load_rows(em, node, plan, b, o0, rows, loaded, x_entry, x_addr)
@@ -158,9 +162,24 @@ def weight_modes(em: Emitter, node: Node) -> list[str]:
     k, cout = w.kh * w.kw * w.C, node.shape[1]
     streams = (em.unloaded_source(weight.id) and em.readers(weight.id) == [node.id] and not is_int4(weight)
                and weight.op is Op.WEIGHT)
-    packed_ok = not entry.fmt or all(aligned(k * co) and aligned(w.kw * w.C * n)
+    panels_ok = not entry.fmt or all(aligned(k * co) and aligned(w.kw * w.C * n)
                                      for co, n in channel_groups(cout, em.params.T))
-    return ["whole", "panel", "rows"] if streams and packed_ok else ["whole"]
+    taps_ok = not entry.fmt or packed_ok(node, em.params.T, em.params.K_MAX)
+    return ["whole"] + (["panel", "rows"] if streams and panels_ok else []) + (["taps"] if streams and taps_ok
+                                                                                else [])
+
+
+def load_cost(em: Emitter, node: Node, mode: str, rows: int, ring: bool) -> float:
+    """Estimated cycles of the step's loads: the weights' (:func:`weight_cost`) and, into a
+    ring, the input rows' (each once, the padding rows as zeros; the ``taps`` mode's as
+    :func:`compiler.convtaps.taps_cost` counts them, its weights included)."""
+    w = window_of(node)
+    images = em.nodes[node.ins[0]].shape[0] // (w.H * w.W)
+    if mode == "taps":
+        return taps_cost(node, rows, images, em.params, LD_COST)
+    lanes = em.params.LANES
+    rows_in = w.H * (w.W * w.C / lanes + LD_COST) + (w.Hp - w.H) * (w.Wp * w.C / lanes + LD_COST)
+    return weight_cost(em, node, mode, rows) + (images * rows_in if ring else 0)
 
 
 def weight_cost(em: Emitter, node: Node, mode: str, rows: int) -> float:
@@ -184,9 +203,12 @@ def choose(em: Emitter, node: Node, ring_needed: bool) -> Plan:
     ring = ring_needed or w.padded
     found = []
     for mode in weight_modes(em, node):
+        if mode == "taps" and not ring:
+            continue
         for rows in range(w.Ho, 0, -1):
-            if _fits(em, node, Plan(mode, rows), ring):
-                found.append((weight_cost(em, node, mode, rows), -rows, mode))
+            allowed = mode != "taps" or taps_allowed(w, rows, in_place(em, node))
+            if allowed and _fits(em, node, Plan(mode, rows), ring):
+                found.append((load_cost(em, node, mode, rows, ring), -rows, mode))
                 break
     if not found and w.shared and ring and _fits(em, node, Plan("whole", 1, row_by_row=True), ring):
         return allocate(em, node, Plan("whole", 1, row_by_row=True), ring, emit=True)
@@ -199,6 +221,12 @@ def choose(em: Emitter, node: Node, ring_needed: bool) -> Plan:
                            "use a machine with a larger scratchpad (SPAD_WORDS), or fewer channels", node.id)
     _, rows, mode = min(found)
     return allocate(em, node, Plan(mode, -rows), ring, emit=True)
+
+
+def in_place(em: Emitter, node: Node) -> bool:
+    """Whether the result's external region overlaps the input's (compiler/spill.py)."""
+    x, out = em.spills.get(node.ins[0]), em.spills.get(node.id)
+    return x is not None and out is not None and x.addr < out.addr + out.words and out.addr < x.addr + x.words
 
 
 def _fits(em: Emitter, node: Node, plan: Plan, ring: bool) -> bool:
@@ -224,14 +252,16 @@ def allocate(em: Emitter, node: Node, plan: Plan, ring: bool, emit: bool = False
     else:
         region = em.ext[taps_region(node) if w.shared else diagonal_region(node)] if w.depthwise else None
         plan.wwords = {"whole": region.words if region else 0, "panel": (w.kh * w.kw * (w.C if not w.depthwise
-                       else t) * t), "rows": w.kw * w.C * t}[plan.mode]
+                       else t) * t), "rows": w.kw * w.C * t,
+                       "taps": chunk_words(node, t, em.params.K_MAX)}[plan.mode]
         plan.weights = em.alloc.alloc(plan.wwords, f"weights of node {node.id}")
         if emit and plan.mode == "whole":
             em.put("LD", dst=plan.weights, src=region.addr, len=region.words)
         if emit and not w.depthwise:
             em.out.panels[em.nodes[node.ins[1]].name] = t
     if ring:
-        plan.slots = 1 if plan.row_by_row else min(w.Hp, (plan.rows - 1) * w.sh + w.kh)
+        plan.slots = 1 if plan.row_by_row else plan.rows if plan.mode == "taps" else \
+            min(w.Hp, (plan.rows - 1) * w.sh + w.kh)
         plan.ring = em.alloc.alloc(plan.slots * w.Wp * w.C, f"input rows of node {node.id}")
         if emit and w.pw:
             zeros = em.ext[zeros_region(node)]
@@ -254,7 +284,7 @@ def row_address(node: Node, plan: Plan, b: int, x_addr: int | None) -> Callable[
 def load_rows(em: Emitter, node: Node, plan: Plan, b: int, o0: int, rows: int, loaded: int,
               x_entry: ExtEntry | None, x_addr: int | None) -> int:
     """Bring the band's input rows not in the ring yet; returns the last row loaded."""
-    if plan.ring is None or plan.row_by_row:
+    if plan.ring is None or plan.row_by_row or plan.mode == "taps":
         return loaded
     w = window_of(node)
     last = (o0 + rows - 1) * w.sh + w.kh - 1
@@ -300,6 +330,9 @@ def band_mms(em: Emitter, node: Node, plan: Plan, row_at: Callable[[int], int], 
                 em.put("MM", **fields)
     elif w.depthwise:
         depthwise_band(em, node, plan, row_at, o0, rows)
+    elif plan.mode == "taps":
+        b, x_entry, x_addr = plan.image
+        taps_band(em, node, plan, o0, lambda slot, yp: load_row(em, node, slot, yp, b, x_entry, x_addr))
     else:
         dense_band(em, node, plan, row_at, o0, rows)
 

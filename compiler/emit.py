@@ -108,7 +108,7 @@ class Emitter:
         self.requantizers = self.out.requantizers
         self.step = -1
         self.spills: Mapping[int, ExtEntry] = spills or {}
-        self.launches = launches and not params.OVERLAP
+        self.launches = launches
 
     def put(self, op: str, **fields: int) -> None:
         """Append one instruction (its fields checked against the machine's legal ranges)."""
