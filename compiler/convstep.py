@@ -81,6 +81,11 @@ class Plan:
     row_by_row: bool = False
     """A shared-tap convolution whose window does not fit: one input row in the ring at a time,
     loaded before the MMs of its kernel row (one output row per band)."""
+    buffers: int = 1
+    """``taps`` mode: weight chunk buffers, used in turn (2 on a machine whose engines overlap:
+    a chunk loads while the MMs read the one before)."""
+    turn: int = 0
+    """``taps`` mode: the chunks loaded so far (the next goes to buffer turn mod buffers)."""
     steps: list = field(default_factory=list)
     """``taps`` mode: the image's steps under way (:func:`compiler.convtaps.taps_steps`)."""
 
@@ -117,7 +122,7 @@ def banded(em: Emitter, node: Node) -> None:
     row_words = w.Wo * cout
     for b in range(em.nodes[node.ins[0]].shape[0] // (w.H * w.W)):
         loaded = -1
-        plan.steps = list(taps_steps(w, plan.rows)) if plan.mode == "taps" else []
+        plan.steps = list(taps_steps(w, plan.rows, plan.slots)) if plan.mode == "taps" else []
         for o0 in range(0, w.Ho, plan.rows):
             rows = min(plan.rows, w.Ho - o0)
             loaded = load_rows(em, node, plan, b, o0, rows, loaded, x_entry, x_addr)
@@ -128,11 +133,13 @@ def banded(em: Emitter, node: Node) -> None:
                     em.put("LD", dst=plan.acc + r * row_words, src=em.ext[region_name(node)].addr,
                            len=row_words)
             band_mms(em, node, plan, row_at, o0, rows)
-            first = (b * w.Ho + o0) * row_words
-            em.put("RQ", dst=plan.acc if out is None else out + first, src=plan.acc, len=rows * row_words,
-                   **rq)
-            if out_entry is not None:
-                em.put("ST", src=plan.acc, dst=out_entry.addr + first, len=rows * row_words)
+            step = 1 if plan.mode == "taps" and em.params.OVERLAP else rows
+            for r in range(0, rows, step):
+                first, at = (b * w.Ho + o0 + r) * row_words, plan.acc + r * row_words
+                words = min(step, rows - r) * row_words
+                em.put("RQ", dst=at if out is None else out + first, src=at, len=words, **rq)
+                if out_entry is not None:
+                    em.put("ST", src=at, dst=out_entry.addr + first, len=words)
     release(em, node, plan, rq)
 
 
@@ -220,7 +227,26 @@ def choose(em: Emitter, node: Node, ring_needed: bool) -> Plan:
                            "piece)",
                            "use a machine with a larger scratchpad (SPAD_WORDS), or fewer channels", node.id)
     _, rows, mode = min(found)
+    if mode == "taps" and em.params.OVERLAP:
+        plan = overlapped(em, node, -rows, ring)
+        if plan is not None:
+            return allocate(em, node, plan, ring, emit=True)
     return allocate(em, node, Plan(mode, -rows), ring, emit=True)
+
+
+def overlapped(em: Emitter, node: Node, rows: int, ring: bool) -> Plan | None:
+    """On a machine whose engines overlap, a ``taps`` plan whose loads can run beside the MMs:
+    a spare ring slot and two weight chunk buffers if they fit, else two buffers, else the
+    spare slot, each with as many output rows a band as fit, down to half of ``rows`` (more
+    bands load the weights more times, but the DMA then works while the MXU does); None when
+    none fits."""
+    w = window_of(node)
+    for spare, buffers in ((1, 2), (0, 2), (1, 1)):
+        for r in range(rows, (rows - 1) // 2, -1):
+            plan = Plan("taps", r, buffers=buffers, slots=r + spare)
+            if taps_allowed(w, r, in_place(em, node), plan.slots) and _fits(em, node, plan, ring):
+                return plan
+    return None
 
 
 def in_place(em: Emitter, node: Node) -> bool:
@@ -253,14 +279,14 @@ def allocate(em: Emitter, node: Node, plan: Plan, ring: bool, emit: bool = False
         region = em.ext[taps_region(node) if w.shared else diagonal_region(node)] if w.depthwise else None
         plan.wwords = {"whole": region.words if region else 0, "panel": (w.kh * w.kw * (w.C if not w.depthwise
                        else t) * t), "rows": w.kw * w.C * t,
-                       "taps": chunk_words(node, t, em.params.K_MAX)}[plan.mode]
+                       "taps": plan.buffers * chunk_words(node, t, em.params.K_MAX)}[plan.mode]
         plan.weights = em.alloc.alloc(plan.wwords, f"weights of node {node.id}")
         if emit and plan.mode == "whole":
             em.put("LD", dst=plan.weights, src=region.addr, len=region.words)
         if emit and not w.depthwise:
             em.out.panels[em.nodes[node.ins[1]].name] = t
     if ring:
-        plan.slots = 1 if plan.row_by_row else plan.rows if plan.mode == "taps" else \
+        plan.slots = 1 if plan.row_by_row else (plan.slots or plan.rows) if plan.mode == "taps" else \
             min(w.Hp, (plan.rows - 1) * w.sh + w.kh)
         plan.ring = em.alloc.alloc(plan.slots * w.Wp * w.C, f"input rows of node {node.id}")
         if emit and w.pw:

@@ -53,9 +53,11 @@ class Step:
     reads: tuple[tuple[int, int, int, bool], ...]
 
 
-def taps_steps(w: Window, rows: int) -> Iterator[Step]:
+def taps_steps(w: Window, rows: int, slots: int = 0) -> Iterator[Step]:
     """The steps of one image in order, with the ring's contents followed from the start
-    (an empty ring: every image loads its own rows)."""
+    (an empty ring: every image loads its own rows); ``slots`` in the ring (``rows`` by default;
+    one more lets a row load while the MMs read the others, on a machine whose engines overlap)."""
+    slots = slots or rows
     held: dict[int, int] = {}
     for o0 in range(0, w.Ho, rows):
         n = min(rows, w.Ho - o0)
@@ -64,16 +66,16 @@ def taps_steps(w: Window, rows: int) -> Iterator[Step]:
             for r in range(n):
                 yp = (o0 + r) * w.sh + ky
                 if w.ph <= yp < w.ph + w.H:
-                    slot = (yp // w.sh) % rows
+                    slot = (yp // w.sh) % slots
                     reads.append((r, yp, slot, held.get(slot) != yp))
                     held[slot] = yp
             yield Step(o0, n, ky, tuple(reads))
 
 
-def taps_allowed(w: Window, rows: int, in_place: bool) -> bool:
+def taps_allowed(w: Window, rows: int, in_place: bool, slots: int = 0) -> bool:
     """Whether the mode may run with ``rows`` output rows a band: written in place, no band may
     load an input row (yp - p_h) below its first output row (already stored over)."""
-    return not in_place or all(yp - w.ph >= s.o0 for s in taps_steps(w, rows)
+    return not in_place or all(yp - w.ph >= s.o0 for s in taps_steps(w, rows, slots)
                                for _, yp, _, load in s.reads if load)
 
 
@@ -123,6 +125,7 @@ def taps_band(em: Emitter, node: Node, plan: Plan, o0: int, load_row: Callable[[
     w, t, k_max = window_of(node), em.params.T, em.params.K_MAX
     cout, line = node.shape[1], w.Wp * w.C
     biased = has_bias(node)
+    size = chunk_words(node, t, k_max)
     steps = [s for s in plan.steps if s.o0 == o0]
     first = {}
     for s in steps:
@@ -135,11 +138,13 @@ def taps_band(em: Emitter, node: Node, plan: Plan, o0: int, load_row: Callable[[
         for ky, co, n, k0, kc in chunks(node, t, k_max):
             if ky != s.ky or not s.reads:
                 continue
-            load_weights(em, node, plan.weights, chunk_start(node, ky, co, n, k0), kc * n)
+            buf = plan.weights + plan.turn % plan.buffers * size
+            plan.turn += 1
+            load_weights(em, node, buf, chunk_start(node, ky, co, n, k0), kc * n)
             stride = lowering_conv.pixel_stride(w)
             for r, _, slot, _ in s.reads:
                 acc = int(biased or ky > first[r] or k0 > 0)
                 for ox in range(0, w.Wo, t):
                     em.put("MM", dst=plan.acc + (r * w.Wo + ox) * cout + co,
-                           A=plan.ring + slot * line + ox * stride + k0, B=plan.weights, M=min(t, w.Wo - ox),
+                           A=plan.ring + slot * line + ox * stride + k0, B=buf, M=min(t, w.Wo - ox),
                            K=kc, N=n, tb=0, lda=stride, ldb=n, ldc=cout, acc=acc)
