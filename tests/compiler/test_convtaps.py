@@ -110,7 +110,8 @@ def test_a_deep_layer_runs_kernel_row_by_kernel_row(bias):
     groups x 3 pieces MMs, less the kernel row on the padding (top and bottom rows); without a
     bias the first MM of each output row overwrites (acc = 0)."""
     program = run(conv_net(8, 64, 64, 1, bias, 2), PRESETS["t8"], 2 * 64)
-    node = next(n for n in program.graph.nodes if n.op == "conv2d" and program.graph.nodes[n.ins[1]].name == "w")
+    nodes = program.graph.nodes
+    node = next(n for n in nodes if n.op == "conv2d" and nodes[n.ins[1]].name == "w")
     code = owned(program, node.id)
     producer = program.graph.nodes[node.ins[0]].ins[0]      # the first convolution, its relu fused
     x, wt = program.ext[f"activations of node {producer}"], program.ext["w"]
@@ -126,8 +127,8 @@ def test_a_deep_layer_runs_kernel_row_by_kernel_row(bias):
 @pytest.mark.parametrize("machine", ["default", "t8", "t8 overlap"])
 def test_strided_layers_equal_the_interpreter(machine):
     """A stride-2 3x3 convolution 16 x 16 x 32 -> 64 (K = 96: two pieces of K_MAX), two images,
-    on the scratchpad of 4,096 words, where it runs in bands; with OVERLAP = 1 the chunks alternate between two
-    buffers."""
+    on the scratchpad of 4,096 words, where it runs in bands; with OVERLAP = 1 the chunks
+    alternate between two buffers."""
     params = PRESETS["t8"] if machine != "default" else PRESETS["t4"]
     params = dataclasses.replace(params, SPAD_WORDS=4096, OVERLAP=int("overlap" in machine))
     program = run(conv_net(16, 32, 64, 2, False, 2), params, 2 * 256)
