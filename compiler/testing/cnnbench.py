@@ -47,7 +47,8 @@ def rows(params: Params, models: tuple[str, ...] | None = None) -> list[dict]:
         fmax = fmax_mhz(params)
         depthwise = [r for r in m.rows if r.name.endswith(" dw")]
         found.append({
-            "model": name, "T": params.T, "LANES": params.LANES, "OVERLAP": params.OVERLAP, "cycles": m.cycles,
+            "model": name, "T": params.T, "LANES": params.LANES, "OVERLAP": params.OVERLAP,
+            "cycles": m.cycles,
             "launches": m.launches,
             "instructions": len(m.program.code), "macs": m.macs,
             "utilisation %": round(100 * m.utilisation, 1),
