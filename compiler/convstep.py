@@ -31,12 +31,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from sim.spec import INT8_PER_WORD
-
 from .allocator import ScratchpadFull
 from .bias import has_bias, region_name
-from .blocking import ext_address, ld
-from .convtaps import chunk_words, packed_ok, taps_allowed, taps_band, taps_cost, taps_steps
+from .convtaps import chunk_words, load_weights, packed_ok, taps_allowed, taps_band, taps_cost, taps_steps
 from .errors import plural
 from .int4 import is_int4
 from .lowering import conv as lowering_conv
@@ -333,14 +330,6 @@ def load_row(em: Emitter, node: Node, slot: int, yp: int, b: int, x_entry: ExtEn
     else:
         src = x_addr + (b * w.H + y) * line
         em.put("VADD", dst=slot + lowering_conv.interior(w), src1=src, src2=src, len=line, relu=0, max=1)
-
-
-def load_weights(em: Emitter, node: Node, dst: int, start: int, count: int) -> None:
-    """LD ``count`` elements of the weight's panel-major region from element ``start``."""
-    entry = em.ext[em.nodes[node.ins[1]].name]
-    packed = bool(entry.fmt)
-    assert not packed or start % INT8_PER_WORD == 0, "weight_modes keeps packed panels aligned"
-    em.put("LD", **ld(dst, ext_address(entry.addr, start, packed), count, packed))
 
 
 def band_mms(em: Emitter, node: Node, plan: Plan, row_at: Callable[[int], int], o0: int, rows: int) -> None:

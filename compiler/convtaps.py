@@ -27,7 +27,10 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from sim.spec import INT8_PER_WORD
+
 from .bias import has_bias
+from .blocking import ext_address, ld
 from .lowering import conv as lowering_conv
 from .ops.conv2d import channel_groups, window_of
 from .packing import aligned
@@ -120,8 +123,6 @@ def taps_cost(node: Node, rows: int, images: int, params: Params, ld_cost: int) 
 def taps_band(em: Emitter, node: Node, plan: Plan, o0: int, load_row: Callable[[int, int], None]) -> None:
     """One band's loads and MMs (module docstring), from its first output row o0;
     ``load_row(slot_address, yp)`` brings input row yp of the band's image into a slot."""
-    from .convstep import load_weights
-
     w, t, k_max = window_of(node), em.params.T, em.params.K_MAX
     cout, line = node.shape[1], w.Wp * w.C
     biased = has_bias(node)
@@ -148,3 +149,11 @@ def taps_band(em: Emitter, node: Node, plan: Plan, o0: int, load_row: Callable[[
                     em.put("MM", dst=plan.acc + (r * w.Wo + ox) * cout + co,
                            A=plan.ring + slot * line + ox * stride + k0, B=buf, M=min(t, w.Wo - ox),
                            K=kc, N=n, tb=0, lda=stride, ldb=n, ldc=cout, acc=acc)
+
+
+def load_weights(em: Emitter, node: Node, dst: int, start: int, count: int) -> None:
+    """LD ``count`` elements of the weight's panel-major region from element ``start``."""
+    entry = em.ext[em.nodes[node.ins[1]].name]
+    packed = bool(entry.fmt)
+    assert not packed or start % INT8_PER_WORD == 0, "weight_modes keeps packed panels aligned"
+    em.put("LD", **ld(dst, ext_address(entry.addr, start, packed), count, packed))
