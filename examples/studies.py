@@ -547,12 +547,13 @@ def _gpt_lines(rows: list[dict] | None) -> list[str]:
     units = [{"T": r["T"], "row": r["step"], "cycles": r["per token"], "2N + 50": r["2N + 50"]}
              for r in rows if "cycles" not in r]
     decode = [r for r in steps if r["step"].startswith("decode")]
+    prompt = next(r["tokens"] for r in rows if r["step"].startswith("prefill"))
     heaviest = max(KINDS, key=lambda k: sum(r[k] for r in decode))
     return [f"## 6. A small GPT: cycles per token ({CONFIG.layers} layers, d_model {CONFIG.width}, "
             f"{CONFIG.heads} heads, context {CONFIG.context})", "",
             "examples/char_gpt.py's GPT by its shapes, with weights drawn at random (a program's cycles "
             "depend on its shapes only), compiled as `make generate` compiles it "
-            "(compiler/frontend/decode.py: a prefill of 8 prompt tokens in the chunks the scratchpad "
+            f"(compiler/frontend/decode.py: a prefill of {prompt} prompt tokens in the chunks the scratchpad "
             "takes, then one program per cache length, the KV cache in external memory) and run on "
             "the reference machine (`python -m compiler.testing.gptbench`, part of `make bench`). "
             "A kernel's cycles per token are the serial spans of the instructions its node's step "
