@@ -42,8 +42,9 @@ from .text import counted
 
 ROOT = "stress"
 HALT = "HALT"
-STOPS = tuple(HALT if c is ErrorCode.NONE else c.name for c in ErrorCode)
-"""The stops, in the order of :class:`sim.spec.ErrorCode` (HALT for a normal one)."""
+STOPS = (HALT, *(c.name for c in spec.CHECK_CODES))
+"""The stops a program can make, in the order of :class:`sim.spec.ErrorCode` (HALT for a normal
+one; not the machine's own STALL, which no correct machine reaches)."""
 INSTRUCTIONS = tuple(s.name for s in spec.INSTRUCTIONS)
 FLAGS = tuple(f"{s.name} {f.name}=1" for s in spec.INSTRUCTIONS for f in s.fields if f.width == 1)
 """Every one-bit field set (``MM tb=1``, ``RQ relu=1``, ...), from the spec: a new flag is a bin."""

@@ -55,7 +55,7 @@ from .jobs import Job
 from .verilog import fresh_verilog, verilog_params
 
 HALT = "HALT"
-ENDINGS: tuple[str, ...] = (HALT, HALT, HALT, HALT, *(c.name for c in ErrorCode if c is not ErrorCode.NONE))
+ENDINGS: tuple[str, ...] = (HALT, HALT, HALT, HALT, *(c.name for c in spec.CHECK_CODES))
 """How program k ends: ENDINGS[k % len(ENDINGS)]."""
 KINDS = tuple(s.name for s in spec.INSTRUCTIONS if s.counter is not None)
 """The instructions a body draws from (all but HALT)."""

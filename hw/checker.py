@@ -74,7 +74,7 @@ checker asserts it)."""
 CHECK_STAGES = 1 + END_STAGES + 1
 """Register stages from ``in_*`` to ``out_*``: R, the ends, C (D is combinational after C)."""
 
-PRIORITY = (ErrorCode.NO_HALT, *(c for c in ErrorCode if c not in (ErrorCode.NONE, ErrorCode.NO_HALT)))
+PRIORITY = (ErrorCode.NO_HALT, *(c for c in spec.CHECK_CODES if c is not ErrorCode.NO_HALT))
 """The order in which faults are reported. NO_HALT first: the reference machine compares the
 pc with the program length before it looks at the word there; then :class:`ErrorCode` order."""
 
