@@ -113,9 +113,6 @@ class GA2(Checked):
         """Refuse what :class:`GA2` cannot be built from, before any part is built (the
         Raises of the class)."""
         check_params(cls.__name__, params)
-        if params.OVERLAP == 2:
-            raise ValueError("GA2: OVERLAP = 2 (the engines decoupled) is in the reference machine "
-                             "only so far; its RTL is not built yet")
         missing = missing_units(modules)
         if missing and not stub_missing:
             raise ValueError(f"GA2: no unit executes {', '.join(missing)} "

@@ -448,10 +448,9 @@ dispatched or entered the station and no engine has been busy for this many cycl
 More than any wait of a correct machine with its engines idle (its front end's first
 OVERLAP_FRONTEND_CYCLES and the paces above)."""
 STATION_SLOTS = 4
-"""OVERLAP = 2: the entries of each engine's queue, the instruction it runs included (it keeps
-its entry, and the hazards on it, until it ends): an engine holds at most STATION_SLOTS - 1
-waiting instructions beside the running one, and the front end waits when the next
-instruction's engine has none free."""
+"""OVERLAP = 2: the entries of each engine in the station: one for the instruction it runs (kept,
+with the hazards on it, until it ends) and STATION_SLOTS - 1 for the instructions waiting in its
+queue; the front end waits when the next instruction's engine has no waiting entry free."""
 STOP_CYCLES = 1
 """Cycles taken by HALT, or by an instruction that stops the machine with an error: the cycle
 after the execute stage takes it, at whose end done (and error) rise (hw/control.py)."""
@@ -833,7 +832,9 @@ def conflict(a: list[Access], b: list[Access]) -> bool:
 class Placed:
     """One instruction placed by :class:`Issue`: dispatched in cycle ``start`` (cycles from the
     start of the run), its engine busy until ``end`` (start + latency); ``hazard`` and ``port``
-    are the cycles it waited on each cause (OVERLAP = 1; 0 on the serial machine)."""
+    are the cycles it waited on each cause (OVERLAP = 1 and 2; 0 on the serial machine);
+    ``entered``, the cycle it entered its engine's queue (OVERLAP = 2, :class:`Decoupled`; None
+    on the other machines)."""
 
     pc: int
     op: str
@@ -842,6 +843,7 @@ class Placed:
     end: int
     hazard: int = 0
     port: int = 0
+    entered: int | None = None
 
 
 SHARED_WRITER = "dma"
@@ -1065,15 +1067,17 @@ class Decoupled(Issue):
     cycle t, decided in cycle t - 1, as at OVERLAP = 1. Instruction i of engine e:
 
     * it enters (is queued) at q(i), the first cycle with q(i) >= OVERLAP_FRONTEND_CYCLES
-      (i = 0), q(i) >= q(i-1) + ENTER_CYCLES (i > 0), and, when STATION_SLOTS instructions of
-      e came before it, q(i) >= end(j) + 1 for the one STATION_SLOTS places before it on e,
-      j: its entry is free once j has ended;
+      (i = 0), q(i) >= q(i-1) + ENTER_CYCLES (i > 0), and, when STATION_SLOTS - 1 instructions
+      of e came before it, q(i) >= d(j) + 1 for the one STATION_SLOTS - 1 places before it on
+      e, j: a waiting entry is free once its instruction is dispatched (the running instruction
+      keeps an entry of its own);
     * it is dispatched at the first d(i) with d(i) >= q(i) + ENTER_DISPATCH_CYCLES; d(i) >=
       end(k) for the instruction k before it on e (its engine is free, in its queue's order);
       d(i) >= end(j) for every earlier j whose scratchpad regions :func:`conflict` with its own
       (its hazards; external-memory regions are only the DMA's, which runs in order), except
       that when i only writes what j reads (:func:`war_only`) d(i) >= d(j) + reads(j) suffices
-      (j has read them); the read and write ports as at OVERLAP = 1, against every instruction
+      (j has read them; d(i) >= d(j) + DISPATCH_CYCLES holds anyway, and until then the wait
+      counts as a hazard too); the read and write ports as at OVERLAP = 1, against every instruction
       dispatched before d(i): if it reads, d(i) >= d(j) + reads(j), if it writes and is not an
       LD, d(i) + latency - writes >= end(j) for the writers j other than LDs; and d(i) >= d +
       DISPATCH_CYCLES for the last dispatch d, of any engine;
@@ -1194,9 +1198,10 @@ class _Station:
             if any(s is None for s in self.start):
                 return NEVER
             return max(t, *self.end) if self.end else t
-        if self.rank[k] >= STATION_SLOTS:
-            j = self.queue[self.engine[k]][self.rank[k] - STATION_SLOTS]
-            t = max(t, self.end[j] + 1) if self.start[j] is not None else NEVER
+        waiting = STATION_SLOTS - 1
+        if self.rank[k] >= waiting:
+            j = self.queue[self.engine[k]][self.rank[k] - waiting]
+            t = max(t, self.start[j] + 1) if self.start[j] is not None else NEVER
         return t
 
     def _enter(self, k: int, t: int) -> None:
@@ -1220,7 +1225,7 @@ class _Station:
         for j, war in self.deps[i]:
             if self.start[j] is None:
                 return NEVER, base, NEVER
-            hazard = max(hazard, self.start[j] + self.reads[j] if war else self.end[j])
+            hazard = max(hazard, self.start[j] + max(self.reads[j], DISPATCH_CYCLES) if war else self.end[j])
         t = hazard
         rule = self.rule
         if self.reads[i]:
@@ -1252,16 +1257,27 @@ class _Station:
             rule.port += self.waits[i][1]
             if rule.timeline is not None:
                 rule.timeline.append(Placed(pc, ispec.name, self.engine[i], self.start[i], self.end[i],
-                                            *self.waits[i]))
+                                            *self.waits[i], entered=self.entered[i]))
         return t
 
     def _stalled(self) -> int:
-        """Nothing can ever be dispatched (a broken rule): the watchdog's stop."""
+        """Nothing can ever be dispatched (a broken rule): the watchdog's stop, taken
+        WATCHDOG_CYCLES after the first quiet cycle (cycle 1 is the first of the run). The heads
+        that wait count their waits until the machine stops, as every cycle of a run does."""
         rule = self.rule
         rule.stall = rule.code[min(i for i, s in enumerate(self.start) if s is None)][0]
-        quiet = max([self.last_enter or 0, self.last_dispatch or 0,
+        quiet = max([1, self.last_enter or 0, self.last_dispatch or 0,
                      *(self.end[i] for i, s in enumerate(self.start) if s is not None)])
-        return self._finish(quiet + WATCHDOG_CYCLES)
+        stop = quiet + WATCHDOG_CYCLES
+        last = stop + STOP_CYCLES            # the last cycle counted: t = last decided in last - 1
+        for e in ENGINES:
+            i = self._head(e)
+            if i is not None:
+                _, base, hazard = self._dispatch_time(i)
+                self.waits[i] = (max(0, min(hazard, last + 1) - base), max(0, last + 1 - max(base, hazard)))
+                rule.hazard += self.waits[i][0]
+                rule.port += self.waits[i][1]
+        return self._finish(stop)
 
 
 def issue_rule(params: Params = DEFAULT, *, record: bool = False) -> Issue:

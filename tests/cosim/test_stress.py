@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from collections import Counter
 
 import pytest
 
@@ -224,3 +225,44 @@ def test_the_rerun_command_of_a_mutant_fails_again(icarus):
                            timeout=900)
     assert again.returncode == 1, again.stdout + again.stderr
     assert again.stdout.splitlines()[1] == f"{icarus:<10} FAIL: 1 of 1 program differs from the reference"
+
+
+DECOUPLED = spec.Params(OVERLAP=2)
+
+
+def test_the_decoupled_machine_adds_the_fill_strategy_and_the_others_draw_as_before():
+    assert [s.name for s in stress.DECOUPLED_STRATEGIES] == ["random", "collide", "fill"]
+    assert {stress.strategy_for(s, DECOUPLED).name for s in range(60)} == {"random", "collide", "fill"}
+    assert [stress.strategy_for(s).name for s in range(60)] == \
+        [stress.strategy_for(s, OVERLAPPING).name for s in range(60)]
+    for seed in range(10):     # random on every machine: the same programs
+        assert stress.strategy_for(seed, DECOUPLED).name == stress.strategy_for(seed).name == "random"
+        program = stress.Generator(seed, DECOUPLED).program().job.program
+        assert program == stress.Generator(seed).program().job.program
+
+
+def test_fill_programs_fill_every_queue():
+    """Seeds 20..29 are fill programs on the decoupled machine (the strategy's turn): in their
+    runs (the reference machine's), every engine's queue is full at some time, the front end is
+    held for a free entry, and instructions pass earlier ones."""
+    hits: Counter = Counter()
+    for prog in stress.programs(20, 10, DECOUPLED):
+        if "edge" in prog.job.name:
+            continue
+        assert stress.strategy_for(prog.seed, DECOUPLED).name == "fill"
+        assert prog.features["fill block"] >= 1
+        expected = prog.job.expected(DECOUPLED)
+        hits.update(coverage.queue_events(coverage._checked(prog.job.program, expected), expected.timeline))
+    assert set(hits) == set(coverage.QUEUES), hits
+
+
+def test_queue_events_worked_by_hand():
+    """Five long LDs (the DMA's queue holds three waiting, the fifth waits for room), a VADD
+    that passes them, an MM that overwrites what the VADD reads, once the VADD has read."""
+    text = [build("LD", dst=64 * k, src=0, len=64) for k in range(5)]
+    vadd = build("VADD", dst=1000, src1=1100, src2=1200, len=8)
+    mm = build("MM", dst=1100, A=2000, B=2100, M=1, K=4, N=4, tb=0, lda=4, ldb=4, ldc=4)
+    program = [*text, vadd, mm, build("HALT")]
+    expected = Job(program, None).expected(DECOUPLED)
+    events = coverage.queue_events(program, expected.timeline)
+    assert events == ["dma queue full", "front end held", "passed", "write after read early"]

@@ -1,0 +1,406 @@
+"""OVERLAP = 2: the execute stage of :class:`hw.control.Control` with the engines decoupled.
+
+The rule is GA2.md section 7's ``sim.spec.Decoupled``; this is its hardware, cycle by cycle.
+
+**The station.** Each engine e has a running entry R_e (the regions of the instruction it runs,
+kept for the hazards on it until its last cycle) and STATION_SLOTS - 1 waiting entries
+W_e[0..], a queue that shifts down by one when W_e[0] is issued (so the head is always W_e[0]:
+its fields go to e's dispatch registers, and its readiness is computed, with no multiplexer).
+Every waiting entry holds its instruction (opcode, fields, pc, latency, windows, regions) and two
+dependence vectors, ``full`` and ``war``, with a bit per column (f, 0) = R_f and (f, 1 + k) =
+W_f[k] of every other engine f: wait for that instruction's end, or (a write after read only)
+for the end of its read window. A column moves with its instruction: when f issues, column
+(f, 1) becomes (f, 0) and so on (:func:`_remap`); when R_f ends with nothing issued, column (f, 0)
+clears. A bit on a waiting column never clears while it waits; a bit on (f, 0) is satisfied when
+R_f ends (its countdown) or has read.
+
+**Entering** (``q.consume``, an instruction leaves the front end's queue): the head is compared
+with every entry (its written region with every region of each, each of its read regions with
+each one's written region: 1 + 2 * READ_SLOTS pairs) in cycle c - 2 and registered, the pairs
+reduced to the two vectors in c - 1 and registered, and the head enters in c when it was the head
+in both (``settled``: ENTER_CYCLES = 3 apart at the most) and its engine has room (running plus
+waiting below STATION_SLOTS). The vectors in flight follow the columns' moves.
+
+**Dispatch**: in cycle x each engine's readiness for an issue in x + 1 (a dispatch in x + 2) is
+computed from registers and registered (``ready_q``): W_e[0] is there, e's countdown ends by
+then, every dependence is met, and the ports allow it (as at OVERLAP = 1). In x + 1 the earliest
+ready one in program order (``older_q``, the heads' pcs compared in x) is issued, unless an
+instruction was issued in x (the flags are then stale: DISPATCH_CYCLES = 2); an entry written in
+x - 1 is issued in x + 1 at the earliest (ENTER_DISPATCH_CYCLES = 2).
+
+**The stop** (HALT, an error, NO_HALT) is taken when settled, every queue empty and every engine
+free. **The watchdog** counts the cycles in a row in which no engine is active and nothing is
+entered or issued; at WATCHDOG_CYCLES it takes a stop with STALL and the pc of the earliest
+waiting instruction (the front end's head when none waits).
+
+The engines' countdowns, the DMA's share of the write port (``dma_hold``, ``ld_beats``) and
+the counters are those of OVERLAP = 1 (hw/overlap.py), per engine; ``hazard`` and ``port`` add,
+each cycle, the heads that wait on a dependence, and those that then wait on the rest.
+"""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+from amaranth.hdl import Cat, Const, Module, Mux, Signal, Value
+from amaranth.lib import data
+
+from sim import spec
+from sim.spec import ErrorCode
+
+from .checker import READ_SLOTS, overlap_info_widths
+from .isa import FIELD_BITS
+from .lanes import any_of, select
+
+ENGINES = spec.ENGINES
+COLUMNS = len(ENGINES) * spec.STATION_SLOTS
+"""Dependence columns: (engine, slot), slot 0 the running entry, 1.. the waiting ones."""
+REGION_NAMES = ("ws", "we", "ww", "wa", *(f"r{k}{x}" for k in range(READ_SLOTS) for x in "sev"))
+"""The fields of an entry's regions (hw.checker's station slots)."""
+
+
+def column(engine: int, slot: int) -> int:
+    return engine * spec.STATION_SLOTS + slot
+
+
+def _layouts(params, pcw: int, lbits: int) -> tuple[data.StructLayout, data.StructLayout]:
+    """(a waiting entry's layout, a running entry's: its regions only)."""
+    widths = overlap_info_widths(params)
+    regions = {name: widths[name] for name in REGION_NAMES}
+    waiting = data.StructLayout({
+        "opcode": spec.OPCODE_BITS, "fields": FIELD_BITS, "pc": pcw, "latency": lbits,
+        **{name: widths[name] for name in ("reads", "rd", "wfrom", "wr")},
+        **regions, "full": COLUMNS, "war": COLUMNS,
+    })
+    return waiting, data.StructLayout(regions)
+
+
+def _overlaps(a_s, a_e, b_s, b_e) -> Value:
+    return (a_s < b_e) & (b_s < a_e)
+
+
+def _pairs(head, other, valid) -> tuple[Value, Value]:
+    """(the pairs that make a full dependence, those that make a write after read) of the head
+    against one entry's regions (``other``, there when ``valid``)."""
+    full = [head.ww & other.ww & _overlaps(head.ws, head.we, other.ws, other.we)]
+    war = []
+    for k in range(READ_SLOTS):
+        rs, re_, rv = (getattr(other, f"r{k}{x}") for x in "sev")
+        war.append(head.ww & rv & _overlaps(head.ws, head.we, rs, re_))
+        hs, he, hv = (getattr(head, f"r{k}{x}") for x in "sev")
+        full.append(hv & other.ww & _overlaps(hs, he, other.ws, other.we))
+    return Cat(*full) & valid.replicate(len(full)), Cat(*war) & valid.replicate(len(war))
+
+
+def _remap(vec: Value, shift: list[Value], clear: list[Value]) -> Value:
+    """A vector of columns after this cycle's moves: engine f's columns shift down by one when f
+    issues (``shift[f]``: its head becomes its running instruction), its running column clears
+    when that instruction ends with nothing issued (``clear[f]``). ``vec`` has COLUMNS bits, or
+    COLUMNS groups of len(vec) // COLUMNS bits."""
+    width = len(vec) // COLUMNS
+    slots = spec.STATION_SLOTS
+    out = []
+    for f in range(len(ENGINES)):
+        for s in range(slots):
+            here = vec[column(f, s) * width:(column(f, s) + 1) * width]
+            above = (vec[column(f, s + 1) * width:(column(f, s + 1) + 1) * width] if s + 1 < slots
+                     else Const(0, width))
+            kept = Mux(clear[f], 0, here) if s == 0 else here
+            out.append(Mux(shift[f], above, kept))
+    return Cat(*out)
+
+
+def station_execute(m: Module, ctl, busy: Value, start: Value, stop: Value,
+                    q: SimpleNamespace) -> SimpleNamespace:
+    """Build the OVERLAP = 2 execute stage of ``ctl`` (a :class:`hw.control.Control`).
+    Returns stopping, stop_code and stop_pc (for the front end and the host status)."""
+    p = ctl.params
+    n_eng = len(ENGINES)
+    waiting_slots = spec.STATION_SLOTS - 1
+    lbits = len(ctl.checker.out_latency)
+    pcw = len(q.head.pc)
+    w_layout, r_layout = _layouts(p, pcw, lbits)
+    s = SimpleNamespace(
+        p=p, lbits=lbits,
+        w=[[Signal(w_layout, name=f"w{e}_{k}") for k in range(waiting_slots)] for e in ENGINES],
+        wv=[Signal(waiting_slots, name=f"wv_{e}") for e in ENGINES],      # a prefix of ones
+        r=[Signal(r_layout, name=f"r_{e}") for e in ENGINES],
+        left=[Signal(lbits, name=f"left_{e}") for e in ENGINES],
+        rdl=[Signal(lbits, name=f"rdl_{e}") for e in ENGINES],            # read cycles left
+        free=[Signal(init=1, name=f"free_{e}") for e in ENGINES],
+        active=[Signal(name=f"active_{e}") for e in ENGINES],
+        issue=Signal(n_eng, name="issue_eng"),
+        stopping=Signal(name="stopping"),
+        all_done=Signal(name="all_done"),
+    )
+    release = [s.active[k] & s.free[k] for k in range(n_eng)]
+    s.shift = [s.issue[k] for k in range(n_eng)]
+    s.clear = [release[k] & ~s.issue[k] for k in range(n_eng)]
+    m.d.comb += s.all_done.eq(Cat(*(~s.wv[f][0] & s.free[f] for f in range(n_eng))).all())
+    enter = _enter(m, s, ctl, busy, start, stop, q)
+    _dispatch(m, s, ctl, busy, start)
+    _engines(m, s, ctl, start)
+    ex = _stop_and_watchdog(m, s, ctl, busy, start, stop, q, enter)
+    _counters(m, s, ctl, busy, start)
+    last = Cat(*release)
+    m.d.comb += [ctl.eng_last.eq(last), ctl.ex_last.eq(last.any())]
+    return ex
+
+
+def _enter(m: Module, s, ctl, busy, start, stop, q) -> SimpleNamespace:
+    """The front end's head into its engine's queue (see the module docstring). Returns the
+    signals the stop needs: ready (settled, the machine running) and consume."""
+    n_eng = len(ENGINES)
+    head = q.head
+    waiting_slots = spec.STATION_SLOTS - 1
+    regions = Signal(s.r[0].shape())
+    m.d.comb += [getattr(regions, name).eq(getattr(head, name)) for name in REGION_NAMES]
+    # stage 1: the head against every entry's regions
+    pairs_now_full, pairs_now_war = [], []
+    for f in range(n_eng):
+        entries = [(s.r[f], s.active[f])] + [(s.w[f][k], s.wv[f][k]) for k in range(waiting_slots)]
+        for other, valid in entries:
+            full, war = _pairs(regions, other, valid)
+            pairs_now_full.append(full)
+            pairs_now_war.append(war)
+    n_full, n_war = len(pairs_now_full[0]), len(pairs_now_war[0])
+    pairs_full = Signal(COLUMNS * n_full, name="pairs_full")
+    pairs_war = Signal(COLUMNS * n_war, name="pairs_war")
+    m.d.sync += [pairs_full.eq(_remap(Cat(*pairs_now_full), s.shift, s.clear)),
+                 pairs_war.eq(_remap(Cat(*pairs_now_war), s.shift, s.clear))]
+    # stage 2: reduced to the two vectors, the head's own engine left out
+    own = Cat(*(head.cls[f].replicate(spec.STATION_SLOTS) for f in range(n_eng)))
+    dep_full = Signal(COLUMNS, name="dep_full")
+    dep_war = Signal(COLUMNS, name="dep_war")
+    reduced_full = Cat(*(pairs_full[c * n_full:(c + 1) * n_full].any() for c in range(COLUMNS))) & ~own
+    reduced_war = Cat(*(pairs_war[c * n_war:(c + 1) * n_war].any() for c in range(COLUMNS))) & ~own
+    m.d.sync += [dep_full.eq(_remap(reduced_full, s.shift, s.clear)),
+                 dep_war.eq(_remap(reduced_war, s.shift, s.clear))]
+
+    ready = Signal(name="enter_ready")
+    settled = Signal(name="settled")
+    settled1 = Signal()
+    consume = Signal(name="enter")
+    room = [~s.wv[f][waiting_slots - 1] for f in range(n_eng)]     # a waiting entry free
+    m.d.comb += [
+        ready.eq(busy & ~s.stopping & (q.count != 0) & settled),
+        consume.eq(ready & Mux(head.stop, s.all_done, any_of(head.cls[f] & room[f] for f in range(n_eng)))),
+        q.consume.eq(consume),
+    ]
+    with m.If(start | stop):
+        m.d.sync += [settled1.eq(0), settled.eq(0)]
+    with m.Else():
+        m.d.sync += [settled1.eq((q.count != 0) & ~consume), settled.eq(settled1 & ~consume)]
+
+    entry = Signal(s.w[0][0].shape())
+    m.d.comb += [
+        entry.opcode.eq(head.opcode), entry.fields.eq(head.fields), entry.pc.eq(head.pc),
+        entry.latency.eq(head.latency),
+        *(getattr(entry, name).eq(getattr(head, name)) for name in ("reads", "rd", "wfrom", "wr")),
+        *(getattr(entry, name).eq(getattr(head, name)) for name in REGION_NAMES),
+        entry.full.eq(_remap(dep_full, s.shift, s.clear)),
+        entry.war.eq(_remap(dep_war, s.shift, s.clear)),
+    ]
+    for f in range(n_eng):
+        _queue(m, s, f, consume & ~head.stop & head.cls[f], entry, start)
+    return SimpleNamespace(ready=ready, consume=consume)
+
+
+def _queue(m: Module, s, f: int, take: Value, entry: Value, start: Value) -> None:
+    """Engine f's waiting entries: shifted down by one when W_f[0] issues, the entering one
+    written after the last valid (one lower when they shift), every vector remapped."""
+    slots = s.w[f]
+    valid = s.wv[f]
+    n = len(slots)
+    shift = s.shift[f]
+    for k in range(n):
+        above = slots[k + 1] if k + 1 < n else None
+        valid_above = valid[k + 1] if k + 1 < n else Const(0, 1)
+        valid_below = Const(1, 1) if k == 0 else valid[k - 1]
+        lands_here = take & Mux(shift, valid[k] & ~valid_above, ~valid[k] & valid_below)
+        kept = Mux(shift, above.as_value() if above is not None else Const(0, len(slots[k].as_value())),
+                   slots[k].as_value())
+        nxt = Signal(slots[k].shape(), name=f"w{ENGINES[f]}_{k}_next")
+        m.d.comb += nxt.eq(Mux(lands_here, entry.as_value(), kept))
+        m.d.sync += [
+            slots[k].eq(nxt),
+            slots[k].full.eq(Mux(lands_here, entry.full, _remap(Value.cast(kept)[_slice(slots[k], "full")],
+                                                                 s.shift, s.clear))),
+            slots[k].war.eq(Mux(lands_here, entry.war, _remap(Value.cast(kept)[_slice(slots[k], "war")],
+                                                               s.shift, s.clear))),
+        ]
+        with m.If(start):
+            m.d.sync += valid[k].eq(0)
+        with m.Else():
+            m.d.sync += valid[k].eq(lands_here | Mux(shift, valid_above, valid[k]))
+
+
+def _slice(view, name: str) -> slice:
+    layout = view.shape()
+    field = layout[name]
+    return slice(field.offset, field.offset + field.width)
+
+
+def _dispatch(m: Module, s, ctl, busy: Value, start: Value) -> None:
+    """Each queue head's readiness, a cycle ahead and registered; the issue of the earliest."""
+    n_eng = len(ENGINES)
+    dma = ENGINES.index(spec.SHARED_WRITER)
+    heads = [s.w[e][0] for e in range(n_eng)]
+    s.rd_left = Signal(s.lbits, name="rd_left")
+    s.wr_left = Signal(s.lbits, name="wr_left")
+    ends_soon = [s.left[f] <= 1 for f in range(n_eng)]     # ended by a dispatch after the next cycle
+    read_soon = [s.rdl[f] <= 1 for f in range(n_eng)]      # done reading by then
+    ready_q = Signal(n_eng, name="ready_q")
+    s.base_q = Signal(n_eng, name="based_q")
+    s.depok_q = Signal(n_eng, name="deps_ok_q")
+    older_q = [Signal(n_eng, name=f"older_q_{e}") for e in ENGINES]
+    issued_q = Signal(name="issued_q")
+    for e, h in enumerate(heads):
+        deps_ok = deps_met(h, e, ends_soon, read_soon)
+        rd_ok = ~h.rd | (s.rd_left <= 1)
+        wr_ok = (~h.wr | (e == dma)) | (s.wr_left <= h.wfrom + 1)
+        based = s.wv[e][0] & ends_soon[e] & ~s.issue[e]
+        m.d.sync += [ready_q[e].eq(based & deps_ok & rd_ok & wr_ok), s.base_q[e].eq(based),
+                     s.depok_q[e].eq(deps_ok),
+                     older_q[e].eq(Cat(*((heads[e].pc < heads[f].pc) if f != e else Const(1, 1)
+                                         for f in range(n_eng))))]
+    with m.If(start):
+        m.d.sync += issued_q.eq(0)
+    with m.Else():
+        m.d.sync += issued_q.eq(s.issue.any())
+    first = [Cat(*(~ready_q[f] | older_q[e][f] for f in range(n_eng))).all() for e in range(n_eng)]
+    go = busy & ~s.stopping & ~issued_q
+    m.d.comb += s.issue.eq(Cat(*(go & ready_q[e] & first[e] for e in range(n_eng))))
+    s.older_q = older_q
+    m.d.comb += [
+        ctl.issue.eq(s.issue.any()),
+        ctl.issue_opcode.eq(select(list(s.issue), [h.opcode for h in heads])),
+        ctl.issue_fields.eq(select(list(s.issue), [h.fields for h in heads])),
+        ctl.issue_eng.eq(s.issue),
+        *(ctl.eng_opcode[e].eq(heads[e].opcode) for e in range(n_eng)),
+        *(ctl.eng_fields[e].eq(heads[e].fields) for e in range(n_eng)),
+    ]
+
+
+def deps_met(head, e: int, ends_soon: list[Value], read_soon: list[Value]) -> Value:
+    """Whether engine e's head (a waiting entry) may be dispatched after the next cycle as far as
+    its dependences go: none on a waiting instruction (it has not even started), and each on a
+    running one met: it ends by then (``ends_soon``), or, a write after read, it has read
+    (``read_soon``)."""
+    waiting_columns = Cat(*(Const(int(c % spec.STATION_SLOTS != 0), 1) for c in range(COLUMNS)))
+    on_waiting = ((head.full | head.war) & waiting_columns).any()
+    on_running = [(~head.full[column(f, 0)] | ends_soon[f]) & (~head.war[column(f, 0)] | read_soon[f])
+                  for f in range(len(ENGINES)) if f != e]
+    return ~on_waiting & Cat(*on_running).all()
+
+
+def _engines(m: Module, s, ctl, start: Value) -> None:
+    """Each engine's countdown (as at OVERLAP = 1), its running entry and read countdown, the
+    ports' countdowns and the DMA's share of the write port."""
+    n_eng = len(ENGINES)
+    dma = ENGINES.index(spec.SHARED_WRITER)
+    heads = [s.w[e][0] for e in range(n_eng)]
+    lbits = s.lbits
+    assert spec.SPAD_READ_LATENCY + 1 > spec.LD_OVERHEAD, \
+        "dma_hold: a writer issued now must write after the LD beat read next cycle is written"
+    wtop = [Signal(lbits + 2, name=f"wtop_{e}") for e in ENGINES]
+    ld_beats = Signal(lbits, name="ld_beats")   # beats of the LD in flight the DMA has yet to read
+    dma_held = Signal(name="dma_held")
+    for k, h in enumerate(heads):
+        with m.If(start):
+            m.d.sync += [s.left[k].eq(0), s.free[k].eq(1), s.active[k].eq(0), s.rdl[k].eq(0)]
+        with m.Elif(s.issue[k]):
+            m.d.sync += [s.left[k].eq(h.latency - 1), s.free[k].eq(0), s.active[k].eq(1),
+                         s.rdl[k].eq(Mux(h.rd, h.reads - 1, 0)),
+                         *(getattr(s.r[k], name).eq(getattr(h, name)) for name in REGION_NAMES)]
+            if k != dma:
+                m.d.sync += wtop[k].eq(h.latency - h.wfrom + spec.LD_OVERHEAD)
+        if k == dma:
+            with m.Elif(dma_held):
+                m.d.sync += s.left[k].eq(s.left[k])       # an LD beat waited: the LD ends a cycle later
+        with m.Elif(s.left[k] != 0):
+            m.d.sync += [s.left[k].eq(s.left[k] - 1), s.free[k].eq(s.left[k] == 1)]
+        with m.Else():
+            m.d.sync += [s.free[k].eq(1), s.active[k].eq(0)]
+        with m.If(~start & ~s.issue[k] & (s.rdl[k] != 0)):
+            m.d.sync += s.rdl[k].eq(s.rdl[k] - 1)
+
+    issue = list(s.issue)
+    issued = SimpleNamespace(**{name: select(issue, [getattr(h, name) for h in heads])
+                                for name in ("latency", "reads", "wfrom", "rd", "wr")})
+    port_wr = issued.wr & ~s.issue[dma]       # an LD shares the write port: it neither holds nor waits
+    m.d.comb += dma_held.eq((ld_beats != 0) & ctl.dma_hold)
+    with m.If(start):
+        m.d.sync += ld_beats.eq(0)
+    with m.Elif(s.issue[dma]):                # an LD's beats are its writes (an ST has none)
+        m.d.sync += ld_beats.eq(Mux(heads[dma].wr, heads[dma].latency - heads[dma].wfrom, 0))
+    with m.Elif((ld_beats != 0) & ~ctl.dma_hold):
+        m.d.sync += ld_beats.eq(ld_beats - 1)
+    any_issue = s.issue.any()
+    with m.If(start):
+        m.d.sync += [s.rd_left.eq(0), s.wr_left.eq(0), ctl.dma_hold.eq(0)]
+    with m.Else():
+        m.d.sync += [
+            s.rd_left.eq(Mux(any_issue & issued.rd, issued.reads - 1, Mux(s.rd_left != 0, s.rd_left - 1, 0))),
+            s.wr_left.eq(Mux(any_issue & port_wr, issued.latency - 1, Mux(s.wr_left != 0, s.wr_left - 1, 0))),
+            ctl.dma_hold.eq(any_of((s.left[k] >= spec.LD_OVERHEAD + 1) & (s.left[k] <= wtop[k])
+                                   for k in range(n_eng) if k != dma)),
+        ]
+
+
+def _stop_and_watchdog(m: Module, s, ctl, busy: Value, start: Value, stop: Value, q,
+                       enter: SimpleNamespace) -> SimpleNamespace:
+    """The stop (taken when settled, every queue empty and every engine free) and the
+    watchdog's (STALL). Returns stopping, stop_code and stop_pc."""
+    n_eng = len(ENGINES)
+    head = q.head
+    stop_left = Signal(range(spec.STOP_CYCLES + 1))
+    stop_code = Signal(spec.ERROR_CODE_BITS)
+    stop_pc = Signal(len(head.pc))
+    quiet = Signal(name="quiet")
+    watchdog = Signal(range(spec.WATCHDOG_CYCLES), name="watchdog")
+    stall = Signal(name="stall")
+    m.d.comb += [
+        quiet.eq(busy & ~s.stopping & ~Cat(*s.active).any() & ~s.issue.any() & ~enter.consume),
+        stall.eq(quiet & (watchdog == spec.WATCHDOG_CYCLES - 1)),
+    ]
+    with m.If(start | ~quiet):
+        m.d.sync += watchdog.eq(0)
+    with m.Else():
+        m.d.sync += watchdog.eq(watchdog + 1)
+    # the earliest waiting instruction: a head older than every other head there is
+    oldest = [s.wv[e][0] & Cat(*(~s.wv[f][0] | s.older_q[e][f] for f in range(n_eng) if f != e)).all()
+              for e in range(n_eng)]
+    waiting_pc = select(oldest, [s.w[e][0].pc for e in range(n_eng)])
+    stall_pc = Mux(Cat(*oldest).any(), waiting_pc, head.pc)
+    with m.If(start):
+        m.d.sync += s.stopping.eq(0)
+    with m.Elif((enter.consume & head.stop) | stall):
+        m.d.sync += [s.stopping.eq(1), stop_left.eq(spec.STOP_CYCLES - 1),
+                     stop_code.eq(Mux(stall, ErrorCode.STALL, head.code)),
+                     stop_pc.eq(Mux(stall, stall_pc, head.pc))]
+    with m.Elif(stop):
+        m.d.sync += s.stopping.eq(0)
+    with m.If(s.stopping & (stop_left != 0)):
+        m.d.sync += stop_left.eq(stop_left - 1)
+    m.d.comb += stop.eq(busy & s.stopping & (stop_left == 0))
+    return SimpleNamespace(stopping=s.stopping, stop_code=stop_code, stop_pc=stop_pc)
+
+
+def _counters(m: Module, s, ctl, busy: Value, start: Value) -> None:
+    """cycles; each engine's busy cycles; hazard and port: the heads that wait, each cycle."""
+    counters = {name: getattr(ctl, f"count_{name}") for name in spec.counters(s.p)}
+    n_eng = len(ENGINES)
+    on_hazard = s.base_q & ~s.depok_q
+    on_rest = s.base_q & s.depok_q & ~s.issue
+    with m.If(start):
+        m.d.sync += [counters["cycles"].eq(1)] + [c.eq(0) for n, c in counters.items() if n != "cycles"]
+    with m.Elif(busy):
+        m.d.sync += counters["cycles"].eq(counters["cycles"] + 1)
+        for k, name in enumerate(ENGINES):
+            with m.If(s.active[k]):
+                m.d.sync += counters[name].eq(counters[name] + 1)
+        m.d.sync += [
+            counters["hazard"].eq(counters["hazard"] + sum(on_hazard[k] for k in range(n_eng))),
+            counters["port"].eq(counters["port"] + sum(on_rest[k] for k in range(n_eng))),
+        ]
