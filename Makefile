@@ -8,6 +8,7 @@ EXTRAS  ?= dev,torch
 comma   := ,
 STAMP   := $(VENV)/.setup-$(subst $(comma),+,$(EXTRAS))
 SYNTH_STAMP := $(VENV)/.setup-synth
+DOCS_STAMP  := $(VENV)/.setup-docs
 FREQ    ?= 100
 SEEDS   ?= 100-111
 SIM     ?= both
@@ -27,7 +28,7 @@ MACHINE_DIR = $(if $(strip $(PARAMS)),$(shell $(PY) -m sim.machines --dir $(call
 SUDO    := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
 .PHONY: help setup test test-all cosim stress verilog lint bench bench-sim bench-compiler bench-cosim mutants mutants-rtl studies \
-        docs docs-check synth synth-setup bitstream digits sweep report plots chromium clean
+        docs docs-gen docs-check docs-setup synth synth-setup bitstream digits sweep report plots chromium clean
 
 help:  ## list the targets
 	@echo "GA-2 / Capra. Set-up is automatic: every target runs 'make setup' first."
@@ -58,6 +59,14 @@ $(SYNTH_STAMP): pyproject.toml | $(STAMP)
 	$(PY) -m pip check
 	@touch $@
 
+# Sphinx, MyST and the Furo theme for make docs (the docs extra of pyproject.toml), not for make setup
+docs-setup: $(DOCS_STAMP)
+
+$(DOCS_STAMP): pyproject.toml | $(STAMP)
+	$(PY) -m pip install --quiet -e '.[$(EXTRAS),docs]'
+	$(PY) -m pip check
+	@touch $@
+
 iverilog:
 	@command -v iverilog >/dev/null || { echo "installing Icarus Verilog (apt-get)"; \
 	  $(SUDO) apt-get update -qq && $(SUDO) DEBIAN_FRONTEND=noninteractive apt-get install -y -qq iverilog >/dev/null; }
@@ -69,13 +78,13 @@ chromium:
 	  $(SUDO) apt-get update -qq && $(SUDO) DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; }
 	@command -v chromium >/dev/null || command -v chromium-browser >/dev/null || { echo "error: chromium is missing and apt-get could not install it (GA2_SKIP_BROWSER=1 skips its tests)" >&2; exit 1; }
 
-test: setup synth-setup  ## the test suite without the slow tests (what CI runs; about 4 minutes on 2 cores)
+test: setup synth-setup  ## the test suite without the slow tests (what CI runs; README says how long it takes)
 	$(PY) -m pytest -q -n 2 -m "not slow"
 
 test-all: setup synth-setup  ## the whole test suite, slow tests included (Verilator cosim, Yosys on the core)
 	$(PY) -m pytest -q -n 2
 
-cosim: setup  ## compiled graphs SEEDS=100-111 (or 3,7,20-25) on the RTL vs the reference; SIM=icarus|verilator|both, WAVES=1 (yes, on)
+cosim: setup  ## compiled graphs SEEDS=100-111 (or 3,7,20-25) on the RTL vs the reference; SIM=icarus|verilator|both, WAVES=1 (yes, on: waveforms and GTKWave save files; apt-get install gtkwave)
 	$(PY) -m cosim seeds $(call quote,$(SEEDS)) --sim $(call quote,$(SIM)) $(if $(filter-out 0,$(WAVES)),--waves=$(call quote,$(WAVES))) $(if $(JOBS),--jobs $(call quote,$(JOBS))) $(MACHINE)
 
 stress: setup  ## N random ISA programs from SEED on the RTL vs the reference, with coverage; RESUME=1 continues a campaign
@@ -91,7 +100,11 @@ bench: setup  ## GA-2 cycles on the seed's programs vs the seed chip, MXU utilis
 bench-sim: setup  ## reference machine speed: instructions/s and simulated cycles/s
 	$(PY) -m sim.bench
 
-docs: setup  ## regenerate docs/isa.md, the code excerpts of docs/add-an-instruction.md and the generated parts of docs/change-the-machine.md
+docs: setup docs-setup docs-gen  ## make docs-gen, then build the documentation site with warnings as errors: build/docs/html/index.html
+	$(PY) -m sphinx -W --keep-going -E -q -b html -d build/docs/doctrees docs build/docs/html
+	@echo "the site: build/docs/html/index.html"
+
+docs-gen: setup  ## regenerate docs/isa.md, the code excerpts of docs/add-an-instruction.md and the generated parts of docs/change-the-machine.md
 	$(PY) -m sim.isadoc --write
 	$(PY) examples/add_an_instruction.py --write
 	$(PY) examples/change_the_machine.py --write
@@ -132,7 +145,7 @@ bitstream: setup synth-setup  ## ULX3S 85F bitstream: example A from block RAM, 
 report: setup  ## the report page of seed SEED (build/report/seed-SEED.html); SIM=none|icarus|verilator|both
 	$(PY) -m report seed $(call quote,$(SEED)) --sim $(call quote,$(SIM)) --out $(call quote,build/report/seed-$(SEED).html) --plots $(call quote,build/plots/seed-$(SEED))
 
-plots: setup  ## the plots of example A and seed 100 under build/plots, and README's two (docs/img/*.png)
+plots: setup  ## the plots of example A and seed 100 under build/plots, and the pictures of README and docs/guide/inspect.md (docs/img/*.png)
 	$(PY) -m report example-a --out build/report/example-a.html --plots build/plots/example-a
 	$(PY) -m report seed 100 --out build/report/seed-100.html --plots build/plots/seed-100
 	$(PY) -m report.readme --write

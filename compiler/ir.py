@@ -34,6 +34,7 @@ A graph has a text form, one node a line (``%3 = relu %2 -> (5, 10)``): ``str(gr
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -43,8 +44,31 @@ from .errors import CompileError, first_non_finite, float_array, plural, shown
 from .ops import OPS, Op, Role
 from .shapes import VALID_WEIGHT_BITS, Shape
 
-__all__ = ["VALID_WEIGHT_BITS", "CompileError", "Graph", "Node", "Op", "Shape", "first_non_finite",
+__all__ = ["VALID_WEIGHT_BITS", "CompileError", "Graph", "Node", "NodeId", "Op", "Shape", "first_non_finite",
            "float_array", "plural", "shown"]
+
+_GRAPH_NUMBERS = itertools.count(1)
+"""Each Graph made in this process takes the next number (:attr:`Graph.number`)."""
+
+
+class NodeId(int):
+    """A node's id as a builder method returns it: the int position in ``Graph.nodes``, which
+    also remembers the number of the graph that made it, so that another graph refuses it
+    instead of reading its own node of the same position. Plain ints are still taken (a
+    graph written by hand, or read from text)."""
+
+    graph: int
+
+    def __new__(cls, value: int, graph: int) -> NodeId:
+        made = super().__new__(cls, value)
+        made.graph = graph
+        return made
+
+    def __repr__(self) -> str:
+        return int.__repr__(self)
+
+    def __reduce__(self) -> tuple:
+        return (int, (int(self),))            # a pickled id is a plain int (the graph stays here)
 
 
 @dataclass(eq=False)
@@ -131,6 +155,9 @@ class Graph:
     nodes: list[Node] = field(default_factory=list)
     names: dict[str, int] = field(default_factory=dict, repr=False)
     """external name -> node id (inputs, weights and outputs share one namespace)."""
+    number: int = field(default_factory=lambda: next(_GRAPH_NUMBERS), repr=False, compare=False)
+    """This graph's number among the graphs of the process: the :class:`NodeId` s it returns
+    carry it, and its builder methods refuse the ids of another number."""
 
     # ------------------------------------------------------------------ the one way in
 
@@ -161,10 +188,14 @@ class Graph:
         self.nodes.append(node)
         if node.name:
             self.names[node.name] = node.id
-        return node.id
+        return NodeId(node.id, self.number)
 
     def _operand(self, nid: int, user: str, indices: bool = False) -> Node:
         """The node ``nid``, if ``user`` may read it (``indices``: it may read row indices)."""
+        if isinstance(nid, NodeId) and nid.graph != self.number:
+            raise CompileError(f"{user}: operand {nid!r} is a node of another graph (graph #{nid.graph}), "
+                               f"not of this one (graph #{self.number})",
+                               "build every node of a computation with the methods of the one graph")
         if (isinstance(nid, bool | np.bool_) or not isinstance(nid, int | np.integer)
                 or not 0 <= nid < len(self.nodes)):
             raise CompileError(f"{user}: operand {nid!r} is not a node of this graph "
@@ -257,7 +288,7 @@ class Graph:
                                f"{shown(name)}",
                                "name the tensor as compile_graph(ranges={name: ...}) will, e.g. 'cache'")
         na.tag = name
-        return na.id
+        return NodeId(na.id, self.number)
 
     def snapshot(self) -> Graph:
         """A copy whose nodes and names later builder calls on this graph do not change (a

@@ -25,7 +25,7 @@ from .allocator import AllocEvent
 from .calibrate import calibration_values, ranges_of
 from .cse import eliminate
 from .emit import Emission, emit
-from .errors import CompileError, shown
+from .errors import CompileError, plural, shown
 from .fusion import fuse_relus
 from .ir import Graph
 from .layout import ExtEntry, external_layout, with_panels
@@ -34,7 +34,7 @@ from .limits import check_limits
 from .ops import Op
 from .placement import Placement, place
 from .program import Program
-from .scales import ScalePlan, plan_scales
+from .scales import ScalePlan, ZeroRangeWarning, plan_scales
 from .schedule import reorder_emission
 from .tables import TableSaturationWarning, saturation_notes
 
@@ -153,6 +153,8 @@ def _calibration(c: Compilation) -> None:
 
 def _scales(c: Compilation) -> None:
     c.plan = plan_scales(c.graph, c.ranges, c.fixed_ranges)
+    for note in c.plan.stand_ins:
+        warnings.warn(note, ZeroRangeWarning, stacklevel=4)
     for note in saturation_notes(c.graph, c.plan.scales, c.table_inputs or {}):
         c.plan.notes.append(note)
         warnings.warn(note, TableSaturationWarning, stacklevel=4)
@@ -353,6 +355,11 @@ def check_arguments(graph: object, reuse: object, ranges: object, params: object
     if not isinstance(graph, Graph):
         raise CompileError(f"compile_graph: graph = {shown(graph)} is not a compiler.Graph",
                            "build the graph with compiler.Graph() and its methods and pass it first")
+    if not graph.outputs():
+        raise CompileError(f"compile_graph: the graph (graph #{graph.number}, "
+                           f"{plural(len(graph.nodes), 'node')}) has no output, so its program would store "
+                           "nothing a host can read",
+                           "mark each result with graph.output(node, 'name')")
     if not isinstance(reuse, bool | np.bool_):
         raise CompileError(f"compile_graph: reuse = {shown(reuse)} is not True or False",
                            "pass reuse=True (release dead buffers) or reuse=False (keep every tensor)")

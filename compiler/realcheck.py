@@ -30,8 +30,8 @@ def stagewise_problems(program: Program, ints: Mapping[int, np.ndarray]) -> list
         ints: node id -> int64 array of the tensor's integers.
 
     Returns:
-        Problems, e.g. ``node 4 (matmul): 3 values more than 1 level from the
-        real-number result``; empty when every tensor passes.
+        Problems, one a line, empty when every tensor passes; e.g.
+        ``node 4 (matmul): 3 values more than 1 level from the real-number result``.
     """
     problems = []
 

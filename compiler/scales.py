@@ -71,6 +71,8 @@ class ScalePlan:
         group_range: representative -> the range the group's scale must hold.
         pins: node id -> why its scale is fixed by hardware, for the members of pinned groups.
         notes: warnings, one sentence each (values that will saturate).
+        stand_ins: the notes of groups whose calibrated range is 0 (also in ``notes``):
+            ``compile_graph`` also warns them (:class:`ZeroRangeWarning`).
     """
 
     scales: dict[int, float]
@@ -79,6 +81,13 @@ class ScalePlan:
     group_range: dict[int, float]
     pins: dict[int, str] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
+    stand_ins: list[str] = field(default_factory=list)
+
+
+class ZeroRangeWarning(UserWarning):
+    """Every calibration value of a tensor computed from the inputs was 0, so its scale is a
+    stand-in that calibration never tested: larger values saturate at run time
+    (the same sentence is in ``Program.notes``)."""
 
 
 def _apply_fixed_ranges(graph: Graph, ranges: dict[int, float],
@@ -253,10 +262,12 @@ def _zero_range_notes(graph: Graph, plan: ScalePlan, pinned: Mapping[int, float]
         members = [m for m in graph.nodes if plan.group[m.id] == root and OPS[m.op].scaled]
         names = ", ".join(m.describe() for m in members[:3]) + (", ..." if len(members) > 3 else "")
         holds = plan.scales[node.id] * OPS[node.op].levels(node)
-        plan.notes.append(f"{names}: every calibration value is 0, so the range is 0 and the scale "
-                          f"{plan.scales[node.id]:.4g} is a stand-in (it holds {holds:.4g}); at run time "
-                          f"larger values will saturate. Calibrate with samples where it is not 0, or give "
-                          "its range with Graph.tag and ranges=")
+        note = (f"{names}: every calibration value is 0, so the range is 0 and the scale "
+                f"{plan.scales[node.id]:.4g} is a stand-in (it holds {holds:.4g}); at run time "
+                f"larger values will saturate. Calibrate with samples where it is not 0, or give "
+                "its range with Graph.tag and ranges=")
+        plan.notes.append(note)
+        plan.stand_ins.append(note)
 
 
 SMALLEST_NORMAL = float(np.finfo(np.float64).tiny)

@@ -86,9 +86,12 @@ def lower_matmul_step(em: Emitter, node: Node) -> None:
     mark = em.checkpoint()
     try:
         em.lower(node, [em.ensure(i) for i in node.ins])
+        whole = True
     except ScratchpadFull:
         if not em.stream:
             raise
+        whole = False
+    if not whole:           # blocked outside the handler: its own refusal is not chained to this one
         em.rollback(mark)
         lower_blocked(em, node, matmul_step(em, node))
         return

@@ -8,6 +8,7 @@ there are.
 
 from __future__ import annotations
 
+import shutil
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -183,6 +184,9 @@ def waves_lines(outcomes: Sequence[Outcome], shown: int = 3) -> list[str]:
         for path in o.waves[:shown]:
             out.append(f"{o.simulator:<10} waveform: {path}")
             out.append(f"{'':<10} open it: gtkwave {waves.save_file(path)}  (program markers, key signals)")
+    if out and shutil.which("gtkwave") is None:
+        out.append(f"{'':<10} (gtkwave is not installed here: sudo apt-get install gtkwave, or open the "
+                   "waveform itself in Surfer, https://surfer-project.org, without the markers)")
         if len(o.waves) > shown:
             out.append(f"{o.simulator:<10} ... and {counted(len(o.waves) - shown, 'more waveform')} "
                        f"(one per launch) in {o.waves[0].parent.parent}")

@@ -478,13 +478,18 @@ def _legal_fields(b: Builder, kind: str) -> dict[str, int]:
     raise AssertionError(f"no legal {kind} found")
 
 
-def one_past(b: Builder, kind: str, f: dict[str, int]) -> dict[str, int]:
-    """A bounded field of f set one past its limit (hi + 1, or lo - 1)."""
+def one_past(b: Builder, kind: str) -> tuple[str, int, int]:
+    """A bounded field of ``kind`` and a value one past its limit (hi + 1, or lo - 1).
+
+    Returns:
+        (field name, the value one past the limit, the limit it is one past).
+    """
     bounded = [fl for fl in spec.BY_NAME[kind].fields if fl.lo is not None or fl.hi is not None]
     fl = b.rng.choice(bounded)
     lo, hi = fl.legal_range(b.params)
-    options = ([lo - 1] if lo > 0 else []) + ([hi + 1] if hi < (1 << fl.width) - 1 else [])
-    return {**f, fl.name: b.rng.choice(options)}
+    options = ([(lo - 1, lo)] if lo > 0 else []) + ([(hi + 1, hi)] if hi < (1 << fl.width) - 1 else [])
+    past, limit = b.rng.choice(options)
+    return fl.name, past, limit
 
 
 def past_end(b: Builder, kind: str, f: dict[str, int], mem: Mem) -> dict[str, int]:
@@ -599,11 +604,16 @@ def _draw_fault(b: Builder, code: ErrorCode, turn: int) -> tuple[str, dict[str, 
     kind = SPAD_KINDS[(turn + turn // n) % n]     # every kind in turn, each both ways over 2n turns
     double = turn % 2 == 1
     if code in (ErrorCode.BAD_OPCODE, ErrorCode.BAD_FIELD):
+        # the second fault is made with the bad field at its limit, the value the checker's
+        # repair (nearest_legal) gives back, so the repaired instruction keeps it whatever
+        # the field (a len of 0 repaired to 1 would otherwise shrink the region it moved)
+        name, past, limit = one_past(b, kind)
         f = _legal_fields(b, kind)
         if double or code is ErrorCode.BAD_OPCODE:
+            f = {**f, name: limit}
             f = past_end(b, kind, f, Mem.SPAD) if b.rng.random() < 0.5 else overlap_by_one(b, kind, f)
         what = "field one past its limit" + (", and a second fault" if double else "")
-        return kind, one_past(b, kind, f), what
+        return kind, {**f, name: past}, what
     if code is ErrorCode.SPAD_RANGE:
         kind = "LD" if double or turn % 4 == 2 else kind
         f = _legal_fields(b, kind)

@@ -39,7 +39,8 @@ STEPS = ("machine", "compiler", "tests")
 PREPARATION = ("33cfbd1", "0b0a293", "ad0fee2")
 """The commits that made the tests, the random programs and the coverage derive the instruction
 list from the spec: done once, so that the next instruction needs none of it."""
-STRESS = ("stress", "--n", "40", "--seed", "1", "--sim", "icarus")
+STRESS_N, STRESS_SEED = 40, 1
+STRESS = ("stress", "--n", str(STRESS_N), "--seed", str(STRESS_SEED), "--sim", "icarus")
 SEEDS = ("seeds", "100-111", "--sim", "icarus")
 
 E = Excerpt
@@ -184,11 +185,29 @@ def shown(out: list[str], kept: set[int]) -> list[str]:
 
 def _cosim(*args: str, keep: Callable[[list[str]], set[int]]) -> str:
     """Run ``python -m cosim ARGS`` and show the command and the lines ``keep`` picks (their
-    indices), a cut marked."""
+    indices), a cut marked; a stress run's block ends with the digest of its programs
+    (:func:`stress_digest`), so that the test suite sees when the programs it ran have changed."""
     done = subprocess.run([sys.executable, "-m", "cosim", *args], cwd=ROOT, capture_output=True, text=True)
     out = [re.sub(r" \(/\S+/build/", " (build/", line) for line in done.stdout.splitlines()]
     body = "\n".join(shown(out, keep(out)))
-    return f"```\n$ {PYTHON} -m cosim {' '.join(args)}\n{body}\n(exit status {done.returncode})\n```\n"
+    ran = f"\n(the {STRESS_N} programs' digest: {stress_digest()})" if args[0] == "stress" else ""
+    return f"```\n$ {PYTHON} -m cosim {' '.join(args)}\n{body}\n(exit status {done.returncode}){ran}\n```\n"
+
+
+def stress_digest() -> str:
+    """The first 16 hex digits of the SHA-256 of the stress programs :data:`STRESS` runs (their
+    code and external-memory images on the default machine). Exact: the programs come from
+    ``random.Random(seed)`` and integer arithmetic alone, the same on every machine."""
+    import hashlib
+
+    from cosim import stress
+    from sim.spec import DEFAULT
+
+    digest = hashlib.sha256()
+    for prog in stress.programs(STRESS_SEED, STRESS_N, DEFAULT):
+        digest.update(repr(prog.job.words).encode())
+        digest.update(repr([int(w) for w in prog.job.ext_image(DEFAULT)]).encode())
+    return digest.hexdigest()[:16]
 
 
 def _verdicts(out: list[str]) -> set[int]:

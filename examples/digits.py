@@ -273,7 +273,7 @@ def main(argv: list[str] | None = None) -> int:
 
     import torch
 
-    from compiler import compile_graph
+    from compiler import CompileError, compile_graph
     from compiler.frontend import from_torch, run_torch
 
     torch.set_num_threads(1)  # the same float results on every machine; the model is tiny
@@ -303,7 +303,11 @@ def main(argv: list[str] | None = None) -> int:
     show_refusals()
 
     calibration = [lowered.feed(b) for b in batches(split.train_x)[:len(split.train_x) // BATCH]]
-    program = compile_graph(lowered.graph, calibration, params=params)
+    try:
+        program = compile_graph(lowered.graph, calibration, params=params)
+    except CompileError as refused:           # e.g. a scratchpad too small for the model
+        print(f"error: {refused}", file=sys.stderr)
+        return 2
     print(f"\n== compiled with {len(calibration)} calibration batches of {BATCH} training images: "
           f"{len(program.code)} instructions, scratchpad high-water mark {program.spad_high} words")
     for note in program.notes:

@@ -1,4 +1,5 @@
-"""README's two pictures: running example A's scratchpad memory map and engine timeline.
+"""The pictures of the README and of docs/guide/inspect.md: running example A's scratchpad memory
+map and engine timeline (the README shows the timeline, the guide both).
 
 ``python -m report.readme --write`` draws them into docs/img/ (``make plots`` does it);
 ``--check`` exits 1 when one is stale. Each PNG carries, in its ``Description`` metadata, a
@@ -69,7 +70,8 @@ def write(root: Path = ROOT) -> list[Path]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m report.readme", description="Draw README's pictures.")
+    parser = argparse.ArgumentParser(prog="python -m report.readme",
+                                     description="Draw the pictures of the README and the guide.")
     parser.add_argument("--write", action="store_true", help="redraw them into docs/img/")
     parser.add_argument("--check", action="store_true", help="exit 1 when one is stale")
     args = parser.parse_args(argv)

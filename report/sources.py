@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import importlib.util
 import sys
+import traceback
 from collections.abc import Callable
 from pathlib import Path
+from types import ModuleType
 
 import numpy as np
 
@@ -59,17 +61,61 @@ def load_function(spec: str) -> Callable:
     file = Path(path)
     if not file.is_file():
         raise ValueError(f"{spec!r}: there is no file {path}")
-    module_spec = importlib.util.spec_from_file_location(f"_report_user_{file.stem}", file)
-    module = importlib.util.module_from_spec(module_spec)
-    sys.path.insert(0, str(file.resolve().parent))  # the file's own imports, as a script run has them
-    try:
-        module_spec.loader.exec_module(module)
-    finally:
-        sys.path.pop(0)
+    module = _import_file(file)
     found = getattr(module, name, None)
     if not callable(found):
         raise ValueError(f"{spec!r}: {path} defines no function {name!r}")
     return found
+
+
+def call_function(spec: str) -> object:
+    """Load the function ``spec`` names (:func:`load_function`) and call it with no arguments.
+
+    Raises:
+        ValueError: as :func:`load_function`, or the call raised (names the function, the
+            exception and the line it was raised at).
+    """
+    function = load_function(spec)
+    try:
+        return function()
+    except Exception as raised:
+        file = Path(spec.rpartition(":")[0])
+        raise ValueError(f"{spec}: calling it raised {_one_line(raised, file)}") from None
+
+
+def _import_file(file: Path) -> ModuleType:
+    """Run ``file`` as a module registered in ``sys.modules`` (dataclasses and
+    ``from __future__ import annotations`` look their module up there), with the file's own
+    folder first on ``sys.path``, as a script run has it.
+
+    Raises:
+        ValueError: the file has a syntax error, or running it raised (names the file, the line
+            and the problem; the half-run module is not left in ``sys.modules``).
+    """
+    module_name = f"_report_user_{file.stem}"
+    module_spec = importlib.util.spec_from_file_location(module_name, file)
+    module = importlib.util.module_from_spec(module_spec)
+    sys.modules[module_name] = module
+    sys.path.insert(0, str(file.resolve().parent))
+    try:
+        module_spec.loader.exec_module(module)
+    except SyntaxError as bad:
+        sys.modules.pop(module_name, None)
+        raise ValueError(f"{file}:{bad.lineno}: syntax error: {bad.msg}") from None
+    except Exception as raised:
+        sys.modules.pop(module_name, None)
+        raise ValueError(f"{file}: running it raised {_one_line(raised, file)}") from None
+    finally:
+        sys.path.pop(0)
+    return module
+
+
+def _one_line(raised: BaseException, file: Path) -> str:
+    """``ExceptionName: message`` and the last line of the user's ``file`` it came through, if any."""
+    frames = [f for f in traceback.extract_tb(raised.__traceback__) if Path(f.filename) == file.resolve()]
+    where = f" (line {frames[-1].lineno})" if frames else ""
+    message = str(raised).splitlines()[0] if str(raised) else ""
+    return f"{type(raised).__name__}{': ' + message if message else ''}{where}"
 
 
 def user_subject(spec: str, samples: int, seed: int) -> Subject:
@@ -82,7 +128,7 @@ def user_subject(spec: str, samples: int, seed: int) -> Subject:
         ValueError: it returns something else (the message says what it should return).
         CompileError: the graph is refused.
     """
-    made = load_function(spec)()
+    made = call_function(spec)
     if isinstance(made, Program):
         return Subject(spec, made, None, None, spec)
     if isinstance(made, tuple) and len(made) in (2, 3) and isinstance(made[0], Graph):
@@ -110,9 +156,13 @@ def torch_subject(spec: str, shape: tuple[int, ...], batch: int | None, samples:
         compiler.frontend.UnsupportedModel: the module has operations GA-2 cannot run.
         CompileError: the lowered graph is refused.
     """
+    import torch
+
     from compiler.frontend import from_torch
 
-    module = load_function(spec)()
+    module = call_function(spec)
+    if not isinstance(module, torch.nn.Module):
+        raise ValueError(f"{spec} returned {type(module).__name__}; return a torch.nn.Module of one input")
     lowered = from_torch(module, tuple(shape), batch=batch)
     full = (batch, *shape) if batch is not None else tuple(shape)
     rng = np.random.default_rng(seed)

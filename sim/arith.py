@@ -6,7 +6,8 @@ Formats:
     Softmax inputs are int8 in Q4.4 (real value x / 16); outputs are unsigned Q16
     (65536 = 1.0).
     Requantization multiplies an int32 by a 24-bit mantissa m and shifts right by s with
-    rounding: the real factor is m / 2**s.
+    rounding: the real factor is m / 2**s. A requantization table holds one pair (m, s) per
+    output channel, one 32-bit word each (:func:`pack_rq_pair`, :func:`unpack_rq_pair`).
 
 Rounding is half away from zero everywhere: round(x) = sign(x) * floor(|x| + 1/2).
 
@@ -20,6 +21,8 @@ import math
 from collections.abc import Sequence
 
 import numpy as np
+
+from .spec import RQ_ENTRY_M_BITS, RQ_ENTRY_S_BITS, RQ_ENTRY_S_LSB
 
 INT8_MIN = -127
 INT8_MAX = 127
@@ -103,27 +106,84 @@ def mantissa_shift(x: float) -> tuple[int, int]:
 def requant(a: int, m: int, s: int, relu: bool = False) -> int:
     """Requantize an int32 accumulator to int8 (GA2.md section 4).
 
-    p = a * m (exact); y = sign(p) * ((|p| + 2**(s-1)) >> s), i.e. p / 2**s rounded half away
-    from zero; y is saturated to -127..127 and, with relu, clamped below at 0.
+    p = a * m (exact); y = sign(p) * ((|p| + r) >> s) with the rounding term r = 2**(s-1) for
+    s >= 1, i.e. p / 2**s rounded half away from zero, and r = 0 for s = 0 (y = p: no shift,
+    nothing to round); y is saturated to -127..127 and, with relu, clamped below at 0.
 
     Args:
-        a: signed 32-bit value. m: 0 <= m < 2**24. s: 1 <= s <= 63.
+        a: signed 32-bit value. m: 0 <= m < 2**24. s: 0 <= s <= 63 (RQ's field holds 1..63;
+            s = 0 comes only from a requantization table entry, :func:`unpack_rq_pair`).
     """
     p = a * m
-    y = (abs(p) + (1 << (s - 1))) >> s
+    y = (abs(p) + _rounding_term(s)) >> s
     y = clamp_int8(y if p >= 0 else -y)
     return max(0, y) if relu else y
 
 
-def requant_array(a: np.ndarray, m: int, s: int, relu: bool = False) -> np.ndarray:
+def _rounding_term(s: int) -> int:
+    """2**(s-1), half the unit of the shift; 0 for s = 0 (GA2.md section 4)."""
+    return (1 << s) >> 1
+
+
+def requant_array(a: np.ndarray, m: int | np.ndarray, s: int | np.ndarray,
+                  relu: bool = False) -> np.ndarray:
     """Vectorised :func:`requant`; a is int32-valued, the result int64 in -127..127.
 
+    m and s are ints (one pair for every element: RQ per tensor) or integer arrays that
+    broadcast against a (a pair per element: RQ per channel, ``m[i], s[i]`` from the table).
     |a * m| < 2**55 and the rounding term is at most 2**62, so int64 holds every step.
     """
-    p = np.asarray(a, dtype=np.int64) * np.int64(m)
-    y = (np.abs(p) + np.int64(1 << (s - 1))) >> np.int64(s)
+    p = np.asarray(a, dtype=np.int64) * np.asarray(m, dtype=np.int64)
+    s = np.asarray(s, dtype=np.int64)
+    half = np.where(s > 0, np.left_shift(np.int64(1), np.maximum(s - 1, 0)), 0)
+    y = (np.abs(p) + half) >> s
     y = np.clip(np.where(p >= 0, y, -y), INT8_MIN, INT8_MAX)
     return np.maximum(y, 0) if relu else y
+
+
+def pack_rq_pair(m: int, s: int) -> int:
+    """The requantization table word of the pair (m, s) (GA2.md section 2): m in bits 23..0, s in
+    bits 29..24 (the widths of RQ's fields, ``sim.spec.RQ_ENTRY_*``), bits 31..30 zero.
+
+    Args:
+        m: the multiplier, 0 <= m < 2**24. s: the shift, 0 <= s <= 63 (0: no shift, no rounding).
+
+    Returns:
+        The word, 0 <= word < 2**30.
+
+    Raises:
+        ValueError: m or s is not an int within its bits (the message names it and its value).
+    """
+    for name, value, bits in (("m", m, RQ_ENTRY_M_BITS), ("s", s, RQ_ENTRY_S_BITS)):
+        if isinstance(value, bool) or not isinstance(value, int | np.integer) or not 0 <= value < 1 << bits:
+            raise ValueError(f"pack_rq_pair: {name}={value!r} must be an int in 0..{(1 << bits) - 1} "
+                             f"({bits} bits)")
+    return int(m) | int(s) << RQ_ENTRY_S_LSB
+
+
+def unpack_rq_pair(word: int) -> tuple[int, int]:
+    """The pair (m, s) a requantization table word holds (GA2.md section 2); the inverse of
+    :func:`pack_rq_pair`. Bits 31..30 are ignored, as the machine ignores them.
+
+    Args:
+        word: a 32-bit word, signed (-2**31..2**31-1) or unsigned (0..2**32-1), as memories hold it.
+
+    Raises:
+        ValueError: word is not an int within 32 bits.
+    """
+    if isinstance(word, bool) or not isinstance(word, int | np.integer) or not -(1 << 31) <= word < 1 << 32:
+        raise ValueError(f"unpack_rq_pair: word={word!r} must be a 32-bit int")
+    m_s = unpack_rq_pair_array(np.array([int(word) & 0xFFFFFFFF], dtype=np.int64))
+    return int(m_s[0][0]), int(m_s[1][0])
+
+
+def unpack_rq_pair_array(words: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Vectorised :func:`unpack_rq_pair` over 32-bit words (any integer dtype, signed or
+    unsigned values); returns (m, s) as int64 arrays of the words' shape."""
+    w = np.asarray(words).astype(np.int64) & 0xFFFFFFFF
+    m = w & ((1 << RQ_ENTRY_M_BITS) - 1)
+    s = (w >> RQ_ENTRY_S_LSB) & ((1 << RQ_ENTRY_S_BITS) - 1)
+    return m, s
 
 
 def sat_add(a: int, b: int, relu: bool = False) -> int:

@@ -267,6 +267,10 @@ class Field:
             None (the field must be given). A field added to an existing instruction gets one,
             so that every program written before it still assembles and means what it meant;
             the disassembler leaves such a field out while it holds its default.
+        data: the field holds a number a compiler computes from a model's values (a
+            requantization multiplier or shift), not a place, a size or a mode: two compilations
+            of one model whose floating-point calibration differs in its last bits (another
+            CPU's kernels) differ only in such fields and in the data of external memory.
     """
 
     name: str
@@ -275,6 +279,7 @@ class Field:
     lo: int | str | None = None
     hi: int | str | None = None
     default: int | None = None
+    data: bool = False
 
     def bound(self, which: int | str | None, params: Params) -> int | None:
         if which is None or isinstance(which, int):
@@ -596,8 +601,8 @@ INSTRUCTIONS: tuple[InstrSpec, ...] = (
         (_addr("dst", "scratchpad address of the first int8 result"),
          _addr("src", "scratchpad address of the first int32 input"),
          _len(),
-         Field("m", 24, "requantization multiplier (24-bit mantissa)"),
-         Field("s", 6, "requantization shift", lo=1, hi=63),
+         Field("m", 24, "requantization multiplier (24-bit mantissa)", data=True),
+         Field("s", 6, "requantization shift", lo=1, hi=63, data=True),
          Field("relu", 1, "1: clamp negative results to 0")),
         "vpu", "S[dst+i] = requant(s32(S[src+i]), m, s, relu) for i < len",
         (Region(Mem.SPAD, "src", lambda a, f: f["len"], writes=False),
@@ -688,6 +693,27 @@ BY_OPCODE: dict[int, InstrSpec] = {int(s.opcode): s for s in INSTRUCTIONS}
 UNKNOWN_OPCODES: tuple[int, ...] = tuple(op for op in range(1 << OPCODE_BITS) if op not in BY_OPCODE)
 """The opcode values no instruction has (0 among them): each stops the machine with BAD_OPCODE;
 the nonzero ones are free for a new instruction."""
+
+
+# --------------------------------------------------------------------------- the requantization table
+
+
+def _field_width(instruction: str, name: str) -> int:
+    return next(f.width for f in BY_NAME[instruction].fields if f.name == name)
+
+
+RQ_ENTRY_M_BITS = _field_width("RQ", "m")
+"""A requantization table entry (GA2.md sections 2 and 4): the multiplier m of the pair (m, s) in
+bits RQ_ENTRY_M_BITS-1..0, as wide as RQ's field ``m`` (24)."""
+RQ_ENTRY_S_BITS = _field_width("RQ", "s")
+"""The entry's shift s, as wide as RQ's field ``s`` (6), in the bits right above m (29..24)."""
+RQ_ENTRY_S_LSB = RQ_ENTRY_M_BITS
+"""Bit position of the entry's s: the entry is the pair packed upwards, m first."""
+RQ_ENTRY_BITS = RQ_ENTRY_M_BITS + RQ_ENTRY_S_BITS
+"""Bits of a table word the machine reads (30); the bits above (31..30) are ignored, and the
+compiler writes them 0. An entry cannot stop the machine: every (m, s) it holds is legal, s = 0
+included (shift 0 and no rounding term, GA2.md section 4). ``sim.arith.pack_rq_pair`` and
+``unpack_rq_pair`` write and read it."""
 
 COUNTERS = ("cycles", "dma", "mxu", "vpu", "sfu")
 """The five 32-bit cycle counters (GA2.md section 5), in the order the RTL reports them."""

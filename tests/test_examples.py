@@ -290,6 +290,9 @@ TORCH_REFUSED_RUNS = [
         "error: Sequential: 1 node cannot run on GA-2; nothing was compiled",
         "REFUSED _21: Linear module '21': Capra refuses it: external memory is full: node 22 (weight "
         "'21.weight.T') would end at word 9216"]),
+    # issue 24, defect 5: this printed a traceback (the refusal chained to the one before it) first
+    ("digits.py", ["--param", "SPAD_WORDS=256", "--quick", "--epochs", "1"], [
+        "error: scratchpad is full at node 2 (matmul), the 8 x 64 by 64 x 32 product"]),
 ]
 
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import math
 import random
+import warnings
 from dataclasses import dataclass
 
 import numpy as np
@@ -25,6 +26,7 @@ from ..accuracy import relative_error
 from ..ir import Graph
 from ..pipeline import compile_graph
 from ..program import Program, RunOutcome
+from ..scales import ZeroRangeWarning
 from .random_graphs import random_graph, sample_inputs
 
 TABLE_SEEDS = range(100, 112)
@@ -67,8 +69,10 @@ def compile_seed(seed: int, params: Params = DEFAULT) -> SeedRun:
     rng = random.Random(seed)
     calibration = [sample_inputs(names, rng) for _ in range(CALIBRATION_SAMPLES)]
     test = sample_inputs(names, rng)
-    program = compile_graph(graph, calibration, params=params)
-    program_no_reuse = compile_graph(graph, calibration, reuse=False, params=params)
+    with warnings.catch_warnings():     # seed 104 has tensors calibration sees only at 0, as in the seed:
+        warnings.simplefilter("ignore", ZeroRangeWarning)         # its notes stay in Program.notes
+        program = compile_graph(graph, calibration, params=params)
+        program_no_reuse = compile_graph(graph, calibration, reuse=False, params=params)
     outcome = program.run(test, warn=False)   # the seed's held-out sample may clip, as in the seed
     error = relative_error(program, outcome, test)
     return SeedRun(seed, graph, program, program_no_reuse, test, outcome, error)

@@ -132,3 +132,37 @@ def test_counts_in_messages_agree_with_their_nouns():
         g.slice_rows(x, 0, 2)
     with pytest.raises(CompileError, match=r"it has 1 node\)"):
         g.relu(5)
+
+
+# ---------------------------------------------------------------- issue 24, defect 4
+
+
+def test_a_node_of_another_graph_is_refused_naming_both_graphs():
+    first, second = Graph(), Graph()
+    x1 = first.input("x", (2, 4))
+    second.input("y", (2, 4))
+    w = second.weight("w", np.ones((4, 4)))
+    # before: id 0 of the first graph picked the second graph's own node 0 and compiled
+    message = (rf"matmul: operand 0 is a node of another graph \(graph #{first.number}\), "
+               rf"not of this one \(graph #{second.number}\)")
+    with pytest.raises(CompileError, match=message):
+        second.matmul(x1, w)
+    assert len(second.nodes) == 2                     # nothing was added
+
+
+def test_ids_stay_plain_ints_to_the_user():
+    g = Graph()
+    x = g.input("x", (2, 4))
+    assert x == 0 and repr(x) == "0" and isinstance(x, int) and g.relu(g.add(x, x)) == 2
+    import pickle
+    assert type(pickle.loads(pickle.dumps(x))) is int
+    assert g.tag(x, "in").graph == g.number and g.add(0, 0) == 3  # a plain int is still taken
+
+
+def test_a_graph_without_an_output_is_refused():
+    from compiler import compile_graph
+
+    g = Graph()
+    g.relu(g.matmul(g.input("x", (2, 4)), g.weight("w", np.ones((4, 4)))))
+    with pytest.raises(CompileError, match=r"has no output, so its program would store nothing"):
+        compile_graph(g, [{"x": np.ones((2, 4))}])

@@ -187,6 +187,20 @@ def test_a_group_that_calibration_saw_only_at_zero_gets_a_note():
     assert "ranges=" in plan.notes[1]
 
 
+def test_a_calibration_of_zeros_warns_at_compile_time():
+    """Issue 24, defect 5: the note alone went unseen; compile_graph also warns it."""
+    from compiler import compile_graph
+    from compiler.scales import ZeroRangeWarning
+
+    g = Graph()
+    g.output(g.matmul(g.input("x", (1, 2)), g.weight("w", np.eye(2))), "y")
+    with pytest.warns(ZeroRangeWarning) as seen:
+        program = compile_graph(g, [{"x": np.zeros((1, 2))}])
+    assert [str(w.message) for w in seen] == program.notes[:2]
+    assert str(seen[0].message).startswith("node 0 (input 'x'): every calibration value is 0")
+    assert seen[0].filename == __file__                  # it points at the call of compile_graph
+
+
 def test_a_zero_weight_and_what_only_weights_feed_get_no_note():
     g = Graph()
     w = g.weight("w", np.zeros((2, 2)))

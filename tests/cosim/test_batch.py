@@ -86,3 +86,19 @@ def test_the_pass_line_counts_the_counters_of_the_machine():
     assert verdict(overlap, "memory and {counters}") == [
         "icarus     PASS: 2 programs match the reference (memory and all seven counters), "
         "613 cycles in total"]
+
+
+def test_the_waveform_lines_say_how_to_get_a_viewer(monkeypatch, tmp_path):
+    """Issue 24, defect 6: WAVES=1 named GTKWave without saying how to get it."""
+    from cosim import batch
+
+    dump = tmp_path / "runs" / "1" / "ga2_cosim.fst"
+    o = Outcome("icarus", count=1, waves=[dump])
+    monkeypatch.setattr(batch.shutil, "which", lambda name: None)
+    lines = batch.waves_lines([o])
+    assert lines[0] == f"icarus     waveform: {dump}"
+    assert lines[1].endswith(f"open it: gtkwave {dump.with_suffix('.gtkw')}  (program markers, key signals)")
+    assert "sudo apt-get install gtkwave" in lines[2] and "Surfer" in lines[2]
+    monkeypatch.setattr(batch.shutil, "which", lambda name: f"/usr/bin/{name}")
+    assert len(batch.waves_lines([o])) == 2
+    assert batch.waves_lines([Outcome("icarus", count=1)]) == []

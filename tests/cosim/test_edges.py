@@ -229,3 +229,44 @@ def test_issue_14s_instructions_at_their_edges():
     luts = [i for i in b.body if i.op == "LUT"]
     assert {-128, 127} <= set(s8(loaded(b, luts[0].src, luts[0].len)).tolist())
     assert luts[1].dst == luts[1].src and luts[2].dst == luts[2].table
+
+
+CRASHED_BEFORE = (2255, 3335, 5495, 5795, 6575, 7355, 7655, 7955, 8435, 8735, 9035, 10895, 13835, 14435,
+                  14915, 15995, 16295, 17375, 18455, 19535, 21695, 23075, 24155, 24635, 26795, 27395,
+                  28955, 29555)
+"""The seeds of 1-30,000 whose edge program could not be drawn (issue 24, defect 2): a BAD_FIELD
+with a second fault, VADD's len set to 0 after its region had been moved past the end, so that
+the repaired len of 1 lost the second fault in each of the 100 draws."""
+
+
+@pytest.mark.parametrize("seed", CRASHED_BEFORE[:6])
+def test_the_seeds_that_crashed_the_generator_give_their_program(seed):
+    prog = edges.program(seed)
+    assert prog is not None and prog.ending == "BAD_FIELD"
+    stop, ins = _fault(prog)
+    assert stop.error_code is ErrorCode.BAD_FIELD
+    repaired = spec.check(ins.spec, edges.nearest_legal(ins.spec, ins.fields, P), P)[0]
+    assert repaired in (ErrorCode.SPAD_RANGE, ErrorCode.OVERLAP), (seed, ins)
+
+
+def test_a_double_bad_field_keeps_its_second_fault_once_repaired():
+    """Every odd turn (the ones with two faults) over 2 x 6 turns, so every kind both ways, 40
+    draws each: the field one past its limit, repaired to that limit, leaves the second fault
+    in place (the second fault is made with the field at its limit)."""
+    rng, kinds = random.Random(24), set()
+    for turn in range(1, 4 * len(edges.SPAD_KINDS), 2):
+        for _ in range(40):
+            words, _ = edges.faulty(edges.Builder(rng, P), ErrorCode.BAD_FIELD, turn)
+            ins = decode_program(words)[0]
+            assert spec.check(ins.spec, ins.fields, P)[0] is ErrorCode.BAD_FIELD
+            repaired = spec.check(ins.spec, edges.nearest_legal(ins.spec, ins.fields, P), P)[0]
+            assert repaired in (ErrorCode.SPAD_RANGE, ErrorCode.OVERLAP), ins
+            kinds.add(ins.op)
+    assert kinds == set(edges.SPAD_KINDS)
+
+
+@pytest.mark.slow
+def test_every_seed_up_to_30000_gives_a_program():
+    """Issue 24, defect 2: any campaign from seed 1 meets every one of these seeds."""
+    for seed in range(2, 30_001, edges.EDGE_EVERY):
+        assert edges.program(seed) is not None, seed

@@ -15,6 +15,7 @@ from sim import arith
 from sim.arith import (
     EXP_LUT,
     mantissa_shift,
+    pack_rq_pair,
     quantize,
     quantize_array,
     requant,
@@ -25,11 +26,14 @@ from sim.arith import (
     sat_add_array,
     softmax_fixed,
     softmax_fixed_array,
+    unpack_rq_pair,
+    unpack_rq_pair_array,
 )
 
 INT32 = st.integers(-(1 << 31), (1 << 31) - 1)
 MANTISSA = st.integers(0, (1 << 24) - 1)
 SHIFT = st.integers(1, 63)
+TABLE_SHIFT = st.integers(0, 63)   # a table entry's s: 0 too
 STORED_INT8 = st.integers(-128, 127)  # a stored byte may be -128 although no operation produces it
 
 
@@ -144,6 +148,80 @@ def test_requant_hand_values(a, m, s, relu, expected):
     assert requant_array(np.array([a]), m, s, relu).tolist() == [expected]
 
 
+@pytest.mark.parametrize(("a", "m", "s", "relu", "expected"), [
+    (5, 3, 0, False, 15), (-5, 3, 0, False, -15),      # s = 0: y = p, no rounding term
+    (42, 1, 0, False, 42), (0, (1 << 24) - 1, 0, False, 0),
+    (127, 1, 0, False, 127), (128, 1, 0, False, 127),  # saturates at the top
+    (-127, 1, 0, False, -127), (-128, 1, 0, False, -127), (-50, 3, 0, False, -127),
+    (-5, 3, 0, True, 0), (5, 3, 0, True, 15),          # relu
+    ((1 << 31) - 1, (1 << 24) - 1, 0, False, 127),
+])
+def test_requant_shift_zero(a, m, s, relu, expected):
+    # GA2.md section 4: a table entry's s = 0 means shift 0 and rounding term 0, y = clamp(p)
+    assert requant(a, m, s, relu) == expected
+    assert requant_array(np.array([a]), m, s, relu).tolist() == [expected]
+
+
+def test_requant_array_takes_a_pair_per_element():
+    # per channel: element i with its own (m, s); worked by hand from the scalar cases above
+    a = np.array([1, -1, 1000, 5, 254])
+    m = np.array([3, 3, 16646144, 3, 1])
+    s = np.array([1, 1, 33, 0, 1])
+    assert requant_array(a, m, s).tolist() == [2, -2, 2, 15, 127]
+    assert requant_array(a, m, s, relu=True).tolist() == [2, 0, 2, 15, 127]
+    # a row of channels broadcast over pixels
+    acc = np.array([[1, 2], [-1, -2]])
+    assert requant_array(acc, np.array([1, 3]), np.array([1, 2])).tolist() == [[1, 2], [-1, -2]]
+
+
+# --------------------------------------------------------------------------- the requantization table
+
+
+@pytest.mark.parametrize(("m", "s", "word"), [
+    (0, 0, 0),
+    (16646144, 33, 0x21FE0000),          # 127/65536 (GA2.md section 4): 0xFE0000 | 33 << 24
+    (12345120, 32, 0x20BC5F20),          # 12345120 = 0xBC5F20, 32 << 24 = 0x20000000
+    ((1 << 24) - 1, 63, 0x3FFFFFFF),     # every bit the machine reads
+    (1, 0, 1), (0, 1, 1 << 24),          # the lowest bit of each
+])
+def test_pack_rq_pair_by_hand(m, s, word):
+    assert pack_rq_pair(m, s) == word
+    assert unpack_rq_pair(word) == (m, s)
+    # bits 31..30 are ignored, and a word may be given signed
+    for top in (1, 2, 3):
+        assert unpack_rq_pair(word | top << 30) == (m, s)
+    assert unpack_rq_pair((word | 3 << 30) - (1 << 32)) == (m, s)
+
+
+def test_rq_entry_layout_follows_the_rq_fields():
+    from sim import spec
+    widths = {f.name: f.width for f in spec.BY_NAME["RQ"].fields}
+    assert (spec.RQ_ENTRY_M_BITS, spec.RQ_ENTRY_S_BITS) == (widths["m"], widths["s"]) == (24, 6)
+    assert spec.RQ_ENTRY_S_LSB == 24 and spec.RQ_ENTRY_BITS == 30
+
+
+@pytest.mark.parametrize(("m", "s", "name"), [
+    (1 << 24, 0, "m"), (-1, 0, "m"), (0, 64, "s"), (0, -1, "s"), (1.0, 0, "m"), (0, True, "s"),
+])
+def test_pack_rq_pair_refuses(m, s, name):
+    with pytest.raises(ValueError, match=rf"pack_rq_pair: {name}="):
+        pack_rq_pair(m, s)
+
+
+@pytest.mark.parametrize("word", [1 << 32, -(1 << 31) - 1, 1.5, None])
+def test_unpack_rq_pair_refuses(word):
+    with pytest.raises(ValueError, match="unpack_rq_pair: word="):
+        unpack_rq_pair(word)
+
+
+@given(st.lists(st.tuples(MANTISSA, st.integers(0, 63)), min_size=1, max_size=20), st.integers(0, 3))
+def test_rq_pairs_round_trip(pairs, top):
+    words = [pack_rq_pair(m, s) | top << 30 for m, s in pairs]
+    assert [unpack_rq_pair(w) for w in words] == pairs
+    m, s = unpack_rq_pair_array(np.array(words, dtype=np.uint32))
+    assert list(zip(m.tolist(), s.tolist(), strict=True)) == pairs
+
+
 # --------------------------------------------------------------------------- saturating add
 
 
@@ -254,16 +332,22 @@ def test_quantize_forms_agree(values, scale):
     assert quantize_array(np.array(values), scale).tolist() == [quantize(v, scale) for v in values]
 
 
-@given(st.lists(INT32, min_size=1, max_size=30), MANTISSA, SHIFT, st.booleans())
+@given(st.lists(INT32, min_size=1, max_size=30), MANTISSA, TABLE_SHIFT, st.booleans())
 def test_requant_forms_agree(values, m, s, relu):
     expected = [requant(a, m, s, relu) for a in values]
     assert requant_array(np.array(values, dtype=np.int64), m, s, relu).tolist() == expected
-    # and the definition, with exact Python integers
+    # and the definition, with exact Python integers (s = 0: no rounding term)
     for a, y in zip(values, expected, strict=True):
         p = a * m
-        r = (abs(p) + 2 ** (s - 1)) // 2**s * (1 if p >= 0 else -1)
+        r = (abs(p) + (2 ** (s - 1) if s else 0)) // 2**s * (1 if p >= 0 else -1)
         r = max(-127, min(127, r))
         assert y == (max(0, r) if relu else r)
+
+
+@given(st.lists(st.tuples(INT32, MANTISSA, TABLE_SHIFT), min_size=1, max_size=30), st.booleans())
+def test_requant_array_per_element_pairs_agree(triples, relu):
+    a, m, s = (np.array(column, dtype=np.int64) for column in zip(*triples, strict=True))
+    assert requant_array(a, m, s, relu).tolist() == [requant(*t, relu) for t in triples]
 
 
 @given(st.lists(st.tuples(STORED_INT8, STORED_INT8), min_size=1, max_size=30))

@@ -1,0 +1,238 @@
+"""The figures the README and the guide quote match their source of record.
+
+Each entry of :data:`FIGURES` is a page, a phrase with ``{}`` where the figure stands, and the
+function that computes the figure from its source: the records that ``make studies`` and
+``make sweep`` write (docs/studies.json, docs/sweep.json), the lists the mutation checks run,
+the fault sweep's programs, a compiled program, the test suite's own collection. The page must
+contain the phrase with today's figure (spaces and line breaks count as one space), so a
+figure that moves fails here until the text follows it, and a phrase that was reworded fails
+until its entry does.
+
+The tables of ``make bench`` on docs/guide/performance.md are checked row by row against its
+output (test_quoted_bench.py). Not covered (no record in the repository to check them against):
+times (they depend on the load, and are given with it), synthesis results that are not in
+docs/sweep.json (the OVERLAP = 1 machine's Fmax and its history), the RTL mutants' score
+(build/mutants-rtl/report.json is not committed), stress and co-simulation counts of past
+campaigns, accuracies that need training (the digits MLP's 98.7%), the capacity figures of
+``python -m compiler.testing.capacity`` (minutes to compute), and the figures of the pages that
+their own generators write and their own tests check (docs/studies.md, docs/sweep.md,
+docs/isa.md, docs/change-the-machine.md, docs/add-an-instruction.md).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+from collections.abc import Callable
+from functools import cache
+from typing import NamedTuple
+
+import pytest
+
+from .quoted import ROOT
+
+
+class Figure(NamedTuple):
+    page: str
+    phrase: str
+    value: Callable[[], object]
+    source: str
+
+    def __str__(self) -> str:
+        return f"{self.page}: {self.phrase}"
+
+
+@cache
+def studies() -> dict:
+    return json.loads((ROOT / "docs" / "studies.json").read_text())
+
+
+@cache
+def sweep() -> dict:
+    return {row["machine"]: row for row in json.loads((ROOT / "docs" / "sweep.json").read_text())["figures"]}
+
+
+def option(program: str, column: str) -> int:
+    """docs/studies.json, section 1: the cycles of a program with a set of options."""
+    return next(row[column] for row in studies()["options"] if row["program"] == program)
+
+
+def decode(column: str):
+    """docs/studies.json, section 2: the decode row (1 token)."""
+    return next(row[column] for row in studies()["decode_prefill"] if row["tokens"] == 1)
+
+
+def synth(machine: str, key: str):
+    return sweep()[machine]["synth"][key]
+
+
+def mhz(value: float) -> str:
+    return f"{value:.1f}"
+
+
+def compiler_mutants(name: str = "MUTANTS") -> int:
+    from compiler.testing import mutants
+    return len(getattr(mutants, name))
+
+
+def issue_rule_mutants() -> int:
+    sys.path.insert(0, str(ROOT / "tests" / "sim"))
+    try:
+        import issue_mutant
+    finally:
+        sys.path.remove(str(ROOT / "tests" / "sim"))
+    return len(issue_mutant.MUTANTS)
+
+
+def fault_programs() -> int:
+    from cosim import faults
+    return len(faults.jobs())
+
+
+def example_a_instructions() -> int:
+    from compiler import compile_graph
+    from compiler.testing.seedtable import attention_step_network
+    graph, calibration, _inputs = attention_step_network()
+    return len(compile_graph(graph, calibration).code)
+
+
+@cache
+def collected() -> dict[str, int]:
+    """The test suite's own count: ``{"fast": tests make test runs, "slow": the rest}``."""
+    out = subprocess.run([sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider",
+                          "-m", "slow"], cwd=ROOT, capture_output=True, text=True, check=False).stdout
+    counts = re.search(r"(\d+)/(\d+) tests collected \((\d+) deselected\)", out)
+    assert counts, f"pytest's collection ended without its count:\n{out[-2000:]}"
+    slow, total = int(counts.group(1)), int(counts.group(2))
+    return {"fast": total - slow, "slow": slow}
+
+
+def about(count: Callable[[], int], quoted: int, within: float = 0.1) -> Callable[[], object]:
+    """An "about N" figure: N itself while the count stays within ``within`` of it (the suite
+    grows with every change: a quoted round figure holds for a while, then must follow)."""
+    def check() -> object:
+        actual = count()
+        if abs(actual - quoted) <= within * actual:
+            return f"{quoted:,}"
+        return f"{actual:,} (quoted: about {quoted:,})"
+    return check
+
+
+SERIAL, OVERLAPPED = "serial default", "all"
+SEEDS, EXAMPLE_A = "seeds 100-111", "example A"
+README, START, PERF = "README.md", "docs/guide/start.md", "docs/guide/performance.md"
+MAKE, FPGA = "docs/reference/make.md", "docs/guide/fpga.md"
+STUDIES, SWEEP, MUTANTS = "docs/studies.json", "docs/sweep.json", "compiler/testing/mutants.py"
+FAST_TESTS = about(lambda: collected()["fast"], 1900)
+
+
+def fmax(machine: str) -> str:
+    return mhz(synth(machine, "Fmax"))
+
+
+def seeds_both() -> tuple[int, int]:
+    return option(SEEDS, SERIAL), option(SEEDS, OVERLAPPED)
+
+
+def decode_overlapped() -> tuple[int, float]:
+    return decode("cycles (overlap)"), decode("DMA busy % (overlap)")
+
+
+def studies_on_the_rtl() -> tuple[int, int]:
+    return studies()["rtl"]["programs"], studies()["rtl"]["cycles"]
+
+
+def streaming_mutants() -> str:
+    count = compiler_mutants("STREAMING_MUTANTS")
+    return "Five" if count == 5 else str(count)
+
+
+FIGURES = [
+    Figure(README, "| {:,} (the seed's chip: 17,022) |", lambda: option(SEEDS, SERIAL),
+           f"{STUDIES}: options, seeds 100-111, serial default"),
+    Figure(README, "| the same with the engines side by side | {:,} |", lambda: option(SEEDS, OVERLAPPED),
+           f"{STUDIES}: options, seeds 100-111, all"),
+    Figure(README, "| {:,} cycles, DMA busy {}% |", decode_overlapped, f"{STUDIES}: decode, 1 token"),
+    Figure(README, "| {:,} programs, {:,} cycles, bit-exact |", studies_on_the_rtl, f"{STUDIES}: rtl"),
+    Figure(README, "| {} MHz, {:,} LUT4 | default machine", lambda: (fmax("t4"), synth("t4", "LUT4")),
+           f"{SWEEP}: t4"),
+    Figure(README, "| broken compilers the battery catches | {0} of {0} |", compiler_mutants,
+           f"{MUTANTS}: MUTANTS"),
+    Figure(README, "its {} instructions on GA-2's engines", example_a_instructions, "example A compiled"),
+    Figure(README, "`make test` runs about {} tests", FAST_TESTS, "pytest --collect-only, not slow"),
+    Figure(README, "| about {} tests;", FAST_TESTS, "pytest --collect-only, not slow"),
+    Figure(START, "`make test` runs about {} tests", FAST_TESTS, "pytest --collect-only, not slow"),
+    Figure(START, "The about {} slow tests", about(lambda: collected()["slow"], 100, 0.2),
+           "pytest --collect-only -m slow"),
+    Figure(PERF, "it needs {:,} cycles where the seed's", lambda: option(SEEDS, SERIAL),
+           f"{STUDIES}: options, seeds 100-111, serial default"),
+    Figure(PERF, "example A {} {} 484", lambda: (example_a_instructions(), option(EXAMPLE_A, SERIAL)),
+           f"example A compiled; {STUDIES}"),
+    Figure(PERF, "seeds 100-111: {} cycles (seed chip 17022", lambda: option(SEEDS, SERIAL),
+           f"{STUDIES}: options, seeds 100-111, serial default"),
+    Figure(PERF, "| seeds 100-111 (total) | {:,} | {:,} |", seeds_both, f"{STUDIES}: options, seeds 100-111"),
+    Figure(PERF, "| example A | {} | {} |",
+           lambda: (option(EXAMPLE_A, SERIAL), option(EXAMPLE_A, OVERLAPPED)),
+           f"{STUDIES}: options, example A"),
+    Figure(PERF, "one token: {:,} cycles, the DMA busy {}%", decode_overlapped,
+           f"{STUDIES}: decode, 1 token"),
+    Figure(MAKE, "({0} of {0} today, {1} of them broken schedulers for `OVERLAP=1` and {2} broken",
+           lambda: tuple(map(compiler_mutants, ("MUTANTS", "SCHEDULE_MUTANTS", "COST_MUTANTS"))), MUTANTS),
+    Figure(MAKE, "then {} broken issue rules of the reference machine", issue_rule_mutants,
+           "tests/sim/issue_mutant.py: MUTANTS"),
+    Figure(MAKE, "every one of the {} programs on the RTL", lambda: studies()["rtl"]["programs"],
+           f"{STUDIES}: rtl"),
+    Figure(MAKE, "(utilisation, Fmax {} MHz", lambda: fmax("t4"), f"{SWEEP}: t4"),
+    Figure(MAKE, "fit the ECP5-85F ({}, {} and {} MHz), T = 16 does not ({:,} LUT4 of 83,640)",
+           lambda: (fmax("t2"), fmax("t4"), fmax("t8"), synth("t16", "LUT4")), SWEEP),
+    Figure(FPGA, "| LUT4 (logic cells, carry halves included) | {:,} | 83,640 |", lambda: synth("t4", "LUT4"),
+           f"{SWEEP}: t4"),
+    Figure(FPGA, "| flip-flops | {:,} | 83,640 |", lambda: synth("t4", "FF"), f"{SWEEP}: t4"),
+    Figure(FPGA, "| DSP multipliers (MULT18X18D) | {} | 156 |", lambda: synth("t4", "DSP"), f"{SWEEP}: t4"),
+    Figure(FPGA, "| block RAM (DP16KD, PDPW16KD) | {} | 208 |", lambda: synth("t4", "DP16KD"),
+           f"{SWEEP}: t4"),
+    Figure(FPGA, "**Fmax {} MHz** against the 100 MHz target", lambda: fmax("t4"), f"{SWEEP}: t4"),
+    Figure("docs/guide/verification.md", "sweeps them one short program each ({} on the default machine",
+           fault_programs, "cosim/faults.py: jobs()"),
+    Figure("docs/index.md", "{} more mutants break the streaming", streaming_mutants,
+           f"{MUTANTS}: STREAMING_MUTANTS"),
+]
+
+
+def _text(page: str) -> str:
+    return " ".join((ROOT / page).read_text().split())
+
+
+def _phrase(figure: Figure) -> str:
+    value = figure.value()
+    return figure.phrase.format(*value) if isinstance(value, tuple) else figure.phrase.format(value)
+
+
+def figure_problem(figure: Figure) -> str | None:
+    expected = _phrase(figure)
+    if expected in _text(figure.page):
+        return None
+    return (f"{figure.page} should say {expected!r} ({figure.source}); if the text was reworded, "
+            "update its entry in tests/docs/test_quoted_figures.py")
+
+
+@pytest.mark.parametrize("page", sorted({f.page for f in FIGURES}))
+def test_the_quoted_figures_match_their_sources(page):
+    problems = [figure_problem(f) for f in FIGURES if f.page == page and "tests" not in f.phrase]
+    assert [p for p in problems if p] == []
+
+
+def test_the_quoted_test_counts_are_current():
+    """One collection of the suite (about 10 s) for the four phrases that count tests."""
+    problems = [figure_problem(f) for f in FIGURES if "tests" in f.phrase]
+    assert [p for p in problems if p] == []
+
+
+def test_a_moved_figure_fails():
+    moved = Figure("README.md", "| the same with the engines side by side | {:,} |", lambda: 4465, "a test")
+    assert figure_problem(moved).startswith(
+        "README.md should say '| the same with the engines side by side | 4,465 |' (a test)")
+    assert about(lambda: 2100, 1800)() == "2,100 (quoted: about 1,800)"
+    assert about(lambda: 1950, 1800)() == "1,800"
