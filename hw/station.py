@@ -64,13 +64,18 @@ def column(engine: int, slot: int) -> int:
 
 
 def _layouts(params, pcw: int, lbits: int) -> tuple[data.StructLayout, data.StructLayout]:
-    """(a waiting entry's layout, a running entry's: its regions only)."""
+    """(a waiting entry's layout, a running entry's: its regions only). Besides the
+    instruction, a waiting entry holds what its issue loads into the countdowns, worked out as
+    it enters (so that no adder follows the issue decision): ``left`` = latency - 1, ``rdl`` =
+    reads - 1 (0 without reads), ``beats`` = latency - wfrom (an LD's beats), ``wtop`` = beats
+    + LD_OVERHEAD (hw/overlap.py's window top), ``wfrom1`` = wfrom + 1, ``short`` = reads <= 2
+    (its read countdown starts at 1 or less)."""
     widths = overlap_info_widths(params)
     regions = {name: widths[name] for name in REGION_NAMES}
     waiting = data.StructLayout({
-        "opcode": spec.OPCODE_BITS, "fields": FIELD_BITS, "pc": pcw, "latency": lbits,
-        **{name: widths[name] for name in ("reads", "rd", "wfrom", "wr")},
-        **regions, "full": COLUMNS, "war": COLUMNS,
+        "opcode": spec.OPCODE_BITS, "fields": FIELD_BITS, "pc": pcw,
+        "left": lbits, "rdl": lbits, "beats": lbits, "wtop": lbits + 2, "wfrom1": lbits + 1, "short": 1,
+        "rd": 1, "wr": 1, **regions, "full": COLUMNS, "war": COLUMNS,
     })
     return waiting, data.StructLayout(regions)
 
@@ -138,8 +143,8 @@ def station_execute(m: Module, ctl, busy: Value, start: Value, stop: Value,
     s.clear = [release[k] & ~s.issue[k] for k in range(n_eng)]
     m.d.comb += s.all_done.eq(Cat(*(~s.wv[f][0] & s.free[f] for f in range(n_eng))).all())
     enter = _enter(m, s, ctl, busy, start, stop, q)
-    _dispatch(m, s, ctl, busy, start)
     _engines(m, s, ctl, start)
+    _dispatch(m, s, ctl, busy, start)
     ex = _stop_and_watchdog(m, s, ctl, busy, start, stop, q, enter)
     _counters(m, s, ctl, busy, start)
     last = Cat(*release)
@@ -195,8 +200,10 @@ def _enter(m: Module, s, ctl, busy, start, stop, q) -> SimpleNamespace:
     entry = Signal(s.w[0][0].shape())
     m.d.comb += [
         entry.opcode.eq(head.opcode), entry.fields.eq(head.fields), entry.pc.eq(head.pc),
-        entry.latency.eq(head.latency),
-        *(getattr(entry, name).eq(getattr(head, name)) for name in ("reads", "rd", "wfrom", "wr")),
+        entry.left.eq(head.latency - 1), entry.rdl.eq(Mux(head.rd, head.reads - 1, 0)),
+        entry.beats.eq(head.latency - head.wfrom),
+        entry.wtop.eq(head.latency - head.wfrom + spec.LD_OVERHEAD), entry.wfrom1.eq(head.wfrom + 1),
+        entry.short.eq(head.reads <= 2), entry.rd.eq(head.rd), entry.wr.eq(head.wr),
         *(getattr(entry, name).eq(getattr(head, name)) for name in REGION_NAMES),
         entry.full.eq(_remap(dep_full, s.shift, s.clear)),
         entry.war.eq(_remap(dep_war, s.shift, s.clear)),
@@ -246,10 +253,7 @@ def _dispatch(m: Module, s, ctl, busy: Value, start: Value) -> None:
     n_eng = len(ENGINES)
     dma = ENGINES.index(spec.SHARED_WRITER)
     heads = [s.w[e][0] for e in range(n_eng)]
-    s.rd_left = Signal(s.lbits, name="rd_left")
-    s.wr_left = Signal(s.lbits, name="wr_left")
-    ends_soon = [s.left[f] <= 1 for f in range(n_eng)]     # ended by a dispatch after the next cycle
-    read_soon = [s.rdl[f] <= 1 for f in range(n_eng)]      # done reading by then
+    ends_soon, read_soon = s.ends_soon, s.read_soon
     ready_q = Signal(n_eng, name="ready_q")
     s.base_q = Signal(n_eng, name="based_q")
     s.depok_q = Signal(n_eng, name="deps_ok_q")
@@ -257,8 +261,8 @@ def _dispatch(m: Module, s, ctl, busy: Value, start: Value) -> None:
     issued_q = Signal(name="issued_q")
     for e, h in enumerate(heads):
         deps_ok = deps_met(h, e, ends_soon, read_soon)
-        rd_ok = ~h.rd | (s.rd_left <= 1)
-        wr_ok = (~h.wr | (e == dma)) | (s.wr_left <= h.wfrom + 1)
+        rd_ok = ~h.rd | s.rd_free
+        wr_ok = (~h.wr | (e == dma)) | (s.wr_left <= h.wfrom1)
         based = s.wv[e][0] & ends_soon[e] & ~s.issue[e]
         m.d.sync += [ready_q[e].eq(based & deps_ok & rd_ok & wr_ok), s.base_q[e].eq(based),
                      s.depok_q[e].eq(deps_ok),
@@ -296,53 +300,69 @@ def deps_met(head, e: int, ends_soon: list[Value], read_soon: list[Value]) -> Va
 
 def _engines(m: Module, s, ctl, start: Value) -> None:
     """Each engine's countdown (as at OVERLAP = 1), its running entry and read countdown, the
-    ports' countdowns and the DMA's share of the write port."""
+    ports' countdowns and the DMA's share of the write port. Beside each countdown a register
+    says whether it is at most 1 (``ends_soon``, ``read_soon``, ``rd_free``): an instruction
+    dispatched the cycle after next finds it ended (has read, the read port free)."""
     n_eng = len(ENGINES)
     dma = ENGINES.index(spec.SHARED_WRITER)
     heads = [s.w[e][0] for e in range(n_eng)]
     lbits = s.lbits
     assert spec.SPAD_READ_LATENCY + 1 > spec.LD_OVERHEAD, \
         "dma_hold: a writer issued now must write after the LD beat read next cycle is written"
+    assert min(spec.latency(ins, {f.name: f.legal_range(s.p)[0] for f in ins.fields}, s.p)
+               for ins in spec.INSTRUCTIONS if ins.counter is not None) >= 3, \
+        "ends_soon: an instruction issued now ends two cycles after its dispatch at the earliest"
     wtop = [Signal(lbits + 2, name=f"wtop_{e}") for e in ENGINES]
     ld_beats = Signal(lbits, name="ld_beats")   # beats of the LD in flight the DMA has yet to read
     dma_held = Signal(name="dma_held")
+    s.ends_soon = [Signal(init=1, name=f"ends_soon_{e}") for e in ENGINES]
+    s.read_soon = [Signal(init=1, name=f"read_soon_{e}") for e in ENGINES]
     for k, h in enumerate(heads):
         with m.If(start):
-            m.d.sync += [s.left[k].eq(0), s.free[k].eq(1), s.active[k].eq(0), s.rdl[k].eq(0)]
+            m.d.sync += [s.left[k].eq(0), s.free[k].eq(1), s.active[k].eq(0), s.ends_soon[k].eq(1)]
         with m.Elif(s.issue[k]):
-            m.d.sync += [s.left[k].eq(h.latency - 1), s.free[k].eq(0), s.active[k].eq(1),
-                         s.rdl[k].eq(Mux(h.rd, h.reads - 1, 0)),
+            m.d.sync += [s.left[k].eq(h.left), s.free[k].eq(0), s.active[k].eq(1), s.ends_soon[k].eq(0),
                          *(getattr(s.r[k], name).eq(getattr(h, name)) for name in REGION_NAMES)]
             if k != dma:
-                m.d.sync += wtop[k].eq(h.latency - h.wfrom + spec.LD_OVERHEAD)
+                m.d.sync += wtop[k].eq(h.wtop)
         if k == dma:
             with m.Elif(dma_held):
                 m.d.sync += s.left[k].eq(s.left[k])       # an LD beat waited: the LD ends a cycle later
         with m.Elif(s.left[k] != 0):
-            m.d.sync += [s.left[k].eq(s.left[k] - 1), s.free[k].eq(s.left[k] == 1)]
+            m.d.sync += [s.left[k].eq(s.left[k] - 1), s.free[k].eq(s.left[k] == 1),
+                         s.ends_soon[k].eq(s.left[k] <= 2)]
         with m.Else():
-            m.d.sync += [s.free[k].eq(1), s.active[k].eq(0)]
-        with m.If(~start & ~s.issue[k] & (s.rdl[k] != 0)):
-            m.d.sync += s.rdl[k].eq(s.rdl[k] - 1)
+            m.d.sync += [s.free[k].eq(1), s.active[k].eq(0), s.ends_soon[k].eq(1)]
+        with m.If(start):
+            m.d.sync += [s.rdl[k].eq(0), s.read_soon[k].eq(1)]
+        with m.Elif(s.issue[k]):
+            m.d.sync += [s.rdl[k].eq(h.rdl), s.read_soon[k].eq(h.short)]
+        with m.Elif(s.rdl[k] != 0):
+            m.d.sync += [s.rdl[k].eq(s.rdl[k] - 1), s.read_soon[k].eq(s.rdl[k] <= 2)]
 
     issue = list(s.issue)
     issued = SimpleNamespace(**{name: select(issue, [getattr(h, name) for h in heads])
-                                for name in ("latency", "reads", "wfrom", "rd", "wr")})
+                                for name in ("left", "rdl", "short", "rd", "wr")})
     port_wr = issued.wr & ~s.issue[dma]       # an LD shares the write port: it neither holds nor waits
     m.d.comb += dma_held.eq((ld_beats != 0) & ctl.dma_hold)
     with m.If(start):
         m.d.sync += ld_beats.eq(0)
     with m.Elif(s.issue[dma]):                # an LD's beats are its writes (an ST has none)
-        m.d.sync += ld_beats.eq(Mux(heads[dma].wr, heads[dma].latency - heads[dma].wfrom, 0))
+        m.d.sync += ld_beats.eq(Mux(heads[dma].wr, heads[dma].beats, 0))
     with m.Elif((ld_beats != 0) & ~ctl.dma_hold):
         m.d.sync += ld_beats.eq(ld_beats - 1)
     any_issue = s.issue.any()
+    s.rd_left = Signal(lbits, name="rd_left")
+    s.wr_left = Signal(lbits, name="wr_left")
+    s.rd_free = Signal(init=1, name="rd_free")
+    reading = any_issue & issued.rd
     with m.If(start):
-        m.d.sync += [s.rd_left.eq(0), s.wr_left.eq(0), ctl.dma_hold.eq(0)]
+        m.d.sync += [s.rd_left.eq(0), s.wr_left.eq(0), ctl.dma_hold.eq(0), s.rd_free.eq(1)]
     with m.Else():
         m.d.sync += [
-            s.rd_left.eq(Mux(any_issue & issued.rd, issued.reads - 1, Mux(s.rd_left != 0, s.rd_left - 1, 0))),
-            s.wr_left.eq(Mux(any_issue & port_wr, issued.latency - 1, Mux(s.wr_left != 0, s.wr_left - 1, 0))),
+            s.rd_left.eq(Mux(reading, issued.rdl, Mux(s.rd_left != 0, s.rd_left - 1, 0))),
+            s.rd_free.eq(Mux(reading, issued.short, s.rd_left <= 2)),
+            s.wr_left.eq(Mux(any_issue & port_wr, issued.left, Mux(s.wr_left != 0, s.wr_left - 1, 0))),
             ctl.dma_hold.eq(any_of((s.left[k] >= spec.LD_OVERHEAD + 1) & (s.left[k] <= wtop[k])
                                    for k in range(n_eng) if k != dma)),
         ]
