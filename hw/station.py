@@ -136,12 +136,21 @@ def station_execute(m: Module, ctl, busy: Value, start: Value, stop: Value,
         active=[Signal(name=f"active_{e}") for e in ENGINES],
         issue=Signal(n_eng, name="issue_eng"),
         stopping=Signal(name="stopping"),
-        all_done=Signal(name="all_done"),
+        all_done_next=Signal(name="all_done_next"),
+        dma_held=Signal(name="dma_held"),
     )
     release = [s.active[k] & s.free[k] for k in range(n_eng)]
     s.shift = [s.issue[k] for k in range(n_eng)]
     s.clear = [release[k] & ~s.issue[k] for k in range(n_eng)]
-    m.d.comb += s.all_done.eq(Cat(*(~s.wv[f][0] & s.free[f] for f in range(n_eng))).all())
+    dma = ENGINES.index(spec.SHARED_WRITER)
+    # every queue empty and every engine free in the next cycle (a stop's condition), from this
+    # cycle's registers and issue (the free register's next value, hw/overlap.py's rule)
+    free_next = [Mux(s.issue[k], 0, Mux(s.dma_held if k == dma else 0, s.free[k],
+                                         Mux(s.left[k] != 0, s.left[k] == 1, 1)))
+                 for k in range(n_eng)]
+    empty_next = [~Mux(s.issue[k], s.wv[k][1] if waiting_slots > 1 else 0, s.wv[k][0])
+                  for k in range(n_eng)]
+    m.d.comb += s.all_done_next.eq(Cat(*(empty_next[k] & free_next[k] for k in range(n_eng))).all())
     enter = _enter(m, s, ctl, busy, start, stop, q)
     _engines(m, s, ctl, start)
     _dispatch(m, s, ctl, busy, start)
@@ -158,22 +167,28 @@ def _enter(m: Module, s, ctl, busy, start, stop, q) -> SimpleNamespace:
     n_eng = len(ENGINES)
     head = q.head
     waiting_slots = spec.STATION_SLOTS - 1
-    regions = Signal(s.r[0].shape())
-    m.d.comb += [getattr(regions, name).eq(getattr(head, name)) for name in REGION_NAMES]
-    # stage 1: the head against every entry's regions
-    pairs_now_full, pairs_now_war = [], []
-    for f in range(n_eng):
-        entries = [(s.r[f], s.active[f])] + [(s.w[f][k], s.wv[f][k]) for k in range(waiting_slots)]
-        for other, valid in entries:
-            full, war = _pairs(regions, other, valid)
-            pairs_now_full.append(full)
-            pairs_now_war.append(war)
-    n_full, n_war = len(pairs_now_full[0]), len(pairs_now_war[0])
-    pairs_full = Signal(COLUMNS * n_full, name="pairs_full")
-    pairs_war = Signal(COLUMNS * n_war, name="pairs_war")
-    m.d.sync += [pairs_full.eq(_remap(Cat(*pairs_now_full), s.shift, s.clear)),
-                 pairs_war.eq(_remap(Cat(*pairs_now_war), s.shift, s.clear))]
-    # stage 2: reduced to the two vectors, the head's own engine left out
+    # stage 1: each slot of the front end's queue against every entry's regions (both slots, so
+    # that no multiplexer of the head sits before the comparators)
+    n_full = n_war = None
+    pairs = []
+    for sl, slot in enumerate(q.slots):
+        pairs_now_full, pairs_now_war = [], []
+        for f in range(n_eng):
+            entries = [(s.r[f], s.active[f])] + [(s.w[f][k], s.wv[f][k]) for k in range(waiting_slots)]
+            for other, valid in entries:
+                full, war = _pairs(slot, other, valid)
+                pairs_now_full.append(full)
+                pairs_now_war.append(war)
+        n_full, n_war = len(pairs_now_full[0]), len(pairs_now_war[0])
+        pairs_full = Signal(COLUMNS * n_full, name=f"pairs_full{sl}")
+        pairs_war = Signal(COLUMNS * n_war, name=f"pairs_war{sl}")
+        m.d.sync += [pairs_full.eq(_remap(Cat(*pairs_now_full), s.shift, s.clear)),
+                     pairs_war.eq(_remap(Cat(*pairs_now_war), s.shift, s.clear))]
+        pairs.append((pairs_full, pairs_war))
+    # stage 2: the head's pairs reduced to the two vectors, its own engine left out
+    assert len(q.slots) == 2, "the head is slot rd_slot of two"
+    pairs_full = Mux(q.rd_slot, pairs[1][0], pairs[0][0])
+    pairs_war = Mux(q.rd_slot, pairs[1][1], pairs[0][1])
     own = Cat(*(head.cls[f].replicate(spec.STATION_SLOTS) for f in range(n_eng)))
     dep_full = Signal(COLUMNS, name="dep_full")
     dep_war = Signal(COLUMNS, name="dep_war")
@@ -182,20 +197,30 @@ def _enter(m: Module, s, ctl, busy, start, stop, q) -> SimpleNamespace:
     m.d.sync += [dep_full.eq(_remap(reduced_full, s.shift, s.clear)),
                  dep_war.eq(_remap(reduced_war, s.shift, s.clear))]
 
+    # the decision to take the head is made a cycle ahead and registered (``take_q``, one per
+    # engine, and ``stop_q`` for a stop), from what the registers will hold: the head does not
+    # change unless taken (then ``settled`` falls), room only grows by this cycle's issue
     ready = Signal(name="enter_ready")
     settled = Signal(name="settled")
     settled1 = Signal()
     consume = Signal(name="enter")
-    room = [~s.wv[f][waiting_slots - 1] for f in range(n_eng)]     # a waiting entry free
+    take_q = Signal(n_eng, name="take_q")
+    stop_q = Signal(name="stop_q")
+    # an issue shifts e's queue down: its last waiting entry is then free
+    room_next = [s.issue[f] | ~s.wv[f][waiting_slots - 1] for f in range(n_eng)]
+    settled_next = settled1 & ~consume
     m.d.comb += [
-        ready.eq(busy & ~s.stopping & (q.count != 0) & settled),
-        consume.eq(ready & Mux(head.stop, s.all_done, any_of(head.cls[f] & room[f] for f in range(n_eng)))),
+        ready.eq(busy & ~s.stopping & settled),
+        consume.eq(busy & ~s.stopping & (take_q.any() | stop_q)),
         q.consume.eq(consume),
     ]
     with m.If(start | stop):
-        m.d.sync += [settled1.eq(0), settled.eq(0)]
+        m.d.sync += [settled1.eq(0), settled.eq(0), take_q.eq(0), stop_q.eq(0)]
     with m.Else():
-        m.d.sync += [settled1.eq((q.count != 0) & ~consume), settled.eq(settled1 & ~consume)]
+        m.d.sync += [settled1.eq((q.count != 0) & ~consume), settled.eq(settled_next),
+                     take_q.eq(Cat(*(settled_next & ~head.stop & head.cls[f] & room_next[f]
+                                     for f in range(n_eng)))),
+                     stop_q.eq(settled_next & head.stop & s.all_done_next)]
 
     entry = Signal(s.w[0][0].shape())
     m.d.comb += [
@@ -209,7 +234,7 @@ def _enter(m: Module, s, ctl, busy, start, stop, q) -> SimpleNamespace:
         entry.war.eq(_remap(dep_war, s.shift, s.clear)),
     ]
     for f in range(n_eng):
-        _queue(m, s, f, consume & ~head.stop & head.cls[f], entry, start)
+        _queue(m, s, f, busy & ~s.stopping & take_q[f], entry, start)
     return SimpleNamespace(ready=ready, consume=consume)
 
 
@@ -314,7 +339,7 @@ def _engines(m: Module, s, ctl, start: Value) -> None:
         "ends_soon: an instruction issued now ends two cycles after its dispatch at the earliest"
     wtop = [Signal(lbits + 2, name=f"wtop_{e}") for e in ENGINES]
     ld_beats = Signal(lbits, name="ld_beats")   # beats of the LD in flight the DMA has yet to read
-    dma_held = Signal(name="dma_held")
+    dma_held = s.dma_held
     s.ends_soon = [Signal(init=1, name=f"ends_soon_{e}") for e in ENGINES]
     s.read_soon = [Signal(init=1, name=f"read_soon_{e}") for e in ENGINES]
     for k, h in enumerate(heads):
