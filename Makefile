@@ -18,6 +18,8 @@ SEED    ?= 1
 WAVES   ?= 0
 RESUME  ?= 0
 JOBS    ?=
+ENGINE  ?=
+CHUNK   ?=
 PARAMS  ?=
 # $(call quote,VALUE): VALUE as one shell word whatever it holds, quotes included (it's -> 'it'\''s')
 quote    = '$(subst ','\'',$(1))'
@@ -36,7 +38,7 @@ help:  ## list the targets
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/^([a-z-]+):.*## (.*)/  make \1\t\2/' | expand -t 26
 	@echo
 	@echo $(call quote,Variables: SEEDS=$(SEEDS) SIM=$(SIM) (icarus|verilator|both) N=$(N) SEED=$(SEED) WAVES=$(WAVES) RESUME=$(RESUME))
-	@echo $(call quote,           JOBS=(one per core) FREQ=$(FREQ) COUNT=$(COUNT))
+	@echo $(call quote,           JOBS=(one per core) FREQ=$(FREQ) COUNT=$(COUNT) ENGINE=auto|ray|local (campaigns; RAY_ADDRESS=host:port: a Ray cluster, docs/cluster.md))
 	@echo $(call quote,           PARAMS=$(PARAMS)): the machine for verilog, lint, cosim, stress, bench, synth, bitstream, digits,
 	@echo "           e.g. PARAMS=t8 or PARAMS=\"T=8 LANES=8 SPAD_WORDS=16384\" (presets t2 t4 t8 t16; the"
 	@echo "           parameters and their ranges: docs/isa.md; outputs of another machine: build/machines/<tag>/)"
@@ -85,10 +87,10 @@ test-all: setup synth-setup  ## the whole test suite, slow tests included (Veril
 	$(PY) -m pytest -q -n 2
 
 cosim: setup  ## compiled graphs SEEDS=100-111 (or 3,7,20-25) on the RTL vs the reference; SIM=icarus|verilator|both, WAVES=1 (yes, on: waveforms and GTKWave save files; apt-get install gtkwave)
-	$(PY) -m cosim seeds $(call quote,$(SEEDS)) --sim $(call quote,$(SIM)) $(if $(filter-out 0,$(WAVES)),--waves=$(call quote,$(WAVES))) $(if $(JOBS),--jobs $(call quote,$(JOBS))) $(MACHINE)
+	$(PY) -m cosim seeds $(call quote,$(SEEDS)) --sim $(call quote,$(SIM)) $(if $(filter-out 0,$(WAVES)),--waves=$(call quote,$(WAVES))) $(if $(JOBS),--jobs $(call quote,$(JOBS))) $(if $(ENGINE),--engine $(call quote,$(ENGINE))) $(MACHINE)
 
 stress: setup  ## N random ISA programs from SEED on the RTL vs the reference, with coverage; RESUME=1 continues a campaign
-	$(PY) -m cosim stress --n $(call quote,$(N)) --seed $(call quote,$(SEED)) --sim $(call quote,$(SIM)) $(if $(filter-out 0,$(WAVES)),--waves=$(call quote,$(WAVES))) $(if $(filter-out 0,$(RESUME)),--resume) $(if $(JOBS),--jobs $(call quote,$(JOBS))) $(MACHINE)
+	$(PY) -m cosim stress --n $(call quote,$(N)) --seed $(call quote,$(SEED)) --sim $(call quote,$(SIM)) $(if $(filter-out 0,$(WAVES)),--waves=$(call quote,$(WAVES))) $(if $(filter-out 0,$(RESUME)),--resume) $(if $(CHUNK),--chunk $(call quote,$(CHUNK))) $(if $(JOBS),--jobs $(call quote,$(JOBS))) $(if $(ENGINE),--engine $(call quote,$(ENGINE))) $(MACHINE)
 
 bench-cosim: setup  ## co-simulation speed: launch overhead, simulated cycles/s on a long program, warm make cosim (SIM=)
 	$(PY) -m cosim bench --sim $(call quote,$(SIM))
@@ -125,7 +127,7 @@ mutants: setup  ## the compiler's mutation check (compiler/testing/mutants.py) a
 	$(PY) -m pytest -q -n 2 -m slow tests/sim/test_issue_rule_mutants.py
 
 mutants-rtl: setup synth-setup  ## COUNT=48 mutations of the hardware by Yosys (every unit), each graded by cosim and stress; SEED=1
-	$(PY) -m cosim.mutants_rtl --count $(call quote,$(COUNT)) --seed $(call quote,$(SEED)) --jobs 2
+	$(PY) -m cosim.mutants_rtl --count $(call quote,$(COUNT)) --seed $(call quote,$(SEED)) --jobs 2 $(if $(ENGINE),--engine $(call quote,$(ENGINE)))
 
 verilog: setup  ## write build/ga2.v (core), build/ga2_simtop.v (core + external memory), build/ga2_ports.json; PARAMS=
 	$(PY) -m flows.export $(MACHINE)

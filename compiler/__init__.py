@@ -10,17 +10,25 @@
     outcome = program.run({"x": x_values})           # on the reference machine
     outcome.outputs["probs"].floats
 
-The operations are declared once, in the table of :mod:`.ops` (shape rules in :mod:`.shapes`,
-meanings in :mod:`.semantics`, lowerings in :mod:`.lowering`); the graph IR is :mod:`.ir`,
-with a text form (:mod:`.text`). The pipeline is the list of passes in :mod:`.pipeline`, one
-module each: :mod:`.limits`, :mod:`.fusion`, :mod:`.placement`, :mod:`.lifetimes`,
-:mod:`.layout`, :mod:`.calibrate` (with :mod:`.evaluate`), :mod:`.scales` (with
-:mod:`.requant`), :mod:`.emit` (with :mod:`.allocator`, and :mod:`.blocking` and
-:mod:`.streaming` for layers larger than the scratchpad), their contracts in
-:mod:`.contracts`; the result is a :class:`Program`. To check it: :mod:`.interpret`,
-:mod:`.realcheck`, :mod:`.accuracy`. PyTorch: :mod:`.frontend`. The compiler's own test
-tooling (random graphs, the battery, the mutation check, golden text, the seed table,
-benchmarks, capacity) is :mod:`.testing`.
+The compiler in layers, each importing only those below it (``tests/test_layers.py``):
+
+* what an operation is, and the IR: the table of operations, one module per operation with
+  its shape rule and its meanings in floating point, in integers and as a real-number check
+  (:mod:`.ops`); the graph IR (:mod:`.ir`) and its text form (:mod:`.text`);
+* the passes over the graph, one module each: :mod:`.limits`, :mod:`.cse`, :mod:`.fusion`,
+  :mod:`.placement`, :mod:`.lifetimes`, :mod:`.layout`, :mod:`.calibrate` (with
+  :mod:`.evaluate`), :mod:`.scales`;
+* the back end: each operation's lowering, registered against it (:mod:`.lowering`), the
+  blocking and streaming of layers larger than the scratchpad (:mod:`.blocking`,
+  :mod:`.streaming`), emission (:mod:`.emit`, with :mod:`.allocator`), the scheduling for the
+  machine whose engines overlap (:mod:`.schedule`);
+* the result, a :class:`Program`, and what reads it: :mod:`.interpret`, :mod:`.realcheck`,
+  :mod:`.accuracy`, :mod:`.explain`;
+* the pipeline, the list of passes by name with their contracts (:mod:`.pipeline`,
+  :mod:`.contracts`), and the PyTorch front end (:mod:`.frontend`).
+
+The compiler's own test tooling (random graphs, the battery, the mutation check, golden text,
+benchmarks, capacity) is :mod:`.testing`; production code never imports it.
 """
 
 from .ir import CompileError, Graph

@@ -9,12 +9,15 @@ result (or by 1 when the float result is all zero); it returns the worst over th
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from .evaluate import evaluate
 from .ops import OPS, Role
-from .program import Program, RunOutcome
+
+if TYPE_CHECKING:
+    from .program import Program, RunOutcome
 
 
 def relative_error(program: Program, outcome: RunOutcome, inputs: Mapping[str, object]) -> float:

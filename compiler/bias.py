@@ -21,7 +21,7 @@ from sim.arith import INT8_MAX, round_half_away_array
 from .errors import CompileError
 
 if TYPE_CHECKING:
-    from .ir import Node
+    from .node import Node
 
 INT32_MAX = (1 << 31) - 1
 PREFIX = "bias of node "

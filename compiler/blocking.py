@@ -50,7 +50,7 @@ from typing import NamedTuple
 
 from sim.spec import BY_NAME, INT8_PER_WORD, Mem, Params, latency
 
-from .lowering import mm_pieces, strided_mm_fields, tiles
+from .lowering.matmul import mm_pieces, strided_mm_fields, tiles
 from .packing import aligned
 
 

@@ -13,13 +13,13 @@ import math
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
-from .bias import has_bias, region_name
-from .ops import OPS, RESULT, Op, Role
+from .layout import constant_regions
+from .lowering.table import LOWERINGS
+from .ops import OPS, RESULT, Role
 from .requant import shift_range
-from .tables import region_name as table_region
 
 if TYPE_CHECKING:
-    from .pipeline import Compilation
+    from .compilation import Compilation
 
 
 class ContractError(AssertionError):
@@ -95,10 +95,9 @@ def check_layout(state: Compilation) -> None:
     _require(top == state.ext_words <= state.params.EXT_WORDS, "layout",
              f"the regions end at {top}, ext_words is {state.ext_words}")
     named = {n.name for n in state.graph.nodes if OPS[n.op].role in (Role.SOURCE, Role.SINK)}
-    named |= {region_name(n) for n in state.graph.nodes if has_bias(n)}
-    named |= {table_region(n) for n in state.graph.nodes if n.op == Op.TABLE}
+    named |= {constant.region(n) for n, constant in constant_regions(state.graph)}
     _require(named == set(state.ext), "layout",
-             "the regions are not one per input, weight, bias and output")
+             "the regions are not one per input, weight, constant (a bias, a table) and output")
 
 
 def check_calibration(state: Compilation) -> None:
@@ -142,7 +141,7 @@ def check_emission(state: Compilation) -> None:
     low, high = shift_range(params)
     for key, (_, shift) in emission.requantizers.items():
         _require(low <= shift <= high, "emission", f"requantizer {key} has the shift {shift}")
-    matmuls = {n.id for n in state.graph.nodes if OPS[n.op].blocked is not None}
+    matmuls = {n.id for n in state.graph.nodes if LOWERINGS[n.op].step is not None}
     _require(set(emission.blockings) == matmuls, "emission", "not every matmul has its blocking recorded")
     for name, width in emission.panels.items():
         node = state.graph.nodes[state.graph.names[name]]

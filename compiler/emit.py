@@ -3,18 +3,19 @@
 Contract: given the scales, the fused relus, the placement, the release schedule and the
 external layout, :func:`emit` returns the program (ending in HALT), the requantizer
 parameters and the scratchpad high-water mark. Each node is handled by its role in the
-table of :mod:`compiler.ops` and lowered by the table's ``lower`` hook (the instructions
-of each operation, in the seed's order, are in :mod:`compiler.lowering`); the order fixes
-every address, and a buffer gets its address the first time a step needs it:
+table of :mod:`compiler.ops` and lowered by the lowering registered against its operation in
+the table it is given (:data:`compiler.lowering.table.LOWERINGS`: the instructions of each
+operation, in the seed's order); the order fixes every address, and a buffer gets its address
+the first time a step needs it:
 
-* sources (input, weight): nothing at their own step; loaded (their ``lower`` hook) just
+* sources (input, weight): nothing at their own step; loaded (their lowering) just
   before the first step that reads them;
-* views (slice, concat, relu): their operands are loaded and their hook allocates their
+* views (slice, concat, relu): their operands are loaded and their lowering allocates their
   buffer, but no instruction is written and nothing is released after them;
-* compute and sink nodes: their operands are loaded, their hook writes their instructions;
+* compute and sink nodes: their operands are loaded, their lowering writes their instructions;
   then, with reuse on, the buffers whose last touch was that step are released (in
   first-touch order, :mod:`compiler.lifetimes`);
-* an operation with a ``blocked`` hook in the table (a matmul) places its operands itself:
+* an operation whose lowering has a ``step`` (a matmul) places its operands itself:
   whole as above when that fits, else a blocking that streams them (:mod:`compiler.streaming`);
   it tries, and a try that runs out of scratchpad is undone (:meth:`Emitter.checkpoint`,
   :meth:`Emitter.rollback`) before the next;
@@ -27,15 +28,15 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from sim.asm import Instruction, build
-from sim.spec import DEFAULT, Params
+from sim.spec import Params
 
 from .allocator import Allocator, AllocEvent, AllocState
 from .blocking import Blocking, Ranking
 from .errors import CompileError
 from .ir import Graph, Node
 from .layout import ExtEntry
-from .lowering import RequantKey
-from .ops import OPS, Role
+from .lowering.emitter import Lowering, RequantKey
+from .ops import OPS, Op, Role
 from .placement import Buffer, Placement
 
 
@@ -45,7 +46,7 @@ class Emission:
 
     Attributes:
         code: the instructions, HALT last.
-        requantizers: requantizer key -> (m, s) (see :data:`compiler.lowering.RequantKey`).
+        requantizers: requantizer key -> (m, s) (see :data:`compiler.lowering.emitter.RequantKey`).
         spad_high: scratchpad high-water mark in words.
         blockings: matmul node id -> how its step ran (:class:`compiler.blocking.Blocking`;
             ``whole`` when its operands fitted the scratchpad whole).
@@ -79,12 +80,14 @@ class Checkpoint:
 
 
 class Emitter:
-    """The emission under way: what the lowering hooks use (:class:`compiler.lowering.Emitter`)."""
+    """The emission under way: what the lowerings use (:class:`compiler.lowering.emitter.Emitter`)."""
 
     def __init__(self, graph: Graph, scales: Mapping[int, float], fused: set[int], placement: Placement,
                  schedule: Mapping[int, Sequence[int]], ext: Mapping[str, ExtEntry], reuse: bool,
-                 params: Params, events: list[AllocEvent] | None, stream: bool = True):
+                 params: Params, events: list[AllocEvent] | None, stream: bool,
+                 lowerings: Mapping[Op, Lowering]):
         self.graph = graph
+        self.lowerings = lowerings
         self.nodes = graph.nodes
         self.scales = scales
         self.fused = fused
@@ -126,7 +129,7 @@ class Emitter:
         if spec.role is Role.SOURCE and nid not in self.loaded:
             self.loaded.add(nid)
             self.load_order.append(nid)
-            spec.lower(self, node, [])
+            self.lowerings[node.op].lower(self, node, [])
         return self.address(nid)
 
     def unloaded_source(self, nid: int) -> bool:
@@ -134,8 +137,8 @@ class Emitter:
         return OPS[self.nodes[nid].op].role is Role.SOURCE and nid not in self.loaded
 
     def lower(self, node: Node, operands: Sequence[int]) -> None:
-        """Write a node's instructions by its table entry's ``lower`` hook."""
-        OPS[node.op].lower(self, node, operands)
+        """Write a node's instructions by its operation's lowering, its operands at ``operands``."""
+        self.lowerings[node.op].lower(self, node, operands)
 
     def readers(self, nid: int) -> list[int]:
         """The nodes that read node ``nid``."""
@@ -176,8 +179,9 @@ class Emitter:
             if spec.role is Role.SOURCE:
                 continue
             self.step = node.id
-            if spec.blocked is not None:
-                spec.blocked(self, node)
+            step = self.lowerings[node.op].step
+            if step is not None:
+                step(self, node)
             else:
                 self.lower(node, [self.ensure(i) for i in node.ins])
             if self.reuse and spec.role is not Role.VIEW:
@@ -193,8 +197,9 @@ class Emitter:
 
 
 def emit(graph: Graph, scales: Mapping[int, float], fused: set[int], placement: Placement,
-         schedule: Mapping[int, Sequence[int]], ext: Mapping[str, ExtEntry], reuse: bool = True,
-         params: Params = DEFAULT, events: list[AllocEvent] | None = None, stream: bool = True) -> Emission:
+         schedule: Mapping[int, Sequence[int]], ext: Mapping[str, ExtEntry], *, params: Params,
+         lowerings: Mapping[Op, Lowering], reuse: bool = True, events: list[AllocEvent] | None = None,
+         stream: bool = True) -> Emission:
     """Write the program.
 
     Args:
@@ -203,7 +208,9 @@ def emit(graph: Graph, scales: Mapping[int, float], fused: set[int], placement: 
             updated). schedule: step -> buffers to release (see :mod:`compiler.lifetimes`).
         ext: the external layout. reuse: release dead buffers (False keeps every tensor's
             buffer to the end, for differential tests and for reading every tensor back).
-        params: the machine. events: if given, the allocator's trace is appended to it.
+        params: the machine. lowerings: each operation's lowering
+            (:data:`compiler.lowering.table.LOWERINGS`). events: if given, the allocator's trace
+            is appended to it.
         stream: block a matmul whose operands do not fit the scratchpad whole
             (:mod:`compiler.streaming`); False refuses it as the seed's compiler does.
 
@@ -215,4 +222,5 @@ def emit(graph: Graph, scales: Mapping[int, float], fused: set[int], placement: 
         CompileError: the scratchpad is full, a requantizer's shift is out of range or its
             factor underflows or overflows, or the program does not fit the instruction memory.
     """
-    return Emitter(graph, scales, fused, placement, schedule, ext, reuse, params, events, stream).run()
+    return Emitter(graph, scales, fused, placement, schedule, ext, reuse, params, events, stream,
+                   lowerings).run()

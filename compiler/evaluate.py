@@ -4,7 +4,7 @@ Contract: :func:`evaluate_batch` takes every input as a float64 array of shape
 (S, rows, cols), S samples stacked, and returns every node's value as (S, rows, cols);
 :func:`evaluate` does the same for one sample with 2-D arrays. Nothing is quantized here.
 Each node's value is its operation's float meaning from the table (:mod:`compiler.ops`),
-whose summation order is part of the contract (see :mod:`compiler.semantics`).
+whose summation order is part of the contract (see :mod:`compiler.ops.semantics`).
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import numpy as np
 
 from .ir import Graph
 from .ops import OPS
-from .semantics import FloatContext, matmul_in_order, running_sum, softmax_rows
+from .ops.semantics import FloatContext, matmul_in_order, running_sum, softmax_rows
 
 __all__ = ["evaluate", "evaluate_batch", "matmul_in_order", "running_sum", "softmax_rows"]
 

@@ -15,14 +15,22 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from sim.asm import disassemble
 
+from .accuracy import relative_error
+from .evaluate import evaluate
+from .interpret import interpret
+from .lowering.matmul import tiles
 from .ops import OPS, Op
-from .program import Program
+from .realcheck import stagewise_problems
 from .timeline import UNIT_NAMES, timeline, unit_totals
+
+if TYPE_CHECKING:
+    from .program import Program
 
 
 @dataclass
@@ -201,8 +209,6 @@ def tile_plans(program: Program) -> list[TilePlan]:
     The MMs of the code are matched to the tiles in order (emission writes one MM per tile,
     tile rows outer); a pc is None where the MM's M and N are not the tile's.
     """
-    from .lowering import tiles
-
     mms = [(pc, ins) for pc, ins in enumerate(program.code) if ins.op == "MM"]
     plans, k = [], 0
     for node in program.graph.nodes:
@@ -374,11 +380,6 @@ def run_checks(program: Program, inputs: Mapping[str, object]) -> Checks:
     Raises:
         ValueError: bad inputs (see :meth:`Program.run`).
     """
-    from .accuracy import relative_error
-    from .evaluate import evaluate
-    from .interpret import interpret
-    from .realcheck import stagewise_problems
-
     outcome = program.run(inputs, warn=False)
     ints = interpret(program, inputs)
     same = all(np.array_equal(v.ints, ints[program.ext[name].node]) for name, v in outcome.outputs.items())

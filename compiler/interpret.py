@@ -1,7 +1,7 @@
 """The integer interpreter: what a compiled program means, without instructions.
 
 Contract: :func:`interpret` evaluates the graph node by node on integers, each node by its
-operation's integer meaning in the table (:mod:`compiler.ops`, :mod:`compiler.semantics`),
+operation's integer meaning in the table (:mod:`compiler.ops`, :mod:`compiler.ops.semantics`),
 using only the program's planned scales and requantizer parameters and the arithmetic of
 :mod:`sim.arith` (GA2.md section 4); no tiles, addresses or instructions. The reference
 machine running the program must produce exactly these integers (battery check (b) and,
@@ -11,12 +11,15 @@ for every tensor, (c); seed chapter 11).
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from .ops import OPS
-from .program import Program
-from .semantics import IntContext
+from .ops.semantics import IntContext
+
+if TYPE_CHECKING:
+    from .program import Program
 
 
 def interpret(program: Program, inputs: Mapping[str, object]) -> dict[int, np.ndarray]:

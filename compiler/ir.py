@@ -7,7 +7,7 @@ the compiler. Node ids are list positions; nodes are in a topological order by c
 (an operand must exist before the node that reads it).
 
 Operations (seed chapter 11; int4 weights from chapter 13, slices from chapter 16; the
-table of :mod:`compiler.ops` declares each, :mod:`compiler.shapes` holds the shape rules):
+table of :mod:`compiler.ops` declares each, with its shape rule):
 
 =========== ======================= ==================================================
 op          operands                 result shape
@@ -41,8 +41,10 @@ from typing import Any
 import numpy as np
 
 from .errors import CompileError, first_non_finite, float_array, plural, shown
+from .node import Node, Shape
 from .ops import OPS, Op, Role
-from .shapes import VALID_WEIGHT_BITS, Shape
+from .ops.weight import VALID_WEIGHT_BITS
+from .text import graph_text, read_graph
 
 __all__ = ["VALID_WEIGHT_BITS", "CompileError", "Graph", "Node", "NodeId", "Op", "Shape", "first_non_finite",
            "float_array", "plural", "shown"]
@@ -69,73 +71,6 @@ class NodeId(int):
 
     def __reduce__(self) -> tuple:
         return (int, (int(self),))            # a pickled id is a plain int (the graph stays here)
-
-
-@dataclass(eq=False)
-class Node:
-    """One operation of the graph.
-
-    Attributes:
-        id: position in ``Graph.nodes``.
-        op: the operation, an :class:`~compiler.ops.Op` (a str enum: ``"matmul"``).
-        ins: ids of the operands, in order.
-        shape: (rows, cols) of the result.
-        name: external name (input, weight, output), else "".
-        array: the weight's float64 values, shape ``shape`` (weights only; None for a weight
-            parsed from text without its values).
-        bits: 8 or 4 (weights only).
-        transpose_b: the matmul reads its second operand transposed.
-        factor: the matmul's constant factor (the ``scale=`` argument of :meth:`Graph.matmul`).
-        bias: the matmul's bias, float64 of shape (cols,), added to every row after the
-            factor (None: no bias).
-        fn: a table activation's function (``gelu``, ``leaky_relu:0.01``: compiler/tables.py).
-        start, count: the rows a slice takes.
-        tag: a user's name for the tensor, used by ``compile_graph(ranges=...)``.
-
-    Two nodes are equal when every field is, a weight's values element by element.
-    """
-
-    id: int
-    op: Op
-    ins: tuple[int, ...]
-    shape: Shape
-    name: str = ""
-    array: np.ndarray | None = None
-    bits: int = 8
-    transpose_b: bool = False
-    factor: float = 1.0
-    bias: np.ndarray | None = None
-    fn: str = ""
-    start: int = 0
-    count: int = 0
-    tag: str | None = None
-
-    def describe(self) -> str:
-        """``node 4 (matmul)`` or ``node 0 (input 'x')``, for messages."""
-        named = f" '{self.name}'" if self.name else ""
-        return f"node {self.id} ({self.op}{named})"
-
-    @property
-    def words(self) -> int:
-        """Number of elements, i.e. of scratchpad words the tensor occupies as int8."""
-        return self.shape[0] * self.shape[1]
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, Node):
-            return NotImplemented
-        plain = ("id", "op", "ins", "shape", "name", "bits", "transpose_b", "factor", "fn", "start", "count",
-                 "tag")
-        if any(getattr(self, f) != getattr(other, f) for f in plain):
-            return False
-        for a, b in ((self.array, other.array), (self.bias, other.bias)):
-            if a is None or b is None:
-                if a is not b:
-                    return False
-            elif not (a.shape == b.shape and bool(np.array_equal(a, b))):
-                return False
-        return True
-
-    __hash__ = None  # mutable (a tag can be added), so not hashable
 
 
 @dataclass
@@ -301,7 +236,6 @@ class Graph:
     def text(self) -> str:
         """The graph as text, one node a line: ``%2 = matmul %0, %1 factor=0.5 -> (4, 8)``
         (see :mod:`compiler.text`; a weight's values are not part of it)."""
-        from .text import graph_text
         return graph_text(self)
 
     def __str__(self) -> str:
@@ -322,8 +256,9 @@ class Graph:
             CompileError: a line that does not parse, or a node the builders refuse; the
                 message names the line.
         """
-        from .text import parse_graph
-        return parse_graph(text, weights)
+        graph = cls()
+        read_graph(graph, text, weights)
+        return graph
 
     # ------------------------------------------------------------------ queries
 

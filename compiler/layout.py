@@ -2,9 +2,12 @@
 
 Contract: the sources (inputs and weights) take consecutive regions from word 0, in node
 order (an int4 weight takes ceil(elements / 8) packed words, a packed int8 weight ceil(elements
-/ 4), :mod:`compiler.packing`); then the bias of each biased
-matmul, one int32 word per column (``bias of node <id>``, :mod:`compiler.bias`); the outputs
-follow, in node order, one word per element (seed chapter 11). The whole must fit the machine's EXT_WORDS.
+/ 4), :mod:`compiler.packing`); then the constant regions the operations declare
+(:class:`compiler.ops.Constant`), kind by kind in the order of the table of operations, node by
+node: the bias of each biased matmul, one int32 word per column (``bias of node <id>``,
+:mod:`compiler.bias`), then the 256 entries of each table activation (``table of node <id>``,
+:mod:`compiler.tables`); the outputs follow, in node order, one word per element (seed chapter
+11). The whole must fit the machine's EXT_WORDS.
 
 Inside its region a tensor is stored row by row, except a source that emission streams in
 column blocks (:mod:`compiler.streaming`): it is stored in column panels
@@ -18,15 +21,13 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from sim.spec import DEFAULT, LUT_TABLE_WORDS, Params
+from sim.spec import Params
 
-from .bias import has_bias, region_name
 from .errors import CompileError, plural
 from .int4 import is_int4, packed_words
 from .ir import Graph, Node
-from .ops import OPS, Op, Role
+from .ops import OPS, Constant, Op, Role
 from .packing import int8_words
-from .tables import region_name as table_region
 
 
 @dataclass(frozen=True)
@@ -80,7 +81,7 @@ def packable(node: Node) -> bool:
     return node.op == Op.WEIGHT and not is_int4(node)
 
 
-def external_layout(graph: Graph, params: Params = DEFAULT,
+def external_layout(graph: Graph, params: Params,
                     pack: bool | None = None) -> tuple[dict[str, ExtEntry], int]:
     """The layout and the number of words it uses.
 
@@ -116,22 +117,38 @@ def regions(graph: Graph, pack: bool) -> tuple[dict[str, ExtEntry], int]:
     where they end; not checked against EXT_WORDS."""
     entries: dict[str, ExtEntry] = {}
     top = 0
-    loaded = [n for n in graph.nodes if OPS[n.op].role is Role.SOURCE]
-    biased = [n for n in graph.nodes if has_bias(n)]
-    tables = [n for n in graph.nodes if n.op == Op.TABLE]
-    stored = [n for n in graph.nodes if OPS[n.op].role is Role.SINK]
-    for node in loaded + biased + tables + stored:
-        if has_bias(node) and OPS[node.op].role is not Role.SOURCE:   # compiler/bias.py: int32 per column
-            entry = ExtEntry(region_name(node), top, node.shape[1], (1, node.shape[1]), node.id, node.op)
-        elif node.op == Op.TABLE:   # compiler/tables.py: 256 entries
-            entry = ExtEntry(table_region(node), top, LUT_TABLE_WORDS, (1, LUT_TABLE_WORDS), node.id, node.op)
-        else:
-            packed = pack and packable(node)
-            entry = ExtEntry(node.name, top, external_words(node, packed), node.shape, node.id, node.op,
-                             fmt=int(packed))
+
+    def add(entry: ExtEntry) -> None:
+        nonlocal top
         entries[entry.name] = entry
         top = entry.end
+
+    for node in graph.nodes:
+        if OPS[node.op].role is Role.SOURCE:
+            packed = pack and packable(node)
+            add(ExtEntry(node.name, top, external_words(node, packed), node.shape, node.id, node.op,
+                         fmt=int(packed)))
+    for node, constant in constant_regions(graph):
+        words = constant.words(node)
+        add(ExtEntry(constant.region(node), top, words, (1, words), node.id, node.op))
+    for node in graph.nodes:
+        if OPS[node.op].role is Role.SINK:
+            add(ExtEntry(node.name, top, external_words(node), node.shape, node.id, node.op))
     return entries, top
+
+
+def constant_regions(graph: Graph) -> list[tuple[Node, Constant]]:
+    """The constant regions the graph's nodes need, in the order of the layout: kind by kind in
+    the order of the table of operations (a matmul's bias before a table's entries), node by node."""
+    return [(node, constant) for spec in OPS.values() for constant in spec.constants
+            for node in graph.nodes if node.op is spec.op and constant.needed(node)]
+
+
+def constant_of(entry: ExtEntry, nodes: list[Node]) -> Constant | None:
+    """The constant a region holds (a bias, a table's entries), None for an input's, a weight's or
+    an output's region."""
+    node = nodes[entry.node]
+    return next((c for c in OPS[node.op].constants if c.needed(node) and c.region(node) == entry.name), None)
 
 
 def panel_major(values: np.ndarray, width: int) -> np.ndarray:

@@ -9,14 +9,14 @@ machine's :class:`sim.spec.Params`.
 
 from __future__ import annotations
 
-from sim.spec import DEFAULT, Params
+from sim.spec import Params
 
 from .errors import CompileError
 from .ir import Graph
 from .ops import OPS
 
 
-def check_limits(graph: Graph, params: Params = DEFAULT) -> None:
+def check_limits(graph: Graph, params: Params) -> None:
     """Raise CompileError, naming the node, if an operation exceeds a unit's limit."""
     for node in graph.nodes:
         for limit in OPS[node.op].limits:

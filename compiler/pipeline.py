@@ -1,9 +1,13 @@
 """The pipeline as data: the passes in order, each with its contract, and ``compile_graph``.
 
-:data:`PASSES` is the one list of passes. Each :class:`Pass` names the fields of the shared
-:class:`Compilation` it reads and writes and states what holds before and after it; its
-``check`` asserts the after-condition where that is cheap (run with ``check_contracts=True``,
-:mod:`compiler.contracts`). Structure first, then data: the unit limits, relu fusion,
+:data:`PASSES` is the one list of passes. Each :class:`Pass` has a name, names the fields of
+the shared :class:`~compiler.compilation.Compilation` it reads and writes and states what
+holds before and after it; its ``check`` asserts the after-condition where that is cheap (run
+with ``check_contracts=True``, :mod:`compiler.contracts`). A pass that later passes can do
+without can be switched off by name (``compile_graph(..., disable={"cse", "fusion"})``, or the
+passes to run listed, ``passes="limits,fusion,..."``, as xDSL's ``-p``): it then runs its
+``off`` instead, which sets what it writes without its work (:func:`switched_off` refuses an
+unknown name, or a pass a later one needs). Structure first, then data: the unit limits, relu fusion,
 placement, lifetimes and the external layout depend on the graph alone and refuse a bad
 graph before any calibration work (the PyTorch front end runs this structural prefix,
 :func:`check_structure`, to refuse a model early); then the calibration data is checked and
@@ -13,76 +17,31 @@ measured, the scales planned, and the program emitted (seed chapter 11, figure 1
 from __future__ import annotations
 
 import warnings
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
-
-import numpy as np
+from collections.abc import Callable, Collection, Mapping, Sequence
+from dataclasses import dataclass
 
 from sim.spec import DEFAULT, Params
 
 from . import contracts
 from .allocator import AllocEvent
+from .arguments import check_arguments
 from .calibrate import calibration_values, ranges_of
+from .compilation import Compilation
 from .cse import eliminate
-from .emit import Emission, emit
-from .errors import CompileError, plural, shown
+from .emit import emit
+from .errors import CompileError, shown
 from .fusion import fuse_relus
 from .ir import Graph
-from .layout import ExtEntry, external_layout, with_panels
+from .layout import external_layout, with_panels
 from .lifetimes import release_schedule
 from .limits import check_limits
-from .ops import Op
-from .placement import Placement, place
+from .lowering.table import LOWERINGS
+from .ops import OPS
+from .placement import place
 from .program import Program
-from .scales import ScalePlan, ZeroRangeWarning, plan_scales
+from .scales import ZeroRangeWarning, plan_scales
 from .schedule import reorder_emission
 from .tables import TableSaturationWarning, saturation_notes
-
-
-@dataclass
-class Compilation:
-    """What the passes share: the arguments of :func:`compile_graph`, then what each pass adds.
-
-    Attributes (arguments): graph, params (the machine), calibration (samples), fixed_ranges
-    (``ranges=``), reuse, events (the allocator's trace, or None), stream (block matmuls
-    whose operands do not fit the scratchpad whole), pack (int8 weights four to an external
-    word: True, False, or None for only when needed; :mod:`compiler.packing`), cse (merge
-    repeated pure subgraphs: :mod:`compiler.cse`), fuse (a relu is the relu flag of the
-    instruction that writes its operand, else an RQ of its own: :mod:`compiler.fusion`).
-    reorder (OVERLAP = 1: list-schedule the emitted code, :mod:`compiler.schedule`).
-    Attributes (results, None until their pass ran): source (the argument graph: the cse pass
-    replaces ``graph`` by the merged graph), node_of (source's node id -> the id of the node
-    computing it in ``graph``), consumers (node id -> readers), fused
-    (matmuls carrying a relu), placement, schedule (step -> buffers released there), ext and
-    ext_words (the external layout), ranges (calibrated, node id -> largest |value|),
-    table_inputs (table node id -> its input's calibration values), plan
-    (the scale plan), emission (code, requantizers, high-water mark).
-    """
-
-    graph: Graph
-    params: Params = DEFAULT
-    calibration: Sequence[Mapping[str, object]] | None = None
-    fixed_ranges: Mapping[str, float] | None = None
-    reuse: bool = True
-    events: list[AllocEvent] | None = None
-    stream: bool = True
-    pack: bool | None = None
-    cse: bool = True
-    fuse: bool = True
-    reorder: bool = True
-    first_event: int = 0
-    source: Graph | None = field(default=None, repr=False)
-    node_of: dict[int, int] | None = None
-    consumers: dict[int, list[int]] | None = None
-    fused: set[int] | None = None
-    placement: Placement | None = None
-    schedule: dict[int, list[int]] | None = None
-    ext: dict[str, ExtEntry] | None = field(default=None, repr=False)
-    ext_words: int | None = None
-    ranges: dict[int, float] | None = None
-    table_inputs: dict[int, np.ndarray] | None = field(default=None, repr=False)
-    plan: ScalePlan | None = None
-    emission: Emission | None = None
 
 
 @dataclass(frozen=True)
@@ -98,6 +57,9 @@ class Pass:
         after: what holds after it, in words.
         check: asserts the after-condition (raises :class:`compiler.contracts.ContractError`),
             or None where the pass itself is the check.
+        off: what it does when switched off (``compile_graph(disable={name})``): sets what it
+            writes without its work, so that the later passes run as before (the after-condition
+            still holds). None: it cannot be switched off.
     """
 
     name: str
@@ -107,6 +69,7 @@ class Pass:
     before: str
     after: str
     check: Callable[[Compilation], None] | None = None
+    off: Callable[[Compilation], None] | None = None
 
 
 def _limits(c: Compilation) -> None:
@@ -115,22 +78,30 @@ def _limits(c: Compilation) -> None:
 
 def _cse(c: Compilation) -> None:
     c.source = c.graph
-    if not c.cse:
-        c.node_of = {n.id: n.id for n in c.graph.nodes}
-        return
     checks = tuple(p for p in structural_passes() if p.name != "cse")
 
     def check(graph: Graph) -> None:
-        run_passes(Compilation(graph, c.params, pack=c.pack), checks)
+        run_passes(Compilation(graph=graph, params=c.params, pack=c.pack), checks)
 
     merged = eliminate(c.graph, check)
     c.graph, c.node_of = merged.graph, merged.node_of
 
 
+def _no_cse(c: Compilation) -> None:
+    """Every node kept: the graph is its own source, each node its own."""
+    c.source = c.graph
+    c.node_of = {n.id: n.id for n in c.graph.nodes}
+
+
 def _fusion(c: Compilation) -> None:
     c.consumers = c.graph.consumers()
-    fused = fuse_relus(c.graph, c.consumers)       # its refusals hold either way
-    c.fused = fused if c.fuse else set()
+    c.fused = fuse_relus(c.graph, c.consumers)
+
+
+def _no_fusion(c: Compilation) -> None:
+    """Its refusals hold either way; nothing fused: each relu is an identity RQ of its own."""
+    _fusion(c)
+    c.fused = set()
 
 
 def _placement(c: Compilation) -> None:
@@ -148,43 +119,47 @@ def _layout(c: Compilation) -> None:
 def _calibration(c: Compilation) -> None:
     values = calibration_values(c.graph, c.calibration)
     c.ranges = ranges_of(c.graph, values)
-    c.table_inputs = {n.id: values[n.ins[0]] for n in c.graph.nodes if n.op == Op.TABLE}
+    c.table_inputs = {n.id: values[n.ins[0]] for n in c.graph.nodes if OPS[n.op].clips_input}
 
 
 def _scales(c: Compilation) -> None:
     c.plan = plan_scales(c.graph, c.ranges, c.fixed_ranges)
     for note in c.plan.stand_ins:
         warnings.warn(note, ZeroRangeWarning, stacklevel=4)
-    for note in saturation_notes(c.graph, c.plan.scales, c.table_inputs or {}):
+    for note in saturation_notes(c.graph.nodes, c.plan.scales, c.table_inputs or {}):
         c.plan.notes.append(note)
         warnings.warn(note, TableSaturationWarning, stacklevel=4)
 
 
 def _emission(c: Compilation) -> None:
     c.first_event = len(c.events) if c.events is not None else 0
-    c.emission = emit(c.graph, c.plan.scales, c.fused, c.placement, c.schedule, c.ext, c.reuse, c.params,
-                      c.events, c.stream)
+    c.emission = emit(c.graph, c.plan.scales, c.fused, c.placement, c.schedule, c.ext, params=c.params,
+                      lowerings=LOWERINGS, reuse=c.reuse, events=c.events, stream=c.stream)
 
 
 def _scheduling(c: Compilation) -> None:
-    if c.reorder and c.params.OVERLAP:
+    if c.params.OVERLAP:
         reorder_emission(c.emission, c.params, c.events, c.first_event)
+
+
+def _no_scheduling(c: Compilation) -> None:
+    """The emitted order kept."""
 
 
 PASSES: tuple[Pass, ...] = (
     Pass("limits", _limits, ("graph", "params"), (),
          "the graph is well formed (its builders checked every node)",
          "every node is within the limits its operation declares (K_MAX, SM_MAX_LEN)"),
-    Pass("cse", _cse, ("graph", "params", "pack", "cse"), ("graph", "source", "node_of"),
+    Pass("cse", _cse, ("graph", "params", "pack"), ("graph", "source", "node_of"),
          "every node is within its limits",
          "no two pure nodes of the graph compute the same tensor, unless merging them is refused "
-         "by the structural passes; node_of maps every node of the argument graph into it",
-         contracts.check_cse),
-    Pass("fusion", _fusion, ("graph", "fuse"), ("consumers", "fused"),
+         "by the structural passes (switched off: none merged); node_of maps every node of the "
+         "argument graph into it", contracts.check_cse, off=_no_cse),
+    Pass("fusion", _fusion, ("graph",), ("consumers", "fused"),
          "the graph is well formed",
          "every relu reads a matmul or add that nothing else reads; fused holds those nodes (none "
-         "with fuse off: each relu is then an RQ of its own)",
-         contracts.check_fusion),
+         "when switched off: each relu is then an RQ of its own)",
+         contracts.check_fusion, off=_no_fusion),
     Pass("placement", _placement, ("graph", "consumers"), ("placement",),
          "relus are fused (a relu's matmul has no other reader)",
          "every node but an output has a place (buffer, row) that lies inside its buffer; views "
@@ -214,15 +189,15 @@ PASSES: tuple[Pass, ...] = (
          "the program ends in HALT and fits the instruction memory; its high-water mark fits the "
          "scratchpad; every requantizer's shift is legal; every matmul has its blocking, and only "
          "a source that streams in column blocks is stored in panels", contracts.check_emission),
-    Pass("scheduling", _scheduling, ("emission", "params", "reorder", "events", "first_event"), ("emission",),
+    Pass("scheduling", _scheduling, ("emission", "params", "events", "first_event"), ("emission",),
          "the program is emitted (each step's instructions together)",
          "OVERLAP = 1: the instructions are in an order their dependences allow that the issue rule "
-         "dispatches in no more cycles; owners and the allocator's event pcs follow them",
-         contracts.check_scheduling),
+         "dispatches in no more cycles (switched off: the emitted order); owners and the "
+         "allocator's event pcs follow them", contracts.check_scheduling, off=_no_scheduling),
 )
 """The passes of :func:`compile_graph`, in order (seed chapter 11, figure 11.1)."""
 
-_ARGUMENTS = frozenset({"graph", "params", "pack", "cse", "fuse", "reorder"})
+_ARGUMENTS = frozenset({"graph", "params", "pack"})
 """What the structural passes may read besides what earlier structural passes wrote."""
 
 
@@ -246,6 +221,8 @@ def run_passes(state: Compilation, passes: Sequence[Pass] | None = None, check: 
         check: also assert each pass's inputs are there and, where it has one, its
             after-condition (:mod:`compiler.contracts`); slower, for debugging the compiler.
 
+    A pass named in ``state.disabled`` runs its ``off`` (:func:`switched_off` has checked it has one).
+
     Raises:
         CompileError: a pass refuses the graph or its data.
         compiler.contracts.ContractError: with ``check``, a pass broke its contract (a
@@ -254,26 +231,94 @@ def run_passes(state: Compilation, passes: Sequence[Pass] | None = None, check: 
     for p in PASSES if passes is None else passes:
         if check:
             contracts.check_reads(p.name, state, p.reads)
-        p.run(state)
+        (p.off if p.name in state.disabled else p.run)(state)
         if check and p.check is not None:
             p.check(state)
 
 
-def check_structure(graph: Graph, params: Params = DEFAULT, pack: bool | None = None) -> None:
+def switched_off(disable: object = (), passes: object = None) -> frozenset[str]:
+    """The names of the passes to switch off, from ``compile_graph``'s ``disable`` (the passes
+    not to run) or ``passes`` (the passes to run, every other one switched off). Each is a
+    collection of pass names or one string of names separated by commas (``"cse,fusion"``, as
+    xDSL's ``-p``).
+
+    Raises:
+        CompileError: both are given; a name is not a pass of :data:`PASSES`, or named twice;
+            ``passes`` lists them out of the pipeline's order; a pass that a later one needs
+            (it has no ``off``) is switched off. The message names the pass and the passes
+            that can be switched off.
+    """
+    if passes is not None and _names(disable, "disable"):
+        raise CompileError("compile_graph: both disable= and passes= are given",
+                           "name the passes to switch off (disable=) or those to run (passes=), not both")
+    order = [p.name for p in PASSES]
+    optional = [p.name for p in PASSES if p.off is not None]
+    if passes is None:
+        off = _names(disable, "disable")
+    else:
+        chosen = _names(passes, "passes")
+        if chosen != sorted(chosen, key=order.index):
+            raise CompileError(f"compile_graph: passes= lists {', '.join(chosen)}, not in the "
+                               "pipeline's order", f"list them as the pipeline runs them: {', '.join(order)}")
+        off = [name for name in order if name not in chosen]
+    for name in off:
+        needer = _needed_by(name)
+        if needer is not None:
+            given = "passes= leaves out" if passes is not None else "disable= names"
+            raise CompileError(f"compile_graph: {given} the pass '{name}', which cannot be switched off: "
+                               f"{needer}", f"switch off only {', '.join(optional)}")
+    return frozenset(off)
+
+
+def _names(value: object, argument: str) -> list[str]:
+    """The pass names an argument gives (a string of names separated by commas, or a collection
+    of names), each checked to be a pass, none twice."""
+    if isinstance(value, str):
+        names = [n.strip() for n in value.split(",") if n.strip()]
+    elif isinstance(value, Collection) and all(isinstance(n, str) for n in value):
+        names = list(value)
+    else:
+        raise CompileError(f"compile_graph: {argument} = {shown(value)} is not a list of pass names",
+                           f'pass {argument}={{"cse", "fusion"}} or {argument}="cse,fusion"')
+    known = [p.name for p in PASSES]
+    for name in names:
+        if name not in known:
+            raise CompileError(f"compile_graph: {argument}= names {name!r}, which is not a pass of the "
+                               "pipeline", f"name passes of compiler.pipeline.PASSES: {', '.join(known)}")
+        if names.count(name) > 1:
+            raise CompileError(f"compile_graph: {argument}= names the pass '{name}' twice", "name it once")
+    return names
+
+
+def _needed_by(name: str) -> str | None:
+    """Why the pass ``name`` cannot be switched off (the later pass that reads what it writes),
+    or None when it can."""
+    at = next(k for k, p in enumerate(PASSES) if p.name == name)
+    if PASSES[at].off is not None:
+        return None
+    for later in PASSES[at + 1:]:
+        shared = [field for field in PASSES[at].writes if field in later.reads]
+        if shared:
+            return f"the pass '{later.name}' reads the {shared[0]} it writes"
+    return "it checks the graph against the machine, and nothing else would"
+
+
+def check_structure(graph: Graph, params: Params, pack: bool | None = None) -> None:
     """Run the structural passes (limits, cse, fusion, placement, lifetimes, layout) on a graph:
     what needs no calibration data, so that a graph they refuse fails before any.
 
     Raises:
         CompileError: the graph is refused; the message names the node at fault.
     """
-    run_passes(Compilation(graph, params, pack=pack), structural_passes())
+    run_passes(Compilation(graph=graph, params=params, pack=pack), structural_passes())
 
 
 def compile_graph(graph: Graph, calibration: Sequence[Mapping[str, object]], reuse: bool = True,
                   ranges: Mapping[str, float] | None = None, params: Params = DEFAULT,
                   events: list[AllocEvent] | None = None, check_contracts: bool = False,
                   stream: bool = True, pack: bool | None = None, cse: bool = True,
-                  fuse: bool = True, reorder: bool = True) -> Program:
+                  fuse: bool = True, reorder: bool = True, *, disable: object = (),
+                  passes: object = None) -> Program:
     """Compile a graph to a GA-2 program.
 
     Args:
@@ -293,7 +338,8 @@ def compile_graph(graph: Graph, calibration: Sequence[Mapping[str, object]], reu
             scale does not hold the fixed range, ``Program.notes`` says so, naming the tag,
             the range the scale holds and the member that set it.
         params: the machine to compile for (tile size T, K_MAX, SPAD_WORDS, EXT_WORDS,
-            SM_MAX_LEN, IMEM_WORDS).
+            SM_MAX_LEN, IMEM_WORDS, OVERLAP); by default :data:`sim.spec.DEFAULT`, the 4 x 4
+            machine of GA2.md. Every function beneath takes the machine explicitly.
         events: if a list is given, the allocator's alloc and free events are appended (as
             they happen, so a refused allocation leaves the events before it); the program
             keeps its own copy in ``Program.events`` either way.
@@ -308,28 +354,34 @@ def compile_graph(graph: Graph, calibration: Sequence[Mapping[str, object]], reu
             words): True always, False never, None (the default) only when the graph's
             regions one value a word do not fit EXT_WORDS (so a graph that fits compiles as
             it always has). ``Program.ext`` marks the packed regions (``fmt`` = 1).
-        cse: compute a pure subgraph the graph repeats once (:mod:`compiler.cse`; a graph
-            without repeats compiles to the same program either way). ``Program.graph`` is
-            then the merged graph and ``Program.node_of`` maps the ids of ``graph`` into it.
-        fuse: a relu rides on the instruction that writes its operand (the RQ of a matmul, the
-            VADD of an add; seed chapter 11). False gives each relu an identity RQ with relu = 1
-            of its own, in place: one more pass over the tensor (for the studies of what
-            fusion is worth); the same integers either way. The graphs refused are the same.
-        reorder: on a machine whose engines overlap (``params.OVERLAP = 1``), reorder the
-            emitted instructions so that independent work overlaps (:mod:`compiler.schedule`:
-            list scheduling by the issue rule, kept only when it saves cycles). No effect on
-            the serial machine.
+        disable: the passes to switch off, by name (a set, or ``"cse,fusion"``): ``cse``
+            keeps every node (:mod:`compiler.cse`; a graph without repeats compiles to the
+            same program either way; on, ``Program.graph`` is the merged graph and
+            ``Program.node_of`` maps the ids of ``graph`` into it); ``fusion`` gives each relu
+            an identity RQ with relu = 1 of its own, in place, instead of the relu flag of the
+            instruction that writes its operand (one more pass over the tensor, the same
+            integers; the graphs refused are the same); ``scheduling`` keeps the emitted order
+            on a machine whose engines overlap (on, :mod:`compiler.schedule` reorders it when
+            that saves cycles; no effect on the serial machine). The others cannot be.
+        passes: the passes to run, by name, in the pipeline's order (as xDSL's ``-p``); those
+            left out are switched off. Give ``disable`` or ``passes``, not both.
+        cse, fuse, reorder: False is the same as naming ``cse``, ``fusion`` or ``scheduling``
+            in ``disable``.
 
     Raises:
-        CompileError: the graph, the calibration data or ``ranges`` is refused, or an
-            argument has the wrong type; the message names the node, input or argument at
-            fault and says how to fix it.
+        CompileError: the graph, the calibration data or ``ranges`` is refused, an argument
+            has the wrong type, or a pass name is unknown or names a pass that cannot be
+            switched off; the message names the node, input, argument or pass at fault and
+            says how to fix it.
     """
     check_arguments(graph, reuse, ranges, params, events, stream, pack, cse, fuse, reorder)
+    flags = {"cse": cse, "fusion": fuse, "scheduling": reorder}
+    disabled = switched_off(disable, passes) | {name for name, on in flags.items() if not on}
     trace = [] if events is None else events
     first = len(trace)
-    state = Compilation(graph, params, calibration, ranges, bool(reuse), trace, bool(stream),
-                        None if pack is None else bool(pack), bool(cse), bool(fuse), bool(reorder))
+    state = Compilation(graph=graph, params=params, calibration=calibration, fixed_ranges=ranges,
+                        reuse=bool(reuse), events=trace, stream=bool(stream),
+                        pack=None if pack is None else bool(pack), disabled=disabled)
     run_passes(state, check=check_contracts)
     emission = state.emission
     compiled = state.graph.snapshot()
@@ -341,56 +393,3 @@ def compile_graph(graph: Graph, calibration: Sequence[Mapping[str, object]], reu
                    reuse=bool(reuse), machine=params, blockings=emission.blockings,
                    events=trace[first:], node_of=state.node_of, source=source, owners=emission.owners,
                    rankings=emission.rankings)
-
-
-def check_arguments(graph: object, reuse: object, ranges: object, params: object, events: object,
-                    stream: object = True, pack: object = None, cse: object = True,
-                    fuse: object = True, reorder: object = True) -> None:
-    """Refuse arguments of compile_graph of the wrong type, naming the argument and its value
-    (the calibration data is checked by :mod:`compiler.calibrate`).
-
-    Raises:
-        CompileError: the argument at fault, its value and what it should be.
-    """
-    if not isinstance(graph, Graph):
-        raise CompileError(f"compile_graph: graph = {shown(graph)} is not a compiler.Graph",
-                           "build the graph with compiler.Graph() and its methods and pass it first")
-    if not graph.outputs():
-        raise CompileError(f"compile_graph: the graph (graph #{graph.number}, "
-                           f"{plural(len(graph.nodes), 'node')}) has no output, so its program would store "
-                           "nothing a host can read",
-                           "mark each result with graph.output(node, 'name')")
-    if not isinstance(reuse, bool | np.bool_):
-        raise CompileError(f"compile_graph: reuse = {shown(reuse)} is not True or False",
-                           "pass reuse=True (release dead buffers) or reuse=False (keep every tensor)")
-    if not isinstance(stream, bool | np.bool_):
-        raise CompileError(f"compile_graph: stream = {shown(stream)} is not True or False",
-                           "pass stream=True (block a matmul that does not fit whole) or stream=False")
-    for name, value, meaning in (("cse", cse, "compute a repeated subgraph once"),
-                                 ("fuse", fuse, "a relu rides on the instruction before it"),
-                                 ("reorder", reorder, "overlap independent work")):
-        if not isinstance(value, bool | np.bool_):
-            raise CompileError(f"compile_graph: {name} = {shown(value)} is not True or False",
-                               f"pass {name}=True ({meaning}) or {name}=False")
-    if pack is not None and not isinstance(pack, bool | np.bool_):
-        raise CompileError(f"compile_graph: pack = {shown(pack)} is not True, False or None",
-                           "pass pack=True (int8 weights four to an external word), pack=False (one a "
-                           "word) or leave it out (packed only when they do not fit otherwise)")
-    if ranges is not None:
-        if not isinstance(ranges, Mapping):
-            raise CompileError(f"compile_graph: ranges = {shown(ranges)} is not a dict",
-                               "pass a dict from tag to range, e.g. ranges={'cache': 4.0}")
-        for tag in ranges:
-            if not isinstance(tag, str):
-                raise CompileError(f"compile_graph: ranges has the key {shown(tag)}, not a tag name",
-                                   "key ranges= by the names given with Graph.tag(node, name)")
-    if not isinstance(params, Params):
-        raise CompileError(f"compile_graph: params = {shown(params)} is not a sim.spec.Params",
-                           "pass sim.spec.Params(T=..., ...) or leave params out for the default machine")
-    if events is not None and not isinstance(events, list):
-        raise CompileError(f"compile_graph: events = {shown(events)} is not a list",
-                           "pass an empty list to collect the allocator's events, or leave events out")
-    missing = [node for node in graph.nodes if node.op is Op.WEIGHT and node.array is None]
-    if missing:
-        raise CompileError(f"{missing[0].describe()} has no values (the graph was parsed from text without "
-                           "them)", "pass Graph.parse(text, weights={name: values, ...})", missing[0].id)

@@ -24,21 +24,19 @@ from sim.machine import Counters, Machine, RunResult, s8, s32, to_words
 from sim.spec import Params
 
 from .allocator import AllocEvent
-from .bias import bias_levels, region_name
 from .blocking import Blocking, Ranking
 from .calibrate import check_sample
 from .errors import CompileError, plural, shown
+from .explain import explain
 from .int4 import is_int4, pack_int4
 from .ir import Graph, Node
-from .layout import ExtEntry, panel_major
-from .lowering import RequantKey
+from .layout import ExtEntry, constant_of, panel_major
+from .lowering.emitter import RequantKey
 from .ops import OPS, Role
 from .packing import pack_int8
 from .placement import Placement
 from .scales import ScalePlan
 from .symbols import ext_symbol, spad_symbol
-from .tables import region_name as table_region
-from .tables import table_levels
 
 __all__ = ["OutputValue", "Program", "RunOutcome", "SaturationWarning"]
 
@@ -95,7 +93,7 @@ class Program:
     Attributes:
         graph: the source graph as it was compiled (``Graph.snapshot``: nodes added to the
             graph later, or a node changed, are not the program's), with each repeated pure
-            subgraph once when ``compile_graph(cse=True)`` merged any (see ``node_of``).
+            subgraph once when the ``cse`` pass merged any (see ``node_of``).
         code: the instructions, ending in HALT.
         scales: node id -> scale (real value of one int8 level); argmax nodes have none.
         requantizers: the requantizers' (multiplier, shift) pairs: node id -> (m, s) for a
@@ -157,8 +155,6 @@ class Program:
         groups), requantizer pairs, tiles, allocator events, the listing with each
         instruction's start and end cycle and, given test ``inputs``, the checks
         (:func:`compiler.explain.explain`; ``samples``: how many calibrated the ranges)."""
-        from .explain import explain
-
         return explain(self, inputs, samples=samples)
 
     def quantized_inputs(self, inputs: Mapping[str, object]) -> dict[int, np.ndarray]:
@@ -214,16 +210,15 @@ class Program:
     def ext_image(self, inputs: Mapping[str, object]) -> np.ndarray:
         """The external memory the host loads: EXT_WORDS uint32 words with every input and
         weight quantized at its place (int4 weights packed, and int8 weights whose region has
-        ``fmt`` = 1); outputs' regions are zero."""
+        ``fmt`` = 1) and every constant region's words (a matmul's bias, a table's entries:
+        :class:`compiler.ops.Constant`); outputs' regions are zero."""
         image = np.zeros(self.machine.EXT_WORDS, dtype=np.int64)
         levels = self.quantized_inputs(inputs)
         for entry in self.ext.values():
             node = self.graph.nodes[entry.node]
-            if entry.name == region_name(node):   # a matmul's bias, int32 (compiler/bias.py)
-                image[entry.addr:entry.end] = bias_levels(node, self.graph.nodes, self.scales)
-                continue
-            if entry.name == table_region(node):   # a table activation's entries (compiler/tables.py)
-                image[entry.addr:entry.end] = table_levels(node, self.scales)
+            constant = constant_of(entry, self.graph.nodes)
+            if constant is not None:   # a matmul's bias (int32), a table's entries
+                image[entry.addr:entry.end] = constant.values(node, self.graph.nodes, self.scales)
                 continue
             if OPS[entry.kind].role is not Role.SOURCE:
                 continue
@@ -327,7 +322,8 @@ class Program:
         readers = [r for r in self.graph.nodes if nid in r.ins and OPS[r.op].fuses_into]
         if readers and int(nid) not in self.relu_fused:
             raise ValueError(f"{node.describe()} was overwritten in place by its relu, "
-                             f"{readers[0].describe()} (compiled with fuse=False). Fix: read the relu")
+                             f"{readers[0].describe()} (compiled with the fusion pass switched off). "
+                             "Fix: read the relu")
         addr = self.tensor_address(nid)
         if addr is None:
             if self.placement.buffer_of(node.id).home is None:

@@ -2,7 +2,7 @@
 
 Contract: :func:`stagewise_problems` takes the integers of every tensor (from the
 interpreter or read back from the machine) and checks each node whose operation computes
-(matmul, softmax, add: the table's ``real`` meaning in :mod:`compiler.semantics`) against
+(matmul, softmax, add: the table's ``real`` meaning in :mod:`compiler.ops.semantics`) against
 the real-number meaning of its operation applied to the dequantized operands, rounded to
 the result's scale: the integers must lie within the table's ``tolerance``, one level (two
 for an add, whose operands may each be rescaled by half a level before the sum is rounded).
@@ -14,12 +14,15 @@ check (d)).
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from .errors import plural
 from .ops import OPS
-from .program import Program
+
+if TYPE_CHECKING:
+    from .program import Program
 
 
 def stagewise_problems(program: Program, ints: Mapping[int, np.ndarray]) -> list[str]:

@@ -21,7 +21,7 @@ import sys
 from fractions import Fraction
 
 from sim.arith import Q16_ONE, mantissa_shift
-from sim.spec import BY_NAME, DEFAULT, Params
+from sim.spec import BY_NAME, Params
 
 from .errors import CompileError
 
@@ -74,13 +74,13 @@ def rescale_factor(scale_operand: float, scale_sum: float) -> float:
     return scale_operand / scale_sum
 
 
-def shift_range(params: Params = DEFAULT) -> tuple[int, int]:
+def shift_range(params: Params) -> tuple[int, int]:
     """The RQ instruction's legal shifts (lowest, highest), from the ISA spec."""
     shift_field = next(f for f in BY_NAME["RQ"].fields if f.name == "s")
     return shift_field.legal_range(params)
 
 
-def requantizer(factor: float, what: str, node: int, params: Params = DEFAULT) -> tuple[int, int]:
+def requantizer(factor: float, what: str, node: int, params: Params) -> tuple[int, int]:
     """The RQ parameters (m, s) for a real factor.
 
     Args:

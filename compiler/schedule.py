@@ -35,13 +35,15 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
 
 from sim import spec
 from sim.asm import Instruction, build
 from sim.spec import INT8_PER_WORD, Mem, Params
 
-from .allocator import AllocEvent
-from .emit import Emission
+if TYPE_CHECKING:
+    from .allocator import AllocEvent
+    from .emit import Emission
 
 WINDOW = 48
 """How many earlier instructions one may move ahead of (the scheduler's lookahead)."""
@@ -80,7 +82,8 @@ class Scheduled:
     cycles_before: int
 
 
-def split_loads(code: Sequence[Instruction], piece: int = LOAD_PIECE) -> tuple[list[Instruction], list[int]]:
+def split_loads(code: Sequence[Instruction], params: Params,
+                piece: int = LOAD_PIECE) -> tuple[list[Instruction], list[int]]:
     """Every LD longer than ``piece`` words cut into LDs of ``piece`` words (the last one
     shorter), in order; a packed LD (fmt = 1) reads a quarter of the words (``piece`` is a
     multiple of four). Returns the instructions and, for each, the index of the one it came from."""
@@ -94,7 +97,8 @@ def split_loads(code: Sequence[Instruction], piece: int = LOAD_PIECE) -> tuple[l
         fmt = ins.spec.complete(ins.fields)["fmt"]
         for at in range(0, ins.len, piece):
             src = ins.src + (at // INT8_PER_WORD if fmt else at)
-            out.append(build("LD", dst=ins.dst + at, src=src, len=min(piece, ins.len - at), fmt=fmt))
+            out.append(build("LD", params=params, dst=ins.dst + at, src=src, len=min(piece, ins.len - at),
+                             fmt=fmt))
             parent.append(k)
     return out, parent
 
@@ -220,7 +224,7 @@ def reorder_emission(emission: Emission, params: Params, events: list[AllocEvent
     first instruction that comes of p, p+1, ... in the new order, and one freed after emitted
     instruction p-1 is freed after the last that comes of 0..p-1 (lifetimes can only grow)."""
     code = emission.code
-    pieces, parent = split_loads(code[:-1])
+    pieces, parent = split_loads(code[:-1], params)
     if len(pieces) + 1 > params.IMEM_WORDS:
         pieces, parent = list(code[:-1]), list(range(len(code) - 1))
     pieces.append(code[-1])

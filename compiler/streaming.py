@@ -1,8 +1,9 @@
 """A matmul's step in emission: whole when its operands fit the scratchpad, else blocked.
 
-The table's ``blocked`` hook of a matmul (:func:`lower_matmul_step`). It first tries the
-step as it has always run (seed chapter 11): the operands loaded whole, one accumulator, the
-table's ``lower`` hook. When that runs out of scratchpad, the try is undone
+The ``step`` of a matmul's lowering (:func:`lower_matmul_step`, registered in
+:mod:`compiler.lowering.table`). It first tries the step as it has always run (seed chapter
+11): the operands loaded whole, one accumulator, the matmul's lowering
+(:func:`compiler.lowering.matmul.lower_matmul`). When that runs out of scratchpad, the try is undone
 (:meth:`compiler.emit.Emitter.rollback`), the candidates of :func:`compiler.blocking.rank_blockings`
 are tried fastest first, and the first whose allocations succeed is written
 (:func:`compiler.blocking.block_steps`). So a graph that fits as before compiles to the same
@@ -51,7 +52,9 @@ from .blocking import (
 )
 from .errors import CompileError, plural
 from .int4 import is_int4
-from .lowering import ld_fields, matmul_requantizer
+from .lowering.matmul import matmul_requantizer
+from .lowering.memory import ld_fields
+from .schedule import LOAD_PIECE
 
 if TYPE_CHECKING:
     from sim.asm import Instruction
@@ -75,7 +78,7 @@ def lower_matmul_step(em: Emitter, node: Node) -> None:
     """
     before = matmul_step(em, node, costs=False)   # the words only: cheap, for the record
     if (em.params.OVERLAP and em.stream and before.b_streams and before.b_panels
-            and before.k * before.n > _load_piece()):
+            and before.k * before.n > LOAD_PIECE):
         # the engines side by side: a B larger than one piece of load (compiler/schedule.py)
         # streams in T-wide panels, each in a place of its own when they all fit (a ring), so
         # its loads run ahead beside the MMs: an MM then waits for one piece, not for all of B
@@ -123,7 +126,7 @@ def packed(em: Emitter, nid: int) -> bool:
 def whole_cost(em: Emitter, nid: int, costs: bool = True) -> Whole:
     """What loading an operand whole costs at this step (:data:`IN_PLACE` when it is there):
     the words it holds, and (with ``costs``) the cycles, words moved and count of the
-    instructions :func:`compiler.lowering.lower_load` writes."""
+    instructions :func:`compiler.lowering.memory.lower_load` writes."""
     node = em.nodes[nid]
     if not em.unloaded_source(nid):
         return IN_PLACE
@@ -288,9 +291,3 @@ def no_blocking_fits(em: Emitter, node: Node, mm: Matmul) -> CompileError:
     if any(is_int4(x) for x in (a, b)):
         fix += "; an int4 weight is unpacked whole: with bits=8 it could stream"
     return CompileError(problem, fix, node.id)
-
-
-def _load_piece() -> int:
-    """compiler.schedule.LOAD_PIECE (imported here: schedule imports emission, which imports this)."""
-    from .schedule import LOAD_PIECE
-    return LOAD_PIECE

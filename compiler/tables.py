@@ -31,7 +31,7 @@ from sim.spec import LUT_TABLE_WORDS
 from .errors import CompileError
 
 if TYPE_CHECKING:
-    from .ir import Graph, Node
+    from .node import Node
 
 PREFIX = "table of node "
 """External regions of tables are named ``table of node <id>``."""
@@ -131,18 +131,19 @@ def clipped_share(values: np.ndarray, scale: float) -> float:
     return float(np.count_nonzero(levels > INT8_MAX)) / max(1, values.size)
 
 
-def saturation_notes(graph: Graph, scales: Mapping[int, float],
+def saturation_notes(nodes: Sequence[Node], scales: Mapping[int, float],
                      inputs: Mapping[int, np.ndarray]) -> list[str]:
     """A sentence per table whose input was clipped on the calibration samples: the table,
     its function, its input, how far the input reached, what its scale holds, the clipped share.
 
     Args:
+        nodes: the graph's nodes.
         inputs: table node id -> its input's calibration values (any shape).
     """
     notes = []
     for nid, values in inputs.items():
-        node = graph.nodes[nid]
-        source = graph.nodes[node.ins[0]]
+        node = nodes[nid]
+        source = nodes[node.ins[0]]
         share = clipped_share(values, scales[source.id])
         if share > 0:
             holds = scales[source.id] * INT8_MAX

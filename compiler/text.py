@@ -13,30 +13,46 @@ The attributes are the operation's, from the table of :mod:`compiler.ops`, writt
 differ from their default (``start`` and ``count`` have none), then ``tag`` when the node has
 one; names and tags are JSON strings, numbers as Python writes them (``repr``, so a factor
 reads back to the same float). A weight's values are not part of the text: give them to
-:func:`parse_graph` by name, or leave them out for a graph that only the structural passes
+:meth:`compiler.ir.Graph.parse` by name, or leave them out for a graph that only the structural passes
 need (placement, layout, the limits).
 
-Contract: for every graph ``g``, ``parse_graph(graph_text(g), weights)`` equals ``g``, where
+Contract: for every graph ``g``, ``Graph.parse(graph_text(g), weights)`` equals ``g``, where
 ``weights`` maps every weight's name to its values (or is None when ``g``'s weights have none).
-The parser builds every node through :meth:`compiler.ir.Graph.add_node`, so a parsed graph is
-checked exactly as a built one, and the shape after ``->`` must be the one the rule gives.
+The parser (:func:`read_graph`) builds every node through :meth:`compiler.ir.Graph.add_node`
+of the graph it is given, so a parsed graph is checked exactly as a built one, and the shape
+after ``->`` must be the one the rule gives. This module lies below the IR: it reads and writes
+nodes through the graph's own methods, and :class:`compiler.ir.Graph` offers it as
+``str(graph)``, :meth:`~compiler.ir.Graph.text` and :meth:`~compiler.ir.Graph.parse`.
 """
 
 from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Protocol
 
 from .errors import CompileError
-from .ir import Graph, Node
 from .ops import OPS, Op, Role
+
+if TYPE_CHECKING:
+    from .node import Node
 
 _LINE = re.compile(r"%(?P<id>\d+)\s*=\s*(?P<op>[a-z_]+)(?P<body>.*?)\s*->\s*\(\s*(?P<rows>\d+)\s*,\s*"
                    r"(?P<cols>\d+)\s*\)\s*$")
 _TOKEN = re.compile(r'\s*(?:(?P<operand>%\d+)\s*,?|(?P<string>"(?:[^"\\]|\\.)*")'
                     r'|(?P<key>[a-z_]+)=(?P<value>"(?:[^"\\]|\\.)*"|[^\s"]+))')
+
+
+class Graph(Protocol):
+    """What the text form reads and builds through: a graph's nodes and its one way in
+    (:class:`compiler.ir.Graph` is one; this module lies below it)."""
+
+    nodes: Sequence[Node]
+
+    def add_node(self, op: Op | str, ins: tuple[int, ...] = (), **attrs: Any) -> int: ...
+
+    def tag(self, a: int, name: str) -> int: ...
 
 
 def node_text(node: Node) -> str:
@@ -150,16 +166,15 @@ def _add_line(graph: Graph, line: str, where: str, weights: Mapping[str, Any] | 
         graph.tag(nid, tag)
 
 
-def parse_graph(text: str, weights: Mapping[str, Any] | None = None) -> Graph:
-    """The graph a text form describes (see the module docstring).
+def read_graph(graph: Graph, text: str, weights: Mapping[str, Any] | None = None) -> None:
+    """Add the nodes a text form describes (see the module docstring) to ``graph``, an empty
+    :class:`~compiler.ir.Graph` (:meth:`compiler.ir.Graph.parse` gives it).
 
     Raises:
         CompileError: a line that does not parse, a node the builders refuse, a shape that
             is not the one the operation gives, a weight without values in ``weights``; the
             message starts with ``line <n>``.
     """
-    graph = Graph()
     for number, line in enumerate(text.splitlines(), start=1):
         if line.strip() and not line.lstrip().startswith("#"):
             _add_line(graph, line, f"line {number}", weights)
-    return graph

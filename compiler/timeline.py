@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 from sim import spec
 from sim.asm import Instruction
-from sim.spec import DEFAULT, Params
+from sim.spec import Params
 
 UNIT_NAMES = {"dma": "DMA", "mxu": "MXU", "vpu": "vector", "sfu": "softmax"}
 """Counter name -> the unit's name in tables and plots (HALT, with no counter, is the control)."""
@@ -50,7 +50,7 @@ class Span:
         return self.end - self.start
 
 
-def serial_timeline(code: Sequence[Instruction], params: Params = DEFAULT) -> list[Span]:
+def serial_timeline(code: Sequence[Instruction], params: Params) -> list[Span]:
     """Each instruction's span on the serial machine, up to and including the first HALT.
 
     This follows the spec's latencies under today's issue rule (one instruction at a time);
@@ -83,7 +83,7 @@ def serial_timeline(code: Sequence[Instruction], params: Params = DEFAULT) -> li
     raise ValueError(f"the program has no HALT (its {len(code)} instructions end without one)")
 
 
-def timeline(code: Sequence[Instruction], params: Params = DEFAULT) -> list[Span]:
+def timeline(code: Sequence[Instruction], params: Params) -> list[Span]:
     """Each instruction's span by the machine's issue rule (``sim.spec.Issue``): the serial
     machine's (:func:`serial_timeline`, worked out here on its own) or, with OVERLAP = 1 or 2
     (``sim.spec.issue_rule``), the engines side by side, with each instruction's hazard and port

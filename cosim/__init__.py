@@ -10,7 +10,8 @@ Modules:
 * :mod:`cosim.verilog` -- the Verilog (fresh by content hash) and its ``ga2_ports.json``;
 * :mod:`cosim.simulators` -- Icarus and Verilator: finding them, the build's options;
 * :mod:`cosim.runner` -- cached builds and launches, on ``cocotb_tools.runner``;
-* :mod:`cosim.pool` -- chunks of jobs on a pool of worker processes;
+* :mod:`cosim.pool` -- a campaign's chunks of jobs, made, run and compared on a farm's workers;
+* :mod:`cosim.farm` -- the farm: a local pool of processes, or Ray (this machine or a cluster);
 * :mod:`cosim.batch` -- the verdict per simulator: outcomes, PASS/FAIL lines, timings;
 * :mod:`cosim.board` -- the progress display;
 * :mod:`cosim.seeds` -- ``make cosim``: compiled random graphs (the seed table);

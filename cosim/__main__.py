@@ -19,12 +19,12 @@ Commands (``make cosim``, ``make stress`` and ``make bench-cosim`` call three of
 Verilog (build/machines/<tag>/ga2_simtop.v, exported again when stale) and the seeds' graphs
 compiled for it; a program compiled for other parameters is refused before anything runs.
 
-Every run compares every external-memory and scratchpad word, the five cycle counters and the
-stop (error code, error pc) with the reference machine, and requires the core's timing_fault
-self-check to stay 0 (hw/top.py: a unit finished in another cycle than the spec's latency);
-it prints PASS or FAIL per simulator with the first differences, and exits with 0 (all
-match), 1 (a difference) or 2 (a simulator could not run: not installed, build failed; the
-message names the log).
+Every run compares every external-memory and scratchpad word, the cycle counters (five; seven
+at OVERLAP = 1) and the stop (error code, error pc) with the reference machine, and requires
+the core's timing_fault self-check to stay 0 (hw/top.py: a unit finished in another cycle than
+the spec's latency); it prints PASS or FAIL per simulator with the first differences, and
+exits with 0 (all match), 1 (a difference) or 2 (a simulator could not run: not installed,
+build failed; the message names the log).
 
 The simulator runs a test harness around ga2_simtop (cosim/harness.py: the clock, the loads
 and dumps of the memories as $readmemh/$writememh files), so Python wakes once per program,
@@ -35,8 +35,10 @@ for Verilator (more on a loaded machine) and a few seconds for Icarus; --waves b
 separately (build/cosim/<sim>-waves/) and prints where the FST (Icarus) or VCD (Verilator)
 file went.
 
-Programs run on a pool of worker processes (--jobs, default one per core), a hundred per
-simulator launch, so any number runs in constant memory; progress goes to stderr (a bar on a
+Programs run a hundred per simulator launch on a farm of workers (cosim/farm): a local pool of
+processes for a small run (--jobs, default one per core), Ray for a large one, on this machine or,
+with RAY_ADDRESS=host:port, on that cluster (--engine; docs/cluster.md); any number runs in
+constant memory, and the output says where it ran; progress goes to stderr (a bar on a
 terminal, else a plain line every 10 s). One run takes at most 1,000,000 seeds or programs;
 from 10,000 on it first says how long it will take.
 """
@@ -53,7 +55,7 @@ from flows.memmap import PORTS_JSON
 from sim import machines
 from sim.spec import DEFAULT, Params
 
-from . import batch, bench, faults, mutants, runner, seeds, stress
+from . import batch, bench, farm, faults, mutants, pool, runner, seeds, stress
 from .errors import CosimError
 from .text import plain
 from .verilog import BUILD, COSIM_BUILD, fresh_verilog
@@ -115,7 +117,7 @@ def _waves(parser: argparse.ArgumentParser, what: str) -> None:
                         help=f"{what}; --waves alone is --waves=on (also 1, yes, true; 0, no, false, off)")
 
 
-def _common(parser: argparse.ArgumentParser, pool: bool = True) -> None:
+def _common(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--sim", choices=batch.SIM_CHOICES, default=batch.BOTH,
                         help="simulator(s) to run (default: both, at the same time)")
     _waves(parser, "record waveforms (FST under Icarus, VCD under Verilator, one file per launch of "
@@ -131,11 +133,14 @@ def _common(parser: argparse.ArgumentParser, pool: bool = True) -> None:
     parser.add_argument("--keep", action="store_true",
                         help="keep each launch's folder (jobs, results, simulator log) under "
                              "build/cosim/<sim>/runs/")
-    if not pool:                # one launch: no worker processes to choose
-        return
     parser.add_argument("--jobs", type=worker_count, default=None, metavar="N",
-                        help="worker processes, each running a chunk of 100 programs on one simulator at "
-                             "a time (default: one per core)")
+                        help="worker processes on this machine, each running a chunk of 100 programs on one "
+                             "simulator at a time (default: one per core; a Ray cluster has its own)")
+    parser.add_argument("--engine", choices=farm.ENGINES, default="auto",
+                        help="where the chunks run: ray (a local Ray instance, or the cluster at "
+                             "RAY_ADDRESS), local (a pool of processes on this machine), auto (default: "
+                             f"Ray with RAY_ADDRESS or for {farm.RAY_FROM:.0f} s of work or more, "
+                             "else local)")
 
 
 def _bare_waves(argv: list[str]) -> list[str]:
@@ -183,7 +188,7 @@ def _verilog(args: argparse.Namespace) -> tuple[Path | None, str | None]:
     verilog = args.verilog if params == DEFAULT else fresh_verilog(params=params)
     if args.mutant is None:
         return verilog, None
-    source = fresh_verilog(verilog)
+    source = fresh_verilog(verilog, params=DEFAULT)   # none given: the default machine's
     folder = COSIM_BUILD if params == DEFAULT else machines.machine_dir(BUILD, params) / "cosim"
     target = mutants.mutate(source, args.mutant, folder / "mutants" / args.mutant)
     m = mutants.MUTANTS[args.mutant]
@@ -216,6 +221,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--show", action="store_true", help="print every program's listing first")
     p.add_argument("--resume", action="store_true",
                    help="continue the campaign of the same command (its finished chunks are not run again)")
+    p.add_argument("--chunk", type=worker_count, default=pool.CHUNK, metavar="N",
+                   help=f"programs per simulator launch, the unit of work of a worker (default {pool.CHUNK}; "
+                        "the results do not depend on it)")
     p.add_argument("--campaign", type=Path, default=None, metavar="DIR",
                    help="the campaign's folder (default: build/stress/seed<SEED>-n<N>-<sim>[-<mutant>])")
     _common(p)
@@ -223,7 +231,7 @@ def main(argv: list[str] | None = None) -> int:
     p = sub.add_parser("faults", help="every fault the checker must see, one short program each",
                        description=plain(faults.__doc__),
                        formatter_class=argparse.RawDescriptionHelpFormatter)
-    _common(p, pool=False)
+    _common(p)
 
     p = sub.add_parser("build", help="build the simulators (or find them in the cache) and stop")
     p.add_argument("--sim", choices=batch.SIM_CHOICES, default=batch.BOTH)
@@ -248,8 +256,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {e}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
-        print("interrupted: the workers and their simulators are stopped (make stress ... RESUME=1, or "
-              "--resume, continues a stress campaign from its finished chunks)", file=sys.stderr)
+        print("interrupted: the tasks, their workers and their simulators are stopped (make stress ... "
+              "RESUME=1, or --resume, continues a stress campaign from its finished chunks)", file=sys.stderr)
         return 130
     finally:
         if main_thread:
@@ -280,13 +288,14 @@ def _command(args: argparse.Namespace) -> int:
     if note:
         print(note)
     if args.command == "faults":
-        return faults.main(args.sim, verilog, params=_machine(args), waves=args.waves, keep=args.keep)
+        return faults.main(args.sim, verilog, params=_machine(args), waves=args.waves, keep=args.keep,
+                           engine=args.engine, workers=args.jobs)
     if args.command == "seeds":
         return seeds.main(args.seeds, args.sim, waves=args.waves, verilog=verilog, keep=args.keep,
-                          jobs=args.jobs)
+                          jobs=args.jobs, engine=args.engine)
     return stress.main(args.seed, args.n, args.sim, waves=args.waves, verilog=verilog, keep=args.keep,
                        show=args.show, options=_options(args), resume=args.resume, campaign=args.campaign,
-                       mutant=args.mutant, jobs=args.jobs)
+                       mutant=args.mutant, jobs=args.jobs, engine=args.engine, chunk=args.chunk)
 
 
 if __name__ == "__main__":

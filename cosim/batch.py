@@ -1,8 +1,8 @@
 """A run's verdict per simulator: outcomes summed over chunks, the PASS/FAIL lines, timings.
 
-Used by ``python -m cosim seeds`` and ``python -m cosim stress``, whose chunks run on a pool of
-workers (:mod:`cosim.pool`); each finished chunk is added to its simulator's :class:`Outcome`
-as counts, cycle sums and the first few differences, so memory stays flat however many jobs
+Used by ``python -m cosim seeds``, ``stress`` and ``faults``, whose chunks run on a farm of
+workers (:mod:`cosim.pool`, :mod:`cosim.farm`); each finished chunk is added to its simulator's
+:class:`Outcome` as counts, cycle sums and the first few differences, so memory stays flat however many jobs
 there are.
 """
 
@@ -95,6 +95,7 @@ class Outcome(Tally):
         waves: the waveform file of each launch (with ``--waves``).
         counters: the counters compared, by name (``sim.spec.counters`` of the Verilog's
             machine: five, or seven with OVERLAP = 1); () before the machine is known.
+        where: where its chunks ran (:attr:`cosim.farm.Farm.where`), "" when none ran.
     """
 
     simulator: str
@@ -103,6 +104,7 @@ class Outcome(Tally):
     launches: int = 0
     waves: list[Path] = field(default_factory=list)
     counters: tuple[str, ...] = ()
+    where: str = ""
 
     @property
     def ok(self) -> bool:
@@ -173,6 +175,8 @@ def timing(outcomes: Sequence[Outcome]) -> list[str]:
         out.append(f"{o.simulator:<10} {build}; run {o.seconds:.1f} s for {counted(o.count, 'program')}"
                    f"{launches}: {core:,.0f} cycles/s simulated, {overall:,.0f} cycles/s with start-up, "
                    "loads, read-back")
+    wheres = sorted({o.where for o in outcomes if o.where})
+    out += [f"ran on {where}" for where in wheres]
     return out
 
 

@@ -25,6 +25,7 @@ import time
 from collections.abc import Sequence
 
 from sim.asm import build
+from sim.spec import DEFAULT
 
 from . import runner
 from .api import compare
@@ -40,7 +41,7 @@ TARGETS = {"cycles/s": 300_000, "launch": 1.0, "seeds": 3.0}
 
 
 def _launch_overhead(b: runner.Build, params) -> float:
-    simulation = runner.run_batch(b, [Job([build("HALT")], None, "HALT")], params)
+    simulation = runner.run_batch(b, [Job([build("HALT", params=params)], None, "HALT")], params)
     return simulation.seconds - simulation.runs[0].seconds
 
 
@@ -58,7 +59,7 @@ def _seed_table(simulator: str) -> tuple[float, int]:
 
 def main(simulators: Sequence[str], length: int = LONG_LENGTH) -> int:
     """Measure and print; returns 0, or 1 when a run differs from the reference."""
-    source = fresh_verilog()
+    source = fresh_verilog(params=DEFAULT)
     params = verilog_params(source)
     job = long_program(LONG_SEED, length, params)
     print(f"cosim benchmark: {job.name}, {job.expected(params).counters.cycles:,} cycles; "

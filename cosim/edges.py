@@ -66,7 +66,7 @@ from sim import arith, spec
 from sim.asm import AsmError, Instruction, build
 from sim.spec import DEFAULT, ErrorCode, Mem, Params
 
-from . import stress
+from . import stressprogram
 from .jobs import Job
 
 EDGE_EVERY = 3
@@ -457,7 +457,7 @@ def _legal_fields(b: Builder, kind: str) -> dict[str, int]:
     take every bit pattern, not only the low addresses of the body's data), none overlapping."""
     p, rng = b.params, b.rng
     ispec = spec.BY_NAME[kind]
-    if not stress.fits(kind, p):
+    if not stressprogram.fits(kind, p):
         raise TooSmall(f"no legal {kind} fits in {p.SPAD_WORDS} scratchpad words")
     for _ in range(1000):
         n = rng.randint(1, 24)
@@ -635,7 +635,7 @@ def _draw_fault(b: Builder, code: ErrorCode, turn: int) -> tuple[str, dict[str, 
 # --------------------------------------------------------------------------- programs
 
 
-def program(seed: int, params: Params = DEFAULT) -> stress.StressProgram | None:
+def program(seed: int, params: Params) -> stressprogram.StressProgram | None:
     """The edge program of stress seed ``seed``, or None when the seed is not an edge seed or
     the machine has no room for it: the strategies are drawn for memories like the default
     machine's, and on another one a strategy or a fault that cannot be built there (no room:
@@ -651,24 +651,24 @@ def program(seed: int, params: Params = DEFAULT) -> stress.StressProgram | None:
         return None
 
 
-def _program(seed: int, params: Params) -> stress.StressProgram:
+def _program(seed: int, params: Params) -> stressprogram.StressProgram:
     name = list(STRATEGIES)[(seed // EDGE_EVERY) % len(STRATEGIES)]
     rng = random.Random(f"edge {seed}")
     b = Builder(rng, params)
     STRATEGIES[name](b)
-    ending = stress.ENDINGS[seed % len(stress.ENDINGS)]
+    ending = stressprogram.ENDINGS[seed % len(stressprogram.ENDINGS)]
     words = [w for ins in b.body for w in ins.encode()]
-    if ending == stress.HALT:
-        words += build("HALT").encode()
+    if ending == stressprogram.HALT:
+        words += build("HALT", params=params).encode()
     elif ending != ErrorCode.NO_HALT.name:
-        fault, what = faulty(b, ErrorCode[ending], seed // (EDGE_EVERY * len(stress.ENDINGS)))
+        fault, what = faulty(b, ErrorCode[ending], seed // (EDGE_EVERY * len(stressprogram.ENDINGS)))
         b.features[f"edge: {what}"] += 1
         words += fault
         for _ in range(rng.randint(0, 2)):     # never run: the fault stops the machine
             words += build("LD", params=params, dst=0, src=0, len=rng.randint(1, 8)).encode()
-        words += build("HALT").encode()
+        words += build("HALT", params=params).encode()
     b.features[f"ends {ending}"] += 1
     for ins in b.body:
         b.features[ins.op] += 1
     job = Job(words, b.ext, name=f"seed {seed} (edge: {name})")
-    return stress.StressProgram(seed, ending, job, b.features)
+    return stressprogram.StressProgram(seed, ending, job, b.features)

@@ -21,7 +21,7 @@ Each program but the last is the faulty instruction and a HALT, with an empty ex
 a hundred programs that run in a few seconds in one launch (the late one adds about four
 seconds on Icarus: 34,124 cycles; on a machine of IMEM_WORDS = 65,536, 546,124 cycles). The
 reference machine says how each one stops; the run compares the stop, the counters and both
-memories as ``stress`` does.
+memories as ``stress`` does, in chunks on the campaign's farm (cosim/pool.py, cosim/farm).
 """
 
 from __future__ import annotations
@@ -31,11 +31,10 @@ from pathlib import Path
 
 from sim import spec
 from sim.asm import build
-from sim.spec import DEFAULT, Mem, Params
+from sim.spec import Mem, Params
 
-from . import api, batch
-from .errors import CosimError
 from .jobs import Job
+from .pool import CHUNK, Made, Recipe, run_stream
 from .stress import smallest
 from .verilog import fresh_verilog, verilog_params
 
@@ -45,7 +44,8 @@ def _size(mem: Mem, params: Params) -> int:
 
 
 def _job(kind: str, fields: dict[str, int], what: str, params: Params) -> Job:
-    words = build(kind, params=params, strict=False, **fields).encode() + build("HALT").encode()
+    words = build(kind, params=params, strict=False, **fields).encode()
+    words += build("HALT", params=params).encode()
     return Job(words, None, f"{kind} {what}")
 
 
@@ -94,21 +94,21 @@ the default machine the counters end at dma 5,464, mxu 4,781, vpu 11,594 and sfu
 LATE_NAME = "unknown opcode at the last pc"
 
 
-def late_fault(params: Params = DEFAULT) -> Job:
+def late_fault(params: Params) -> Job:
     """An unknown opcode at pc IMEM_WORDS - 1 (every pc bit set), the program's last
     instruction, after IMEM_WORDS - 1 legal ones (LATE_FILLER in turn, those that fit the
     machine): the stop's pc and the counters' upper bits, which short programs never reach."""
     kinds = [k for k in LATE_FILLER if smallest(k, params) is not None]
     forms = {k: build(k, params=params, **smallest(k, params)).encode() for k in kinds}
     words = [w for i in range(params.IMEM_WORDS - 1) for w in forms[kinds[i % len(kinds)]]]
-    bad = build("HALT").encode()
+    bad = build("HALT", params=params).encode()
     unused = min(op for op in range(1 << spec.OPCODE_BITS) if op not in spec.BY_OPCODE)
     bad[0] = (bad[0] & ~((1 << spec.OPCODE_BITS) - 1)) | unused
     last = params.IMEM_WORDS - 1
     return Job(words + bad, None, f"{LATE_NAME}, {last}, after {last} legal instructions")
 
 
-def jobs(params: Params = DEFAULT) -> list[Job]:
+def jobs(params: Params) -> list[Job]:
     """The sweep (see the module docstring) for the machine, instruction by instruction, and
     the late fault last."""
     out = []
@@ -121,34 +121,40 @@ def jobs(params: Params = DEFAULT) -> list[Job]:
     return [*out, late_fault(params)]
 
 
-def main(choice: str, verilog: Path | None = None, *, params: Params = DEFAULT, waves: bool = False,
-         keep: bool = False) -> int:
-    """Run the sweep on each simulator of ``choice``; print PASS or FAIL (with the first
-    differing programs); 0 when every program matches, 1 when one differs, 2 when a simulator
-    could not run."""
+def make_chunk(arg: tuple[int, int], params: Params) -> Made:
+    """Programs ``start .. start+count-1`` of the sweep (a :class:`cosim.pool.Recipe`'s ``make``)."""
+    start, count = arg
+    return Made(jobs(params)[start:start + count])
+
+
+def main(choice: str, verilog: Path | None = None, *, params: Params, waves: bool = False,
+         keep: bool = False, engine: str = "auto", workers: int | None = None) -> int:
+    """Run the sweep on each simulator of ``choice`` (chunks of cosim.pool.CHUNK programs on the
+    campaign's farm); print PASS or FAIL (with the first differing programs); 0 when every
+    program matches, 1 when one differs, 2 when a simulator could not run."""
     source = fresh_verilog(verilog, params=params)
     params = verilog_params(source)
-    sweep = jobs(params)
+    n = len(jobs(params))
+    recipes = [Recipe(make_chunk, (start, min(CHUNK, n - start)), min(CHUNK, n - start))
+               for start in range(0, n, CHUNK)]
+    outcomes = run_stream(recipes, choice, noun="fault program", verilog=source, waves=waves, keep=keep,
+                          engine=engine, jobs=workers)
     status = 0
-    for simulator in batch.simulators(choice):
-        try:
-            simulation = api.simulate(sweep, simulator, verilog=source, waves=waves, keep=keep)
-            runs = simulation.runs
-        except CosimError as e:
-            print(f"{simulator:10s} ERROR: {e}")
-            return 2
-        found = [(job, api.compare(job, run)) for job, run in zip(sweep, runs, strict=True)]
-        differ = [(job, lines) for job, lines in found if lines]
-        if not differ:
-            print(f"{simulator:10s} PASS: {len(sweep)} fault programs stop as the reference machine does")
-        if simulation.waves is not None:
-            print(f"{simulator:10s} waveform: {simulation.waves}")
-        if not differ:
+    for o in outcomes:
+        if o.error:
+            print(f"{o.simulator:10s} ERROR: {o.error}")
+            status = 2
             continue
-        status = 1
-        print(f"{simulator:10s} FAIL: {len(differ)} of {len(sweep)} fault programs differ from the reference")
-        for job, lines in differ[:5]:
-            print(f"  {job.name}:")
-            print("\n".join(f"    {line}" for line in lines[:3]))
+        if not o.failed:
+            print(f"{o.simulator:10s} PASS: {n} fault programs stop as the reference machine does")
+        for path in o.waves:
+            print(f"{o.simulator:10s} waveform: {path}")
+        if not o.failed:
+            continue
+        status = max(status, 1)
+        print(f"{o.simulator:10s} FAIL: {o.failed} of {n} fault programs differ from the reference")
+        for failure in o.failures[:5]:
+            print(f"  {failure.name}:")
+            print("\n".join(f"    {line}" for line in failure.lines[:3]))
     sys.stdout.flush()
     return status

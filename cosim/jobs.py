@@ -24,7 +24,7 @@ import numpy as np
 from sim import spec
 from sim.asm import Instruction, encode_program
 from sim.machine import Counters, Machine, MachineError, RunResult
-from sim.spec import DEFAULT, ErrorCode, Params
+from sim.spec import ErrorCode, Params
 from sim.words import as_words
 
 LIMIT_FACTOR = 2
@@ -119,7 +119,7 @@ class Job:
         """The program's length in instructions (``prog_len``)."""
         return len(self.words) // spec.INSTR_WORDS
 
-    def ext_image(self, params: Params = DEFAULT) -> np.ndarray:
+    def ext_image(self, params: Params) -> np.ndarray:
         """The full external-memory image, EXT_WORDS uint32 words.
 
         Raises:
@@ -134,7 +134,7 @@ class Job:
         image[:len(values)] = values
         return image
 
-    def check(self, params: Params = DEFAULT) -> None:
+    def check(self, params: Params) -> None:
         """Everything :func:`write_jobs` and the reference need, checked before any simulator
         starts: the program's words, its length, the image, the limit.
 
@@ -161,7 +161,7 @@ class Job:
             raise ValueError(f"limit={self.limit!r}: a cycle limit is a positive int (or None: from the "
                              "reference's cycles)")
 
-    def expected(self, params: Params = DEFAULT, spad: np.ndarray | None = None) -> Expected:
+    def expected(self, params: Params, spad: np.ndarray | None = None) -> Expected:
         """The reference machine's run of this job from the scratchpad ``spad`` (SPAD_WORDS
         uint32 words: what the previous program left, since reset does not clear it; None or
         all zero: as after configuration), computed once per params and starting scratchpad."""
@@ -172,7 +172,7 @@ class Job:
             self._expected[key] = reference(program, self.ext_image(params), params, start)
         return self._expected[key]
 
-    def cycle_limit(self, params: Params = DEFAULT) -> int:
+    def cycle_limit(self, params: Params) -> int:
         """The cycles to wait (:attr:`limit`, or from the reference's count, which no
         instruction's data changes: GA2.md section 5)."""
         if self.limit is not None:
@@ -216,7 +216,7 @@ def label(job: Job, index: int) -> str:
     return f"job {index}" if job.name in ("", f"job {index}") else f"job {index} ({job.name})"
 
 
-def as_jobs(jobs: Sequence[JobLike], params: Params = DEFAULT) -> list[Job]:
+def as_jobs(jobs: Sequence[JobLike], params: Params) -> list[Job]:
     """Every job as a :class:`Job`, checked (:meth:`Job.check`) against the machine.
 
     Raises:
@@ -261,7 +261,7 @@ def program_words(program: Sequence[Instruction] | Sequence[int]) -> np.ndarray:
     return as_words(program, "the program")
 
 
-def reference(program: Sequence[Instruction] | Sequence[int], ext, params: Params = DEFAULT,
+def reference(program: Sequence[Instruction] | Sequence[int], ext, params: Params,
               spad: np.ndarray | None = None) -> Expected:
     """Run a program on the reference machine (from the scratchpad ``spad``, None: zero); an
     illegal program's error becomes part of the result."""

@@ -8,9 +8,10 @@ latency, not the units' ``done``), and only the core's ``timing_fault`` self-che
 FAIL. ``vadd-norelu`` and ``vadd-relu-bit`` break VADD's relu field (the ReLU dropped; the
 field read from len's lowest bit): docs/add-an-instruction.md shows which checks catch them.
 ``hazard-off`` and ``write-port-off`` break the issue rule of a machine with OVERLAP = 1 (their
-pattern is only in its Verilog: ``--param OVERLAP=1``): the hazard flag, or the write port's,
-never holds an instruction back; ``dma-yield-off``: the DMA's LD beats never yield the write
-port to another engine's window (``dma_hold`` always 0).
+pattern is only in its Verilog, in the module of its execute stage, hw/overlap.py's
+``OverlapExecute``: ``--param OVERLAP=1``): the hazard flag, or the write port's, never holds
+an instruction back; ``dma-yield-off``: the DMA's LD beats never yield the write port to
+another engine's window (``dma_hold`` always 0).
 Each mutant is a text edit of the exported Verilog that must
 apply (a mutant that no longer finds its pattern raises, so a changed RTL cannot silently
 turn the check into a no-op).
@@ -41,7 +42,7 @@ def _module(text: str, suffix: str) -> tuple[int, int]:
 
 
 def _requant_truncates(text: str) -> tuple[str, int]:
-    # hw/requant.py stage 6: rounded = (q - corr + 1) >> 1; Amaranth writes the "+ 1" as
+    # hw/requant.py stage 7: rounded = (q - corr + 1) >> 1; Amaranth writes the "+ 1" as
     # `$signed(\$N ) + (* src = ".../requant.py:L" *) $signed(2'h1);`, one per lane
     start, end = _module(text, ".requant.lanes")
     body, n = re.subn(r"(\+ \(\* src = \"[^\"]*requant\.py:\d+\" \*\) \$signed\()2'h1(\);)", r"\g<1>2'h0\2",
@@ -92,13 +93,17 @@ def _vadd_relu_wrong_bit(text: str) -> tuple[str, int]:
 
 
 def _overlap_flag_off(flag: str) -> Callable[[str], tuple[str, int]]:
-    # hw/overlap.py: the registered flag ``haz_q`` (a hazard holds the head back) or ``wr_ok_q``
-    # (the write port is free for it), one `flag <= \$N ;` in the control's module: the hazard
-    # flag becomes 0 (never a hazard), the port flag 1 (always free)
+    # hw/overlap.py: the registered flag ``haz_q`` (a hazard holds the head back), ``wr_ok_q``
+    # (the write port is free for it) or ``dma_hold``, one `flag <= \$N ;` in the module of the
+    # execute stage (OverlapExecute, the control's submodule ``execute``; the serial machine has
+    # none): the hazard flag and dma_hold become 0 (never a hazard, never a hold), the port flag 1
+    # (always free)
     value = "1'h1" if flag == "wr_ok_q" else "1'h0"
 
     def edit(text: str) -> tuple[str, int]:
-        start, end = _module(text, ".core.control")
+        if not re.search(r"^module \\?\S*\.core\.control\.execute \(", text, re.M):
+            return text, 0
+        start, end = _module(text, ".core.control.execute")
         body, n = re.subn(rf"^(\s*){flag} <= \\\$\d+ ;$", rf"\g<1>{flag} <= {value};", text[start:end],
                           flags=re.M)
         return text[:start] + body + text[end:], n
@@ -123,7 +128,7 @@ class Mutant:
 
 
 MUTANTS = {m.name: m for m in (
-    Mutant("rq-round", "hw/requant.py (Requantizer, stage 6)",
+    Mutant("rq-round", "hw/requant.py (Requantizer, stage 7)",
            "truncates (q - corr) >> 1 instead of rounding half away from zero", _requant_truncates),
     Mutant("dma-late", "hw/dma.py (DMA, its done output)",
            "raises done one cycle after its last write, a cycle later than the spec's latency "

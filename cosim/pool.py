@@ -1,34 +1,33 @@
-"""Chunks of jobs on a pool of worker processes: each worker makes a chunk, runs it, compares it.
+"""A campaign's chunks of jobs on a farm of workers: each makes a chunk, runs it, compares it.
 
-Used by ``python -m cosim seeds`` and ``python -m cosim stress`` (through :func:`run_stream`).
-A run is a list of :class:`Recipe` objects, one per chunk of at most :data:`CHUNK` jobs: a
-module-level function and a small argument (a few seeds, a first seed and a count) from which a
-worker makes the chunk's jobs itself. For each simulator and each chunk a :class:`Task` goes to
-a ``concurrent.futures.ProcessPoolExecutor`` (one worker per core by default); the worker makes
+Used by ``python -m cosim seeds``, ``stress`` and ``faults`` and by the studies' RTL runs
+(through :func:`run_stream`). A run is a list of :class:`Recipe` objects, one per chunk of at
+most :data:`CHUNK` jobs: a module-level function and a small argument (a few seeds, a first seed
+and a count) from which a worker makes the chunk's jobs itself. For each simulator and each
+chunk a :class:`Task` goes to the campaign's farm (:mod:`cosim.farm`: a local pool of processes
+for a small run, else Ray, on this machine or the cluster at ``RAY_ADDRESS``); the worker makes
 the jobs, runs the reference machine, launches the simulator once for the whole chunk
 (:func:`cosim.runner.run_batch`), compares every run (:func:`cosim.api.compare`) and sends back
 a :class:`ChunkResult`: counts, cycle sums and the first few differences, never the memories.
-So memory stays flat however many jobs there are, and both cores stay busy whatever the mix of
-simulators.
+So memory stays flat however many jobs there are, and every worker stays busy whatever the mix
+of simulators.
 
-The simulators are built (or found in the cache) first, in the main process, one thread each;
-a simulator's tasks start as soon as its build is there. Workers are forked before any thread
-starts. Progress (per job, from each launch's progress file) comes back on a queue and goes to
-the display (:mod:`cosim.board`).
+The simulators are built (or found in the cache) first, on this machine, one thread each; a
+simulator's tasks start as soon as its build is there. On Ray the build also goes into the
+object store once, and a node other than this one unpacks it once into a folder named by its
+hash (:mod:`cosim.farm.shipping`): no node builds. A launch that takes longer than its limit
+(:func:`launch_limit`: its jobs' cycle limits at a rate far below the slowest simulator's) is
+stopped and reported as a hung simulator. Progress (per job, from each launch's progress file)
+comes back as the farm's messages and goes to the display (:mod:`cosim.board`).
 """
 
 from __future__ import annotations
 
-import contextlib
-import multiprocessing
-import os
 import shutil
-import signal
 import threading
 import time
 from collections import deque
 from collections.abc import Callable, Iterable, Sequence
-from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -36,13 +35,16 @@ from typing import Any
 from rich.console import Console
 
 from sim import spec
-from sim.spec import Params
+from sim.spec import DEFAULT, Params
 
+from . import farm as farms
 from . import runner
 from .api import compare
 from .batch import KEPT_FAILURES, Failure, Outcome, Tally, simulators
 from .board import COLD_HINT, Board
 from .errors import CosimError
+from .farm import Farm, Shared, open_farm, shipping
+from .farm.guard import guarded
 from .jobs import Job
 from .runner import Build
 from .simulators import prepare_environment
@@ -51,8 +53,14 @@ from .verilog import fresh_verilog, verilog_params
 CHUNK = 100
 """Jobs per simulator launch: the most that are made, run and compared at a time by one worker.
 A launch costs about a second of start-up."""
-STOP_WAIT = 5.0
-"""Seconds to wait for each stopped worker to exit before its launch folders are removed."""
+SECONDS_PER_JOB = {"icarus": 1.0, "verilator": 0.08}
+"""Rough cost of one job on one simulator for one worker (make, reference, simulation,
+comparison; measured on a shared 2-core machine): the campaign's estimate (cosim.farm.choose)."""
+LAUNCH_SECONDS = 300.0
+FLOOR_RATE = {"icarus": 100.0, "verilator": 1_000.0}
+"""A launch's time limit: LAUNCH_SECONDS plus its jobs' cycle limits at FLOOR_RATE cycles/s, ten
+times below the slowest rate measured under cocotb (Icarus about 1,000 cycles/s with its
+start-up, Verilator 10,000 and more: TOOLCHAIN.md); a launch still running then is hung."""
 
 
 @dataclass
@@ -75,7 +83,9 @@ class Recipe:
 
 @dataclass(frozen=True)
 class Task:
-    """One chunk on one simulator: chunk ``number`` of the run, whose first job is job ``first``."""
+    """One chunk on one simulator: chunk ``number`` of the run, whose first job is job ``first``;
+    the build and, on a cluster, its packed copy in the object store; ``limit`` overrides
+    :func:`launch_limit` (seconds)."""
 
     simulator: str
     number: int
@@ -84,6 +94,12 @@ class Task:
     build: Build
     params: Params
     keep: bool = False
+    shipped: Shared | None = None
+    limit: float | None = None
+
+    def __str__(self) -> str:
+        last = self.first + self.recipe.size - 1
+        return f"{self.simulator} chunk {self.number} (jobs {self.first}-{last})"
 
 
 @dataclass
@@ -110,36 +126,31 @@ class ChunkResult(Tally):
 
 # --------------------------------------------------------------------------- the worker side
 
-_progress: Any = None
-"""The queue a worker reports progress on (set by :func:`_initialise`)."""
 
-
-def _initialise(progress) -> None:
-    """A worker's start: its own process group (the terminal's Ctrl-C goes to the main process,
-    which stops the workers and their simulators as a whole: :func:`_stop_workers`), the default
-    action for SIGINT and SIGTERM (a forked worker has the main process's handlers, which raise
-    KeyboardInterrupt: concurrent.futures would catch it and go on with the next task), and the
-    progress queue."""
-    global _progress
-    os.setpgrp()
-    signal.signal(signal.SIGINT, signal.SIG_DFL)
-    signal.signal(signal.SIGTERM, signal.SIG_DFL)
-    _progress = progress
+def launch_limit(jobs: Sequence[Job], simulator: str, params: Params) -> float:
+    """Seconds a launch of ``jobs`` may take (see :data:`FLOOR_RATE`)."""
+    return LAUNCH_SECONDS + sum(job.cycle_limit(params) for job in jobs) / FLOOR_RATE[simulator]
 
 
 def run_task(task: Task) -> ChunkResult:
-    """Make the chunk's jobs, run them in one launch and compare every run (in a worker)."""
+    """Make the chunk's jobs, run them in one launch and compare every run (in a worker).
+
+    A launch past its limit is stopped: the result's ``error`` names the chunk and the limit."""
     made = task.recipe.make(task.recipe.arg, task.params)
     for job in made.jobs:
         job.expected(task.params)
     out = ChunkResult(task.simulator, task.number, task.first, info=made.info)
+    build = shipping.materialise(task.build, task.shipped.fetch) \
+        if farms.elsewhere() and task.shipped is not None else task.build
 
     def progress(n: int) -> None:
-        if _progress is not None:
-            _progress.put((task.simulator, task.number, n))
+        farms.report((task.simulator, task.number, n))
 
+    limit = task.limit if task.limit is not None else launch_limit(made.jobs, task.simulator, task.params)
     try:
-        simulation = runner.run_batch(task.build, made.jobs, task.params, keep=task.keep, progress=progress)
+        simulation = guarded(lambda jobs: runner.run_batch(build, jobs, task.params, keep=task.keep,
+                                                           progress=progress),
+                             made.jobs, limit, f"{task}: the simulator (a hung simulator?)")
     except CosimError as e:
         out.error = str(e)
         return out
@@ -162,45 +173,20 @@ def run_task(task: Task) -> ChunkResult:
 # --------------------------------------------------------------------------- the main side
 
 
-def workers_for(tasks: int, jobs: int | None = None) -> int:
-    """Worker processes: ``jobs`` (default: one per core), never more than there are tasks."""
-    return max(1, min(jobs or os.cpu_count() or 1, tasks))
-
-
-def _start_pool(workers: int) -> tuple[ProcessPoolExecutor, Any]:
-    """A pool of forked workers, all started now (before this process starts any thread), and
-    the queue they report progress on."""
-    context = multiprocessing.get_context("fork")
-    progress = context.Queue()
-    pool = ProcessPoolExecutor(workers, mp_context=context, initializer=_initialise, initargs=(progress,))
-    pool.submit(int).result()      # the first submit forks every worker
-    return pool, progress
-
-
-def _stop_workers(pool: ProcessPoolExecutor, builds: Sequence[Path] = (), keep: bool = False) -> None:
-    """Stop every worker and the simulator it runs (each worker is a process group) now; then,
-    unless ``keep``, remove the launch folders they left under the build folders ``builds``
-    (:func:`cosim.runner.run_folders`: a killed worker cannot remove its own)."""
-    pool.shutdown(wait=False, cancel_futures=True)
-    children = multiprocessing.active_children()
-    for child in children:
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(child.pid, signal.SIGTERM)
-    for child in children:
-        child.join(STOP_WAIT)
-    for directory in () if keep else builds:
-        for child in children:
-            for folder in runner.run_folders(directory, child.pid):
-                shutil.rmtree(folder, ignore_errors=True)
+def estimate(recipes: Sequence[Recipe], names: Sequence[str]) -> float:
+    """The run's work in seconds of one worker (:data:`SECONDS_PER_JOB`)."""
+    return sum(r.size for r in recipes) * sum(SECONDS_PER_JOB[n] for n in names)
 
 
 class _Builds:
-    """The simulators' builds, one thread each; a simulator's tasks wait for its build."""
+    """The simulators' builds, one thread each; a simulator's tasks wait for its build (and, on
+    a cluster, for its packed copy in the object store)."""
 
     def __init__(self, names: Sequence[str], source: Path, board: Board, outcomes: dict[str, Outcome],
-                 waves: bool, root: Path | None):
-        self.ready: dict[str, Build] = {}
+                 waves: bool, root: Path | None, farm: Farm | None):
+        self.ready: dict[str, tuple[Build, Shared | None]] = {}
         self.lock = threading.Lock()
+        self.farm = farm
         self.threads = [threading.Thread(target=self._build, args=(name, source, board, outcomes[name], waves,
                                                                    root), name=f"build-{name}", daemon=True)
                         for name in names]
@@ -210,7 +196,9 @@ class _Builds:
         try:
             built = runner.build(name, source, waves=waves, root=root,
                                  starting=lambda: board.update(name, f"building ({COLD_HINT[name]})"))
-        except CosimError as e:
+            away = self.farm is not None and self.farm.engine == "ray"
+            shipped = self.farm.share(shipping.pack(built)) if away else None
+        except (CosimError, OSError) as e:
             outcome.error = str(e)
             board.update(name, "stopped (error)")
             return
@@ -219,7 +207,7 @@ class _Builds:
             board.note(f"{name}: built in {built.seconds:.1f} s ({built.directory})")
         board.update(name, "running")
         with self.lock:
-            self.ready[name] = built
+            self.ready[name] = (built, shipped)
 
     def start(self) -> None:
         for t in self.threads:
@@ -235,8 +223,8 @@ class _Run:
     params: Params
     keep: bool
     on_result: Callable[[ChunkResult], None] | None
+    limit: float | None = None
     queue: deque = field(default_factory=deque)
-    running: dict[Future, tuple[str, int]] = field(default_factory=dict)
     partial: dict[tuple[str, int], int] = field(default_factory=dict)
 
 
@@ -252,31 +240,28 @@ def _count(run: _Run, result: ChunkResult) -> None:
     run.board.update(result.simulator, done=outcome.count)
 
 
-def _submit(run: _Run, pool: ProcessPoolExecutor, builds: _Builds, limit: int) -> None:
-    """Hand tasks to the pool (at most ``limit`` in flight) whose simulator is built and fine."""
+def _submit(run: _Run, farm: Farm, builds: _Builds, limit: int) -> None:
+    """Hand tasks to the farm (at most ``limit`` in flight) whose simulator is built and fine."""
     skipped: deque = deque()
-    while run.queue and len(run.running) < limit:
+    while run.queue and farm.running < limit:
         simulator, number, first, recipe = run.queue.popleft()
         if run.outcomes[simulator].error:
             continue
         with builds.lock:
-            built = builds.ready.get(simulator)
-        if built is None:
+            ready = builds.ready.get(simulator)
+        if ready is None:
             skipped.append((simulator, number, first, recipe))
             continue
-        task = Task(simulator, number, first, recipe, built, run.params, run.keep)
-        run.running[pool.submit(run_task, task)] = (simulator, number)
+        built, shipped = ready
+        task = Task(simulator, number, first, recipe, built, run.params, run.keep, shipped, run.limit)
+        farm.submit((simulator, number), run_task, task)
     run.queue.extendleft(reversed(skipped))
 
 
-def _drain(run: _Run, progress) -> None:
+def _drain(run: _Run, farm: Farm) -> None:
     """Progress messages from the workers -> the board."""
     touched = set()
-    while True:
-        try:
-            simulator, number, n = progress.get_nowait()
-        except Exception:   # queue.Empty, or a queue closed at shutdown
-            break
+    for simulator, number, n in farm.messages():
         run.partial[(simulator, number)] = n
         touched.add(simulator)
     for simulator in touched:
@@ -284,41 +269,49 @@ def _drain(run: _Run, progress) -> None:
         run.board.update(simulator, done=run.outcomes[simulator].count + extra)
 
 
-def _collect(run: _Run, done: set[Future]) -> None:
-    for future in done:
-        simulator, number = run.running.pop(future)
+def _collect(run: _Run, farm: Farm) -> None:
+    for done in farm.wait(0.1):
+        simulator, number = done.key
         run.partial.pop((simulator, number), None)
-        error = future.exception()
-        if isinstance(error, CosimError):
-            result = ChunkResult(simulator, number, 0, error=str(error))
-        elif error is not None:
-            raise error
+        if isinstance(done.error, CosimError):
+            result = ChunkResult(simulator, number, 0, error=str(done.error))
+        elif done.error is not None:
+            raise done.error
         else:
-            result = future.result()
+            result = done.value
         _count(run, result)
         if run.on_result is not None and not result.error:
             run.on_result(result)
 
 
-def _work(run: _Run, pool: ProcessPoolExecutor, progress, builds: _Builds, workers: int) -> None:
+def _work(run: _Run, farm: Farm, builds: _Builds) -> None:
     """Submit, wait, collect until every task is done or dropped (its simulator stopped)."""
     while True:
-        _submit(run, pool, builds, 2 * workers)
-        if not run.running:
+        _submit(run, farm, builds, 2 * farm.workers)
+        if not farm.running:
             if not run.queue:
                 return
             time.sleep(0.1)        # the remaining tasks wait for their simulator's build
             continue
-        done, _ = wait(run.running, timeout=0.1, return_when=FIRST_COMPLETED)
-        _drain(run, progress)
-        _collect(run, done)
+        _collect(run, farm)
+        _drain(run, farm)
+
+
+def _remove_launches(farm: Farm, builds: _Builds) -> None:
+    """The launch folders that the stopped local workers left (a killed worker cannot remove its
+    own: cosim.runner.run_folders)."""
+    for built, _ in builds.ready.values():
+        for pid in getattr(farm, "pids", ()):
+            for folder in runner.run_folders(built.directory, pid):
+                shutil.rmtree(folder, ignore_errors=True)
 
 
 def run_stream(recipes: Sequence[Recipe], choice: str, *, noun: str = "program", verilog: Path | None = None,
                waves: bool = False, build_root: Path | None = None, keep: bool = False,
                console: Console | None = None, jobs: int | None = None, done: Iterable[ChunkResult] = (),
-               on_result: Callable[[ChunkResult], None] | None = None) -> list[Outcome]:
-    """Build the simulators, then run every chunk on each of them over a pool of workers.
+               on_result: Callable[[ChunkResult], None] | None = None, engine: str = "auto",
+               limit: float | None = None) -> list[Outcome]:
+    """Build the simulators, then run every chunk on each of them on a farm of workers.
 
     Args:
         recipes: one per chunk, in order (job numbers follow them).
@@ -326,16 +319,20 @@ def run_stream(recipes: Sequence[Recipe], choice: str, *, noun: str = "program",
         noun: what a job is called on the progress display.
         verilog, waves, build_root, keep: as :func:`cosim.api.simulate`.
         console: where progress and notes go (default: stderr).
-        jobs: worker processes (default: one per core).
+        jobs: workers on this machine (default: one per core; a cluster has its own).
         done: results of chunks already run (a resumed campaign): counted, not run again.
         on_result: called in this process with every new :class:`ChunkResult`.
+        engine: ``auto``, ``ray`` or ``local`` (:func:`cosim.farm.open_farm`).
+        limit: seconds each launch may take (default: :func:`launch_limit`).
 
     Returns:
         One :class:`~cosim.batch.Outcome` per simulator, in :data:`cosim.simulators.SIMULATORS`
-        order; a simulator that could not run has its ``error`` set.
+        order; a simulator that could not run has its ``error`` set. Each outcome's ``where``
+        says where the run went (:attr:`cosim.farm.Farm.where`).
 
     Raises:
-        whatever a recipe's ``make`` raises (the pool is then shut down).
+        whatever a recipe's ``make`` raises (every task is then stopped); CosimError when Ray
+        cannot start or reach its cluster.
     """
     console = console or Console(stderr=True)
     names = simulators(choice)
@@ -349,7 +346,7 @@ def run_stream(recipes: Sequence[Recipe], choice: str, *, noun: str = "program",
              for name in names if (name, number) not in finished]
     board = Board(console, total, names, noun)
     try:
-        source = fresh_verilog(verilog, say=board.note)
+        source = fresh_verilog(verilog, say=board.note, params=DEFAULT)   # none given: the default machine's
         params = verilog_params(source)
         for o in outcomes.values():
             o.counters = spec.counters(params)
@@ -358,25 +355,32 @@ def run_stream(recipes: Sequence[Recipe], choice: str, *, noun: str = "program",
             o.error = str(e)
         return list(outcomes.values())
     prepare_environment()              # once, for every worker's launches
-    workers = workers_for(len(tasks), jobs)
-    pool, progress = _start_pool(workers) if tasks else (None, None)
-    run = _Run(outcomes, board, params, keep, on_result, deque(tasks))
+    run = _Run(outcomes, board, params, keep, on_result, limit, deque(tasks))
     for result in done:
         _count(run, result)
-    builds = _Builds(names, source, board, outcomes, waves, build_root)
+    farm = open_farm(engine, jobs=jobs, estimate=estimate(recipes, names), tasks=len(tasks)) \
+        if tasks else None
+    if farm is not None:
+        board.note(f"running on {farm.where}")
+        for o in outcomes.values():
+            o.where = farm.where
+    builds = _Builds(names, source, board, outcomes, waves, build_root, farm)
     try:
         with board:
             builds.start()
-            if pool is not None:
-                _work(run, pool, progress, builds, workers)
+            if farm is not None:
+                _work(run, farm, builds)
             for t in builds.threads:
                 t.join()
     except BaseException:              # Ctrl-C, or a recipe that failed: stop, do not finish the queue
-        if pool is not None:
-            _stop_workers(pool, [b.directory for b in builds.ready.values()], keep)
+        if farm is not None:
+            farm.stop()
+            if not keep:
+                _remove_launches(farm, builds)
         raise
-    if pool is not None:
-        pool.shutdown()
+    finally:
+        if farm is not None:
+            farm.close()
     for o in outcomes.values():
         if not o.error and o.count != total:
             o.error = f"ran {o.count:,} of the {total:,} {noun}s"

@@ -1,23 +1,25 @@
 """``make cosim SEEDS=100-111``: Capra-compiled random graphs on the RTL, against the reference.
 
 For each seed, as the seed document's chapter 11 (section 2) does it
-(:func:`compiler.testing.seedtable.compile_seed`): the battery's random graph, 30 calibration samples
+(:func:`compiler.workloads.seedtable.compile_seed`): the battery's random graph, 30 calibration samples
 and then one test input drawn from ``random.Random(seed)``, compiled with and without buffer
 reuse, for the machine the Verilog was exported for (its ``ga2_ports.json``); the reuse program
 and its external-memory image (the test input and the weights, quantized) are one job, which
 must end at its HALT. The jobs run on the RTL under Icarus, Verilator or both, and every
-external-memory word, every scratchpad word, the five counters and the stop (error code and
-pc) are compared with the reference machine, and the core's ``timing_fault`` must be 0.
+external-memory word, every scratchpad word, the counters (five; seven at OVERLAP = 1) and the
+stop (error code and pc) are compared with the reference machine, and the core's
+``timing_fault`` must be 0.
 
 What it prints: per simulator ``PASS: 12 programs match the reference (memory and all five
-counters), N cycles in total`` or ``FAIL`` with, per differing program, the first differing
-addresses and values and the differing counters; then the table (seed, nodes, instructions,
-scratchpad words with and without reuse, cycles, error against floating point); then the
-build and run times. Exit status 0 when every simulator matches, 1 on any difference, 2 when
-a simulator could not run.
+counters), N cycles in total`` (seven counters at OVERLAP = 1) or ``FAIL`` with, per differing
+program, the first differing addresses and values and the differing counters; then the table
+(seed, nodes, instructions, scratchpad words with and without reuse, cycles, error against
+floating point); then the build and run times. Exit status 0 when every simulator matches, 1 on
+any difference, 2 when a simulator could not run.
 
 Any number of seeds up to MAX_SEEDS (1,000,000) runs in constant memory: the seeds are compiled
-and run a hundred at a time by a pool of worker processes (cosim/pool.py), and the table lists
+and run a hundred at a time by a farm of workers (cosim/pool.py, cosim/farm: local processes or
+Ray), and the table lists
 the first TABLE_ROWS (100) seeds and then totals over all of them. From LONG_RUN (10,000) seeds
 on, a note says how long it will take (SECONDS_PER_SEED); more than MAX_SEEDS is refused. SEEDS
 is N, N-M, or a list of those separated by commas or spaces.
@@ -34,7 +36,7 @@ from itertools import chain
 from pathlib import Path
 
 from compiler import CompileError
-from compiler.testing.seedtable import SeedRun, compile_seed
+from compiler.workloads.seedtable import SeedRun, compile_seed
 from sim.spec import Params
 
 from . import batch, pool
@@ -50,7 +52,7 @@ MAX_SEEDS = 1_000_000
 """The most seeds one run takes (hours on Verilator, days on Icarus); more is refused."""
 LONG_RUN = 10_000
 """From this many seeds on, a note says how long the run will take."""
-SECONDS_PER_SEED = {"icarus": 1.0, "verilator": 0.08}
+SECONDS_PER_SEED = pool.SECONDS_PER_JOB
 """Rough cost of one seed or program on one simulator, for one worker process (compile or draw,
 reference, simulation, comparison; measured on a shared 2-core machine), for that note."""
 TABLE_ROWS = 100
@@ -180,7 +182,7 @@ class Totals:
 
 
 def compile_seed_for(seed: int, params: Params) -> SeedRun:
-    """:func:`compiler.testing.seedtable.compile_seed` for the machine ``params`` (the Verilog's):
+    """:func:`compiler.workloads.seedtable.compile_seed` for the machine ``params`` (the Verilog's):
     the same graph, calibration samples and test input, compiled for that machine.
 
     Raises:
@@ -273,7 +275,7 @@ def table(rows: list[Row], totals: Totals, simulators: tuple[str, ...]) -> list[
 
 
 def main(seed_text: str, choice: str, *, waves: bool = False, verilog: Path | None = None,
-         keep: bool = False, jobs: int | None = None) -> int:
+         keep: bool = False, jobs: int | None = None, engine: str = "auto") -> int:
     """The whole command; returns the exit status.
 
     Raises:
@@ -287,7 +289,7 @@ def main(seed_text: str, choice: str, *, waves: bool = False, verilog: Path | No
         print(note, file=sys.stderr, flush=True)
     rows = Table()
     outcomes = pool.run_stream(recipes(ranges), choice, noun="seed", verilog=verilog, waves=waves, keep=keep,
-                               jobs=jobs, on_result=rows.add)
+                               jobs=jobs, on_result=rows.add, engine=engine)
     lines = []
     for o in outcomes:
         lines += batch.verdict(o, WHAT)

@@ -24,22 +24,22 @@ more entry): ``random`` (instructions drawn independently) or ``collide`` (each 
 the few before it, as a read after write, a write after read or a write after write, mostly on
 another engine: the hazards and port waits of the machine whose engines overlap).
 
-The programs are drawn, run and compared a hundred at a time by a pool of worker processes
-(cosim/pool.py); the run prints the verdict per simulator, the coverage of the programs
-(cosim/coverage.py: cocotb-coverage's cover points) and the timings. A run is a campaign kept in
+The programs are drawn, run and compared a hundred at a time by a farm of workers (cosim/pool.py,
+cosim/farm: local processes, or Ray on this machine or a cluster); the run prints the verdict per
+simulator, the coverage of the programs (cosim/coverage.py: cocotb-coverage's cover points), the
+timings and where it ran. A run is a campaign kept in
 build/stress/seed<SEED>-n<N>-<sim>/ (cosim/campaign.py): --resume continues an interrupted one
 without running its finished chunks again.
 """
 
 from __future__ import annotations
 
-import functools
 import random
 import shlex
 import sys
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -52,13 +52,9 @@ from sim.spec import DEFAULT, ErrorCode, Mem, Params
 from . import batch, coverage, edges, pool, seeds
 from .campaign import Campaign, default_folder, identity
 from .jobs import Job
+from .stressprogram import ENDINGS, HALT, KINDS, StressProgram, fits, smallest
 from .verilog import fresh_verilog, verilog_params
 
-HALT = "HALT"
-ENDINGS: tuple[str, ...] = (HALT, HALT, HALT, HALT, *(c.name for c in spec.CHECK_CODES))
-"""How program k ends: ENDINGS[k % len(ENDINGS)]."""
-KINDS = tuple(s.name for s in spec.INSTRUCTIONS if s.counter is not None)
-"""The instructions a body draws from (all but HALT)."""
 BODY_MAX = 16
 """Most instructions in a body (between the loads and the ending)."""
 LEN_MAX = 512
@@ -66,43 +62,6 @@ LEN_MAX = 512
 WINDOWS = (128, 512, 2048)
 """Sizes of the scratchpad window a program works in (or the whole scratchpad)."""
 WHAT = "memory, {counters}, error code and pc"
-
-
-@functools.cache
-def smallest(kind: str, params: Params) -> dict[str, int] | None:
-    """The smallest legal ``kind`` on the machine: every field at the low end of its legal
-    range, its regions side by side from word 0; None when even that fails the spec's checks
-    (a small machine has no room for some: UNPACK needs 9 scratchpad words)."""
-    ispec = spec.BY_NAME[kind]
-    fields = {f.name: f.legal_range(params)[0] for f in ispec.fields}
-    fields.update({r.start: 0 for r in ispec.regions})
-    used = {Mem.SPAD: 0, Mem.EXT: 0}
-    for region in ispec.regions:
-        fields[region.start] = used[region.mem]
-        used[region.mem] += region.extent(fields)
-    return fields if spec.check(ispec, fields, params)[0] is ErrorCode.NONE else None
-
-
-def fits(kind: str, params: Params) -> bool:
-    """Whether some legal ``kind`` exists on the machine (:func:`smallest`)."""
-    return smallest(kind, params) is not None
-
-
-@dataclass
-class StressProgram:
-    """One generated program.
-
-    Attributes:
-        seed: it is made from random.Random(seed) alone.
-        ending: HALT or the ErrorCode name it was made to end in.
-        job: the program and its external-memory image.
-        features: what it exercises (for the coverage summary).
-    """
-
-    seed: int
-    ending: str
-    job: Job
-    features: Counter = field(default_factory=Counter)
 
 
 class Generator:
@@ -113,7 +72,7 @@ class Generator:
         params: the machine (sizes, T, K_MAX, SM_MAX_LEN).
     """
 
-    def __init__(self, seed: int, params: Params = DEFAULT):
+    def __init__(self, seed: int, params: Params):
         self.seed = seed
         self.rng = random.Random(seed)
         self.p = params
@@ -368,11 +327,11 @@ class Generator:
         ending = ENDINGS[self.seed % len(ENDINGS)]
         body: list[Instruction | list[int]] = [*self.loads(), *strategy_for(self.seed, self.p).body(self)]
         if ending == HALT:
-            body.append(build("HALT"))
+            body.append(build("HALT", params=self.p))
         elif ending != ErrorCode.NO_HALT.name:
             body.append(self._faulty(ErrorCode[ending]))
             body += [self.legal(rng.choice(self.kinds())) for _ in range(rng.randint(0, 2))]
-            body.append(build("HALT"))
+            body.append(build("HALT", params=self.p))
         self.features[f"ends {ending}"] += 1
         if any(isinstance(ins, list) for ins in body):
             program: list[Instruction] | list[int] = [w for ins in body for w in
@@ -533,21 +492,21 @@ DECOUPLED_STRATEGIES: tuple[Strategy, ...] = (*STRATEGIES, Strategy("fill", fill
 machine and ``fill``, whose programs fill its queues (the others' draws stay the same)."""
 
 
-def strategy_for(seed: int, params: Params = DEFAULT) -> Strategy:
+def strategy_for(seed: int, params: Params) -> Strategy:
     """The strategy of program ``seed`` on the machine ``params``: they take turns by ten seeds,
     so that every strategy meets every ending (ENDINGS)."""
     strategies = DECOUPLED_STRATEGIES if params.OVERLAP == 2 else STRATEGIES
     return strategies[(seed // len(ENDINGS)) % len(strategies)]
 
 
-def long_program(seed: int, length: int, params: Params = DEFAULT) -> Job:
+def long_program(seed: int, length: int, params: Params) -> Job:
     """A legal program of ``length`` instructions (loads, random legal ones, HALT) drawn from
     seed, and its external memory: for measuring simulated cycles per second."""
     g = Generator(seed, params)
     body = g.loads()
     body += [g.legal(g.rng.choice(g.kinds())) for _ in range(length - len(body) - 1)]
     name = f"long program (seed {seed}, {length} instructions)"
-    return Job([*body, build("HALT")], g.ext_image(), name=name, machine=params)
+    return Job([*body, build("HALT", params=params)], g.ext_image(), name=name, machine=params)
 
 
 PORT_EVERY = 8
@@ -556,12 +515,12 @@ write port (:attr:`cosim.jobs.Job.via_port`), the others by backdoor: the port's
 checked in every chunk, at a cost of a few cycles per instruction."""
 
 
-def generate(first: int, n: int, params: Params = DEFAULT) -> list[StressProgram]:
+def generate(first: int, n: int, params: Params) -> list[StressProgram]:
     """Programs for seeds first .. first+n-1."""
     return list(programs(first, n, params))
 
 
-def programs(first: int, n: int, params: Params = DEFAULT) -> Iterator[StressProgram]:
+def programs(first: int, n: int, params: Params) -> Iterator[StressProgram]:
     """Programs for seeds first .. first+n-1, each drawn when it is asked for; every
     :data:`PORT_EVERY` th is loaded through the host's instruction-memory port."""
     for seed in range(first, first + n):
@@ -658,12 +617,14 @@ def _show(first: int, n: int, params: Params) -> None:
 
 def main(first: int, n: int, choice: str, *, waves: bool = False, verilog: Path | None = None,
          keep: bool = False, show: bool = False, options: Sequence[str] = (), resume: bool = False,
-         campaign: Path | None = None, mutant: str | None = None, jobs: int | None = None) -> int:
+         campaign: Path | None = None, mutant: str | None = None, jobs: int | None = None,
+         engine: str = "auto", chunk: int = pool.CHUNK) -> int:
     """The whole command; returns the exit status.
 
     ``options`` are the command-line options besides --seed, --n and --sim that change the run
     (for the rerun hint: :func:`rerun_lines`, and the campaign's identity). ``campaign`` is the
-    campaign's folder (default: :func:`cosim.campaign.default_folder`).
+    campaign's folder (default: :func:`cosim.campaign.default_folder`). ``chunk``: programs per
+    launch (a campaign resumes only with its own; the results do not depend on it).
 
     Raises:
         CosimError: no Verilog, or the campaign cannot be resumed.
@@ -671,12 +632,15 @@ def main(first: int, n: int, choice: str, *, waves: bool = False, verilog: Path 
     note = seeds.long_run_note(n, batch.simulators(choice), "programs", jobs)
     if note:
         print(note, file=sys.stderr, flush=True)
-    source = fresh_verilog(verilog)
+    source = fresh_verilog(verilog, params=DEFAULT)   # none given: the default machine's
     params = verilog_params(source)
     if show:
         _show(first, n, params)
     folder = campaign or default_folder(first, n, choice, mutant, source)
-    with Campaign(folder, identity(first, n, choice, source, list(options)), resume) as camp:
+    what = identity(first, n, choice, source, list(options))
+    if chunk != pool.CHUNK:
+        what["chunk"] = chunk
+    with Campaign(folder, what, resume) as camp:
         done = camp.done()
         results = {r.number: r for r in done if r.simulator == batch.simulators(choice)[0]}
 
@@ -685,8 +649,8 @@ def main(first: int, n: int, choice: str, *, waves: bool = False, verilog: Path 
             if result.simulator == batch.simulators(choice)[0]:
                 results[result.number] = result
 
-        outcomes = pool.run_stream(recipes(first, n, camp), choice, verilog=source, waves=waves, keep=keep,
-                                   jobs=jobs, done=done, on_result=finished)
+        outcomes = pool.run_stream(recipes(first, n, camp, chunk), choice, verilog=source, waves=waves,
+                                   keep=keep, jobs=jobs, done=done, on_result=finished, engine=engine)
         lines = []
         for o in outcomes:
             lines += batch.verdict(o, WHAT)

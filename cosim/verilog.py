@@ -100,7 +100,7 @@ def _record(verilog: Path | None = None) -> dict:
     return record
 
 
-def _stale_reason(params: Params = DEFAULT) -> str | None:
+def _stale_reason(params: Params) -> str | None:
     """Why the machine's Verilog must be exported again, or None when it is fresh."""
     verilog, stamp = _places(params)
     if not verilog.is_file() or not verilog.with_name(PORTS_JSON).is_file():
@@ -118,7 +118,7 @@ def _stale_reason(params: Params = DEFAULT) -> str | None:
 
 
 def fresh_verilog(verilog: Path | None = None, say: Callable[[str], None] = print, *,
-                  params: Params = DEFAULT) -> Path:
+                  params: Params) -> Path:
     """The Verilog to simulate.
 
     Args:

@@ -32,6 +32,8 @@ from pathlib import Path
 
 from _excerpts import ROOT, Excerpt, blocks_in, code_block, replace_blocks, stale_blocks
 
+from sim.spec import DEFAULT
+
 GUIDE = ROOT / "docs" / "add-an-instruction.md"
 MARKER = "add-an-instruction"
 """Commits of the worked example carry ``[add-an-instruction: STEP]`` in their message."""
@@ -57,10 +59,10 @@ EXCERPTS: dict[str, tuple[Excerpt, ...]] = {
                   E("sim/asm.py", "disassemble", lines=r"shown = ")),
     "stress": (E("cosim/stress.py", "Generator._values"),
                E("cosim/coverage.py", "FLAGS")),
-    "compiler": (E("compiler/ops.py", "_table", item="Op.RELU, arity"),
-                 E("compiler/lowering.py", "lower_add", lines=r"VADD|fused_relu"),
-                 E("compiler/semantics.py", "int_add", lines=r"return|def"),
-                 E("compiler/semantics.py", "real_add")),
+    "compiler": (E("compiler/ops/table.py", "_table", item="Op.RELU, arity"),
+                 E("compiler/lowering/add.py", "lower_add", lines=r"VADD|fused_relu"),
+                 E("compiler/ops/add.py", "int_add", lines=r"return|def"),
+                 E("compiler/ops/add.py", "real_add")),
     "tests-residual": (E("compiler/testing/residual.py", "residual_block",
                          lines=r"def |total|return torch"),),
     "tests-battery": (E("compiler/testing/random_graphs.py", "random_add_relu_graph",
@@ -87,12 +89,12 @@ def residual_listings(fused=None, carried=None) -> str:
     from compiler.testing.residual import compile_residual
     from sim.machine import predict_counters
 
-    fused = fused or compile_residual()
-    carried = carried or compile_residual(carry=True)
+    fused = fused or compile_residual(params=DEFAULT)
+    carried = carried or compile_residual(carry=True, params=DEFAULT)
     out = []
     for title, c in (("before: the sum through an identity nn.Linear whose RQ applies the ReLU", carried),
                      ("after: the ReLU on the VADD (relu=1)", fused)):
-        cycles = predict_counters(c.program.code).cycles
+        cycles = predict_counters(c.program.code, params=DEFAULT).cycles
         out.append(f"{title}: {len(c.program.code)} instructions, {cycles} cycles\n\n```\n"
                    f"{c.program.listing()}\n```\n")
     return "\n".join(out)
@@ -116,7 +118,8 @@ GUIDE_STEPS = (
     ("hardware", ("hw/",)),
     ("toolchain", ("sim/asm.py", "cosim/stress.py", "cosim/coverage.py")),
     ("compiler", ("compiler/frontend/", "compiler/fusion.py", "compiler/ir.py", "compiler/lowering.py",
-                  "compiler/ops.py", "compiler/semantics.py", "examples/")),
+                  "compiler/ops.py", "compiler/semantics.py", "compiler/lowering/", "compiler/ops/",
+                  "examples/")),
     ("tests and test tooling", ("tests/", "compiler/testing/", "cosim/mutants.py", "Makefile", "README.md")),
 )
 """The guide's steps and the paths (prefixes) whose changes count for each."""
@@ -239,11 +242,11 @@ def rtl_run(mutant: str | None, sim: str = "icarus") -> tuple[int, list[str]]:
     from cosim.jobs import Job
     from cosim.verilog import COSIM_BUILD, fresh_verilog
 
-    compiled = compile_residual()
+    compiled = compile_residual(params=DEFAULT)
     verilog = None
     lines = []
     if mutant is not None:
-        verilog = mutants.mutate(fresh_verilog(), mutant, COSIM_BUILD / "mutants" / mutant)
+        verilog = mutants.mutate(fresh_verilog(params=DEFAULT), mutant, COSIM_BUILD / "mutants" / mutant)
         m = mutants.MUTANTS[mutant]
         lines.append(f"mutant {m.name}: {m.unit} {m.what}")
     job = Job.of_program(compiled.program, compiled.feed, "residual block")

@@ -26,8 +26,8 @@ from _cli import add_machine, machine, positive  # examples/_cli.py
 
 from compiler import CompileError, compile_graph
 from compiler.explain import run_checks
-from compiler.testing.seedtable import attention_step_graph as build_graph
-from compiler.testing.seedtable import attention_step_sample as draw_sample
+from compiler.workloads.seedtable import attention_step_graph as build_graph
+from compiler.workloads.seedtable import attention_step_sample as draw_sample
 
 PLOTS = Path(__file__).resolve().parent.parent / "build" / "examples" / "attention_step"
 

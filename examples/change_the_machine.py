@@ -34,7 +34,7 @@ import own_graph
 import sweep
 
 from compiler import compile_graph
-from compiler.testing.seedtable import TABLE_SEEDS, compile_seed
+from compiler.workloads.seedtable import TABLE_SEEDS, compile_seed
 from sim import machines
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -49,9 +49,9 @@ from compiler.interpret import interpret
 from compiler.program import Program, RunOutcome
 from compiler.scales import ZeroRangeWarning
 from compiler.testing.perf import useful_macs
-from compiler.testing.random_graphs import random_graph, sample_inputs
-from compiler.testing.seedtable import CALIBRATION_SAMPLES, TABLE_SEEDS, attention_step_network
 from compiler.timeline import UNIT_NAMES
+from compiler.workloads.random_graph import random_graph, sample_inputs
+from compiler.workloads.seedtable import CALIBRATION_SAMPLES, TABLE_SEEDS, attention_step_network
 from sim.asm import decode_program
 from sim.machines import describe as describe_machine
 from sim.spec import COUNTERS, DEFAULT, Params
@@ -155,7 +155,7 @@ def _gaussian_case(graph: Graph, seed: int, samples: int = 16) -> Case:
 
 
 def seed_case(seed: int) -> Case:
-    """A graph of the seed table, calibrated and tested as compiler.testing.seedtable does."""
+    """A graph of the seed table, calibrated and tested as compiler.workloads.seedtable does."""
     graph, names = random_graph(seed)
     rng = random.Random(seed)
     calibration = [sample_inputs(names, rng) for _ in range(CALIBRATION_SAMPLES)]
@@ -198,7 +198,7 @@ def checked_run(name: str, case: Case, params: Params, **options: bool) -> tuple
         StudyError: an output differs from the interpreter (names program, options, output).
     """
     graph, calibration, test = case
-    with warnings.catch_warnings():   # seed 104's zero ranges are the seed's own (compiler.testing.seedtable)
+    with warnings.catch_warnings():   # seed 104's zero ranges are the seed's (compiler.workloads.seedtable)
         warnings.simplefilter("ignore", ZeroRangeWarning)
         program = compile_graph(graph, calibration, params=params, **options)
     outcome = program.run(test, warn=False)

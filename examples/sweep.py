@@ -6,7 +6,7 @@ each needs, sim.machines.PRESETS) the programs are compiled for that machine and
 reference machine, whose counters the RTL matches exactly (``make cosim PARAMS=...`` checks
 it):
 
-* the twelve graphs of seeds 100-111 (compiler.testing.seedtable.compile_seed): total cycles
+* the twelve graphs of seeds 100-111 (compiler.workloads.seedtable.compile_seed): total cycles
   and MXU utilisation (useful multiply-adds over T*T*cycles);
 * running example A (one attention decode step);
 * running example B (examples/own_graph.py) at hidden widths 8, 16, 32 and 48;
@@ -14,9 +14,11 @@ it):
 
 The synthesis figures (LUT4, flip-flops, DSP blocks, DP16KD, Fmax on the ECP5-85F) take tens
 of minutes a machine, so they are not measured by default: ``--synth`` runs flows/synth for
-every machine (``build/machines/<tag>/synth``); without it the table shows the figures of the
-last full run, kept in docs/sweep.json with its date and tool versions. ``--write`` stores the
-run in docs/sweep.json and rewrites docs/sweep.md (docs/change-the-machine.md quotes it).
+every machine (``build/machines/<tag>/synth``), each machine a task of a campaign's farm
+(cosim.farm: Ray on this machine or, with RAY_ADDRESS, on a cluster: docs/cluster.md); without
+it the table shows the figures of the last full run, kept in docs/sweep.json with its date and
+tool versions. ``--write`` stores the run in docs/sweep.json and rewrites docs/sweep.md
+(docs/change-the-machine.md quotes it).
 
 Usage: python examples/sweep.py [--machines t2 t8 "T=8 LANES=16"] [--synth] [--write] [--epochs 60]
 """
@@ -104,19 +106,40 @@ def synth_dir(params: Params) -> Path:
     return machines.machine_dir(ROOT / "build", params) / "synth"
 
 
-def synthesise(params: Params) -> dict:
-    """flows/synth for one machine (its report in build/machines/<tag>/synth); the figures."""
-    from flows.synth import SynthError
-    from flows.synth import synthesise as run
+SYNTH_SECONDS = 30 * 60
+"""Rough time of one machine's synthesis (the farm's estimate: Ray from a minute of work on)."""
 
-    out = synth_dir(params)
-    print(f"  synthesis of {machines.describe(params)} -> {out} (tens of minutes)", flush=True)
-    try:
-        report = run(params, out, command=f"python examples/sweep.py --synth ({out})",
-                     yosys_cache=YOSYS_CACHE)
-    except (SynthError, ValueError) as e:
-        return {"error": str(e)}
-    return report_figures(report, params)
+
+def synthesise_all(chosen: dict[str, Params], engine: str = "auto") -> dict[str, dict]:
+    """flows/synth for every machine, each a task of a campaign's farm (cosim.farm: a local pool,
+    or Ray on this machine or the cluster at RAY_ADDRESS); each report lands in the machine's
+    build/machines/<tag>/synth here, wherever it ran. The figures per machine name."""
+    from cosim.farm import TaskError, open_farm
+    from flows.synth import SynthError
+    from flows.synth.run import synthesis_job
+
+    out: dict[str, dict] = {}
+    with open_farm(engine, estimate=len(chosen) * SYNTH_SECONDS, tasks=len(chosen)) as f:
+        print(f"synthesis of {len(chosen)} machines (tens of minutes each) on {f.where}", flush=True)
+        for name, params in chosen.items():
+            folder = synth_dir(params)
+            command = f"python examples/sweep.py --synth ({folder})"
+            f.submit(name, synthesis_job, (params, str(folder), command, str(YOSYS_CACHE)))
+        while f.running:
+            for done in f.wait(1.0):
+                params = chosen[done.key]
+                if isinstance(done.error, (SynthError, ValueError, TaskError)):
+                    out[done.key] = {"error": str(done.error)}
+                elif done.error is not None:
+                    raise done.error
+                else:
+                    report, files = done.value
+                    for file, text in files.items():
+                        (synth_dir(params) / file).write_text(text)
+                    out[done.key] = report_figures(report, params)
+                what = "refused" if "error" in out[done.key] else "done"
+                print(f"  {done.key}: synthesis {what}", flush=True)
+    return out
 
 
 def report_figures(report, params: Params) -> dict:
@@ -239,6 +262,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--write", action="store_true", help=f"store the run in {RECORD.relative_to(ROOT)} "
                         f"and rewrite {PAGE.relative_to(ROOT)}")
     parser.add_argument("--epochs", type=positive, default=60, help="digits training epochs (default 60)")
+    parser.add_argument("--engine", choices=("auto", "ray", "local"), default="auto",
+                        help="where --synth runs the machines' synthesis: ray (a local instance, or the "
+                             "cluster at RAY_ADDRESS), local (a pool of processes), auto (default: Ray)")
     args = parser.parse_args(argv)
     try:
         chosen = {text: machines.parse(text) for text in args.machines}
@@ -251,6 +277,7 @@ def main(argv: list[str] | None = None) -> int:
     last = json.loads(RECORD.read_text()) if RECORD.exists() else {"figures": []}
     recorded = {_key(Params(**f["params"])): f.get("synth", {}) for f in last["figures"]}
 
+    synthesised = synthesise_all(chosen, args.engine) if args.synth else {}
     print(f"training the digits MLP ({args.epochs} epochs) ...", flush=True)
     model = digits_model(args.epochs)
     figures = []
@@ -258,7 +285,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{name}: {machines.describe(params)}", flush=True)
         f = fast_figures(name, params, model)
         if args.synth:
-            f.synth = {**synthesise(params), "dsp": _dsp(params)}
+            f.synth = {**synthesised[name], "dsp": _dsp(params)}
         elif args.synth_reports:
             found = reported(params)
             if not found:

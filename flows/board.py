@@ -10,7 +10,7 @@ Usage::
 instruction memory, both initialised at build time: the program's encoded words and its
 external-memory image (inputs and weights, quantised by the compiler). After reset it starts
 the program, waits for ``done``, then reads every output word back from the external memory
-and compares it, and the five cycle counters, with what the reference machine
+and compares it, and the cycle counters, with what the reference machine
 (:class:`sim.machine.Machine`) computed at build time; the core's ``timing_fault``
 self-check must be 0 too. The LEDs:
 
@@ -88,7 +88,9 @@ class BoardProgram:
         length: instructions (the host's ``prog_len``).
         ext: the external-memory image the program starts from (EXT_WORDS uint32 words).
         expected: (address, word) of every output word the reference machine leaves.
-        counters: the reference machine's five counters.
+        counters: the reference machine's counters (five; seven at OVERLAP = 1).
+        machine: the machine it was compiled for (:attr:`compiler.Program.machine`): a core
+            built for another refuses it (:meth:`BoardLogic.check`).
     """
 
     name: str
@@ -97,6 +99,7 @@ class BoardProgram:
     ext: np.ndarray
     expected: list[tuple[int, int]]
     counters: tuple[int, ...]
+    machine: Params
 
     @classmethod
     def from_compiled(cls, name: str, program, inputs) -> BoardProgram:
@@ -108,30 +111,35 @@ class BoardProgram:
             if entry.kind == "output":
                 expected += [(a, int(result.ext[a])) for a in range(entry.addr, entry.addr + entry.words)]
         return cls(name, encode_program(program.code), len(program.code), np.asarray(ext, dtype=np.uint32),
-                   expected, result.counters.as_tuple())
+                   expected, result.counters.as_tuple(), program.machine)
 
 
-def example_a(params: Params = DEFAULT) -> BoardProgram:
-    """Running example A as the seed runs it (compiler.testing.seedtable.attention_step_network),
+def _machine_text(params: Params) -> str:
+    """``the default machine`` or ``the machine T=8 LANES=8`` (:func:`sim.machines.describe`)."""
+    return "the default machine" if params == DEFAULT else f"the machine {machines.describe(params)}"
+
+
+def example_a(params: Params) -> BoardProgram:
+    """Running example A as the seed runs it (compiler.workloads.seedtable.attention_step_network),
     compiled for the machine ``params``."""
     from compiler import compile_graph
-    from compiler.testing.seedtable import attention_step_network
+    from compiler.workloads.seedtable import attention_step_network
 
     graph, calibration, test = attention_step_network()
     return BoardProgram.from_compiled("running example A", compile_graph(graph, calibration, params=params),
                                       test)
 
 
-def seed_program(seed: int, params: Params = DEFAULT) -> BoardProgram:
-    """The random graph of ``seed`` as make cosim compiles it (compiler.testing.seedtable.compile_seed;
+def seed_program(seed: int, params: Params) -> BoardProgram:
+    """The random graph of ``seed`` as make cosim compiles it (compiler.workloads.seedtable.compile_seed;
     100..111 are the seed table's), for the machine ``params``, on its test input."""
-    from compiler.testing.seedtable import compile_seed
+    from compiler.workloads.seedtable import compile_seed
 
     run = compile_seed(seed, params)
     return BoardProgram.from_compiled(f"seed {seed}", run.program, run.test_inputs)
 
 
-def program_by_name(text: str, params: Params = DEFAULT) -> BoardProgram:
+def program_by_name(text: str, params: Params) -> BoardProgram:
     """``example-a`` or ``seed:N``, compiled for ``params``.
 
     Raises:
@@ -164,17 +172,22 @@ class BoardLogic(Checked):
 
     Raises:
         TypeError: params is not a :class:`sim.spec.Params`.
-        ValueError: the program does not fit the memories, or has no output, or the core is not
-            built for the parameters.
+        ValueError: the program was compiled for another machine than ``params`` (naming both),
+            does not fit the memories, or has no output, or the core is not built for the
+            parameters.
     """
 
     @classmethod
-    def check(cls, program: BoardProgram, params: Params = DEFAULT, boot_cycles: int = BOOT_CYCLES) -> None:
+    def check(cls, program: BoardProgram, params: Params, boot_cycles: int = BOOT_CYCLES) -> None:
         """Refuse a program the memories cannot hold or that has nothing to check, and what the
         core refuses (:meth:`hw.top.GA2.check`)."""
         GA2.check(params)
         problem = None
-        if program.length > params.IMEM_WORDS:
+        if program.machine != params:
+            problem = (f"{program.name} was compiled for {_machine_text(program.machine)}, but the core is "
+                       f"built for {_machine_text(params)}: compile it for the core's machine, or build the "
+                       "core for the program's")
+        elif program.length > params.IMEM_WORDS:
             problem = (f"{program.name} has {program.length} instructions, "
                        f"more than IMEM_WORDS={params.IMEM_WORDS}")
         elif len(program.ext) > params.EXT_WORDS:
@@ -185,7 +198,7 @@ class BoardLogic(Checked):
         if problem:
             raise ValueError(f"BoardLogic: {problem}")
 
-    def __init__(self, program: BoardProgram, params: Params = DEFAULT, boot_cycles: int = BOOT_CYCLES):
+    def __init__(self, program: BoardProgram, params: Params, boot_cycles: int = BOOT_CYCLES):
         super().__init__({"leds": Out(LEDS), "again": In(1)})
         self.program = program
         self.params = params
@@ -295,7 +308,7 @@ class ULX3STop(Elaboratable):
     """:class:`BoardLogic` on the ULX3S: its 25 MHz clock (the platform's default domain), the
     eight LEDs and the FIRE1 button."""
 
-    def __init__(self, program: BoardProgram, params: Params = DEFAULT):
+    def __init__(self, program: BoardProgram, params: Params):
         self.logic = BoardLogic(program, params)
 
     def elaborate(self, platform):
@@ -352,7 +365,7 @@ def tool_environment() -> dict[str, str]:
     return env
 
 
-def build(program: BoardProgram, out_dir: Path, *, params: Params = DEFAULT, run: bool = True,
+def build(program: BoardProgram, out_dir: Path, *, params: Params, run: bool = True,
           quiet: bool = False) -> dict:
     """Write the board's build files with Amaranth's ULX3S 85F platform and run its commands.
 

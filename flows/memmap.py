@@ -33,7 +33,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from sim import spec
-from sim.spec import DEFAULT, Params
+from sim.spec import Params
 
 CORE = "ga2"
 """The core's Verilog module, and the stem of its file (``build/ga2.v``)."""
@@ -69,7 +69,7 @@ class Array:
         return ".".join(self.path)
 
 
-def arrays(memory: str, params: Params = DEFAULT, *, top: str = "simtop") -> list[Array]:
+def arrays(memory: str, params: Params, *, top: str = "simtop") -> list[Array]:
     """The arrays of one memory, bank 0 first.
 
     Args:
@@ -95,7 +95,7 @@ def arrays(memory: str, params: Params = DEFAULT, *, top: str = "simtop") -> lis
     return [Array((*prefix, f"{_ARRAYS[memory][-1]}{b}"), words // banks) for b in range(banks)]
 
 
-def locate(memory: str, word: int, params: Params = DEFAULT, *, top: str = "simtop") -> tuple[str, int]:
+def locate(memory: str, word: int, params: Params, *, top: str = "simtop") -> tuple[str, int]:
     """(dotted array path, index) of word ``word`` of a memory (for ``imem``, of the encoded
     program: INSTR_WORDS words per instruction, least significant first).
 
@@ -109,7 +109,7 @@ def locate(memory: str, word: int, params: Params = DEFAULT, *, top: str = "simt
     return banks[word % len(banks)].dotted(), word // len(banks)
 
 
-def describe(params: Params = DEFAULT, *, top: str = "simtop") -> dict:
+def describe(params: Params, *, top: str = "simtop") -> dict:
     """The map as plain data (for ``build/ga2_ports.json``): memory -> banks, depth, rule."""
     out = {}
     for memory in MEMORIES:

@@ -72,7 +72,7 @@ class BankedMemory(Checked):
     """
 
     @classmethod
-    def check(cls, depth: int, n_read: int = 1, lanes: int = spec.DEFAULT.LANES, init=(), *,
+    def check(cls, depth: int, n_read: int = 1, init=(), *, lanes: int,
               latency: int = spec.SPAD_READ_LATENCY) -> None:
         """The Raises above, before the memory exists."""
         if depth < lanes or depth & (depth - 1) or depth % lanes:
@@ -85,7 +85,7 @@ class BankedMemory(Checked):
         if len(init) > depth:
             raise ValueError(f"BankedMemory: init has {len(init)} words, more than depth={depth}")
 
-    def __init__(self, depth: int, n_read: int = 1, lanes: int = spec.DEFAULT.LANES, init=(), *,
+    def __init__(self, depth: int, n_read: int = 1, init=(), *, lanes: int,
                  latency: int = spec.SPAD_READ_LATENCY):
         init = list(init)
         self.depth = depth

@@ -128,7 +128,7 @@ class Checker(Checked):
         TypeError: params is not a :class:`sim.spec.Params`.
     """
 
-    def __init__(self, params: Params = DEFAULT):
+    def __init__(self, params: Params):
         assert end_stages(params) == END_STAGES, "this machine's formulas need another pipeline depth"
         self.params = params
         pcw = pc_bits(params)

@@ -13,7 +13,7 @@ from typing import Any
 
 from amaranth.lib import wiring
 
-from sim.spec import DEFAULT, Params
+from sim.spec import Params
 
 
 def check_params(owner: str, params: Any) -> None:
@@ -40,7 +40,7 @@ class Checked(wiring.Component):
         return super().__new__(cls, *args, src_loc_at=src_loc_at + 1, **kwargs)
 
     @classmethod
-    def check(cls, params: Any = DEFAULT, *args: Any, **kwargs: Any) -> None:
+    def check(cls, params: Any, *args: Any, **kwargs: Any) -> None:
         """Raise on arguments the component cannot be built from (default: TypeError for a
         params that is not a :class:`sim.spec.Params`)."""
         check_params(cls.__name__, params)

@@ -38,17 +38,15 @@ from amaranth.lib import data, memory, wiring
 from amaranth.lib.wiring import In, Out
 
 from sim import spec
-from sim.spec import DEFAULT, ErrorCode, Params
+from sim.spec import ErrorCode, Params
 
 from .banked import NO_RW_CHECK
 from .checker import CHECK_STAGES, Checker, overlap_info_widths, pc_bits
 from .component import Checked
 from .isa import FIELD_BITS, is_one_of
-from .overlap import overlap_execute
+from .overlap import OverlapExecute
+from .queue import QUEUE_SLOTS, queue_entry
 from .station import station_execute
-
-QUEUE_SLOTS = 2
-"""Checked instructions waiting between the checker and the execute stage (hw/README.md)."""
 
 UNIT_COUNTERS = spec.COUNTERS[1:]
 """The per-class counters, after ``cycles``: an instruction's ``InstrSpec.counter`` is one."""
@@ -81,7 +79,7 @@ def host_members(params: Params) -> dict:
 
 
 class Control(Checked):
-    """Instruction memory, front end, execute stage, the five counters and the host interface.
+    """Instruction memory, front end, execute stage, the counters and the host interface.
 
     Parameters:
         params: the machine's :class:`sim.spec.Params` (IMEM_WORDS; the checks use all).
@@ -99,7 +97,9 @@ class Control(Checked):
             32-bit word of the encoded program (word w is word w % 4 of instruction w // 4).
             Only while idle.
         count_cycles, count_dma, count_mxu, count_vpu, count_sfu Out(32): the counters of
-            GA2.md section 5, reset by start and frozen when the machine stops.
+            GA2.md section 5 (``sim.spec.counters``), and at OVERLAP = 1 count_hazard and
+            count_port (section 7: cycles the queue's head waits on a hazard, on a port); reset
+            by start and frozen when the machine stops.
     Members (execute side):
         issue Out(1): high for one cycle, the cycle before an instruction's dispatch d;
         issue_opcode Out(4), issue_fields Out(FIELD_BITS): that instruction, valid with issue
@@ -129,7 +129,7 @@ class Control(Checked):
         TypeError: params is not a :class:`sim.spec.Params`.
     """
 
-    def __init__(self, params: Params = DEFAULT):
+    def __init__(self, params: Params):
         assert spec.FRONTEND_CYCLES == 1 + CHECK_STAGES + 1 + 1, \
             "sim.spec.FRONTEND_CYCLES: fetch, the checker's stages, a queue slot, the dispatch register"
         assert spec.STOP_CYCLES >= 1, "sim.spec.STOP_CYCLES: a stop takes at least its own cycle"
@@ -163,8 +163,10 @@ class Control(Checked):
         # the named steps, in the order their logic is built (each takes what the earlier made)
         q = self._queue(m, start, stop)
         if self.params.OVERLAP:
-            execute = station_execute if self.params.OVERLAP == 2 else overlap_execute
-            ex = execute(m, self, busy, start, stop, q)
+            if self.params.OVERLAP == 2:     # the station drives the issue and counters itself
+                ex = station_execute(m, self, busy, start, stop, q)
+            else:
+                ex = self._overlap_execute(m, busy, start, stop, q)
             self._front_end(m, busy, start, stop, ex.stopping, q.advance)
             self._host_status(m, start, stop, busy, ex.stop_code, ex.stop_pc)
             return m
@@ -182,11 +184,7 @@ class Control(Checked):
         queue's logic and ~1,000 enables of the fetch and checker registers behind it).
         Returns advance, consume (driven by :meth:`_countdown`), count and head."""
         chk = self.checker
-        entry = data.StructLayout({
-            "opcode": spec.OPCODE_BITS, "fields": FIELD_BITS, "pc": pc_bits(self.params),
-            "code": spec.ERROR_CODE_BITS, "stop": 1, "cls": len(UNIT_COUNTERS),
-            "latency": len(chk.out_latency),
-        } | (overlap_info_widths(self.params) if self.params.OVERLAP else {}))
+        entry = queue_entry(self.params)
         slots = [Signal(entry, name=f"slot{k}") for k in range(QUEUE_SLOTS)]
         count = Signal(range(QUEUE_SLOTS + 1))       # instructions in the queue
         rd_slot = Signal()
@@ -226,6 +224,19 @@ class Control(Checked):
                 m.d.sync += rd_slot.eq(~rd_slot)
         return SimpleNamespace(advance=advance, consume=consume, count=count, head=head, slots=slots,
                                rd_slot=rd_slot)
+
+    def _overlap_execute(self, m: Module, busy: Value, start: Value, stop: Value,
+                         q: SimpleNamespace) -> OverlapExecute:
+        """OVERLAP = 1: the execute stage is a component of its own (:class:`hw.overlap.OverlapExecute`),
+        wired to the queue, the issue, the stop, the last cycles, ``dma_hold`` and the counters."""
+        m.submodules.execute = ex = OverlapExecute(self.params)
+        m.d.comb += [ex.start.eq(start), ex.busy.eq(busy), ex.count.eq(q.count), ex.rd_slot.eq(q.rd_slot)]
+        m.d.comb += [ex.slots[k].eq(slot) for k, slot in enumerate(q.slots)]
+        m.d.comb += [q.consume.eq(ex.consume), stop.eq(ex.stop)]
+        outputs = ["issue", "issue_opcode", "issue_fields", "eng_last", "ex_last", "dma_hold"]
+        outputs += [f"count_{name}" for name in spec.counters(self.params)]
+        m.d.comb += [getattr(self, name).eq(getattr(ex, name)) for name in outputs]
+        return ex
 
     def _countdown(self, m: Module, busy: Value, start: Value, q: SimpleNamespace) -> SimpleNamespace:
         """The execute stage takes the queue's head when free. Taken in cycle c with latency L,

@@ -13,7 +13,7 @@ from amaranth.lib import data
 from amaranth.lib.wiring import In
 
 from sim import spec
-from sim.spec import DEFAULT, Params
+from sim.spec import Params
 
 from .component import Checked
 from .isa import fields_view, opcode
@@ -70,7 +70,7 @@ class DMA(Checked):
     OPCODES = ("LD", "ST")
     """The instructions this unit executes."""
 
-    def __init__(self, params: Params = DEFAULT):
+    def __init__(self, params: Params):
         assert spec.LD_OVERHEAD == spec.EXT_READ_LATENCY + 1, "hw/dma.py: LD = ext read, data register"
         assert spec.ST_OVERHEAD == spec.SPAD_READ_LATENCY + 1, "hw/dma.py: ST = spad read, data register"
         self.params = params

@@ -82,7 +82,7 @@ class TableUnit(Checked):
 
     OPCODES = ("LUT",)
 
-    def __init__(self, params: spec.Params = spec.DEFAULT):
+    def __init__(self, params: spec.Params):
         assert spec.LUT_OVERHEAD == SPAD_READ_LATENCY + 4, "hw/lut.py: arrival, look-up, word, byte registers"
         self.params = params
         self.table_beats = -(-spec.LUT_TABLE_WORDS // params.LANES)

@@ -40,7 +40,7 @@ from amaranth.hdl import Cat, Module, Mux, Signal, Value
 from amaranth.lib import data
 
 from sim import spec
-from sim.spec import DEFAULT, Params
+from sim.spec import Params
 
 from .component import Checked
 from .isa import fields_view
@@ -81,7 +81,7 @@ class MatrixUnit(Checked):
     OVERHEAD = spec.SPAD_READ_LATENCY + 2
     """Cycles of the schedule beyond K + M + tb*(N-1): sim.spec.MM_OVERHEAD must equal it."""
 
-    def __init__(self, params: Params = DEFAULT):
+    def __init__(self, params: Params):
         assert spec.MM_OVERHEAD == self.OVERHEAD, "sim.spec.MM_OVERHEAD must be what hw/mxu.py realises"
         self.params = params
         super().__init__(unit_members(params, n_read=2, write=True))

@@ -1,4 +1,5 @@
-"""OVERLAP = 1: the execute stage of :class:`hw.control.Control` with the engines side by side.
+"""OVERLAP = 1: the execute stage of :class:`hw.control.Control` with the engines side by side,
+a component of its own (:class:`OverlapExecute`).
 
 The issue rule is GA2.md section 7's (``sim.spec.Issue``); this is its hardware, cycle by cycle.
 The queue's head is issued in cycle c (dispatched in c + 1, the unit's dispatch registers as in
@@ -44,18 +45,23 @@ on ``haz_q``, ``port`` those it then waits on a port.
 
 from __future__ import annotations
 
-from types import SimpleNamespace
+from dataclasses import dataclass
 
 from amaranth.hdl import Cat, Module, Mux, Signal, Value
 from amaranth.lib import data
+from amaranth.lib.wiring import In, Out
 
 from sim import spec
+from sim.spec import Params
 
-from .checker import SPAD_SLOTS, overlap_info_widths
+from .checker import SPAD_SLOTS, overlap_info_widths, pc_bits
+from .component import Checked, check_params
+from .isa import FIELD_BITS
 from .lanes import any_of
+from .queue import QUEUE_SLOTS, queue_entry
 
 
-def _slots_layout(params) -> data.StructLayout:
+def _slots_layout(params: Params) -> data.StructLayout:
     widths = overlap_info_widths(params)
     return data.StructLayout({name: widths[name] for k in range(SPAD_SLOTS)
                               for name in (f"s{k}", f"e{k}", f"r{k}", f"w{k}")})
@@ -74,146 +80,246 @@ def conflict_pairs(a, b) -> list[Value]:
     return hits
 
 
-def overlap_execute(m: Module, ctl, busy: Value, start: Value, stop: Value,
-                    q: SimpleNamespace) -> SimpleNamespace:
-    """Build the OVERLAP = 1 execute stage of ``ctl`` (a :class:`hw.control.Control`): the
-    issue, the engines' countdowns, the stop, ``ex_last``/``eng_last`` and the counters.
-    Returns stopping, stop_code and stop_pc (for the front end and the host status)."""
-    p = ctl.params
-    head = q.head
-    engines = spec.ENGINES
-    lbits = len(ctl.checker.out_latency)
-    layout = _slots_layout(p)
+@dataclass(frozen=True)
+class _Engines:
+    """The engines' state, one entry per engine of ``sim.spec.ENGINES`` (the DMA's is ``dma``):
+    the countdown of its instruction's latency (``left``), whether it is free (a register: high
+    in its last cycle and while idle) and executing (``active``), its instruction's region
+    slots (``regions``) and the top of its write window seen from the DMA (``wtop``)."""
 
-    stopping = Signal()
-    stop_left = Signal(range(spec.STOP_CYCLES + 1))
-    stop_code = Signal(spec.ERROR_CODE_BITS)
-    stop_pc = Signal(len(head.pc))
-    settled = Signal()
-    left = [Signal(lbits, name=f"left_{e}") for e in engines]
-    free = [Signal(init=1, name=f"free_{e}") for e in engines]
-    active = [Signal(name=f"active_{e}") for e in engines]
-    cur = [Signal(layout, name=f"regions_{e}") for e in engines]
-    rd_left = Signal(lbits)
-    wr_left = Signal(lbits)
-    dma = engines.index(spec.SHARED_WRITER)
-    assert spec.SPAD_READ_LATENCY + 1 > spec.LD_OVERHEAD, \
-        "dma_hold: a writer issued now must write after the LD beat read next cycle is written"
-    # per engine (the DMA's unused): writes + LD_OVERHEAD, its window seen LD_OVERHEAD + 1
-    # cycles ahead (dma_hold)
-    wtop = [Signal(lbits + 2, name=f"wtop_{e}") for e in engines]
-    ld_beats = Signal(lbits, name="ld_beats")   # beats of the LD in flight the DMA has yet to read
-    dma_held = Signal(name="dma_held")          # one waits this cycle (the DMA reads none)
-    haz_q = Signal()
-    rd_ok_q = Signal()
-    wr_ok_q = Signal()
+    left: list[Signal]
+    free: list[Signal]
+    active: list[Signal]
+    regions: list[Signal]
+    wtop: list[Signal]
+    dma: int
 
-    cls = head.cls
-    eng_free = any_of(cls[k] & free[k] for k in range(len(engines)))
-    all_free = Cat(*free).all()
-    ready = Signal()
-    consume = Signal()
-    issue = Signal()
-    m.d.comb += [
-        ready.eq(busy & ~stopping & (q.count != 0) & settled),
-        consume.eq(ready & Mux(head.stop, all_free, eng_free & ~haz_q & rd_ok_q & wr_ok_q)),
-        issue.eq(consume & ~head.stop),
-        q.consume.eq(consume),
-        ctl.issue.eq(issue),
-        ctl.issue_opcode.eq(head.opcode),
-        ctl.issue_fields.eq(head.fields),
-    ]
 
-    # settled: the head has been the head, and no instruction was issued, in the two cycles
-    # before this one (the flags' two register stages saw this head and these engines)
-    settled1 = Signal()
-    with m.If(start | stop):
-        m.d.sync += [settled1.eq(0), settled.eq(0)]
-    with m.Else():
-        m.d.sync += [settled1.eq((q.count != 0) & ~consume), settled.eq(settled1 & ~consume)]
+@dataclass(frozen=True)
+class _Flags:
+    """The issue rule's registered flags for the head (``haz_q``, ``rd_ok_q``, ``wr_ok_q``),
+    whether they are the head's (``settled``), and the head's engine being free (``eng_free``)."""
 
-    slots = Signal(layout)
-    m.d.comb += [getattr(slots, name).eq(getattr(head, name)) for name in layout.members]
-    for k in range(len(engines)):
-        take = issue & cls[k]
-        with m.If(start):
-            m.d.sync += [left[k].eq(0), free[k].eq(1), active[k].eq(0)]
-        with m.Elif(take):
-            m.d.sync += [left[k].eq(head.latency - 1), free[k].eq(0), active[k].eq(1), cur[k].eq(slots)]
-            if k != dma:
-                m.d.sync += wtop[k].eq(head.latency - head.wfrom + spec.LD_OVERHEAD)
-        if k == dma:
-            with m.Elif(dma_held):
-                m.d.sync += left[k].eq(left[k])       # an LD beat waited: the LD ends a cycle later
-        with m.Elif(left[k] != 0):
-            m.d.sync += [left[k].eq(left[k] - 1), free[k].eq(left[k] == 1)]
-        with m.Else():
-            m.d.sync += [free[k].eq(1), active[k].eq(0)]
+    settled: Signal
+    haz_q: Signal
+    rd_ok_q: Signal
+    wr_ok_q: Signal
+    eng_free: Value
 
-    port_wr = head.wr & ~cls[dma]             # an LD shares the write port: it neither holds nor waits
-    m.d.comb += dma_held.eq((ld_beats != 0) & ctl.dma_hold)
-    with m.If(start):
-        m.d.sync += ld_beats.eq(0)
-    with m.Elif(issue & cls[dma]):           # an LD's beats are its writes (an ST has none)
-        m.d.sync += ld_beats.eq(Mux(head.wr, head.latency - head.wfrom, 0))
-    with m.Elif((ld_beats != 0) & ~ctl.dma_hold):
-        m.d.sync += ld_beats.eq(ld_beats - 1)
-    with m.If(start):
-        m.d.sync += [rd_left.eq(0), wr_left.eq(0), ctl.dma_hold.eq(0)]
-    with m.Else():
-        m.d.sync += [
-            rd_left.eq(Mux(issue & head.rd, head.reads - 1, Mux(rd_left != 0, rd_left - 1, 0))),
-            wr_left.eq(Mux(issue & port_wr, head.latency - 1, Mux(wr_left != 0, wr_left - 1, 0))),
-            ctl.dma_hold.eq(any_of((left[k] >= spec.LD_OVERHEAD + 1) & (left[k] <= wtop[k])
-                                   for k in range(len(engines)) if k != dma)),
+
+class OverlapExecute(Checked):
+    """The execute stage of the machine whose engines run side by side (OVERLAP = 1): the issue
+    rule, the engines' countdowns, the stop, the last cycles and the counters (see the module
+    docstring, and GA2.md section 7 for the rule).
+
+    Parameters:
+        params: the machine's :class:`sim.spec.Params` (OVERLAP = 1).
+
+    Members (from the control, :class:`hw.control.Control`):
+        start In(1): an accepted start: every engine free, the flags and the counters reset.
+        busy In(1): the machine runs (from the cycle after start until it stops).
+        count In(range(QUEUE_SLOTS + 1)), rd_slot In(1), slots In(queue_entry).array(QUEUE_SLOTS):
+            the queue (:mod:`hw.queue`): how many instructions it holds, which slot is the head.
+    Members (to the control):
+        consume Out(1): the head leaves the queue in this cycle (issued, or a stop taken).
+        issue Out(1), issue_opcode Out(4), issue_fields Out(FIELD_BITS): the issue of the head,
+            to the units' dispatch registers (:func:`hw.control.dispatch_registers`).
+        stopping Out(1): a stop is under way (the front end stops fetching); stop Out(1): its
+            last cycle; stop_code Out(4), stop_pc Out(pc_bits): its error code and pc.
+        eng_last Out(len(ENGINES)): per engine, the last cycle of its instruction (when its
+            unit raises ``done``); ex_last Out(1): their OR.
+        dma_hold Out(1): a register, to the DMA's ``hold``: another engine writes the
+            scratchpad LD_OVERHEAD cycles later, so an LD beat read now would find the port taken.
+        count_<name> Out(32), for each counter of ``sim.spec.counters``: the counters (GA2.md
+            sections 5 and 7), reset by start, counting while busy.
+
+    Latency: the first issue OVERLAP_FRONTEND_CYCLES after start, an issue OVERLAP_ISSUE_CYCLES
+    after the previous one at the earliest (``sim.spec.Issue``); a stop STOP_CYCLES.
+
+    Errors: none of its own (the checker's verdicts arrive in the queue as stops).
+
+    Raises:
+        TypeError: params is not a :class:`sim.spec.Params`.
+        ValueError: params.OVERLAP is 0 (the serial machine's execute stage is the control's
+            countdown).
+    """
+
+    @classmethod
+    def check(cls, params: Params) -> None:
+        """The Raises above, before the component exists."""
+        check_params(cls.__name__, params)
+        if not params.OVERLAP:
+            raise ValueError("OverlapExecute: params.OVERLAP = 0; the serial machine's execute stage is "
+                             "hw.control.Control's countdown")
+
+    def __init__(self, params: Params):
+        self.params = params
+        entry = queue_entry(params)
+        members = {
+            "start": In(1), "busy": In(1), "count": In(range(QUEUE_SLOTS + 1)), "rd_slot": In(1),
+            "slots": In(entry).array(QUEUE_SLOTS),
+            "consume": Out(1), "issue": Out(1), "issue_opcode": Out(spec.OPCODE_BITS),
+            "issue_fields": Out(FIELD_BITS),
+            "stopping": Out(1), "stop": Out(1), "stop_code": Out(spec.ERROR_CODE_BITS),
+            "stop_pc": Out(pc_bits(params)),
+            "eng_last": Out(len(spec.ENGINES)), "ex_last": Out(1), "dma_hold": Out(1),
+        } | {f"count_{name}": Out(spec.COUNTER_BITS) for name in spec.counters(params)}
+        super().__init__(members)
+
+    def elaborate(self, platform):
+        m = Module()
+        assert QUEUE_SLOTS == 2, "the head is slot rd_slot of two"
+        head = Signal.like(self.slots[0])
+        m.d.comb += head.eq(Mux(self.rd_slot, self.slots[1].as_value(), self.slots[0].as_value()))
+        engines = self._engines(head)
+        flags = self._issue(m, head, engines)
+        self._countdowns(m, head, engines)
+        self._ports_and_flags(m, head, engines, flags)
+        self._stop(m, head)
+        last = Cat(*(engines.active[k] & engines.free[k] for k in range(len(spec.ENGINES))))
+        m.d.comb += [self.eng_last.eq(last), self.ex_last.eq(last.any())]
+        self._counters(m, head, engines, flags)
+        return m
+
+    def _engines(self, head) -> _Engines:
+        lbits = len(head.latency)
+        layout = _slots_layout(self.params)
+        engines = spec.ENGINES
+        return _Engines(left=[Signal(lbits, name=f"left_{e}") for e in engines],
+                        free=[Signal(init=1, name=f"free_{e}") for e in engines],
+                        active=[Signal(name=f"active_{e}") for e in engines],
+                        regions=[Signal(layout, name=f"regions_{e}") for e in engines],
+                        wtop=[Signal(lbits + 2, name=f"wtop_{e}") for e in engines],
+                        dma=engines.index(spec.SHARED_WRITER))
+
+    def _issue(self, m: Module, head, engines: _Engines) -> _Flags:
+        """The issue of the head when it is settled, its engine free and no flag holds it back
+        (a stop: when every engine is free), and ``settled``: the head has been the head, and no
+        instruction was issued, in the two cycles before this one (the flags' two register
+        stages saw this head and these engines)."""
+        cls = head.cls
+        flags = _Flags(settled=Signal(name="settled"), haz_q=Signal(name="haz_q"),
+                       rd_ok_q=Signal(name="rd_ok_q"), wr_ok_q=Signal(name="wr_ok_q"),
+                       eng_free=any_of(cls[k] & engines.free[k] for k in range(len(spec.ENGINES))))
+        all_free = Cat(*engines.free).all()
+        ready = Signal(name="ready")
+        m.d.comb += [
+            ready.eq(self.busy & ~self.stopping & (self.count != 0) & flags.settled),
+            self.consume.eq(ready & Mux(head.stop, all_free,
+                                        flags.eng_free & ~flags.haz_q & flags.rd_ok_q & flags.wr_ok_q)),
+            self.issue.eq(self.consume & ~head.stop),
+            self.issue_opcode.eq(head.opcode),
+            self.issue_fields.eq(head.fields),
         ]
-    # the flags, in two register stages: 1, the head's region comparisons with each engine's
-    # (and its port needs); 2, their reduction against the countdowns of the cycle, for the
-    # next. Valid in a cycle when nothing was issued in the two before (settled)
-    # (stage 1 compares both queue slots, registers both, with every engine's regions: the head
-    # is picked in stage 2, so the comparators start at registers, not behind the head's mux)
-    pairs = [[Signal(SPAD_SLOTS * SPAD_SLOTS, name=f"conflict{s}_{e}") for e in engines]
-             for s in range(len(q.slots))]
-    p1_rd, p1_wr = Signal(), Signal()
-    p1_wfrom = Signal(lbits + 1)
-    m.d.sync += [pairs[s][k].eq(Cat(*conflict_pairs(slot, cur[k])))
-                 for s, slot in enumerate(q.slots) for k in range(len(engines))]
-    m.d.sync += [p1_rd.eq(head.rd), p1_wr.eq(port_wr), p1_wfrom.eq(head.wfrom + 1)]
-    assert len(q.slots) == 2, "the head is slot rd_slot of two"
-    head_pairs = [Mux(q.rd_slot, pairs[1][k], pairs[0][k]) for k in range(len(engines))]
-    m.d.sync += [
-        haz_q.eq(any_of(head_pairs[k].any() & (left[k] > 1) for k in range(len(engines)))),
-        rd_ok_q.eq(~p1_rd | (rd_left <= 1)),
-        wr_ok_q.eq(~p1_wr | (wr_left <= p1_wfrom)),
-    ]
+        settled1 = Signal(name="settled1")
+        with m.If(self.start | self.stop):
+            m.d.sync += [settled1.eq(0), flags.settled.eq(0)]
+        with m.Else():
+            m.d.sync += [settled1.eq((self.count != 0) & ~self.consume),
+                         flags.settled.eq(settled1 & ~self.consume)]
+        return flags
 
-    # the stop
-    with m.If(start):
-        m.d.sync += stopping.eq(0)
-    with m.Elif(consume & head.stop):
-        m.d.sync += [stopping.eq(1), stop_left.eq(spec.STOP_CYCLES - 1),
-                     stop_code.eq(head.code), stop_pc.eq(head.pc)]
-    with m.Elif(stop):
-        m.d.sync += stopping.eq(0)
-    with m.If(stopping & (stop_left != 0)):
-        m.d.sync += stop_left.eq(stop_left - 1)
-    m.d.comb += stop.eq(busy & stopping & (stop_left == 0))
+    def _countdowns(self, m: Module, head, engines: _Engines) -> None:
+        """Each engine counts its instruction's latency down; the DMA's holds for a cycle in
+        which an LD beat waits (``dma_held``: the execute stage counts the LD's beats itself)."""
+        layout = _slots_layout(self.params)
+        slots = Signal(layout, name="slots")
+        m.d.comb += [getattr(slots, name).eq(getattr(head, name)) for name in layout.members]
+        ld_beats = Signal(len(head.latency), name="ld_beats")   # beats of the LD in flight yet to read
+        dma_held = Signal(name="dma_held")                      # one waits this cycle (the DMA reads none)
+        dma = engines.dma
+        for k in range(len(spec.ENGINES)):
+            left, free, active = engines.left[k], engines.free[k], engines.active[k]
+            take = self.issue & head.cls[k]
+            with m.If(self.start):
+                m.d.sync += [left.eq(0), free.eq(1), active.eq(0)]
+            with m.Elif(take):
+                m.d.sync += [left.eq(head.latency - 1), free.eq(0), active.eq(1),
+                             engines.regions[k].eq(slots)]
+                if k != dma:
+                    m.d.sync += engines.wtop[k].eq(head.latency - head.wfrom + spec.LD_OVERHEAD)
+            if k == dma:
+                with m.Elif(dma_held):
+                    m.d.sync += left.eq(left)       # an LD beat waited: the LD ends a cycle later
+            with m.Elif(left != 0):
+                m.d.sync += [left.eq(left - 1), free.eq(left == 1)]
+            with m.Else():
+                m.d.sync += [free.eq(1), active.eq(0)]
+        m.d.comb += dma_held.eq((ld_beats != 0) & self.dma_hold)
+        with m.If(self.start):
+            m.d.sync += ld_beats.eq(0)
+        with m.Elif(self.issue & head.cls[dma]):        # an LD's beats are its writes (an ST has none)
+            m.d.sync += ld_beats.eq(Mux(head.wr, head.latency - head.wfrom, 0))
+        with m.Elif((ld_beats != 0) & ~self.dma_hold):
+            m.d.sync += ld_beats.eq(ld_beats - 1)
 
-    last = Cat(*(active[k] & free[k] for k in range(len(engines))))
-    m.d.comb += [ctl.eng_last.eq(last), ctl.ex_last.eq(last.any())]
+    def _ports_and_flags(self, m: Module, head, engines: _Engines, flags: _Flags) -> None:
+        """The scratchpad's ports (the countdowns to the end of the last read window and of the
+        last writer other than an LD; ``dma_hold``), then the flags in two register stages: 1,
+        the region comparisons of both queue slots with each engine's (registered: the head is
+        picked in stage 2, so the comparators start at registers) and the head's port needs;
+        2, their reduction against the countdowns of the cycle, for the next."""
+        assert spec.SPAD_READ_LATENCY + 1 > spec.LD_OVERHEAD, \
+            "dma_hold: a writer issued now must write after the LD beat read next cycle is written"
+        lbits = len(head.latency)
+        rd_left = Signal(lbits, name="rd_left")
+        wr_left = Signal(lbits, name="wr_left")
+        dma, count = engines.dma, len(spec.ENGINES)
+        port_wr = head.wr & ~head.cls[dma]        # an LD shares the write port: it neither holds nor waits
+        with m.If(self.start):
+            m.d.sync += [rd_left.eq(0), wr_left.eq(0), self.dma_hold.eq(0)]
+        with m.Else():
+            m.d.sync += [
+                rd_left.eq(Mux(self.issue & head.rd, head.reads - 1, Mux(rd_left != 0, rd_left - 1, 0))),
+                wr_left.eq(Mux(self.issue & port_wr, head.latency - 1, Mux(wr_left != 0, wr_left - 1, 0))),
+                self.dma_hold.eq(any_of((engines.left[k] >= spec.LD_OVERHEAD + 1)
+                                        & (engines.left[k] <= engines.wtop[k])
+                                        for k in range(count) if k != dma)),
+            ]
+        pairs = [[Signal(SPAD_SLOTS * SPAD_SLOTS, name=f"conflict{s}_{e}") for e in spec.ENGINES]
+                 for s in range(QUEUE_SLOTS)]
+        p1_rd, p1_wr = Signal(name="p1_rd"), Signal(name="p1_wr")
+        p1_wfrom = Signal(lbits + 1, name="p1_wfrom")
+        m.d.sync += [pairs[s][k].eq(Cat(*conflict_pairs(slot, engines.regions[k])))
+                     for s, slot in enumerate(self.slots) for k in range(count)]
+        m.d.sync += [p1_rd.eq(head.rd), p1_wr.eq(port_wr), p1_wfrom.eq(head.wfrom + 1)]
+        head_pairs = [Mux(self.rd_slot, pairs[1][k], pairs[0][k]) for k in range(count)]
+        m.d.sync += [
+            flags.haz_q.eq(any_of(head_pairs[k].any() & (engines.left[k] > 1) for k in range(count))),
+            flags.rd_ok_q.eq(~p1_rd | (rd_left <= 1)),
+            flags.wr_ok_q.eq(~p1_wr | (wr_left <= p1_wfrom)),
+        ]
 
-    # the counters
-    counters = {name: getattr(ctl, f"count_{name}") for name in spec.counters(p)}
-    waiting = ready & ~head.stop & eng_free
-    with m.If(start):
-        m.d.sync += [counters["cycles"].eq(1)] + [c.eq(0) for n, c in counters.items() if n != "cycles"]
-    with m.Elif(busy):
-        m.d.sync += counters["cycles"].eq(counters["cycles"] + 1)
-        for k, name in enumerate(engines):
-            with m.If(active[k]):
-                m.d.sync += counters[name].eq(counters[name] + 1)
-        with m.If(waiting & haz_q):
-            m.d.sync += counters["hazard"].eq(counters["hazard"] + 1)
-        with m.If(waiting & ~haz_q & ~(rd_ok_q & wr_ok_q)):
-            m.d.sync += counters["port"].eq(counters["port"] + 1)
-    return SimpleNamespace(stopping=stopping, stop_code=stop_code, stop_pc=stop_pc)
+    def _stop(self, m: Module, head) -> None:
+        """A stop (HALT, an error, NO_HALT), taken when settled and every engine is free, then
+        STOP_CYCLES as on the serial machine."""
+        stop_left = Signal(range(spec.STOP_CYCLES + 1), name="stop_left")
+        with m.If(self.start):
+            m.d.sync += self.stopping.eq(0)
+        with m.Elif(self.consume & head.stop):
+            m.d.sync += [self.stopping.eq(1), stop_left.eq(spec.STOP_CYCLES - 1),
+                         self.stop_code.eq(head.code), self.stop_pc.eq(head.pc)]
+        with m.Elif(self.stop):
+            m.d.sync += self.stopping.eq(0)
+        with m.If(self.stopping & (stop_left != 0)):
+            m.d.sync += stop_left.eq(stop_left - 1)
+        m.d.comb += self.stop.eq(self.busy & self.stopping & (stop_left == 0))
+
+    def _counters(self, m: Module, head, engines: _Engines, flags: _Flags) -> None:
+        """``cycles`` as on the serial machine, each engine's its instruction's cycles,
+        ``hazard`` the cycles the head (not a stop) waits with its engine free on ``haz_q``,
+        ``port`` those it then waits on a port."""
+        counters = {name: getattr(self, f"count_{name}") for name in spec.counters(self.params)}
+        ready = self.busy & ~self.stopping & (self.count != 0) & flags.settled
+        waiting = ready & ~head.stop & flags.eng_free
+        with m.If(self.start):
+            m.d.sync += [counters["cycles"].eq(1)] + [c.eq(0) for n, c in counters.items() if n != "cycles"]
+        with m.Elif(self.busy):
+            m.d.sync += counters["cycles"].eq(counters["cycles"] + 1)
+            for k, name in enumerate(spec.ENGINES):
+                with m.If(engines.active[k]):
+                    m.d.sync += counters[name].eq(counters[name] + 1)
+            with m.If(waiting & flags.haz_q):
+                m.d.sync += counters["hazard"].eq(counters["hazard"] + 1)
+            with m.If(waiting & ~flags.haz_q & ~(flags.rd_ok_q & flags.wr_ok_q)):
+                m.d.sync += counters["port"].eq(counters["port"] + 1)

@@ -38,7 +38,7 @@ def addr_bits(depth_words: int) -> int:
 class ReadPort(wiring.Signature):
     """A LANES-wide read request. Members: en Out(1), addr Out(addr_width), data In(words)."""
 
-    def __init__(self, addr_width: int, lanes: int = spec.DEFAULT.LANES):
+    def __init__(self, addr_width: int, lanes: int):
         super().__init__({
             "en": Out(1),
             "addr": Out(addr_width),
@@ -49,7 +49,7 @@ class ReadPort(wiring.Signature):
 class WritePort(wiring.Signature):
     """A LANES-wide masked write. Members: en, addr, mask (one bit per lane), data; all Out."""
 
-    def __init__(self, addr_width: int, lanes: int = spec.DEFAULT.LANES):
+    def __init__(self, addr_width: int, lanes: int):
         super().__init__({
             "en": Out(1),
             "addr": Out(addr_width),
@@ -65,7 +65,7 @@ class ExtPort(wiring.Signature):
     EXT_READ_LATENCY cycles after rd_en, wr_en Out(1), wr_mask Out(lanes), wr_data Out(words).
     """
 
-    def __init__(self, addr_width: int, lanes: int = spec.DEFAULT.LANES):
+    def __init__(self, addr_width: int, lanes: int):
         super().__init__({
             "addr": Out(addr_width),
             "rd_en": Out(1),

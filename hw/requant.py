@@ -24,7 +24,7 @@ from amaranth.lib import data
 from amaranth.lib.wiring import In, Out
 
 from sim import arith, spec
-from sim.spec import DEFAULT, Params
+from sim.spec import Params
 
 from .component import Checked
 from .isa import fields_view
@@ -95,12 +95,12 @@ class Requantizer(Checked):
     """Multipliers per lane, each at most 18 x 18 bits (a DSP block of the ECP5; see SPLIT)."""
 
     @classmethod
-    def check(cls, lanes: int = DEFAULT.LANES) -> None:
+    def check(cls, lanes: int) -> None:
         """ValueError for lanes that is not a positive int."""
         if not isinstance(lanes, int) or lanes < 1:
             raise ValueError(f"Requantizer: lanes={lanes!r} must be a positive int")
 
-    def __init__(self, lanes: int = DEFAULT.LANES):
+    def __init__(self, lanes: int):
         self.lanes = lanes
         super().__init__({
             "a": In(data.ArrayLayout(signed(A_BITS), lanes)),
@@ -251,7 +251,7 @@ class RequantUnit(Checked):
     OPCODES = ("RQ",)
     """The instructions this unit executes."""
 
-    def __init__(self, params: Params = DEFAULT):
+    def __init__(self, params: Params):
         assert spec.RQ_OVERHEAD == spec.SPAD_READ_LATENCY + Requantizer.LATENCY, \
             "sim.spec.RQ_OVERHEAD must be what hw/requant.py realises"
         self.params = params

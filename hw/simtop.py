@@ -14,7 +14,7 @@ from amaranth.lib import wiring
 from amaranth.lib.wiring import Out
 
 from sim import spec
-from sim.spec import DEFAULT, Params
+from sim.spec import Params
 
 from .banked import BankedMemory, attach_bus
 from .component import Checked, check_params
@@ -43,13 +43,13 @@ class SimTop(Checked):
     """
 
     @classmethod
-    def check(cls, params: Params = DEFAULT, *, stub_missing: bool = False,
+    def check(cls, params: Params, *, stub_missing: bool = False,
               modules: tuple[str, ...] = UNIT_MODULES) -> None:
         """Refuse what the core refuses (:meth:`hw.top.GA2.check`), before anything is built."""
         check_params(cls.__name__, params)
         GA2.check(params, stub_missing=stub_missing, modules=modules)
 
-    def __init__(self, params: Params = DEFAULT, *, stub_missing: bool = False,
+    def __init__(self, params: Params, *, stub_missing: bool = False,
                  modules: tuple[str, ...] = UNIT_MODULES):
         self.params = params
         super().__init__(host_members(params) | {"timing_fault": Out(1)})

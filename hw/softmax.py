@@ -91,7 +91,7 @@ class SoftmaxUnit(Checked):
 
     OPCODES = ("SM",)
 
-    def __init__(self, params: spec.Params = spec.DEFAULT):
+    def __init__(self, params: spec.Params):
         self.params = params
         super().__init__(unit_members(params, n_read=1, write=True))
         self.sum_bits = (params.SM_MAX_LEN * arith.Q16_ONE).bit_length()

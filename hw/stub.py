@@ -11,7 +11,7 @@ from __future__ import annotations
 from amaranth.hdl import Const, Module, Mux, Signal, Value
 
 from sim import spec
-from sim.spec import DEFAULT, Params
+from sim.spec import Params
 
 from .component import Checked
 from .formula import HDL
@@ -49,7 +49,7 @@ class LatencyStub(Checked):
         TypeError: params is not a :class:`sim.spec.Params`.
     """
 
-    def __init__(self, params: Params = DEFAULT):
+    def __init__(self, params: Params):
         self.params = params
         super().__init__(unit_members(params, n_read=0, write=False))
 

@@ -14,8 +14,6 @@ from amaranth.hdl import Module, Mux, Signal, signed
 from amaranth.lib import data
 from amaranth.lib.wiring import In, Out
 
-from sim import spec
-
 from .component import Checked
 
 OPERAND_BITS = 8
@@ -73,13 +71,13 @@ class SystolicArray(Checked):
     """Cycles from the last step entering to row 0's sums being final."""
 
     @classmethod
-    def check(cls, t: int, k_max: int, lanes: int = spec.DEFAULT.LANES) -> None:
+    def check(cls, t: int, k_max: int, lanes: int) -> None:
         """ValueError for t, k_max or lanes that is not a positive int."""
         for name, value in (("t", t), ("k_max", k_max), ("lanes", lanes)):
             if not isinstance(value, int) or value < 1:
                 raise ValueError(f"SystolicArray: {name}={value!r} must be a positive int")
 
-    def __init__(self, t: int, k_max: int, lanes: int = spec.DEFAULT.LANES):
+    def __init__(self, t: int, k_max: int, lanes: int):
         self.t = t
         self.k_max = k_max
         self.lanes = lanes

@@ -1,8 +1,15 @@
 """``GA2(params)``: the core. Scratchpad, control, and one unit per instruction kind.
 
 The units share the scratchpad's two read ports and its write port, and the DMA drives the
-external bus. Only one instruction executes at a time and an idle unit drives 0 on every
-output (hw/README.md), so the requests are simply ORed; read data goes to every unit.
+external bus. An idle unit drives 0 on every output (hw/README.md), so the requests are ORed
+(:func:`share`); read data goes to every unit. On the serial machine (OVERLAP = 0) one
+instruction executes at a time, so that is all. With the engines side by side (OVERLAP = 1,
+GA2.md section 7) one instruction per engine may run at once: the execute stage's issue rule
+(hw/overlap.py) gives each scratchpad port to one unit at a time, and a running unit's requests
+are taken only while its ``en`` is high (``share``'s gate); the DMA's LD beats yield the write
+port to the other engines' write windows (its ``hold``, the control's ``dma_hold``); the
+self-check compares each engine's units with that engine's last cycle
+(:func:`overlap_timing_check`).
 
 The units are found in :data:`UNIT_MODULES`: each module defines one ``wiring.Component``
 with an ``OPCODES`` attribute naming the instructions it executes, built as ``cls(params)``.
@@ -17,7 +24,7 @@ from amaranth.lib import wiring
 from amaranth.lib.wiring import Out
 
 from sim import spec
-from sim.spec import DEFAULT, Params
+from sim.spec import Params
 
 from .banked import BankedMemory
 from .component import Checked, check_params
@@ -81,13 +88,17 @@ class GA2(Checked):
     Members:
         the host interface of :class:`~hw.control.Control` (``hw.control.host_members``):
             start, prog_len, busy, done, error, error_code, error_pc, imem_we, imem_waddr,
-            imem_wdata, count_cycles, count_dma, count_mxu, count_vpu, count_sfu;
-        ext Out(ExtPort(addr_bits(EXT_WORDS))): the external-memory bus (the DMA's),
+            imem_wdata, and a ``count_<name>`` Out(32) per counter of ``sim.spec.counters``:
+            count_cycles, count_dma, count_mxu, count_vpu, count_sfu, and at OVERLAP = 1
+            count_hazard and count_port (GA2.md section 7);
+        ext Out(ExtPort(addr_bits(EXT_WORDS), LANES)): the external-memory bus (the DMA's),
             read data EXT_READ_LATENCY cycles after rd_en.
-        timing_fault Out(1): a self-check of the execute stage's countdown (:func:`timing_check`):
-            1 once, in some cycle of the run, the OR of the units' ``done`` differed from the
-            control's ``ex_last`` (a unit finished earlier or later than the spec's latency of
-            its instruction, which the counters cannot show: they follow the countdown). Held
+        timing_fault Out(1): a self-check of the execute stage's countdown (:func:`timing_check`;
+            at OVERLAP = 1 per engine, :func:`overlap_timing_check`): 1 once, in some cycle of
+            the run, the OR of the units' ``done`` differed from the control's ``ex_last``
+            (at OVERLAP = 1: an engine's units' from that engine's ``eng_last``), i.e. a unit
+            finished earlier or later than the spec's latency of its instruction, which the
+            counters cannot show: they follow the countdown. Held
             until the next accepted ``start`` clears it; 0 after reset. It lags the cycle it
             judges by TIMING_CHECK_DELAY cycles: in the first cycle ``done`` is high it has
             judged every cycle up to the last instruction's last one, TIMING_CHECK_DELAY
@@ -108,7 +119,7 @@ class GA2(Checked):
     """
 
     @classmethod
-    def check(cls, params: Params = DEFAULT, *, stub_missing: bool = False,
+    def check(cls, params: Params, *, stub_missing: bool = False,
               modules: tuple[str, ...] = UNIT_MODULES) -> None:
         """Refuse what :class:`GA2` cannot be built from, before any part is built (the
         Raises of the class)."""
@@ -118,7 +129,7 @@ class GA2(Checked):
             raise ValueError(f"GA2: no unit executes {', '.join(missing)} "
                              f"(looked in {', '.join(modules)}); stub_missing=True builds without")
 
-    def __init__(self, params: Params = DEFAULT, *, stub_missing: bool = False,
+    def __init__(self, params: Params, *, stub_missing: bool = False,
                  modules: tuple[str, ...] = UNIT_MODULES):
         classes = unit_classes(modules)
         missing = [name for name in UNIT_OPCODES if name not in classes]

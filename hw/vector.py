@@ -90,7 +90,7 @@ class VectorUnit(Checked):
 
     OPCODES = ("VADD", "AMAX", "UNPACK")
 
-    def __init__(self, params: spec.Params = spec.DEFAULT):
+    def __init__(self, params: spec.Params):
         self.params = params
         lanes = params.LANES
         self.unpack_beats = max(1, spec.INT4_PER_WORD // lanes)

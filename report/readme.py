@@ -31,7 +31,7 @@ FIGURES: dict[str, Callable[[Program], Figure]] = {
 
 
 def example_a() -> Program:
-    from compiler.testing.seedtable import attention_step_network
+    from compiler.workloads.seedtable import attention_step_network
 
     graph, calibration, _ = attention_step_network()
     return compile_graph(graph, calibration)

@@ -32,6 +32,8 @@ class RtlResult:
         cycles: the RTL's ``cycles`` counter of each run.
         seconds: wall time of the launch (build included).
         failure: why the simulator could not run (missing, a failed build), else "".
+        counters: how many counters were compared.
+        failed: how many runs differ (``differences`` keeps the first ones).
     """
 
     simulator: str
@@ -41,6 +43,7 @@ class RtlResult:
     seconds: float = 0.0
     failure: str = ""
     counters: int = 5
+    failed: int = 0
 
     @property
     def passed(self) -> bool:
@@ -62,7 +65,7 @@ class RtlResult:
             lines = self.differences[first]
             named = f"; {lines[1]}" if len(lines) > 1 and lines[1].startswith(("ext[", "spad[")) else ""
             return (
-                f"{len(self.differences)} of {self.runs} runs differ from the reference; "
+                f"{max(self.failed, len(self.differences))} of {self.runs} runs differ from the reference; "
                 f"the first, run {first}: {lines[0]}{named}"
             )
         distinct = sorted(set(self.cycles))
@@ -89,38 +92,64 @@ def simulators(choice: str) -> tuple[str, ...]:
     raise ValueError(f"simulator {choice!r}: give icarus, verilator, both or none")
 
 
-def run_rtl(jobs: Sequence[tuple], which: Sequence[str]) -> list[RtlResult]:
+def given(jobs: list, params) -> object:
+    """A chunk of jobs made already (a cosim.pool.Recipe's ``make``)."""
+    from cosim.pool import Made
+
+    return Made(list(jobs))
+
+
+def run_rtl(jobs: Sequence[tuple], which: Sequence[str], *, engine: str = "auto") -> list[RtlResult]:
     """Run the jobs on each simulator of ``which`` and compare them with the reference machine.
+
+    The jobs go in chunks (cosim.pool.CHUNK) to a campaign's farm (cosim.farm: a local pool for a
+    few, else Ray on this machine or the cluster at RAY_ADDRESS), every simulator at once.
 
     Args:
         jobs: ``(code, ext_image, name)`` tuples or :class:`cosim.jobs.Job` objects (see
             :mod:`cosim.api`; ``Job.of_program`` keeps the compiled program, so that a FAIL names
             the tensor behind a differing word).
         which: simulator names.
+        engine: ``auto``, ``ray`` or ``local`` (cosim.farm).
 
     Returns:
         one :class:`RtlResult` per simulator; a simulator that cannot run (missing, a failed
-        build) gives a result whose ``failure`` says why, rather than an exception.
-    """
-    from cosim.api import compare, run_programs
-    from cosim.runner import CosimError
+        build) gives a result whose ``failure`` says why, rather than an exception. ``differences``
+        holds the first differing runs (cosim.batch.KEPT_FAILURES per chunk), ``failed`` counts all.
 
-    results = []
-    for simulator in which:
-        start = time.perf_counter()
-        machine = getattr(jobs[0], "machine", None) if jobs else None
-        result = RtlResult(simulator, len(jobs), counters=len(counters(machine or DEFAULT)))
-        try:
-            runs = run_programs(list(jobs), simulator)
-        except CosimError as failed:
+    Raises:
+        TypeError, ValueError: a bad job (named).
+    """
+    from cosim.api import machine_of
+    from cosim.jobs import as_jobs
+    from cosim.pool import CHUNK, Recipe, run_stream
+    from cosim.runner import CosimError, fresh_verilog, verilog_params
+
+    if not which:
+        return []
+    start = time.perf_counter()
+    machine = machine_of(list(jobs))
+    results = {s: RtlResult(s, len(jobs), counters=len(counters(machine or DEFAULT))) for s in which}
+    try:
+        source = fresh_verilog(params=machine)
+        batch = as_jobs(list(jobs), verilog_params(source))
+    except CosimError as failed:
+        for result in results.values():
             result.failure = str(failed).splitlines()[0]
-            results.append(result)
+        return list(results.values())
+    chunks: dict[tuple[str, int], list[int]] = {}
+    parts = [batch[k:k + CHUNK] for k in range(0, len(batch), CHUNK)]
+    recipes = [Recipe(given, part, len(part)) for part in parts]
+    choice = which[0] if len(which) == 1 else "both"
+    outcomes = run_stream(recipes, choice, verilog=source, engine=engine,
+                          on_result=lambda r: chunks.__setitem__((r.simulator, r.number), r.rtl_cycles))
+    for o in outcomes:
+        result = results[o.simulator]
+        if o.error:
+            result.failure = o.error.splitlines()[0]
             continue
         result.seconds = time.perf_counter() - start
-        for k, (job, run) in enumerate(zip(jobs, runs, strict=True)):
-            found = compare(job, run)
-            if found:
-                result.differences[k] = found
-            result.cycles.append(run.counters.cycles)
-        results.append(result)
-    return results
+        result.failed = o.failed
+        result.differences = {f.index: f.lines for f in o.failures}
+        result.cycles = [c for number in range(len(recipes)) for c in chunks[(o.simulator, number)]]
+    return [results[s] for s in which]

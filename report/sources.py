@@ -22,22 +22,23 @@ TORCH_SAMPLES = 30
 
 def seed_subject(seed: int) -> Subject:
     """The battery's random graph of ``seed``, calibrated and tested as ``make cosim`` does
-    (:func:`compiler.testing.seedtable.compile_seed`)."""
-    from compiler.testing.seedtable import CALIBRATION_SAMPLES, compile_seed
+    (:func:`compiler.workloads.seedtable.compile_seed`)."""
+    from compiler.workloads.seedtable import CALIBRATION_SAMPLES, compile_seed
+    from sim.spec import DEFAULT
 
-    run = compile_seed(seed)
+    run = compile_seed(seed, DEFAULT)   # the report page is the default machine's
     return Subject(
         f"seed {seed}",
         run.program,
         run.test_inputs,
         CALIBRATION_SAMPLES,
-        f"compiler.testing.seedtable.compile_seed({seed})",
+        f"compiler.workloads.seedtable.compile_seed({seed})",
     )
 
 
 def example_a_subject() -> Subject:
     """Running example A (one attention decode step) as the seed runs it: 20 calibration samples."""
-    from compiler.testing.seedtable import attention_step_network
+    from compiler.workloads.seedtable import attention_step_network
 
     graph, calibration, test = attention_step_network()
     return Subject(
@@ -45,7 +46,7 @@ def example_a_subject() -> Subject:
         compile_graph(graph, calibration),
         test,
         len(calibration),
-        "compiler.testing.seedtable.attention_step_network()",
+        "compiler.workloads.seedtable.attention_step_network()",
     )
 
 

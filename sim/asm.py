@@ -21,7 +21,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from . import spec
-from .spec import DEFAULT, INSTR_WORDS, OPCODE_BITS, WORD_BITS, InstrSpec, Params
+from .spec import INSTR_WORDS, OPCODE_BITS, WORD_BITS, InstrSpec, Params
 from .words import as_words
 
 
@@ -69,7 +69,7 @@ class Instruction:
         return disassemble(self)
 
 
-def build(op: str, *, params: Params = DEFAULT, strict: bool = True, **fields: int) -> Instruction:
+def build(op: str, *, params: Params, strict: bool = True, **fields: int) -> Instruction:
     """Build an instruction, checking every field.
 
     Args:
@@ -184,7 +184,7 @@ def listing(program: Iterable[Instruction]) -> str:
 _FIELD = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)=(-?(?:0x[0-9a-fA-F]+|\d+))$")
 
 
-def assemble(text: str, *, params: Params = DEFAULT, strict: bool = True) -> list[Instruction]:
+def assemble(text: str, *, params: Params, strict: bool = True) -> list[Instruction]:
     """Parse the text form (see the module docstring) into instructions.
 
     Raises:

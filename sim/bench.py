@@ -113,7 +113,7 @@ def _rule(kind: str, rng: random.Random, p: Params) -> dict[str, int]:
     return {}
 
 
-def random_instruction(kind: str, rng: random.Random, params: Params = DEFAULT) -> Instruction:
+def random_instruction(kind: str, rng: random.Random, params: Params) -> Instruction:
     """One random legal instruction of ``kind`` (drawn again until no region overlaps)."""
     if kind not in KINDS:
         raise ValueError(f"unknown instruction kind {kind!r}; known: {', '.join(KINDS)}")
@@ -125,14 +125,14 @@ def random_instruction(kind: str, rng: random.Random, params: Params = DEFAULT) 
 
 
 def random_program(n: int, kinds: Sequence[str] = KINDS, *, seed: int = 1,
-                   params: Params = DEFAULT) -> list[Instruction]:
+                   params: Params) -> list[Instruction]:
     """``n`` random legal instructions, kinds drawn uniformly from ``kinds``, then HALT."""
     rng = random.Random(seed)
     body = [random_instruction(rng.choice(list(kinds)), rng, params) for _ in range(n)]
     return [*body, build("HALT", params=params)]
 
 
-def random_image(params: Params = DEFAULT, seed: int = 1) -> np.ndarray:
+def random_image(params: Params, seed: int = 1) -> np.ndarray:
     """A full external-memory image of random 32-bit words (signed values)."""
     return np.random.default_rng(seed).integers(-(1 << 31), 1 << 31, params.EXT_WORDS, dtype=np.int64)
 
@@ -170,7 +170,7 @@ def measure(name: str, run: Callable[[], RunResult], reps: int) -> Figure:
     return Figure(name, result.steps, result.counters.cycles, best)
 
 
-def bench(n: int = 4000, reps: int = 3, seed: int = 1, params: Params = DEFAULT) -> list[Figure]:
+def bench(params: Params, n: int = 4000, reps: int = 3, seed: int = 1) -> list[Figure]:
     """Run every benchmark program; one :class:`Figure` per line of the report."""
     machine = Machine(params)
     image = random_image(params, seed)
@@ -229,7 +229,7 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"--reps must be at least 1 (the best of that many runs counts), got {args.reps}")
     if args.seed < 0:
         parser.error(f"--seed must be 0 or more (numpy's generators take no negative seed), got {args.seed}")
-    report(bench(args.n, args.reps, args.seed))
+    report(bench(DEFAULT, args.n, args.reps, args.seed))
     return 0
 
 

@@ -499,7 +499,7 @@ OVERLAP_COUNTERS_TEXT = ("`hazard`, the cycles an instruction waited for an inst
                          "count in neither.")
 
 
-def render(params: Params = DEFAULT) -> str:
+def render(params: Params) -> str:
     """The whole page, as Markdown text."""
     docs = attribute_docs(inspect.getsource(spec))
     lines: list[str] = []
@@ -518,7 +518,7 @@ def render(params: Params = DEFAULT) -> str:
 # --------------------------------------------------------------------------- command line
 
 
-def stale_diff(path: Path = DOC_PATH, params: Params = DEFAULT) -> str:
+def stale_diff(params: Params, path: Path = DOC_PATH) -> str:
     """Empty when ``path`` holds exactly what :func:`render` writes; else a message with a diff."""
     fresh = render(params)
     if not path.exists():
@@ -554,7 +554,7 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"--path {args.path} is a folder: give the page's file, "
                      f"e.g. {args.path / DOC_PATH.name}")
     if args.check:
-        problem = stale_diff(args.path, params)
+        problem = stale_diff(params, args.path)
         if problem:
             print(problem, file=sys.stderr)
             return 1

@@ -1,9 +1,9 @@
 """The GA-2 reference machine: the golden model the RTL is compared against.
 
 ``Machine(params).run(program, ext)`` executes a program to HALT and returns the final
-scratchpad, external memory and the five cycle counters. It is plain code: each instruction
-is one numpy expression of GA2.md section 3's semantics, using :mod:`sim.arith` for the
-arithmetic and :mod:`sim.spec` for the checks and the latencies.
+scratchpad, external memory and the cycle counters (five; seven at OVERLAP = 1). It is plain
+code: each instruction is one numpy expression of GA2.md section 3's semantics, using
+:mod:`sim.arith` for the arithmetic and :mod:`sim.spec` for the checks and the latencies.
 
 Memories hold 32-bit words as ``numpy.uint32``; an int8 operand is the low byte of a word,
 read as signed, and every result is stored sign-extended to 32 bits.
@@ -19,7 +19,7 @@ import numpy as np
 
 from . import arith, spec
 from .asm import AsmError, Instruction, decode
-from .spec import DEFAULT, INSTR_WORDS, ErrorCode, Params
+from .spec import INSTR_WORDS, ErrorCode, Params
 from .words import WORD_MASK, as_words
 
 
@@ -140,7 +140,7 @@ class Machine:
         params: the machine's parameters (GA2.md section 1).
     """
 
-    def __init__(self, params: Params = DEFAULT):
+    def __init__(self, params: Params):
         if not isinstance(params, Params):
             raise TypeError(f"Machine(params): expected sim.spec.Params, got {params!r}")
         self.params = params
@@ -250,7 +250,7 @@ def _image(values: Sequence[int] | np.ndarray | None, size: str, params: Params,
     return image
 
 
-def predict_counters(program: Sequence[Instruction], params: Params = DEFAULT) -> Counters:
+def predict_counters(program: Sequence[Instruction], params: Params) -> Counters:
     """The counters a legal program ending in HALT reaches, without running it.
 
     Raises:

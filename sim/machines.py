@@ -68,7 +68,8 @@ def check_items(text: str) -> str:
 
 
 def parse(text: str | Iterable[str], base: Params = DEFAULT) -> Params:
-    """The machine a description names, starting from ``base``.
+    """The machine a description names (what ``PARAMS=`` and ``--param`` take), starting from
+    ``base``: by default the default machine, as the command lines start from it.
 
     Raises:
         MachineError: an item that is not a preset or NAME=INT, or values :class:`Params`

@@ -373,9 +373,9 @@ class InstrSpec:
     reads_formula: LatencyFormula = lambda a, f, p: 0
     writes_formula: LatencyFormula = lambda a, f, p: 0
 
-    def latency(self, fields: Mapping[str, int], params: Params | None = None) -> int:
-        """Cycles for these field values (Python ints) and parameters (default :data:`DEFAULT`)."""
-        return self.latency_formula(INT, self.complete(fields), DEFAULT if params is None else params)
+    def latency(self, fields: Mapping[str, int], params: Params) -> int:
+        """Cycles for these field values (Python ints) on the machine ``params``."""
+        return self.latency_formula(INT, self.complete(fields), params)
 
     def complete(self, fields: Mapping[str, int]) -> Mapping[str, int]:
         """``fields`` with every field that has a default (:attr:`Field.default`) and is
@@ -786,18 +786,18 @@ def check(spec: InstrSpec, fields: Mapping[str, int], params: Params) -> tuple[E
     return ErrorCode.NONE, ""
 
 
-def latency(spec: InstrSpec, fields: Mapping[str, int], params: Params = DEFAULT) -> int:
+def latency(spec: InstrSpec, fields: Mapping[str, int], params: Params) -> int:
     """Cycles the instruction occupies the execute stage (GA2.md section 5)."""
     return int(spec.latency_formula(INT, spec.complete(fields), params))
 
 
-def reads(spec: InstrSpec, fields: Mapping[str, int], params: Params = DEFAULT) -> int:
+def reads(spec: InstrSpec, fields: Mapping[str, int], params: Params) -> int:
     """The instruction's scratchpad read window: it requests reads only in the first ``reads``
     cycles from its dispatch (0: it reads none). GA2.md section 7."""
     return int(spec.reads_formula(INT, spec.complete(fields), params))
 
 
-def writes(spec: InstrSpec, fields: Mapping[str, int], params: Params = DEFAULT) -> int:
+def writes(spec: InstrSpec, fields: Mapping[str, int], params: Params) -> int:
     """The instruction's scratchpad write window: it requests writes only in the last ``writes``
     cycles of its latency (0: it writes none). GA2.md section 7."""
     return int(spec.writes_formula(INT, spec.complete(fields), params))
@@ -919,7 +919,7 @@ class Issue:
     its hazards allow; ``port`` the rest of its wait.
     """
 
-    def __init__(self, params: Params = DEFAULT, *, record: bool = False):
+    def __init__(self, params: Params, *, record: bool = False):
         """``record``: keep every placed instruction in ``timeline`` (program order), each LD
         with its final end (a caller that only asks for dispatch cycles need not pay for it)."""
         self.params = params
@@ -1127,7 +1127,7 @@ class Decoupled(Issue):
     the rest of its wait (ports, the dispatch pace, an earlier instruction dispatched first).
     """
 
-    def __init__(self, params: Params = DEFAULT, *, record: bool = False):
+    def __init__(self, params: Params, *, record: bool = False):
         super().__init__(params, record=record)
         self.code: list[tuple[int, InstrSpec, Mapping[str, int]]] = []
         self.stall: int | None = None
@@ -1306,7 +1306,7 @@ class _Station:
         return self._finish(stop)
 
 
-def issue_rule(params: Params = DEFAULT, *, record: bool = False) -> Issue:
+def issue_rule(params: Params, *, record: bool = False) -> Issue:
     """The issue rule of the machine ``params``: :class:`Decoupled` at OVERLAP = 2, else
     :class:`Issue` (the serial machine, OVERLAP = 1)."""
     return (Decoupled if params.OVERLAP == 2 else Issue)(params, record=record)

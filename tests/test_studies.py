@@ -75,7 +75,7 @@ def test_an_unfused_relu_costs_one_rq_over_its_tensor(record):
     calibration = studies._gaussian_case(graph, 1)[1]
     fused = compile_graph(graph, calibration)
     unfused = compile_graph(graph, calibration, fuse=False)
-    rq = spec.latency(spec.BY_NAME["RQ"], {"len": 256})
+    rq = spec.latency(spec.BY_NAME["RQ"], {"len": 256}, params=DEFAULT)
     assert len(unfused.code) == len(fused.code) + 1
     test = calibration[0]
     assert unfused.run(test).counters.cycles - fused.run(test).counters.cycles == rq
@@ -160,7 +160,7 @@ def test_the_programs_digest_is_of_their_exact_parts():
     k = next(i for i, ins in enumerate(code) if ins.op == "RQ")
     fields = code[k].fields
     for name, value in (("m", fields["m"] ^ 1), ("s", fields["s"] % 63 + 1), ("dst", fields["dst"] + 1)):
-        moved = [*code[:k], build("RQ", **(fields | {name: value})), *code[k + 1:]]
+        moved = [*code[:k], build("RQ", params=DEFAULT, **(fields | {name: value})), *code[k + 1:]]
         assert (digest(program=moved) == base) is (name != "dst"), name
     ext = np.array(job.ext, copy=True)
     ext[0] ^= 1

@@ -39,3 +39,30 @@ def test_the_key_is_of_the_verilog_and_the_recorded_synthesis_is_of_the_current_
         if synth.get("yosys_key"):
             params = machines.PRESETS[figures["machine"]]
             assert synth["yosys_key"] == current_key(params), f"{figures['machine']}: stale synthesis record"
+
+
+def _fake_synthesis(arg):
+    """flows.synth.run.synthesis_job's stand-in (in a forked worker): T = 8 fails."""
+    from flows.synth import SynthError
+
+    params, _, command, _ = arg
+    if params.T == 8:
+        raise SynthError("nextpnr-ecp5 failed (exit code 1); see log")
+    return {"T": params.T, "command": command}, {"report.md": f"# T = {params.T}\n"}
+
+
+def test_synthesis_runs_as_farm_tasks_and_its_reports_land_here(monkeypatch, tmp_path, capsys):
+    """--synth hands each machine's synthesis to a farm (here the local pool; Ray on a cluster):
+    the report files come back to this machine's synth folder, a refused machine is named."""
+    import flows.synth.run
+
+    monkeypatch.setattr(flows.synth.run, "synthesis_job", _fake_synthesis)
+    monkeypatch.setattr(sweep, "synth_dir", lambda params: tmp_path / f"T{params.T}")
+    monkeypatch.setattr(sweep, "report_figures", lambda report, params: {"LUT4": 100 * report["T"]})
+    (tmp_path / "T2").mkdir()
+    chosen = {"t2": machines.PRESETS["t2"], "t8": machines.PRESETS["t8"]}
+    out = sweep.synthesise_all(chosen, engine="local")
+    assert out == {"t2": {"LUT4": 200}, "t8": {"error": "nextpnr-ecp5 failed (exit code 1); see log"}}
+    assert (tmp_path / "T2" / "report.md").read_text() == "# T = 2\n"
+    assert "synthesis of 2 machines (tens of minutes each) on this machine, a local pool of 2 worker " \
+           "processes" in capsys.readouterr().out

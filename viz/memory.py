@@ -8,8 +8,10 @@ parts or slices (a placement buffer with several members) shows each part's rows
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
+from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 from matplotlib.patches import Patch, Rectangle
 from matplotlib.ticker import MaxNLocator
@@ -130,15 +132,7 @@ def plot_memory_map(program: Program, axis: str = "pc") -> Figure:
     if axis not in AXES:
         raise ValueError(f"plot_memory_map: axis = {axis!r}; give 'pc' or 'cycle'")
     lives = lifetimes(program)
-    if axis == "cycle":
-        spans = timeline(program.code, program.machine)
-        starts = [s.start for s in spans] + [spans[-1].end]
-        at = starts.__getitem__
-    else:
-
-        def at(pc: int) -> int:
-            return pc
-
+    at = _clock(program, axis)
     fig = new_figure(10.0, 5.2)
     ax = fig.add_subplot()
     end = at(len(program.code))
@@ -146,54 +140,48 @@ def plot_memory_map(program: Program, axis: str = "pc") -> Figure:
     for life in lives:
         x0, x1 = at(life.start), at(life.end)
         x1 = max(x1, x0 + (0.6 if axis == "pc" else end / 200))
-        colour = PLAIN if life.buffer is not None else TEMPORARY
-        ax.add_patch(
-            Rectangle(
-                (x0, life.addr),
-                x1 - x0,
-                life.words,
-                facecolor=colour,
-                alpha=0.55,
-                edgecolor="black",
-                linewidth=0.8,
-            )
-        )
-        for k, (first, words, label) in enumerate(_parts(program, life)):
-            ax.add_patch(
-                Rectangle(
-                    (x0, life.addr + first),
-                    x1 - x0,
-                    words,
-                    fill=False,
-                    hatch="xx" if k % 2 else "..",
-                    edgecolor="#1f3d66",
-                    linewidth=0.6,
-                )
-            )
-            ax.text(
-                x0 + (x1 - x0) * 0.03,
-                life.addr + first + words / 2,
-                label,
-                fontsize=7,
-                va="center",
-                color="#1f3d66",
-                clip_on=True,
-                bbox=LABEL_BOX,
-            )
-        parted = bool(_parts(program, life))
-        if life.words < 0.035 * top or (x1 - x0) < 0.05 * end:  # too small to hold a label
-            continue
-        middle = life.addr + (life.words * 0.97 if parted else life.words / 2)
-        ax.text(
-            (x0 + x1) / 2,
-            middle,
-            _short(program, life),
-            ha="center",
-            va="top" if parted else "center",
-            fontsize=7,
-            clip_on=True,
-            bbox=LABEL_BOX if parted else None,
-        )
+        _draw_lifetime(ax, program, life, (x0, x1), top, end)
+    _frame(ax, program, len(lives), axis, end, top)
+    return fig
+
+
+def _clock(program: Program, axis: str) -> Callable[[int], float]:
+    """pc -> where it stands on the time axis: the pc itself, or its start cycle (the end of
+    the last instruction for the pc one past it)."""
+    if axis == "cycle":
+        spans = timeline(program.code, program.machine)
+        return ([s.start for s in spans] + [spans[-1].end]).__getitem__
+
+    def at(pc: int) -> int:
+        return pc
+
+    return at
+
+
+def _draw_lifetime(ax: Axes, program: Program, life: Lifetime, x: tuple[float, float], top: float,
+                   end: float) -> None:
+    """One buffer: its rectangle, the hatched bands of the views it holds, and its label where
+    it fits (``x``: its first and last time on the axis)."""
+    x0, x1 = x
+    colour = PLAIN if life.buffer is not None else TEMPORARY
+    ax.add_patch(Rectangle((x0, life.addr), x1 - x0, life.words, facecolor=colour, alpha=0.55,
+                           edgecolor="black", linewidth=0.8))
+    parts = _parts(program, life)
+    for k, (first, words, label) in enumerate(parts):
+        ax.add_patch(Rectangle((x0, life.addr + first), x1 - x0, words, fill=False,
+                               hatch="xx" if k % 2 else "..", edgecolor="#1f3d66", linewidth=0.6))
+        ax.text(x0 + (x1 - x0) * 0.03, life.addr + first + words / 2, label, fontsize=7, va="center",
+                color="#1f3d66", clip_on=True, bbox=LABEL_BOX)
+    parted = bool(parts)
+    if life.words < 0.035 * top or (x1 - x0) < 0.05 * end:  # too small to hold a label
+        return
+    middle = life.addr + (life.words * 0.97 if parted else life.words / 2)
+    ax.text((x0 + x1) / 2, middle, _short(program, life), ha="center", va="top" if parted else "center",
+            fontsize=7, clip_on=True, bbox=LABEL_BOX if parted else None)
+
+
+def _frame(ax: Axes, program: Program, buffers: int, axis: str, end: float, top: float) -> None:
+    """The high-water mark, the axes, the title and the legend."""
     high = program.spad_high
     ax.axhline(high, color="#e45756", linestyle="--", linewidth=1)
     ax.text(end, high, f" high-water mark {high} words", color="#e45756", fontsize=8, va="bottom", ha="right")
@@ -204,22 +192,11 @@ def plot_memory_map(program: Program, axis: str = "pc") -> Figure:
     ax.set_xlabel("instruction (pc)" if axis == "pc" else "cycle")
     ax.set_ylabel("scratchpad address (words)")
     ax.set_title(
-        f"Scratchpad over time: {len(lives)} buffers, high-water mark {high} of "
+        f"Scratchpad over time: {buffers} buffers, high-water mark {high} of "
         f"{program.machine.SPAD_WORDS} words" + ("" if program.reuse else " (no reuse)")
     )
-    ax.legend(
-        handles=[
-            Patch(facecolor=PLAIN, alpha=0.55, edgecolor="black", label="tensor of the graph"),
-            Patch(
-                facecolor=TEMPORARY,
-                alpha=0.55,
-                edgecolor="black",
-                label="temporary (accumulator, Q16 row, rescaled operand)",
-            ),
-            Patch(fill=False, hatch="..", edgecolor="#1f3d66", label="view: a part inside its buffer"),
-        ],
-        fontsize=8,
-        loc="upper left",
-        bbox_to_anchor=(1.0, 1.0),
-    )
-    return fig
+    handles = [Patch(facecolor=PLAIN, alpha=0.55, edgecolor="black", label="tensor of the graph"),
+               Patch(facecolor=TEMPORARY, alpha=0.55, edgecolor="black",
+                     label="temporary (accumulator, Q16 row, rescaled operand)"),
+               Patch(fill=False, hatch="..", edgecolor="#1f3d66", label="view: a part inside its buffer")]
+    ax.legend(handles=handles, fontsize=8, loc="upper left", bbox_to_anchor=(1.0, 1.0))

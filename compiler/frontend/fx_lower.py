@@ -3,8 +3,11 @@
 :func:`compiler.frontend.torch_fx.from_torch` traces the module and runs it on example
 inputs (so every node carries its shape, and shape arithmetic its value, in ``node.meta``);
 :class:`Lowering` then visits the nodes in order, and each rule turns one node into Capra
-operations or refuses it. Before any of that, :func:`compiler.frontend.inplace.inplace_refusals`
-refuses the operations that change a tensor in place.
+operations or refuses it. The rules are one table, :data:`RULES`: for each PyTorch operation
+the functions, Tensor methods and layers that call it, its arguments, and the method of
+:class:`Lowering` that lowers it (a new PyTorch operation is one entry and its method).
+Before any of that, :func:`compiler.frontend.inplace.inplace_refusals` refuses the operations
+that change a tensor in place.
 
 Contract: a rule either returns what its node lowered to, or raises :class:`Refuse` with the
 reason, or :class:`Upstream` when an operand was refused already (so a refusal is reported
@@ -19,6 +22,7 @@ from __future__ import annotations
 import enum
 import math
 import operator
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -180,73 +184,57 @@ def describe(node: fx.Node, traced: fx.GraphModule) -> str:
 
 _REQUIRED = object()
 
-_SIGNATURES: dict[str, tuple[tuple[str, Any], ...]] = {
-    "matmul": (("input", _REQUIRED), ("other", _REQUIRED)),
-    "mul": (("input", _REQUIRED), ("other", _REQUIRED)),
-    "div": (("input", _REQUIRED), ("other", _REQUIRED), ("rounding_mode", None)),
-    "add": (("input", _REQUIRED), ("other", _REQUIRED), ("alpha", 1)),
-    "relu": (("input", _REQUIRED), ("inplace", False)),
-    "softmax": (("input", _REQUIRED), ("dim", None), ("_stacklevel", 3), ("dtype", None)),
-    "gelu": (("input", _REQUIRED), ("approximate", "none")),
-    "sigmoid": (("input", _REQUIRED),),
-    "tanh": (("input", _REQUIRED),),
-    "silu": (("input", _REQUIRED), ("inplace", False)),
-    "hardswish": (("input", _REQUIRED), ("inplace", False)),
-    "leaky_relu": (("input", _REQUIRED), ("negative_slope", 0.01), ("inplace", False)),
-    "elu": (("input", _REQUIRED), ("alpha", 1.0), ("inplace", False)),
-    "cat": (("tensors", _REQUIRED), ("dim", 0)),
-    "argmax": (("input", _REQUIRED), ("dim", None), ("keepdim", False)),
-    "f_linear": (("input", _REQUIRED), ("weight", _REQUIRED), ("bias", None)),
-    "transpose": (("input", _REQUIRED), ("dim0", _REQUIRED), ("dim1", _REQUIRED)),
-    "t": (("input", _REQUIRED),),
-    "getattr": (("input", _REQUIRED), ("name", _REQUIRED)),
-}
-"""Each rule's arguments, in PyTorch's positional order, with defaults."""
 
-_FUNCTIONS: dict[Any, str] = {
-    operator.matmul: "matmul", torch.matmul: "matmul", torch.mm: "matmul",
-    operator.mul: "mul", torch.mul: "mul",
-    operator.truediv: "div", torch.div: "div",
-    operator.add: "add", torch.add: "add",
-    torch.relu: "relu", F.relu: "relu",
-    F.gelu: "gelu", torch.sigmoid: "sigmoid", F.sigmoid: "sigmoid", torch.tanh: "tanh", F.tanh: "tanh",
-    F.silu: "silu", F.hardswish: "hardswish", F.leaky_relu: "leaky_relu", F.elu: "elu",
-    torch.softmax: "softmax", F.softmax: "softmax",
-    torch.cat: "cat", torch.concat: "cat", torch.concatenate: "cat",
-    torch.argmax: "argmax",
-    F.linear: "f_linear",
-    torch.transpose: "transpose", torch.t: "t",
-    getattr: "getattr",
-}
-"""call_function targets -> rule."""
+@dataclass(frozen=True)
+class Rule:
+    """How the front end lowers one PyTorch operation, wherever the model calls it from: as a
+    function (``torch.relu``, ``F.relu``, ``operator.add``), as a Tensor method (``x.relu()``)
+    or as a layer (``nn.ReLU``). One entry of :data:`RULES` says it all; nothing else names it.
 
-_METHODS = {"matmul": "matmul", "mm": "matmul", "mul": "mul", "div": "div", "add": "add", "relu": "relu",
-            "softmax": "softmax", "argmax": "argmax", "transpose": "transpose", "t": "t",
-            "sigmoid": "sigmoid", "tanh": "tanh"}
-"""call_method targets (Tensor methods) -> rule."""
+    Attributes:
+        name: the rule's name (a call's rule, as :func:`rule_of` gives it).
+        lower: the :class:`Lowering` method that lowers it, called with the fx node and the
+            call's arguments by name (a layer's: its input, then its ``settings``).
+        signature: the call's arguments in PyTorch's positional order, with defaults
+            (``_REQUIRED``: none); unknown keywords are refused.
+        functions: the call_function targets it lowers.
+        methods: the Tensor methods it lowers, by name.
+        modules: the layer classes it lowers.
+        settings: the attributes of the layer passed on as the arguments of the same name
+            (``nn.GELU``'s ``approximate``, ``nn.Linear``'s ``weight`` and ``bias``).
+        fresh: its result is a new tensor, never a view of an operand nor the operand itself
+            (the in-place check, :mod:`compiler.frontend.inplace`).
+        two_d: its traced result must have 2 dims (False: an argmax, whose indices have 1).
+    """
 
-_MODULES = ((nn.Linear, "linear"), (nn.ReLU, "relu"), (nn.Softmax, "softmax"), (nn.GELU, "gelu"),
-            (nn.Sigmoid, "sigmoid"), (nn.Tanh, "tanh"), (nn.SiLU, "silu"), (nn.Hardswish, "hardswish"),
-            (nn.LeakyReLU, "leaky_relu"), (nn.ELU, "elu"))
-"""call_module targets (layers, by class) -> rule."""
+    name: str
+    lower: Callable[..., _Value]
+    signature: tuple[tuple[str, Any], ...] = ()
+    functions: tuple[Any, ...] = ()
+    methods: tuple[str, ...] = ()
+    modules: tuple[type, ...] = ()
+    settings: tuple[str, ...] = ()
+    fresh: bool = True
+    two_d: bool = True
+
 
 _SHAPE_QUERIES = {("call_method", "size"), ("call_method", "dim")}
 """Nodes that read a tensor's shape, not its values (as does ``getattr(x, "shape")``): their
 results are compile-time constants."""
 
 
-def rule_of(node: fx.Node, traced: fx.GraphModule) -> str | None:
-    """The rule that lowers a call, or None when there is none."""
+def rule_of(node: fx.Node, traced: fx.GraphModule) -> Rule | None:
+    """The rule of :data:`RULES` that lowers a call, or None when there is none."""
     if node.op == "call_function":
         try:
-            return _FUNCTIONS.get(node.target)
+            return _BY_FUNCTION.get(node.target)
         except TypeError:  # an unhashable target
             return None
     if node.op == "call_method":
-        return _METHODS.get(node.target)
+        return _BY_METHOD.get(node.target)
     if node.op == "call_module":
         module = traced.get_submodule(node.target)
-        return next((rule for kind, rule in _MODULES if isinstance(module, kind)), None)
+        return next((rule for rule in RULES for kind in rule.modules if isinstance(module, kind)), None)
     return None
 
 
@@ -342,15 +330,15 @@ class Lowering:
         if rule is None:
             raise Refuse(self.unsupported(node))
         meta = node.meta.get("tensor_meta")
-        if meta is not None and rule != "argmax" and len(meta.shape) != 2:
+        if meta is not None and rule.two_d and len(meta.shape) != 2:
             if any(arg not in self.values for arg in node.all_input_nodes):
                 raise Upstream  # its operand's shape was refused already
             raise Refuse(f"its result has shape {tuple(meta.shape)}; Capra tensors are 2-D (rows, cols)")
         if node.op == "call_module":
             return self.lower_module(node, rule)
-        return getattr(self, f"op_{rule}")(node, **self.bind(node, rule))
+        return rule.lower(self, node, **self.bind(node, rule))
 
-    def rule_of(self, node: fx.Node) -> str | None:
+    def rule_of(self, node: fx.Node) -> Rule | None:
         """The rule that lowers a call, or None when there is none."""
         return rule_of(node, self.traced)
 
@@ -363,9 +351,9 @@ class Lowering:
         return f"GA-2 has no operation for it; the front end lowers {SUPPORTED}"
 
     @staticmethod
-    def bind(node: fx.Node, rule: str) -> dict[str, Any]:
+    def bind(node: fx.Node, rule: Rule) -> dict[str, Any]:
         """The node's arguments by name, defaults filled in; unknown keywords are refused."""
-        signature = _SIGNATURES[rule]
+        signature = rule.signature
         names = [name for name, _ in signature]
         if len(node.args) > len(names):
             raise Refuse(f"takes {len(node.args)} positional arguments, more than the {len(names)} "
@@ -497,27 +485,21 @@ class Lowering:
         if problems:
             raise Refuse("; ".join(problems))
 
-    def lower_module(self, node: fx.Node, rule: str) -> _Value:
+    def lower_module(self, node: fx.Node, rule: Rule) -> _Value:
+        """A layer's call: its one input, and the layer's settings the rule names."""
         module = self.traced.get_submodule(node.target)
         if len(node.args) != 1 or node.kwargs:
             raise Refuse("is called with other than one tensor argument")
         (x,) = node.args
-        if rule == "linear":
-            return self.linear(node, module, x)
-        if rule == "relu":
-            return self.op_relu(node, x, inplace=module.inplace)
-        if rule == "softmax":
-            return self.op_softmax(node, x, dim=module.dim)
-        settings = {"gelu": ("approximate",), "leaky_relu": ("negative_slope",), "elu": ("alpha",)}
-        return getattr(self, f"op_{rule}")(node, x, **{k: getattr(module, k) for k in settings.get(rule, ())})
+        return rule.lower(self, node, x, **{k: getattr(module, k) for k in rule.settings})
 
     # ---------------------------------------------------------------- the operations
 
-    def linear(self, node: fx.Node, module: nn.Linear, x: Any) -> _Value:
-        weight = _Value(Kind.CONSTANT, array=_values(module.weight), name=f"{node.target}.weight")
-        bias = None if module.bias is None else _Value(Kind.CONSTANT, array=_values(module.bias),
-                                                         name=f"{node.target}.bias")
-        return self.dense(x, weight, bias, node)
+    def op_linear(self, node: fx.Node, input: Any, weight: torch.Tensor, bias: torch.Tensor | None) -> _Value:
+        """An ``nn.Linear`` layer: its parameters are the weights ``<layer>.weight`` and ``.bias``."""
+        w = _Value(Kind.CONSTANT, array=_values(weight), name=f"{node.target}.weight")
+        b = None if bias is None else _Value(Kind.CONSTANT, array=_values(bias), name=f"{node.target}.bias")
+        return self.dense(input, w, b, node)
 
     def op_f_linear(self, node: fx.Node, input: Any, weight: Any, bias: Any) -> _Value:
         return self.dense(input, self.value(weight), None if bias is None else self.value(bias), node)
@@ -572,7 +554,7 @@ class Lowering:
     def constant_factor(self, node: fx.Node, operand: fx.Node) -> float | None:
         """c if ``node`` is operand * c, c * operand or operand / (1/c), c positive and finite."""
         rule = self.rule_of(node)
-        if rule not in ("mul", "div"):
+        if rule is None or rule.name not in ("mul", "div"):
             return None
         try:
             bound = self.bind(node, rule)
@@ -581,14 +563,14 @@ class Lowering:
         first, second = bound["input"], bound["other"]
         if bound.get("rounding_mode") is not None or operand not in (first, second):
             return None
-        if rule == "div" and first is not operand:
+        if rule.name == "div" and first is not operand:
             return None
         other = second if first is operand else first
         if isinstance(other, fx.Node):
             other = other.meta.get(STATIC)
         if not _is_number(other) or not (math.isfinite(other) and other > 0):
             return None
-        return float(other) if rule == "mul" else 1.0 / float(other)
+        return float(other) if rule.name == "mul" else 1.0 / float(other)
 
     def op_mul(self, node: fx.Node, input: Any, other: Any) -> _Value:
         return self.scaled(node, input, other, "multiplies")
@@ -772,3 +754,51 @@ class Lowering:
             return _Value(Kind.TENSOR, v.nid)
         self.tensor(arg, "operand")  # refuses indices and numbers with the reason
         raise AssertionError("unreachable")
+
+
+_L = Lowering
+_X = ("input", _REQUIRED)
+RULES: tuple[Rule, ...] = (
+    Rule("linear", _L.op_linear, modules=(nn.Linear,), settings=("weight", "bias")),
+    Rule("f_linear", _L.op_f_linear, (_X, ("weight", _REQUIRED), ("bias", None)), functions=(F.linear,),
+         fresh=False),
+    Rule("matmul", _L.op_matmul, (_X, ("other", _REQUIRED)),
+         functions=(operator.matmul, torch.matmul, torch.mm), methods=("matmul", "mm")),
+    Rule("mul", _L.op_mul, (_X, ("other", _REQUIRED)), functions=(operator.mul, torch.mul), methods=("mul",)),
+    Rule("div", _L.op_div, (_X, ("other", _REQUIRED), ("rounding_mode", None)),
+         functions=(operator.truediv, torch.div), methods=("div",)),
+    Rule("add", _L.op_add, (_X, ("other", _REQUIRED), ("alpha", 1)), functions=(operator.add, torch.add),
+         methods=("add",)),
+    Rule("relu", _L.op_relu, (_X, ("inplace", False)), functions=(torch.relu, F.relu), methods=("relu",),
+         modules=(nn.ReLU,), settings=("inplace",)),
+    Rule("softmax", _L.op_softmax, (_X, ("dim", None), ("_stacklevel", 3), ("dtype", None)),
+         functions=(torch.softmax, F.softmax), methods=("softmax",), modules=(nn.Softmax,),
+         settings=("dim",)),
+    Rule("gelu", _L.op_gelu, (_X, ("approximate", "none")), functions=(F.gelu,), modules=(nn.GELU,),
+         settings=("approximate",)),
+    Rule("sigmoid", _L.op_sigmoid, (_X,), functions=(torch.sigmoid, F.sigmoid), methods=("sigmoid",),
+         modules=(nn.Sigmoid,)),
+    Rule("tanh", _L.op_tanh, (_X,), functions=(torch.tanh, F.tanh), methods=("tanh",), modules=(nn.Tanh,)),
+    Rule("silu", _L.op_silu, (_X, ("inplace", False)), functions=(F.silu,), modules=(nn.SiLU,)),
+    Rule("hardswish", _L.op_hardswish, (_X, ("inplace", False)), functions=(F.hardswish,),
+         modules=(nn.Hardswish,)),
+    Rule("leaky_relu", _L.op_leaky_relu, (_X, ("negative_slope", 0.01), ("inplace", False)),
+         functions=(F.leaky_relu,), modules=(nn.LeakyReLU,), settings=("negative_slope",)),
+    Rule("elu", _L.op_elu, (_X, ("alpha", 1.0), ("inplace", False)), functions=(F.elu,), modules=(nn.ELU,),
+         settings=("alpha",)),
+    Rule("cat", _L.op_cat, (("tensors", _REQUIRED), ("dim", 0)),
+         functions=(torch.cat, torch.concat, torch.concatenate)),
+    Rule("argmax", _L.op_argmax, (_X, ("dim", None), ("keepdim", False)), functions=(torch.argmax,),
+         methods=("argmax",), fresh=False, two_d=False),
+    Rule("transpose", _L.op_transpose, (_X, ("dim0", _REQUIRED), ("dim1", _REQUIRED)),
+         functions=(torch.transpose,), methods=("transpose",), fresh=False),
+    Rule("t", _L.op_t, (_X,), functions=(torch.t,), methods=("t",), fresh=False),
+    Rule("getattr", _L.op_getattr, (_X, ("name", _REQUIRED)), functions=(getattr,), fresh=False),
+)
+"""The front end's one table: every PyTorch operation it lowers, as a function, a Tensor method
+or a layer, with its arguments and the method that lowers it."""
+
+_BY_FUNCTION: dict[Any, Rule] = {fn: rule for rule in RULES for fn in rule.functions}
+"""call_function target -> rule (derived from :data:`RULES`)."""
+_BY_METHOD: dict[str, Rule] = {name: rule for rule in RULES for name in rule.methods}
+"""Tensor method -> rule (derived from :data:`RULES`)."""

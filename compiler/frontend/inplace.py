@@ -16,10 +16,6 @@ from torch import fx
 
 from .fx_lower import Refusal, describe, rule_of
 
-_FRESH = ("linear", "matmul", "mul", "div", "add", "relu", "softmax", "cat", "gelu", "sigmoid", "tanh",
-          "silu", "hardswish", "leaky_relu", "elu")
-"""Rules whose result is a new tensor (not a view of, nor the same tensor as, an operand)."""
-
 _AUGMENTED = {operator.iadd: "+=", operator.isub: "-=", operator.imul: "*=", operator.itruediv: "/=",
               operator.ifloordiv: "//=", operator.imatmul: "@=", operator.ipow: "**=", operator.iand: "&=",
               operator.ior: "|=", operator.ixor: "^=", operator.imod: "%="}
@@ -64,7 +60,8 @@ def _why_visible(operand: Any, node: fx.Node, traced: fx.GraphModule) -> str | N
     if others:
         return (f"{operand.name} is also read by {', '.join(others)}; in PyTorch a read after the change "
                 "sees the changed values, in the compiled graph it would not")
-    if rule_of(operand, traced) not in _FRESH:
+    rule = rule_of(operand, traced)
+    if rule is None or not rule.fresh:       # the rule's result may be a view of, or the same as, an operand
         return (f"{operand.name} ({describe(operand, traced)}) may share its memory with another tensor, "
                 "which would change too")
     return None

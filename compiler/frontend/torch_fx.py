@@ -161,9 +161,9 @@ class TorchGraph:
     output_shapes: tuple[tuple[int, ...], ...]
     origin: dict[int, str]
     traced: fx.GraphModule
+    params: Params
     batch: int | None = None
     model: str = ""
-    params: Params = DEFAULT
 
     def feed(self, *values: Any) -> Feed:
         """The inputs of a run or a calibration sample: input name -> float64 array.

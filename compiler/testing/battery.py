@@ -51,15 +51,8 @@ from ..ops import OPS, Role
 from ..pipeline import compile_graph
 from ..program import Program
 from ..realcheck import stagewise_problems
-from .random_graphs import (
-    InputSpec,
-    random_add_relu_graph,
-    random_graph,
-    random_slice_graph,
-    random_stream_graph,
-    random_wide_graph,
-    sample_inputs,
-)
+from ..workloads.random_graph import InputSpec, random_graph, sample_inputs
+from .random_graphs import random_add_relu_graph, random_slice_graph, random_stream_graph, random_wide_graph
 
 BOUND = 0.16
 """Accuracy bound of check (e) for the random graphs."""
@@ -106,8 +99,8 @@ def _samples(names: InputSpec, seed: int) -> tuple[list[dict[str, np.ndarray]], 
     return calibration, sample_inputs(names, rng)
 
 
-def check_graph(seed: int, bound: float = BOUND, wbits: int = 8, build: GraphBuilder | None = None,
-                params: Params = DEFAULT) -> tuple[list[str], float | None]:
+def check_graph(seed: int, bound: float = BOUND, wbits: int = 8, build: GraphBuilder | None = None, *,
+                params: Params) -> tuple[list[str], float | None]:
     """Checks (a)-(e) on one random graph, compiled for ``params``.
 
     Calibration uses ``random.Random(seed * 7 + 1)``: 30 samples, then the test input.
@@ -171,7 +164,7 @@ def check_many(seeds: Iterable[int] = BATTERY_SEEDS, bound: float = BOUND, wbits
     problems: list[str] = []
     worst = 0.0
     for seed in seeds:
-        found, error = check_graph(seed, bound, wbits)
+        found, error = check_graph(seed, bound, wbits, params=DEFAULT)
         problems += found
         worst = max(worst, error or 0.0)
         if found and stop_early:
@@ -188,7 +181,7 @@ def check_add_relu(seeds: Iterable[int] = ADD_RELU_SEEDS, bound: float = BOUND,
     problems: list[str] = []
     worst = 0.0
     for seed in seeds:
-        found, error = check_graph(seed, bound, build=random_add_relu_graph)
+        found, error = check_graph(seed, bound, build=random_add_relu_graph, params=DEFAULT)
         problems += [f"add-relu {p}" for p in found]
         worst = max(worst, error or 0.0)
         if problems and stop_early:
@@ -325,7 +318,7 @@ def check_slices(seeds: Iterable[int], bound: float = SLICE_BOUND, wbits: int = 
     """check_graph on slice graphs (seed chapter 16)."""
     problems = []
     for seed in seeds:
-        found, _ = check_graph(seed, bound, wbits, build=random_slice_graph)
+        found, _ = check_graph(seed, bound, wbits, build=random_slice_graph, params=DEFAULT)
         problems += found
     return problems
 
@@ -462,7 +455,7 @@ def check_wide(seeds: Iterable[int] = WIDE_SEEDS, bound: float = WIDE_BOUND,
     problems: list[str] = []
     worst = 0.0
     for seed in seeds:
-        more, error = check_graph(seed, bound, build=random_wide_graph)
+        more, error = check_graph(seed, bound, build=random_wide_graph, params=DEFAULT)
         problems += [f"wide {p}" for p in more]
         worst = max(worst, error or 0.0)
         graph, test, reused, kept = _on_smallest_scratchpads(random_wide_graph, seed)

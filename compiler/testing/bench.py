@@ -26,8 +26,8 @@ from sim.spec import DEFAULT
 from ..errors import CompileError
 from ..ir import Graph
 from ..pipeline import compile_graph
+from ..workloads.random_graph import random_graph, sample_inputs
 from .battery import BATTERY_SEEDS, CALIBRATION_SAMPLES, check_graph
-from .random_graphs import random_graph, sample_inputs
 
 CHAIN_SIZES = (100, 1_000, 10_000)
 CHAIN_WIDTH = 4
@@ -52,7 +52,7 @@ def battery_throughput(seeds: range = BATTERY_SEEDS) -> tuple[float, float]:
     compile_and_run = len(cases) / (time.perf_counter() - start)
     start = time.perf_counter()
     for seed in seeds:
-        check_graph(seed)
+        check_graph(seed, params=DEFAULT)
     full_check = len(seeds) / (time.perf_counter() - start)
     return compile_and_run, full_check
 

@@ -56,7 +56,7 @@ def mlp(widths: Sequence[int], batch: int, bias: bool = False) -> Graph:
     return g
 
 
-def refusal(widths: Sequence[int], batch: int, params: Params = DEFAULT, stream: bool = True,
+def refusal(widths: Sequence[int], batch: int, params: Params, stream: bool = True,
             pack: bool | None = None, bias: bool = False) -> str | None:
     """Why the compiler refuses the MLP (the refusal's problem), or None when it compiles
     (``stream`` and ``pack`` as ``compile_graph`` takes them)."""
@@ -69,7 +69,7 @@ def refusal(widths: Sequence[int], batch: int, params: Params = DEFAULT, stream:
     return None
 
 
-def fits(widths: Sequence[int], batch: int, params: Params = DEFAULT, stream: bool = True,
+def fits(widths: Sequence[int], batch: int, params: Params, stream: bool = True,
          pack: bool | None = None, bias: bool = False) -> bool:
     """Whether the MLP compiles for the machine."""
     return refusal(widths, batch, params, stream, pack, bias) is None

@@ -27,11 +27,12 @@ from pathlib import Path
 
 from sim.spec import DEFAULT, Params
 
+from ..compilation import Compilation
 from ..errors import CompileError
 from ..ir import Graph
-from ..pipeline import PASSES, Compilation, compile_graph
+from ..pipeline import PASSES, compile_graph
 from ..program import Program
-from .seedtable import attention_step_graph, attention_step_sample
+from ..workloads.seedtable import attention_step_graph, attention_step_sample
 
 GOLDEN_DIR = Path(__file__).resolve().parents[2] / "tests" / "compiler" / "golden"
 """Where the golden files live (one ``<case>.txt`` each)."""
@@ -46,7 +47,7 @@ class Case:
     name: str
     what: str
     build: Callable[[], tuple[Graph, list[Sample]]]
-    params: Params = DEFAULT
+    params: Params
 
 
 def _table(draw: random.Random, rows: int, cols: int, sd: float = 1.0) -> list[list[float]]:
@@ -158,22 +159,26 @@ def _int4_under_a_pin() -> tuple[Graph, list[Sample]]:
 
 CASES = (
     Case("attention_step", "one attention decode step, running example A's graph at dim 12 and a "
-         "cache of 6", _attention_step),
+         "cache of 6", _attention_step, DEFAULT),
     Case("concat_slice", "a concatenation and slices of it: views, nested offsets, softmax and argmax",
-         _concat_slice),
-    Case("int4", "int4 weights: packed words, UNPACK, buffers rounded up to 8, scales range / 7", _int4),
+         _concat_slice, DEFAULT),
+    Case("int4", "int4 weights: packed words, UNPACK, buffers rounded up to 8, scales range / 7", _int4,
+         DEFAULT),
     Case("streamed", "a 256-word scratchpad: the input streams in row blocks, a weight in column panels "
          "loaded again for each row block; a transposed weight in runs of rows", _streamed,
          Params(SPAD_WORDS=256)),
     Case("split_k_bias", "a matmul deeper than K_MAX with a bias and a relu: LD of the bias into each "
-         "accumulator row, MMs of K 64 and 1 adding onto it (acc=1), one RQ with relu", _split_k_with_bias),
+         "accumulator row, MMs of K 64 and 1 adding onto it (acc=1), one RQ with relu", _split_k_with_bias,
+         DEFAULT),
     Case("cse", "one matmul-and-relu written twice and added: computed once (compiler/cse.py)",
-         _repeated_subgraph),
-    Case("refused_softmax_row", "refused: a softmax row longer than SM_MAX_LEN", _softmax_row_too_long),
-    Case("refused_relu", "refused: a relu whose matmul has another reader", _relu_beside_its_matmul),
-    Case("refused_concat", "refused: one tensor in two concatenations", _one_tensor_two_concats),
-    Case("refused_int4_pin", "refused: an int4 weight in a group the softmax pins", _int4_under_a_pin),
-    Case("refused_spad", "refused: a result that leaves no room for any blocking", _result_too_big),
+         _repeated_subgraph, DEFAULT),
+    Case("refused_softmax_row", "refused: a softmax row longer than SM_MAX_LEN", _softmax_row_too_long,
+         DEFAULT),
+    Case("refused_relu", "refused: a relu whose matmul has another reader", _relu_beside_its_matmul, DEFAULT),
+    Case("refused_concat", "refused: one tensor in two concatenations", _one_tensor_two_concats, DEFAULT),
+    Case("refused_int4_pin", "refused: an int4 weight in a group the softmax pins", _int4_under_a_pin,
+         DEFAULT),
+    Case("refused_spad", "refused: a result that leaves no room for any blocking", _result_too_big, DEFAULT),
 )
 
 
@@ -213,9 +218,9 @@ def _blockings(program: Program) -> list[str]:
     return ["", "## blockings", *lines]
 
 
-def _refusal(graph: Graph, calibration: list[Sample], params: Params = DEFAULT) -> list[str] | None:
+def _refusal(graph: Graph, calibration: list[Sample], params: Params) -> list[str] | None:
     """The pass that refuses the graph and its message, or None when every pass accepts it."""
-    state = Compilation(graph, params, calibration)
+    state = Compilation(graph=graph, params=params, calibration=calibration)
     for p in PASSES:
         try:
             p.run(state)

@@ -85,7 +85,7 @@ def compile_for(batch: int, params: Params) -> Program:
     raise last
 
 
-def measure(batch: int, params: Params = DEFAULT) -> Row:
+def measure(batch: int, params: Params) -> Row:
     program = compile_for(batch, params)
     p = program.machine
     outcome = program.run({"x": np.random.default_rng(99).normal(size=(batch, WIDTHS[0]))}, warn=False)
@@ -103,7 +103,7 @@ def measure(batch: int, params: Params = DEFAULT) -> Row:
     return Row(batch, p, outcome.counters.cycles, dma_words, weight_cycles, mxu_bound, macs)
 
 
-def report(params: Params = DEFAULT, batches: Sequence[int] = BATCHES) -> list[str]:
+def report(params: Params, batches: Sequence[int] = BATCHES) -> list[str]:
     lines = [f"digits MLP {'-'.join(map(str, WIDTHS))} (biases, relu; K = 256 and 128 cut into MMs of "
              f"K_MAX = {params.K_MAX}), per image, on T = {params.T}, LANES = {params.LANES}:",
              "batch  cycles/img  DMA words  MXU util  weights  MXU bound  DMA bound  vs bound"]

@@ -66,7 +66,7 @@ Undo = Callable[[], None]
 
 @dataclass(frozen=True)
 class Function:
-    """A module attribute (``compiler.lowering.mm_fields``) or a class attribute
+    """A module attribute (``compiler.lowering.matmul.mm_fields``) or a class attribute
     (``compiler.layout.ExtEntry.end``), given by its dotted path."""
 
     path: str
@@ -256,26 +256,28 @@ def _first_piece_overwrites(original: Callable) -> Callable:
 
 
 SEED_MUTANTS = (
-    Mutant("tiling: partial tiles at the edges are issued full size", Function("compiler.lowering.tiles"),
-           _full_size_tiles),
+    Mutant("tiling: partial tiles at the edges are issued full size",
+           Function("compiler.lowering.matmul.tiles"), _full_size_tiles),
     Mutant("tiling: moving down one tile of A skips T words instead of T rows",
-           Function("compiler.lowering.mm_fields"), _field("A", lambda tile, a, *_: a + tile.row)),
+           Function("compiler.lowering.matmul.mm_fields"), _field("A", lambda tile, a, *_: a + tile.row)),
     Mutant("tiling: the next tile of a transposed B starts T words on, not T rows",
-           Function("compiler.lowering.mm_fields"), _field("B", lambda tile, a, b, *_: b + tile.col)),
+           Function("compiler.lowering.matmul.mm_fields"), _field("B", lambda tile, a, b, *_: b + tile.col)),
     Mutant("tiling: a transposed B is read with the output row length as its stride",
-           Function("compiler.lowering.mm_fields"), _field("ldb", lambda tile, a, b, acc, k, n, t: n)),
-    Mutant("tiling: MM never gets tb=1", Function("compiler.lowering.mm_fields"), _field("tb", lambda *_: 0)),
-    Mutant("tiling: accumulator rows are written T words apart", Function("compiler.lowering.mm_fields"),
-           _field("ldc", lambda *_: DEFAULT.T)),
-    Mutant("requantizers: a matmul's scale= factor is left out", Function("compiler.lowering.matmul_factor"),
+           Function("compiler.lowering.matmul.mm_fields"), _field("ldb", lambda tile, a, b, acc, k, n, t: n)),
+    Mutant("tiling: MM never gets tb=1",
+           Function("compiler.lowering.matmul.mm_fields"), _field("tb", lambda *_: 0)),
+    Mutant("tiling: accumulator rows are written T words apart",
+           Function("compiler.lowering.matmul.mm_fields"), _field("ldc", lambda *_: DEFAULT.T)),
+    Mutant("requantizers: a matmul's scale= factor is left out",
+           Function("compiler.lowering.matmul.matmul_factor"),
            _arguments(lambda factor, a, b, out: (1.0, a, b, out))),
     Mutant("requantizers: the A operand's scale is used for B as well",
-           Function("compiler.lowering.matmul_factor"),
+           Function("compiler.lowering.matmul.matmul_factor"),
            _arguments(lambda factor, a, b, out: (factor, a, a, out))),
-    Mutant("requantizers: a fused relu never sets the RQ relu flag", Function("compiler.lowering.fused_relu"),
-           _returns(False)),
+    Mutant("requantizers: a fused relu never sets the RQ relu flag",
+           Function("compiler.lowering.matmul.fused_relu"), _returns(False)),
     Mutant("requantizers: Q16 probabilities are brought to int8 with 1/65536 instead of 127/65536",
-           Function("compiler.lowering.softmax_factor"), _arguments(lambda scale: (1.0,))),
+           Function("compiler.lowering.softmax.softmax_factor"), _arguments(lambda scale: (1.0,))),
     Mutant("scales: the softmax input is pinned to 1/8 (Q3.5 would be needed) instead of 1/16",
            Entry(Op.SOFTMAX, "scale"), _pins_softmax_input_to_one_eighth),
     Mutant("scales: a tensor's range is its smallest per-sample maximum",
@@ -285,19 +287,21 @@ SEED_MUTANTS = (
            lambda rule: dataclasses.replace(rule, joins=rule.joins[:1])),
     Mutant("scales: an add's scale is chosen from the sum only", Entry(Op.ADD, "scale"),
            lambda rule: dataclasses.replace(rule, covers=())),
-    Mutant("emission: every SM reads row 0", Function("compiler.lowering.sm_fields"),
+    Mutant("emission: every SM reads row 0", Function("compiler.lowering.softmax.sm_fields"),
            _field("src", lambda row, dst, src, cols: src)),
     Mutant("emission: every AMAX writes its index to the same word",
-           Function("compiler.lowering.amax_fields"), _field("dst", lambda row, dst, src, cols: dst)),
+           Function("compiler.lowering.argmax.amax_fields"), _field("dst", lambda row, dst, src, cols: dst)),
     Mutant("emission: an add operand is rescaled by sum/operand instead of operand/sum",
-           Function("compiler.lowering.rescale_factor"), _arguments(lambda operand, total: (total, operand))),
-    Mutant("emission: add operands are never rescaled", Function("compiler.lowering.needs_rescale"),
+           Function("compiler.lowering.add.rescale_factor"),
+           _arguments(lambda operand, total: (total, operand))),
+    Mutant("emission: add operands are never rescaled", Function("compiler.lowering.add.needs_rescale"),
            _returns(False)),
     Mutant("placement: both parts of a concatenation start at its first row",
            Function("compiler.placement.stack_offsets"), lambda original: lambda heights: [0] * len(heights)),
-    Mutant("emission: LD brings in one row of a tensor", Function("compiler.lowering.ld_fields"),
+    Mutant("emission: LD brings in one row of a tensor", Function("compiler.lowering.memory.ld_fields"),
            _field("len", lambda entry, dst: entry.shape[1])),
-    Mutant("emission: ST leaves out the last row of an output", Function("compiler.lowering.st_fields"),
+    Mutant("emission: ST leaves out the last row of an output",
+           Function("compiler.lowering.memory.st_fields"),
            _field("len", lambda entry, src: max(1, entry.words - entry.shape[1]))),
     Mutant("layout: external regions advance by rows, not words, so they overlap",
            Function("compiler.layout.ExtEntry.end"),
@@ -316,11 +320,11 @@ SEED_MUTANTS = (
 
 WIDE_MUTANTS = (
     Mutant("split K: every piece after the first overwrites the accumulator (acc = 0)",
-           Function("compiler.lowering.mm_pieces"), _later_pieces_overwrite),
+           Function("compiler.lowering.matmul.mm_pieces"), _later_pieces_overwrite),
     Mutant("bias: the first piece overwrites the bias loaded into the accumulator (acc = 0)",
-           Function("compiler.lowering.mm_pieces"), _first_piece_overwrites),
+           Function("compiler.lowering.matmul.mm_pieces"), _first_piece_overwrites),
     Mutant("bias: the bias is loaded into the accumulator's first row only",
-           Function("compiler.lowering.bias_rows"),
+           Function("compiler.lowering.matmul.bias_rows"),
            lambda original: lambda acc, rows, cols, entry: original(acc, 1, cols, entry)),
     Mutant("bias: the bias enters the accumulator in units of the output's scale, not the accumulator's",
            Function("compiler.bias.accumulator_unit"),
@@ -363,7 +367,7 @@ PACKED_MUTANTS = (
            Function("compiler.blocking.ext_address"),
            lambda original: lambda region, offset, packed: region + offset),
     Mutant("packing: a packed weight loaded whole is read without fmt=1 (one value a word)",
-           Function("compiler.lowering.ld_fields"),
+           Function("compiler.lowering.memory.ld_fields"),
            lambda original: lambda entry, dst: {k: v for k, v in original(entry, dst).items() if k != "fmt"}),
     Mutant("packing: the host puts element 4i+j in byte 3-j of word i",
            Function("compiler.program.pack_int8"), _bytes_reversed),
@@ -375,8 +379,7 @@ graphs (:func:`compiler.testing.battery.check_packed`) must catch them."""
 
 ADD_RELU_MUTANTS = (
     Mutant("fusion: a relu after an add never sets the VADD relu flag (the sum is stored unclipped)",
-           Function("compiler.lowering.fused_relu"),
-           lambda original: lambda em, node: node.op is not Op.ADD and original(em, node)),
+           Function("compiler.lowering.add.fused_relu"), _returns(False)),
 )
 """The relu fused into an add's VADD (docs/add-an-instruction.md): the battery's add-relu graphs
 must catch it."""

@@ -1,7 +1,7 @@
 """``make bench``: GA-2's cycles on the seed's programs, against the seed chip's published figures.
 
 The seed's graphs (seeds 100-111 of the chapter-11 table, and running example A) are
-compiled with Capra and run on the reference machine, whose five counters the RTL matches
+compiled with Capra and run on the reference machine, whose counters the RTL matches
 exactly (``make cosim`` checks that). For each program it prints the cycles, the seed
 chip's figure (GA2.md section 6), the ratio, the split over the unit counters and the MXU
 utilisation: useful multiply-adds (M*N*K summed over the MM instructions) divided by
@@ -25,7 +25,7 @@ from sim.machines import add_argument, describe, from_args
 from sim.spec import DEFAULT, Params
 
 from ..pipeline import compile_graph
-from .seedtable import TABLE_SEEDS, attention_step_network, compile_seed
+from ..workloads.seedtable import TABLE_SEEDS, attention_step_network, compile_seed
 
 SEED_CHIP_CYCLES = {
     100: 830, 101: 1497, 102: 1124, 103: 2659, 104: 237, 105: 2200,
@@ -58,7 +58,7 @@ def useful_macs(code: Sequence[Instruction]) -> int:
     return sum(ins.M * ins.N * ins.K for ins in code if ins.op == "MM")
 
 
-def measure(params: Params = DEFAULT) -> tuple[list[Row], Row]:
+def measure(params: Params) -> tuple[list[Row], Row]:
     """Compile and run the seed table's graphs and running example A.
 
     Returns:
@@ -77,7 +77,7 @@ def measure(params: Params = DEFAULT) -> tuple[list[Row], Row]:
     return rows, example
 
 
-def format_report(rows: list[Row], example: Row, params: Params = DEFAULT) -> list[str]:
+def format_report(rows: list[Row], example: Row, params: Params) -> list[str]:
     """The report as lines of text, the headline last (the machine first, unless the default)."""
     waits = bool(params.OVERLAP)   # the engines side by side: the hazard and port waits too
     header = (f"{'program':<10} {'instr':>5} {'cycles':>7} {'seed chip':>9} {'fewer':>6}   "

@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from sim.spec import DEFAULT, Params
+from sim.spec import Params
 
 
 @dataclass
@@ -59,7 +59,7 @@ def residual_block(dim: int, seed: int = 0, carry: bool = False):
 
 
 def compile_residual(dim: int = 8, rows: int = 4, seed: int = 0, carry: bool = False, samples: int = 16,
-                     params: Params = DEFAULT) -> Compiled:
+                     *, params: Params) -> Compiled:
     """Lower the block from PyTorch, calibrate on ``samples`` normal (rows, dim) inputs and compile;
     ``x`` and ``feed`` are one more input drawn after them (numpy default_rng(seed))."""
     from compiler import compile_graph

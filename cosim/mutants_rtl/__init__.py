@@ -15,7 +15,8 @@ The steps (each module does one):
 * :mod:`.draw` parses the list, attributes each mutation to a unit and line, and draws a
   sample spread over every unit, deterministic from the seed;
 * :mod:`.grade` runs ``python -m cosim seeds`` and then ``python -m cosim stress`` on each
-  mutant until the first FAIL, two mutants at a time;
+  mutant until the first FAIL, each mutant a task of the campaign's farm (cosim/farm: a local
+  pool of processes, or Ray on this machine or a cluster);
 * :mod:`.verdicts` says, for every survivor, why it is equivalent or that it is a gap;
 * :mod:`.report` prints the table and the score line and writes the JSON report.
 """

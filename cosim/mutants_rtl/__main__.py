@@ -25,15 +25,17 @@ from __future__ import annotations
 import argparse
 import shutil
 import sys
-import threading
 import time
-from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
 
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from .. import runner
+from flows.memmap import PORTS_JSON
+from sim.spec import DEFAULT
+
+from .. import farm, runner
+from ..farm import shipping
 from ..text import plain
 from . import aimed, draw, grade, report, verdicts, yosys
 
@@ -44,6 +46,9 @@ own folder and goes with it)."""
 LISTED = 4000
 """Mutations Yosys lists (its even sampling) before the draw picks --count of them."""
 NONE = "none"
+LIMIT_SLACK = 60.0
+"""Seconds a grading task gets beyond --timeout (which its own steps enforce) before the farm
+stops it as hung."""
 WIDE = 180
 """Columns of the table when the output is not a terminal (a log keeps whole lines)."""
 
@@ -55,7 +60,13 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--count", type=int, default=48, help="mutants to draw, at least 1 (default 48)")
     p.add_argument("--seed", type=int, default=1, help="seed of Yosys's listing and of the draw (default 1)")
-    p.add_argument("--jobs", type=int, default=2, help="mutants graded at the same time (default 2)")
+    p.add_argument("--jobs", type=int, default=2,
+                   help="mutants graded at the same time on this machine (default 2; a Ray cluster has "
+                        "its own)")
+    p.add_argument("--engine", choices=farm.ENGINES, default="auto",
+                   help="where the mutants are graded: ray (a local instance, or the cluster at "
+                        "RAY_ADDRESS), local (a pool of processes), auto (default: Ray with RAY_ADDRESS or "
+                        "for a minute of work or more)")
     p.add_argument("--sim", choices=runner.SIMULATORS, default="icarus",
                    help="simulator (default icarus: its build takes a second, Verilator's half a "
                         "minute or more, and each mutant is a new build)")
@@ -81,7 +92,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 def drawn(args: argparse.Namespace,
           console: Console) -> tuple[Path, yosys.Netlist, draw.Netlist, list[report.Row]]:
     """Export (if stale), read into Yosys, list, attribute and draw."""
-    verilog = runner.fresh_verilog(say=lambda s: console.print(s, highlight=False))
+    verilog = runner.fresh_verilog(say=lambda s: console.print(s, highlight=False), params=DEFAULT)
     t0 = time.perf_counter()
     net = yosys.prepare(verilog, OUT)
     graph = draw.Netlist(net.json)
@@ -104,36 +115,53 @@ def drawn(args: argparse.Namespace,
     return verilog, net, graph, rows
 
 
+SECONDS_PER_MUTANT = 15.0
+"""Rough grading time of one mutant on Icarus (make mutants-rtl: 53 in 7.5 minutes on 2 cores),
+the farm's estimate (cosim.farm.choose)."""
+
+
+def _works(rows: list[report.Row], none: Path, paths: dict[str, Path], args: argparse.Namespace,
+           f: farm.Farm) -> list[grade.Work]:
+    steps = tuple(grade.plan(args.seeds, args.stress_n, args.stress_seed))
+    out = []
+    for ident, path in [(NONE, none)] + [(r.ident, paths[r.ident]) for r in rows]:
+        files = f.share(shipping.pack_files(path.parent, (path.name, PORTS_JSON))) if f.engine == "ray" \
+            else None
+        out.append(grade.Work(ident, path, files, steps, args.sim, args.timeout, args.keep))
+    return out
+
+
 def grade_all(rows: list[report.Row], none: Path, paths: dict[str, Path], args: argparse.Namespace,
               console: Console) -> grade.Grade:
-    """Grade the none mutant and every row, --jobs at a time, with a progress bar (or lines)."""
-    steps = grade.plan(args.seeds, args.stress_n, args.stress_seed)
-    lock = threading.Lock()
+    """Grade the none mutant and every row as tasks of a farm (--engine: a local pool of --jobs
+    processes, or Ray on this machine or the cluster at RAY_ADDRESS), with a progress bar (or
+    lines)."""
     live = console.is_terminal
     bar = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                    console=console, disable=not live, transient=True)
     task = bar.add_task("grading mutants", total=len(rows) + 1)
     result: dict[str, grade.Grade] = {}
-
-    def one(ident: str, path: Path) -> tuple[str, grade.Grade]:
-        g = grade.grade(path, steps, args.sim, args.timeout)
-        if not args.keep:
-            grade.clean(path)
-        return ident, g
-
-    with bar, ThreadPoolExecutor(max_workers=args.jobs) as pool:
-        futures = [pool.submit(one, NONE, none)] + [pool.submit(one, r.ident, paths[r.ident]) for r in rows]
-        for done, future in enumerate(as_completed(futures), 1):
-            ident, g = future.result()
-            result[ident] = g
-            with lock:
-                bar.update(task, completed=done)
-                what = g.status + (f" by {g.step}" if g.step and g.status != "survived" else "")
-                line = f"[{done}/{len(futures)}] {ident}: {what} ({g.seconds:.0f} s)"
-                if live:
-                    bar.console.print(line, highlight=False)
-                else:
-                    print(line, file=sys.stderr, flush=True)
+    with farm.open_farm(args.engine, jobs=args.jobs, estimate=(len(rows) + 1) * SECONDS_PER_MUTANT,
+                        tasks=len(rows) + 1) as f:
+        console.print(f"grading on {f.where}", highlight=False)
+        works = _works(rows, none, paths, args, f)
+        for work in works:
+            f.submit(work.ident, grade.grade_task, work, limit=args.timeout + LIMIT_SLACK)
+        with bar:
+            while f.running:
+                for done in f.wait(0.5):
+                    if done.error is not None and not isinstance(done.error, farm.TaskError):
+                        raise done.error
+                    ident, g = (done.key, grade.Grade(grade.ERROR, detail=[str(done.error)])) \
+                        if done.error is not None else done.value
+                    result[ident] = g
+                    bar.update(task, completed=len(result))
+                    what = g.status + (f" by {g.step}" if g.step and g.status != "survived" else "")
+                    line = f"[{len(result)}/{len(works)}] {ident}: {what} ({g.seconds:.0f} s)"
+                    if live:
+                        bar.console.print(line, highlight=False)
+                    else:
+                        print(line, file=sys.stderr, flush=True)
     for r in rows:
         r.grade = result[r.ident]
     return result[NONE]
@@ -170,8 +198,8 @@ def main(argv: list[str] | None = None) -> int:
     for f in net.none.parent.iterdir():
         shutil.copyfile(f, none.parent / f.name)
     steps = grade.plan(args.seeds, args.stress_n, args.stress_seed)
-    console.print(f"grading {len(rows)} mutants and the unmutated round trip on {args.sim}, {args.jobs} at a "
-                  f"time: {', '.join(s.name for s in steps)}", highlight=False)
+    console.print(f"grading {len(rows)} mutants and the unmutated round trip on {args.sim}: "
+                  f"{', '.join(s.name for s in steps)}", highlight=False)
     base = grade_all(rows, none, paths, args, console)
     if base.status != grade.SURVIVED:
         print(f"error: the unmutated netlist ({none}) does not pass: {base.status} by {base.step}: "
@@ -185,7 +213,7 @@ def main(argv: list[str] | None = None) -> int:
     for r in rows:
         r.verdict = found.get(r.ident)
     seconds = time.perf_counter() - t0
-    settings = {k: v for k, v in vars(args).items() if k not in ("list", "keep")} | {
+    settings = {k: v for k, v in vars(args).items() if k not in ("list", "keep", "engine")} | {
         "verilog_sha256": net.digest, "listed": max(LISTED, args.count)}
     report.write_json(OUT / "report.json", rows, settings, seconds)
     report.show(console, rows)

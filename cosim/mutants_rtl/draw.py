@@ -33,7 +33,8 @@ UNITS = {
 """What each stratum is, for the table."""
 MODULE_HOME = {
     "ga2_simtop.core": "hw/top.py", "ga2_simtop.core.control": "hw/control.py",
-    "ga2_simtop.core.control.checks": "hw/checker.py", "ga2_simtop.core.dma": "hw/dma.py",
+    "ga2_simtop.core.control.checks": "hw/checker.py", "ga2_simtop.core.control.execute": "hw/overlap.py",
+    "ga2_simtop.core.dma": "hw/dma.py",
     "ga2_simtop.core.mxu": "hw/mxu.py", "ga2_simtop.core.mxu.array": "hw/systolic.py",
     "ga2_simtop.core.requant": "hw/requant.py", "ga2_simtop.core.requant.lanes": "hw/requant.py",
     "ga2_simtop.core.softmax": "hw/softmax.py", "ga2_simtop.core.spad": "hw/banked.py",

@@ -24,6 +24,7 @@ import sys
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import Any
 
 from ..runner import ROOT
 
@@ -32,6 +33,9 @@ HANG = "no stop within the cycle limit"
 """What :func:`cosim.api.compare` says of a program the RTL never finished."""
 DETAIL_LINES = 3
 """Lines of a FAIL kept for the report."""
+LOCAL = ("--engine", "local", "--jobs", "1")
+"""Each step runs in the grading task's own worker, on one core (the mutants are the farm's
+tasks: cosim.mutants_rtl.__main__)."""
 
 
 @dataclass(frozen=True)
@@ -118,7 +122,7 @@ def grade(verilog: Path, steps: list[Step], simulator: str, timeout: float) -> G
             code, output = None, ""
         else:
             code, output = _run([sys.executable, "-m", "cosim", *step.argv, "--verilog", str(verilog),
-                                 "--sim", simulator], left)
+                                 "--sim", simulator, *LOCAL], left)
         if code == 0:
             continue
         result.step = step.name
@@ -132,6 +136,40 @@ def grade(verilog: Path, steps: list[Step], simulator: str, timeout: float) -> G
         break
     result.seconds = time.perf_counter() - t0
     return result
+
+
+@dataclass(frozen=True)
+class Work:
+    """One mutant to grade, as a farm task (:func:`grade_task`).
+
+    Attributes:
+        ident: its id.
+        verilog: its Verilog (``ga2_ports.json`` beside it), under the project's folder.
+        files: the two files packed (cosim.farm.Shared), for a node that lacks them; or None.
+        steps, simulator, timeout: as :func:`grade`.
+        keep: keep its simulator builds.
+    """
+
+    ident: str
+    verilog: Path
+    files: Any
+    steps: tuple[Step, ...]
+    simulator: str
+    timeout: float
+    keep: bool = False
+
+
+def grade_task(work: Work) -> tuple[str, Grade]:
+    """Grade one mutant in a farm's worker: on another node, first write its Verilog there (at
+    the same place under the project's folder); then :func:`grade`, then :func:`clean`."""
+    from ..farm import elsewhere, shipping
+
+    if elsewhere() and work.files is not None:
+        shipping.unpack_files(work.files.fetch(), work.verilog.parent)
+    g = grade(work.verilog, list(work.steps), work.simulator, work.timeout)
+    if not work.keep:
+        clean(work.verilog)
+    return work.ident, g
 
 
 def clean(verilog: Path) -> None:

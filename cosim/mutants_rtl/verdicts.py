@@ -105,7 +105,7 @@ def unchanged(at: Site) -> str | None:
     return None
 
 
-def longest_latency(params: Params = DEFAULT) -> int:
+def longest_latency(params: Params) -> int:
     """The longest latency of any legal instruction (sim/spec.py): every field at its legal
     maximum, a length as long as its regions fit their memories (a strided MM's strides do not
     enter its latency)."""
@@ -121,7 +121,7 @@ def longest_latency(params: Params = DEFAULT) -> int:
     return longest
 
 
-def counter_reach(params: Params = DEFAULT) -> int:
+def counter_reach(params: Params) -> int:
     """Bits a cycle counter can reach: the bit length of an upper bound of the cycles of any
     legal program, IMEM_WORDS instructions of :func:`longest_latency` with FRONTEND_CYCLES and
     STOP_CYCLES added (hw/README.md's counter formula)."""
@@ -130,7 +130,7 @@ def counter_reach(params: Params = DEFAULT) -> int:
 
 
 def _counter_bits(at: Site) -> str | None:
-    m, reach = at.m, counter_reach()
+    m, reach = at.m, counter_reach(DEFAULT)
     if m.unit != "counters" or at.width != spec.COUNTER_BITS:
         return None
     if m.mode == "const0" and m.portbit >= reach:
@@ -424,7 +424,7 @@ def _divider_rest(at: Site) -> str | None:
 
 
 @cache
-def checker_latencies(params: Params = DEFAULT) -> dict[str, tuple[str, int]]:
+def checker_latencies(params: Params) -> dict[str, tuple[str, int]]:
     """The checker's registers (``extent_r<k>``, hw/formula.py) that hold an instruction kind's
     latency, or a delay of it: name -> (kind, width). Found by elaborating hw.checker.Checker
     with its formula evaluation observed (Pipeline.register and formula.evaluate wrapped for the
@@ -477,7 +477,7 @@ class _Tagged:
         return self.fn(*args)
 
 
-def longest_latency_of(kind: str, params: Params = DEFAULT) -> int:
+def longest_latency_of(kind: str, params: Params) -> int:
     """The longest latency of a legal instruction of ``kind``: its fields at their legal maxima
     (every value of a field of at most four), a length as long as its regions fit."""
     import itertools
@@ -503,11 +503,11 @@ def _checker_latency(at: Site) -> str | None:
     m = at.m
     if m.module != "ga2_simtop.core.control.checks" or m.mode not in ("const0", "cnot1"):
         return None
-    found = checker_latencies().get(m.signal)
+    found = checker_latencies(DEFAULT).get(m.signal)
     if found is None or at.bits not in register_chain(at, m.signal)[0]:
         return None                      # not the register's value (a reset value is not a latency)
     kind, _ = found
-    longest = longest_latency_of(kind)
+    longest = longest_latency_of(kind, DEFAULT)
     top = longest.bit_length()
     bit = m.portbit if m.mode == "const0" else m.ctrlbit
     if bit < top:

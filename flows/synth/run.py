@@ -360,6 +360,24 @@ def synthesise(params: Params, out_dir: Path, *, freq: float = 100.0, seed: int 
     return report
 
 
+REPORT_FILES = ("report.json", "report.md")
+
+
+def synthesis_job(arg: tuple[Params, str, str, str | None]) -> tuple[Report, dict[str, str]]:
+    """:func:`synthesise` as one task of a campaign (``examples/sweep.py --synth`` hands one per
+    machine to its farm): ``arg`` is (params, out_dir, command, yosys_cache or None). Returns the
+    report and the text of its files (REPORT_FILES), for the machine that started the campaign
+    when the task ran on another.
+
+    Raises:
+        as :func:`synthesise`.
+    """
+    params, out_dir, command, cache = arg
+    cache_dir = None if cache is None else Path(cache)
+    report = synthesise(params, Path(out_dir), command=command, yosys_cache=cache_dir)
+    return report, {name: (Path(out_dir) / name).read_text() for name in REPORT_FILES}
+
+
 def _check_writable(folder: Path) -> None:
     """Raises OSError (naming the path) if ``folder`` cannot be made or written: its nearest
     existing ancestor is not a folder, or not writable."""

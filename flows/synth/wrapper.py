@@ -7,7 +7,7 @@ from amaranth.lib import wiring
 
 from hw.component import Checked
 from hw.top import GA2
-from sim.spec import DEFAULT, Params
+from sim.spec import Params
 
 TOP_NAME = "ga2_synth"
 """The Verilog module name of the wrapper."""
@@ -30,11 +30,11 @@ class SynthTop(Checked):
     """
 
     @classmethod
-    def check(cls, params: Params = DEFAULT) -> None:
+    def check(cls, params: Params) -> None:
         """Refuse what the core refuses (:meth:`hw.top.GA2.check`)."""
         GA2.check(params)
 
-    def __init__(self, params: Params = DEFAULT):
+    def __init__(self, params: Params):
         self.core = GA2(params)
         self.params = params
         super().__init__(dict(self.core.signature.members))

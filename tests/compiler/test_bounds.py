@@ -4,14 +4,18 @@ above what the reference machine takes."""
 from __future__ import annotations
 
 import random
+from functools import partial
 
 import pytest
 
 from compiler import compile_graph
 from compiler.bounds import bounds
-from compiler.testing.random_graphs import random_graph, sample_inputs
+from compiler.workloads.random_graph import random_graph, sample_inputs
 from sim.asm import build
-from sim.spec import Params
+from sim.spec import DEFAULT, Params
+
+build = partial(build, params=DEFAULT)
+"""This file's programs are the default machine's (sim.asm takes the machine explicitly)."""
 
 OVERLAP = Params(OVERLAP=1)
 

@@ -4,19 +4,21 @@ rule's constants, and never above the cycles the rule gives (random programs, th
 from __future__ import annotations
 
 import random
+from functools import partial
 
 import pytest
 
 from compiler import compile_graph
 from compiler.bounds import bounds
 from compiler.schedule import cycles_of
-from compiler.testing.random_graphs import random_graph, sample_inputs
+from compiler.workloads.random_graph import random_graph, sample_inputs
 from sim import spec
 from sim.asm import build
 from sim.bench import random_program
 from sim.spec import Params
 
 DECOUPLED = Params(OVERLAP=2)
+build = partial(build, params=DECOUPLED)
 
 
 def test_the_constants_the_figures_below_use():

@@ -87,7 +87,7 @@ def test_sources_outputs_and_differently_tagged_nodes_are_kept_apart():
 def test_a_graph_without_repeats_compiles_to_the_same_program_either_way():
     import random
 
-    from compiler.testing.random_graphs import random_graph, sample_inputs
+    from compiler.workloads.random_graph import random_graph, sample_inputs
     for seed in range(12):
         graph, names = random_graph(seed, 8)
         calibration = [sample_inputs(names, random.Random(seed)) for _ in range(3)]

@@ -5,8 +5,9 @@ import pytest
 
 from compiler import compile_graph
 from compiler.explain import account, explain, run_checks, tile_plans
-from compiler.testing.seedtable import attention_step_network, compile_seed
+from compiler.workloads.seedtable import attention_step_network, compile_seed
 from sim.machine import Machine
+from sim.spec import DEFAULT
 
 KEYS = ["graph", "ranges", "scales", "requantizers", "tiles", "allocation", "listing", "checks"]
 
@@ -77,7 +78,7 @@ def test_allocation_events_carry_their_pc(example_a):
 def test_listing_cycles_end_at_the_machines_count(example_a):
     program, test, _ = example_a
     rows = section(account(program), "listing").table.rows
-    counters = Machine().run(program.code, program.ext_image(test)).counters
+    counters = Machine(DEFAULT).run(program.code, program.ext_image(test)).counters
     assert rows[-1][2] == counters.cycles == 164
     assert rows[0][:4] == (0, 8, 20, 12)
 
@@ -106,6 +107,6 @@ def test_explain_text(example_a):
 
 
 def test_explain_on_a_seed_with_an_add_rescale():
-    run = compile_seed(100)
+    run = compile_seed(100, params=DEFAULT)
     rows = section(account(run.program), "requantizers").table.rows
     assert any("rescaled" in row[1] for row in rows)

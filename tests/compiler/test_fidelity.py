@@ -16,7 +16,7 @@ from compiler.allocator import AllocEvent
 from compiler.evaluate import evaluate
 from compiler.interpret import interpret
 from compiler.realcheck import stagewise_problems
-from compiler.testing.seedtable import (
+from compiler.workloads.seedtable import (
     attention_step_network,
     compile_seed,
     section1_network,
@@ -176,7 +176,7 @@ SEED_TABLE = [  # seed, nodes, instructions, words with reuse, without, error in
 
 @pytest.mark.parametrize("row", SEED_TABLE, ids=[str(r[0]) for r in SEED_TABLE])
 def test_seed_table_row(row):
-    seed, nodes, instructions, high, high0, error = compile_seed(row[0]).row
+    seed, nodes, instructions, high, high0, error = compile_seed(row[0], params=DEFAULT).row
     assert (seed, nodes, instructions, high, high0, round(100 * error, 2)) == row
 
 

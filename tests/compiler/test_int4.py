@@ -1,11 +1,17 @@
 """compiler/int4.py: packing int4 levels eight to a word, as UNPACK reads them back."""
 
+from functools import partial
+
 import numpy as np
 
 from compiler import Graph
 from compiler.int4 import INT4_PER_WORD, is_int4, pack_int4, packed_words
 from sim.asm import build
 from sim.machine import Machine, s8
+from sim.spec import DEFAULT
+
+build = partial(build, params=DEFAULT)
+"""This file's programs are the default machine's (sim.asm takes the machine explicitly)."""
 
 
 def test_pack_int4_by_hand():
@@ -17,7 +23,7 @@ def test_the_machine_unpacks_what_pack_int4_packed():
     levels = np.array([-7, -3, 0, 1, 7, 6, -8, 2, 4, -1])
     packed = pack_int4(levels)
     program = [build("LD", dst=0, src=0, len=2), build("UNPACK", dst=8, src=0, len=2), build("HALT")]
-    state = Machine().run(program, packed)
+    state = Machine(DEFAULT).run(program, packed)
     assert s8(state.spad[8:18]).tolist() == levels.tolist()
 
 

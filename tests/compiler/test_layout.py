@@ -5,7 +5,7 @@ import pytest
 
 from compiler import CompileError, Graph
 from compiler.layout import external_layout
-from sim.spec import Params
+from sim.spec import DEFAULT, Params
 
 
 def test_inputs_and_weights_in_node_order_then_outputs():
@@ -15,7 +15,7 @@ def test_inputs_and_weights_in_node_order_then_outputs():
     v = g.weight("v", np.ones((3, 2)))                    # 6 words
     m = g.matmul(g.matmul(x, w), v)
     g.output(m, "y")                                      # 4 words
-    entries, words = external_layout(g)
+    entries, words = external_layout(g, params=DEFAULT)
     assert [(e.name, e.addr, e.words, e.kind) for e in entries.values()] == [
         ("x", 0, 6, "input"), ("w", 6, 2, "weight"), ("v", 8, 6, "weight"), ("y", 14, 4, "output")]
     assert words == 18

@@ -6,7 +6,7 @@ import pytest
 from compiler import CompileError, Graph, compile_graph
 from compiler.interpret import interpret
 from compiler.limits import check_limits
-from sim.spec import Params
+from sim.spec import DEFAULT, Params
 
 from .conftest import single_matmul
 
@@ -34,5 +34,5 @@ def test_softmax_rows_longer_than_sm_max_len_are_refused():
     g = Graph()
     g.softmax(g.input("x", (1, 65)))
     with pytest.raises(CompileError, match="rows of 65 values exceed the softmax unit's limit of 64"):
-        check_limits(g)
+        check_limits(g, params=DEFAULT)
     check_limits(g, Params(SM_MAX_LEN=128))

@@ -37,12 +37,12 @@ def samples(graph, count=3):
 def test_packed_regions_take_a_quarter_and_only_int8_weights_pack():
     g = mlp((6, 5, 3), 2)   # w0: 30 values -> 8 words; w1: 15 -> 4 words
     g.weight("w4", np.ones((3, 3)), bits=4)   # int4 keeps its own packing: 9 values, 2 words
-    entries, words = external_layout(g, pack=True)
+    entries, words = external_layout(g, pack=True, params=DEFAULT)
     shown = {e.name: (e.addr, e.words, e.fmt) for e in entries.values()}
     assert shown == {"x": (0, 12, 0), "w0": (12, 8, 1), "w1": (20, 4, 1), "w4": (24, 2, 0),
                      "bias of node 2": (26, 5, 0), "bias of node 5": (31, 3, 0), "y": (34, 6, 0)}
     assert words == 40
-    plain, _ = external_layout(g)   # the default packs only when the graph does not fit otherwise
+    plain, _ = external_layout(g, DEFAULT)   # the default packs only when the graph does not fit otherwise
     assert all(e.fmt == 0 for e in plain.values()) and plain["w0"].words == 30
 
 

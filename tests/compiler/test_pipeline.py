@@ -6,7 +6,7 @@ import pytest
 
 from compiler import CompileError, Graph, Program, compile_graph
 from compiler.allocator import AllocEvent
-from sim.spec import Params
+from sim.spec import DEFAULT, Params
 
 from .conftest import single_matmul
 
@@ -80,8 +80,7 @@ def test_the_passes_in_order_and_the_structural_prefix():
                                         "calibration", "scales", "emission", "scheduling"]
     assert [p.name for p in structural_passes()] == ["limits", "cse", "fusion", "placement", "lifetimes",
                                                      "layout"]
-    written = {"graph", "params", "calibration", "fixed_ranges", "reuse", "events", "stream", "pack", "cse",
-               "fuse", "reorder"}
+    written = {"graph", "params", "calibration", "fixed_ranges", "reuse", "events", "stream", "pack"}
     for p in PASSES:   # every pass reads only what the arguments or an earlier pass give
         assert set(p.reads) <= written, p.name
         written |= set(p.writes)
@@ -92,7 +91,8 @@ def test_the_passes_in_order_and_the_structural_prefix():
 def test_every_contract_holds_on_the_battery_graphs(wbits):
     import random
 
-    from compiler.testing.random_graphs import random_graph, random_slice_graph, sample_inputs
+    from compiler.testing.random_graphs import random_slice_graph
+    from compiler.workloads.random_graph import random_graph, sample_inputs
     for build in (random_graph, random_slice_graph):
         for seed in range(60):
             graph, names = build(seed, wbits)
@@ -103,10 +103,11 @@ def test_every_contract_holds_on_the_battery_graphs(wbits):
 
 
 def test_a_pass_that_breaks_its_contract_is_named():
+    from compiler.compilation import Compilation
     from compiler.contracts import ContractError
-    from compiler.pipeline import PASSES, Compilation, run_passes
+    from compiler.pipeline import PASSES, run_passes
     g = single_matmul(3, 4, 2)
-    state = Compilation(g)
+    state = Compilation(graph=g, params=DEFAULT)
     placement = next(p for p in PASSES if p.name == "placement")
     run_passes(state, PASSES[:PASSES.index(placement) + 1], check=True)
     state.placement.buffers[0].words -= 1          # the output no longer fits its buffer
@@ -116,11 +117,12 @@ def test_a_pass_that_breaks_its_contract_is_named():
 
 
 def test_a_pass_run_before_what_it_reads_is_named():
+    from compiler.compilation import Compilation
     from compiler.contracts import ContractError
-    from compiler.pipeline import PASSES, Compilation, run_passes
+    from compiler.pipeline import PASSES, run_passes
     with pytest.raises(ContractError, match="pass placement: needs 'consumers', which no earlier pass set"):
         placement = [p for p in PASSES if p.name == "placement"]
-        run_passes(Compilation(single_matmul(2, 2, 2)), placement, check=True)
+        run_passes(Compilation(graph=single_matmul(2, 2, 2), params=DEFAULT), placement, check=True)
 
 
 def test_check_structure_refuses_without_calibration_data():
@@ -128,5 +130,59 @@ def test_check_structure_refuses_without_calibration_data():
     g = Graph()
     g.output(g.relu(g.input("x", (2, 2))), "y")
     with pytest.raises(CompileError, match="relu node 1 reads node 0"):
-        check_structure(g)
+        check_structure(g, params=DEFAULT)
     check_structure(single_matmul(2, 3, 4), Params(T=2))
+
+
+# ----------------------------------------------------------------------------- passes by name
+
+
+def _relu_layer() -> Graph:
+    g = Graph()
+    x = g.input("x", (2, 3))
+    g.output(g.relu(g.matmul(x, g.weight("w", [[1.0, -1.0], [0.5, 2.0], [-1.5, 1.0]]))), "y")
+    return g
+
+
+def test_a_pass_switched_off_by_name_is_the_same_as_its_keyword():
+    """disable={"fusion"}, passes= without fusion and fuse=False give one program: the matmul's
+    RQ without the relu flag, then an identity RQ with relu = 1 (7 instructions, not 6)."""
+    g, calibration = _relu_layer(), [{"x": [[1.0, 2.0, 3.0], [-1.0, 0.5, 2.0]]}]
+    fused = compile_graph(g, calibration)
+    listings = {compile_graph(g, calibration, disable={"fusion"}).listing(),
+                compile_graph(g, calibration, disable="fusion").listing(),
+                compile_graph(g, calibration, fuse=False).listing(),
+                compile_graph(g, calibration, passes="limits,cse,placement,lifetimes,layout,calibration,"
+                                                     "scales,emission,scheduling").listing()}
+    assert len(listings) == 1
+    unfused = listings.pop()
+    assert len(fused.code) == 6 and unfused.count(" RQ ") == 2 and unfused.count("relu=1") == 1
+    everything = "limits,cse,fusion,placement,lifetimes,layout,calibration,scales,emission,scheduling"
+    assert compile_graph(g, calibration, passes=everything).listing() == fused.listing()
+
+
+@pytest.mark.parametrize("arguments, problem, fix", [
+    ({"disable": {"fusoin"}}, "disable= names 'fusoin', which is not a pass of the pipeline",
+     "name passes of compiler.pipeline.PASSES: limits, cse, fusion, placement"),
+    ({"disable": {"placement"}}, "disable= names the pass 'placement', which cannot be switched off: the "
+     "pass 'lifetimes' reads the placement it writes", "switch off only cse, fusion, scheduling"),
+    ({"disable": "limits"}, "the pass 'limits', which cannot be switched off: it checks the graph",
+     "switch off only cse, fusion, scheduling"),
+    ({"passes": "limits,fusion,cse"}, "passes= lists limits, fusion, cse, not in the pipeline's order",
+     "list them as the pipeline runs them: limits, cse, fusion"),
+    ({"passes": ["limits", "cse", "fusion"]}, "passes= leaves out the pass 'placement', which cannot be "
+     "switched off", "switch off only"),
+    ({"disable": ["cse", "cse"]}, "disable= names the pass 'cse' twice", "name it once"),
+    ({"disable": {"cse"}, "passes": "limits"}, "both disable= and passes= are given", "not both"),
+    ({"disable": 3}, "disable = 3 (an int) is not a list of pass names", 'disable="cse,fusion"'),
+])
+def test_an_unknown_or_needed_pass_is_refused_by_name(arguments, problem, fix):
+    with pytest.raises(CompileError) as caught:
+        compile_graph(_relu_layer(), [{"x": np.ones((2, 3))}], **arguments)
+    assert problem in caught.value.problem and fix in caught.value.fix
+
+
+def test_the_compilation_is_built_by_keyword_only():
+    from compiler.compilation import Compilation
+    with pytest.raises(TypeError):
+        Compilation(single_matmul(2, 2, 2), DEFAULT)   # the positional form is what is refused

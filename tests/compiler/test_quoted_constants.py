@@ -7,7 +7,8 @@ import pytest
 
 from compiler import int4, layout, lowering, ops, placement, requant, scales, text
 from compiler.ir import Graph
-from compiler.testing import battery, bench, mutants, perf, seedtable
+from compiler.testing import battery, bench, mutants, perf
+from compiler.workloads import seedtable
 from sim.arith import INT8_MAX, MANTISSA_BITS, Q16_ONE
 
 

@@ -8,7 +8,7 @@ import numpy as np
 from compiler.interpret import interpret
 from compiler.pipeline import compile_graph
 from compiler.realcheck import stagewise_problems
-from compiler.testing.random_graphs import random_graph, sample_inputs
+from compiler.workloads.random_graph import random_graph, sample_inputs
 
 
 def compiled(seed: int):

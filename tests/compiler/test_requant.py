@@ -4,38 +4,39 @@ import pytest
 
 from compiler import CompileError, Graph, compile_graph
 from compiler.requant import requantizer, shift_range
-from sim.spec import BY_NAME
+from sim.spec import BY_NAME, DEFAULT
 
 
 def test_pairs_by_hand():
-    assert requantizer(127 / 65536, "softmax node 5", 5) == (16646144, 33)  # 127 * 2**17 / 2**33
-    assert requantizer(0.75, "matmul node 4", 4) == (12582912, 24)  # 0.75 * 2**24
+    assert requantizer(127 / 65536, "softmax node 5", 5, params=DEFAULT) == (16646144,
+                                                                             33)  # 127 * 2**17 / 2**33
+    assert requantizer(0.75, "matmul node 4", 4, params=DEFAULT) == (12582912, 24)  # 0.75 * 2**24
     # 1 - 2**-26 needs m = 2**24 - 1/4, which rounds up to 2**24: one bit less of shift
-    assert requantizer(1 - 2.0 ** -26, "matmul node 4", 4) == (1 << 23, 23)
+    assert requantizer(1 - 2.0 ** -26, "matmul node 4", 4, params=DEFAULT) == (1 << 23, 23)
 
 
 def test_shift_range_is_the_rq_field_range():
     field = next(f for f in BY_NAME["RQ"].fields if f.name == "s")
-    assert shift_range() == (field.lo, field.hi) == (1, 63)
+    assert shift_range(DEFAULT) == (field.lo, field.hi) == (1, 63)
 
 
 @pytest.mark.parametrize("factor, shift", [(2.0 ** -45, 68), (2.0 ** 24, -1)])
 def test_a_shift_outside_1_to_63_is_refused(factor, shift):
     with pytest.raises(CompileError) as info:
-        requantizer(factor, "matmul node 7", 7)
+        requantizer(factor, "matmul node 7", 7, params=DEFAULT)
     assert f"shift of {shift}" in info.value.problem and "1..63" in info.value.problem
     assert "matmul node 7" in info.value.problem and info.value.node == 7 and info.value.fix
 
 
 def test_the_extremes_of_the_legal_range():
-    assert requantizer(2.0 ** -40, "x", 0) == (1 << 23, 63)
-    assert requantizer(2.0 ** 22, "x", 0) == (1 << 23, 1)
+    assert requantizer(2.0 ** -40, "x", 0, params=DEFAULT) == (1 << 23, 63)
+    assert requantizer(2.0 ** 22, "x", 0, params=DEFAULT) == (1 << 23, 1)
 
 
 @pytest.mark.parametrize("factor, words", [(0.0, "underflows to 0"), (float("inf"), "overflows to infinity")])
 def test_a_factor_that_underflows_or_overflows_says_so(factor, words):
     with pytest.raises(CompileError) as info:
-        requantizer(factor, "matmul node 4", 4)
+        requantizer(factor, "matmul node 4", 4, params=DEFAULT)
     assert info.value.problem == (f"matmul node 4: the requantizer factor {words}: the scales involved are "
                                   "too far apart")
 

@@ -5,17 +5,22 @@ and the cycles are the reference machine's and never more."""
 import dataclasses
 import itertools
 import random
+from functools import partial
 
 import numpy as np
 import pytest
 
 from compiler import compile_graph
 from compiler.schedule import cycles_of, dependencies, schedule, split_loads
-from compiler.testing.random_graphs import random_graph, random_stream_graph, sample_inputs
-from compiler.testing.seedtable import TABLE_SEEDS, compile_seed
+from compiler.testing.random_graphs import random_stream_graph
+from compiler.workloads.random_graph import random_graph, sample_inputs
+from compiler.workloads.seedtable import TABLE_SEEDS, compile_seed
 from sim.asm import assemble, build
 from sim.machine import Machine, predict_counters
 from sim.spec import DEFAULT, Params
+
+assemble = partial(assemble, params=DEFAULT)
+"""This file's programs are the default machine's (sim.asm takes the machine explicitly)."""
 
 OVERLAP = Params(OVERLAP=1)
 
@@ -87,7 +92,8 @@ def test_compiled_programs_keep_their_meaning_and_never_slow_down(build_graph):
         test = sample_inputs(names, rng)
         ordered = compile_graph(graph, calibration, params=params)
         plain = compile_graph(graph, calibration, params=params, reorder=False)
-        pieces = split_loads(plain.code[:-1])[0] + plain.code[-1:]     # long loads are cut first
+        pieces = split_loads(plain.code[:-1],
+                             params=DEFAULT)[0] + plain.code[-1:]     # long loads are cut first
         order = [pieces.index(i) for i in ordered.code] if ordered.code != plain.code else None
         a, b = ordered.run(test, warn=False), plain.run(test, warn=False)
         assert np.array_equal(a.state.ext, b.state.ext), seed
@@ -108,7 +114,7 @@ def test_a_program_without_its_halt_at_the_end_is_refused():
 
 
 def test_the_serial_machine_keeps_its_order():
-    code = compile_seed(100).program.code
+    code = compile_seed(100, params=DEFAULT).program.code
     assert schedule(code, DEFAULT).code == list(code)
 
 
@@ -142,7 +148,7 @@ def test_a_conflict_on_external_memory_is_kept():
 def test_a_scheduled_seed_computes_what_it_did(seed):
     run = compile_seed(seed, OVERLAP)
     program = run.program
-    emitted = compile_seed(seed).program
+    emitted = compile_seed(seed, params=DEFAULT).program
     # the same MMs (the RQs of a matmul taller than T come one per block of T rows)
     assert sorted(str(i) for i in program.code if i.op != "RQ") == sorted(str(i) for i in emitted.code
                                                                           if i.op != "RQ")
@@ -209,7 +215,7 @@ def test_long_loads_are_cut_into_pieces():
 
     code = assemble(f"LD dst=10 src=100 len={2 * LOAD_PIECE + 3}\nLD dst=0 src=8 len={LOAD_PIECE + 8} fmt=1\n"
                     "LD dst=5 src=0 len=7\nHALT")
-    pieces, parent = split_loads(code)
+    pieces, parent = split_loads(code, params=DEFAULT)
     assert parent == [0, 0, 0, 1, 1, 2, 3]
     assert [(i.dst, i.src, i.len, i.fmt) for i in pieces[:-1]] == [
         (10, 100, LOAD_PIECE, 0), (10 + LOAD_PIECE, 100 + LOAD_PIECE, LOAD_PIECE, 0),
@@ -217,12 +223,12 @@ def test_long_loads_are_cut_into_pieces():
         (0, 8, LOAD_PIECE, 1), (LOAD_PIECE, 8 + LOAD_PIECE // 4, 8, 1),
         (5, 0, 7, 0)]
     image = list(range(1, 4000))
-    assert np.array_equal(Machine().run(pieces, image).spad, Machine().run(code, image).spad)
+    assert np.array_equal(Machine(DEFAULT).run(pieces, image).spad, Machine(DEFAULT).run(code, image).spad)
 
 
 def test_explain_lists_the_overlapped_spans():
     from compiler.explain import listing_section
-    from compiler.testing.seedtable import attention_step_network
+    from compiler.workloads.seedtable import attention_step_network
 
     graph, calibration, test = attention_step_network()
     program = compile_graph(graph, calibration, params=OVERLAP)

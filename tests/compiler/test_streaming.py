@@ -11,7 +11,7 @@ from compiler import CompileError, Graph, compile_graph
 from compiler.allocator import AllocEvent
 from compiler.interpret import interpret
 from compiler.layout import panel_major
-from sim.spec import BY_NAME, FRONTEND_CYCLES, STOP_CYCLES, Params, latency
+from sim.spec import BY_NAME, DEFAULT, FRONTEND_CYCLES, STOP_CYCLES, Params, latency
 
 
 def mlp(widths, batch, seed=0, transposed=()):
@@ -72,7 +72,7 @@ def test_the_ranked_cycles_are_the_machines(big_mlp):
     outcome = run_exact(program, graph)
     (store,) = [ins for ins in program.code if ins.op == "ST"]
     steps = sum(b.cycles for b in program.blockings.values())
-    stored = latency(store.spec, store.fields)
+    stored = latency(store.spec, store.fields, params=DEFAULT)
     assert outcome.counters.cycles == FRONTEND_CYCLES + steps + stored + STOP_CYCLES
     loaded = sum(ins.len for ins in program.code if ins.op == "LD")
     assert loaded == sum(b.moved for b in program.blockings.values()) == 64 * 16 + 6784
@@ -192,7 +192,7 @@ def test_a_failed_try_leaves_no_trace_in_the_allocators_events(big_mlp):
 
 
 def test_the_latency_of_a_load_is_the_specs():
-    assert latency(BY_NAME["LD"], {"dst": 0, "src": 0, "len": 1536}) == 384 + 2
+    assert latency(BY_NAME["LD"], {"dst": 0, "src": 0, "len": 1536}, params=DEFAULT) == 384 + 2
 
 
 @pytest.mark.rtl

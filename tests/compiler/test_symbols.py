@@ -11,7 +11,8 @@ from compiler import Graph, compile_graph
 from compiler.layout import ExtEntry, panel_major
 from compiler.ops import Op
 from compiler.symbols import live_at, panel_element
-from compiler.testing.seedtable import compile_seed
+from compiler.workloads.seedtable import compile_seed
+from sim.spec import DEFAULT
 from tests.compiler.test_streaming import mlp, samples
 
 
@@ -29,7 +30,7 @@ def test_panel_element_undoes_panel_major(shape, panel):
 def test_external_words_name_their_region_and_element():
     """Seed 100's layout (read off Program.ext): in0 (2 x 16) at 0, in3 (3 x 3) at 96, the
     output 'out' (6 x 7, the concat node 12) at 147, 'mid' (the concat node 2) at 189."""
-    program = compile_seed(100).program
+    program = compile_seed(100, params=DEFAULT).program
     assert program.whose("ext", 0) == "input 'in0' row 0 col 0 (node 0)"
     assert program.whose("ext", 20) == "input 'in0' row 1 col 4 (node 0)"
     assert program.whose("ext", 100) == "input 'in3' row 1 col 1 (node 6)"
@@ -65,7 +66,7 @@ def test_an_int4_weight_names_its_packed_word():
 def test_every_tensor_element_of_a_program_without_reuse_is_named_at_the_end():
     """Without reuse no buffer is freed: at the HALT every placed tensor is where
     Program.tensor_address says, and each of its words names it with its row and column."""
-    run = compile_seed(103)
+    run = compile_seed(103, params=DEFAULT)
     program = run.program_no_reuse
     checked = 0
     for node in program.graph.nodes:
@@ -82,7 +83,7 @@ def test_scratchpad_words_over_time():
     """Seed 100's listing: pc 6 is MM into the accumulator of node 5 at 57..65, pc 7 RQ from it
     into node 5's tensor at 48..56; at pc 8 the input in3 is loaded to 57. Nothing is placed
     at 300 at pc 5."""
-    program = compile_seed(100).program
+    program = compile_seed(100, params=DEFAULT).program
     assert program.whose("spad", 57, 6) == "accumulator of node 5 (matmul), word 0 of 9"
     assert program.whose("spad", 65, 7) == "accumulator of node 5 (matmul), word 8 of 9"
     assert program.whose("spad", 52, 7) == "node 5 (matmul) row 1 col 1"
@@ -95,7 +96,7 @@ def test_scratchpad_words_over_time():
 
 
 def test_live_allocations_follow_the_events():
-    program = compile_seed(100).program
+    program = compile_seed(100, params=DEFAULT).program
     assert {(e.addr, e.words) for e in live_at(program.events, 0)} == {(0, 48)}
     at6 = {(e.addr, e.words) for e in live_at(program.events, 6)}
     assert at6 == {(0, 48), (192, 48), (48, 9), (57, 9)}    # the rescaled operands were freed before pc 6

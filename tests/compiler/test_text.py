@@ -6,8 +6,10 @@ import pytest
 from compiler import CompileError, Graph, compile_graph
 from compiler.pipeline import check_structure
 from compiler.testing.battery import BATTERY_SEEDS
-from compiler.testing.random_graphs import random_graph, random_slice_graph
-from compiler.testing.seedtable import attention_step_graph
+from compiler.testing.random_graphs import random_slice_graph
+from compiler.workloads.random_graph import random_graph
+from compiler.workloads.seedtable import attention_step_graph
+from sim.spec import DEFAULT
 
 ATTENTION_STEP = """\
 %0 = input "q" -> (1, 12)
@@ -65,7 +67,7 @@ def test_the_battery_graphs_round_trip(build, wbits):
 def test_a_graph_without_weight_values_passes_the_structural_passes_but_does_not_compile():
     g = Graph.parse('%0 = input "x" -> (2, 3)\n%1 = weight "w" -> (3, 2)\n'
                     "%2 = matmul %0, %1 -> (2, 2)\n%3 = output %2 \"y\" -> (2, 2)")
-    check_structure(g)
+    check_structure(g, params=DEFAULT)
     with pytest.raises(CompileError, match=r"node 1 \(weight 'w'\) has no values") as info:
         compile_graph(g, [{"x": np.ones((2, 3))}])
     assert "weights=" in info.value.fix

@@ -6,6 +6,7 @@ import pytest
 
 from compiler import CompileError, Graph, compile_graph
 from sim import spec
+from sim.spec import DEFAULT
 
 
 def _layer() -> tuple[Graph, list[dict]]:
@@ -29,7 +30,7 @@ def test_an_unfused_relu_is_one_identity_rq_in_place_and_changes_no_integer():
     a, b = fused.run(calibration[0]), unfused.run(calibration[0])
     assert np.array_equal(a.outputs["y"].ints, b.outputs["y"].ints)
     assert (a.outputs["y"].ints == 0).any() and (a.outputs["y"].ints > 0).any()   # the relu bites
-    rq_cycles = spec.latency(spec.BY_NAME["RQ"], identity)
+    rq_cycles = spec.latency(spec.BY_NAME["RQ"], identity, params=DEFAULT)
     assert b.counters.cycles - a.counters.cycles == rq_cycles
     assert b.counters.vpu - a.counters.vpu == rq_cycles
 

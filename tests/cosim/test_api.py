@@ -3,6 +3,8 @@ RTL runs themselves through run_programs (tests/cosim/test_tb.py)."""
 
 from __future__ import annotations
 
+from functools import partial
+
 import numpy as np
 import pytest
 
@@ -13,6 +15,9 @@ from sim.asm import build
 from sim.machine import Counters
 from sim.spec import DEFAULT, ErrorCode, Params
 
+build = partial(build, params=DEFAULT)
+"""This file's programs are the default machine's (sim.asm takes the machine explicitly)."""
+
 PROGRAM = [build("LD", dst=4, src=0, len=6), build("RQ", dst=20, src=4, len=6, m=1 << 23, s=23, relu=0),
            build("ST", src=20, dst=50, len=6), build("HALT")]
 JOB = Job(PROGRAM, [3, -7, 100, 200, -300, 5], "example")
@@ -20,8 +25,9 @@ JOB = Job(PROGRAM, [3, -7, 100, 200, -300, 5], "example")
 
 def exact_run(job: Job = JOB) -> RtlRun:
     """An RTL run that agrees with the reference in everything."""
-    want = job.expected()
-    return RtlRun(name=job.name, simulator="made-up", params=DEFAULT, finished=True, limit=job.cycle_limit(),
+    want = job.expected(DEFAULT)
+    return RtlRun(name=job.name, simulator="made-up", params=DEFAULT, finished=True,
+                  limit=job.cycle_limit(DEFAULT),
                   waited=want.counters.cycles, ext=want.ext.copy(), spad=want.spad.copy(),
                   counters=Counters(*want.counters.as_tuple()), error=int(want.error_code != 0),
                   error_code=int(want.error_code), error_pc=want.error_pc, timing_fault=0,
@@ -97,7 +103,7 @@ def test_an_illegal_program_names_writers_before_its_stop_only():
                build("ST", src=0, dst=DEFAULT.EXT_WORDS - 2, len=4), build("LD", dst=0, src=0, len=2),
                build("HALT")]
     job = Job(program, [1, 2, 3, 4], "stops at pc 2")
-    assert (job.expected().error_code, job.expected().error_pc) == (ErrorCode.EXT_RANGE, 2)
+    assert (job.expected(DEFAULT).error_code, job.expected(DEFAULT).error_pc) == (ErrorCode.EXT_RANGE, 2)
     for address, line in ((1, "pc 0: LD dst=0 src=0 len=4"), (3, "pc 1: LD dst=2 src=0 len=4")):
         run = exact_run(job)
         run.spad[address] ^= 1
@@ -157,8 +163,8 @@ def test_a_run_that_did_not_stop_says_so_first():
     run.counters_x = ("cycles",)
     found = compare(JOB, run)
     assert found[0].startswith(f"no stop within the cycle limit of {run.limit} cycles (the reference stops "
-                               f"after {JOB.expected().counters.cycles})")
-    assert found[1] == f"counter cycles: RTL X, reference {JOB.expected().counters.cycles}"
+                               f"after {JOB.expected(DEFAULT).counters.cycles})")
+    assert found[1] == f"counter cycles: RTL X, reference {JOB.expected(DEFAULT).counters.cycles}"
 
 
 def test_compare_checks_its_arguments():

@@ -22,7 +22,7 @@ SEEDS = range(2, 2 + 3 * 60, 3)
 
 @pytest.fixture(scope="module")
 def programs() -> list[stress.StressProgram]:
-    return [edges.program(seed) for seed in SEEDS]
+    return [edges.program(seed, DEFAULT) for seed in SEEDS]
 
 
 def built(strategy: str, seed: int) -> edges.Builder:
@@ -39,8 +39,8 @@ def loaded(b: edges.Builder, spad_start: int, n: int) -> np.ndarray:
 
 def test_only_every_third_seed_is_an_edge_program():
     assert [s for s in range(12) if edges.is_edge(s)] == [2, 5, 8, 11]
-    assert edges.program(3) is None
-    drawn = stress.generate(1, 6)
+    assert edges.program(3, DEFAULT) is None
+    drawn = stress.generate(1, 6, DEFAULT)
     assert [p.job.name for p in drawn] == ["seed 1", "seed 2 (edge: rq_ties)", "seed 3",
                                            "seed 4", "seed 5 (edge: softmax_rows)", "seed 6"]
 
@@ -49,7 +49,7 @@ def test_each_ends_as_its_stress_seed_says_and_runs_legal_code_before(programs):
     strategies = set()
     for prog in programs:
         want = ErrorCode.NONE if prog.ending == stress.HALT else ErrorCode[prog.ending]
-        stop = prog.job.expected()
+        stop = prog.job.expected(DEFAULT)
         assert stop.error_code is want, (prog.job.name, stop.detail)
         code = decode_program(prog.job.words[:spec.INSTR_WORDS * stop.error_pc])
         for ins in code:
@@ -143,7 +143,7 @@ def test_field_limits_end_regions_on_the_last_word():
 
 
 def _fault(prog: stress.StressProgram):
-    stop = prog.job.expected()
+    stop = prog.job.expected(DEFAULT)
     words = prog.job.words[spec.INSTR_WORDS * stop.error_pc:spec.INSTR_WORDS * (stop.error_pc + 1)]
     return stop, decode_program(words)[0]
 
@@ -186,7 +186,7 @@ def test_two_faults_in_one_instruction_report_the_first_code(programs):
     unknown = [p for p in programs if p.ending == "BAD_OPCODE"]
     assert unknown
     for prog in unknown:                       # the fields under the unknown opcode are bad too
-        stop = prog.job.expected()
+        stop = prog.job.expected(DEFAULT)
         words = [int(w) for w in prog.job.words[spec.INSTR_WORDS * stop.error_pc:][:spec.INSTR_WORDS]]
         assert stop.error_code is ErrorCode.BAD_OPCODE and (words[0] & 0xF) not in spec.BY_OPCODE
         as_known = []
@@ -241,7 +241,7 @@ the repaired len of 1 lost the second fault in each of the 100 draws."""
 
 @pytest.mark.parametrize("seed", CRASHED_BEFORE[:6])
 def test_the_seeds_that_crashed_the_generator_give_their_program(seed):
-    prog = edges.program(seed)
+    prog = edges.program(seed, DEFAULT)
     assert prog is not None and prog.ending == "BAD_FIELD"
     stop, ins = _fault(prog)
     assert stop.error_code is ErrorCode.BAD_FIELD
@@ -269,4 +269,4 @@ def test_a_double_bad_field_keeps_its_second_fault_once_repaired():
 def test_every_seed_up_to_30000_gives_a_program():
     """Issue 24, defect 2: any campaign from seed 1 meets every one of these seeds."""
     for seed in range(2, 30_001, edges.EDGE_EVERY):
-        assert edges.program(seed) is not None, seed
+        assert edges.program(seed, DEFAULT) is not None, seed

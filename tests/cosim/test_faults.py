@@ -11,7 +11,7 @@ from sim.spec import DEFAULT, ErrorCode, Mem
 
 
 def test_every_instruction_every_bounded_field_and_every_high_start_bit():
-    jobs = faults.jobs()
+    jobs = faults.jobs(DEFAULT)
     names = [job.name for job in jobs]
     assert len(set(names)) == len(names)
     for ispec in spec.INSTRUCTIONS:
@@ -31,8 +31,8 @@ def test_every_instruction_every_bounded_field_and_every_high_start_bit():
 def test_each_program_stops_at_its_fault_in_the_reference():
     """The high start bits leave an address inside the memory, so only they are at fault (the
     external memory's 65,536 words fill a 16-bit field: no such bits, no region past its end)."""
-    for job in faults.jobs()[:-1]:
-        want = job.expected()
+    for job in faults.jobs(DEFAULT)[:-1]:
+        want = job.expected(DEFAULT)
         code = ErrorCode.BAD_FIELD if "(legal " in job.name else ErrorCode.SPAD_RANGE
         assert (want.error_code, want.error_pc) == (code, 0), job.name
 
@@ -41,9 +41,9 @@ def test_the_late_fault_sets_every_pc_bit_and_the_counters_upper_bits():
     """The last program stops with BAD_OPCODE at pc 4,095 (bits 0-11 set: a flipped upper bit of
     the fetch pc shows in error_pc), after 4,095 legal instructions that keep every unit busy
     past 2**12 cycles (a counter bit 11 or 12 tied to 0 shows in the counters)."""
-    job = faults.jobs()[-1]
+    job = faults.jobs(DEFAULT)[-1]
     assert job.name.startswith(faults.LATE_NAME) and DEFAULT.IMEM_WORDS == 4096
-    want = job.expected()
+    want = job.expected(DEFAULT)
     assert (want.error_code, want.error_pc) == (ErrorCode.BAD_OPCODE, 4095)
     c = want.counters
     assert (c.cycles, c.dma, c.mxu, c.vpu, c.sfu) == (34124, 5464, 4781, 11594, 12276)
@@ -55,4 +55,4 @@ def test_the_late_fault_sets_every_pc_bit_and_the_counters_upper_bits():
 @pytest.mark.slow
 def test_the_sweep_passes_on_the_rtl(icarus, capsys):
     assert faults.main(icarus) == 0
-    assert f"PASS: {len(faults.jobs())} fault programs" in capsys.readouterr().out
+    assert f"PASS: {len(faults.jobs(DEFAULT))} fault programs" in capsys.readouterr().out

@@ -6,10 +6,11 @@ import re
 
 from cosim import harness, verilog
 from hw.top import TIMING_CHECK_DELAY
+from sim.spec import DEFAULT
 
 
 def _text() -> str:
-    return harness.render(verilog.describe(verilog.fresh_verilog()))
+    return harness.render(verilog.describe(verilog.fresh_verilog(params=DEFAULT)))
 
 
 def test_the_steps_of_a_program_in_order():
@@ -32,7 +33,7 @@ def test_only_the_handshake_is_public_under_verilator():
 def test_every_memory_word_goes_through_a_file_or_is_zeroed():
     """Loaded and dumped through files; the instruction memory's stale rows zeroed; the
     scratchpad never written by the harness (reset does not clear it: docs/GA2.md section 2)."""
-    description = verilog.describe(verilog.fresh_verilog())
+    description = verilog.describe(verilog.fresh_verilog(params=DEFAULT))
     text = harness.render(description, binary=False)
     for memory, direction in (("imem", "readmemh"), ("ext", "readmemh"), ("spad", "writememh"),
                               ("ext", "writememh")):
@@ -50,7 +51,7 @@ def test_every_memory_word_goes_through_a_file_or_is_zeroed():
 
 
 def test_ports_from_the_description():
-    description = verilog.describe(verilog.fresh_verilog())
+    description = verilog.describe(verilog.fresh_verilog(params=DEFAULT))
     text = _text()
     for port in description.ports:
         assert f".{port['name']}(" in text
@@ -71,7 +72,7 @@ def test_binary_files_under_verilator():
     """Verilator (two-state) moves memories as binary files: $fread per bank, $fwrite %u per
     memory in word order (bank 0 .. LANES-1 of each row)."""
     assert harness.BINARY == {"icarus": False, "verilator": True}
-    description = verilog.describe(verilog.fresh_verilog())
+    description = verilog.describe(verilog.fresh_verilog(params=DEFAULT))
     text = harness.render(description, binary=True)
     assert "$readmemh(\"ext" not in text and "$writememh" not in text
     for b, path in enumerate(description.memories["ext"]["arrays"]):
@@ -85,7 +86,7 @@ def test_binary_files_under_verilator():
 def test_a_program_through_the_port_is_written_word_by_word():
     """Word w goes to imem_waddr w with the harness's copy of bank w % 4, row w / 4; the write
     enable falls after the last word; the copies are loaded from the same files as the banks."""
-    description = verilog.describe(verilog.fresh_verilog())
+    description = verilog.describe(verilog.fresh_verilog(params=DEFAULT))
     text = harness.render(description, binary=False)
     task = text[text.index("task load_through_port;"):]
     task = task[:task.index("end endtask")]

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from functools import partial
+
 import numpy as np
 import pytest
 
@@ -9,6 +11,9 @@ from cosim import jobs
 from cosim.jobs import Job, as_job, as_jobs, read_jobs, reference, write_jobs
 from sim.asm import build, encode_program
 from sim.spec import DEFAULT, ErrorCode, Params
+
+build = partial(build, params=DEFAULT)
+"""This file's programs are the default machine's (sim.asm takes the machine explicitly)."""
 
 PROGRAM = [build("LD", dst=0, src=0, len=8), build("ST", src=0, dst=100, len=8), build("HALT")]
 
@@ -29,18 +34,18 @@ def test_words_of_instructions_and_of_raw_programs():
 
 
 def test_ext_image_pads_and_refuses_oversize():
-    image = Job(PROGRAM, [-1, 5]).ext_image()
+    image = Job(PROGRAM, [-1, 5]).ext_image(DEFAULT)
     assert image.dtype == np.uint32 and len(image) == DEFAULT.EXT_WORDS
     assert image[0] == 0xFFFFFFFF and image[1] == 5 and not image[2:].any()
     with pytest.raises(ValueError, match="has 65537 words, more than the 65536 that fit"):
-        Job(PROGRAM, np.zeros(DEFAULT.EXT_WORDS + 1, np.int64), name="big").ext_image()
+        Job(PROGRAM, np.zeros(DEFAULT.EXT_WORDS + 1, np.int64), name="big").ext_image(DEFAULT)
 
 
 def test_no_image_means_all_zeros_as_for_the_machine():
     job = as_job((PROGRAM, None))
-    assert not job.ext_image().any() and len(job.ext_image()) == DEFAULT.EXT_WORDS
-    assert job.expected().error_code is ErrorCode.NONE
-    assert as_job(([], None)).expected().error_code is ErrorCode.NO_HALT
+    assert not job.ext_image(DEFAULT).any() and len(job.ext_image(DEFAULT)) == DEFAULT.EXT_WORDS
+    assert job.expected(DEFAULT).error_code is ErrorCode.NONE
+    assert as_job(([], None)).expected(DEFAULT).error_code is ErrorCode.NO_HALT
 
 
 @pytest.mark.parametrize(("bad", "error", "message"), [
@@ -60,28 +65,28 @@ def test_no_image_means_all_zeros_as_for_the_machine():
 ])
 def test_bad_jobs_are_named(bad, error, message):
     with pytest.raises(error, match=message):
-        as_jobs([(PROGRAM, None), bad])
+        as_jobs([(PROGRAM, None), bad], params=DEFAULT)
 
 
 def test_jobs_must_be_a_list():
     with pytest.raises(TypeError, match="jobs must be a list of jobs"):
-        as_jobs(Job(PROGRAM, None))
+        as_jobs(Job(PROGRAM, None), params=DEFAULT)
 
 
 def test_reference_reports_halt_pc_and_errors():
-    done = reference(PROGRAM, np.arange(8))
+    done = reference(PROGRAM, np.arange(8), params=DEFAULT)
     assert done.error_code is ErrorCode.NONE and done.error_pc == 2
     assert list(done.ext[100:108]) == list(range(8))
-    stopped = reference(PROGRAM[:2], [])
+    stopped = reference(PROGRAM[:2], [], params=DEFAULT)
     assert stopped.error_code is ErrorCode.NO_HALT and stopped.error_pc == 2
     assert stopped.counters.cycles > 0 and "no HALT" in stopped.detail
 
 
 def test_cycle_limit_from_the_reference():
     job = Job(PROGRAM, [])
-    cycles = job.expected().counters.cycles
-    assert job.cycle_limit() == jobs.LIMIT_FACTOR * cycles + jobs.LIMIT_SLACK
-    assert Job(PROGRAM, [], limit=7).cycle_limit() == 7
+    cycles = job.expected(DEFAULT).counters.cycles
+    assert job.cycle_limit(DEFAULT) == jobs.LIMIT_FACTOR * cycles + jobs.LIMIT_SLACK
+    assert Job(PROGRAM, [], limit=7).cycle_limit(DEFAULT) == 7
 
 
 def test_jobs_file_round_trip(tmp_path):
@@ -113,10 +118,10 @@ def test_a_program_made_for_another_machine_is_refused_naming_both():
 
 
 def test_the_job_of_a_compiled_program_must_halt_on_its_machine():
-    from compiler.testing.seedtable import compile_seed
+    from compiler.workloads.seedtable import compile_seed
 
-    run = compile_seed(104)
+    run = compile_seed(104, params=DEFAULT)
     job = Job.of_program(run.program, run.test_inputs, "seed 104")
     assert job.halts and job.machine == run.program.machine == DEFAULT
     assert list(job.words) == list(Job(run.program.code, None).words)
-    assert (job.ext_image() == run.program.ext_image(run.test_inputs)).all()
+    assert (job.ext_image(DEFAULT) == run.program.ext_image(run.test_inputs)).all()

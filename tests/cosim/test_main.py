@@ -40,7 +40,7 @@ def test_help_documents_the_commands():
 def test_mutants_are_listed(capsys):
     assert main(["mutants"]) == 0
     lines = capsys.readouterr().out.splitlines()
-    assert re.match(r"rq-round +hw/requant\.py \(Requantizer, stage 6\): truncates", lines[0])
+    assert re.match(r"rq-round +hw/requant\.py \(Requantizer, stage 7\): truncates", lines[0])
     assert re.match(r"dma-late +hw/dma\.py \(DMA, its done output\): raises done one cycle after", lines[1])
     assert len(lines) == len(mutants.MUTANTS)
     assert len({line.index(" hw/") for line in lines}) == 1          # one column
@@ -168,7 +168,7 @@ def test_ctrl_c_stops_the_workers_and_says_how_to_resume(icarus, tmp_path):
     own); it stops every worker and simulator at once and exits with 130."""
     campaign = tmp_path / "campaign"
     command = [sys.executable, "-m", "cosim", "stress", "--n", "300", "--seed", "7", "--sim", icarus,
-               "--campaign", str(campaign)]
+               "--campaign", str(campaign), "--engine", "local"]
 
     def job() -> None:                              # as a shell starts a foreground job
         signal.signal(signal.SIGINT, signal.SIG_DFL)
@@ -189,7 +189,7 @@ def test_ctrl_c_stops_the_workers_and_says_how_to_resume(icarus, tmp_path):
     os.killpg(process.pid, signal.SIGINT)
     out, err = process.communicate(timeout=60)
     assert process.returncode == 130, out + err
-    assert "interrupted: the workers and their simulators are stopped" in err
+    assert "interrupted: the tasks, their workers and their simulators are stopped" in err
     assert "Traceback" not in err, err                # no worker caught it and went on
     left = subprocess.run(["pgrep", "-f", str(campaign)], capture_output=True, text=True).stdout.split()
     assert left == [], left

@@ -11,7 +11,7 @@ import sys
 import numpy as np
 import pytest
 
-from compiler.testing.seedtable import compile_seed
+from compiler.workloads.seedtable import compile_seed
 from cosim import mutants
 from cosim.verilog import ROOT, fresh_verilog
 from cosim.writers import text
@@ -22,7 +22,7 @@ from tests.cosim.test_where import last_writer
 
 def test_rq_round_changes_every_lane(tmp_path):
     source = tmp_path / "ga2_simtop.v"     # a copy: the export may be redone meanwhile
-    source.write_bytes(fresh_verilog().read_bytes())
+    source.write_bytes(fresh_verilog(params=DEFAULT).read_bytes())
     (tmp_path / PORTS_JSON).write_text("{}")
     target = mutants.mutate(source, "rq-round", tmp_path / "mutant")
     before, after = source.read_text().splitlines(), target.read_text().splitlines()
@@ -34,7 +34,7 @@ def test_rq_round_changes_every_lane(tmp_path):
 
 def test_dma_late_registers_the_dmas_done(tmp_path):
     source = tmp_path / "ga2_simtop.v"
-    source.write_bytes(fresh_verilog().read_bytes())
+    source.write_bytes(fresh_verilog(params=DEFAULT).read_bytes())
     target = mutants.mutate(source, "dma-late", tmp_path / "mutant")
     before, after = source.read_text().splitlines(), target.read_text().splitlines()
     assert len(after) == len(before) + 2
@@ -65,14 +65,14 @@ def test_broken_requantizer_fails_the_seed_run(icarus):
     done = subprocess.run(command, capture_output=True, text=True, cwd=ROOT, timeout=600)
     assert done.returncode == 1, done.stdout + done.stderr
     lines = done.stdout.splitlines()
-    assert lines[0].startswith("mutant rq-round: hw/requant.py (Requantizer, stage 6) truncates")
+    assert lines[0].startswith("mutant rq-round: hw/requant.py (Requantizer, stage 7) truncates")
     assert lines[1] == "icarus     FAIL: 1 of 1 program differs from the reference"
     word = r"0x[0-9a-f]{8} \(-?\d+\)"
     first = rf"    seed 100: ext: \d+ words? differs?; first \[(\d+)\] RTL {word}, reference {word}"
     m = re.match(first, lines[2])
     assert m, lines[2]
     # the first differing word in the program's terms, worked out from its layout and listing
-    program = compile_seed(100).program
+    program = compile_seed(100, params=DEFAULT).program
     address = int(m[1])
     entry = next(e for e in program.ext.values() if e.addr <= address < e.addr + e.words)
     assert entry.kind == "output" and entry.panel == 0
@@ -107,7 +107,7 @@ def test_a_late_dma_done_fails_on_timing_fault_alone(icarus):
 
 def _changed_lines(tmp_path, name):
     source = tmp_path / "ga2_simtop.v"
-    source.write_bytes(fresh_verilog().read_bytes())
+    source.write_bytes(fresh_verilog(params=DEFAULT).read_bytes())
     target = mutants.mutate(source, name, tmp_path / name)
     before, after = source.read_text().splitlines(), target.read_text().splitlines()
     return [(a, b) for a, b in zip(before, after, strict=True) if a != b]
@@ -146,12 +146,12 @@ def first_stress_seed_the_dropped_relu_shows(monkeypatch, first: int = 1, n: int
     from sim import machine
 
     plain = machine._EXECUTE["VADD"]
-    for generated in programs(first, n):
+    for generated in programs(first, n, DEFAULT):
         job = generated.job
-        want = job.expected()
+        want = job.expected(DEFAULT)
         with monkeypatch.context() as patch:
             patch.setitem(machine._EXECUTE, "VADD", lambda spad, ext, f: plain(spad, ext, {**f, "relu": 0}))
-            dropped = reference(job.program, job.ext_image())
+            dropped = reference(job.program, job.ext_image(DEFAULT), params=DEFAULT)
         if not (np.array_equal(want.spad, dropped.spad) and np.array_equal(want.ext, dropped.ext)):
             return generated.seed
     raise AssertionError(f"no stress program of seeds {first}..{first + n - 1} shows a dropped relu")

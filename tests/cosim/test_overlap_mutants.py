@@ -1,7 +1,8 @@
 """cosim/mutants.py's breaks of the OVERLAP = 1 issue rule: the hazard flag that never holds an
 instruction back, the write-port flag that is always free, the DMA that never yields the write
-port to another engine's window. Each is one line of the control's
-Verilog; co-simulation of the seed programs must catch both (memories and counters differ)."""
+port to another engine's window. Each is one line of the Verilog of the execute stage
+(hw/overlap.py's OverlapExecute, the control's submodule); co-simulation of the seed programs
+must catch each (memories and counters differ)."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ import pytest
 
 from cosim import mutants
 from cosim.verilog import ROOT, fresh_verilog
-from sim.spec import Params
+from sim.spec import DEFAULT, Params
 
 OVERLAP = Params(OVERLAP=1)
 
@@ -31,7 +32,7 @@ def test_each_overlap_mutant_changes_one_register(tmp_path, name, line):
 
 def test_the_serial_machine_has_no_overlap_flags(tmp_path):
     source = tmp_path / "ga2_simtop.v"
-    source.write_bytes(fresh_verilog(say=lambda _: None).read_bytes())
+    source.write_bytes(fresh_verilog(say=lambda _: None, params=DEFAULT).read_bytes())
     with pytest.raises(mutants.MutantError, match=r"its pattern in hw/overlap\.py"):
         mutants.mutate(source, "hazard-off", tmp_path / "out")
 

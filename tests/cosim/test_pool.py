@@ -8,6 +8,7 @@ from __future__ import annotations
 import io
 import os
 import time
+from functools import partial
 
 import numpy as np
 import pytest
@@ -20,12 +21,16 @@ from sim.asm import build
 from sim.machine import Counters
 from sim.spec import DEFAULT
 
+build = partial(build, params=DEFAULT)
+"""This file's programs are the default machine's (sim.asm takes the machine explicitly)."""
+
 PROGRAM = [build("LD", dst=0, src=0, len=4), build("ST", src=0, dst=100, len=4), build("HALT")]
 
 
 def _exact(job: Job, simulator: str) -> RtlRun:
-    want = job.expected()
-    return RtlRun(name=job.name, simulator=simulator, params=DEFAULT, finished=True, limit=job.cycle_limit(),
+    want = job.expected(DEFAULT)
+    return RtlRun(name=job.name, simulator=simulator, params=DEFAULT, finished=True,
+                  limit=job.cycle_limit(DEFAULT),
                   waited=want.counters.cycles, ext=want.ext.copy(), spad=want.spad.copy(),
                   counters=Counters(*want.counters.as_tuple()), error=int(want.error_code != 0),
                   error_code=int(want.error_code), error_pc=want.error_pc, timing_fault=0,
@@ -46,7 +51,7 @@ def _run_batch(b, jobs, params, *, keep=False, progress=None):
 
 @pytest.fixture
 def stand_in(monkeypatch, tmp_path):
-    monkeypatch.setattr(pool, "fresh_verilog", lambda verilog=None, say=print: tmp_path / "ga2_simtop.v")
+    monkeypatch.setattr(pool, "fresh_verilog", lambda verilog=None, say=print, **_: tmp_path / "ga2_simtop.v")
     monkeypatch.setattr(pool, "verilog_params", lambda verilog: DEFAULT)
     monkeypatch.setattr(runner, "build", lambda name, source, **kw: runner.Build(name, tmp_path, "d", False,
                                                                                  True, 0.0))
@@ -74,7 +79,8 @@ def _console() -> Console:
 
 def test_chunks_run_in_workers_and_add_up(stand_in):
     seen = []
-    outcomes = pool.run_stream(_recipes(), "both", console=_console(), jobs=2, on_result=seen.append)
+    outcomes = pool.run_stream(_recipes(), "both", console=_console(), jobs=2, engine="local",
+                               on_result=seen.append)
     for o in outcomes:
         assert (o.count, o.failed, o.launches, o.error) == (300, 6, 30, "")
         assert [f.index for f in o.failures] == [7, 57, 107, 157, 207, 257]
@@ -89,8 +95,10 @@ def test_chunks_run_in_workers_and_add_up(stand_in):
 def test_plain_progress_lines_when_not_a_terminal(stand_in, monkeypatch):
     monkeypatch.setattr(board, "PLAIN_EVERY", 0.01)
     out = io.StringIO()
-    pool.run_stream(_recipes(4), "icarus", console=Console(file=out, width=80), jobs=1)
-    lines = out.getvalue().splitlines()
+    pool.run_stream(_recipes(4), "icarus", console=Console(file=out, width=80), jobs=1,
+                    engine="local")
+    where, *lines = out.getvalue().splitlines()
+    assert where == "running on this machine, a local pool of 1 worker process"
     assert lines, "no progress line"
     assert all(line.startswith("[0:00] icarus ") and " of 40 programs" in line for line in lines), lines
 
@@ -98,7 +106,7 @@ def test_plain_progress_lines_when_not_a_terminal(stand_in, monkeypatch):
 def test_a_failure_while_making_stops_the_run(stand_in):
     # both chunks fail to make: whichever worker fails first stops the run
     with pytest.raises(RuntimeError, match=r"seed (0|10) does not compile"):
-        pool.run_stream(_recipes(2, make_failing), "both", console=_console(), jobs=2)
+        pool.run_stream(_recipes(2, make_failing), "both", console=_console(), jobs=2, engine="local")
 
 
 def test_a_failed_build_stops_that_simulator_only(stand_in, monkeypatch, tmp_path):
@@ -108,17 +116,17 @@ def test_a_failed_build_stops_that_simulator_only(stand_in, monkeypatch, tmp_pat
         return runner.Build(name, tmp_path, "d", False, True, 0.0)
 
     monkeypatch.setattr(runner, "build", build_)
-    icarus, verilator = pool.run_stream(_recipes(3), "both", console=_console(), jobs=2)
+    icarus, verilator = pool.run_stream(_recipes(3), "both", console=_console(), jobs=2, engine="local")
     assert (icarus.count, icarus.error) == (30, "")
     assert (verilator.count, verilator.error) == (0, "verilator: building x failed; the log: y")
 
 
 def test_a_resumed_run_counts_the_finished_chunks_without_running_them(stand_in):
     first = []
-    pool.run_stream(_recipes(3), "icarus", console=_console(), jobs=1, on_result=first.append)
+    pool.run_stream(_recipes(3), "icarus", console=_console(), jobs=1, engine="local", on_result=first.append)
     kept = [r for r in first if r.number != 1]
     again = []
-    (o,) = pool.run_stream(_recipes(3), "icarus", console=_console(), jobs=1, done=kept,
+    (o,) = pool.run_stream(_recipes(3), "icarus", console=_console(), jobs=1, engine="local", done=kept,
                            on_result=again.append)
     assert [r.number for r in again] == [1]
     assert (o.count, o.failed, o.launches) == (30, 1, 3)

@@ -9,6 +9,7 @@ import pytest
 from cosim import runner, simulators
 from cosim.verilog import COSIM_BUILD, VERILOG, fresh_verilog
 from flows.memmap import PORTS_JSON, SIMTOP
+from sim.spec import DEFAULT
 
 
 def test_default_roots_keep_copies_apart(tmp_path):
@@ -37,7 +38,7 @@ def _copy(tmp_path):
     """A copy of the Verilog and its description (build/ga2_simtop.v may be exported again
     meanwhile by another test)."""
     source = tmp_path / f"{SIMTOP}.v"
-    fresh = fresh_verilog()
+    fresh = fresh_verilog(params=DEFAULT)
     source.write_bytes(fresh.read_bytes())
     shutil.copyfile(fresh.with_name(PORTS_JSON), tmp_path / PORTS_JSON)
     return source
@@ -74,7 +75,7 @@ def test_the_verilator_build_command(tmp_path):
         simulators.check_simulator("verilator")
     except simulators.SimulatorMissing as e:
         pytest.skip(str(e))
-    built = runner.build("verilator", fresh_verilog())
+    built = runner.build("verilator", fresh_verilog(params=DEFAULT))
     recorded = (built.directory / "Vtop__verFiles.dat").read_text(errors="replace")
     command = next(line for line in recorded.splitlines() if line.startswith("C ") and " --vpi " in line)
     assert " --timing " in command and simulators.PUBLIC_FLAT_RW not in command

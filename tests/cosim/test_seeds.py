@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from compiler.testing.seedtable import compile_seed
+from compiler.workloads.seedtable import compile_seed
 from cosim import runner, seeds
 from cosim.errors import CosimError
 from cosim.seeds import Row, Totals, parse_seeds, seed_ranges
@@ -76,7 +76,7 @@ def test_the_table_widens_for_long_seeds_and_totals_beyond_its_rows():
 def test_graphs_are_compiled_for_the_verilogs_machine():
     other = Params(SPAD_WORDS=2048, EXT_WORDS=4096)
     run = seeds.compile_seed_for(104, other)
-    assert run.program.machine == other and run.row == compile_seed(104).row
+    assert run.program.machine == other and run.row == compile_seed(104, params=DEFAULT).row
     made = seeds.make_chunk(((104, 105),), other)
     assert made.jobs[0].machine == other and made.jobs[0].halts
     assert seeds.compile_seed_for(104, DEFAULT).program.machine == DEFAULT
@@ -98,7 +98,7 @@ def test_cosim_runs_the_machine_it_is_given(icarus):
     runs = [seeds.compile_seed_for(s, t2) for s in (100, 101)]
     assert all(run.program.machine == t2 for run in runs)
     cycles = sum(run.outcome.counters.cycles for run in runs)
-    assert cycles != sum(compile_seed(s).outcome.counters.cycles for s in (100, 101))
+    assert cycles != sum(compile_seed(s, params=DEFAULT).outcome.counters.cycles for s in (100, 101))
     lines = [line for line in done.stdout.splitlines() if not line.startswith("exporting the Verilog")]
     assert lines[0] == (f"{icarus:<10} PASS: 2 programs match the reference (memory and "
                                            f"all five counters), {cycles:,} cycles in total")
@@ -106,7 +106,7 @@ def test_cosim_runs_the_machine_it_is_given(icarus):
 
 
 def test_cosim_prints_pass_and_the_table(simulator):
-    rows = [compile_seed(s) for s in (100, 101)]
+    rows = [compile_seed(s, params=DEFAULT) for s in (100, 101)]
     done = subprocess.run([sys.executable, "-m", "cosim", "seeds", "100-101", "--sim", simulator],
                           capture_output=True, text=True, cwd=ROOT, timeout=900)
     assert done.returncode == 0, done.stdout + done.stderr

@@ -5,6 +5,7 @@ from __future__ import annotations
 import subprocess
 import sys
 from collections import Counter
+from functools import partial
 
 import pytest
 
@@ -15,16 +16,19 @@ from sim import spec
 from sim.asm import Instruction, build
 from sim.spec import DEFAULT, ErrorCode
 
+build = partial(build, params=DEFAULT)
+"""This file's programs are the default machine's (sim.asm takes the machine explicitly)."""
+
 
 @pytest.fixture(scope="module")
 def programs() -> list[stress.StressProgram]:
-    return stress.generate(1, 60)
+    return stress.generate(1, 60, DEFAULT)
 
 
 def test_a_program_depends_on_its_seed_only():
-    one, again = stress.Generator(37).program(), stress.Generator(37).program()
+    one, again = stress.Generator(37, DEFAULT).program(), stress.Generator(37, DEFAULT).program()
     assert list(one.job.words) == list(again.job.words)
-    assert (one.job.ext_image() == again.job.ext_image()).all()
+    assert (one.job.ext_image(DEFAULT) == again.job.ext_image(DEFAULT)).all()
     assert one.job.name == "seed 37"
 
 
@@ -32,13 +36,14 @@ def test_every_ending_happens_where_intended(programs):
     for prog in programs:
         want = "NONE" if prog.ending == stress.HALT else prog.ending
         assert prog.ending == stress.ENDINGS[prog.seed % len(stress.ENDINGS)]
-        assert prog.job.expected().error_code.name == want, (prog.seed, prog.job.expected().detail)
-    assert {p.job.expected().error_code for p in programs} == {ErrorCode.NONE, *spec.CHECK_CODES}
+        stop = prog.job.expected(DEFAULT)
+        assert stop.error_code.name == want, (prog.seed, stop.detail)
+    assert {p.job.expected(DEFAULT).error_code for p in programs} == {ErrorCode.NONE, *spec.CHECK_CODES}
 
 
 def test_the_body_before_the_ending_is_legal(programs):
     for prog in programs:
-        stop = prog.job.expected()
+        stop = prog.job.expected(DEFAULT)
         assert stop.error_pc >= 0
         if isinstance(prog.job.program[0], Instruction):
             for ins in prog.job.program[:stop.error_pc]:
@@ -104,7 +109,7 @@ def test_cover_points_count_what_the_machine_checked(tmp_path):
     program = [build("LD", dst=3, src=0, len=1), bad_mm, build("SM", dst=0, src=0, len=1)]
     job = Job(program, None)
     model = coverage.Model(DEFAULT)
-    model.sample(program, job.expected(), ["SM len=1"])
+    model.sample(program, job.expected(DEFAULT), ["SM len=1"])
     model.export(tmp_path / "one.yml")
     data = coverage.read(tmp_path / "one.yml")
     assert data["stress.instructions"]["LD"] == 1 and data["stress.instructions"]["MM"] == 0
@@ -118,7 +123,7 @@ def test_cover_points_count_what_the_machine_checked(tmp_path):
 
 def test_strategies_take_turns_and_the_first_is_the_random_body():
     assert stress.STRATEGIES[0].name == "random"
-    assert {stress.strategy_for(s).name for s in range(40)} == {s.name for s in stress.STRATEGIES}
+    assert {stress.strategy_for(s, DEFAULT).name for s in range(40)} == {s.name for s in stress.STRATEGIES}
 
 
 OVERLAPPING = spec.Params(OVERLAP=1)
@@ -128,10 +133,10 @@ def test_a_collide_body_aims_each_instruction_at_one_before_it():
     """Each instruction of a collide body after the first (but those the generator fell back to
     a plain draw for) has a scratchpad region across a region of one of the three before it, a
     hazard by the spec's conflict rule; the features count them by kind."""
-    collide = [s for s in range(10, 20) if stress.strategy_for(s).name == "collide"]
-    assert collide and all(stress.strategy_for(s).name == "collide" for s in collide)
+    collide = [s for s in range(10, 20) if stress.strategy_for(s, DEFAULT).name == "collide"]
+    assert collide and all(stress.strategy_for(s, DEFAULT).name == "collide" for s in collide)
     for seed in collide:
-        g = stress.Generator(seed)
+        g = stress.Generator(seed, DEFAULT)
         body = stress.collide_body(g)
         aimed = sum(g.features[f"collide {name}"] for name in stress.COLLISIONS)
         assert 4 <= len(body) <= stress.BODY_MAX and aimed >= len(body) - 2, (seed, aimed, len(body))
@@ -151,7 +156,8 @@ def test_collide_programs_wait_on_hazards_more_than_random_ones():
     for prog in stress.programs(1, 200, OVERLAPPING):
         if "edge" in prog.job.name or prog.ending != stress.HALT:
             continue
-        waited[stress.strategy_for(prog.seed).name].append(prog.job.expected(OVERLAPPING).counters.hazard)
+        name = stress.strategy_for(prog.seed, OVERLAPPING).name
+        waited[name].append(prog.job.expected(OVERLAPPING).counters.hazard)
     assert all(waited["collide"]) and len(waited["collide"]) >= 20
     mean = {name: sum(v) / len(v) for name, v in waited.items()}
     assert mean["collide"] > 1.5 * mean["random"], mean
@@ -175,12 +181,12 @@ def test_the_waits_cover_point_counts_the_reference_machines_waits(tmp_path):
 
 
 def test_a_long_program_is_legal_and_long():
-    job = stress.long_program(1, 300)
-    assert job.length == 300 and job.expected().error_code is ErrorCode.NONE
+    job = stress.long_program(1, 300, params=DEFAULT)
+    assert job.length == 300 and job.expected(DEFAULT).error_code is ErrorCode.NONE
 
 
 def test_listing_shows_an_unknown_opcode():
-    prog = next(p for p in stress.generate(4, 1))
+    prog = next(p for p in stress.generate(4, 1, DEFAULT))
     assert prog.ending == "BAD_OPCODE"
     text = stress.listing(prog.job.program)
     assert "???? opcode" in text and text.splitlines()[-1].endswith("HALT")
@@ -233,12 +239,13 @@ DECOUPLED = spec.Params(OVERLAP=2)
 def test_the_decoupled_machine_adds_the_fill_strategy_and_the_others_draw_as_before():
     assert [s.name for s in stress.DECOUPLED_STRATEGIES] == ["random", "collide", "fill"]
     assert {stress.strategy_for(s, DECOUPLED).name for s in range(60)} == {"random", "collide", "fill"}
-    assert [stress.strategy_for(s).name for s in range(60)] == \
+    assert [stress.strategy_for(s, DEFAULT).name for s in range(60)] == \
         [stress.strategy_for(s, OVERLAPPING).name for s in range(60)]
     for seed in range(10):     # random on every machine: the same programs
-        assert stress.strategy_for(seed, DECOUPLED).name == stress.strategy_for(seed).name == "random"
+        assert stress.strategy_for(seed, DECOUPLED).name == "random"
+        assert stress.strategy_for(seed, DEFAULT).name == "random"
         program = stress.Generator(seed, DECOUPLED).program().job.program
-        assert program == stress.Generator(seed).program().job.program
+        assert program == stress.Generator(seed, DEFAULT).program().job.program
 
 
 def test_fill_programs_fill_every_queue():

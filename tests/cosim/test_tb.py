@@ -14,14 +14,19 @@ after it.
 
 from __future__ import annotations
 
+from functools import partial
+
 import numpy as np
 
-from compiler.testing.seedtable import compile_seed
+from compiler.workloads.seedtable import compile_seed
 from cosim.api import compare, run_programs
 from cosim.jobs import Job
 from sim import spec
 from sim.asm import build
 from sim.spec import DEFAULT, ErrorCode
+
+build = partial(build, params=DEFAULT)
+"""This file's programs are the default machine's (sim.asm takes the machine explicitly)."""
 
 WORDS = DEFAULT.SPAD_WORDS
 
@@ -30,7 +35,7 @@ def batch() -> list[Job]:
     image = np.random.default_rng(5).integers(-(1 << 31), 1 << 31, DEFAULT.EXT_WORDS, dtype=np.int64)
     fill = [build("LD", dst=0, src=7, len=WORDS), build("ST", src=100, dst=5001, len=300), build("HALT")]
     dump = [build("ST", src=0, dst=0, len=WORDS), build("HALT")]
-    seed = compile_seed(104)
+    seed = compile_seed(104, params=DEFAULT)
     compiled = (seed.program.code, seed.program.ext_image(seed.test_inputs))
     unknown = max(spec.UNKNOWN_OPCODES)                 # not an instruction (sim.spec)
     bad_opcode = [*build("LD", dst=0, src=0, len=3).encode(), 0x0000_00F0 | unknown, 0, 0, 0,
@@ -58,12 +63,12 @@ def test_batch_back_to_back(simulator):
     found = {job.name: compare(job, run) for job, run in zip(jobs, runs, strict=True)}
     limited = found.pop("seed 104, limit 20")
     assert found == {name: [] for name in found}, found
-    cycles = jobs[2].expected().counters.cycles
+    cycles = jobs[2].expected(DEFAULT).counters.cycles
     assert limited[0].startswith(f"no stop within the cycle limit of 20 cycles (the reference stops after "
                                  f"{cycles})")
     assert not runs[5].finished and runs[5].waited == 20
     by_name = dict(zip([j.name for j in jobs], runs, strict=True))
-    filled = jobs[0].ext_image()[7:7 + WORDS]
+    filled = jobs[0].ext_image(DEFAULT)[7:7 + WORDS]
     for name in ("store the scratchpad", "store the scratchpad again"):     # what "fill" loaded
         assert np.array_equal(by_name[name].ext[:WORDS], filled), name
         assert np.array_equal(by_name[name].spad_before, filled), name

@@ -54,20 +54,20 @@ def build_dir(tmp_path, monkeypatch):
 
 def test_fresh_unless_a_source_or_the_export_changed(build_dir):
     root, build = build_dir
-    assert verilog._stale_reason() is None
+    assert verilog._stale_reason(DEFAULT) is None
     os.utime(root / "flows" / "a.py", None)                 # newer, same content: still fresh
-    assert verilog._stale_reason() is None
+    assert verilog._stale_reason(DEFAULT) is None
     (root / "flows" / "a.py").write_text("# changed\n")
-    assert verilog._stale_reason() == "the sources in hw/, sim/ or flows/ changed since its export"
+    assert verilog._stale_reason(DEFAULT) == "the sources in hw/, sim/ or flows/ changed since its export"
     verilog.STAMP.write_text(json.dumps(verilog._record()))
     (build / PORTS_JSON).write_text('{"params": {}}')
-    assert verilog._stale_reason() == "rewritten since cosim exported it"
+    assert verilog._stale_reason(DEFAULT) == "rewritten since cosim exported it"
     verilog.STAMP.write_text(json.dumps(verilog._record()))
     text = verilog.VERILOG.read_text()
     verilog.VERILOG.write_text(text[:len(text) // 2])       # truncated, newer than every source
-    assert verilog._stale_reason() == "rewritten since cosim exported it"
+    assert verilog._stale_reason(DEFAULT) == "rewritten since cosim exported it"
     (build / PORTS_JSON).unlink()
-    assert verilog._stale_reason() == "missing"
+    assert verilog._stale_reason(DEFAULT) == "missing"
 
 
 def test_describe_reads_ports_json_and_refuses_a_verilog_without_one(tmp_path):
@@ -78,7 +78,7 @@ def test_describe_reads_ports_json_and_refuses_a_verilog_without_one(tmp_path):
     (tmp_path / PORTS_JSON).write_text("{}")
     with pytest.raises(CosimError, match=rf"does not describe {SIMTOP} \(KeyError"):
         verilog.describe(source)
-    real = json.loads(verilog.fresh_verilog().with_name(PORTS_JSON).read_text())
+    real = json.loads(verilog.fresh_verilog(params=DEFAULT).with_name(PORTS_JSON).read_text())
     real["params"] = {"SPAD_WORDS": 2048, "EXT_WORDS": 4096}
     (tmp_path / PORTS_JSON).write_text(json.dumps(real))
     described = verilog.describe(source)
@@ -89,7 +89,7 @@ def test_describe_reads_ports_json_and_refuses_a_verilog_without_one(tmp_path):
 
 def test_missing_verilog(tmp_path):
     with pytest.raises(CosimError, match="no Verilog file"):
-        verilog.fresh_verilog(tmp_path / "none.v")
+        verilog.fresh_verilog(tmp_path / "none.v", params=DEFAULT)
 
 
 def test_each_machine_has_its_own_verilog_and_record(build_dir):
@@ -107,12 +107,12 @@ def test_each_machine_has_its_own_verilog_and_record(build_dir):
     source.write_text("module ga2_simtop; /* T=2 */ endmodule\n")
     source.with_name(PORTS_JSON).write_text('{"params": {"T": 2}}')
     stamp.write_text(json.dumps(verilog._record(source)))
-    assert verilog._stale_reason(t2) is None and verilog._stale_reason() is None
+    assert verilog._stale_reason(t2) is None and verilog._stale_reason(DEFAULT) is None
     source.with_name(PORTS_JSON).write_text('{"params": {"T": 8}}')
     assert verilog._stale_reason(t2) == "rewritten since cosim exported it"
-    assert verilog._stale_reason() is None                  # one machine's change leaves the other alone
+    assert verilog._stale_reason(DEFAULT) is None          # one machine's change leaves the other alone
     verilog.STAMP.write_text(json.dumps(verilog._record(source)))   # the default's record, T=2's files
-    assert verilog._stale_reason() == "rewritten since cosim exported it"
+    assert verilog._stale_reason(DEFAULT) == "rewritten since cosim exported it"
 
 
 def test_a_read_only_build_folder_is_one_line_not_a_traceback(tmp_path):
@@ -139,7 +139,7 @@ def test_a_corrupt_or_mismatched_ports_json_is_refused_by_name(tmp_path):
     """Beside a given Verilog (the default one is exported again when either file changed: see
     above): a ga2_ports.json that is not JSON, and one whose memories are another machine's
     (the scratchpad's banks 512 words deep beside a Verilog whose banks are 1024)."""
-    fresh = verilog.fresh_verilog()
+    fresh = verilog.fresh_verilog(params=DEFAULT)
     source = tmp_path / f"{SIMTOP}.v"
     source.write_bytes(fresh.read_bytes())
     (tmp_path / PORTS_JSON).write_text('{"params": ')

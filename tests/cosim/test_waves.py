@@ -10,6 +10,7 @@ must be the ``count_cycles`` cosim's table prints.
 from __future__ import annotations
 
 import re
+from functools import partial
 
 import pytest
 
@@ -17,6 +18,10 @@ from cosim import harness, runner, verilog, waves
 from cosim.api import compare, simulate
 from cosim.jobs import Job
 from sim.asm import build
+from sim.spec import DEFAULT
+
+build = partial(build, params=DEFAULT)
+"""This file's programs are the default machine's (sim.asm takes the machine explicitly)."""
 
 pywellen = pytest.importorskip("pywellen")
 
@@ -32,7 +37,7 @@ JOBS = [Job(REQUANTIZE, [3, -7, 100, 200, -300, 5], "requantize six"),
 
 
 def _modules() -> dict[str, set[str]]:
-    return waves.declarations(verilog.fresh_verilog().read_text())
+    return waves.declarations(verilog.fresh_verilog(params=DEFAULT).read_text())
 
 
 def test_the_engines_and_the_control_signals_come_from_the_verilog():
@@ -106,7 +111,7 @@ def test_a_waveform_run_marks_each_program_and_its_save_file_names_signals_of_th
 
 def test_without_waves_no_engine_probes_in_the_harness():
     """The busy wires read the engines through hierarchical names: only waveform builds have them."""
-    description = verilog.describe(verilog.fresh_verilog())
+    description = verilog.describe(verilog.fresh_verilog(params=DEFAULT))
     plain = harness.render(description)
     assert "busy_" not in plain and "program_index" in plain
     probed = harness.render(description, engines=waves.engines(_modules()))

@@ -6,12 +6,13 @@ effects (not from sim.spec's regions, which cosim/writers.py replays)."""
 
 from __future__ import annotations
 
-from compiler.testing.seedtable import compile_seed
+from compiler.workloads.seedtable import compile_seed
 from cosim import stress
 from cosim.api import compare
 from cosim.jobs import Job
 from cosim.writers import text
 from sim.asm import Instruction
+from sim.spec import DEFAULT
 from tests.cosim.test_api import exact_run
 
 
@@ -38,7 +39,7 @@ def last_writer(code, memory: str, address: int) -> int:
 
 
 def seed_job(seed: int) -> tuple[Job, object]:
-    run = compile_seed(seed)
+    run = compile_seed(seed, params=DEFAULT)
     return Job.of_program(run.program, run.test_inputs, f"seed {seed}"), run.program
 
 
@@ -75,10 +76,10 @@ def test_a_scratchpad_word_names_the_tensor_in_place_when_it_was_written():
 
 
 def test_a_random_programs_word_names_the_instruction_only():
-    sp = next(sp for sp in stress.programs(0, 30) if sp.ending == "HALT" and len(sp.job.program) > 6
+    sp = next(sp for sp in stress.programs(0, 30, DEFAULT) if sp.ending == "HALT" and len(sp.job.program) > 6
               and all(isinstance(ins, Instruction) for ins in sp.job.program))
     code = sp.job.program
-    want = sp.job.expected()
+    want = sp.job.expected(DEFAULT)
     written = sorted(a for pc in range(want.error_pc) for m, a in words_written(code[pc]) if m == "spad")
     address = written[len(written) // 2]
     pc = last_writer(code, "spad", address)

@@ -38,7 +38,7 @@ def quoted_rows() -> list[str]:
 
 @cache
 def serial_mlp() -> dict[int, float]:
-    return {b: mlpbench.measure(b).cycles / b for b in mlpbench.BATCHES}
+    return {b: mlpbench.measure(b, DEFAULT).cycles / b for b in mlpbench.BATCHES}
 
 
 def per_image(value: float, batch: int) -> str:
@@ -47,7 +47,8 @@ def per_image(value: float, batch: int) -> str:
 
 
 def test_the_quoted_rows_are_make_bench_output():
-    printed = {_norm(line) for line in perf.format_report(*perf.measure(DEFAULT)) + mlpbench.report(DEFAULT)}
+    lines = perf.format_report(*perf.measure(DEFAULT), params=DEFAULT) + mlpbench.report(DEFAULT)
+    printed = {_norm(line) for line in lines}
     rows = quoted_rows()
     assert len(rows) == 6, rows          # total, example A, the seeds line, batches 1, 8 and 64
     stale = [row for row in rows if _norm(row) not in printed]

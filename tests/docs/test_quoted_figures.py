@@ -31,6 +31,8 @@ from typing import NamedTuple
 
 import pytest
 
+from sim.spec import DEFAULT
+
 from .quoted import ROOT
 
 
@@ -88,12 +90,12 @@ def issue_rule_mutants() -> int:
 
 def fault_programs() -> int:
     from cosim import faults
-    return len(faults.jobs())
+    return len(faults.jobs(DEFAULT))
 
 
 def example_a_instructions() -> int:
     from compiler import compile_graph
-    from compiler.testing.seedtable import attention_step_network
+    from compiler.workloads.seedtable import attention_step_network
     graph, calibration, _inputs = attention_step_network()
     return len(compile_graph(graph, calibration).code)
 

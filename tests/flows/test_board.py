@@ -25,7 +25,7 @@ from flows.board import (
     example_a,
     program_by_name,
 )
-from sim import spec
+from sim import machines, spec
 from sim.asm import build as build_ins
 from sim.asm import encode_program
 from sim.machine import Machine, MachineError
@@ -38,14 +38,14 @@ MAX_CYCLES = 5_000
 
 @functools.cache
 def _example_a() -> BoardProgram:
-    return example_a()
+    return example_a(DEFAULT)
 
 
 def _leds_after_run(program: BoardProgram, *, presses: int = 0, late_dma: bool = False) -> list[int]:
     """The LEDs at each verdict: after the run that follows reset, then after each press of
     FIRE1 (the LEDs go dark, the program runs again). ``late_dma``: the core's DMA raises its
     ``done`` a cycle late (the same work at the same time: only ``timing_fault`` tells)."""
-    dut = BoardLogic(program, boot_cycles=2)
+    dut = BoardLogic(program, boot_cycles=2, params=DEFAULT)
     if late_dma:
         dut.core.units["dma"] = LateDone(dut.core.units["dma"], 1)
     verdicts: list[int] = []
@@ -115,15 +115,16 @@ def test_a_timing_fault_lights_fail():
 
 
 def test_an_illegal_program_lights_error_and_its_code():
-    code = [build_ins("LD", dst=0, src=0, len=4),
-            build_ins("MM", dst=100, A=0, B=50, M=5, K=3, N=2, tb=0, lda=3, ldb=2, ldc=2, strict=False),
-            build_ins("HALT")]
+    code = [build_ins("LD", dst=0, src=0, len=4, params=DEFAULT),
+            build_ins("MM", dst=100, A=0, B=50, M=5, K=3, N=2, tb=0, lda=3, ldb=2, ldc=2, strict=False,
+                      params=DEFAULT),
+            build_ins("HALT", params=DEFAULT)]
     ext = np.zeros(DEFAULT.EXT_WORDS, dtype=np.uint32)
     with pytest.raises(MachineError) as info:
         Machine(DEFAULT).run(code, ext)
     assert info.value.code == ErrorCode.BAD_FIELD
     program = BoardProgram("bad MM", encode_program(code), len(code), ext, [(0, 0)],
-                           info.value.result.counters.as_tuple())
+                           info.value.result.counters.as_tuple(), DEFAULT)
     (leds,) = _leds_after_run(program)
     assert _lit(leds, LED_DONE) and _lit(leds, LED_ERROR) and _lit(leds, LED_FAIL)
     assert leds >> LED_CODE & 0b111 == ErrorCode.BAD_FIELD
@@ -132,7 +133,7 @@ def test_an_illegal_program_lights_error_and_its_code():
 def test_refuses_a_program_without_outputs():
     program = dataclasses.replace(_example_a(), expected=[])
     with pytest.raises(ValueError, match="writes no output"):
-        BoardLogic(program)
+        BoardLogic(program, params=DEFAULT)
 
 
 @pytest.mark.slow
@@ -149,10 +150,10 @@ def test_platform_build_files(tmp_path):
 
 
 def test_program_names():
-    assert program_by_name("seed:7").name == "seed 7"
+    assert program_by_name("seed:7", params=DEFAULT).name == "seed 7"
     for bad in ("foo", "seed:", "seed:x", "example-b"):
         with pytest.raises(ValueError, match=r"expected example-a or seed:N"):
-            program_by_name(bad)
+            program_by_name(bad, params=DEFAULT)
 
 
 def test_the_environment_is_restored(monkeypatch):
@@ -169,3 +170,13 @@ def test_an_unwritable_build_folder_is_an_error_not_a_traceback(capsys, tmp_path
     blocker.write_text("")
     assert board.main(["--no-build", "--out", str(blocker / "bitstream")]) == 1
     assert str(blocker) in capsys.readouterr().err
+
+
+def test_a_program_compiled_for_one_machine_refuses_a_core_of_another():
+    """Example A compiled for the default machine (T = 4) on a core built for T = 8: refused
+    before anything is built, naming both machines (issue 24, item 11)."""
+    t8 = machines.parse("t8")
+    with pytest.raises(ValueError) as refused:
+        BoardLogic.check(_example_a(), t8)
+    assert str(refused.value).startswith("BoardLogic: running example A was compiled for the default "
+                                         "machine, but the core is built for the machine T=8 LANES=8")

@@ -80,17 +80,18 @@ def test_json_records_params_and_timing(exported):
 
 
 def test_locate():
-    assert memmap.locate("spad", 4095) == ("core.spad.bank3", 1023)
-    assert memmap.locate("ext", 6, top="simtop") == ("ext.bank2", 1)
-    assert memmap.locate("imem", 9, top="core") == ("control.imem1", 2)
+    assert memmap.locate("spad", 4095, DEFAULT) == ("core.spad.bank3", 1023)
+    assert memmap.locate("ext", 6, top="simtop", params=DEFAULT) == ("ext.bank2", 1)
+    assert memmap.locate("imem", 9, top="core", params=DEFAULT) == ("control.imem1", 2)
     assert memmap.locate("spad", 255, SMALL, top="core") == ("spad.bank3", 63)
-    assert len(memmap.arrays("imem", DEFAULT)) == 4 and memmap.arrays("imem")[0].depth == DEFAULT.IMEM_WORDS
+    imem = memmap.arrays("imem", DEFAULT)
+    assert len(imem) == 4 and imem[0].depth == DEFAULT.IMEM_WORDS
     with pytest.raises(ValueError, match="word=256 is outside spad"):
         memmap.locate("spad", 256, SMALL)
     with pytest.raises(ValueError, match="memory='ext' is not inside the core"):
-        memmap.arrays("ext", top="core")
+        memmap.arrays("ext", top="core", params=DEFAULT)
     with pytest.raises(ValueError, match="memory='regs'"):
-        memmap.arrays("regs")
+        memmap.arrays("regs", DEFAULT)
 
 
 def test_cli(tmp_path, capsys):

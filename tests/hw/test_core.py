@@ -10,13 +10,14 @@ external memory and the program by backdoor, clear the scratchpad, pulse start, 
 from __future__ import annotations
 
 import random
+from functools import partial
 
 import numpy as np
 import pytest
 from amaranth.sim import Simulator
 
 from compiler import compile_graph
-from compiler.testing.seedtable import attention_step_graph, attention_step_sample, compile_seed
+from compiler.workloads.seedtable import attention_step_graph, attention_step_sample, compile_seed
 from hw.simtop import SimTop
 from hw.top import UNIT_MODULES
 from sim import spec
@@ -26,6 +27,9 @@ from sim.machines import describe
 from sim.spec import DEFAULT, Params
 
 from .corebench import Case, case, compare, reference, run_case
+
+build = partial(build, params=DEFAULT)
+"""This file's programs are the default machine's (sim.asm takes the machine explicitly)."""
 
 SMALL = Params(SPAD_WORDS=256, EXT_WORDS=512)
 MODULES = UNIT_MODULES
@@ -270,7 +274,7 @@ def test_default_params():
 
 def _example_a() -> Case:
     """Running example A, compiled as examples/attention_step.py does (its graph and samples
-    are compiler.testing.seedtable's)."""
+    are compiler.workloads.seedtable's)."""
     rng = random.Random(3)
     calibration = [attention_step_sample(rng) for _ in range(20)]
     program = compile_graph(attention_step_graph(), calibration)
@@ -278,7 +282,7 @@ def _example_a() -> Case:
 
 
 def _seed(seed: int) -> Case:
-    run = compile_seed(seed)
+    run = compile_seed(seed, params=DEFAULT)
     return case(f"seed {seed}", run.program.code, ext=run.program.ext_image(run.test_inputs))
 
 

@@ -13,7 +13,7 @@ from hw.mxu import MatrixUnit
 from hw.systolic import SystolicArray, accumulator_bits
 from sim import spec
 from sim.asm import Instruction, build
-from sim.spec import Params
+from sim.spec import DEFAULT, Params
 
 from .harness import UnitBench, check_unit, present, run_unit
 
@@ -222,7 +222,7 @@ def test_rejects_bad_params():
     with pytest.raises(TypeError, match="params=4"):
         MatrixUnit(4)
     with pytest.raises(ValueError, match="k_max=0"):
-        SystolicArray(4, 0)
+        SystolicArray(4, 0, DEFAULT.LANES)
 
 
 @pytest.mark.parametrize("tb", [0, 1])

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from hw import checker, control, top
+from hw import checker, queue, top
 from sim import spec
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -19,7 +19,7 @@ SOURCES = [ROOT / "hw" / "README.md",
            *sorted(p for folder in ("sim", "hw", "flows") for p in (ROOT / folder).rglob("*.py"))]
 
 VALUES = {**spec.TIMING_CONSTANTS, "CHECK_STAGES": checker.CHECK_STAGES, "END_STAGES": checker.END_STAGES,
-          "QUEUE_SLOTS": control.QUEUE_SLOTS, "TIMING_CHECK_DELAY": top.TIMING_CHECK_DELAY}
+          "QUEUE_SLOTS": queue.QUEUE_SLOTS, "TIMING_CHECK_DELAY": top.TIMING_CHECK_DELAY}
 """Every constant whose quoted value is checked: the spec's timing constants and the front
 end's depths."""
 

@@ -10,7 +10,7 @@ import pytest
 from hw.softmax import SoftmaxUnit
 from sim import arith, spec
 from sim.asm import build
-from sim.spec import Params
+from sim.spec import DEFAULT, Params
 
 from .harness import check_idle_outputs, check_unit, expected
 
@@ -102,7 +102,7 @@ def test_latency_formula():
     """The spec's closed form, as the RTL realises it (check_unit measures every instruction)."""
     fields = {"dst": 0, "src": 0}
     for n, want in ((1, 18), (4, 18), (5, 21), (12, 24), (64, 63)):
-        assert spec.latency(spec.BY_NAME["SM"], {**fields, "len": n}) == want
+        assert spec.latency(spec.BY_NAME["SM"], {**fields, "len": n}, params=DEFAULT) == want
     assert spec.SM_OVERHEAD == spec.SPAD_READ_LATENCY + 2 + spec.SM_PASS_OVERHEAD + spec.SM_DIV_LATENCY
 
 

@@ -10,6 +10,8 @@ skew must leave ``timing_fault`` at 0, so each test can fail both ways.
 
 from __future__ import annotations
 
+from functools import partial
+
 import numpy as np
 import pytest
 from amaranth.hdl import Module, Mux, Signal, Value
@@ -25,9 +27,12 @@ from hw.stub import LatencyStub
 from hw.top import TIMING_CHECK_DELAY
 from sim import spec
 from sim.asm import build
-from sim.spec import Params
+from sim.spec import DEFAULT, Params
 
 from .corebench import MAX_CYCLES, Case, Outcome, case, compare, load_imem, reference
+
+build = partial(build, params=DEFAULT)
+"""This file's programs are the default machine's (sim.asm takes the machine explicitly)."""
 
 SMALL = Params(SPAD_WORDS=256, EXT_WORDS=512)
 IDLE = 6

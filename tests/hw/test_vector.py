@@ -11,7 +11,7 @@ import pytest
 from hw.vector import VectorUnit
 from sim import spec
 from sim.asm import build
-from sim.spec import Params
+from sim.spec import DEFAULT, Params
 
 from .harness import check_idle_outputs, check_unit, run_unit
 
@@ -209,7 +209,7 @@ def test_latency_formulas():
     """The spec's closed forms, as the RTL realises them (check_unit measures each one)."""
     def lat(name: str, n: int) -> int:
         ins = spec.BY_NAME[name]
-        return spec.latency(ins, {f: (n if f == "len" else 0) for f in ins.field_names})
+        return spec.latency(ins, {f: (n if f == "len" else 0) for f in ins.field_names}, params=DEFAULT)
 
     assert [lat("VADD", n) for n in (1, 4, 5, 8, 9)] == [6, 6, 7, 7, 8]
     assert [lat("AMAX", n) for n in (1, 4, 5)] == [7, 7, 8]

@@ -8,6 +8,7 @@ rule of OVERLAP = 1 lets another engine use a port outside those windows.
 from __future__ import annotations
 
 import random
+from functools import partial
 
 import pytest
 from amaranth.sim import Simulator
@@ -16,9 +17,12 @@ from hw.simtop import SimTop
 from sim import spec
 from sim.asm import build
 from sim.bench import random_instruction
-from sim.spec import Params
+from sim.spec import DEFAULT, Params
 
 from .corebench import load_imem
+
+build = partial(build, params=DEFAULT)
+"""This file's programs are the default machine's (sim.asm takes the machine explicitly)."""
 
 SMALL = Params(SPAD_WORDS=1024, EXT_WORDS=1024)
 KINDS = [s.name for s in spec.INSTRUCTIONS if s.counter is not None]

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from functools import partial
+
 import numpy as np
 import pytest
 from hypothesis import given
@@ -19,7 +21,11 @@ from sim.asm import (
     encode_program,
     listing,
 )
-from sim.spec import Params
+from sim.spec import DEFAULT, Params
+
+assemble = partial(assemble, params=DEFAULT)
+build = partial(build, params=DEFAULT)
+"""This file's programs are the default machine's (sim.asm takes the machine explicitly)."""
 
 
 def _any_width_instruction() -> st.SearchStrategy[Instruction]:

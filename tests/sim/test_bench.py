@@ -6,28 +6,29 @@ import pytest
 
 from sim import bench, spec
 from sim.machine import Machine
+from sim.spec import DEFAULT
 
 
 @pytest.mark.parametrize("kind", bench.KINDS)
 def test_random_programs_of_one_kind_are_legal(kind):
-    program = bench.random_program(200, [kind], seed=5)
+    program = bench.random_program(200, [kind], seed=5, params=DEFAULT)
     assert len(program) == 201 and program[-1].op == "HALT"
     assert {ins.op for ins in program[:-1]} == {kind}
     for ins in program:
         assert spec.check(ins.spec, ins.fields, spec.DEFAULT)[0] is spec.ErrorCode.NONE
-    assert Machine().run(program, bench.random_image()).steps == 201
+    assert Machine(DEFAULT).run(program, bench.random_image(DEFAULT)).steps == 201
 
 
 def test_mix_holds_every_kind_and_is_reproducible():
-    program = bench.random_program(400, seed=9)
+    program = bench.random_program(400, seed=9, params=DEFAULT)
     assert {ins.op for ins in program} == {*bench.KINDS, "HALT"}
-    assert program == bench.random_program(400, seed=9)
+    assert program == bench.random_program(400, seed=9, params=DEFAULT)
     with pytest.raises(ValueError, match="unknown instruction kind 'NOP'"):
-        bench.random_program(1, ["NOP"])
+        bench.random_program(1, ["NOP"], params=DEFAULT)
 
 
 def test_bench_reports(capsys):
-    figures = bench.bench(n=20, reps=1)
+    figures = bench.bench(DEFAULT, n=20, reps=1)
     assert [f.name for f in figures] == [*bench.KINDS, "mix", "mix, words"]
     assert all(f.instructions == 21 and f.cycles > 0 and f.seconds > 0 for f in figures)
     assert bench.main(["--n", "10", "--reps", "1"]) == 0

@@ -8,12 +8,12 @@ import pytest
 
 from sim import isadoc, spec
 from sim.isadoc import DOC_PATH, TEXT, Sym, attribute_docs, docstring_section, latency_text, main, render
-from sim.spec import Params
+from sim.spec import DEFAULT, Params
 from tests.readonly import read_only, run_unprivileged
 
 
 def test_docs_isa_md_is_up_to_date():
-    problem = isadoc.stale_diff(DOC_PATH)
+    problem = isadoc.stale_diff(DEFAULT, DOC_PATH)
     assert not problem, f"{problem}\n(docs/isa.md is generated: run `make docs`)"
 
 
@@ -22,9 +22,9 @@ def test_check_and_write_through_the_command_line(tmp_path, capsys):
     assert main(["--check", "--path", str(page)]) == 1
     assert "does not exist" in capsys.readouterr().err
     assert main(["--write", "--path", str(page)]) == 0
-    assert page.read_text() == render()
+    assert page.read_text() == render(DEFAULT)
     assert main(["--check", "--path", str(page)]) == 0
-    page.write_text(render().replace("| `T` | 4 |", "| `T` | 5 |"))
+    page.write_text(render(DEFAULT).replace("| `T` | 4 |", "| `T` | 5 |"))
     assert main(["--check", "--path", str(page)]) == 1
     err = capsys.readouterr().err
     assert "is stale" in err and "python -m sim.isadoc --write" in err
@@ -59,13 +59,13 @@ def test_help_and_printing(capsys):
     assert info.value.code == 0
     assert "--check" in capsys.readouterr().out
     assert main([]) == 0
-    assert capsys.readouterr().out == render()
+    assert capsys.readouterr().out == render(DEFAULT)
     with pytest.raises(SystemExit):
         main(["--write", "--check"])
 
 
 def test_page_covers_the_spec():
-    page = render()
+    page = render(DEFAULT)
     for s in spec.INSTRUCTIONS:
         assert f"### {s.name}\n" in page
         assert latency_text(s) in page and s.effect in page
@@ -82,7 +82,7 @@ def test_page_covers_the_spec():
 
 
 def test_page_layout_rows_by_hand():
-    page = render()
+    page = render(DEFAULT)
     # MM: K is 8 bits from bit 60, so bits 31..28 of word 1 and 3..0 of word 2
     assert "| `K` | 60 | 8 | w1[31:28] w2[3:0] | 1 .. K_MAX (= 64) | inner dimension |" in page
     assert "| `tb` | 76 | 1 | w2[12] | 0 .. 1 |" in page
@@ -100,7 +100,7 @@ def test_page_of_another_machine_gives_its_values():
     assert "Values below are for the machine T=8 LANES=8" in page
     assert "`ceil(len/LANES) + LD_OVERHEAD` = `ceil(len/8) + 2`" in page
     assert "| `N` | 68 | 8 | w2[11:4] | 1 .. T (= 8) |" in page
-    assert render(Params(T=8, LANES=8)) != render()
+    assert render(Params(T=8, LANES=8)) != render(DEFAULT)
 
 
 def test_sym_parenthesises_only_where_needed():

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from functools import partial
 
 import numpy as np
 import pytest
@@ -14,6 +15,10 @@ from sim.asm import Instruction, assemble, build, encode_program
 from sim.bench import random_image, random_program
 from sim.machine import Counters, Machine, MachineError, StepLimit, predict_counters
 from sim.spec import DEFAULT, ErrorCode, Params
+
+assemble = partial(assemble, params=DEFAULT)
+build = partial(build, params=DEFAULT)
+"""This file's programs are the default machine's (sim.asm takes the machine explicitly)."""
 
 MASK = 0xFFFFFFFF
 
@@ -210,10 +215,10 @@ def test_counters_of_a_hand_computed_program():
     # by hand: 8 + 17 + 18 + 23 + 24 + 7 + 9 + 8 + 14 + 6 + 1
     assert expected == Counters(cycles=135, dma=23, mxu=32, vpu=47, sfu=24)
     program = assemble(text)
-    r = Machine().run(program, list(range(100)))
+    r = Machine(DEFAULT).run(program, list(range(100)))
     assert r.counters == expected
     assert r.steps == 10
-    assert predict_counters(program) == expected
+    assert predict_counters(program, params=DEFAULT) == expected
     assert str(r.counters) == (f"cycles={expected.cycles} dma={expected.dma} mxu={expected.mxu} "
                                f"vpu={expected.vpu} sfu={expected.sfu}")
 
@@ -227,20 +232,21 @@ def test_halt_alone():
 @settings(max_examples=12, deadline=None)
 @given(st.integers(0, 10**6), st.integers(1, 120))
 def test_predict_counters_equals_run(seed, n):
-    program = random_program(n, seed=seed)
-    r = Machine().run(program, random_image(seed=seed))
-    assert predict_counters(program) == r.counters
+    program = random_program(n, seed=seed, params=DEFAULT)
+    r = Machine(DEFAULT).run(program, random_image(seed=seed, params=DEFAULT))
+    assert predict_counters(program, params=DEFAULT) == r.counters
     assert r.steps == n + 1
 
 
 def test_predict_counters_refuses_illegal_programs():
     with pytest.raises(ValueError, match=r"instruction 1 is illegal \(field out of its legal range\)"):
-        predict_counters(assemble("LD dst=0 src=0 len=1\nSM dst=0 src=100 len=65\nHALT", strict=False))
+        predict_counters(assemble("LD dst=0 src=0 len=1\nSM dst=0 src=100 len=65\nHALT", strict=False),
+                         params=DEFAULT)
     with pytest.raises(ValueError, match="no HALT"):
-        predict_counters(assemble("LD dst=0 src=0 len=1"))
+        predict_counters(assemble("LD dst=0 src=0 len=1"), params=DEFAULT)
     # what follows the first HALT never runs, so it does not count
     after = assemble("HALT\nSM dst=0 src=0 len=0", strict=False)
-    assert predict_counters(after) == Counters(cycles=spec.FRONTEND_CYCLES + spec.STOP_CYCLES)
+    assert predict_counters(after, params=DEFAULT) == Counters(cycles=spec.FRONTEND_CYCLES + spec.STOP_CYCLES)
 
 
 # --------------------------------------------------------------------------- errors
@@ -260,7 +266,7 @@ def test_bad_opcode_in_encoded_words():
     ld = build("LD", dst=0, src=0, len=8)
     program = [*ld.encode(), UNKNOWN, 0, 0, 0, *build("HALT").encode()]
     with pytest.raises(MachineError) as info:
-        Machine().run(program, list(range(1, 9)))
+        Machine(DEFAULT).run(program, list(range(1, 9)))
     e = info.value
     assert (e.code, e.pc) == (ErrorCode.BAD_OPCODE, 1)
     assert e.result.counters == _counters_after_ld8()
@@ -272,7 +278,7 @@ def test_bad_opcode_in_encoded_words():
 @pytest.mark.parametrize("first", [0, 0xFFFFFFF0, *spec.UNKNOWN_OPCODES[1:]])
 def test_zeroed_or_unknown_first_word(first):
     with pytest.raises(MachineError) as info:
-        Machine().run([first, 0, 0, 0, *build("HALT").encode()])
+        Machine(DEFAULT).run([first, 0, 0, 0, *build("HALT").encode()])
     assert (info.value.code, info.value.pc) == (ErrorCode.BAD_OPCODE, 0)
     assert info.value.result.counters == Counters(cycles=spec.FRONTEND_CYCLES + spec.STOP_CYCLES)
 
@@ -327,7 +333,7 @@ def test_error_follows_the_params():
 def test_a_failing_run_leaves_no_trace():
     ext = np.arange(16, dtype=np.int64)
     ext_before = ext.copy()
-    machine = Machine()
+    machine = Machine(DEFAULT)
     good = assemble("LD dst=0 src=0 len=16\nST src=0 dst=100 len=16\nHALT")
     first = machine.run(good, ext)
     with pytest.raises(MachineError) as info:
@@ -344,11 +350,11 @@ def test_a_failing_run_leaves_no_trace():
 
 
 def test_encoded_words_run_like_instructions():
-    program = random_program(60, seed=11)
-    image = random_image(seed=11)
-    a = Machine().run(program, image)
-    b = Machine().run(encode_program(program), image)
-    c = Machine().run(np.array(encode_program(program), dtype=np.uint32), image)
+    program = random_program(60, seed=11, params=DEFAULT)
+    image = random_image(seed=11, params=DEFAULT)
+    a = Machine(DEFAULT).run(program, image)
+    b = Machine(DEFAULT).run(encode_program(program), image)
+    c = Machine(DEFAULT).run(np.array(encode_program(program), dtype=np.uint32), image)
     for other in (b, c):
         assert np.array_equal(a.spad, other.spad) and np.array_equal(a.ext, other.ext)
         assert a.counters == other.counters
@@ -357,14 +363,14 @@ def test_encoded_words_run_like_instructions():
 def test_max_steps():
     program = assemble("\n".join(["LD dst=0 src=0 len=4"] * 10 + ["HALT"]))
     with pytest.raises(StepLimit, match="max_steps=5"):
-        Machine().run(program, max_steps=5)
+        Machine(DEFAULT).run(program, max_steps=5)
     with pytest.raises(StepLimit):
-        Machine().run(program, max_steps=10)                        # HALT is the 11th step
-    assert Machine().run(program, max_steps=11).steps == 11
+        Machine(DEFAULT).run(program, max_steps=10)                        # HALT is the 11th step
+    assert Machine(DEFAULT).run(program, max_steps=11).steps == 11
 
 
 def test_image_and_program_limits():
-    m = Machine()
+    m = Machine(DEFAULT)
     halt = [build("HALT")]
     with pytest.raises(ValueError, match="does not fit EXT_WORDS=65536"):
         m.run(halt, [0] * 65537)
@@ -387,7 +393,7 @@ def test_image_and_program_limits():
 @pytest.mark.parametrize("image", [[1.7, 2.2], [1.0], [float("nan")], [float("inf")], [1j], ["3"]])
 def test_non_integer_images_are_refused_not_truncated(image):
     with pytest.raises(TypeError, match="external-memory image must hold integers"):
-        Machine().run([build("HALT")], image)
+        Machine(DEFAULT).run([build("HALT")], image)
 
 
 @pytest.mark.parametrize("program, message", [
@@ -402,14 +408,15 @@ def test_non_integer_images_are_refused_not_truncated(image):
 ])
 def test_bad_programs_are_refused(program, message):
     with pytest.raises((TypeError, ValueError), match=message):
-        Machine().run(program)
+        Machine(DEFAULT).run(program)
 
 
 def test_an_encoded_program_may_be_signed_or_unsigned_words():
     # -1 is the 32-bit pattern 0xFFFFFFFF: opcode 15 (HALT) in the low bits
-    assert Machine().run([-1, 0, 0, 0]).counters == Machine().run([0xFFFFFFFF, 0, 0, 0]).counters
+    assert Machine(DEFAULT).run([-1, 0, 0, 0]).counters == Machine(DEFAULT).run([0xFFFFFFFF, 0, 0,
+                                                                                 0]).counters
     halt = build("HALT").encode()
-    assert Machine().run(iter(halt)).steps == 1          # any iterable of words
+    assert Machine(DEFAULT).run(iter(halt)).steps == 1          # any iterable of words
 
 
 def test_the_scratchpad_a_program_starts_from():
@@ -419,24 +426,24 @@ def test_the_scratchpad_a_program_starts_from():
     start = np.zeros(DEFAULT.SPAD_WORDS, np.int64)
     start[10:13] = [100, -50, 3]
     start[4095] = -1
-    r = Machine().run([build("VADD", dst=20, src1=10, src2=10, len=3), build("HALT")], spad=start)
+    r = Machine(DEFAULT).run([build("VADD", dst=20, src1=10, src2=10, len=3), build("HALT")], spad=start)
     assert r.spad[20:23].tolist() == words([127, -100, 6])
     assert r.spad[10:13].tolist() == words([100, -50, 3]) and r.spad[4095] == MASK
-    assert Machine().run([build("HALT")], spad=[7, 8]).spad[:3].tolist() == [7, 8, 0]    # padded with 0
-    assert not Machine().run([build("HALT")]).spad.any()                                 # default: zero
+    assert Machine(DEFAULT).run([build("HALT")], spad=[7, 8]).spad[:3].tolist() == [7, 8, 0]   # padded with 0
+    assert not Machine(DEFAULT).run([build("HALT")]).spad.any()                                # default: zero
     with pytest.raises(ValueError, match="initial scratchpad of 4097 words does not fit SPAD_WORDS=4096"):
-        Machine().run([build("HALT")], spad=[0] * 4097)
+        Machine(DEFAULT).run([build("HALT")], spad=[0] * 4097)
     with pytest.raises(TypeError, match="initial scratchpad must hold integers"):
-        Machine().run([build("HALT")], spad=[0.5])
+        Machine(DEFAULT).run([build("HALT")], spad=[0.5])
 
 
 def test_bad_arguments_are_refused():
     with pytest.raises(TypeError, match=r"expected sim\.spec\.Params"):
         Machine("x")
     with pytest.raises(TypeError, match="max_steps must be an int"):
-        Machine().run([build("HALT")], max_steps="5")
+        Machine(DEFAULT).run([build("HALT")], max_steps="5")
     with pytest.raises(TypeError, match=r"program\[1\] is int"):
-        Machine().run([build("HALT"), 15])
+        Machine(DEFAULT).run([build("HALT"), 15])
 
 
 # --------------------------------------------------------------------------- against a plain interpreter
@@ -508,9 +515,9 @@ def _reference(program: list[Instruction], image: np.ndarray) -> tuple[list[int]
 
 @pytest.mark.parametrize("seed", [1, 2, 3])
 def test_machine_matches_a_plain_interpreter(seed):
-    program = random_program(150, seed=seed)
-    image = random_image(seed=seed)
-    r = Machine().run(program, image)
+    program = random_program(150, seed=seed, params=DEFAULT)
+    image = random_image(seed=seed, params=DEFAULT)
+    r = Machine(DEFAULT).run(program, image)
     S, E = _reference(program, image)
     assert r.spad.tolist() == S
     assert r.ext.tolist() == E

@@ -21,7 +21,7 @@ from sim import spec
 from sim.asm import assemble
 from sim.bench import random_image, random_program
 from sim.machine import Machine, MachineError, predict_counters
-from sim.spec import ErrorCode, Params
+from sim.spec import DEFAULT, ErrorCode, Params
 
 OVERLAP = Params(OVERLAP=1)
 
@@ -234,11 +234,11 @@ def test_random_programs_follow_the_rule_and_mean_what_they_meant(seed):
 
 
 def test_the_serial_machine_is_unchanged():
-    program = random_program(60, seed=3)
-    r = Machine().run(program, random_image(seed=3))
+    program = random_program(60, seed=3, params=DEFAULT)
+    r = Machine(DEFAULT).run(program, random_image(seed=3, params=DEFAULT))
     first = r.timeline[0]
     assert first.start == spec.FRONTEND_CYCLES
-    assert first.end - first.start == spec.latency(program[0].spec, program[0].fields)
+    assert first.end - first.start == spec.latency(program[0].spec, program[0].fields, params=DEFAULT)
     assert all(a.end == b.start for a, b in zip(r.timeline, r.timeline[1:], strict=False))
     assert r.counters.cycles == r.timeline[-1].end + spec.STOP_CYCLES
     assert (r.counters.hazard, r.counters.port) == (0, 0)

@@ -166,21 +166,25 @@ def test_error_codes_are_distinct_and_fit():
 
 def test_latencies_by_hand():
     c = spec
-    assert latency(c.BY_NAME["LD"], {"dst": 0, "src": 0, "len": 60}) == 15 + c.LD_OVERHEAD      # ceil(60/4)
-    assert latency(c.BY_NAME["LD"], {"dst": 0, "src": 0, "len": 61}) == 16 + c.LD_OVERHEAD
-    assert latency(c.BY_NAME["ST"], {"src": 0, "dst": 0, "len": 1}) == 1 + c.ST_OVERHEAD
+
+    def lat(name: str, fields: dict) -> int:
+        return latency(c.BY_NAME[name], fields, DEFAULT)
+
+    assert lat("LD", {"dst": 0, "src": 0, "len": 60}) == 15 + c.LD_OVERHEAD      # ceil(60/4)
+    assert lat("LD", {"dst": 0, "src": 0, "len": 61}) == 16 + c.LD_OVERHEAD
+    assert lat("ST", {"src": 0, "dst": 0, "len": 1}) == 1 + c.ST_OVERHEAD
     mm = {"dst": 0, "A": 0, "B": 0, "M": 4, "K": 12, "N": 4, "tb": 0, "lda": 0, "ldb": 0, "ldc": 0}
-    assert latency(c.BY_NAME["MM"], mm) == 12 + 4 + c.MM_OVERHEAD                              # K + M
-    assert latency(c.BY_NAME["MM"], {**mm, "M": 2, "K": 3, "tb": 1}) == 3 + 2 + 3 + c.MM_OVERHEAD  # + N - 1
-    assert latency(c.BY_NAME["MM"], {**mm, "M": 3, "N": 1, "K": 3, "tb": 1}) == 3 + 3 + 0 + c.MM_OVERHEAD
+    assert lat("MM", mm) == 12 + 4 + c.MM_OVERHEAD                              # K + M
+    assert lat("MM", {**mm, "M": 2, "K": 3, "tb": 1}) == 3 + 2 + 3 + c.MM_OVERHEAD  # + N - 1
+    assert lat("MM", {**mm, "M": 3, "N": 1, "K": 3, "tb": 1}) == 3 + 3 + 0 + c.MM_OVERHEAD
     rq = {"dst": 0, "src": 0, "len": 50, "m": 1, "s": 1, "relu": 0}
-    assert latency(c.BY_NAME["RQ"], rq) == 13 + c.RQ_OVERHEAD
-    assert latency(c.BY_NAME["SM"], {"dst": 0, "src": 0, "len": 10}) == 3 * 3 + c.SM_OVERHEAD
+    assert lat("RQ", rq) == 13 + c.RQ_OVERHEAD
+    assert lat("SM", {"dst": 0, "src": 0, "len": 10}) == 3 * 3 + c.SM_OVERHEAD
     assert c.SM_OVERHEAD == c.SPAD_READ_LATENCY + 2 + c.SM_PASS_OVERHEAD + c.SM_DIV_LATENCY
-    assert latency(c.BY_NAME["VADD"], {"dst": 0, "src1": 0, "src2": 0, "len": 4}) == 1 + c.VADD_OVERHEAD
-    assert latency(c.BY_NAME["AMAX"], {"dst": 0, "src": 0, "len": 5}) == 2 + c.AMAX_OVERHEAD
-    assert latency(c.BY_NAME["UNPACK"], {"dst": 0, "src": 0, "len": 3}) == 6 + c.UNPACK_OVERHEAD
-    assert latency(c.BY_NAME["HALT"], {}) == c.STOP_CYCLES
+    assert lat("VADD", {"dst": 0, "src1": 0, "src2": 0, "len": 4}) == 1 + c.VADD_OVERHEAD
+    assert lat("AMAX", {"dst": 0, "src": 0, "len": 5}) == 2 + c.AMAX_OVERHEAD
+    assert lat("UNPACK", {"dst": 0, "src": 0, "len": 3}) == 6 + c.UNPACK_OVERHEAD
+    assert lat("HALT", {}) == c.STOP_CYCLES
     # the constants themselves, by hand (hw/README.md derives each from the pipelines; R = 3)
     assert (c.SPAD_READ_LATENCY, c.EXT_READ_LATENCY, c.FRONTEND_CYCLES, c.STOP_CYCLES) == (3, 1, 8, 1)
     assert (c.LD_OVERHEAD, c.ST_OVERHEAD, c.MM_OVERHEAD, c.RQ_OVERHEAD) == (2, 4, 5, 10)
@@ -229,7 +233,7 @@ def test_latency_is_positive_and_grows_with_len():
             continue
         name = s.name
         base = {f.name: f.legal_range(DEFAULT)[0] for f in s.fields}
-        lat = [latency(s, {**base, "len": n}) for n in range(1, 65)]
+        lat = [latency(s, {**base, "len": n}, params=DEFAULT) for n in range(1, 65)]
         assert lat[0] > 0 and lat == sorted(lat), name
         assert lat[63] - lat[0] >= math.ceil(64 / 4) - 1
 
@@ -389,7 +393,7 @@ def test_int_arithmetic():
 def test_instruction_and_region_methods_evaluate_on_ints():
     mm = spec.BY_NAME["MM"]
     f = {"dst": 0, "A": 0, "B": 0, "M": 2, "K": 3, "N": 4, "tb": 1, "lda": 5, "ldb": 6, "ldc": 7}
-    assert mm.latency(f) == 3 + 2 + 3 + spec.MM_OVERHEAD == latency(mm, f)
+    assert mm.latency(f, DEFAULT) == 3 + 2 + 3 + spec.MM_OVERHEAD == latency(mm, f, params=DEFAULT)
     assert [r.extent(f) for r in mm.regions] == [1 * 5 + 3, 3 * 6 + 3, 1 * 7 + 4]
 
 

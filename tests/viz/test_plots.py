@@ -8,8 +8,9 @@ from matplotlib.figure import Figure
 from matplotlib.image import imread
 
 from compiler import compile_graph
-from compiler.testing.seedtable import TABLE_SEEDS, attention_step_network, compile_seed
+from compiler.workloads.seedtable import TABLE_SEEDS, attention_step_network, compile_seed
 from sim import spec
+from sim.spec import DEFAULT
 from viz import (
     SweepPoint,
     figure_svg,
@@ -47,7 +48,7 @@ def spad_regions(ins):
 def test_every_access_lies_in_a_live_buffer(seed, example_a):
     """The lifetimes (events and their pcs) cover every word every instruction touches, and
     two buffers alive at the same pc never share a word."""
-    program = example_a if seed is None else compile_seed(seed).program
+    program = example_a if seed is None else compile_seed(seed, params=DEFAULT).program
     lives = lifetimes(program)
     for pc, ins in enumerate(program.code):
         live = [life for life in lives if life.start <= pc < life.end]

@@ -17,7 +17,9 @@ from compiler.testing.battery import (
     check_slices,
     check_streamed,
 )
-from compiler.testing.random_graphs import random_add_relu_graph, sample_inputs
+from compiler.testing.random_graphs import random_add_relu_graph
+from compiler.workloads.random_graph import sample_inputs
+from sim.spec import DEFAULT
 
 
 def test_sixty_random_graphs_pass_checks_a_to_e():
@@ -42,7 +44,7 @@ def test_int4_graphs():
 
 
 def test_a_tight_bound_is_reported_as_check_e():
-    problems, worst = check_graph(3, bound=1e-6)
+    problems, worst = check_graph(3, bound=1e-6, params=DEFAULT)
     assert worst > 0 and problems == [f"seed 3: (e) relative error {worst:.3f} exceeds 1e-06"]
 
 

@@ -6,9 +6,10 @@ from sim.spec import DEFAULT, Params
 
 
 def test_a_64_by_64_weight_needs_streaming_on_the_default_machine():
-    assert capacity.fits((64, 32, 10), 16) and capacity.fits((64, 32, 10), 16, stream=False)
-    assert capacity.fits((64, 64, 10), 16) and not capacity.fits((64, 64, 10), 16, stream=False)
-    assert capacity.refusal((64, 64, 10), 16, stream=False).startswith(
+    assert capacity.fits((64, 32, 10), 16, DEFAULT) and capacity.fits((64, 32, 10), 16, DEFAULT, stream=False)
+    assert capacity.fits((64, 64, 10), 16, DEFAULT)
+    assert not capacity.fits((64, 64, 10), 16, DEFAULT, stream=False)
+    assert capacity.refusal((64, 64, 10), 16, stream=False, params=DEFAULT).startswith(
         "scratchpad is full: cannot place a buffer of 4096 words")
 
 
@@ -29,7 +30,8 @@ def test_external_memory_bounds_the_batch_and_the_depth():
     assert capacity.largest_batch((64, 64, 10), DEFAULT, stream=True, limit=64) == 51
     assert capacity.deepest(64, DEFAULT, stream=True, pack=False) == 15
     assert capacity.deepest(64, DEFAULT, stream=True) == 60   # packed; then the program is too long:
-    assert capacity.refusal((64,) * 63 + (10,), 16).startswith("the instruction memory is full at node 185")
+    assert capacity.refusal((64,) * 63 + (10,), 16, DEFAULT).startswith(
+        "the instruction memory is full at node 185")
 
 
 def test_the_report_names_both_compilers():

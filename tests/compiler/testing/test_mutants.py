@@ -4,7 +4,8 @@ import dataclasses
 
 import pytest
 
-from compiler import lowering, pipeline
+from compiler import pipeline
+from compiler.lowering import matmul
 from compiler.ops import OPS, Op
 from compiler.testing import mutants
 from compiler.testing.battery import check_add_relu
@@ -27,12 +28,12 @@ def test_every_seam_exists_and_every_group_of_broken_compilers_is_run():
 
 
 def test_a_missing_seam_is_reported_by_mutant_and_seam():
-    ghosts = (Mutant("ghost function", Function("compiler.lowering.no_such_helper"), lambda f: f),
+    ghosts = (Mutant("ghost function", Function("compiler.lowering.matmul.no_such_helper"), lambda f: f),
               Mutant("ghost module", Function("compiler.nowhere.helper"), lambda f: f),
               Mutant("ghost field", Entry(Op.MATMUL, "no_such_field"), lambda f: f),
               Mutant("ghost pass", PassSeam("no_such_pass"), lambda p: p))
     assert mutants.missing_seams(ghosts) == [
-        "ghost function: compiler.lowering.no_such_helper does not exist",
+        "ghost function: compiler.lowering.matmul.no_such_helper does not exist",
         "ghost module: compiler.nowhere.helper does not exist",
         "ghost field: OPS[matmul] has no field 'no_such_field'",
         "ghost pass: no pass 'no_such_pass'"]
@@ -46,11 +47,11 @@ def test_each_substitution_changes_its_seam_and_is_undone():
             assert mutant.seam.value() is not original, mutant.label
         assert mutant.seam.value() is original, mutant.label
         assert dict(OPS) == table and pipeline.PASSES is passes
-    tile = lowering.Tile(4, 0, 1, 4)
+    tile = matmul.Tile(4, 0, 1, 4)
     broken = next(m for m in mutants.MUTANTS if m.label.startswith("tiling: MM never gets tb=1"))
     with mutants.applied(broken):
-        assert lowering.mm_fields(tile, 100, 200, 300, 8, 6, True)["tb"] == 0
-    assert lowering.mm_fields(tile, 100, 200, 300, 8, 6, True)["tb"] == 1
+        assert matmul.mm_fields(tile, 100, 200, 300, 8, 6, True)["tb"] == 0
+    assert matmul.mm_fields(tile, 100, 200, 300, 8, 6, True)["tb"] == 1
 
 
 def test_an_entry_substitution_replaces_the_table_entry_only_while_applied():
@@ -66,7 +67,7 @@ def test_the_list_names_every_mutant_and_its_seam(capsys):
     assert mutants.main(["--list"]) == 0
     lines = capsys.readouterr().out.splitlines()
     assert len(lines) == 1 + len(mutants.MUTANTS) + len(mutants.EQUIVALENT)
-    assert lines[1].split()[:2] == ["1", "lowering.tiles"]
+    assert lines[1].split()[:2] == ["1", "lowering.matmul.tiles"]
     assert "pass lifetimes" in lines[23] and lines[-1].endswith("(equivalent)")
 
 

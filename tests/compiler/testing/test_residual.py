@@ -12,7 +12,7 @@ from compiler.testing.residual import compile_residual
 from cosim.api import compare, run_programs
 from cosim.jobs import Job
 from sim.machine import predict_counters
-from sim.spec import BY_NAME, latency
+from sim.spec import BY_NAME, DEFAULT, latency
 from tests.cosim.conftest import simulator  # noqa: F401  (the fixture: each simulator in turn)
 
 pytest.importorskip("torch")
@@ -20,12 +20,12 @@ pytest.importorskip("torch")
 
 @pytest.fixture(scope="module")
 def fused():
-    return compile_residual()
+    return compile_residual(params=DEFAULT)
 
 
 @pytest.fixture(scope="module")
 def carried():
-    return compile_residual(carry=True)
+    return compile_residual(carry=True, params=DEFAULT)
 
 
 def test_the_relu_after_the_sum_is_the_vadds_flag(fused):
@@ -55,10 +55,12 @@ def test_the_fused_block_saves_the_carry_layers_instructions(fused, carried):
     for ins in fused.program.code:
         extra.remove(next(e for e in extra if e.op == ins.op))
     assert sorted(e.op for e in extra) == ["LD", "MM", "MM", "RQ"]
-    saved = predict_counters(carried.program.code).cycles - predict_counters(fused.program.code).cycles
+    saved = predict_counters(carried.program.code,
+                             params=DEFAULT).cycles - predict_counters(fused.program.code,
+                                                                       params=DEFAULT).cycles
     assert saved > 0
     mm = [e for e in extra if e.op == "MM"]
-    assert saved >= sum(latency(BY_NAME["MM"], e.fields) for e in mm)
+    assert saved >= sum(latency(BY_NAME["MM"], e.fields, params=DEFAULT) for e in mm)
 
 
 def test_bit_exact_on_the_rtl(fused, simulator):  # noqa: F811 (the imported fixture)

@@ -69,7 +69,7 @@ def netlist():
         yosys.command()
     except yosys.YosysError as e:
         pytest.skip(str(e))
-    verilog = runner.fresh_verilog()
+    verilog = runner.fresh_verilog(params=DEFAULT)
     net = yosys.prepare(verilog, runner.BUILD / "mutants-rtl")
     return verilog, net, draw.Netlist(net.json)
 
@@ -130,7 +130,7 @@ def test_three_mutants_end_to_end(netlist, icarus, tmp_path):
 
     # seeds 100-111 all stop before 2**11 cycles: bit 11 never rises there
     long_seed = next(s for s in range(2, 3000, 3)
-                     if edges.program(s).job.expected().counters.cycles & (1 << 11))
+                     if edges.program(s, DEFAULT).job.expected(DEFAULT).counters.cycles & (1 << 11))
     steps = [*grade.plan("100-111", 0, 1, faults=False), *grade.plan("", 1, long_seed, faults=False)]
     found = grade.grade(paths["edge"], steps, icarus, timeout=900)
     assert found.status == grade.CAUGHT and found.steps == [s.name for s in steps], found
@@ -298,9 +298,9 @@ def test_the_checker_latency_registers_and_their_legal_bound(netlist):
     takes at most ceil(4096 / 4) + 2 = 1,026 cycles, so bit 11 of its latency is never 1 and bit
     10 may be."""
     _, net, graph = netlist
-    assert verdicts.longest_latency_of("LD") == 4096 // 4 + spec.LD_OVERHEAD == 1026
-    assert verdicts.longest_latency_of("RQ") == 4096 // 4 + spec.RQ_OVERHEAD == 1034
-    found = verdicts.checker_latencies()
+    assert verdicts.longest_latency_of("LD", params=DEFAULT) == 4096 // 4 + spec.LD_OVERHEAD == 1026
+    assert verdicts.longest_latency_of("RQ", params=DEFAULT) == 4096 // 4 + spec.RQ_OVERHEAD == 1034
+    found = verdicts.checker_latencies(DEFAULT)
     assert {kind for kind, _ in found.values()} == {s.name for s in spec.INSTRUCTIONS if s.counter}
     module = "ga2_simtop.core.control.checks"
     ld = [name for name, (kind, width) in found.items() if kind == "LD" and width > 12]

@@ -1,16 +1,11 @@
-"""compiler/lowering.py: tiles and the fields of each instruction, by hand."""
+"""compiler/lowering/: tiles and the fields of each instruction, by hand."""
 
 from compiler.layout import ExtEntry
-from compiler.lowering import (
-    Tile,
-    amax_fields,
-    ld_fields,
-    mm_fields,
-    needs_rescale,
-    sm_fields,
-    st_fields,
-    tiles,
-)
+from compiler.lowering.add import needs_rescale
+from compiler.lowering.argmax import amax_fields
+from compiler.lowering.matmul import Tile, mm_fields, tiles
+from compiler.lowering.memory import ld_fields, st_fields
+from compiler.lowering.softmax import sm_fields
 from compiler.ops import Op
 
 

@@ -1,4 +1,5 @@
-"""compiler/ops.py: every operation has every hook, and every pass reaches every operation.
+"""compiler/ops/table.py: every operation has every hook and a lowering, and every pass
+reaches every operation.
 
 The counterpart of the assert at the bottom of sim/machine.py: a new operation without a
 float or integer meaning, a lowering or a shape rule fails here, and a pass that meets an
@@ -16,11 +17,14 @@ from compiler import Graph, compile_graph
 from compiler.evaluate import evaluate
 from compiler.interpret import interpret
 from compiler.ir import Node
-from compiler.ops import OPS, RESULT, Op, OpSpec, Place, Role, ScaleRule
+from compiler.lowering.table import LOWERINGS
+from compiler.ops import OPS, RESULT, Constant, Op, OpSpec, Place, Role, ScaleRule
 from compiler.realcheck import stagewise_problems
 
-HOOKS = ("shape", "evaluate", "interpret", "real", "lower", "levels")
+HOOKS = ("shape", "evaluate", "interpret", "real", "levels")
 """The per-operation functions of an OpSpec; each pass calls one of them."""
+LOWERING_HOOKS = ("lower",)
+"""The per-operation function of a Lowering (compiler/lowering/table.py) every operation has."""
 
 
 def every_op_graph() -> Graph:
@@ -48,6 +52,8 @@ def test_every_op_has_an_entry_and_every_hook():
         node_fields = {f.name for f in dataclasses.fields(Node)}
         assert set(spec.attrs) <= node_fields, op
         assert callable(getattr(Graph, spec.builder)), op
+        assert all(isinstance(c, Constant) for c in spec.constants), op
+        assert callable(LOWERINGS[op].lower), op
 
 
 @pytest.mark.parametrize("op", list(Op))
@@ -71,7 +77,7 @@ def test_the_every_op_graph_holds_every_op():
 
 @pytest.fixture
 def recorded(monkeypatch):
-    """Every hook of every entry wrapped to count its calls by (op, hook)."""
+    """Every hook of every entry, and every lowering, wrapped to count its calls by (op, hook)."""
     calls: Counter = Counter()
 
     def counting(op, hook, function):
@@ -83,6 +89,9 @@ def recorded(monkeypatch):
     for op, spec in list(OPS.items()):
         wrapped = {hook: counting(op, hook, getattr(spec, hook)) for hook in HOOKS}
         monkeypatch.setitem(OPS, op, dataclasses.replace(spec, **wrapped))
+    for op, lowering in list(LOWERINGS.items()):
+        wrapped = {hook: counting(op, hook, getattr(lowering, hook)) for hook in LOWERING_HOOKS}
+        monkeypatch.setitem(LOWERINGS, op, dataclasses.replace(lowering, **wrapped))
     return calls
 
 
@@ -100,7 +109,7 @@ def test_every_pass_reaches_every_operation_through_the_table(recorded):
         assert stagewise_problems(program, ints) == []
     evaluate(g, test)
     Graph.parse(g.text(), {"w": g.nodes[2].array, "v": g.nodes[g.names["v"]].array})
-    missing = [(op, hook) for op in Op for hook in HOOKS if recorded[op, hook] == 0]
+    missing = [(op, hook) for op in Op for hook in HOOKS + LOWERING_HOOKS if recorded[op, hook] == 0]
     assert missing == []
 
 

@@ -1,0 +1,31 @@
+"""A softmax: one SM per row into Q16 probabilities, one RQ to the 1/127 scale."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from ..requant import requantizer, softmax_factor
+
+if TYPE_CHECKING:
+    from ..node import Node
+    from .emitter import Emitter
+
+
+def sm_fields(row: int, dst: int, src: int, cols: int) -> dict[str, int]:
+    """The SM of one row of a (rows, cols) tensor at ``src`` into Q16 values at ``dst``."""
+    return {"dst": dst + row * cols, "src": src + row * cols, "len": cols}
+
+
+def lower_softmax(em: Emitter, node: Node, operands: Sequence[int]) -> None:
+    """The output buffer, a Q16 temporary, one SM per row, one RQ into the output, the
+    temporary released."""
+    rows, cols = node.shape
+    out = em.address(node.id)
+    tmp = em.alloc.alloc(rows * cols, f"Q16 probabilities of node {node.id}")
+    for r in range(rows):
+        em.put("SM", **sm_fields(r, tmp, operands[0], cols))
+    m_, s_ = requantizer(softmax_factor(em.scales[node.id]), f"softmax node {node.id}", node.id, em.params)
+    em.requantizers[node.id] = (m_, s_)
+    em.put("RQ", dst=out, src=tmp, len=rows * cols, m=m_, s=s_, relu=0)
+    em.alloc.release(tmp, rows * cols, f"Q16 probabilities of node {node.id}")
