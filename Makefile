@@ -9,6 +9,8 @@ comma   := ,
 STAMP   := $(VENV)/.setup-$(subst $(comma),+,$(EXTRAS))
 SYNTH_STAMP := $(VENV)/.setup-synth
 DOCS_STAMP  := $(VENV)/.setup-docs
+SOC_STAMP   := $(VENV)/.setup-soc
+PAUSE   ?= 0.3
 FREQ    ?= 100
 SEEDS   ?= 100-111
 SIM     ?= both
@@ -30,7 +32,8 @@ MACHINE_DIR = $(if $(strip $(PARAMS)),$(shell $(PY) -m sim.machines --dir $(call
 SUDO    := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
 .PHONY: help setup test test-all cosim stress verilog lint bench bench-sim bench-compiler bench-cosim mutants mutants-rtl studies \
-        docs docs-gen docs-check docs-setup synth synth-setup bitstream digits sweep report plots chromium clean
+        docs docs-gen docs-check docs-setup synth synth-setup bitstream digits sweep report plots chromium clean \
+        axi soc-setup soc-tools soc-sim soc-bitstream
 
 help:  ## list the targets
 	@echo "GA-2 / Capra. Set-up is automatic: every target runs 'make setup' first."
@@ -69,6 +72,20 @@ $(DOCS_STAMP): pyproject.toml | $(STAMP)
 	$(PY) -m pip check
 	@touch $@
 
+# LiteX, Migen, VexRiscv's Verilog and LiteX's data packages (the soc extra of pyproject.toml) and, from
+# Debian, the RISC-V GCC for the firmware and the libraries LiteX's simulator links (make soc-sim, soc-bitstream)
+soc-setup: $(SOC_STAMP) soc-tools
+
+$(SOC_STAMP): pyproject.toml | $(STAMP)
+	$(PY) -m pip install --quiet -e '.[$(EXTRAS),soc]'
+	@touch $@
+
+soc-tools:
+	@command -v riscv64-unknown-elf-gcc >/dev/null && dpkg -s libevent-dev libjson-c-dev zlib1g-dev >/dev/null 2>&1 || { \
+	  echo "installing the RISC-V GCC and LiteX's simulator libraries (apt-get)"; $(SUDO) apt-get update -qq && \
+	  $(SUDO) DEBIAN_FRONTEND=noninteractive apt-get install -y -qq gcc-riscv64-unknown-elf libevent-dev libjson-c-dev zlib1g-dev >/dev/null; }
+	@command -v riscv64-unknown-elf-gcc >/dev/null || { echo "error: riscv64-unknown-elf-gcc is missing and apt-get could not install it" >&2; exit 1; }
+
 iverilog:
 	@command -v iverilog >/dev/null || { echo "installing Icarus Verilog (apt-get)"; \
 	  $(SUDO) apt-get update -qq && $(SUDO) DEBIAN_FRONTEND=noninteractive apt-get install -y -qq iverilog >/dev/null; }
@@ -89,6 +106,17 @@ test-all: setup synth-setup  ## the whole test suite, slow tests included (Veril
 cosim: setup  ## compiled graphs SEEDS=100-111 (or 3,7,20-25) on the RTL vs the reference; SIM=icarus|verilator|both, WAVES=1 (yes, on: waveforms and GTKWave save files; apt-get install gtkwave)
 	$(PY) -m cosim seeds $(call quote,$(SEEDS)) --sim $(call quote,$(SIM)) $(if $(filter-out 0,$(WAVES)),--waves=$(call quote,$(WAVES))) $(if $(JOBS),--jobs $(call quote,$(JOBS))) $(if $(ENGINE),--engine $(call quote,$(ENGINE))) $(MACHINE)
 
+axi: setup  ## GA-2 through AXI (cocotbext-axi, every channel paused at random, PAUSE=0.3): SEEDS' graphs, AXI_N=40 stress programs from SEED and the long transfer (AXI_LONG=1), on SIM
+	$(PY) -m cosim.axi seeds $(call quote,$(SEEDS)) --sim $(call quote,$(SIM)) --pause $(call quote,$(PAUSE)) $(MACHINE)
+	$(PY) -m cosim.axi stress --seed $(call quote,$(SEED)) --n $(call quote,$(or $(AXI_N),40)) --sim $(call quote,$(SIM)) --pause $(call quote,$(PAUSE)) $(MACHINE)
+	$(if $(filter-out 0,$(or $(AXI_LONG),1)),$(PY) -m cosim.axi long --sim $(call quote,$(SIM)) --pause $(call quote,$(PAUSE)) $(MACHINE))
+
+soc-sim: setup soc-setup  ## a VexRiscv SoC (LiteX, simulated by Verilator) whose C firmware runs the digits MLP on GA-2 over AXI: 16 predictions on the UART, then PASS
+	$(PY) examples/soc_digits.py
+
+soc-bitstream: setup synth-setup soc-setup  ## the SoC with GA-2 for the ULX3S 85F (build only): build/soc-ulx3s, utilisation and Fmax
+	$(PY) -m flows.soc.board
+
 stress: setup  ## N random ISA programs from SEED on the RTL vs the reference, with coverage; RESUME=1 continues a campaign
 	$(PY) -m cosim stress --n $(call quote,$(N)) --seed $(call quote,$(SEED)) --sim $(call quote,$(SIM)) $(if $(filter-out 0,$(WAVES)),--waves=$(call quote,$(WAVES))) $(if $(filter-out 0,$(RESUME)),--resume) $(if $(CHUNK),--chunk $(call quote,$(CHUNK))) $(if $(JOBS),--jobs $(call quote,$(JOBS))) $(if $(ENGINE),--engine $(call quote,$(ENGINE))) $(MACHINE)
 
@@ -106,13 +134,15 @@ docs: setup docs-setup docs-gen  ## make docs-gen, then build the documentation 
 	$(PY) -m sphinx -W --keep-going -E -q -b html -d build/docs/doctrees docs build/docs/html
 	@echo "the site: build/docs/html/index.html"
 
-docs-gen: setup  ## regenerate docs/isa.md, the code excerpts of docs/add-an-instruction.md and the generated parts of docs/change-the-machine.md
+docs-gen: setup  ## regenerate docs/isa.md, docs/reference/regmap.md (and the firmware's header), the code excerpts of docs/add-an-instruction.md and the generated parts of docs/change-the-machine.md
 	$(PY) -m sim.isadoc --write
+	$(PY) -m sim.regmap --write
 	$(PY) examples/add_an_instruction.py --write
 	$(PY) examples/change_the_machine.py --write
 
-docs-check: setup  ## fail when docs/isa.md, the excerpts of docs/add-an-instruction.md or docs/change-the-machine.md are stale
+docs-check: setup  ## fail when docs/isa.md, docs/reference/regmap.md, the excerpts of docs/add-an-instruction.md or docs/change-the-machine.md are stale
 	$(PY) -m sim.isadoc --check
+	$(PY) -m sim.regmap --check
 	$(PY) examples/add_an_instruction.py --check
 	$(PY) examples/change_the_machine.py --check
 

@@ -8,6 +8,7 @@ commands' own argparse parsers (``_ext/clihelp.py``), both at build time, so nei
 
 from __future__ import annotations
 
+import importlib.util
 import sys
 from pathlib import Path
 
@@ -46,6 +47,10 @@ autodoc_default_options = {
     "member-order": "bysource",
 }
 autodoc_typehints = "description"
+# flows.soc (GA-2 in a LiteX SoC) imports LiteX, Migen and LiteX-Boards, which only `make soc-setup`
+# installs: without them the site documents it against stand-ins
+autodoc_mock_imports = [name for name in ("litex", "migen", "litex_boards")
+                        if importlib.util.find_spec(name) is None]
 autodoc_class_signature = "separated"
 napoleon_google_docstring = True
 napoleon_numpy_docstring = False

@@ -11,7 +11,8 @@ folder                 owns                                              may imp
                        the reference machine                             standard library, numpy)
 ``compiler/``          Capra: operations, IR, passes, back end, program  ``sim``, ``compiler``
 ``compiler/testing/``  the compiler's test tooling (battery, mutants...) ``sim``, ``compiler``
-``hw/``                the gateware (Amaranth)                           ``sim.spec``, ``sim.arith``
+``hw/``                the gateware (Amaranth)                           ``sim.spec``, ``sim.arith``,
+                                                                         ``sim.regmap`` (issue 29)
 ``flows/``             export, memory map, synthesis, the board build    ``hw``, ``sim``, ``compiler``
 ``cosim/``             cocotb benches, runners, stress                   ``hw``, ``sim``, ``compiler``,
                                                                          ``flows``
@@ -55,7 +56,7 @@ ALLOWED: dict[str, tuple[str, ...]] = {
     "sim": ("sim",),
     "compiler.testing": ("sim", "compiler"),
     "compiler": ("sim", "compiler"),
-    "hw": ("hw", "sim.spec", "sim.arith"),
+    "hw": ("hw", "sim.spec", "sim.arith", "sim.regmap"),
     "flows": ("flows", "hw", "sim", "compiler"),
     "cosim": ("cosim", "flows", "hw", "sim", "compiler"),
     "viz": ("viz", "sim", "compiler"),

@@ -37,7 +37,7 @@ from sim.spec import DEFAULT
 from .. import farm, runner
 from ..farm import shipping
 from ..text import plain
-from . import aimed, draw, grade, report, verdicts, yosys
+from . import aimed, bus, draw, grade, report, verdicts, yosys
 
 OUT = runner.BUILD / "mutants-rtl"
 MUTANTS_DIR = runner.COSIM_BUILD / "mutants-rtl"
@@ -46,6 +46,9 @@ own folder and goes with it)."""
 LISTED = 4000
 """Mutations Yosys lists (its even sampling) before the draw picks --count of them."""
 NONE = "none"
+BUS_NONE = "none-bus"
+BUS = "b"
+"""Rows whose id starts so are the system top's bus mutants (cosim/mutants_rtl/bus.py)."""
 LIMIT_SLACK = 60.0
 """Seconds a grading task gets beyond --timeout (which its own steps enforce) before the farm
 stops it as hung."""
@@ -83,9 +86,15 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                    help="judge survivors by the netlist and the notes only (no Yosys proof)")
     p.add_argument("--target", type=float, default=95.0, help="the score to reach, in percent (default 95)")
     p.add_argument("--keep", action="store_true", help="keep each mutant's simulator build")
+    p.add_argument("--bus-count", type=int, default=16,
+                   help="mutants of the AXI system top's bus logic, graded through AXI "
+                        "(cosim/mutants_rtl/bus.py; default 16, 0: none)")
+    p.add_argument("--bus-stress-n", type=int, default=40,
+                   help="stress programs through AXI after the seeds, per bus mutant (default 40)")
     args = p.parse_args(argv)
-    if args.count < 1 or args.jobs < 1 or args.stress_n < 0 or args.timeout <= 0:
-        p.error("--count and --jobs must be at least 1, --stress-n at least 0, --timeout positive")
+    if args.count < 1 or args.jobs < 1 or args.stress_n < 0 or args.timeout <= 0 or args.bus_count < 0:
+        p.error("--count and --jobs must be at least 1, --stress-n and --bus-count at least 0, "
+                "--timeout positive")
     return args
 
 
@@ -115,36 +124,61 @@ def drawn(args: argparse.Namespace,
     return verilog, net, graph, rows
 
 
+def drawn_bus(args: argparse.Namespace, console: Console) -> tuple[Path, yosys.Netlist, draw.Netlist,
+                                                                   list[report.Row]]:
+    """The bus mutants: the system top's simulation Verilog, its netlist, --bus-count drawn rows."""
+    verilog = bus.verilog(say=lambda s: console.print(s, highlight=False))
+    net = yosys.prepare(verilog, OUT, top=bus.TOP, strip=False)   # the AXI bench loads no memory
+    graph = draw.Netlist(net.json)
+    lines = yosys.listing(net, max(LISTED // 4, args.bus_count), args.seed, scope=bus.SCOPE)
+    listed = [graph.attribute(draw.parse(line)) for line in lines]
+    candidates = [m for m in listed if not verdicts.unchanged(verdicts.site(graph.modules, m))]
+    picked = draw.draw(candidates, args.bus_count, args.seed)
+    width = len(str(len(picked)))
+    rows = [report.Row(f"{BUS}{k + 1:0{width}d}", m) for k, m in enumerate(picked)]
+    console.print(f"Yosys: {len(listed)} mutations listed over the AXI top's bus logic, {len(picked)} drawn "
+                  f"from {len({r.mutation.unit for r in rows})} units", highlight=False)
+    return verilog, net, graph, rows
+
+
+def steps_for(ident: str, args: argparse.Namespace) -> list[grade.Step]:
+    """The grading steps of a row (or of a none mutant): cosim's, or through AXI for the bus's."""
+    if ident.startswith(BUS) or ident == BUS_NONE:
+        return bus.plan(args.seeds, args.bus_stress_n, args.stress_seed)
+    return grade.plan(args.seeds, args.stress_n, args.stress_seed)
+
+
 SECONDS_PER_MUTANT = 15.0
 """Rough grading time of one mutant on Icarus (make mutants-rtl: 53 in 7.5 minutes on 2 cores),
 the farm's estimate (cosim.farm.choose)."""
 
 
-def _works(rows: list[report.Row], none: Path, paths: dict[str, Path], args: argparse.Namespace,
+def _works(rows: list[report.Row], nones: dict[str, Path], paths: dict[str, Path], args: argparse.Namespace,
            f: farm.Farm) -> list[grade.Work]:
-    steps = tuple(grade.plan(args.seeds, args.stress_n, args.stress_seed))
     out = []
-    for ident, path in [(NONE, none)] + [(r.ident, paths[r.ident]) for r in rows]:
-        files = f.share(shipping.pack_files(path.parent, (path.name, PORTS_JSON))) if f.engine == "ray" \
-            else None
-        out.append(grade.Work(ident, path, files, steps, args.sim, args.timeout, args.keep))
+    for ident, path in [*nones.items()] + [(r.ident, paths[r.ident]) for r in rows]:
+        bus_top = ident.startswith(BUS) or ident == BUS_NONE     # its Verilog is all it needs
+        names = (path.name,) if bus_top else (path.name, PORTS_JSON)
+        files = f.share(shipping.pack_files(path.parent, names)) if f.engine == "ray" else None
+        out.append(grade.Work(ident, path, files, tuple(steps_for(ident, args)), args.sim, args.timeout,
+                              args.keep))
     return out
 
 
-def grade_all(rows: list[report.Row], none: Path, paths: dict[str, Path], args: argparse.Namespace,
-              console: Console) -> grade.Grade:
-    """Grade the none mutant and every row as tasks of a farm (--engine: a local pool of --jobs
+def grade_all(rows: list[report.Row], nones: dict[str, Path], paths: dict[str, Path],
+              args: argparse.Namespace, console: Console) -> dict[str, grade.Grade]:
+    """Grade the none mutants and every row as tasks of a farm (--engine: a local pool of --jobs
     processes, or Ray on this machine or the cluster at RAY_ADDRESS), with a progress bar (or
-    lines)."""
+    lines); the none mutants' grades."""
     live = console.is_terminal
     bar = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                    console=console, disable=not live, transient=True)
-    task = bar.add_task("grading mutants", total=len(rows) + 1)
+    total = len(rows) + len(nones)
+    task = bar.add_task("grading mutants", total=total)
     result: dict[str, grade.Grade] = {}
-    with farm.open_farm(args.engine, jobs=args.jobs, estimate=(len(rows) + 1) * SECONDS_PER_MUTANT,
-                        tasks=len(rows) + 1) as f:
+    with farm.open_farm(args.engine, jobs=args.jobs, estimate=total * SECONDS_PER_MUTANT, tasks=total) as f:
         console.print(f"grading on {f.where}", highlight=False)
-        works = _works(rows, none, paths, args, f)
+        works = _works(rows, nones, paths, args, f)
         for work in works:
             f.submit(work.ident, grade.grade_task, work, limit=args.timeout + LIMIT_SLACK)
         with bar:
@@ -164,7 +198,25 @@ def grade_all(rows: list[report.Row], none: Path, paths: dict[str, Path], args: 
                         print(line, file=sys.stderr, flush=True)
     for r in rows:
         r.grade = result[r.ident]
-    return result[NONE]
+    return {ident: result[ident] for ident in nones}
+
+
+def _write(benches: dict[str, tuple[yosys.Netlist, Path, list[report.Row]]]
+           ) -> tuple[dict[str, Path], dict[str, Path]]:
+    """Write every mutant's Verilog and each bench's unmutated round trip (its none mutant):
+    (the mutants' paths by id, the none mutants' paths by id).
+
+    Raises:
+        yosys.YosysError: Yosys could not write a mutant.
+    """
+    paths, nones = {}, {}
+    for none_id, (netlist, source, mine) in benches.items():
+        paths |= yosys.write_mutants(netlist, [(r.ident, r.mutation.line) for r in mine], source, MUTANTS_DIR)
+        nones[none_id] = MUTANTS_DIR / none_id / netlist.none.name
+        nones[none_id].parent.mkdir(parents=True, exist_ok=True)
+        for f in netlist.none.parent.iterdir():
+            shutil.copyfile(f, nones[none_id].parent / f.name)
+    return paths, nones
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -175,6 +227,9 @@ def main(argv: list[str] | None = None) -> int:
     t0 = time.perf_counter()
     try:
         verilog, net, graph, rows = drawn(args, console)
+        bus_verilog, bus_net, bus_graph, bus_rows = (drawn_bus(args, console) if args.bus_count
+                                                     else (None, None, None, []))
+        rows += bus_rows
     except (yosys.YosysError, runner.CosimError, ValueError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
@@ -188,28 +243,35 @@ def main(argv: list[str] | None = None) -> int:
             print(f"error: --only: no mutant {', '.join(sorted(unknown))} in this draw", file=sys.stderr)
             return 2
         rows = [r for r in rows if r.ident in wanted]
+    benches = {NONE: (net, verilog, [r for r in rows if not r.ident.startswith(BUS)])}
+    if bus_net is not None:
+        benches[BUS_NONE] = (bus_net, bus_verilog, [r for r in rows if r.ident.startswith(BUS)])
+    if args.only:     # a bench none of whose mutants is asked for is not graded, its none mutant neither
+        benches = {k: bench for k, bench in benches.items() if bench[2]}
     try:
-        paths = yosys.write_mutants(net, [(r.ident, r.mutation.line) for r in rows], verilog, MUTANTS_DIR)
+        paths, nones = _write(benches)
     except yosys.YosysError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
-    none = MUTANTS_DIR / NONE / net.none.name
-    none.parent.mkdir(parents=True, exist_ok=True)
-    for f in net.none.parent.iterdir():
-        shutil.copyfile(f, none.parent / f.name)
-    steps = grade.plan(args.seeds, args.stress_n, args.stress_seed)
-    console.print(f"grading {len(rows)} mutants and the unmutated round trip on {args.sim}: "
-                  f"{', '.join(s.name for s in steps)}", highlight=False)
-    base = grade_all(rows, none, paths, args, console)
-    if base.status != grade.SURVIVED:
-        print(f"error: the unmutated netlist ({none}) does not pass: {base.status} by {base.step}: "
-              f"{'; '.join(base.detail)}", file=sys.stderr)
-        return 2
-    survivors = [(r.ident, r.mutation) for r in rows if r.grade.status == grade.SURVIVED]
-    if survivors:
-        console.print(f"judging {len(survivors)} survivor{'s' if len(survivors) != 1 else ''}",
+    for none_id in nones:
+        console.print(f"grading {len(benches[none_id][2])} mutants and the unmutated round trip "
+                      f"({none_id}) on {args.sim}: {', '.join(s.name for s in steps_for(none_id, args))}",
                       highlight=False)
-    found = verdicts.judge_all(net, graph.modules, survivors, proofs=not args.no_proofs)
+    bases = grade_all(rows, nones, paths, args, console)
+    for none_id, base in bases.items():
+        if base.status != grade.SURVIVED:
+            print(f"error: the unmutated netlist ({nones[none_id]}) does not pass: {base.status} by "
+                  f"{base.step}: {'; '.join(base.detail)}", file=sys.stderr)
+            return 2
+    found = {}
+    for none_id, (netlist, graph_of) in {NONE: (net, graph), BUS_NONE: (bus_net, bus_graph)}.items():
+        if none_id not in benches:
+            continue
+        survivors = [(r.ident, r.mutation) for r in benches[none_id][2] if r.grade.status == grade.SURVIVED]
+        if survivors:
+            console.print(f"judging {len(survivors)} survivor{'s' if len(survivors) != 1 else ''}",
+                          highlight=False)
+        found |= verdicts.judge_all(netlist, graph_of.modules, survivors, proofs=not args.no_proofs)
     for r in rows:
         r.verdict = found.get(r.ident)
     seconds = time.perf_counter() - t0

@@ -22,6 +22,8 @@ from collections import defaultdict, deque
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from . import bus
+
 UNITS = {
     "hw/mxu.py": "MXU", "hw/systolic.py": "MXU systolic array", "hw/requant.py": "requantizer",
     "hw/softmax.py": "softmax", "hw/divider.py": "softmax divider", "hw/exp_lut.py": "softmax exp table",
@@ -44,6 +46,8 @@ MODULE_HOME = {
 """The file a module comes from (a name here, or its prefix: ``softmax.div0``), when no ``src``
 attribute names another (or only ``hw/ports.py`` does: a port is declared there, its logic is
 the unit's)."""
+UNITS |= bus.UNITS
+MODULE_HOME |= bus.MODULE_HOME
 DECLARATIONS = ("hw/ports.py",)
 """Files that declare signals but hold no logic: a mutation they name goes to its module's unit."""
 PY_SRC = re.compile(r"(?:^|/)(hw/[\w/]+\.py):(\d+)")

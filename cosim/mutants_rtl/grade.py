@@ -34,16 +34,19 @@ HANG = "no stop within the cycle limit"
 DETAIL_LINES = 3
 """Lines of a FAIL kept for the report."""
 LOCAL = ("--engine", "local", "--jobs", "1")
-"""Each step runs in the grading task's own worker, on one core (the mutants are the farm's
-tasks: cosim.mutants_rtl.__main__)."""
+"""Each ``python -m cosim`` step runs in the grading task's own worker, on one core (the mutants
+are the farm's tasks: cosim.mutants_rtl.__main__); ``python -m cosim.axi`` runs one simulation
+in its own process anyway."""
 
 
 @dataclass(frozen=True)
 class Step:
-    """One cosim command: its name in the report and its arguments after ``python -m cosim``."""
+    """One cosim command: its name in the report and its arguments after ``python -m <module>``
+    (``cosim``, or ``cosim.axi`` for the system top's mutants: cosim/mutants_rtl/bus.py)."""
 
     name: str
     argv: tuple[str, ...]
+    module: str = "cosim"
 
 
 FAULTS = Step("faults", ("faults",))
@@ -121,8 +124,9 @@ def grade(verilog: Path, steps: list[Step], simulator: str, timeout: float) -> G
         if left <= 0:
             code, output = None, ""
         else:
-            code, output = _run([sys.executable, "-m", "cosim", *step.argv, "--verilog", str(verilog),
-                                 "--sim", simulator, *LOCAL], left)
+            local = LOCAL if step.module == "cosim" else ()
+            code, output = _run([sys.executable, "-m", step.module, *step.argv, "--verilog", str(verilog),
+                                 "--sim", simulator, *local], left)
         if code == 0:
             continue
         result.step = step.name
@@ -144,7 +148,8 @@ class Work:
 
     Attributes:
         ident: its id.
-        verilog: its Verilog (``ga2_ports.json`` beside it), under the project's folder.
+        verilog: its Verilog (``ga2_ports.json`` beside it for the core's), under the project's
+            folder.
         files: the two files packed (cosim.farm.Shared), for a node that lacks them; or None.
         steps, simulator, timeout: as :func:`grade`.
         keep: keep its simulator builds.

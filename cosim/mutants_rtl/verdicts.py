@@ -539,10 +539,33 @@ def _reset_value(at: Site) -> str | None:
     return None
 
 
+def _compare_mismatch(at: Site) -> str | None:
+    """A cnot on one operand of an equality with a constant, whose flip happens only when the
+    control bit differs from the constant's bit there: the operands differ then anyway."""
+    m = at.m
+    if at.cell_type not in ("$eq", "$ne") or m.mode not in ("cnot0", "cnot1") or m.port not in ("A", "B"):
+        return None
+    cell = at.module["cells"][m.cell]
+    other = cell["connections"]["B" if m.port == "A" else "A"]
+    signed = any(int(str(cell.get("parameters", {}).get(f"{k}_SIGNED", "0")), 2) for k in "AB")
+    if signed or not all(b in ("0", "1") for b in other) or m.portbit == m.ctrlbit \
+            or not 0 <= m.ctrlbit < at.width:
+        return None
+    flips_at = "1" if m.mode == "cnot1" else "0"
+    constant = other[m.ctrlbit] if m.ctrlbit < len(other) else "0"      # unsigned: zero-extended
+    if constant == flips_at:
+        return None
+    value = int("".join(reversed(other)), 2)
+    return (f"{m.mode} flips bit {m.portbit} of {m.signal or m.wire or 'the operand'} only when its bit "
+            f"{m.ctrlbit} is {flips_at}, and the constant it is compared with (0x{value:x}) has {constant} "
+            f"there: the operands differ in bit {m.ctrlbit} whenever the flip happens, so {at.cell_type[1:]} "
+            "gives the same answer with and without it")
+
+
 NOTES: tuple[Callable[[Site], str | None], ...] = (
     _counter_bits, _stop_countdown, _dma_st_enable, _bank_read_hold, _divider_bounds, _lane0_mask,
     _softmax_max_pass, _array_rows, _lut_table_address, _unread, _memory_write_idle, _divider_rest,
-    _checker_latency, _reset_value)
+    _checker_latency, _reset_value, _compare_mismatch)
 """The survivors studied by hand: each returns why its mutations are equivalent, or None."""
 
 

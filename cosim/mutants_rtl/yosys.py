@@ -101,6 +101,7 @@ class Netlist:
     root: Path
     folder: str
     digest: str
+    top: str = TOP
 
     @property
     def rtlil(self) -> str:
@@ -113,22 +114,24 @@ class Netlist:
     @property
     def none(self) -> Path:
         """The unmutated round trip (must pass cosim)."""
-        return self.root / self.folder / "none" / f"{TOP}.v"
+        return self.root / self.folder / "none" / f"{self.top}.v"
 
 
-def prepare(verilog: Path, root: Path) -> Netlist:
+def prepare(verilog: Path, root: Path, top: str = TOP, *, strip: bool = True) -> Netlist:
     """Read the Verilog into Yosys once (cached by its SHA-256 under ``root``).
 
     Writes ``base.il`` (what mutants are applied to), ``base.json`` (for the attribution of
     mutations to Python lines) and the *none* mutant, with ``ga2_ports.json`` beside it.
+    ``strip``: drop the memories' all-zero ``initial`` blocks (a test bench that loads every
+    word makes them dead; the AXI bench loads none, so the bus's netlist keeps them).
 
     Raises:
         YosysError: Yosys is missing or failed.
         FileNotFoundError: no Verilog file.
     """
     text = Path(verilog).read_text()
-    digest = hashlib.sha256(text.encode() + PREPARE.encode()).hexdigest()
-    net = Netlist(Path(root).resolve(), f"netlist-{digest[:12]}", digest)
+    digest = hashlib.sha256(text.encode() + PREPARE.encode() + top.encode() + bytes([strip])).hexdigest()
+    net = Netlist(Path(root).resolve(), f"netlist-{digest[:12]}", digest, top)
     folder = net.root / net.folder
     stamp = folder / "stamp.sha256"
     if stamp.is_file() and stamp.read_text().strip() == digest:
@@ -136,9 +139,8 @@ def prepare(verilog: Path, root: Path) -> Netlist:
     if folder.exists():
         shutil.rmtree(folder)
     (folder / "none").mkdir(parents=True)
-    stripped, _ = strip_zero_inits(text)
-    (folder / "source.v").write_text(stripped)
-    run(PREPARE.format(folder=net.folder, top=TOP), net.root, f"{net.folder}/prepare")
+    (folder / "source.v").write_text(strip_zero_inits(text)[0] if strip else text)
+    run(PREPARE.format(folder=net.folder, top=top), net.root, f"{net.folder}/prepare")
     _ports_beside(verilog, net.none)
     stamp.write_text(digest + "\n")
     return net
@@ -150,13 +152,14 @@ def _ports_beside(verilog: Path, target: Path) -> None:
         shutil.copyfile(ports, target.with_name(PORTS_JSON))
 
 
-def listing(net: Netlist, count: int, seed: int) -> list[str]:
-    """``mutate -list count -seed seed`` over the core: Yosys's even sampling over wires, bits,
-    cells and src attributes; one ``mutate ...`` command per line (cached)."""
+def listing(net: Netlist, count: int, seed: int, scope: str = SCOPE) -> list[str]:
+    """``mutate -list count -seed seed`` over the core (or the modules ``scope`` selects):
+    Yosys's even sampling over wires, bits, cells and src attributes; one ``mutate ...``
+    command per line (cached)."""
     name = f"{net.folder}/list-{count}-{seed}"
     out = net.root / f"{name}.txt"
     if not out.is_file():
-        run(f"read_rtlil {net.rtlil}\nmutate -list {count} -seed {seed} -o {name}.txt {SCOPE}\n",
+        run(f"read_rtlil {net.rtlil}\nmutate -list {count} -seed {seed} -o {name}.txt {scope}\n",
             net.root, name)
     return [line for line in out.read_text().splitlines() if line.startswith("mutate ")]
 
@@ -194,13 +197,13 @@ def write_mutants(net: Netlist, mutants: list[tuple[str, str]], verilog: Path,
     for ident, line in mutants:
         (work / ident).mkdir()
         lines += ["design -load base", apply_command(line),
-                  f"write_verilog -noattr {work.name}/{ident}/{TOP}.v"]
+                  f"write_verilog -noattr {work.name}/{ident}/{net.top}.v"]
     run("\n".join(lines) + "\n", net.root, f"{work.name}/write")
     out = {}
     for ident, _ in mutants:
-        target = Path(out_dir) / ident / f"{TOP}.v"
+        target = Path(out_dir) / ident / f"{net.top}.v"
         target.parent.mkdir(parents=True, exist_ok=True)
-        shutil.move(work / ident / f"{TOP}.v", target)
+        shutil.move(work / ident / f"{net.top}.v", target)
         _ports_beside(verilog, target)
         out[ident] = target
     shutil.rmtree(work, ignore_errors=True)

@@ -54,5 +54,5 @@ def test_the_late_fault_sets_every_pc_bit_and_the_counters_upper_bits():
 @pytest.mark.rtl
 @pytest.mark.slow
 def test_the_sweep_passes_on_the_rtl(icarus, capsys):
-    assert faults.main(icarus) == 0
+    assert faults.main(icarus, params=DEFAULT) == 0
     assert f"PASS: {len(faults.jobs(DEFAULT))} fault programs" in capsys.readouterr().out

@@ -161,7 +161,7 @@ def test_icarus_backdoor_smoke(tmp_path):
 
     params = SMALL
     program = [build("LD", dst=3, src=17, len=11, params=params),
-               build("ST", src=1, dst=300, len=14, params=params), build("HALT")]
+               build("ST", src=1, dst=300, len=14, params=params), build("HALT", params=params)]
     ext = [(i * 2654435761) & 0xFFFFFFFF for i in range(64)]
     want = Machine(params).run(program, ext)
     export.export(params, tmp_path)

@@ -30,17 +30,22 @@ def test_each_mutant_is_a_task_and_a_hung_one_is_a_tool_error(monkeypatch, tmp_p
     monkeypatch.setattr(grade, "grade", _fake_grade)
     monkeypatch.setattr(cli, "LIMIT_SLACK", 1.0)
     paths = {}
-    for ident in ("none", "m1", "m2", "m3"):
+    for ident in ("none", "m1", "m2", "m3", cli.BUS_NONE, "b1"):
         paths[ident] = tmp_path / ident / "ga2_simtop.v"
         paths[ident].parent.mkdir()
         paths[ident].write_text("module ga2_simtop;")
-    rows = [report.Row(ident, None) for ident in ("m1", "m2", "m3")]
-    args = argparse.Namespace(seeds="100", stress_n=0, stress_seed=1, sim="icarus", timeout=1.0, keep=True,
-                              engine="local", jobs=2)
-    base = cli.grade_all(rows, paths["none"], paths, args, Console(file=io.StringIO()))
-    assert base.status == grade.SURVIVED
-    assert [r.grade.status for r in rows] == [grade.SURVIVED, grade.CAUGHT, grade.ERROR]
+    rows = [report.Row(ident, None) for ident in ("m1", "m2", "m3", "b1")]
+    args = argparse.Namespace(seeds="100", stress_n=0, stress_seed=1, bus_stress_n=0, sim="icarus",
+                              timeout=1.0, keep=True, engine="local", jobs=2)
+    nones = {ident: paths[ident] for ident in ("none", cli.BUS_NONE)}
+    bases = cli.grade_all(rows, nones, paths, args, Console(file=io.StringIO()))
+    assert {ident: g.status for ident, g in bases.items()} == {"none": grade.SURVIVED,
+                                                               cli.BUS_NONE: grade.SURVIVED}
+    bus_steps = ["axi seeds 100", "axi long"]                      # the long transfer: bus mutants b02, b16
+    assert bases["none"].steps == ["seeds 100", "faults"] and bases[cli.BUS_NONE].steps == bus_steps
+    assert [r.grade.status for r in rows] == [grade.SURVIVED, grade.CAUGHT, grade.ERROR, grade.SURVIVED]
     assert rows[2].grade.detail == ["m3: passed its time limit of 2 s; its processes were stopped"]
+    assert rows[3].grade.steps == bus_steps                         # a bus mutant: through AXI
 
 
 def test_a_grading_task_elsewhere_writes_the_mutant_first(monkeypatch, tmp_path):
