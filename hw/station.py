@@ -22,11 +22,13 @@ in both (``settled``: ENTER_CYCLES = 3 apart at the most) and its engine has roo
 waiting below STATION_SLOTS). The vectors in flight follow the columns' moves.
 
 **Dispatch**: in cycle x each engine's readiness for an issue in x + 1 (a dispatch in x + 2) is
-computed from registers and registered (``ready_q``): W_e[0] is there, e's countdown ends by
-then, every dependence is met, and the ports allow it (as at OVERLAP = 1). In x + 1 the earliest
-ready one in program order (``older_q``, the heads' pcs compared in x) is issued, unless an
-instruction was issued in x (the flags are then stale: DISPATCH_CYCLES = 2); an entry written in
-x - 1 is issued in x + 1 at the earliest (ENTER_DISPATCH_CYCLES = 2).
+computed from registers: W_e[0] is there, e's countdown ends by then, every dependence is met,
+and the ports allow it (as at OVERLAP = 1). The earliest ready one in program order (the heads'
+pcs compared in x) is chosen in x and registered (``issue_eng``: the issue in x + 1), unless an
+instruction is issued in x (the flags are then stale: DISPATCH_CYCLES = 2) or a stop is taken
+in x; an entry written in x - 1 is issued in x + 1 at the earliest (ENTER_DISPATCH_CYCLES = 2).
+The issue is a register, so the shift enables of every queue and vector, and the units'
+dispatch registers, hang on a flip-flop, not on the choice's logic.
 
 **The stop** (HALT, an error, NO_HALT) is taken when settled, every queue empty and every engine
 free. **The watchdog** counts the cycles in a row in which no engine is active and nothing is
@@ -136,6 +138,7 @@ def station_execute(m: Module, ctl, busy: Value, start: Value, stop: Value,
         active=[Signal(name=f"active_{e}") for e in ENGINES],
         issue=Signal(n_eng, name="issue_eng"),
         stopping=Signal(name="stopping"),
+        taking_stop=Signal(name="taking_stop"),   # a stop is taken this cycle (stopping rises)
         all_done_next=Signal(name="all_done_next"),
         dma_held=Signal(name="dma_held"),
     )
@@ -274,32 +277,37 @@ def _slice(view, name: str) -> slice:
 
 
 def _dispatch(m: Module, s, ctl, busy: Value, start: Value) -> None:
-    """Each queue head's readiness, a cycle ahead and registered; the issue of the earliest."""
+    """The issue, decided a cycle ahead and registered (``issue_eng``): in cycle x each engine's
+    readiness for an issue in x + 1 is computed from registers (its head is there, its
+    countdown ends by then, every dependence is met, the ports allow it), the earliest ready in
+    program order (the heads' pcs compared) is chosen, and the choice is registered, unless an
+    instruction is issued in x (then the flags are stale: DISPATCH_CYCLES = 2) or a stop is
+    taken. The register drives every shift enable of the station and each unit's dispatch
+    registers with no logic before the fan-out."""
     n_eng = len(ENGINES)
     dma = ENGINES.index(spec.SHARED_WRITER)
     heads = [s.w[e][0] for e in range(n_eng)]
     ends_soon, read_soon = s.ends_soon, s.read_soon
-    ready_q = Signal(n_eng, name="ready_q")
     s.base_q = Signal(n_eng, name="based_q")
     s.depok_q = Signal(n_eng, name="deps_ok_q")
     older_q = [Signal(n_eng, name=f"older_q_{e}") for e in ENGINES]
-    issued_q = Signal(name="issued_q")
+    ready = []
+    older = [Cat(*((heads[e].pc < heads[f].pc) if f != e else Const(1, 1) for f in range(n_eng)))
+             for e in range(n_eng)]
     for e, h in enumerate(heads):
         deps_ok = deps_met(h, e, ends_soon, read_soon)
         rd_ok = ~h.rd | s.rd_free
         wr_ok = (~h.wr | (e == dma)) | (s.wr_left <= h.wfrom1)
-        based = s.wv[e][0] & ends_soon[e] & ~s.issue[e]
-        m.d.sync += [ready_q[e].eq(based & deps_ok & rd_ok & wr_ok), s.base_q[e].eq(based),
-                     s.depok_q[e].eq(deps_ok),
-                     older_q[e].eq(Cat(*((heads[e].pc < heads[f].pc) if f != e else Const(1, 1)
-                                         for f in range(n_eng))))]
+        there = s.wv[e][0] & ends_soon[e]
+        ready.append(there & deps_ok & rd_ok & wr_ok)
+        m.d.sync += [s.base_q[e].eq(there & ~s.issue[e]), s.depok_q[e].eq(deps_ok), older_q[e].eq(older[e])]
+    first = [Cat(*(~ready[f] | older[e][f] for f in range(n_eng))).all() for e in range(n_eng)]
+    # busy and not stopping in the next cycle, and nothing issued in this one
+    go = busy & ~s.stopping & ~s.taking_stop & ~s.issue.any()
     with m.If(start):
-        m.d.sync += issued_q.eq(0)
+        m.d.sync += s.issue.eq(0)
     with m.Else():
-        m.d.sync += issued_q.eq(s.issue.any())
-    first = [Cat(*(~ready_q[f] | older_q[e][f] for f in range(n_eng))).all() for e in range(n_eng)]
-    go = busy & ~s.stopping & ~issued_q
-    m.d.comb += s.issue.eq(Cat(*(go & ready_q[e] & first[e] for e in range(n_eng))))
+        m.d.sync += s.issue.eq(Cat(*(go & ready[e] & first[e] for e in range(n_eng))))
     s.older_q = older_q
     m.d.comb += [
         ctl.issue.eq(s.issue.any()),
@@ -418,9 +426,10 @@ def _stop_and_watchdog(m: Module, s, ctl, busy: Value, start: Value, stop: Value
               for e in range(n_eng)]
     waiting_pc = select(oldest, [s.w[e][0].pc for e in range(n_eng)])
     stall_pc = Mux(Cat(*oldest).any(), waiting_pc, head.pc)
+    m.d.comb += s.taking_stop.eq((enter.consume & head.stop) | stall)
     with m.If(start):
         m.d.sync += s.stopping.eq(0)
-    with m.Elif((enter.consume & head.stop) | stall):
+    with m.Elif(s.taking_stop):
         m.d.sync += [s.stopping.eq(1), stop_left.eq(spec.STOP_CYCLES - 1),
                      stop_code.eq(Mux(stall, ErrorCode.STALL, head.code)),
                      stop_pc.eq(Mux(stall, stall_pc, head.pc))]
