@@ -46,7 +46,7 @@ from .component import Checked
 from .isa import FIELD_BITS, is_one_of
 from .overlap import OverlapExecute
 from .queue import QUEUE_SLOTS, queue_entry
-from .station import station_execute
+from .station import issue_loads, station_execute
 
 UNIT_COUNTERS = spec.COUNTERS[1:]
 """The per-class counters, after ``cycles``: an instruction's ``InstrSpec.counter`` is one."""
@@ -209,6 +209,9 @@ class Control(Checked):
         if self.params.OVERLAP:
             m.d.comb += [getattr(checked, name).eq(getattr(chk, f"out_{name}"))
                          for name in overlap_info_widths(self.params)]
+        if self.params.OVERLAP == 2:
+            loads = issue_loads(chk.out_latency, chk.out_reads, chk.out_rd, chk.out_wfrom)
+            m.d.comb += [getattr(checked, name).eq(value) for name, value in loads.items()]
         for k, slot in enumerate(slots):
             with m.If(push & (wr_slot == k)):
                 m.d.sync += slot.eq(checked)

@@ -19,7 +19,9 @@ with every entry (its written region with every region of each, each of its read
 each one's written region: 1 + 2 * READ_SLOTS pairs) in cycle c - 2 and registered, the pairs
 reduced to the two vectors in c - 1 and registered, and the head enters in c when it was the head
 in both (``settled``: ENTER_CYCLES = 3 apart at the most) and its engine has room (running plus
-waiting below STATION_SLOTS). The vectors in flight follow the columns' moves.
+waiting below STATION_SLOTS). The vectors in flight follow the columns' moves. What the
+entry's issue loads into the countdowns (:func:`issue_loads`) was worked out when it entered
+the front end's queue.
 
 **Dispatch**: in cycle x each engine's readiness for an issue in x + 1 (a dispatch in x + 2) is
 computed from registers: W_e[0] is there, e's countdown ends by then, every dependence is met,
@@ -28,7 +30,10 @@ pcs compared in x) is chosen in x and registered (``issue_eng``: the issue in x 
 instruction is issued in x (the flags are then stale: DISPATCH_CYCLES = 2) or a stop is taken
 in x; an entry written in x - 1 is issued in x + 1 at the earliest (ENTER_DISPATCH_CYCLES = 2).
 The issue is a register, so the shift enables of every queue and vector, and the units'
-dispatch registers, hang on a flip-flop, not on the choice's logic.
+dispatch registers, hang on a flip-flop, not on the choice's logic; so are ``release`` (a
+running instruction's last cycle, which clears its column) and, of each head, the pcs compared,
+whether it waits on a waiting instruction, and the write port's countdown against its window
+(each computed from the next values, so that the choice is a few LUTs from registers).
 
 **The stop** (HALT, an error, NO_HALT) is taken when settled, every queue empty and every engine
 free. **The watchdog** counts the cycles in a row in which no engine is active and nothing is
@@ -50,7 +55,7 @@ from amaranth.lib import data
 from sim import spec
 from sim.spec import ErrorCode
 
-from .checker import READ_SLOTS, overlap_info_widths
+from .checker import READ_SLOTS, latency_bits, overlap_info_widths
 from .isa import FIELD_BITS
 from .lanes import any_of, select
 
@@ -65,18 +70,31 @@ def column(engine: int, slot: int) -> int:
     return engine * spec.STATION_SLOTS + slot
 
 
-def _layouts(params, pcw: int, lbits: int) -> tuple[data.StructLayout, data.StructLayout]:
-    """(a waiting entry's layout, a running entry's: its regions only). Besides the
-    instruction, a waiting entry holds what its issue loads into the countdowns, worked out as
-    it enters (so that no adder follows the issue decision): ``left`` = latency - 1, ``rdl`` =
+def issue_load_widths(params) -> dict[str, int]:
+    """The bits of what an instruction's issue loads into the countdowns (:func:`issue_loads`)."""
+    lbits = latency_bits(params)
+    return {"left": lbits, "rdl": lbits, "beats": lbits, "wtop": lbits + 2, "wfrom1": lbits + 1, "short": 1}
+
+
+def issue_loads(latency: Value, reads: Value, rd: Value, wfrom: Value) -> dict[str, Value]:
+    """What an instruction's issue loads into the countdowns, worked out when the checker hands
+    it to the front end's queue (hw/control.py), so that neither an adder nor the queue's head
+    multiplexer sits between that queue and the station: ``left`` = latency - 1, ``rdl`` =
     reads - 1 (0 without reads), ``beats`` = latency - wfrom (an LD's beats), ``wtop`` = beats
     + LD_OVERHEAD (hw/overlap.py's window top), ``wfrom1`` = wfrom + 1, ``short`` = reads <= 2
     (its read countdown starts at 1 or less)."""
+    return {"left": latency - 1, "rdl": Mux(rd, reads - 1, 0), "beats": latency - wfrom,
+            "wtop": latency - wfrom + spec.LD_OVERHEAD, "wfrom1": wfrom + 1, "short": reads <= 2}
+
+
+def _layouts(params, pcw: int) -> tuple[data.StructLayout, data.StructLayout]:
+    """(a waiting entry's layout, a running entry's: its regions only). Besides the
+    instruction, a waiting entry holds what its issue loads into the countdowns
+    (:func:`issue_loads`)."""
     widths = overlap_info_widths(params)
     regions = {name: widths[name] for name in REGION_NAMES}
     waiting = data.StructLayout({
-        "opcode": spec.OPCODE_BITS, "fields": FIELD_BITS, "pc": pcw,
-        "left": lbits, "rdl": lbits, "beats": lbits, "wtop": lbits + 2, "wfrom1": lbits + 1, "short": 1,
+        "opcode": spec.OPCODE_BITS, "fields": FIELD_BITS, "pc": pcw, **issue_load_widths(params),
         "rd": 1, "wr": 1, **regions, "full": COLUMNS, "war": COLUMNS,
     })
     return waiting, data.StructLayout(regions)
@@ -99,11 +117,11 @@ def _pairs(head, other, valid) -> tuple[Value, Value]:
     return Cat(*full) & valid.replicate(len(full)), Cat(*war) & valid.replicate(len(war))
 
 
-def _remap(vec: Value, shift: list[Value], clear: list[Value]) -> Value:
+def _remap(vec: Value, shift: list[Value], release: list[Value]) -> Value:
     """A vector of columns after this cycle's moves: engine f's columns shift down by one when f
-    issues (``shift[f]``: its head becomes its running instruction), its running column clears
-    when that instruction ends with nothing issued (``clear[f]``). ``vec`` has COLUMNS bits, or
-    COLUMNS groups of len(vec) // COLUMNS bits."""
+    issues (``shift[f]``: its head becomes its running instruction), else its running column
+    clears when that instruction ends (``release[f]``, its last cycle). Both are registers.
+    ``vec`` has COLUMNS bits, or COLUMNS groups of len(vec) // COLUMNS bits."""
     width = len(vec) // COLUMNS
     slots = spec.STATION_SLOTS
     out = []
@@ -112,7 +130,7 @@ def _remap(vec: Value, shift: list[Value], clear: list[Value]) -> Value:
             here = vec[column(f, s) * width:(column(f, s) + 1) * width]
             above = (vec[column(f, s + 1) * width:(column(f, s + 1) + 1) * width] if s + 1 < slots
                      else Const(0, width))
-            kept = Mux(clear[f], 0, here) if s == 0 else here
+            kept = Mux(release[f], 0, here) if s == 0 else here
             out.append(Mux(shift[f], above, kept))
     return Cat(*out)
 
@@ -126,7 +144,7 @@ def station_execute(m: Module, ctl, busy: Value, start: Value, stop: Value,
     waiting_slots = spec.STATION_SLOTS - 1
     lbits = len(ctl.checker.out_latency)
     pcw = len(q.head.pc)
-    w_layout, r_layout = _layouts(p, pcw, lbits)
+    w_layout, r_layout = _layouts(p, pcw)
     s = SimpleNamespace(
         p=p, lbits=lbits,
         w=[[Signal(w_layout, name=f"w{e}_{k}") for k in range(waiting_slots)] for e in ENGINES],
@@ -141,10 +159,11 @@ def station_execute(m: Module, ctl, busy: Value, start: Value, stop: Value,
         taking_stop=Signal(name="taking_stop"),   # a stop is taken this cycle (stopping rises)
         all_done_next=Signal(name="all_done_next"),
         dma_held=Signal(name="dma_held"),
+        # active & free, a register of its own: the running instruction's last cycle
+        release=[Signal(name=f"release_{e}") for e in ENGINES],
+        head_next=[None] * n_eng,          # each queue's head in the next cycle (_queue)
     )
-    release = [s.active[k] & s.free[k] for k in range(n_eng)]
     s.shift = [s.issue[k] for k in range(n_eng)]
-    s.clear = [release[k] & ~s.issue[k] for k in range(n_eng)]
     dma = ENGINES.index(spec.SHARED_WRITER)
     # every queue empty and every engine free in the next cycle (a stop's condition), from this
     # cycle's registers and issue (the free register's next value, hw/overlap.py's rule)
@@ -159,7 +178,7 @@ def station_execute(m: Module, ctl, busy: Value, start: Value, stop: Value,
     _dispatch(m, s, ctl, busy, start)
     ex = _stop_and_watchdog(m, s, ctl, busy, start, stop, q, enter)
     _counters(m, s, ctl, busy, start)
-    last = Cat(*release)
+    last = Cat(*s.release)
     m.d.comb += [ctl.eng_last.eq(last), ctl.ex_last.eq(last.any())]
     return ex
 
@@ -185,8 +204,8 @@ def _enter(m: Module, s, ctl, busy, start, stop, q) -> SimpleNamespace:
         n_full, n_war = len(pairs_now_full[0]), len(pairs_now_war[0])
         pairs_full = Signal(COLUMNS * n_full, name=f"pairs_full{sl}")
         pairs_war = Signal(COLUMNS * n_war, name=f"pairs_war{sl}")
-        m.d.sync += [pairs_full.eq(_remap(Cat(*pairs_now_full), s.shift, s.clear)),
-                     pairs_war.eq(_remap(Cat(*pairs_now_war), s.shift, s.clear))]
+        m.d.sync += [pairs_full.eq(_remap(Cat(*pairs_now_full), s.shift, s.release)),
+                     pairs_war.eq(_remap(Cat(*pairs_now_war), s.shift, s.release))]
         pairs.append((pairs_full, pairs_war))
     # stage 2: the head's pairs reduced to the two vectors, its own engine left out
     assert len(q.slots) == 2, "the head is slot rd_slot of two"
@@ -197,8 +216,8 @@ def _enter(m: Module, s, ctl, busy, start, stop, q) -> SimpleNamespace:
     dep_war = Signal(COLUMNS, name="dep_war")
     reduced_full = Cat(*(pairs_full[c * n_full:(c + 1) * n_full].any() for c in range(COLUMNS))) & ~own
     reduced_war = Cat(*(pairs_war[c * n_war:(c + 1) * n_war].any() for c in range(COLUMNS))) & ~own
-    m.d.sync += [dep_full.eq(_remap(reduced_full, s.shift, s.clear)),
-                 dep_war.eq(_remap(reduced_war, s.shift, s.clear))]
+    m.d.sync += [dep_full.eq(_remap(reduced_full, s.shift, s.release)),
+                 dep_war.eq(_remap(reduced_war, s.shift, s.release))]
 
     # the decision to take the head is made a cycle ahead and registered (``take_q``, one per
     # engine, and ``stop_q`` for a stop), from what the registers will hold: the head does not
@@ -228,13 +247,11 @@ def _enter(m: Module, s, ctl, busy, start, stop, q) -> SimpleNamespace:
     entry = Signal(s.w[0][0].shape())
     m.d.comb += [
         entry.opcode.eq(head.opcode), entry.fields.eq(head.fields), entry.pc.eq(head.pc),
-        entry.left.eq(head.latency - 1), entry.rdl.eq(Mux(head.rd, head.reads - 1, 0)),
-        entry.beats.eq(head.latency - head.wfrom),
-        entry.wtop.eq(head.latency - head.wfrom + spec.LD_OVERHEAD), entry.wfrom1.eq(head.wfrom + 1),
-        entry.short.eq(head.reads <= 2), entry.rd.eq(head.rd), entry.wr.eq(head.wr),
+        *(getattr(entry, name).eq(getattr(head, name)) for name in issue_load_widths(s.p)),
+        entry.rd.eq(head.rd), entry.wr.eq(head.wr),
         *(getattr(entry, name).eq(getattr(head, name)) for name in REGION_NAMES),
-        entry.full.eq(_remap(dep_full, s.shift, s.clear)),
-        entry.war.eq(_remap(dep_war, s.shift, s.clear)),
+        entry.full.eq(_remap(dep_full, s.shift, s.release)),
+        entry.war.eq(_remap(dep_war, s.shift, s.release)),
     ]
     for f in range(n_eng):
         _queue(m, s, f, busy & ~s.stopping & take_q[f], entry, start)
@@ -255,15 +272,17 @@ def _queue(m: Module, s, f: int, take: Value, entry: Value, start: Value) -> Non
         lands_here = take & Mux(shift, valid[k] & ~valid_above, ~valid[k] & valid_below)
         kept = Mux(shift, above.as_value() if above is not None else Const(0, len(slots[k].as_value())),
                    slots[k].as_value())
-        nxt = Signal(slots[k].shape(), name=f"w{ENGINES[f]}_{k}_next")
-        m.d.comb += nxt.eq(Mux(lands_here, entry.as_value(), kept))
-        m.d.sync += [
-            slots[k].eq(nxt),
-            slots[k].full.eq(Mux(lands_here, entry.full, _remap(Value.cast(kept)[_slice(slots[k], "full")],
-                                                                 s.shift, s.clear))),
-            slots[k].war.eq(Mux(lands_here, entry.war, _remap(Value.cast(kept)[_slice(slots[k], "war")],
-                                                               s.shift, s.clear))),
+        nxt = Signal(slots[k].shape(), name=f"w{ENGINES[f]}_{k}_next")     # the slot's next value
+        m.d.comb += [
+            nxt.eq(Mux(lands_here, entry.as_value(), kept)),
+            nxt.full.eq(Mux(lands_here, entry.full, _remap(Value.cast(kept)[_slice(slots[k], "full")],
+                                                           s.shift, s.release))),
+            nxt.war.eq(Mux(lands_here, entry.war, _remap(Value.cast(kept)[_slice(slots[k], "war")],
+                                                         s.shift, s.release))),
         ]
+        m.d.sync += slots[k].eq(nxt)
+        if k == 0:
+            s.head_next[f] = nxt
         with m.If(start):
             m.d.sync += valid[k].eq(0)
         with m.Else():
@@ -287,17 +306,27 @@ def _dispatch(m: Module, s, ctl, busy: Value, start: Value) -> None:
     n_eng = len(ENGINES)
     dma = ENGINES.index(spec.SHARED_WRITER)
     heads = [s.w[e][0] for e in range(n_eng)]
+    nexts = s.head_next
     ends_soon, read_soon = s.ends_soon, s.read_soon
     s.base_q = Signal(n_eng, name="based_q")
     s.depok_q = Signal(n_eng, name="deps_ok_q")
     older_q = [Signal(n_eng, name=f"older_q_{e}") for e in ENGINES]
+    # of the heads, each a register computed from their next values (the same every cycle as
+    # from the heads themselves): the pcs compared, a dependence on a waiting instruction, the
+    # write port's countdown against the head's window
+    older = [Signal(n_eng, name=f"older_{e}") for e in ENGINES]
+    on_waiting = [Signal(name=f"on_waiting_{e}") for e in ENGINES]
+    wr_fits = [Signal(name=f"wr_fits_{e}") for e in ENGINES]
     ready = []
-    older = [Cat(*((heads[e].pc < heads[f].pc) if f != e else Const(1, 1) for f in range(n_eng)))
-             for e in range(n_eng)]
     for e, h in enumerate(heads):
-        deps_ok = deps_met(h, e, ends_soon, read_soon)
+        m.d.sync += [
+            older[e].eq(Cat(*((nexts[e].pc < nexts[f].pc) if f != e else Const(1, 1) for f in range(n_eng)))),
+            on_waiting[e].eq(waits_on_waiting(nexts[e])),
+            wr_fits[e].eq(s.wr_left_next <= nexts[e].wfrom1),
+        ]
+        deps_ok = deps_met(h, e, ends_soon, read_soon, on_waiting[e])
         rd_ok = ~h.rd | s.rd_free
-        wr_ok = (~h.wr | (e == dma)) | (s.wr_left <= h.wfrom1)
+        wr_ok = (~h.wr | (e == dma)) | wr_fits[e]
         there = s.wv[e][0] & ends_soon[e]
         ready.append(there & deps_ok & rd_ok & wr_ok)
         m.d.sync += [s.base_q[e].eq(there & ~s.issue[e]), s.depok_q[e].eq(deps_ok), older_q[e].eq(older[e])]
@@ -319,13 +348,17 @@ def _dispatch(m: Module, s, ctl, busy: Value, start: Value) -> None:
     ]
 
 
-def deps_met(head, e: int, ends_soon: list[Value], read_soon: list[Value]) -> Value:
-    """Whether engine e's head (a waiting entry) may be dispatched after the next cycle as far as
-    its dependences go: none on a waiting instruction (it has not even started), and each on a
-    running one met: it ends by then (``ends_soon``), or, a write after read, it has read
-    (``read_soon``)."""
+def waits_on_waiting(entry) -> Value:
+    """Whether a waiting entry depends on an instruction that is itself still waiting."""
     waiting_columns = Cat(*(Const(int(c % spec.STATION_SLOTS != 0), 1) for c in range(COLUMNS)))
-    on_waiting = ((head.full | head.war) & waiting_columns).any()
+    return ((entry.full | entry.war) & waiting_columns).any()
+
+
+def deps_met(head, e: int, ends_soon: list[Value], read_soon: list[Value], on_waiting: Value) -> Value:
+    """Whether engine e's head (a waiting entry) may be dispatched after the next cycle as far as
+    its dependences go: none on a waiting instruction (``on_waiting``, :func:`waits_on_waiting`
+    of the head: it has not even started), and each on a running one met: it ends by then
+    (``ends_soon``), or, a write after read, it has read (``read_soon``)."""
     on_running = [(~head.full[column(f, 0)] | ends_soon[f]) & (~head.war[column(f, 0)] | read_soon[f])
                   for f in range(len(ENGINES)) if f != e]
     return ~on_waiting & Cat(*on_running).all()
@@ -352,9 +385,11 @@ def _engines(m: Module, s, ctl, start: Value) -> None:
     s.read_soon = [Signal(init=1, name=f"read_soon_{e}") for e in ENGINES]
     for k, h in enumerate(heads):
         with m.If(start):
-            m.d.sync += [s.left[k].eq(0), s.free[k].eq(1), s.active[k].eq(0), s.ends_soon[k].eq(1)]
+            m.d.sync += [s.left[k].eq(0), s.free[k].eq(1), s.active[k].eq(0), s.ends_soon[k].eq(1),
+                         s.release[k].eq(0)]
         with m.Elif(s.issue[k]):
             m.d.sync += [s.left[k].eq(h.left), s.free[k].eq(0), s.active[k].eq(1), s.ends_soon[k].eq(0),
+                         s.release[k].eq(0),
                          *(getattr(s.r[k], name).eq(getattr(h, name)) for name in REGION_NAMES)]
             if k != dma:
                 m.d.sync += wtop[k].eq(h.wtop)
@@ -363,9 +398,9 @@ def _engines(m: Module, s, ctl, start: Value) -> None:
                 m.d.sync += s.left[k].eq(s.left[k])       # an LD beat waited: the LD ends a cycle later
         with m.Elif(s.left[k] != 0):
             m.d.sync += [s.left[k].eq(s.left[k] - 1), s.free[k].eq(s.left[k] == 1),
-                         s.ends_soon[k].eq(s.left[k] <= 2)]
+                         s.ends_soon[k].eq(s.left[k] <= 2), s.release[k].eq(s.active[k] & (s.left[k] == 1))]
         with m.Else():
-            m.d.sync += [s.free[k].eq(1), s.active[k].eq(0), s.ends_soon[k].eq(1)]
+            m.d.sync += [s.free[k].eq(1), s.active[k].eq(0), s.ends_soon[k].eq(1), s.release[k].eq(0)]
         with m.If(start):
             m.d.sync += [s.rdl[k].eq(0), s.read_soon[k].eq(1)]
         with m.Elif(s.issue[k]):
@@ -387,15 +422,18 @@ def _engines(m: Module, s, ctl, start: Value) -> None:
     any_issue = s.issue.any()
     s.rd_left = Signal(lbits, name="rd_left")
     s.wr_left = Signal(lbits, name="wr_left")
+    s.wr_left_next = Signal(lbits, name="wr_left_next")
     s.rd_free = Signal(init=1, name="rd_free")
     reading = any_issue & issued.rd
+    m.d.comb += s.wr_left_next.eq(Mux(start, 0, Mux(any_issue & port_wr, issued.left,
+                                                    Mux(s.wr_left != 0, s.wr_left - 1, 0))))
     with m.If(start):
         m.d.sync += [s.rd_left.eq(0), s.wr_left.eq(0), ctl.dma_hold.eq(0), s.rd_free.eq(1)]
     with m.Else():
         m.d.sync += [
             s.rd_left.eq(Mux(reading, issued.rdl, Mux(s.rd_left != 0, s.rd_left - 1, 0))),
             s.rd_free.eq(Mux(reading, issued.short, s.rd_left <= 2)),
-            s.wr_left.eq(Mux(any_issue & port_wr, issued.left, Mux(s.wr_left != 0, s.wr_left - 1, 0))),
+            s.wr_left.eq(s.wr_left_next),
             ctl.dma_hold.eq(any_of((s.left[k] >= spec.LD_OVERHEAD + 1) & (s.left[k] <= wtop[k])
                                    for k in range(n_eng) if k != dma)),
         ]
