@@ -48,13 +48,20 @@ def select(onehot: Sequence[Value], values: Sequence[Value]) -> Value:
     return out
 
 
+def pairwise_above(values: Sequence[Value]) -> dict[tuple[int, int], Value]:
+    """``{(i, j): values[i] > values[j]}`` for every pair j < i: the compares of
+    :func:`first_maximum`, for a unit that registers them a cycle ahead."""
+    return {(i, j): values[i] > values[j] for i in range(len(values)) for j in range(i)}
+
+
 def first_maximum(values: Sequence[Value], valid: Value, first_lane: int = 0,
-                  lane_bits: int | None = None) -> tuple[Value, Value]:
+                  lane_bits: int | None = None, above: dict | None = None) -> tuple[Value, Value]:
     """(value, lane) of the first maximum of ``values`` (lanes first_lane, first_lane + 1, ...),
     the earlier lane winning a tie. ``valid`` is the lanes' mask, a prefix (lane i valid =>
     every earlier lane valid): an invalid lane never wins, and the result is lane first_lane's
     value when none is valid. The lane is a number of ``lane_bits`` bits (default: as many as
-    the last lane needs).
+    the last lane needs). ``above``: the compares (:func:`pairwise_above` of the values),
+    when the caller computed them earlier; else they are made here.
 
     One compare level, whatever the count: every pair of lanes is compared at once (n (n - 1) / 2
     comparators), lane i wins when it is above every earlier lane and not below any later
@@ -67,10 +74,11 @@ def first_maximum(values: Sequence[Value], valid: Value, first_lane: int = 0,
     lanes = [Const(first_lane + i, lane_bits) for i in range(n)]
     if n == 1:
         return values[0], lanes[0]
+    if above is None:
+        above = pairwise_above(values)
     if n == 2:    # the one pair: lane 1 wins when valid and above lane 0
-        later = valid[1] & (values[1] > values[0])
+        later = valid[1] & above[1, 0]
         return Mux(later, values[1], values[0]), Mux(later, lanes[1], lanes[0])
-    above = {(i, j): values[i] > values[j] for i in range(n) for j in range(i)}
     wins = []
     for i in range(n):
         beats_earlier = [above[i, j] for j in range(i)]          # valid[i] => valid[j]: a prefix
