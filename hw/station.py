@@ -31,9 +31,10 @@ instruction is issued in x (the flags are then stale: DISPATCH_CYCLES = 2) or a 
 in x; an entry written in x - 1 is issued in x + 1 at the earliest (ENTER_DISPATCH_CYCLES = 2).
 The issue is a register, so the shift enables of every queue and vector, and the units'
 dispatch registers, hang on a flip-flop, not on the choice's logic; so are ``release`` (a
-running instruction's last cycle, which clears its column) and, of each head, the pcs compared,
-whether it waits on a waiting instruction, and the write port's countdown against its window
-(each computed from the next values, so that the choice is a few LUTs from registers).
+running instruction's last cycle, which clears its column) and, of each head, the pcs compared
+and whether it waits on a waiting instruction (computed from the next values), so that the
+choice is a carry chain (the write port's countdown against the head's window) and a few LUTs
+from registers.
 
 **The stop** (HALT, an error, NO_HALT) is taken when settled, every queue empty and every engine
 free. **The watchdog** counts the cycles in a row in which no engine is active and nothing is
@@ -312,21 +313,20 @@ def _dispatch(m: Module, s, ctl, busy: Value, start: Value) -> None:
     s.depok_q = Signal(n_eng, name="deps_ok_q")
     older_q = [Signal(n_eng, name=f"older_q_{e}") for e in ENGINES]
     # of the heads, each a register computed from their next values (the same every cycle as
-    # from the heads themselves): the pcs compared, a dependence on a waiting instruction, the
-    # write port's countdown against the head's window
+    # from the heads themselves): the pcs compared, a dependence on a waiting instruction
     older = [Signal(n_eng, name=f"older_{e}") for e in ENGINES]
     on_waiting = [Signal(name=f"on_waiting_{e}") for e in ENGINES]
-    wr_fits = [Signal(name=f"wr_fits_{e}") for e in ENGINES]
     ready = []
     for e, h in enumerate(heads):
         m.d.sync += [
             older[e].eq(Cat(*((nexts[e].pc < nexts[f].pc) if f != e else Const(1, 1) for f in range(n_eng)))),
             on_waiting[e].eq(waits_on_waiting(nexts[e])),
-            wr_fits[e].eq(s.wr_left_next <= nexts[e].wfrom1),
         ]
         deps_ok = deps_met(h, e, ends_soon, read_soon, on_waiting[e])
         rd_ok = ~h.rd | s.rd_free
-        wr_ok = (~h.wr | (e == dma)) | wr_fits[e]
+        # the write port's countdown against the head's window: one carry chain from registers
+        # (from the next values it was 13 levels: the issued latency, the queues' moves)
+        wr_ok = (~h.wr | (e == dma)) | (s.wr_left <= h.wfrom1)
         there = s.wv[e][0] & ends_soon[e]
         ready.append(there & deps_ok & rd_ok & wr_ok)
         m.d.sync += [s.base_q[e].eq(there & ~s.issue[e]), s.depok_q[e].eq(deps_ok), older_q[e].eq(older[e])]
@@ -422,18 +422,15 @@ def _engines(m: Module, s, ctl, start: Value) -> None:
     any_issue = s.issue.any()
     s.rd_left = Signal(lbits, name="rd_left")
     s.wr_left = Signal(lbits, name="wr_left")
-    s.wr_left_next = Signal(lbits, name="wr_left_next")
     s.rd_free = Signal(init=1, name="rd_free")
     reading = any_issue & issued.rd
-    m.d.comb += s.wr_left_next.eq(Mux(start, 0, Mux(any_issue & port_wr, issued.left,
-                                                    Mux(s.wr_left != 0, s.wr_left - 1, 0))))
     with m.If(start):
         m.d.sync += [s.rd_left.eq(0), s.wr_left.eq(0), ctl.dma_hold.eq(0), s.rd_free.eq(1)]
     with m.Else():
         m.d.sync += [
             s.rd_left.eq(Mux(reading, issued.rdl, Mux(s.rd_left != 0, s.rd_left - 1, 0))),
             s.rd_free.eq(Mux(reading, issued.short, s.rd_left <= 2)),
-            s.wr_left.eq(s.wr_left_next),
+            s.wr_left.eq(Mux(any_issue & port_wr, issued.left, Mux(s.wr_left != 0, s.wr_left - 1, 0))),
             ctl.dma_hold.eq(any_of((s.left[k] >= spec.LD_OVERHEAD + 1) & (s.left[k] <= wtop[k])
                                    for k in range(n_eng) if k != dma)),
         ]
