@@ -98,10 +98,10 @@ chromium:
 	@command -v chromium >/dev/null || command -v chromium-browser >/dev/null || { echo "error: chromium is missing and apt-get could not install it (GA2_SKIP_BROWSER=1 skips its tests)" >&2; exit 1; }
 
 test: setup synth-setup  ## the test suite without the slow tests (what CI runs; README says how long it takes)
-	$(PY) -m pytest -q -n 2 -m "not slow"
+	$(PY) -m pytest -q -n 2 --dist loadgroup -m "not slow"
 
 test-all: setup synth-setup  ## the whole test suite, slow tests included (Verilator cosim, Yosys on the core)
-	$(PY) -m pytest -q -n 2
+	$(PY) -m pytest -q -n 2 --dist loadgroup
 
 cosim: setup  ## compiled graphs SEEDS=100-111 (or 3,7,20-25) on the RTL vs the reference; SIM=icarus|verilator|both, WAVES=1 (yes, on: waveforms and GTKWave save files; apt-get install gtkwave)
 	$(PY) -m cosim seeds $(call quote,$(SEEDS)) --sim $(call quote,$(SIM)) $(if $(filter-out 0,$(WAVES)),--waves=$(call quote,$(WAVES))) $(if $(JOBS),--jobs $(call quote,$(JOBS))) $(if $(ENGINE),--engine $(call quote,$(ENGINE))) $(MACHINE)

@@ -18,6 +18,7 @@ import numpy as np
 
 from sim.arith import INT8_MAX, round_half_away_array
 
+from .channels import channel_scales, per_channel
 from .errors import CompileError
 
 if TYPE_CHECKING:
@@ -39,9 +40,13 @@ def has_bias(node: Node) -> bool:
     return getattr(node, "bias", None) is not None
 
 
-def accumulator_unit(node: Node, scales: Mapping[int, float]) -> float:
-    """The real value of one unit of a matmul's int32 accumulator: factor * s_a * s_b."""
+def accumulator_unit(node: Node, scales: Mapping[int, float], nodes: Sequence[Node] | None = None):
+    """The real value of one unit of a product's int32 accumulator: factor * s_a * s_b; per
+    output channel (float64 (cols,), ``nodes`` given) for a node with per-channel weight scales
+    (:mod:`compiler.channels`)."""
     a_id, b_id = node.ins
+    if nodes is not None and per_channel(node):
+        return node.factor * scales[a_id] * channel_scales(nodes[b_id], scales[b_id])
     return node.factor * scales[a_id] * scales[b_id]
 
 
@@ -52,16 +57,16 @@ def bias_levels(node: Node, nodes: Sequence[Node], scales: Mapping[int, float]) 
         CompileError: beta plus the largest product (K * 127 * 127) would not fit an int32
             (a bias far larger than the product: the operands' scales are too fine for it).
     """
-    a_id = node.ins[0]
-    unit = accumulator_unit(node, scales)
+    unit = accumulator_unit(node, scales, nodes)
     with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
         beta = np.asarray(node.bias, dtype=np.float64) / unit
-    k = nodes[a_id].shape[1]
+    b = nodes[node.ins[1]]
+    k = b.shape[1] if getattr(node, "transpose_b", False) else b.shape[0]   # the product's inner size
     room = INT32_MAX - k * INT8_MAX * INT8_MAX
     if not np.all(np.isfinite(beta)) or np.max(np.abs(beta)) > room:
         worst = float(np.max(np.abs(node.bias)))
         raise CompileError(f"{node.describe()}: its bias (up to {worst:.4g}) is more than {room:,} "
-                           f"units of the accumulator ({unit:.3g} each): it does not fit the int32 "
+                           f"units of the accumulator ({np.min(unit):.3g} each): it does not fit the int32 "
                            "accumulator beside the product",
                            "scale the bias down, or calibrate with inputs that reach larger values", node.id)
     return round_half_away_array(beta)

@@ -9,7 +9,8 @@ operation, in the seed's order); the order fixes every address, and a buffer get
 the first time a step needs it:
 
 * sources (input, weight): nothing at their own step; loaded (their lowering) just
-  before the first step that reads them;
+  before the first step that reads them, unless that step reads them where they lie in external
+  memory (the entry's ``external``: an embedding's table);
 * views (slice, concat, relu): their operands are loaded and their lowering allocates their
   buffer, but no instruction is written and nothing is released after them;
 * compute and sink nodes: their operands are loaded, their lowering writes their instructions;
@@ -183,7 +184,8 @@ class Emitter:
             if step is not None:
                 step(self, node)
             else:
-                self.lower(node, [self.ensure(i) for i in node.ins])
+                self.lower(node, [-1 if k in spec.external else self.ensure(i)
+                                  for k, i in enumerate(node.ins)])
             if self.reuse and spec.role is not Role.VIEW:
                 self.release_dead(node.id)
         self.step = -1

@@ -18,8 +18,13 @@ from .ir import Graph, Node
 from .ops import OPS
 
 
+def _either(hosts: Sequence[str]) -> str:
+    """``matmul``, ``matmul or add``, ``matmul, add or conv2d``."""
+    return hosts[0] if len(hosts) == 1 else f"{', '.join(hosts[:-1])} or {hosts[-1]}"
+
+
 def _fix(hosts: Sequence[str]) -> str:
-    return (f"put the relu directly after a {' or '.join(hosts)} that nothing else reads (it becomes the "
+    return (f"put the relu directly after a {_either(hosts)} that nothing else reads (it becomes the "
             "relu flag of that node's last instruction)")
 
 
@@ -46,7 +51,7 @@ def fuse_relus(graph: Graph, consumers: Mapping[int, Sequence[int]]) -> set[int]
         source = graph.nodes[node.ins[0]]
         if source.op not in hosts:
             raise CompileError(f"{node.op} node {node.id} reads {source.describe()}, which is not a "
-                               f"{' or '.join(hosts)}, so no instruction that writes it can carry it",
+                               f"{_either(hosts)}, so no instruction that writes it can carry it",
                                _fix(hosts),
                                node.id)
         others = other_readers(source, node, consumers)

@@ -22,6 +22,11 @@ relu        a                        a's shape
 concat      a (r1, c), b (r2, c)     (r1 + r2, c): b's rows below a's
 slice       a, start, count          (count, c): rows start .. start+count-1, a view
 argmax      a (r, c)                 (r, 1): index of the first maximum of each row
+conv2d      x (B*H*W, C), w          (B*H_o*W_o, C_out): images stored HWC, ``window``
+                                     their geometry; w (k_h*k_w*C, C_out), depthwise
+                                     (k_h*k_w, C); ``factor``, ``bias`` as a matmul's
+maxpool     x (B*H*W, C)             (B*H_o*W_o, C): the maximum of each window
+reshape     a (r, c), count          (count, r*c / count): the same words, a view
 output      a, name                  a's shape; stored to external memory under ``name``
 =========== ======================= ==================================================
 
@@ -44,6 +49,7 @@ from .errors import CompileError, first_non_finite, float_array, plural, shown
 from .node import Node, Shape
 from .ops import OPS, Op, Role
 from .ops.weight import VALID_WEIGHT_BITS
+from .ops.window import Window, pair
 from .text import graph_text, read_graph
 
 __all__ = ["VALID_WEIGHT_BITS", "CompileError", "Graph", "Node", "NodeId", "Op", "Shape", "first_non_finite",
@@ -186,9 +192,10 @@ class Graph:
         output's scales."""
         return self.add_node(Op.TABLE, (a,), fn=fn)
 
-    def softmax(self, a: int) -> int:
-        """Softmax of each row."""
-        return self.add_node(Op.SOFTMAX, (a,))
+    def softmax(self, a: int, causal: bool = False) -> int:
+        """Softmax of each row; ``causal``: row i of the last ``rows`` positions takes only its
+        first i + 1 + cols - rows values (attention's causal mask), the others are 0."""
+        return self.add_node(Op.SOFTMAX, (a,), causal=causal)
 
     def add(self, a: int, b: int) -> int:
         """Elementwise a + b."""
@@ -210,6 +217,51 @@ class Graph:
     def argmax(self, a: int) -> int:
         """Index of the first maximum of each row, shape (rows, 1)."""
         return self.add_node(Op.ARGMAX, (a,))
+
+    def conv2d(self, x: int, w: int, image: tuple[int, int], kernel: Any, stride: Any = 1, padding: Any = 0,
+               depthwise: bool = False, scale: float = 1.0, bias: Any = None,
+               per_channel: bool = False) -> int:
+        """scale * (x convolved with w) + bias, over images stored rows = pixels, columns =
+        channels (docs/guide/conv.md): x (B*H*W, C) holds B images of ``image`` = (H, W); w is
+        (k_h*k_w*C, C_out) with row (ky*k_w + kx)*C + c, or (depthwise, groups = C) (k_h*k_w, C);
+        ``kernel``, ``stride`` and ``padding`` (zeros, each side) an int or a pair, as
+        ``nn.Conv2d`` takes them; ``per_channel``: a weight scale and a requantizer per output
+        channel (:mod:`compiler.channels`). Result (B*H_o*W_o, C_out)."""
+        where = "conv2d"
+        window = Window(*pair(image, "image", where), self._cols(x, where), *pair(kernel, "kernel", where),
+                        *pair(stride, "stride", where), *pair(padding, "padding", where), bool(depthwise))
+        extra = {} if bias is None else {"bias": bias}
+        if per_channel:
+            extra["per_channel"] = per_channel
+        return self.add_node(Op.CONV2D, (x, w), window=window.text(), factor=scale, **extra)
+
+    def maxpool2d(self, x: int, image: tuple[int, int], kernel: Any, stride: Any = None) -> int:
+        """The maximum of each ``kernel`` window (stride: the kernel's, as ``nn.MaxPool2d``), channel
+        by channel, over x (B*H*W, C) holding B images of ``image`` = (H, W)."""
+        where = "maxpool2d"
+        k = pair(kernel, "kernel", where)
+        s = k if stride is None else pair(stride, "stride", where)
+        window = Window(*pair(image, "image", where), self._cols(x, where), *k, *s)
+        return self.add_node(Op.MAXPOOL, (x,), window=window.text())
+
+    def reshape(self, a: int, rows: int) -> int:
+        """The same words as ``rows`` rows (a view): flattening B images of H x W x C is
+        reshape(a, B)."""
+        return self.add_node(Op.RESHAPE, (a,), count=rows)
+
+    def _cols(self, nid: int, user: str) -> int:
+        return self._operand(nid, user).shape[1]
+    def layernorm(self, a: int, eps: float = 1e-5, gain: float = 1.0, bias: Any = None) -> int:
+        """The LayerNorm of each row, gain * (a - mean) / sqrt(var + eps) + bias (the biased
+        variance, as nn.LayerNorm): one LN per row, exactly in integers, and one RQ (issue 26).
+        ``gain`` is one positive number, ``bias`` None or one number per column."""
+        return self.add_node(Op.LAYERNORM, (a,), eps=eps, gain=gain, bias=bias)
+
+    def embedding(self, ids: int, table: int) -> int:
+        """Row ``ids[t, 0]`` of the int8 weight ``table`` for each token t: ids is an input of
+        shape (tokens, 1) holding token ids 0..127 (its scale is pinned to 1), the result
+        (tokens, table's columns). One GATHER per token; the table stays in external memory."""
+        return self.add_node(Op.EMBEDDING, (ids, table))
 
     def output(self, a: int, name: str) -> int:
         """Store tensor a to external memory under ``name``."""

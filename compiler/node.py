@@ -1,4 +1,5 @@
-"""A node of Capra's graph IR: one operation on 2-D tensors, its operands and its attributes.
+"""A node of Capra's graph IR: one operation on 2-D tensors (images stored rows = pixels,
+columns = channels: docs/guide/conv.md), its operands and its attributes.
 
 The graph that holds nodes is :class:`compiler.ir.Graph`; what each operation is (its
 attributes, shape rule and meanings) is the table of :mod:`compiler.ops`. This module lies
@@ -35,9 +36,16 @@ class Node:
         transpose_b: the matmul reads its second operand transposed.
         factor: the matmul's constant factor (the ``scale=`` argument of :meth:`Graph.matmul`).
         bias: the matmul's bias, float64 of shape (cols,), added to every row after the
-            factor (None: no bias).
+            factor (None: no bias); a layernorm's, added after the gain.
+        eps: a layernorm's epsilon (added to the variance). gain: a layernorm's one factor.
+        causal: a softmax's row i takes only its first i + 1 + cols - rows values (a causal
+            mask: query i of the last ``rows`` sees the keys up to its own position).
         fn: a table activation's function (``gelu``, ``leaky_relu:0.01``: compiler/tables.py).
-        start, count: the rows a slice takes.
+        start, count: the rows a slice takes; count: the rows of a reshape.
+        window: a convolution's or a pool's geometry over images stored HWC
+            (``"8x8x4 k3x3 s1x1 p1x1"``: :mod:`compiler.ops.window`).
+        per_channel: a convolution's weight scales and requantizer are per output channel
+            (:mod:`compiler.channels`).
         tag: a user's name for the tensor, used by ``compile_graph(ranges=...)``.
 
     Two nodes are equal when every field is, a weight's values element by element.
@@ -54,8 +62,13 @@ class Node:
     factor: float = 1.0
     bias: np.ndarray | None = None
     fn: str = ""
+    eps: float = 0.0
+    gain: float = 1.0
+    causal: bool = False
     start: int = 0
     count: int = 0
+    window: str = ""
+    per_channel: bool = False
     tag: str | None = None
 
     def describe(self) -> str:
@@ -71,8 +84,8 @@ class Node:
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, Node):
             return NotImplemented
-        plain = ("id", "op", "ins", "shape", "name", "bits", "transpose_b", "factor", "fn", "start", "count",
-                 "tag")
+        plain = ("id", "op", "ins", "shape", "name", "bits", "transpose_b", "factor", "fn", "eps", "gain",
+                 "causal", "start", "count", "window", "per_channel", "tag")
         if any(getattr(self, f) != getattr(other, f) for f in plain):
             return False
         for a, b in ((self.array, other.array), (self.bias, other.bias)):

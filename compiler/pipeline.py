@@ -157,7 +157,7 @@ PASSES: tuple[Pass, ...] = (
          "argument graph into it", contracts.check_cse, off=_no_cse),
     Pass("fusion", _fusion, ("graph",), ("consumers", "fused"),
          "the graph is well formed",
-         "every relu reads a matmul or add that nothing else reads; fused holds those nodes (none "
+         "every relu reads a matmul, add or conv2d that nothing else reads; fused holds those nodes (none "
          "when switched off: each relu is then an RQ of its own)",
          contracts.check_fusion, off=_no_fusion),
     Pass("placement", _placement, ("graph", "consumers"), ("placement",),

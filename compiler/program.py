@@ -26,6 +26,7 @@ from sim.spec import Params
 from .allocator import AllocEvent
 from .blocking import Blocking, Ranking
 from .calibrate import check_sample
+from .channels import per_channel_weights, quantize_columns
 from .errors import CompileError, plural, shown
 from .explain import explain
 from .int4 import is_int4, pack_int4
@@ -205,6 +206,8 @@ class Program:
     def quantized_weight(self, nid: int) -> np.ndarray:
         """A weight's levels (int64 array), int8 or int4 by its bits."""
         node = self.graph.nodes[nid]
+        if nid in per_channel_weights(self.graph.nodes):   # a scale per column (compiler/channels.py)
+            return quantize_columns(node, self.scales[nid])
         return quantize_array(node.array, self.scales[nid])
 
     def ext_image(self, inputs: Mapping[str, object]) -> np.ndarray:
@@ -218,7 +221,8 @@ class Program:
             node = self.graph.nodes[entry.node]
             constant = constant_of(entry, self.graph.nodes)
             if constant is not None:   # a matmul's bias (int32), a table's entries
-                image[entry.addr:entry.end] = constant.values(node, self.graph.nodes, self.scales)
+                extra = (self.machine,) if constant.machine else ()
+                image[entry.addr:entry.end] = constant.values(node, self.graph.nodes, self.scales, *extra)
                 continue
             if OPS[entry.kind].role is not Role.SOURCE:
                 continue

@@ -21,7 +21,7 @@ import sys
 from fractions import Fraction
 
 from sim.arith import Q16_ONE, mantissa_shift
-from sim.spec import BY_NAME, Params
+from sim.spec import BY_NAME, RQ_TENSOR_SHIFT_LO, Params
 
 from .errors import CompileError
 
@@ -75,9 +75,11 @@ def rescale_factor(scale_operand: float, scale_sum: float) -> float:
 
 
 def shift_range(params: Params) -> tuple[int, int]:
-    """The RQ instruction's legal shifts (lowest, highest), from the ISA spec."""
+    """The legal shifts (lowest, highest) of RQ per tensor (pc = 0), from the ISA spec: the field's
+    range, from RQ_TENSOR_SHIFT_LO (s = 0 is for a per-channel RQ only)."""
     shift_field = next(f for f in BY_NAME["RQ"].fields if f.name == "s")
-    return shift_field.legal_range(params)
+    lo, hi = shift_field.legal_range(params)
+    return max(lo, RQ_TENSOR_SHIFT_LO), hi
 
 
 def requantizer(factor: float, what: str, node: int, params: Params) -> tuple[int, int]:

@@ -158,21 +158,17 @@ def schedule(code: Sequence[Instruction], params: Params, window: int = WINDOW) 
     if not params.OVERLAP or len(body) < 2:
         return Scheduled(list(code), list(range(len(code))), before, before)
     accesses = [(spec.spad_accesses(i.spec, i.fields), ext_accesses(i)) for i in body]
-    pairs: dict[tuple[int, int], bool] = {}
-
-    def after(j: int, i: int) -> bool:        # i < j: must j stay after i?
-        key = (i, j)
-        if key not in pairs:
-            pairs[key] = depends(accesses[j], accesses[i])
-        return pairs[key]
-
+    # j is in the window only while floor > j - window, and everything below floor is done:
+    # the earlier instructions j can wait on are those of the window's width before it
+    waits_on = [[i for i in range(max(0, j - window + 1), j) if depends(accesses[j], accesses[i])]
+                for j in range(len(body))]
     done = [False] * len(body)
     floor = 0
     issue = spec.Issue(params)
     order: list[int] = []
     def ready() -> list[int]:
         return [j for j in range(floor, min(floor + window, len(body)))
-                if not done[j] and not any(not done[i] and after(j, i) for i in range(floor, j))]
+                if not done[j] and all(done[i] for i in waits_on[j])]
 
     def start_after(state: spec.Issue, j: int) -> tuple[int, spec.Issue]:
         twin = state.copy()
@@ -186,8 +182,9 @@ def schedule(code: Sequence[Instruction], params: Params, window: int = WINDOW) 
             options = [k for k in ready() if not done[k]]
             if not options:
                 break
-            k = min(options, key=lambda k: (start_after(state, k)[0], k))
-            state = start_after(state, k)[1]
+            tried = {k: start_after(state, k) for k in options}
+            k = min(options, key=lambda k: (tried[k][0], k))
+            state = tried[k][1]
             done[k] = True
             marked.append(k)
         for k in marked:

@@ -64,9 +64,13 @@ def _relu(x: np.ndarray) -> np.ndarray:
     return np.maximum(x, 0.0)
 
 
+def _relu6(x: np.ndarray) -> np.ndarray:
+    return np.clip(x, 0.0, 6.0)
+
+
 FUNCTIONS: dict[str, Callable[[np.ndarray], np.ndarray]] = {
     "gelu": _gelu, "gelu_tanh": _gelu_tanh, "silu": _silu, "sigmoid": _sigmoid, "tanh": np.tanh,
-    "hardswish": _hardswish, "relu": _relu,
+    "hardswish": _hardswish, "relu": _relu, "relu6": _relu6,
 }
 """The functions without a parameter, by name."""
 PARAMETRIC = {"leaky_relu": "negative slope", "elu": "alpha"}

@@ -38,7 +38,8 @@ from .ops import OPS, Op, Role
 if TYPE_CHECKING:
     from .node import Node
 
-_LINE = re.compile(r"%(?P<id>\d+)\s*=\s*(?P<op>[a-z_]+)(?P<body>.*?)\s*->\s*\(\s*(?P<rows>\d+)\s*,\s*"
+_LINE = re.compile(r"%(?P<id>\d+)\s*=\s*(?P<op>[a-z_][a-z0-9_]*)(?P<body>.*?)\s*->\s*\(\s*(?P<rows>\d+)"
+                   r"\s*,\s*"
                    r"(?P<cols>\d+)\s*\)\s*$")
 _TOKEN = re.compile(r'\s*(?:(?P<operand>%\d+)\s*,?|(?P<string>"(?:[^"\\]|\\.)*")'
                     r'|(?P<key>[a-z_]+)=(?P<value>"(?:[^"\\]|\\.)*"|[^\s"]+))')

@@ -13,7 +13,11 @@ The cover points, each a ``cocotb_coverage.coverage.CoverPoint`` under ``stress`
     instructions the machine checked (executed, or stopped on): ``lo-1`` and ``lo``, and
     ``hi`` and ``hi+1`` where the upper bound is below the field's largest value;
 ``stress.alignment.<instruction>.<region>``
-    the start address of every memory region modulo LANES, in the instructions checked;
+    the start address of every memory region modulo LANES, in the instructions checked (an
+    empty region, RQ's table with pc = 0, is not counted);
+``stress.rules.<instruction>``
+    each rule across fields (``sim.spec.FieldRule``: MM's overlapping accumulated rows, RQ's
+    modes) holding in an instruction the machine checked, which stops it with BAD_FIELD;
 ``stress.waits`` (a machine with OVERLAP = 1 or 2 only)
     the programs whose run waited on a hazard, on a scratchpad port (:data:`WAITS`);
 ``stress.queues`` (OVERLAP = 2 only)
@@ -46,7 +50,7 @@ from .text import counted
 
 ROOT = "stress"
 HALT = "HALT"
-STOPS = (HALT, *(c.name for c in spec.CHECK_CODES))
+STOPS = (HALT, *(c.name for c in ErrorCode if c is not ErrorCode.NONE and c not in spec.MACHINE_FAULTS))
 """The stops a program can make, in the order of :class:`sim.spec.ErrorCode` (HALT for a normal
 one; not the machine's own STALL, which no correct machine reaches)."""
 INSTRUCTIONS = tuple(s.name for s in spec.INSTRUCTIONS)
@@ -55,7 +59,9 @@ FLAGS = tuple(f"{s.name} {f.name}=1" for s in spec.INSTRUCTIONS for f in s.field
 CASES = tuple(dict.fromkeys((
     "MM tb=1", "MM tb=1, odd strides", "MM K=1", "MM K=K_MAX", "MM output rows overlap", "SM len=1",
     "SM len=SM_MAX_LEN", "RQ in place", "VADD in place", "collide RAW", "collide WAR", "collide WAW",
-    *FLAGS)))
+    *FLAGS, "RQ pc=1, C=LANES", "RQ pc=1, C not a multiple of LANES", "RQ pc=1, len > C",
+    "RQ pc=1 in place", "LN len=1", "LN len=LN_MAX_LEN", "LN in place", "GATHER first row",
+    "GATHER last row")))
 """The generator's named cases (``cosim.stress.Generator`` counts them in its features)."""
 WAITS = ("hazard", "port")
 """OVERLAP = 1: the bins of ``stress.waits``, a program whose run waited on a hazard, on a port
@@ -65,11 +71,11 @@ QUEUES = (*(f"{e} queue full" for e in spec.ENGINES), "front end held", "passed"
 reference machine had STATION_SLOTS - 1 instructions waiting in an engine's queue at once; held
 the front end for a free entry; dispatched an instruction before an earlier one; dispatched a
 write after read before the end of the instruction whose reads it overwrites."""
-REQUIRED = (f"{ROOT}.instructions", f"{ROOT}.stops")
-"""Cover points a run of 500 programs covers completely."""
+REQUIRED = (f"{ROOT}.instructions", f"{ROOT}.stops", f"{ROOT}.rules.")
+"""Cover points a run of 500 programs covers completely (every rule across fields among them)."""
 GROUPS = (("instructions", f"{ROOT}.instructions"), ("stops", f"{ROOT}.stops"), ("cases", f"{ROOT}.cases"),
-          ("field edges", f"{ROOT}.fields."), ("alignment", f"{ROOT}.alignment."), ("waits", f"{ROOT}.waits"),
-          ("queues", f"{ROOT}.queues"))
+          ("field edges", f"{ROOT}.fields."), ("rules", f"{ROOT}.rules."),
+          ("alignment", f"{ROOT}.alignment."), ("waits", f"{ROOT}.waits"), ("queues", f"{ROOT}.queues"))
 """The report's lines: a title and the cover points whose name is (or starts with) the key."""
 _EDGE_ORDER = ("lo-1", "lo", "hi", "hi+1")
 
@@ -90,6 +96,11 @@ def edges(field: spec.Field, params: Params) -> dict[int, str]:
         out[hi] = "hi"
         out[hi + 1] = "hi+1"
     return out
+
+
+def rule_bins(ispec: spec.InstrSpec) -> list[str]:
+    """The bins of ``stress.rules.<instruction>``: ``rule k (field)``, in the spec's order."""
+    return [f"rule {k + 1} ({rule.blames})" for k, rule in enumerate(ispec.field_rules)]
 
 
 def _bounded(ispec: spec.InstrSpec) -> list[spec.Field]:
@@ -129,8 +140,11 @@ class Model:
         self.case = CoverPoint(f"{ROOT}.cases", bins=list(CASES))(_ignore)
         self.wait = CoverPoint(f"{ROOT}.waits", bins=list(WAITS))(_ignore) if params.OVERLAP else None
         self.queue = CoverPoint(f"{ROOT}.queues", bins=list(QUEUES))(_ignore) if params.OVERLAP == 2 else None
-        self.fields, self.regions = {}, {}
+        self.fields, self.regions, self.rules = {}, {}, {}
         for ispec in spec.INSTRUCTIONS:
+            if ispec.field_rules:
+                self.rules[ispec.name] = CoverPoint(f"{ROOT}.rules.{ispec.name}",
+                                                    bins=rule_bins(ispec))(_ignore)
             for f in _bounded(ispec):
                 table = edges(f, params)
                 self.fields[ispec.name, f.name] = CoverPoint(
@@ -164,7 +178,11 @@ class Model:
             for f in _bounded(ins.spec):
                 self.fields[name, f.name](fields[f.name])
             for region in ins.spec.regions:
-                self.regions[name, region.start](fields[region.start])
+                if region.extent(fields):
+                    self.regions[name, region.start](fields[region.start])
+            for rule, label in zip(ins.spec.field_rules, rule_bins(ins.spec), strict=True):
+                if rule.holds(fields, self.params):
+                    self.rules[name](label)
 
     def export(self, path: Path) -> None:
         """Write the counts of this model (cocotb-coverage's YAML)."""

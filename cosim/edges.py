@@ -18,6 +18,13 @@ named ``seed N (edge: <strategy>)``. The body comes from one strategy, by turns:
     +-2**(s+7), +-2**(s+8) (64, 128, 256: the saturation boundary), each also with the tie
     added, in place (1,172 words: it fits a scratchpad of 2,048); a comparator of one shift's
     mask that is off by one fails here and nowhere else.
+``rq_per_channel``
+    RQ per output channel (pc = 1, issue 25): a table of C = 65 entries (odd, so that every
+    channel meets every lane over LANES rows) with the shifts 0..63 and the products of
+    ``rq_every_shift`` for each (s = 0 on +-127, +-128: no shift, no rounding); tables of C =
+    LANES, LANES + 1, 2*LANES - 1 and 3*LANES + 1 words (a beat wrapping past the table's end at
+    every lane) over rows shorter than C, of C and longer, with entries at their extremes (m = 0
+    and 2**24 - 1, s = 0, 1 and 63, bits 31..30 set), ties of both signs per channel, in place.
 ``softmax_rows``
     SM rows that are all negative (-128 included), widely spread (max - min = 255, the last
     entry of the exp table, and differences where the table is 0), all equal, of length 4k+1
@@ -28,12 +35,24 @@ named ``seed N (edge: <strategy>)``. The body comes from one strategy, by turns:
     tb = 0 and 1, int8 words whose upper 24 bits are not a sign extension; MM acc = 1 onto int32
     words next to INT32_MAX and INT32_MIN, wrapping both ways.
 ``vector_edges``
-    VADD sums of exactly +-127, +-128 (saturating) and 127 + -128; AMAX with ties inside a
-    beat, across beats and in the last lane of a 4k+1 row, an all -128 row; UNPACK nibbles
+    VADD sums of exactly +-127, +-128 (saturating) and 127 + -128, and on the same pairs the
+    maximum (max = 1: -128 with -128 passes through, equal pairs, both ends), with relu; AMAX
+    with ties inside a beat, across beats and in the last lane of a 4k+1 row, an all -128 row; UNPACK nibbles
     -8, 7, -1, 0; in place; every alignment; LUT on the inputs -128 and 127 (the table's ends),
     in place and onto its own table.
 ``touching_regions``
     every instruction with a long source and its destination right before or right after it.
+``layernorm_rows``
+    LN (issue 26) on constant rows with eps = 0 (D = 0, r = 0) and 1, the row of one 127 among
+    -128s (the largest |z|, sqrt(N - 1)) at LN_MAX_LEN where the scratchpad allows, rows of the
+    two extremes (the largest variance), a row of zeros and one 1 (the smallest), length 1 and
+    4k + 1, eps 2^32 - 1, bias words next to INT32_MAX and INT32_MIN (the sum wraps), in place
+    over the row and over the bias.
+``gather_rows``
+    GATHER (issue 26) of the first and the last row of tables of 1 to 9 rows, both formats, rows
+    of 1 to 5 elements and 4k + 1 (a packed word partly used), a table ending on the last
+    external word, a row number written by AMAX (the greedy decoding loop), the destination
+    touching the row number's word.
 ``field_limits``
     every bounded field at its limit (M = N = T, K = 1 and K_MAX, s = 1 and 63, m = 0 and
     2**24 - 1, SM len = SM_MAX_LEN, len = 1) and regions that end exactly at the last word of
@@ -44,7 +63,9 @@ named ``seed N (edge: <strategy>)``. The body comes from one strategy, by turns:
 
 The endings are edges too: a field one past its limit (BAD_FIELD), a region one word past
 the end of its memory, short or long (SPAD_RANGE, EXT_RANGE), a destination overlapping a source by one word
-(OVERLAP), and for half of them two faults in one instruction, so that the error priority
+(OVERLAP), a GATHER's row number just out of its table (BAD_INDEX: rows, rows + 1, 2^16 + rows -
+1 whose low 16 bits are in range, -1, 2^31), and for half of them two faults in one instruction,
+so that the error priority
 shows (BAD_FIELD with a region out of range or an overlap; SPAD_RANGE with EXT_RANGE; an
 unknown opcode over fields that are also out of range).
 
@@ -220,6 +241,64 @@ def rq_every_shift(b: Builder) -> None:
     b.features["edge: RQ every shift"] += 1
 
 
+# --------------------------------------------------------------------------- rq_per_channel
+
+
+def _entry_extremes(rng: random.Random) -> int:
+    """A table word with its pair at an extreme and bits 31..30 random (the machine ignores them)."""
+    m = rng.choice((0, 1, (1 << arith.MANTISSA_BITS) - 1, rng.randrange(1 << 23, 1 << 24)))
+    s = rng.choice((0, 1, 63, rng.randint(20, 45), rng.randint(0, 63)))
+    return arith.pack_rq_pair(m, s) | rng.randrange(4) << 30
+
+
+def rq_per_channel(b: Builder) -> None:
+    rng, lanes = b.rng, b.params.LANES
+    # every shift 0..63 on the products that decide its masks, each channel in every lane
+    channels = 65
+    pairs = [shift_products(c % 64) if c % 64 else (1, [127, -127, 128, -128, 1, -1, 64, 256])
+             for c in range(channels)]
+    table = b.load([arith.pack_rq_pair(m, c % 64) for c, (m, _) in enumerate(pairs)])
+    extremes = [INT32_MIN, INT32_MAX, 0, -1]      # shifts from 53 up: |a * m| < 2**55 rounds to 0
+    rows = [[(values or extremes)[(r + c) % len(values or extremes)] for c, (_, values) in enumerate(pairs)]
+            for r in range(lanes)]
+    src = b.load([a for row in rows for a in row])
+    b.add("RQ", dst=src, src=src, len=channels * lanes, m=0, s=0, relu=0, pc=1, tab=table, C=channels)
+    b.features["edge: RQ per channel, every shift in every lane"] += 1
+    # tables that wrap inside a beat, rows shorter and longer than the table, extreme entries
+    for c in (lanes, lanes + 1, 2 * lanes - 1, 3 * lanes + 1):
+        if b.spad_next + 14 * c + 40 > b.params.SPAD_WORDS:
+            break                   # a wide machine's small scratchpad: as many as fit
+        table = b.load([_entry_extremes(rng) for _ in range(c)])
+        for n in (1, c - 1, c, c + 1, 3 * c + 2):
+            src = b.load([rng.choice((INT32_MIN, INT32_MAX, 0, rng.randint(-(1 << 20), 1 << 20)))
+                          for _ in range(n)])
+            dst = src if rng.random() < 0.3 else b.spad(n)
+            b.add("RQ", dst=dst, src=src, len=n, m=0, s=0, relu=rng.randint(0, 1), pc=1, tab=table, C=c)
+        b.features["edge: RQ per channel, C around LANES"] += 1
+    rq_per_channel_ties(b)
+
+
+def rq_per_channel_ties(b: Builder) -> None:
+    """Ties of both signs per channel: channel c's pair from tie_pair at its own shift, its
+    accumulators the ties of that pair (each row a different tie of every channel)."""
+    rng, lanes = b.rng, b.params.LANES
+    channels = lanes + rng.randint(1, lanes)
+    found = []
+    for _ in range(channels):
+        s = rng.choice([1, 2, 8, 16, 24, 31, 32, 40, 46])
+        q = rng.choice([q for q in TIE_ODD_PARTS if tie_pair(random.Random(0), s, q) is not None])
+        m, u = tie_pair(rng, s, q)
+        found.append((arith.pack_rq_pair(m, s), tie_accumulators(rng, q, u)))
+    table = b.load([word for word, _ in found])
+    rows = min(8, max(len(values) for _, values in found))
+    if b.spad_next + 2 * rows * channels + channels + 12 > b.params.SPAD_WORDS:
+        return
+    src = b.load([values[r % len(values)] for r in range(rows) for _, values in found])
+    b.add("RQ", dst=b.spad(rows * channels), src=src, len=rows * channels, m=0, s=0, relu=rng.randint(0, 1),
+          pc=1, tab=table, C=channels)
+    b.features["edge: RQ per channel ties"] += 1
+
+
 # --------------------------------------------------------------------------- softmax_rows
 
 
@@ -313,7 +392,10 @@ def vector_edges(b: Builder) -> None:
     seconds = [pairs[i % len(pairs)][1] for i in range(n)]
     s1, s2 = b.load(firsts, int8=True), b.load(seconds, int8=True)
     dst = s1 if rng.random() < 0.3 else b.spad(n)
+    b.add("VADD", dst=b.spad(n), src1=s1, src2=s2, len=n, max=1)      # before the sums overwrite s1
+    b.add("VADD", dst=b.spad(n), src1=s2, src2=s1, len=n, max=1, relu=1)
     b.add("VADD", dst=dst, src1=s1, src2=s2, len=n)
+    b.features["edge: VADD max"] += 1
     for kind in ("tail", "twin", "all -128", "first"):
         m = 4 * rng.randint(0, 15) + 1
         row = [-128] * m if kind == "all -128" else int8s(rng, m, -128, 100)
@@ -429,11 +511,13 @@ def touching_regions(b: Builder) -> None:
     OVERLAP."""
     rng = b.rng
     load_whole(b)
-    for kind in ("RQ", "VADD", "AMAX", "UNPACK", "SM", "MM"):
+    for kind in ("RQ", "VADD", "AMAX", "UNPACK", "SM", "MM", "LN"):
         f = lengthened(b, kind, _legal_fields(b, kind))
         regions = spec.BY_NAME[kind].regions
         write = next(r for r in regions if r.writes)
-        reads = [r for r in regions if not r.writes and r.mem is Mem.SPAD]
+        reads = [r for r in regions if not r.writes and r.mem is Mem.SPAD and r.extent(f)]
+        if not reads:               # lengthened to nothing: a scratchpad of a few words
+            raise TooSmall(f"no long {kind} in {b.params.SPAD_WORDS} scratchpad words")
         low = min(f[r.start] for r in reads)
         if rng.random() < 0.5 and low >= write.extent(f):
             f[write.start] = low - write.extent(f)          # ends where the sources begin
@@ -441,10 +525,87 @@ def touching_regions(b: Builder) -> None:
         b.features["edge: regions touching"] += 1
 
 
+# --------------------------------------------------------------------------- layernorm_rows, gather_rows
+
+
+def layernorm_rows(b: Builder) -> None:
+    p, rng = b.params, b.rng
+    room = (p.SPAD_WORDS - b.spad_next - 64) // 3               # a row, its bias and its result
+    longest = max(1, min(spec.LN_MAX_LEN, room))
+    odd = 4 * rng.randint(1, 8) + 1
+    rows = [
+        ("one 127 among -128s, the largest |z|", [127] + [-128] * (longest - 1), 0),
+        ("constant, eps = 0: D = 0", [rng.randint(-128, 127)] * odd, 0),
+        ("constant, eps = 1", [rng.randint(-128, 127)] * odd, 1),
+        ("the two extremes", [rng.choice((-128, 127)) for _ in range(odd)], (1 << 32) - 1),
+        ("zeros and one 1", [0] * (odd - 1) + [1], rng.randint(0, 3)),
+        ("length 1", [rng.randint(-128, 127)], rng.choice((0, 1, (1 << 32) - 1))),
+    ]
+    for name, row, eps in rows:
+        n = len(row)
+        if b.spad_next + 3 * n + 12 > p.SPAD_WORDS:
+            continue
+        src = b.load(row, int8=True)
+        near = [INT32_MAX - rng.randrange(1 << 22) if i % 2 else INT32_MIN + rng.randrange(1 << 22)
+                for i in range(n)]
+        bias = b.load(near if rng.random() < 0.5 else [rng.randint(-(1 << 20), 1 << 20) for _ in range(n)])
+        b.add("LN", dst=b.spad(n), src=src, len=n, bias=bias, eps=eps)
+        b.features[f"edge: LN {name}"] += 1
+        if n in (1, spec.LN_MAX_LEN):                       # cosim.coverage.CASES
+            b.features[f"LN len={'1' if n == 1 else 'LN_MAX_LEN'}"] += 1
+    # in place over the row, then over the bias
+    n = 4 * rng.randint(0, 6) + rng.randint(1, 4)
+    if b.spad_next + 2 * n + 8 <= p.SPAD_WORDS:
+        src, bias = b.load(int8s(rng, n), int8=True), b.load([rng.randint(-999, 999) for _ in range(n)])
+        b.add("LN", dst=src, src=src, len=n, bias=bias, eps=rng.getrandbits(12))
+        b.add("LN", dst=bias, src=src, len=n, bias=bias, eps=0)
+        b.features["edge: LN in place over the row and the bias"] += 1
+        b.features["LN in place"] += 1
+
+
+def _table(b: Builder, rows: int, n: int, fmt: int, at_end: bool = False) -> int:
+    """An embedding table of ``rows`` rows of ``n`` elements in the external memory (fresh, or
+    ending on its last word), bytes -128, 127, -1 and 0 in a packed one; its address."""
+    p, rng = b.params, b.rng
+    words = rows * (-(-n // spec.INT8_PER_WORD) if fmt else n)
+    src = p.EXT_WORDS - words if at_end else b.ext_next + rng.randrange(0, 4)
+    if src < 0 or src + words > p.EXT_WORDS:
+        raise TooSmall(f"an embedding table of {words} words does not fit {p.EXT_WORDS} external words")
+    if not at_end:
+        b.ext_next = src + words
+    if fmt:
+        for w in range(src, src + words):
+            b.ext[w] = sum(rng.choice((0x80, 0x7F, 0xFF, 0x00, rng.randrange(256))) << (8 * j)
+                           for j in range(spec.INT8_PER_WORD))
+    return src
+
+
+def gather_rows(b: Builder) -> None:
+    rng = b.rng
+    for k, n in enumerate((1, 2, 3, 4, 5, 4 * rng.randint(2, 16) + 1, rng.randint(6, 64))):
+        fmt, rows = k % 2, rng.choice((1, 2, rng.randint(3, 9)))
+        src = _table(b, rows, n, fmt, at_end=k == 6)
+        for row in sorted({0, rows - 1}):
+            idx = b.load([row])
+            b.add("GATHER", dst=b.spad(n), src=src, idx=idx, len=n, rows=rows, fmt=fmt)
+            b.features[f"edge: GATHER {'first' if row == 0 else 'last'} row"] += 1
+            b.features[f"GATHER {'first' if row == 0 else 'last'} row"] += 1     # cosim.coverage.CASES
+    # the row number written by AMAX (greedy decoding feeds the argmax back), the destination
+    # right after the row number's word
+    rows, n = rng.randint(2, 9), rng.randint(1, 9)
+    src = _table(b, rows, n, 1)
+    scores = b.load(int8s(rng, rows), int8=True)
+    idx = b.spad(1 + n)
+    b.add("AMAX", dst=idx, src=scores, len=rows)
+    b.add("GATHER", dst=idx + 1, src=src, idx=idx, len=n, rows=rows, fmt=1)
+    b.features["edge: GATHER of an AMAX's index"] += 1
+
+
 STRATEGIES: dict[str, Callable[[Builder], None]] = {
     "rq_ties": rq_ties, "softmax_rows": softmax_rows, "mm_extremes": mm_extremes,
     "vector_edges": vector_edges, "field_limits": field_limits, "touching_regions": touching_regions,
-    "rq_every_shift": rq_every_shift,
+    "rq_every_shift": rq_every_shift, "rq_per_channel": rq_per_channel,
+    "layernorm_rows": layernorm_rows, "gather_rows": gather_rows,
 }
 """The legal bodies, by turns over the edge seeds."""
 
@@ -462,34 +623,58 @@ def _legal_fields(b: Builder, kind: str) -> dict[str, int]:
     for _ in range(1000):
         n = rng.randint(1, 24)
         f = {"LD": {"len": n}, "ST": {"len": n},
-             "RQ": {"len": n, "m": rng.randrange(1 << 24), "s": 20, "relu": 0}, "SM": {"len": n},
+             "RQ": _rq_fields(rng, n, p), "SM": {"len": n},
              "VADD": {"len": n}, "AMAX": {"len": n}, "UNPACK": {"len": 1 + n % 4},
              "MM": {"M": rng.randint(1, p.T), "K": n, "N": rng.randint(1, p.T), "tb": rng.randint(0, 1),
-                    "lda": n + rng.randint(0, 3), "ldb": p.T + n, "ldc": p.T}}[kind]
+                    "lda": n + rng.randint(0, 3), "ldb": p.T + n, "ldc": p.T},
+             "LN": {"len": n, "eps": rng.getrandbits(32)},
+             "GATHER": {"len": n, "rows": rng.randint(1, 9), "fmt": rng.randint(0, 1)}}[kind]
         for region in ispec.regions:
             f.setdefault(region.start, 0)
         sizes = [p.EXT_WORDS if region.mem is Mem.EXT else p.SPAD_WORDS for region in ispec.regions]
         if any(region.extent(f) > size for region, size in zip(ispec.regions, sizes, strict=True)):
             continue
         for region, size in zip(ispec.regions, sizes, strict=True):
-            f[region.start] = rng.randrange(0, size - region.extent(f) + 1)
+            extent = region.extent(f)
+            f[region.start] = rng.randrange(0, size - extent + 1) if extent else 0   # empty: at 0
         if spec.check(ispec, f, p)[0] is ErrorCode.NONE:
             return f
     raise AssertionError(f"no legal {kind} found")
 
 
-def one_past(b: Builder, kind: str) -> tuple[str, int, int]:
-    """A bounded field of ``kind`` and a value one past its limit (hi + 1, or lo - 1).
+def _rq_fields(rng: random.Random, n: int, p: Params) -> dict[str, int]:
+    """RQ's fields but the region starts: per tensor, or (half the time) per output channel with
+    a table of LANES to 24 words."""
+    if rng.random() < 0.5:
+        return {"len": n, "m": 0, "s": 0, "relu": 0, "pc": 1, "C": rng.randint(p.LANES, max(p.LANES, 24))}
+    return {"len": n, "m": rng.randrange(1 << 24), "s": 20, "relu": 0, "pc": 0, "tab": 0, "C": 0}
+
+
+def one_past(b: Builder, kind: str, rules: bool = True) -> tuple[dict[str, int], dict[str, int]]:
+    """A bounded field of ``kind`` set one past its limit (hi + 1, or lo - 1), or (for a kind with
+    rules across fields, when ``rules``, half the time) one of its rules broken
+    (``sim.spec.FieldRule.breaking``).
 
     Returns:
-        (field name, the value one past the limit, the limit it is one past).
+        (the fields that make it bad, the same fields at the limit the checker's repair
+        (:func:`nearest_legal`) gives back; for a broken rule, which no repair mends, the
+        breaking fields themselves).
     """
-    bounded = [fl for fl in spec.BY_NAME[kind].fields if fl.lo is not None or fl.hi is not None]
-    fl = b.rng.choice(bounded)
-    lo, hi = fl.legal_range(b.params)
-    options = ([(lo - 1, lo)] if lo > 0 else []) + ([(hi + 1, hi)] if hi < (1 << fl.width) - 1 else [])
-    past, limit = b.rng.choice(options)
-    return fl.name, past, limit
+    field_rules = spec.BY_NAME[kind].field_rules
+    if rules and field_rules and b.rng.random() < 0.5:
+        broken = b.rng.choice(field_rules).breaking(b.params)
+        return broken, broken
+    past = {fl.name: _past(fl, b.params) for fl in spec.BY_NAME[kind].fields}
+    name = b.rng.choice([name for name, options in past.items() if options])
+    value, limit = b.rng.choice(past[name])
+    return {name: value}, {name: limit}
+
+
+def _past(fl: spec.Field, params: Params) -> list[tuple[int, int]]:
+    """(value, limit) pairs: the values one past the field's legal range that fit its width (none
+    for most fields), each with the limit it is one past."""
+    lo, hi = fl.legal_range(params)
+    return ([(lo - 1, lo)] if lo > 0 else []) + ([(hi + 1, hi)] if hi < (1 << fl.width) - 1 else [])
 
 
 def past_end(b: Builder, kind: str, f: dict[str, int], mem: Mem) -> dict[str, int]:
@@ -497,8 +682,9 @@ def past_end(b: Builder, kind: str, f: dict[str, int], mem: Mem) -> dict[str, in
     (half the time) grown there from low in the memory, by its length or by MM's row stride,
     so that the checker sees long extents as well as short ones."""
     size = b.params.SPAD_WORDS if mem is Mem.SPAD else b.params.EXT_WORDS
-    region = b.rng.choice([r for r in spec.BY_NAME[kind].regions if r.mem is mem])
-    grow = {"A": "lda", "B": "ldb", "dst": "ldc"}.get(region.start) if kind == "MM" else "len"
+    region = b.rng.choice([r for r in spec.BY_NAME[kind].regions if r.mem is mem and r.extent(f)])
+    grow = {"A": "lda", "B": "ldb", "dst": "ldc"}.get(region.start) if kind == "MM" else \
+        "C" if region.start == "tab" else "len"
     if b.rng.random() < 0.5 and grow in f:
         g = dict(f)
         for _ in range(50):
@@ -515,10 +701,10 @@ def overlap_by_one(b: Builder, kind: str, f: dict[str, int]) -> dict[str, int]:
     """The destination moved to overlap a source by exactly one word (at its first or last word)."""
     regions = spec.BY_NAME[kind].regions
     write = next(r for r in regions if r.writes)
-    read = b.rng.choice([r for r in regions if not r.writes and r.mem is Mem.SPAD])
+    read = b.rng.choice([r for r in regions if not r.writes and r.mem is Mem.SPAD and r.extent(f)])
     w, r = write.extent(f), read.extent(f)
     start = f[read.start] + r - 1 if b.rng.random() < 0.5 else f[read.start] - w + 1
-    if start < 0 or (start == f[read.start] and spec.BY_NAME[kind].in_place_ok):
+    if start < 0 or (start == f[read.start] and spec.BY_NAME[kind].in_place_ok and read.in_place):
         start = f[read.start] + r - 1
     return {**f, write.start: start}
 
@@ -533,13 +719,17 @@ def lengthened(b: Builder, kind: str, f: dict[str, int]) -> dict[str, int]:
         g["lda"] = b.rng.randint(min(p.SPAD_WORDS // 16, most), most)
     elif "len" in g and kind != "SM":
         g["len"] = b.rng.randint(p.SPAD_WORDS // 32, p.SPAD_WORDS // (3 if kind != "UNPACK" else 10))
+        if kind == "LN":
+            g["len"] = min(g["len"], spec.LN_MAX_LEN)
     regions = spec.BY_NAME[kind].regions
     reads = [r for r in regions if not r.writes and r.mem is Mem.SPAD]
     span = max(r.extent(g) for r in reads)
+    if "C" in g and g["C"] > span:      # RQ per channel: the table within the span of the source
+        g["C"] = max(b.params.LANES, span)
     room = p.SPAD_WORDS - span - next(r for r in regions if r.writes).extent(g)
     start = b.rng.randrange(0, room + 1) if room > 0 else 0
     for r in regions:
-        if r.mem is Mem.SPAD:
+        if r.mem is Mem.SPAD and r.extent(g):            # an empty region (RQ's table, pc = 0) stays at 0
             g[r.start] = start if not r.writes else start + span
     return g
 
@@ -563,10 +753,12 @@ def faulty(b: Builder, code: ErrorCode, turn: int = 0) -> tuple[list[int], str]:
     always sits over fields with two faults. Returns (words, what it is).
 
     Raises:
-        AssertionError: no such instruction found in 100 draws (a bug here).
+        AssertionError: no such instruction found in FAULT_DRAWS draws (a bug here).
     """
+    if code is ErrorCode.BAD_INDEX:
+        return bad_row(b, turn)
     double = turn % 2 == 1 and code in (ErrorCode.BAD_FIELD, ErrorCode.SPAD_RANGE)
-    for _ in range(100):
+    for _ in range(FAULT_DRAWS):
         kind, f, what = _draw_fault(b, code, turn)
         ispec = spec.BY_NAME[kind]
         words = build(kind, params=b.params, strict=False, **f).encode()
@@ -586,6 +778,36 @@ def faulty(b: Builder, code: ErrorCode, turn: int = 0) -> tuple[list[int], str]:
     raise AssertionError(f"no instruction found that stops with {code.name}")
 
 
+BAD_ROWS = ("rows", "rows + 1", "2^16 + rows - 1", "-1", "2^31")
+"""BAD_INDEX's row numbers, by turn: just past the table, one more, one whose low 16 bits are
+in range (a checker that compares 16 bits misses it), -1 and 2^31 (unsigned: the largest)."""
+
+
+def bad_row(b: Builder, turn: int) -> tuple[list[int], str]:
+    """An LD of a row number out of the table (BAD_ROWS[turn]) into a fresh word, then a GATHER
+    of that table (both formats by turn, its destination after the word): the two as words."""
+    p, rng = b.params, b.rng
+    rows, n, fmt = rng.randint(1, 9), rng.randint(1, 12), (turn // len(BAD_ROWS)) % 2
+    words_per_row = -(-n // spec.INT8_PER_WORD) if fmt else n
+    if rows * words_per_row + 1 > p.EXT_WORDS:
+        raise TooSmall(f"no table of {rows} rows in {p.EXT_WORDS} external words")
+    src = rng.randrange(0, p.EXT_WORDS - rows * words_per_row + 1)   # never read: the row is out
+    name = BAD_ROWS[turn % len(BAD_ROWS)]
+    row = {"rows": rows, "rows + 1": rows + 1, "2^16 + rows - 1": (1 << 16) + rows - 1,
+           "-1": (1 << 32) - 1, "2^31": 1 << 31}[name]
+    stored = [(ins.dst, ins.dst + ins.len) for ins in b.body if ins.op == "ST"]
+    free = [w for w in rng.sample(range(p.EXT_WORDS), min(p.EXT_WORDS, 64))
+            if not any(lo <= w < hi for lo, hi in stored)]      # no ST before it overwrites the word
+    if not free:
+        raise TooSmall("no external word left for a row number")
+    word = free[0]
+    b.ext[word] = row
+    idx = b.spad(1 + n)
+    words = build("LD", params=p, dst=idx, src=word, len=1).encode()
+    words += build("GATHER", params=p, dst=idx + 1, src=src, idx=idx, len=n, rows=rows, fmt=fmt).encode()
+    return words, f"GATHER: row number {name} (fmt = {fmt})"
+
+
 def _at_the_edge(ispec: spec.InstrSpec, f: dict[str, int], code: ErrorCode, params: Params) -> bool:
     """For a range fault: a region of that memory ends exactly one word past its end."""
     if code not in (ErrorCode.SPAD_RANGE, ErrorCode.EXT_RANGE):
@@ -594,26 +816,30 @@ def _at_the_edge(ispec: spec.InstrSpec, f: dict[str, int], code: ErrorCode, para
     return any(f[r.start] + r.extent(f) == size + 1 for r in ispec.regions if r.mem is mem)
 
 
-SPAD_KINDS = ("MM", "RQ", "SM", "VADD", "AMAX", "UNPACK")
+FAULT_DRAWS = 500
+"""Draws :func:`faulty` makes. A double fault of VADD, whose only bounded field is len, comes
+only from a source of one word (len = 1, one draw in 24), so 100 draws missed it now and then."""
+SPAD_KINDS = ("MM", "RQ", "SM", "VADD", "AMAX", "UNPACK", "LN")
 """The instructions that read and write the scratchpad, in the order the faults take them."""
 
 
 def _draw_fault(b: Builder, code: ErrorCode, turn: int) -> tuple[str, dict[str, int], str]:
     """(kind, fields, what) of a fault of ``code`` (see :func:`faulty` for ``turn``)."""
     n = len(SPAD_KINDS)
-    kind = SPAD_KINDS[(turn + turn // n) % n]     # every kind in turn, each both ways over 2n turns
+    kind = SPAD_KINDS[(turn // 2) % n]     # every kind in turn, each both ways (even, odd) over 2n turns
     double = turn % 2 == 1
     if code in (ErrorCode.BAD_OPCODE, ErrorCode.BAD_FIELD):
         # the second fault is made with the bad field at its limit, the value the checker's
         # repair (nearest_legal) gives back, so the repaired instruction keeps it whatever
         # the field (a len of 0 repaired to 1 would otherwise shrink the region it moved)
-        name, past, limit = one_past(b, kind)
+        # (a broken rule only alone: no repair mends it, the second fault would stay hidden)
+        bad, limit = one_past(b, kind, rules=not double)
         f = _legal_fields(b, kind)
         if double or code is ErrorCode.BAD_OPCODE:
-            f = {**f, name: limit}
+            f = {**f, **limit}
             f = past_end(b, kind, f, Mem.SPAD) if b.rng.random() < 0.5 else overlap_by_one(b, kind, f)
         what = "field one past its limit" + (", and a second fault" if double else "")
-        return kind, {**f, name: past}, what
+        return kind, {**f, **bad}, what
     if code is ErrorCode.SPAD_RANGE:
         kind = "LD" if double or turn % 4 == 2 else kind
         f = _legal_fields(b, kind)
@@ -622,7 +848,7 @@ def _draw_fault(b: Builder, code: ErrorCode, turn: int) -> tuple[str, dict[str, 
         return kind, past_end(b, kind, f, Mem.SPAD), \
             "region one word past the scratchpad" + (", and the external memory" if double else "")
     if code is ErrorCode.EXT_RANGE:
-        kind = ("LD", "ST")[turn % 2]
+        kind = ("LD", "ST", "GATHER")[turn % 3]
         f = past_end(b, kind, _legal_fields(b, kind), Mem.EXT)
         return kind, f, "region one word past the external memory"
     f = _legal_fields(b, kind)

@@ -6,12 +6,16 @@ from the ISA spec (:mod:`sim.spec`) instead, systematically: for every instructi
 from its smallest legal form (:func:`cosim.stress.smallest`),
 
 * each bounded field one past its legal range, below and above (BAD_FIELD);
+* each rule across fields broken (``sim.spec.FieldRule.breaking``: MM's overlapping accumulated
+  rows, RQ's modes; BAD_FIELD);
 * each region whose start field has bits above its memory's address bits (a scratchpad of
   4,096 words in a 16-bit field: bits 12 to 15), with each of those bits alone and all of them
   set over an address inside the memory: only the high bits are at fault (SPAD_RANGE or
   EXT_RANGE), so a checker that drops one of them lets the instruction run at the wrapped
   address;
 * each region ending exactly one word past the end of its memory;
+* a region empty in the smallest form (RQ's table, pc = 0) is taken from the smallest form with
+  the one-bit field that opens it set (RQ pc = 1: a table of LANES words), for the two above;
 * one fault at the last pc (IMEM_WORDS - 1: every bit of the pc set), after IMEM_WORDS - 1 legal
   instructions that keep every unit busy past 2**12 cycles (:func:`late_fault`): the upper
   bits of the fetch pc, the stop's pc and the five cycle counters, which the short programs
@@ -60,10 +64,35 @@ def bad_fields(kind: str, base: dict[str, int], params: Params) -> list[Job]:
     return out
 
 
-def high_starts(kind: str, base: dict[str, int], params: Params) -> list[Job]:
-    """Each region's start with each bit above its memory's addresses alone, and all of them."""
+def broken_rules(kind: str, base: dict[str, int], params: Params) -> list[Job]:
+    """Each rule across fields of ``kind`` broken from ``base``."""
+    return [_job(kind, {**base, **rule.breaking(params)}, f"rule {k + 1} broken ({rule.blames})", params)
+            for k, rule in enumerate(spec.BY_NAME[kind].field_rules)]
+
+
+def opened(kind: str, base: dict[str, int], params: Params) -> list[tuple[str, dict[str, int], list[str]]]:
+    """For the regions empty in ``base``: (the one-bit field, the smallest legal form with it set,
+    the regions it makes non-empty), for each one-bit field that opens one."""
+    ispec = spec.BY_NAME[kind]
+    empty = {r.start for r in ispec.regions if not r.extent(base)}
+    out = []
+    for f in ispec.fields:
+        alt = smallest(kind, params, **{f.name: 1}) if f.width == 1 and empty else None
+        if alt is not None:
+            regions = [r.start for r in ispec.regions if r.start in empty and r.extent(alt)]
+            if regions:
+                out.append((f.name, alt, regions))
+    return out
+
+
+def high_starts(kind: str, base: dict[str, int], params: Params, only: tuple[str, ...] | None = None,
+                note: str = "") -> list[Job]:
+    """Each region's start with each bit above its memory's addresses alone, and all of them
+    (the regions named in ``only``, else every one that is not empty; ``note`` ends each name)."""
     out = []
     for region in spec.BY_NAME[kind].regions:
+        if (only is not None and region.start not in only) or not region.extent(base):
+            continue
         size = _size(region.mem, params)
         high = [b for b in range(spec.ADDR_BITS) if 1 << b >= size]
         patterns = [(1 << b, f"bit {b}") for b in high]
@@ -71,19 +100,23 @@ def high_starts(kind: str, base: dict[str, int], params: Params) -> list[Job]:
             patterns.append((sum(1 << b for b in high), f"bits {high[0]}-{high[-1]}"))
         for mask, what in patterns:
             out.append(_job(kind, {**base, region.start: base[region.start] | mask},
-                            f"{region.start} with {what} set ({region.mem.name} range)", params))
+                            f"{region.start} with {what} set ({region.mem.name} range){note}", params))
     return out
 
 
-def one_past(kind: str, base: dict[str, int], params: Params) -> list[Job]:
-    """Each region moved to end one word past the end of its memory."""
+def one_past(kind: str, base: dict[str, int], params: Params, only: tuple[str, ...] | None = None,
+             note: str = "") -> list[Job]:
+    """Each region (those named in ``only``, else every one that is not empty) moved to end one
+    word past the end of its memory (``note`` ends each name)."""
     out = []
     ispec = spec.BY_NAME[kind]
     for region in ispec.regions:
+        if (only is not None and region.start not in only) or not region.extent(base):
+            continue
         start = _size(region.mem, params) - region.extent(base) + 1
         if 0 <= start < 1 << spec.ADDR_BITS:
-            out.append(_job(kind, {**base, region.start: start}, f"{region.start} ends one word past the end",
-                            params))
+            out.append(_job(kind, {**base, region.start: start},
+                            f"{region.start} ends one word past the end{note}", params))
     return out
 
 
@@ -116,8 +149,12 @@ def jobs(params: Params) -> list[Job]:
         base = smallest(ispec.name, params)
         if base is None or not ispec.fields:
             continue
-        out += bad_fields(ispec.name, base, params) + high_starts(ispec.name, base, params) + \
-            one_past(ispec.name, base, params)
+        out += bad_fields(ispec.name, base, params) + broken_rules(ispec.name, base, params) + \
+            high_starts(ispec.name, base, params) + one_past(ispec.name, base, params)
+        for flag, alt, regions in opened(ispec.name, base, params):
+            note = f" ({flag}=1)"
+            out += high_starts(ispec.name, alt, params, tuple(regions), note) + \
+                one_past(ispec.name, alt, params, tuple(regions), note)
     return [*out, late_fault(params)]
 
 

@@ -7,6 +7,9 @@ cycle late: the memories and the counters stay right (the execute stage counts t
 latency, not the units' ``done``), and only the core's ``timing_fault`` self-check makes it
 FAIL. ``vadd-norelu`` and ``vadd-relu-bit`` break VADD's relu field (the ReLU dropped; the
 field read from len's lowest bit): docs/add-an-instruction.md shows which checks catch them.
+``ln-truncate`` drops the LayerNorm unit's rounding term (y = floor(v / 2^s), not v / 2^s
+rounded half away from zero); ``gather-nocheck`` never refuses a GATHER's row number (a row out
+of its table is read, past the table: the silent wrong read BAD_INDEX exists to prevent).
 ``hazard-off`` and ``write-port-off`` break the issue rule of a machine with OVERLAP = 1 (their
 pattern is only in its Verilog, in the module of its execute stage, hw/overlap.py's
 ``OverlapExecute``: ``--param OVERLAP=1``): the hazard flag, or the write port's, never holds
@@ -110,6 +113,24 @@ def _overlap_flag_off(flag: str) -> Callable[[str], tuple[str, int]]:
     return edit
 
 
+def _ln_truncates(text: str) -> tuple[str, int]:
+    # hw/layernorm.py _normalise: t = v + Mux(v[-1], half_less, half), one per lane; Amaranth writes
+    # the Mux as `\$N = ln_vK[B] ? (* src = ".../layernorm.py:L" *) half_less : half;`: the
+    # rounding term becomes 0 (of the same width), so y = t >> s is the floor of v / 2^s
+    start, end = _module(text, ".core.layernorm")
+    body, n = re.subn(r"= ln_v\d+\[\d+\] \? \(\* src = \"[^\"]*layernorm\.py:\d+\" \*\) half_less : half;",
+                      "= 24'h000000;", text[start:end])
+    return text[:start] + body + text[end:], n
+
+
+def _gather_no_check(text: str) -> tuple[str, int]:
+    # hw/dma.py _row_number: bad <= (row >= rows), one `bad <= \$N ;` in the DMA's module: it
+    # becomes 0, so no GATHER faults and one out of its table reads past it
+    start, end = _module(text, ".core.dma")
+    body, n = re.subn(r"^(\s*)bad <= \\\$\d+ ;$", r"\g<1>bad <= 1'h0;", text[start:end], flags=re.M)
+    return text[:start] + body + text[end:], n
+
+
 @dataclass(frozen=True)
 class Mutant:
     """A named break of the RTL.
@@ -138,6 +159,12 @@ MUTANTS = {m.name: m for m in (
     Mutant("vadd-relu-bit", "hw/vector.py (VectorUnit, VADD's relu field)",
            f"reads VADD's relu from bit {_vadd_field_bit('len')} of the fields (len's lowest bit) instead "
            f"of bit {_vadd_field_bit('relu')}", _vadd_relu_wrong_bit),
+    Mutant("ln-truncate", "hw/layernorm.py (LayerNormUnit._normalise, the rounding term)",
+           "shifts x*A - C right without adding 2^(s-1) first: the floor of v / 2^s, not v / 2^s "
+           "rounded half away from zero", _ln_truncates),
+    Mutant("gather-nocheck", "hw/dma.py (DMA._row_number, the row number's check)",
+           "never refuses a GATHER's row number: one out of its table is read from past the table "
+           "(no BAD_INDEX)", _gather_no_check),
     Mutant("hazard-off", "hw/overlap.py (OVERLAP = 1: the issue stage's hazard flag)",
            "issues an instruction while one in flight on another engine reads or writes its "
            "scratchpad regions (the RAW/WAR/WAW check gone)", _overlap_flag_off("haz_q")),

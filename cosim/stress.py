@@ -9,14 +9,17 @@ reach what the compiler never emits:
 * MM with tb = 0 and 1, odd and overlapping strides (rows of A or of the output that overlap,
   stride 0), K = 1 and K = K_MAX, acc = 0 and 1; LD of packed int8 (fmt = 1); LUT (in place
   too); SM rows of length 1 and SM_MAX_LEN; RQ and VADD in place;
-  UNPACK; RQ shifts 1 and 63 and extreme mantissas;
+  UNPACK; RQ shifts 1 and 63 and extreme mantissas; LN rows of 1 to LN_MAX_LEN (the window
+  allowing), eps 0, 1 and 2^32 - 1, in place; GATHER of both formats, each after an LD of its
+  row number (0, the last row, or between) from a word of external memory the program plants;
 * programs that end in each error code: an unknown opcode, a field out of range, a scratchpad
   or external-memory region past the end (large strides included), a destination that partly
-  overlaps a source, and running off the end without HALT (NO_HALT). Instructions after the
-  fault must never run.
+  overlaps a source, running off the end without HALT (NO_HALT), and a GATHER whose row number
+  is out of its table (BAD_INDEX: rows, rows + 1, 2^16 + rows - 1, -1, 2^31). Instructions after
+  the fault must never run.
 
 Program k of a run is made from ``random.Random(k)`` alone, for k = SEED .. SEED+N-1, and
-how it ends is fixed by k % 10 (four in ten HALT, one each of the six errors), so any ten
+how it ends is fixed by k % 10 (three in ten HALT, one each of the seven errors: ENDINGS), so any ten
 consecutive seeds hold every ending, and ``make stress SEED=k N=1`` reruns program k alone
 (``python -m cosim stress --seed k --n 1 --show`` also prints its listing). The body between
 the loads and the ending comes from one of STRATEGIES (a list: a new kind of program is one
@@ -46,7 +49,8 @@ import numpy as np
 
 from sim import spec
 from sim.asm import AsmError, Instruction, build, decode, disassemble, encode_program
-from sim.bench import draw_missing
+from sim.bench import draw_missing, row_number_for
+from sim.machine import Machine
 from sim.spec import DEFAULT, ErrorCode, Mem, Params
 
 from . import batch, coverage, edges, pool, seeds
@@ -62,6 +66,17 @@ LEN_MAX = 512
 WINDOWS = (128, 512, 2048)
 """Sizes of the scratchpad window a program works in (or the whole scratchpad)."""
 WHAT = "memory, {counters}, error code and pc"
+PER_CHANNEL = 0.35
+"""The share of RQs drawn per output channel (pc = 1)."""
+BREAK_RULE_EVERY, BREAK_RULE_AT = 6, 2
+"""The program ending in BAD_FIELD whose turn (seed // 10) is BREAK_RULE_AT modulo
+BREAK_RULE_EVERY breaks a rule across fields (``sim.spec.FieldRule``: the rules of every kind in
+turn) rather than a field's range: one in three of those drawn here (a turn that is 0 modulo 3 is
+an edge program, cosim/edges.py), eight in a run of 500 programs, every rule met."""
+PLANT_EXT_WORDS = 64
+"""A GATHER's row number in range is loaded from a planted external word on a machine with at
+least this many (else an AMAX writes one): a tiny external memory keeps its few words for the
+row number out of its table of a BAD_INDEX ending."""
 
 
 class Generator:
@@ -77,6 +92,9 @@ class Generator:
         self.rng = random.Random(seed)
         self.p = params
         self.features: Counter = Counter()
+        self.planted: dict[int, int] = {}
+        """External words this program's loads of row numbers read (address -> value), written over
+        the drawn image (:meth:`ext_image`)."""
         size = self.rng.choice((*WINDOWS, params.SPAD_WORDS))
         size = min(size, params.SPAD_WORDS)
         self.window = (self.rng.randrange(0, params.SPAD_WORDS - size + 1), size)
@@ -95,6 +113,14 @@ class Generator:
         if r < 0.7:
             return self.rng.randint(1, min(64, hi))
         return self.rng.randint(1, hi)
+
+    def _channels(self, n: int) -> int:
+        """RQ pc = 1: the table's length C (at least LANES): LANES, a multiple of it, one more or
+        one less than a multiple (a beat wraps past the table's end inside), shorter or longer
+        than the row of n elements."""
+        lanes, rng = self.p.LANES, self.rng
+        return rng.choice((lanes, 2 * lanes, lanes + 1, 2 * lanes - 1, 3 * lanes + 1,
+                           rng.randint(lanes, max(lanes, n)), rng.randint(lanes, 300)))
 
     def _stride(self, packed: int) -> int:
         """A row stride for rows of ``packed`` elements: packed or nearly, odd, overlapping
@@ -131,18 +157,36 @@ class Generator:
                     "ldb": self._stride(k if tb else n), "ldc": self._stride(n),
                     "acc": int(rng.random() < 0.35)}
         if kind == "RQ":
+            n = self._length(vector)
+            if rng.random() < PER_CHANNEL:
+                return {"len": n, "m": 0, "s": 0, "relu": rng.randint(0, 1), "pc": 1, "C": self._channels(n)}
             r = rng.random()
             mant = (0 if r < 0.05 else (1 << 24) - 1 if r < 0.15 else rng.randint(1, 1 << 23) if r < 0.3
                     else rng.randrange(1 << 23, 1 << 24))
             r = rng.random()
             s = 1 if r < 0.1 else 63 if r < 0.2 else rng.randint(16, 40) if r < 0.7 else rng.randint(1, 63)
-            return {"len": self._length(vector), "m": mant, "s": s, "relu": rng.randint(0, 1)}
+            return {"len": n, "m": mant, "s": s, "relu": rng.randint(0, 1), "pc": 0, "tab": 0, "C": 0}
         if kind == "SM":
             r = rng.random()
             return {"len": 1 if r < 0.2 else p.SM_MAX_LEN if r < 0.4 else rng.randint(1, p.SM_MAX_LEN)}
         if kind == "UNPACK":
             hi = max(1, min(64, self.window[1] // 9))
             return {"len": rng.randint(1, min(4, hi)) if rng.random() < 0.3 else rng.randint(1, hi)}
+        if kind == "LN":
+            longest = min(spec.LN_MAX_LEN, self.window[1] // 3 or 1)
+            r = rng.random()
+            n = 1 if r < 0.1 else longest if r < 0.2 else self._length(longest)
+            r = rng.random()
+            eps = (0 if r < 0.3 else (1 << 32) - 1 if r < 0.4 else rng.randint(1, 1 << 16) if r < 0.7
+                   else rng.getrandbits(32))
+            return {"len": n, "eps": eps}
+        if kind == "GATHER":
+            n, fmt = self._length(vector), rng.randint(0, 1)
+            words = -(-n // spec.INT8_PER_WORD) if fmt else n
+            most = max(1, min((1 << spec.ADDR_BITS) - 1, p.EXT_WORDS // words))
+            r = rng.random()
+            rows = 1 if r < 0.2 else rng.randint(1, min(most, 64)) if r < 0.8 else rng.randint(1, most)
+            return {"len": n, "fmt": fmt, "rows": rows}
         return {}
 
     # ------------------------------------------------------------------ placement
@@ -163,12 +207,13 @@ class Generator:
         for region in ispec.regions:
             fields.setdefault(region.start, 0)
         for region in ispec.regions:
-            start = self._start(region.mem, region.extent(fields))
-            if start is None:
+            extent = region.extent(fields)
+            start = self._start(region.mem, extent) if extent else 0    # an empty region (RQ's
+            if start is None:                                            # table with pc = 0) at 0
                 return None
             fields[region.start] = start
         if ispec.in_place_ok and self.rng.random() < 0.35:
-            sources = [r.start for r in ispec.regions if not r.writes]
+            sources = [r.start for r in ispec.regions if not r.writes and r.in_place]
             fields["dst"] = fields[sources[0]]
             if len(sources) > 1 and self.rng.random() < 0.5:
                 fields[sources[1]] = fields[sources[0]]
@@ -211,20 +256,39 @@ class Generator:
             self.features["LUT in place"] += 1
         elif kind == "SM" and f["len"] in (1, self.p.SM_MAX_LEN):
             self.features[f"SM len={'1' if f['len'] == 1 else 'SM_MAX_LEN'}"] += 1
-        elif kind == "RQ" and f["dst"] == f["src"]:
-            self.features["RQ in place"] += 1
+        elif kind == "RQ":
+            self._note_rq(f)
         elif kind == "VADD" and f["dst"] in (f["src1"], f["src2"]):
             self.features["VADD in place"] += 1
+        elif kind == "LN":
+            if f["len"] in (1, spec.LN_MAX_LEN):
+                self.features[f"LN len={'1' if f['len'] == 1 else 'LN_MAX_LEN'}"] += 1
+            if f["dst"] in (f["src"], f["bias"]):
+                self.features["LN in place"] += 1
+
+    def _note_rq(self, f: dict[str, int]) -> None:
+        if f["dst"] == f["src"]:
+            self.features["RQ in place"] += 1
+        if f["pc"]:
+            for case, holds in (("RQ pc=1, C=LANES", f["C"] == self.p.LANES),
+                                ("RQ pc=1, C not a multiple of LANES", f["C"] % self.p.LANES),
+                                ("RQ pc=1, len > C", f["len"] > f["C"]),
+                                ("RQ pc=1 in place", f["dst"] == f["src"])):
+                if holds:
+                    self.features[case] += 1
 
     # ------------------------------------------------------------------ faults
 
-    def _faulty(self, code: ErrorCode) -> Instruction | list[int]:
-        """One instruction that stops the machine with ``code`` (encoded words for BAD_OPCODE)."""
+    def _faulty(self, code: ErrorCode, before: Sequence = ()) -> Instruction | list[int]:
+        """One instruction that stops the machine with ``code`` (encoded words for BAD_OPCODE, and
+        for BAD_INDEX the LD of its row number and the GATHER; ``before``: the program so far)."""
         if code is ErrorCode.BAD_OPCODE:
             unused = spec.UNKNOWN_OPCODES
             words = [self.rng.getrandbits(spec.WORD_BITS) for _ in range(spec.INSTR_WORDS)]
             words[0] = (words[0] & ~((1 << spec.OPCODE_BITS) - 1)) | self.rng.choice(unused)
             return words
+        if code is ErrorCode.BAD_INDEX:
+            return self._bad_index(before)
         make = {ErrorCode.BAD_FIELD: self._bad_field, ErrorCode.SPAD_RANGE: self._spad_range,
                 ErrorCode.EXT_RANGE: self._ext_range, ErrorCode.OVERLAP: self._overlap}[code]
         for _ in range(500):
@@ -241,6 +305,11 @@ class Generator:
         return kind, dict(self.legal(kind, note=False).fields)
 
     def _bad_field(self) -> tuple[str, dict[str, int]] | None:
+        turn = self.seed // len(ENDINGS)            # the how-manieth program ending in BAD_FIELD
+        rules = [(kind, rule) for kind in self.kinds() for rule in spec.BY_NAME[kind].field_rules]
+        if rules and turn % BREAK_RULE_EVERY == BREAK_RULE_AT:   # a rule across fields, each in turn
+            kind, rule = rules[turn // BREAK_RULE_EVERY % len(rules)]
+            return kind, self._legal_fields([kind])[1] | rule.breaking(self.p)
         kind, f = self._legal_fields(self.kinds())
         bounded = [fl for fl in spec.BY_NAME[kind].fields if fl.lo is not None or fl.hi is not None]
         fl = self.rng.choice(bounded)
@@ -288,13 +357,82 @@ class Generator:
         kind, f = self._legal_fields(self.kinds(_kinds_with(Mem.SPAD, writes=True)))
         regions = spec.BY_NAME[kind].regions
         write = next(r for r in regions if r.writes)
-        read = self.rng.choice([r for r in regions if not r.writes])
+        read = self.rng.choice([r for r in regions if not r.writes and r.mem is write.mem and r.extent(f)])
         w_ext, r_ext = write.extent(f), read.extent(f)
         start = f[read.start] + self.rng.randint(-(w_ext - 1), r_ext - 1)
         if not 0 <= start <= self.p.SPAD_WORDS - w_ext:
             return None
         f[write.start] = start
         return kind, f
+
+    def _bad_index(self, before: Sequence) -> list[int]:
+        """A GATHER whose row number, loaded just before it from a planted external word, is out
+        of its table (rows, rows + 1, 2^16 + rows - 1: its low 16 bits in range, -1, 2^31):
+        the LD and the GATHER as encoded words."""
+        gather = self.legal("GATHER", note=False)
+        rows = gather.rows
+        row = self.rng.choice([rows, rows + 1, (1 << spec.ADDR_BITS) + rows - 1, (1 << 32) - 1, 1 << 31])
+        load = self._row_load(gather, row, before)
+        if load.op != "LD":       # every external word was stored to: a word the program leaves
+            return self._stored_row(gather, before)    # nonzero, with rows = 1
+        return [w for ins in (load, gather) for w in ins.encode()]
+
+    def _stored_row(self, gather: Instruction, before: Sequence) -> list[int]:
+        """For a machine whose every external word an ST of ``before`` writes (a tiny external
+        memory): ``gather`` with rows = 1 after an LD of an external word the program leaves
+        nonzero (the reference machine runs ``before`` to find it), or reading a nonzero
+        scratchpad word itself, or, when every word is zero (a 4-word machine), after an SM of
+        one value that writes 65,536 to its idx; as words."""
+        run = Machine(self.p).run([*before, build("HALT", params=self.p)], self.ext_image())
+        out = build("GATHER", params=self.p, **(gather.fields | {"rows": 1}))
+        if np.count_nonzero(run.ext):
+            src = int(self.rng.choice(np.flatnonzero(run.ext)))
+            return [*build("LD", params=self.p, dst=gather.idx, src=src, len=1).encode(), *out.encode()]
+        legal = [idx for idx in self.rng.sample(range(self.p.SPAD_WORDS), self.p.SPAD_WORDS)
+                 if spec.check(out.spec, out.fields | {"idx": idx}, self.p)[0] is ErrorCode.NONE]
+        for idx in legal:
+            if run.spad[idx]:
+                return build("GATHER", params=self.p, **(out.fields | {"idx": idx})).encode()
+        # every word is zero: an SM of one value (any value) writes 1.0 in Q16, 65,536, to idx
+        for idx in legal:
+            for src in (w for w in range(self.p.SPAD_WORDS) if w != idx):
+                sm = build("SM", params=self.p, strict=False, dst=idx, src=src, len=1)
+                if spec.check(sm.spec, sm.fields, self.p)[0] is ErrorCode.NONE:
+                    gather = build("GATHER", params=self.p, **(out.fields | {"idx": idx}))
+                    return [*sm.encode(), *gather.encode()]
+        raise AssertionError(f"seed {self.seed}: no nonzero word for a row number out of a table")
+
+    # ------------------------------------------------------------------ row numbers
+
+    def _row_load(self, gather: Instruction, row: int, before: Sequence) -> Instruction:
+        """An LD of ``row`` into ``gather``'s idx word, from an external word planted for it (one
+        no planted word and no ST of ``before`` touches), or, when there is none, an AMAX that
+        writes a row number below rows (``sim.bench.row_number_for``)."""
+        stored = [(ins.dst, ins.dst + ins.len) for ins in before
+                  if isinstance(ins, Instruction) and ins.op == "ST"]
+        for _ in range(20):
+            a = self.rng.randrange(self.p.EXT_WORDS)
+            if a not in self.planted and not any(lo <= a < hi for lo, hi in stored):
+                self.planted[a] = row
+                return build("LD", params=self.p, dst=gather.idx, src=a, len=1)
+        return row_number_for(gather, self.rng, self.p)
+
+    def with_rows(self, body: list) -> list:
+        """``body`` with an LD of a row number in range before every legal GATHER (the first row,
+        the last, or one between), so that a GATHER reads a row instead of stopping the program."""
+        out: list = []
+        for ins in body:
+            if (isinstance(ins, Instruction) and ins.op == "GATHER"
+                    and spec.check(ins.spec, ins.fields, self.p)[0] is ErrorCode.NONE):   # not a fault
+                r = self.rng.random()
+                row = 0 if r < 0.3 else ins.rows - 1 if r < 0.6 else self.rng.randrange(ins.rows)
+                which = "first row" if row == 0 else "last row" if row == ins.rows - 1 else "row"
+                self.features[f"GATHER {which}"] += 1
+                # a small external memory keeps its words for a row number out of a table
+                small = self.p.EXT_WORDS < PLANT_EXT_WORDS
+                out.append(row_number_for(ins, self.rng, self.p) if small else self._row_load(ins, row, out))
+            out.append(ins)
+        return out
 
     # ------------------------------------------------------------------ programs
 
@@ -306,7 +444,10 @@ class Generator:
         for kind in draw.integers(0, 4, -(-self.p.EXT_WORDS // 64)):
             bounds = ((-128, 128), (-(1 << 15), 1 << 15), (-(1 << 31), 1 << 31), (-8, 9))[kind]
             chunks.append(draw.integers(*bounds, 64, dtype=np.int64))
-        return (np.concatenate(chunks)[:self.p.EXT_WORDS] & 0xFFFFFFFF).astype(np.uint32)
+        image = (np.concatenate(chunks)[:self.p.EXT_WORDS] & 0xFFFFFFFF).astype(np.uint32)
+        for address, row in self.planted.items():      # the row numbers the LDs before GATHERs read
+            image[address] = row & 0xFFFFFFFF
+        return image
 
     def loads(self) -> list[Instruction]:
         """0 to 3 LDs of random external memory into the window (counted as LD)."""
@@ -325,12 +466,13 @@ class Generator:
         of ENDINGS[seed % 10]."""
         rng = self.rng
         ending = ENDINGS[self.seed % len(ENDINGS)]
-        body: list[Instruction | list[int]] = [*self.loads(), *strategy_for(self.seed, self.p).body(self)]
+        drawn = [*self.loads(), *strategy_for(self.seed, self.p).body(self)]
+        body: list[Instruction | list[int]] = self.with_rows(drawn)
         if ending == HALT:
             body.append(build("HALT", params=self.p))
         elif ending != ErrorCode.NO_HALT.name:
-            body.append(self._faulty(ErrorCode[ending]))
-            body += [self.legal(rng.choice(self.kinds())) for _ in range(rng.randint(0, 2))]
+            body.append(self._faulty(ErrorCode[ending], body))
+            body += [self.legal(rng.choice(self.kinds())) for _ in range(rng.randint(0, 2))]   # never run
             body.append(build("HALT", params=self.p))
         self.features[f"ends {ending}"] += 1
         if any(isinstance(ins, list) for ins in body):
@@ -391,9 +533,9 @@ def _colliding(g: Generator, kind: str, recent: Sequence[tuple[str, dict[str, in
             continue
         other_kind, other = g.rng.choice(list(recent))
         name, (mine_writes, theirs_writes) = g.rng.choice([(c, COLLISIONS[c]) for c in collisions])
-        mine = [r for r in own if r.writes == mine_writes]
+        mine = [r for r in own if r.writes == mine_writes and r.extent(fields)]   # not an empty one
         theirs = [r for r in spec.BY_NAME[other_kind].regions
-                  if r.mem is Mem.SPAD and r.writes == theirs_writes]
+                  if r.mem is Mem.SPAD and r.writes == theirs_writes and r.extent(other)]
         if not mine or not theirs:
             continue
         region, target = g.rng.choice(mine), g.rng.choice(theirs)
@@ -505,6 +647,7 @@ def long_program(seed: int, length: int, params: Params) -> Job:
     g = Generator(seed, params)
     body = g.loads()
     body += [g.legal(g.rng.choice(g.kinds())) for _ in range(length - len(body) - 1)]
+    body = g.with_rows(body)[:length - 1]      # an LD of its row number before every GATHER
     name = f"long program (seed {seed}, {length} instructions)"
     return Job([*body, build("HALT", params=params)], g.ext_image(), name=name, machine=params)
 

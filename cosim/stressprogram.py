@@ -16,24 +16,41 @@ from sim.spec import ErrorCode, Mem, Params
 from .jobs import Job
 
 HALT = "HALT"
-ENDINGS: tuple[str, ...] = (HALT, HALT, HALT, HALT, *(c.name for c in spec.CHECK_CODES))
-"""How program k ends: ENDINGS[k % len(ENDINGS)]."""
+ROUND = 10
+"""Programs per round of endings: every ending once, the rest HALT."""
+_ERRORS = (*(c.name for c in spec.DATA_ERRORS), *(c.name for c in spec.CHECK_CODES))
+ENDINGS: tuple[str, ...] = ((HALT,) * (ROUND - len(_ERRORS))) + _ERRORS
+"""How program k ends: ENDINGS[k % len(ENDINGS)]: HALT three times, BAD_INDEX (issue 26, in the
+fourth slot, which was a HALT: every other error keeps the seeds it had), then each error code
+the front end checks (STALL, ``sim.spec.MACHINE_FAULTS``, is none: no program asks for it)."""
 KINDS = tuple(s.name for s in spec.INSTRUCTIONS if s.counter is not None)
 """The instructions a body draws from (all but HALT)."""
 
 
+RULE_REPAIRS = 64
+"""How many times :func:`smallest` raises a field a rule blames (``sim.spec.FieldRule``) by one."""
+
+
 @functools.cache
-def smallest(kind: str, params: Params) -> dict[str, int] | None:
+def smallest(kind: str, params: Params, **fixed: int) -> dict[str, int] | None:
     """The smallest legal ``kind`` on the machine: every field at the low end of its legal
-    range, its regions side by side from word 0; None when even that fails the spec's checks
-    (a small machine has no room for some: UNPACK needs 9 scratchpad words)."""
+    range (the ``fixed`` ones at their values), each field a rule across fields blames raised
+    one by one while the rule holds (RQ's s to 1; with pc = 1, C to LANES), its regions side by
+    side from word 0 (an empty one at 0); None when even that fails the spec's checks (a small
+    machine has no room for some: UNPACK needs 9 scratchpad words)."""
     ispec = spec.BY_NAME[kind]
-    fields = {f.name: f.legal_range(params)[0] for f in ispec.fields}
+    fields = {f.name: f.legal_range(params)[0] for f in ispec.fields} | fixed
     fields.update({r.start: 0 for r in ispec.regions})
+    for _ in range(RULE_REPAIRS):
+        broken = [rule for rule in ispec.field_rules if rule.holds(fields, params)]
+        if not broken or broken[0].blames in fixed:
+            break
+        fields[broken[0].blames] += 1
     used = {Mem.SPAD: 0, Mem.EXT: 0}
     for region in ispec.regions:
-        fields[region.start] = used[region.mem]
-        used[region.mem] += region.extent(fields)
+        extent = region.extent(fields)
+        fields[region.start] = used[region.mem] if extent else 0
+        used[region.mem] += extent
     return fields if spec.check(ispec, fields, params)[0] is ErrorCode.NONE else None
 
 

@@ -102,16 +102,19 @@ class GA2Axi(Checked):
         axi.connect(m, axi.AXI4, "m_axi", reader, self, channels=("ar", "r"))
         axi.connect(m, axi.AXI4, "m_axi", writer, self, channels=("aw", "w", "b"))
 
-        # the DMA's dispatch tells the bus sides of an LD or an ST
+        # the DMA's dispatch tells the bus sides of an LD or an ST; a GATHER's row, once the DMA
+        # has its address (GATHER_INDEX_CYCLES later), is read as an LD of that row (its len and
+        # fmt are an LD's bits); a row out of its table reads nothing
         dma = core.units["dma"]
         ld, st = fields_view("LD", dma.fields), fields_view("ST", dma.fields)
-        is_ld = dma.opcode == opcode("LD")
+        is_ld, is_st = dma.opcode == opcode("LD"), dma.opcode == opcode("ST")
         m.d.comb += [
-            reader.start.eq(dma.start & en & is_ld), reader.src.eq(ld.src), reader.length.eq(ld.len),
+            reader.start.eq(((dma.start & is_ld) | dma.row_go) & en),
+            reader.src.eq(Mux(dma.row_go, dma.row_src, ld.src)), reader.length.eq(ld.len),
             reader.fmt.eq(ld.fmt), reader.rd_en.eq(core.ext.rd_en), reader.en.eq(en),
             reader.base.eq(regs.ext_base), reader.hold.eq(~writer.idle),
             core.ext.rd_data.eq(reader.rd_data),
-            writer.start.eq(dma.start & en & ~is_ld), writer.dst.eq(st.dst), writer.length.eq(st.len),
+            writer.start.eq(dma.start & en & is_st), writer.dst.eq(st.dst), writer.length.eq(st.len),
             writer.wr_en.eq(core.ext.wr_en), writer.wr_mask.eq(core.ext.wr_mask),
             writer.wr_data.eq(core.ext.wr_data), writer.en.eq(en), writer.base.eq(regs.ext_base),
         ]

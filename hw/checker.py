@@ -76,7 +76,9 @@ CHECK_STAGES = 1 + END_STAGES + 1
 
 PRIORITY = (ErrorCode.NO_HALT, *(c for c in spec.CHECK_CODES if c is not ErrorCode.NO_HALT))
 """The order in which faults are reported. NO_HALT first: the reference machine compares the
-pc with the program length before it looks at the word there; then :class:`ErrorCode` order."""
+pc with the program length before it looks at the word there; then :class:`ErrorCode` order.
+The codes a unit finds from its data (``sim.spec.DATA_ERRORS``: BAD_INDEX) are not the
+checker's: the execute stage takes them (hw/control.py)."""
 
 
 def pc_bits(params: Params) -> int:
@@ -203,9 +205,9 @@ class Checker(Checked):
                     flag = flag | (value < lo)
                 if hi < (1 << f.width) - 1:
                     flag = flag | (value > hi)
-            if ispec.field_rule is not None:   # a condition across fields (sim.spec.InstrSpec)
-                flag = flag | ispec.field_rule({f.name: Value.cast(getattr(view, f.name))
-                                                for f in ispec.fields})
+            values = {f.name: Value.cast(getattr(view, f.name)) for f in ispec.fields}
+            for rule in ispec.field_rules:   # conditions across fields (sim.spec.FieldRule)
+                flag = flag | rule.holds(values, p)
             bad_field[ispec.name] = flag
         return {
             "nohalt": pipe.input(r["nohalt"]), "pc": pipe.input(r["pc"]), "instr": pipe.input(instr),
@@ -260,7 +262,7 @@ class Checker(Checked):
                     w_start = Value.cast(getattr(view, wr.start))
                     r_start = Value.cast(getattr(view, rd.start))
                     hit = (w_start < end[r]) & (r_start < end[w])
-                    if ispec.in_place_ok:
+                    if ispec.in_place_ok and rd.in_place:
                         hit = hit & (w_start != r_start)
                     hits.append(hit)
             overlap[ispec.name] = any_of(hits)
@@ -382,7 +384,8 @@ def station_regions(ispec: InstrSpec) -> tuple[int | None, tuple[int, ...]]:
 
 READ_SLOTS = max(len(station_regions(s)[1]) for s in spec.INSTRUCTIONS)
 """OVERLAP = 2: the most scratchpad regions an instruction only reads (MM's A and B, VADD's two
-sources, LUT's source and table: 2)."""
+sources, LUT's source and table, RQ's source and table (empty with pc = 0), LN's row and bias:
+2)."""
 
 
 def overlap_members(params: Params) -> dict:

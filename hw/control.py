@@ -25,6 +25,10 @@ Cycle by cycle (hw/README.md, "The front end and the counters"):
   slot of the queue between the checker and the execute stage) + 1 (the dispatch registers).
 * An instruction that fails a check, HALT, and the pc reaching ``prog_len`` (NO_HALT) are
   taken like any instruction but dispatch nothing: the machine stops STOP_CYCLES later.
+* A unit that finds its data wrong (the DMA: a GATHER's row number out of its table) pulses
+  ``unit_fault`` while the instruction runs; the execute stage then takes, in the instruction's
+  last cycle, a stop with BAD_INDEX and the instruction's pc instead of the queue's head, as
+  if a HALT followed it (``sim.spec.DATA_ERRORS``).
   ``busy`` falls, ``done`` rises (and ``error`` with ``error_code`` and ``error_pc`` for a
   fault), and the counters freeze.
 """
@@ -107,6 +111,9 @@ class Control(Checked):
             start in cycle d and the instruction held from d until its next dispatch);
         ex_last Out(1): high in the last cycle d + L - 1 of the executing instruction, when
             its unit raises ``done``.
+        unit_fault In(1): a unit's data fault (the DMA's ``fault``: BAD_INDEX), a pulse while its
+            instruction runs, at least two cycles before its last; the machine stops when that
+            instruction ends (with OVERLAP = 1, when every engine is free).
         OVERLAP = 1 only: eng_last Out(4), ex_last per engine; dma_hold Out(1), to the DMA's
         ``hold`` (a register: another engine writes the scratchpad LD_OVERHEAD cycles later, so
         an LD beat read now would find the port taken; the execute stage counts the LD's beats
@@ -137,11 +144,13 @@ class Control(Checked):
                        for s in spec.INSTRUCTIONS if s.counter is not None)
         assert shortest >= 2, "the execute stage's countdown takes every latency to be at least 2"
         self.params = params
+        assert spec.DATA_ERRORS == (ErrorCode.BAD_INDEX,), "unit_fault is one bit: one data error"
         members = host_members(params) | {
             "issue": Out(1),
             "issue_opcode": Out(spec.OPCODE_BITS),
             "issue_fields": Out(FIELD_BITS),
             "ex_last": Out(1),
+            "unit_fault": In(1),
         } | ({"eng_last": Out(len(spec.ENGINES)), "dma_hold": Out(1)} if params.OVERLAP else {}) | (
             station_members() if params.OVERLAP == 2 else {})
         super().__init__(members)
@@ -162,15 +171,16 @@ class Control(Checked):
         m.d.comb += [start.eq(self.start & ~busy), self.busy.eq(busy)]
         # the named steps, in the order their logic is built (each takes what the earlier made)
         q = self._queue(m, start, stop)
+        fault = data_fault(m, self.unit_fault, start, stop)
         if self.params.OVERLAP:
             if self.params.OVERLAP == 2:     # the station drives the issue and counters itself
-                ex = station_execute(m, self, busy, start, stop, q)
+                ex = station_execute(m, self, busy, start, stop, q, fault)
             else:
-                ex = self._overlap_execute(m, busy, start, stop, q)
+                ex = self._overlap_execute(m, busy, start, stop, q, fault)
             self._front_end(m, busy, start, stop, ex.stopping, q.advance)
             self._host_status(m, start, stop, busy, ex.stop_code, ex.stop_pc)
             return m
-        ex = self._countdown(m, busy, start, q)
+        ex = self._countdown(m, busy, start, q, fault)
         self._front_end(m, busy, start, stop, ex.stopping, q.advance)
         ex_class, stop_code, stop_pc = self._issue_and_stop(m, busy, start, stop, q, ex)
         self._host_status(m, start, stop, busy, stop_code, stop_pc)
@@ -229,11 +239,13 @@ class Control(Checked):
                                rd_slot=rd_slot)
 
     def _overlap_execute(self, m: Module, busy: Value, start: Value, stop: Value,
-                         q: SimpleNamespace) -> OverlapExecute:
+                         q: SimpleNamespace, fault: Value) -> OverlapExecute:
         """OVERLAP = 1: the execute stage is a component of its own (:class:`hw.overlap.OverlapExecute`),
-        wired to the queue, the issue, the stop, the last cycles, ``dma_hold`` and the counters."""
+        wired to the queue, the data fault's register, the issue, the stop, the last cycles,
+        ``dma_hold`` and the counters."""
         m.submodules.execute = ex = OverlapExecute(self.params)
-        m.d.comb += [ex.start.eq(start), ex.busy.eq(busy), ex.count.eq(q.count), ex.rd_slot.eq(q.rd_slot)]
+        m.d.comb += [ex.start.eq(start), ex.busy.eq(busy), ex.fault.eq(fault), ex.count.eq(q.count),
+                     ex.rd_slot.eq(q.rd_slot)]
         m.d.comb += [ex.slots[k].eq(slot) for k, slot in enumerate(q.slots)]
         m.d.comb += [q.consume.eq(ex.consume), stop.eq(ex.stop)]
         outputs = ["issue", "issue_opcode", "issue_fields", "eng_last", "ex_last", "dma_hold"]
@@ -241,17 +253,22 @@ class Control(Checked):
         m.d.comb += [getattr(self, name).eq(getattr(ex, name)) for name in outputs]
         return ex
 
-    def _countdown(self, m: Module, busy: Value, start: Value, q: SimpleNamespace) -> SimpleNamespace:
+    def _countdown(self, m: Module, busy: Value, start: Value, q: SimpleNamespace,
+                   fault: Value) -> SimpleNamespace:
         """The execute stage takes the queue's head when free. Taken in cycle c with latency L,
         the instruction is dispatched in c + 1 and its last cycle is c + L, in which the stage
         takes the next one. ``free`` is a register: high in the last cycle of an instruction, and
-        while none runs. Returns active (a unit is executing), stopping and free."""
+        while none runs. A data fault of the running instruction (``unit_fault``) takes a stop
+        in its last cycle instead (``fault_stop``). Returns active (a unit is executing),
+        stopping, free and fault_stop."""
         active = Signal(name="ex_active")      # a unit is executing an instruction
         stopping = Signal()
         remain = Signal(len(self.checker.out_latency))   # cycles left after this one
         free = Signal(init=1)
         head = q.head
-        m.d.comb += q.consume.eq(busy & ~stopping & (q.count != 0) & free)
+        fault_stop = Signal()
+        m.d.comb += [q.consume.eq(busy & ~stopping & (q.count != 0) & free & ~fault),
+                     fault_stop.eq(busy & ~stopping & free & fault)]
         with m.If(start):
             m.d.sync += [remain.eq(0), free.eq(1)]
         with m.Elif(q.consume & ~head.stop):
@@ -260,7 +277,7 @@ class Control(Checked):
             m.d.sync += [remain.eq(remain - 1), free.eq(remain == 1)]
         with m.Else():
             m.d.sync += free.eq(1)
-        return SimpleNamespace(active=active, stopping=stopping, free=free)
+        return SimpleNamespace(active=active, stopping=stopping, free=free, fault_stop=fault_stop)
 
     def _front_end(self, m: Module, busy: Value, start: Value, stop: Value, stopping: Value,
                    advance: Value) -> None:
@@ -343,6 +360,13 @@ class Control(Checked):
                 stop_code.eq(head.code),
                 stop_pc.eq(head.pc),
             ]
+        with m.Elif(ex.fault_stop):      # stop_pc holds the running instruction's pc
+            m.d.sync += [
+                ex.active.eq(0),
+                ex.stopping.eq(1),
+                stop_left.eq(spec.STOP_CYCLES - 1),
+                stop_code.eq(ErrorCode.BAD_INDEX),
+            ]
         with m.Elif(stop):
             m.d.sync += ex.stopping.eq(0)
         with m.Elif(ex.free):
@@ -386,6 +410,18 @@ def station_members() -> dict:
     n = len(spec.ENGINES)
     return {"issue_eng": Out(n), "eng_opcode": Out(data.ArrayLayout(spec.OPCODE_BITS, n)),
             "eng_fields": Out(data.ArrayLayout(FIELD_BITS, n))}
+
+
+def data_fault(m: Module, unit_fault: Value, start: Value, stop: Value) -> Signal:
+    """A register set by a unit's ``unit_fault`` pulse (BAD_INDEX) and cleared by an accepted
+    start and by the stop: the execute stage stops the machine when the faulting instruction has
+    ended, and issues nothing in the meantime."""
+    fault = Signal(name="data_fault")
+    with m.If(start | stop):
+        m.d.sync += fault.eq(0)
+    with m.Elif(unit_fault):
+        m.d.sync += fault.eq(1)
+    return fault
 
 
 def dispatch_registers(m: Module, control: Control, unit: wiring.Component, opcodes, name: str) -> None:

@@ -1,16 +1,24 @@
-"""The DMA: LD and ST between the scratchpad and the external-memory bus, LANES words per beat.
+"""The DMA: LD and ST between the scratchpad and the external-memory bus, LANES words per beat,
+and GATHER (issue 26), an LD of the table row a scratchpad word names.
 
 Both the scratchpad ports and the external bus move LANES consecutive words at any word
 address (hw/README.md), so a beat needs no realignment: lane i of the word read at
 ``src + LANES*b + i`` is written to ``dst + LANES*b + i``. The last beat writes only the lanes
 below the remaining length.
+
+GATHER first reads its row number r = S[idx] (``rd0``, in the dispatch cycle), checks it against
+``rows`` and computes the row's external address src + r * (words per row) in
+GATHER_INDEX_CYCLES, then runs as an LD of that row. A row number out of the table raises
+``fault`` for one cycle (the execute stage stops the machine with BAD_INDEX at the GATHER's end)
+and the beats run without reading or writing anything, so the GATHER still ends after its
+latency.
 """
 
 from __future__ import annotations
 
 from amaranth.hdl import Cat, Module, Mux, Signal, Value
 from amaranth.lib import data
-from amaranth.lib.wiring import In
+from amaranth.lib.wiring import In, Out
 
 from sim import spec
 from sim.spec import Params
@@ -44,6 +52,8 @@ class DMA(Checked):
         wr Out(WritePort): scratchpad writes (LD).
         ext Out(ExtPort): the external-memory bus (LD reads, ST writes).
         An idle DMA drives every output to 0.
+        fault Out(1): high for one cycle, d + GATHER_INDEX_CYCLES - 1, when a GATHER's row number
+            is not below its ``rows`` (BAD_INDEX); that GATHER then writes nothing.
         OVERLAP = 1 only: hold In(1). ``hold`` in cycle c: the scratchpad's write port is
         another engine's in cycle c + LD_OVERHEAD (the execute stage knows its windows,
         hw/overlap.py), so an LD does not read the beat whose write would fall there: the beat
@@ -57,32 +67,53 @@ class DMA(Checked):
         straight off the port, and it is written in the cycle after that. ``done`` is the
         cycle of the last write.
 
-    Latency: n + LD_OVERHEAD (LD), n + ST_OVERHEAD (ST) cycles: the read latency of the memory
-    read, plus one for the data register.
+    GATHER: S[idx] read on rd0 in d, registered on arrival (d + R + 1); the row's offset r * words
+    and the check r >= rows registered (d + R + 2; ``fault`` then), src + offset registered
+    (d + R + 3 = d + GATHER_INDEX_CYCLES): beat b read there + b, as an LD's (not held by
+    ``hold``: a GATHER holds the write port for its window, GA2.md section 7).
 
-    Errors: none; the execute stage dispatches only checked instructions (len >= 1, both
-    regions inside their memories).
+    Latency: n + LD_OVERHEAD (LD), n + ST_OVERHEAD (ST), n + GATHER_OVERHEAD (GATHER) cycles:
+    the read latency of the memory read, plus one for the data register (and the row number's
+    GATHER_INDEX_CYCLES).
+
+    Errors: ``fault`` (BAD_INDEX) for a GATHER's row number; otherwise none: the execute stage
+    dispatches only checked instructions (len >= 1, the regions, a GATHER's whole table, inside
+    their memories).
 
     Raises:
         TypeError: params is not a :class:`sim.spec.Params`.
     """
 
-    OPCODES = ("LD", "ST")
+    OPCODES = ("LD", "ST", "GATHER")
     """The instructions this unit executes."""
+    MULTIPLIERS = 1
+    """Products of two variables (flows/synth/dsp.py): a GATHER's row number times its words per row."""
 
     def __init__(self, params: Params):
         assert spec.LD_OVERHEAD == spec.EXT_READ_LATENCY + 1, "hw/dma.py: LD = ext read, data register"
         assert spec.ST_OVERHEAD == spec.SPAD_READ_LATENCY + 1, "hw/dma.py: ST = spad read, data register"
+        assert spec.GATHER_INDEX_CYCLES == spec.SPAD_READ_LATENCY + 3, \
+            "hw/dma.py: the row number's arrival, offset and check, address registers"
+        ld_bits, gather_bits = spec.BY_NAME["LD"].field_offsets(), spec.BY_NAME["GATHER"].field_offsets()
+        assert all(ld_bits[name] == gather_bits[name] for name in ("dst", "len", "fmt")), \
+            "hw/dma.py: an LD's and a GATHER's dst, len and fmt are the same bits"
         self.params = params
-        members = unit_members(params, n_read=1, write=True, ext=True)
+        members = unit_members(params, n_read=1, write=True, ext=True) | {"fault": Out(1)}
         if params.OVERLAP:
             members |= {"hold": In(1)}
         super().__init__(members)
+        self.row_go = Signal()
+        """For a system top that fetches an LD's region ahead (hw/axi_top.py): a GATHER's row
+        beats start in this cycle (d + GATHER_INDEX_CYCLES; not for a row out of its table)."""
+        self.row_src = Signal(spec.ADDR_BITS)
+        """The external address of that row (src + r * words per row), with ``row_go``."""
 
     def elaborate(self, platform):
         m = Module()
         lanes = self.params.LANES
-        issue, issue_ld, spad_addr, ext_addr, mask, last = self._issue(m)
+        go, row_addr, dropped = self._row_number(m)
+        m.d.comb += [self.row_go.eq(go & ~dropped), self.row_src.eq(row_addr)]
+        issue, issue_ld, spad_addr, ext_addr, mask, last = self._issue(m, go, row_addr)
 
         # The beat's tag travels beside the read: it is written one cycle after its data arrives,
         # EXT_READ_LATENCY (LD) or SPAD_READ_LATENCY (ST) cycles after the read.
@@ -108,27 +139,64 @@ class DMA(Checked):
         with m.If(st_arrives):
             m.d.sync += from_spad.eq(self.rd0.data)
 
-        # Requests, gated to 0 when not in use.
-        read_ext = issue & issue_ld
+        # Requests, gated to 0 when not in use (a GATHER out of its table reads and writes nothing).
+        read_ext = issue & issue_ld & ~(dropped & ~self.start)    # cleared by the next dispatch
         read_spad = issue & ~issue_ld
-        write_spad = at_ld_write.valid & at_ld_write.ld
+        ld_beat = at_ld_write.valid & at_ld_write.ld
+        write_spad = ld_beat & ~dropped
         write_ext = at_st_write.valid & ~at_st_write.ld
+        read_row = self.start & (self.opcode == opcode("GATHER"))     # the row number, S[idx]
+        packed = fields_view("LD", self.fields).fmt      # a GATHER's fmt is the same bit
         m.d.comb += [
             self.ext.rd_en.eq(read_ext),
             self.ext.wr_en.eq(write_ext),
             self.ext.addr.eq(Mux(read_ext, ext_addr, 0) | Mux(write_ext, at_st_write.addr, 0)),
             self.ext.wr_mask.eq(Mux(write_ext, at_st_write.mask, 0)),
             self.ext.wr_data.eq(Mux(write_ext, from_spad, 0)),
-            self.rd0.en.eq(read_spad),
-            self.rd0.addr.eq(Mux(read_spad, spad_addr, 0)),
+            self.rd0.en.eq(read_spad | read_row),
+            self.rd0.addr.eq(Mux(read_spad, spad_addr, 0)
+                             | Mux(read_row, fields_view("GATHER", self.fields).idx, 0)),
             self.wr.en.eq(write_spad),
             self.wr.addr.eq(Mux(write_spad, at_ld_write.addr, 0)),
             self.wr.mask.eq(Mux(write_spad, at_ld_write.mask, 0)),
-            self.wr.data.eq(Mux(write_spad, Mux(fields_view("LD", self.fields).fmt, self._unpacked(from_ext),
-                                                from_ext), 0)),
-            self.done.eq((write_spad & at_ld_write.last) | (write_ext & at_st_write.last)),
+            self.wr.data.eq(Mux(write_spad, Mux(packed, self._unpacked(from_ext), from_ext), 0)),
+            self.done.eq((ld_beat & at_ld_write.last) | (write_ext & at_st_write.last)),
         ]
         return m
+
+    def _row_number(self, m: Module):
+        """GATHER's first GATHER_INDEX_CYCLES: the row number S[idx] (read by ``elaborate`` on rd0 in
+        the dispatch cycle) registered on arrival; its row's offset and the range check; the row's
+        external address. Returns the pulse that starts the row's beats (d + GATHER_INDEX_CYCLES),
+        that address, and ``dropped``: the GATHER's row number is out of its table (held until
+        the next dispatch, so the beats read and write nothing)."""
+        f = fields_view("GATHER", self.fields)
+        is_gather = self.opcode == opcode("GATHER")
+        arrives = delay(m, self.start & is_gather, spec.SPAD_READ_LATENCY, "row_arrives")
+        row = Signal(spec.WORD_BITS, reset_less=True)
+        with m.If(arrives):          # the shared read data, with an enable of its own
+            m.d.sync += row.eq(self.rd0.data[0])
+        checked = delay(m, arrives, 1, "row_checked")     # row in its register
+        # words per row, registered from the held fields (a register in front of the multiplier)
+        words_per_row = Signal(spec.ADDR_BITS)
+        assert spec.INT8_PER_WORD == 4, "hw/dma.py: ceil(len/4) as a shift"
+        packed_words = (f.len + 3) >> 2          # a shift: `//` made a divider (10.8 ns, 28 levels)
+        m.d.sync += words_per_row.eq(Mux(f.fmt, packed_words, f.len))
+        offset = Signal(spec.ADDR_BITS)
+        bad = Signal()
+        m.d.sync += [offset.eq((row[:spec.ADDR_BITS] * words_per_row)[:spec.ADDR_BITS]),
+                     bad.eq(row >= f.rows)]
+        placed = delay(m, checked, 1, "row_placed")       # offset and check in their registers
+        row_addr = Signal(spec.ADDR_BITS)
+        m.d.sync += row_addr.eq(f.src + offset)
+        go = delay(m, placed, 1, "row_go")                # the address in its register
+        dropped = Signal()
+        with m.If(self.start):
+            m.d.sync += dropped.eq(0)
+        with m.Elif(placed & bad):
+            m.d.sync += dropped.eq(1)
+        m.d.comb += self.fault.eq(placed & bad)
+        return go, row_addr, dropped
 
     def _unpacked(self, beat) -> Value:
         """LD fmt = 1: lane i is byte i % 4 of the beat's word i // 4, sign-extended (the
@@ -140,17 +208,22 @@ class DMA(Checked):
             lanes.append(Cat(byte, byte[7].replicate(spec.WORD_BITS - 8)))
         return Cat(*lanes)
 
-    def _issue(self, m: Module):
-        """The issue stage: one read per cycle, from the dispatch cycle until the last beat.
-        Returns issue, whether it is an LD's, the beat's scratchpad and external addresses, its
-        valid lanes and whether it is the last."""
+    def _issue(self, m: Module, go: Value, row_addr: Value):
+        """The issue stage: one read per cycle, from the first beat (the dispatch cycle; ``go``
+        for a GATHER, its first external address ``row_addr``) until the last beat. Returns
+        issue, whether it is an LD's (or a GATHER's), the beat's scratchpad and external
+        addresses, its valid lanes and whether it is the last."""
         lanes = self.params.LANES
         ld = fields_view("LD", self.fields)
         st = fields_view("ST", self.fields)
-        is_ld = self.opcode == opcode("LD")
-        # The scratchpad-side address, the external-side address and the length, for either kind.
+        is_st = self.opcode == opcode("ST")
+        is_ld = ~is_st                       # LD, or GATHER (an LD of the row from ``go`` on)
+        first = (self.start & (self.opcode != opcode("GATHER"))) | go
+        gathering = self.opcode == opcode("GATHER")     # held from the dispatch to the next one
+        # The scratchpad-side address, the external-side address and the length, for each kind
+        # (LD's and GATHER's dst, len and fmt are the same bits of the fields).
         spad_field = Mux(is_ld, ld.dst, st.src)
-        ext_field = Mux(is_ld, ld.src, st.dst)
+        ext_field = Mux(go, row_addr, Mux(is_ld, ld.src, st.dst))
         len_field = Mux(is_ld, ld.len, st.len)
 
         running = Signal()                    # beats after the first (or a held first) remain
@@ -168,19 +241,20 @@ class DMA(Checked):
         last = Signal()
         if self.params.OVERLAP:
             # an LD's beat is not read in a cycle whose write slot (LD_OVERHEAD later) is
-            # another engine's: it and the beats after it wait (hw/overlap.py, GA2.md section 7)
+            # another engine's: it and the beats after it wait (hw/overlap.py, GA2.md section 7);
+            # a GATHER's never does (it holds the write port for its window)
             want = Signal()
             m.d.comb += [
-                want.eq(self.start | running),
-                issue.eq(want & ~(issue_ld & self.hold)),
+                want.eq(first | running),
+                issue.eq(want & ~(issue_ld & ~gathering & self.hold)),
             ]
         else:
-            m.d.comb += issue.eq(self.start | running)
+            m.d.comb += issue.eq(first | running)
         m.d.comb += [
-            issue_ld.eq(Mux(self.start, is_ld, load)),
-            spad_addr.eq(Mux(self.start, spad_field, spad_q)),
-            ext_addr.eq(Mux(self.start, ext_field, ext_q)),
-            left.eq(Mux(self.start, len_field, left_q)),
+            issue_ld.eq(Mux(first, is_ld, load)),
+            spad_addr.eq(Mux(first, spad_field, spad_q)),
+            ext_addr.eq(Mux(first, ext_field, ext_q)),
+            left.eq(Mux(first, len_field, left_q)),
             mask.eq(lane_mask(left, lanes)),
             last.eq(last_beat(left, lanes)),
         ]

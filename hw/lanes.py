@@ -97,6 +97,25 @@ def delay(m, value: Value, cycles: int, name: str) -> Signal:
     return value
 
 
+def write_beats(m, unit, dst: Value, write: Value, mask: Value, last: Value, data: Sequence[Value]) -> None:
+    """A unit's results onto its write port ``unit.wr``, one beat of LANES words in each cycle
+    ``write`` is high, from the address ``dst`` (taken at the unit's ``start``) upwards; ``done``
+    with the beat whose ``last`` is high; every output 0 in the other cycles (the top ORs them)."""
+    lanes = len(data)
+    addr = Signal(len(unit.wr.addr))
+    with m.If(unit.start):
+        m.d.sync += addr.eq(dst)
+    with m.Elif(write):
+        m.d.sync += addr.eq(addr + lanes)
+    m.d.comb += [
+        unit.wr.en.eq(write),
+        unit.wr.addr.eq(Mux(write, addr, 0)),
+        unit.wr.mask.eq(Mux(write, mask, 0)),
+        unit.done.eq(write & last),
+    ]
+    m.d.comb += [unit.wr.data[k].eq(Mux(write, data[k], 0)) for k in range(lanes)]
+
+
 def carry_save(a: Value, b: Value, c: Value) -> tuple[Value, Value]:
     """A 3:2 compressor: (sum, carry) with a + b + c == sum + carry, one LUT level per bit."""
     return a ^ b ^ c, ((a & b) | (a & c) | (b & c)) << 1

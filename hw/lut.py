@@ -35,7 +35,7 @@ from sim import spec
 
 from .component import Checked
 from .isa import fields_view
-from .lanes import delay, lane_mask, last_beat
+from .lanes import delay, lane_mask, last_beat, write_beats
 from .ports import SPAD_READ_LATENCY, unit_members
 
 BYTE = 8
@@ -141,19 +141,7 @@ class TableUnit(Checked):
         m.d.sync += [out[k].eq(picked[k].as_signed()) for k in range(lanes)]
         at_write = delay(m, at_pick, 1, "lut_write")
 
-        write = at_write.source
-        dst = Signal(len(self.wr.addr))
-        with m.If(self.start):
-            m.d.sync += dst.eq(f.dst)
-        with m.Elif(write):
-            m.d.sync += dst.eq(dst + lanes)
-        m.d.comb += [
-            self.wr.en.eq(write),
-            self.wr.addr.eq(Mux(write, dst, 0)),
-            self.wr.mask.eq(Mux(write, at_write.mask, 0)),
-            self.done.eq(write & at_write.last),
-        ]
-        m.d.comb += [self.wr.data[k].eq(Mux(write, out[k], 0)) for k in range(lanes)]
+        write_beats(m, self, f.dst, at_write.source, at_write.mask, at_write.last, out)
         return m
 
     def _reads(self, m: Module, f):

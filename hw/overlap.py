@@ -37,6 +37,13 @@ holds for that cycle: the LD's end, its busy cycles, the hazards on it and ``eng
 follow its real end (the DMA's ``done`` against ``eng_last``, ``timing_fault``, checks the two
 counts agree).
 
+A GATHER (``sim.spec.InstrSpec.fence``) is a fence: nothing is issued while one runs
+(``gathering`` and its engine not yet free), because its row number may stop the machine: a
+unit's data fault (``fault``: BAD_INDEX) makes the stage issue nothing more and take a stop, with
+the GATHER's pc (``last_pc``), in the first cycle every engine is free. A GATHER holds the write
+port for its window like the other engines' writers (it neither shares it beat by beat nor counts
+``ld_beats``).
+
 A stop (HALT, an error, NO_HALT) is taken when settled and every engine is free, then takes
 STOP_CYCLES as on the serial machine. The counters: ``cycles`` as before, each engine's its
 instruction's cycles, ``hazard`` the cycles the head (not a stop) waits with its engine free
@@ -56,7 +63,7 @@ from sim.spec import Params
 
 from .checker import SPAD_SLOTS, overlap_info_widths, pc_bits
 from .component import Checked, check_params
-from .isa import FIELD_BITS
+from .isa import FIELD_BITS, opcode
 from .lanes import any_of
 from .queue import QUEUE_SLOTS, queue_entry
 
@@ -98,13 +105,20 @@ class _Engines:
 @dataclass(frozen=True)
 class _Flags:
     """The issue rule's registered flags for the head (``haz_q``, ``rd_ok_q``, ``wr_ok_q``),
-    whether they are the head's (``settled``), and the head's engine being free (``eng_free``)."""
+    whether they are the head's (``settled``), the head's engine being free (``eng_free``), the
+    head ready to be looked at (``ready``: settled, no fence running, no data fault), the head
+    being a fence (``head_fence``: a GATHER), a data fault's stop now (``fault_stop``) and the pc
+    of the last instruction issued (``last_pc``)."""
 
     settled: Signal
     haz_q: Signal
     rd_ok_q: Signal
     wr_ok_q: Signal
     eng_free: Value
+    ready: Signal
+    head_fence: Value
+    fault_stop: Signal
+    last_pc: Signal
 
 
 class OverlapExecute(Checked):
@@ -120,6 +134,8 @@ class OverlapExecute(Checked):
         busy In(1): the machine runs (from the cycle after start until it stops).
         count In(range(QUEUE_SLOTS + 1)), rd_slot In(1), slots In(queue_entry).array(QUEUE_SLOTS):
             the queue (:mod:`hw.queue`): how many instructions it holds, which slot is the head.
+        fault In(1): the register of a unit's data fault (``hw.control.data_fault``: BAD_INDEX).
+
     Members (to the control):
         consume Out(1): the head leaves the queue in this cycle (issued, or a stop taken).
         issue Out(1), issue_opcode Out(4), issue_fields Out(FIELD_BITS): the issue of the head,
@@ -136,7 +152,8 @@ class OverlapExecute(Checked):
     Latency: the first issue OVERLAP_FRONTEND_CYCLES after start, an issue OVERLAP_ISSUE_CYCLES
     after the previous one at the earliest (``sim.spec.Issue``); a stop STOP_CYCLES.
 
-    Errors: none of its own (the checker's verdicts arrive in the queue as stops).
+    Errors: none of its own (the checker's verdicts arrive in the queue as stops; a data fault,
+    ``fault``, stops the machine with BAD_INDEX at the last issued instruction's pc).
 
     Raises:
         TypeError: params is not a :class:`sim.spec.Params`.
@@ -156,7 +173,8 @@ class OverlapExecute(Checked):
         self.params = params
         entry = queue_entry(params)
         members = {
-            "start": In(1), "busy": In(1), "count": In(range(QUEUE_SLOTS + 1)), "rd_slot": In(1),
+            "start": In(1), "busy": In(1), "fault": In(1), "count": In(range(QUEUE_SLOTS + 1)),
+            "rd_slot": In(1),
             "slots": In(entry).array(QUEUE_SLOTS),
             "consume": Out(1), "issue": Out(1), "issue_opcode": Out(spec.OPCODE_BITS),
             "issue_fields": Out(FIELD_BITS),
@@ -173,9 +191,9 @@ class OverlapExecute(Checked):
         m.d.comb += head.eq(Mux(self.rd_slot, self.slots[1].as_value(), self.slots[0].as_value()))
         engines = self._engines(head)
         flags = self._issue(m, head, engines)
-        self._countdowns(m, head, engines)
+        self._countdowns(m, head, engines, flags)
         self._ports_and_flags(m, head, engines, flags)
-        self._stop(m, head)
+        self._stop(m, head, flags)
         last = Cat(*(engines.active[k] & engines.free[k] for k in range(len(spec.ENGINES))))
         m.d.comb += [self.eng_last.eq(last), self.ex_last.eq(last.any())]
         self._counters(m, head, engines, flags)
@@ -198,19 +216,33 @@ class OverlapExecute(Checked):
         instruction was issued, in the two cycles before this one (the flags' two register
         stages saw this head and these engines)."""
         cls = head.cls
+        fenced = [s for s in spec.INSTRUCTIONS if s.fence]
+        assert all(s.counter == spec.SHARED_WRITER for s in fenced), "a fence runs on the DMA"
         flags = _Flags(settled=Signal(name="settled"), haz_q=Signal(name="haz_q"),
                        rd_ok_q=Signal(name="rd_ok_q"), wr_ok_q=Signal(name="wr_ok_q"),
-                       eng_free=any_of(cls[k] & engines.free[k] for k in range(len(spec.ENGINES))))
+                       eng_free=any_of(cls[k] & engines.free[k] for k in range(len(spec.ENGINES))),
+                       ready=Signal(name="ready"),
+                       head_fence=any_of(head.opcode == opcode(s.name) for s in fenced),
+                       fault_stop=Signal(name="fault_stop"), last_pc=Signal(len(head.pc), name="last_pc"))
         all_free = Cat(*engines.free).all()
-        ready = Signal(name="ready")
+        ready = flags.ready
+        gathering = Signal(name="gathering")    # the DMA's instruction is a fence
         m.d.comb += [
-            ready.eq(self.busy & ~self.stopping & (self.count != 0) & flags.settled),
+            flags.fault_stop.eq(self.busy & ~self.stopping & self.fault & all_free),
+            ready.eq(self.busy & ~self.stopping & (self.count != 0) & flags.settled & ~self.fault
+                     & ~(gathering & ~engines.free[engines.dma])),
             self.consume.eq(ready & Mux(head.stop, all_free,
                                         flags.eng_free & ~flags.haz_q & flags.rd_ok_q & flags.wr_ok_q)),
             self.issue.eq(self.consume & ~head.stop),
             self.issue_opcode.eq(head.opcode),
             self.issue_fields.eq(head.fields),
         ]
+        with m.If(self.start):
+            m.d.sync += gathering.eq(0)
+        with m.Elif(self.issue & cls[engines.dma]):
+            m.d.sync += gathering.eq(flags.head_fence)
+        with m.If(self.issue):
+            m.d.sync += flags.last_pc.eq(head.pc)
         settled1 = Signal(name="settled1")
         with m.If(self.start | self.stop):
             m.d.sync += [settled1.eq(0), flags.settled.eq(0)]
@@ -219,7 +251,7 @@ class OverlapExecute(Checked):
                          flags.settled.eq(settled1 & ~self.consume)]
         return flags
 
-    def _countdowns(self, m: Module, head, engines: _Engines) -> None:
+    def _countdowns(self, m: Module, head, engines: _Engines, flags: _Flags) -> None:
         """Each engine counts its instruction's latency down; the DMA's holds for a cycle in
         which an LD beat waits (``dma_held``: the execute stage counts the LD's beats itself)."""
         layout = _slots_layout(self.params)
@@ -249,7 +281,7 @@ class OverlapExecute(Checked):
         with m.If(self.start):
             m.d.sync += ld_beats.eq(0)
         with m.Elif(self.issue & head.cls[dma]):        # an LD's beats are its writes (an ST has none)
-            m.d.sync += ld_beats.eq(Mux(head.wr, head.latency - head.wfrom, 0))
+            m.d.sync += ld_beats.eq(Mux(head.wr & ~flags.head_fence, head.latency - head.wfrom, 0))
         with m.Elif((ld_beats != 0) & ~self.dma_hold):
             m.d.sync += ld_beats.eq(ld_beats - 1)
 
@@ -265,7 +297,8 @@ class OverlapExecute(Checked):
         rd_left = Signal(lbits, name="rd_left")
         wr_left = Signal(lbits, name="wr_left")
         dma, count = engines.dma, len(spec.ENGINES)
-        port_wr = head.wr & ~head.cls[dma]        # an LD shares the write port: it neither holds nor waits
+        shares = head.cls[dma] & ~flags.head_fence   # an LD shares the write port: it neither holds nor waits
+        port_wr = head.wr & ~shares
         with m.If(self.start):
             m.d.sync += [rd_left.eq(0), wr_left.eq(0), self.dma_hold.eq(0)]
         with m.Else():
@@ -290,15 +323,19 @@ class OverlapExecute(Checked):
             flags.wr_ok_q.eq(~p1_wr | (wr_left <= p1_wfrom)),
         ]
 
-    def _stop(self, m: Module, head) -> None:
+    def _stop(self, m: Module, head, flags: _Flags) -> None:
         """A stop (HALT, an error, NO_HALT), taken when settled and every engine is free, then
-        STOP_CYCLES as on the serial machine."""
+        STOP_CYCLES as on the serial machine; a data fault's (BAD_INDEX at ``last_pc``) when
+        every engine is free."""
         stop_left = Signal(range(spec.STOP_CYCLES + 1), name="stop_left")
         with m.If(self.start):
             m.d.sync += self.stopping.eq(0)
         with m.Elif(self.consume & head.stop):
             m.d.sync += [self.stopping.eq(1), stop_left.eq(spec.STOP_CYCLES - 1),
                          self.stop_code.eq(head.code), self.stop_pc.eq(head.pc)]
+        with m.Elif(flags.fault_stop):
+            m.d.sync += [self.stopping.eq(1), stop_left.eq(spec.STOP_CYCLES - 1),
+                         self.stop_code.eq(spec.ErrorCode.BAD_INDEX), self.stop_pc.eq(flags.last_pc)]
         with m.Elif(self.stop):
             m.d.sync += self.stopping.eq(0)
         with m.If(self.stopping & (stop_left != 0)):
@@ -310,8 +347,7 @@ class OverlapExecute(Checked):
         ``hazard`` the cycles the head (not a stop) waits with its engine free on ``haz_q``,
         ``port`` those it then waits on a port."""
         counters = {name: getattr(self, f"count_{name}") for name in spec.counters(self.params)}
-        ready = self.busy & ~self.stopping & (self.count != 0) & flags.settled
-        waiting = ready & ~head.stop & flags.eng_free
+        waiting = flags.ready & ~head.stop & flags.eng_free
         with m.If(self.start):
             m.d.sync += [counters["cycles"].eq(1)] + [c.eq(0) for n, c in counters.items() if n != "cycles"]
         with m.Elif(self.busy):

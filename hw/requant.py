@@ -15,6 +15,13 @@ So with q = p >> (s-1) (arithmetic shift) and ``corr`` = (p < 0 and the low s-1 
 zero), y = (q - corr + 1) >> 1. Only the low 10 bits of q matter: when q lies outside
 -512..511 the result saturates, and whether it does is read off p directly (its bits from
 s+8 up all equal its sign bit) in parallel with the shift.
+
+The lanes shift 2p by s, q = (2p) >> s, which is p >> (s-1) for s >= 1 and 2p for s = 0, a
+table entry's shift (GA2.md section 4: no shift, no rounding term): then (2p - corr + 1) >> 1 =
+p whatever corr, and the saturation test (bits from 8 up) is the same formula.
+
+Per output channel (RQ pc = 1) every lane has its own pair (m, s): the RQ unit reads the
+requantization table (GA2.md section 2) on its second read port, beside the data.
 """
 
 from __future__ import annotations
@@ -28,15 +35,15 @@ from sim.spec import Params
 
 from .component import Checked
 from .isa import fields_view
-from .lanes import delay, lane_mask, last_beat
+from .lanes import delay, lane_mask, last_beat, select
 from .ports import unit_members
 
 A_BITS = spec.WORD_BITS
 """Width of a requantizer input: a signed 32-bit accumulator."""
 M_BITS = arith.MANTISSA_BITS
 """Width of the mantissa m (unsigned)."""
-S_BITS = 6
-"""Width of the shift s (the RQ field; legal 1..63)."""
+S_BITS = spec.RQ_ENTRY_S_BITS
+"""Width of the shift s (the RQ field, and a table entry's; 0..63, 0 only from a table)."""
 P_BITS = A_BITS + M_BITS
 """Width of the exact product p = a * m, signed: |p| < 2**55."""
 SPLIT = 17
@@ -48,7 +55,8 @@ Q_BITS = 10
 
 
 class Requantizer(Checked):
-    """LANES requantizer lanes sharing one pipeline: ``y = requant(a, m, s, relu)`` per lane.
+    """LANES requantizer lanes sharing one pipeline: ``y = requant(a, m, s, relu)`` per lane,
+    each lane with its own factor (m, s) (RQ per output channel) and the relu shared.
 
     The factor (m, s, relu) travels down the pipeline with the data, so every cycle's inputs
     are independent of the others'.
@@ -58,26 +66,28 @@ class Requantizer(Checked):
 
     Members:
         a In(ArrayLayout(signed(32), lanes)): the accumulators, sampled every cycle.
-        m In(24), unsigned: the mantissa, sampled with a (per lane, as ``en`` says).
-        s In(6), unsigned: the shift, 1..63 (0 gives an undefined result), sampled with a.
+        m In(ArrayLayout(24, lanes)), unsigned: each lane's mantissa, sampled with a.
+        s In(ArrayLayout(6, lanes)), unsigned: each lane's shift, 0..63, sampled with a (0: no
+            shift and no rounding term, GA2.md section 4).
         relu In(1): clamp negative results to 0, sampled with a.
-        en In(lanes), all ones unless driven: lane k samples its a and m only in cycles with
+        en In(lanes), all ones unless driven: lane k samples its a, m and s only in cycles with
             bit k high (the RQ unit raises the bits of the beat's valid words). Each lane thus
-            holds its own copy of m, with its own enable, which Yosys cannot merge: the copy sits
-            beside the lane's DSP blocks instead of one register fanning out to all of them
-            (that route led the critical path on the ECP5). A lane whose bit is low computes on
-            stale a and m; its result is not written.
+            holds its own copy of the factor, with its own enable, which Yosys cannot merge: the
+            copy sits beside the lane's DSP blocks instead of one register fanning out to all of
+            them (that route led the critical path on the ECP5). A lane whose bit is low computes
+            on stale a, m and s; its result is not written.
         y Out(ArrayLayout(signed(8), lanes)): the results, -127..127, LATENCY cycles after
             their inputs were presented (a registered output).
 
     Pipeline (each stage a register):
         1. inputs a, m, s, relu (the multiplier inputs);
         2. the four partial products a_lo*m_lo, a_lo*m_hi, a_hi*m_lo, a_hi*m_hi (18 x 18 each,
-           four DSP blocks per lane); the masks of the bits below s-1 and from s+8 up;
+           four DSP blocks per lane); s carried;
         3. the partial products again (a register at the DSP block, one at the adders);
         4. two partial sums, x = a_lo*m (unsigned) and z = a_hi*m (signed), one adder each;
-        5. p = x + z * 2**17, one adder;
-        6. q = p >> (s-1) (low 10 bits, a barrel shifter), the saturation test (do p's bits
+        5. p = x + z * 2**17, one adder; the lane's shift and, from it, the masks of the bits
+           below s-1 and from s+8 up (a compare with a constant per bit, from s's register);
+        6. q = (2p) >> s (low 10 bits, a barrel shifter), the saturation test (do p's bits
            from s+8 up all equal its sign?) and the tie correction (p < 0 with its low s-1
            bits zero), side by side;
         7. y = (q - corr + 1) >> 1, saturated to -127..127 (the saturation read off q and
@@ -104,8 +114,8 @@ class Requantizer(Checked):
         self.lanes = lanes
         super().__init__({
             "a": In(data.ArrayLayout(signed(A_BITS), lanes)),
-            "m": In(M_BITS),
-            "s": In(S_BITS),
+            "m": In(data.ArrayLayout(M_BITS, lanes)),
+            "s": In(data.ArrayLayout(S_BITS, lanes)),
             "relu": In(1),
             "en": In(lanes, init=(1 << lanes) - 1),
             "y": Out(data.ArrayLayout(signed(8), lanes)),
@@ -113,13 +123,17 @@ class Requantizer(Checked):
 
     def elaborate(self, platform):
         m = Module()
-        shift_amount, relu_last, low_mask, high_mask = self._shared(m)
+        relu1 = Signal()
+        m.d.sync += relu1.eq(self.relu)
+        relu_last = delay(m, relu1, 5, "relu")                     # relu, in stage 7
         for lane in range(self.lanes):
-            # 1: the multiplier inputs, the lane's own copy of m among them
+            # 1: the multiplier inputs, the lane's own copy of the factor among them
             a1 = Signal(signed(A_BITS), name=f"a1_{lane}")
             m1 = Signal(M_BITS, name=f"m1_{lane}")
+            s1 = Signal(S_BITS, name=f"s1_{lane}")
             with m.If(self.en[lane]):
-                m.d.sync += [a1.eq(self.a[lane]), m1.eq(self.m)]
+                m.d.sync += [a1.eq(self.a[lane]), m1.eq(self.m[lane]), s1.eq(self.s[lane])]
+            shift_amount, low_mask, high_mask = self._shift(m, s1, lane)
             a_lo = a1[:SPLIT]                       # unsigned
             a_hi = a1[SPLIT:].as_signed()           # signed
             m_lo = m1[:SPLIT]
@@ -155,7 +169,7 @@ class Requantizer(Checked):
             corr = Signal(name=f"corr{lane}")
             sign_bits = Mux(p[-1], (1 << P_BITS) - 1, 0)
             m.d.sync += [
-                q.eq(p >> shift_amount),     # the shift amount straight from a register
+                q.eq((p << 1) >> shift_amount),     # the shift amount straight from a register
                 in_range.eq(((p.as_unsigned() ^ sign_bits) & high_mask) == 0),
                 negative.eq(p[-1]),
                 corr.eq(p[-1] & ((p.as_unsigned() & low_mask) == 0)),
@@ -177,29 +191,22 @@ class Requantizer(Checked):
             m.d.comb += self.y[lane].eq(y)
         return m
 
-    def _shared(self, m: Module):
-        """What the lanes share, delayed to the stage that uses it: s - 1, relu, and the rounding
-        and saturation masks. Returns them in that order."""
-        # The factor's shift and relu, shared by the lanes, delayed to the stage that uses them:
-        # s - 1 (computed in stage 2, so that no subtraction precedes the barrel shifter) in
-        # stage 6, relu in stage 7. The mantissa is per lane (below).
-        s1 = Signal(S_BITS)
-        relu1 = Signal()
-        m.d.sync += [s1.eq(self.s), relu1.eq(self.relu)]
-        shift_amount = delay(m, (s1 - 1)[:S_BITS], 4, "s_minus_1")   # s - 1: 0..62, a register
-        relu_last = delay(m, relu1, 5, "relu")
-
-        # The masks (from s1, registered in stage 2), used in stage 6: bit k of low_mask is set for
-        # k < s-1, bit k of high_mask for k >= s+8.
-        low_mask2 = Signal(P_BITS)
-        high_mask2 = Signal(P_BITS)
+    @staticmethod
+    def _shift(m: Module, s1: Signal, lane: int) -> tuple[Signal, Signal, Signal]:
+        """The lane's shift s (registered in stage 1) carried to stage 4, then in stage 5 the
+        registers stage 6 uses: the shift amount s for (2p) >> s, and the masks (a compare of s
+        with a constant per bit): bit k of low_mask set for k < s-1, bit k of high_mask for
+        k >= s+8. Returns them in that order."""
+        s4 = delay(m, s1, 3, f"s{lane}")
+        shift_amount = Signal(S_BITS, name=f"shift{lane}")
+        low_mask = Signal(P_BITS, name=f"low_mask{lane}")
+        high_mask = Signal(P_BITS, name=f"high_mask{lane}")
         m.d.sync += [
-            low_mask2.eq(Cat(s1 > k + 1 for k in range(P_BITS))),
-            high_mask2.eq(Cat(s1 + (Q_BITS - 2) <= k for k in range(P_BITS))),
+            shift_amount.eq(s4),
+            low_mask.eq(Cat(s4 > k + 1 for k in range(P_BITS))),
+            high_mask.eq(Cat(s4 + (Q_BITS - 2) <= k for k in range(P_BITS))),
         ]
-        low_mask = delay(m, low_mask2, 3, "low_mask")
-        high_mask = delay(m, high_mask2, 3, "high_mask")
-        return shift_amount, relu_last, low_mask, high_mask
+        return shift_amount, low_mask, high_mask
 
 
 def _beyond_int8(q: Value, corr: Value) -> tuple[Value, Value]:
@@ -219,30 +226,47 @@ def _beyond_int8(q: Value, corr: Value) -> tuple[Value, Value]:
 
 
 class RequantUnit(Checked):
-    """The RQ unit: ``S[dst+i] = requant(s32(S[src+i]), m, s, relu)`` for i < len, LANES per cycle.
+    """The RQ unit: ``S[dst+i] = requant(s32(S[src+i]), m, s, relu)`` for i < len, LANES per cycle;
+    per output channel (pc = 1) element i takes the pair (m, s) of the table word
+    ``S[tab + (i mod C)]`` (GA2.md sections 2 and 4).
 
     Parameters:
         params: the machine's :class:`sim.spec.Params` (LANES, SPAD_WORDS).
 
-    Members (``hw.ports.unit_members(params, n_read=1, write=True)``):
+    Members (``hw.ports.unit_members(params, n_read=2, write=True)``):
         start In(1), opcode In(4), fields In(124), done Out(1): the execute-stage contract.
         rd0 Out(ReadPort): reads of the source, LANES words per beat.
+        rd1 Out(ReadPort): pc = 1: reads of the table, LANES words per beat.
         wr Out(WritePort): writes of the results (int8 sign-extended to 32 bits), masked
             to the words below len.
         An idle unit drives every output to 0.
 
-    Schedule, with d the dispatch cycle and n = ceil(len / LANES) beats:
-        beat b is read in cycle d + b (the first address straight from ``fields``), its data
-        enters the :class:`Requantizer` SPAD_READ_LATENCY cycles later and leaves it
-        Requantizer.LATENCY = 7 cycles after that; it is written in cycle d + b + RQ_OVERHEAD,
-        in order. ``done`` is the cycle of the last write, d + n + RQ_OVERHEAD - 1. In place
-        (dst == src) is safe: a beat is written RQ_OVERHEAD cycles after it is read, and the
-        beats read later lie further on.
+    Schedule, with d the dispatch cycle, n = ceil(len / LANES) beats and P = pc * RQ_PC_CYCLES:
+        beat b of the source is read on ``rd0`` in cycle d + P + b (the first address of pc = 0
+        straight from ``fields``), its data enters the :class:`Requantizer` SPAD_READ_LATENCY
+        cycles later and leaves it Requantizer.LATENCY = 7 cycles after that; it is written in
+        cycle d + P + b + RQ_OVERHEAD, in order. ``done`` is the cycle of the last write,
+        d + n + P + RQ_OVERHEAD - 1. In place (dst == src) is safe: a beat is written
+        RQ_OVERHEAD cycles after it is read, and the beats read later lie further on.
 
-    Latency: n + RQ_OVERHEAD cycles, RQ_OVERHEAD = SPAD_READ_LATENCY + Requantizer.LATENCY.
+        pc = 1: beat b covers elements b*LANES + k (lane k), channels (c0 + k) mod C with
+        c0 = b*LANES mod C. Its table words are read on ``rd1`` in cycle d + b, LANES words from
+        tab + c0 (the first address straight from ``fields``), and registered on arrival
+        (d + b + SPAD_READ_LATENCY); in the next cycle each lane k takes its own word when
+        c0 + k < C, else entry c0 + k - C (< k, since C >= LANES) of the first LANES words of the
+        table, held since beat 0, into its entry register, which the Requantizer samples with
+        the beat's data one cycle later. The unit keeps r = C - c0, the channels left from the
+        beat's first (r' = r - LANES, or r - LANES + C when the beat wraps, r <= LANES). A table
+        word's bits 31..30 are not read. The table never overlaps dst (sim.spec), so every
+        table read sees the table as it was.
+
+    Latency: n + RQ_OVERHEAD + pc * RQ_PC_CYCLES cycles, RQ_OVERHEAD = SPAD_READ_LATENCY +
+        Requantizer.LATENCY, RQ_PC_CYCLES = 2 (the table's arrival register and the lanes'
+        entry registers).
 
     Errors: none; the execute stage dispatches only checked instructions (len >= 1,
-    1 <= s <= 63, both regions inside the scratchpad, dst == src or disjoint).
+    1 <= s <= 63 with pc = 0, C >= LANES with pc = 1, every region inside the scratchpad,
+    dst == src or disjoint, dst and the table disjoint).
 
     Raises:
         TypeError: params is not a :class:`sim.spec.Params`.
@@ -254,16 +278,46 @@ class RequantUnit(Checked):
     def __init__(self, params: Params):
         assert spec.RQ_OVERHEAD == spec.SPAD_READ_LATENCY + Requantizer.LATENCY, \
             "sim.spec.RQ_OVERHEAD must be what hw/requant.py realises"
+        assert spec.RQ_PC_CYCLES == 2, "sim.spec.RQ_PC_CYCLES must be what hw/requant.py realises"
         self.params = params
-        super().__init__(unit_members(params, n_read=1, write=True))
+        super().__init__(unit_members(params, n_read=2, write=True))
 
     def elaborate(self, platform):
         m = Module()
         lanes = self.params.LANES
         rq = fields_view("RQ", self.fields)
         m.submodules.lanes = lanes_ = Requantizer(lanes)
+        entries = self._table(m, rq)
 
-        # Issue: one beat read per cycle, from the dispatch cycle on.
+        # The data's first read: the dispatch cycle (pc = 0), RQ_PC_CYCLES later (pc = 1).
+        go = Mux(rq.pc, delay(m, self.start & rq.pc, spec.RQ_PC_CYCLES, "pc_go"), self.start)
+        write, write_last, write_mask = self._data(m, rq, go, lanes_)
+        for k in range(lanes):
+            m.d.comb += [
+                lanes_.m[k].eq(Mux(rq.pc, entries[k][:M_BITS], rq.m)),
+                lanes_.s[k].eq(Mux(rq.pc, entries[k][spec.RQ_ENTRY_S_LSB:spec.RQ_ENTRY_BITS], rq.s)),
+            ]
+
+        # Writes in order from dst, LANES words per beat.
+        dst_q = Signal(spec.ADDR_BITS)
+        with m.If(self.start):
+            m.d.sync += dst_q.eq(rq.dst)
+        with m.Elif(write):
+            m.d.sync += dst_q.eq(dst_q + lanes)
+        m.d.comb += [
+            self.wr.en.eq(write),
+            self.wr.addr.eq(Mux(write, dst_q, 0)),
+            self.wr.mask.eq(Mux(write, write_mask, 0)),
+            self.done.eq(write & write_last),
+        ]
+        for i in range(lanes):
+            m.d.comb += self.wr.data[i].eq(Mux(write, lanes_.y[i], 0))
+        return m
+
+    def _data(self, m: Module, rq, go: Value, lanes_: Requantizer) -> tuple[Value, Value, Value]:
+        """The source's reads on ``rd0``, one beat per cycle from ``go`` on, into the lanes; returns
+        (write, last write, write mask) of the beat leaving the lanes."""
+        lanes = self.params.LANES
         running = Signal()
         src_q = Signal(spec.ADDR_BITS)
         left_q = Signal(spec.ADDR_BITS)
@@ -272,9 +326,9 @@ class RequantUnit(Checked):
         left = Signal(spec.ADDR_BITS)
         last = Signal()
         m.d.comb += [
-            issue.eq(self.start | running),
-            src.eq(Mux(self.start, rq.src, src_q)),
-            left.eq(Mux(self.start, rq.len, left_q)),
+            issue.eq(go | running),
+            src.eq(Mux(go, rq.src, src_q)),
+            left.eq(Mux(go, rq.len, left_q)),
             last.eq(last_beat(left, lanes)),
             self.rd0.en.eq(issue),
             self.rd0.addr.eq(Mux(issue, src, 0)),
@@ -292,27 +346,52 @@ class RequantUnit(Checked):
         mask += [Signal(lanes, name=f"mask{k}") for k in range(1, depth + 1)]
         for k in range(depth):
             m.d.sync += [valid[k + 1].eq(valid[k]), final[k + 1].eq(final[k]), mask[k + 1].eq(mask[k])]
-        write, write_last, write_mask = valid[depth], final[depth], mask[depth]
         m.d.comb += [
             lanes_.en.eq(mask[spec.SPAD_READ_LATENCY]),
             lanes_.a.eq(self.rd0.data.as_value()),
-            lanes_.m.eq(rq.m),
-            lanes_.s.eq(rq.s),
             lanes_.relu.eq(rq.relu),
         ]
+        return valid[depth], final[depth], mask[depth]
 
-        # Writes in order from dst, LANES words per beat.
-        dst_q = Signal(spec.ADDR_BITS)
-        with m.If(self.start):
-            m.d.sync += dst_q.eq(rq.dst)
-        with m.Elif(write):
-            m.d.sync += dst_q.eq(dst_q + lanes)
-        m.d.comb += [
-            self.wr.en.eq(write),
-            self.wr.addr.eq(Mux(write, dst_q, 0)),
-            self.wr.mask.eq(Mux(write, write_mask, 0)),
-            self.done.eq(write & write_last),
-        ]
-        for i in range(lanes):
-            m.d.comb += self.wr.data[i].eq(Mux(write, lanes_.y[i], 0))
-        return m
+    def _table(self, m: Module, rq) -> list[Signal]:
+        """pc = 1: the table's reads on ``rd1``, one beat per cycle from the dispatch on, and each
+        lane's entry (m in its low bits, s above), registered, valid in the cycle the beat's
+        data arrives at the lanes (see the class's schedule). Returns the lanes' entry registers."""
+        lanes = self.params.LANES
+        running = Signal()
+        r_q = Signal(spec.ADDR_BITS, name="tab_left")       # C - c0: channels left from the beat's first
+        addr_q = Signal(spec.ADDR_BITS, name="tab_addr")    # tab + c0
+        left_q = Signal(spec.ADDR_BITS, name="tab_len")
+        first = self.start & rq.pc
+        issue = first | running
+        r = Mux(first, rq.C, r_q)
+        addr = Mux(first, rq.tab, addr_q)
+        left = Mux(first, rq.len, left_q)
+        whole = r > lanes                                   # no lane of the beat past the table's end
+        m.d.comb += [self.rd1.en.eq(issue), self.rd1.addr.eq(Mux(issue, addr, 0))]
+        with m.If(issue):
+            m.d.sync += [
+                running.eq(~last_beat(left, lanes)),
+                r_q.eq(Mux(whole, r - lanes, r - lanes + rq.C)),
+                addr_q.eq(Mux(whole, addr + lanes, addr + lanes - rq.C)),
+                left_q.eq(left - lanes),
+            ]
+        # lanes k < own take their own word (own = min(r, LANES), 1..LANES)
+        own = Mux(whole, lanes, r[:(lanes.bit_length())])
+        own_a = delay(m, own, spec.SPAD_READ_LATENCY + 1, "tab_own")
+        first_a = delay(m, first, spec.SPAD_READ_LATENCY + 1, "tab_first")
+
+        # On arrival, the words registered (the table's bits only); then the lanes' entries.
+        words = Signal(data.ArrayLayout(spec.RQ_ENTRY_BITS, lanes), name="tab_words")
+        m.d.sync += [words[k].eq(self.rd1.data[k][:spec.RQ_ENTRY_BITS]) for k in range(lanes)]
+        head = Signal(data.ArrayLayout(spec.RQ_ENTRY_BITS, lanes), name="tab_head")
+        with m.If(first_a):                                 # beat 0's words: entries 0..LANES-1
+            m.d.sync += head.eq(words)
+        entries = []
+        for k in range(lanes):
+            entry = Signal(spec.RQ_ENTRY_BITS, name=f"entry{k}")
+            # entry c0 + k - C = k - own of the head when k >= own
+            onehot = [own_a > k] + [own_a == k - j for j in range(k)]
+            m.d.sync += entry.eq(select(onehot, [words[k]] + [head[j] for j in range(k)]))
+            entries.append(entry)
+        return entries

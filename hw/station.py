@@ -36,6 +36,13 @@ and whether it waits on a waiting instruction (computed from the next values), s
 choice is a carry chain (the write port's countdown against the head's window) and a few LUTs
 from registers.
 
+**A fence** (a GATHER, ``sim.spec.InstrSpec.fence``): nothing after it is taken into the
+station before it ends (``fence_waiting``, ``fence_running`` and its countdown), so when its row
+number is out of its table (the DMA's ``fault``, BAD_INDEX) only instructions before it are in
+the station: they run, and the stop is taken, with BAD_INDEX and the GATHER's pc, when every
+queue is empty and every engine free. A GATHER holds the write port for its window as the other
+engines' writers do (it neither shares it beat by beat nor counts ``ld_beats``).
+
 **The stop** (HALT, an error, NO_HALT) is taken when settled, every queue empty and every engine
 free. **The watchdog** counts the cycles in a row in which no engine is active and nothing is
 entered or issued; at WATCHDOG_CYCLES it takes a stop with STALL and the pc of the earliest
@@ -57,7 +64,7 @@ from sim import spec
 from sim.spec import ErrorCode
 
 from .checker import READ_SLOTS, latency_bits, overlap_info_widths
-from .isa import FIELD_BITS
+from .isa import FIELD_BITS, opcode
 from .lanes import any_of, select
 
 ENGINES = spec.ENGINES
@@ -136,9 +143,17 @@ def _remap(vec: Value, shift: list[Value], release: list[Value]) -> Value:
     return Cat(*out)
 
 
+def is_fence(opcode_value: Value) -> Value:
+    """Whether an opcode is a fence's (``sim.spec.InstrSpec.fence``: GATHER)."""
+    fenced = [ins for ins in spec.INSTRUCTIONS if ins.fence]
+    assert all(ins.counter == spec.SHARED_WRITER for ins in fenced), "a fence runs on the DMA"
+    return any_of(opcode_value == opcode(ins.name) for ins in fenced)
+
+
 def station_execute(m: Module, ctl, busy: Value, start: Value, stop: Value,
-                    q: SimpleNamespace) -> SimpleNamespace:
-    """Build the OVERLAP = 2 execute stage of ``ctl`` (a :class:`hw.control.Control`).
+                    q: SimpleNamespace, fault: Value) -> SimpleNamespace:
+    """Build the OVERLAP = 2 execute stage of ``ctl`` (a :class:`hw.control.Control`); ``fault``
+    is the register of a unit's data fault (``hw.control.data_fault``: BAD_INDEX).
     Returns stopping, stop_code and stop_pc (for the front end and the host status)."""
     p = ctl.params
     n_eng = len(ENGINES)
@@ -163,9 +178,15 @@ def station_execute(m: Module, ctl, busy: Value, start: Value, stop: Value,
         # active & free, a register of its own: the running instruction's last cycle
         release=[Signal(name=f"release_{e}") for e in ENGINES],
         head_next=[None] * n_eng,          # each queue's head in the next cycle (_queue)
+        # a countdown at most 1: an instruction dispatched the cycle after next finds it ended
+        # (has read); see _engines
+        ends_soon=[Signal(init=1, name=f"ends_soon_{e}") for e in ENGINES],
+        read_soon=[Signal(init=1, name=f"read_soon_{e}") for e in ENGINES],
+        fault=fault,
     )
     s.shift = [s.issue[k] for k in range(n_eng)]
     dma = ENGINES.index(spec.SHARED_WRITER)
+    s.dma_fence = is_fence(s.w[dma][0].opcode)      # the DMA's head is a fence (a GATHER)
     # every queue empty and every engine free in the next cycle (a stop's condition), from this
     # cycle's registers and issue (the free register's next value, hw/overlap.py's rule)
     free_next = [Mux(s.issue[k], 0, Mux(s.dma_held if k == dma else 0, s.free[k],
@@ -174,6 +195,7 @@ def station_execute(m: Module, ctl, busy: Value, start: Value, stop: Value,
     empty_next = [~Mux(s.issue[k], s.wv[k][1] if waiting_slots > 1 else 0, s.wv[k][0])
                   for k in range(n_eng)]
     m.d.comb += s.all_done_next.eq(Cat(*(empty_next[k] & free_next[k] for k in range(n_eng))).all())
+    s.all_done = Cat(*(~s.wv[k][0] & s.free[k] for k in range(n_eng))).all()   # in this cycle
     enter = _enter(m, s, ctl, busy, start, stop, q)
     _engines(m, s, ctl, start)
     _dispatch(m, s, ctl, busy, start)
@@ -232,6 +254,7 @@ def _enter(m: Module, s, ctl, busy, start, stop, q) -> SimpleNamespace:
     # an issue shifts e's queue down: its last waiting entry is then free
     room_next = [s.issue[f] | ~s.wv[f][waiting_slots - 1] for f in range(n_eng)]
     settled_next = settled1 & ~consume
+    fenced = _fence(m, s, start, consume & ~head.stop & is_fence(head.opcode))
     m.d.comb += [
         ready.eq(busy & ~s.stopping & settled),
         consume.eq(busy & ~s.stopping & (take_q.any() | stop_q)),
@@ -241,9 +264,9 @@ def _enter(m: Module, s, ctl, busy, start, stop, q) -> SimpleNamespace:
         m.d.sync += [settled1.eq(0), settled.eq(0), take_q.eq(0), stop_q.eq(0)]
     with m.Else():
         m.d.sync += [settled1.eq((q.count != 0) & ~consume), settled.eq(settled_next),
-                     take_q.eq(Cat(*(settled_next & ~head.stop & head.cls[f] & room_next[f]
+                     take_q.eq(Cat(*(settled_next & ~head.stop & head.cls[f] & room_next[f] & ~fenced
                                      for f in range(n_eng)))),
-                     stop_q.eq(settled_next & head.stop & s.all_done_next)]
+                     stop_q.eq(settled_next & head.stop & s.all_done_next & ~s.fault)]
 
     entry = Signal(s.w[0][0].shape())
     m.d.comb += [
@@ -257,6 +280,28 @@ def _enter(m: Module, s, ctl, busy, start, stop, q) -> SimpleNamespace:
     for f in range(n_eng):
         _queue(m, s, f, busy & ~s.stopping & take_q[f], entry, start)
     return SimpleNamespace(ready=ready, consume=consume)
+
+
+def _fence(m: Module, s, start: Value, fence_enters: Value) -> Value:
+    """Whether the front end's head may not be taken into the station in the cycle after next
+    (a decision made in this cycle, ``take_q``): a fence (a GATHER) entered and is still
+    waiting, or runs and does not end by then (its countdown is not at most 1: ``ends_soon``),
+    or a unit's data fault is pending (the machine stops once what entered has run). So an
+    instruction after a fence g enters at q >= end(g) (``sim.spec.Decoupled``)."""
+    dma = ENGINES.index(spec.SHARED_WRITER)
+    waiting = Signal(name="fence_waiting")     # a fence entered, not yet issued
+    running = Signal(name="fence_running")     # the DMA's instruction is a fence
+    fence_issued = s.issue[dma] & s.dma_fence
+    with m.If(start):
+        m.d.sync += [waiting.eq(0), running.eq(0)]
+    with m.Else():
+        with m.If(fence_enters):
+            m.d.sync += waiting.eq(1)
+        with m.Elif(fence_issued):
+            m.d.sync += waiting.eq(0)
+        with m.If(s.issue[dma]):
+            m.d.sync += running.eq(s.dma_fence)
+    return waiting | (running & ~s.ends_soon[dma]) | s.fault
 
 
 def _queue(m: Module, s, f: int, take: Value, entry: Value, start: Value) -> None:
@@ -326,7 +371,8 @@ def _dispatch(m: Module, s, ctl, busy: Value, start: Value) -> None:
         rd_ok = ~h.rd | s.rd_free
         # the write port's countdown against the head's window: one carry chain from registers
         # (from the next values it was 13 levels: the issued latency, the queues' moves)
-        wr_ok = (~h.wr | (e == dma)) | (s.wr_left <= h.wfrom1)
+        # (an LD shares the port and never waits on it; a GATHER holds it)
+        wr_ok = ~h.wr | (~s.dma_fence if e == dma else 0) | (s.wr_left <= h.wfrom1)
         there = s.wv[e][0] & ends_soon[e]
         ready.append(there & deps_ok & rd_ok & wr_ok)
         m.d.sync += [s.base_q[e].eq(there & ~s.issue[e]), s.depok_q[e].eq(deps_ok), older_q[e].eq(older[e])]
@@ -381,8 +427,6 @@ def _engines(m: Module, s, ctl, start: Value) -> None:
     wtop = [Signal(lbits + 2, name=f"wtop_{e}") for e in ENGINES]
     ld_beats = Signal(lbits, name="ld_beats")   # beats of the LD in flight the DMA has yet to read
     dma_held = s.dma_held
-    s.ends_soon = [Signal(init=1, name=f"ends_soon_{e}") for e in ENGINES]
-    s.read_soon = [Signal(init=1, name=f"read_soon_{e}") for e in ENGINES]
     for k, h in enumerate(heads):
         with m.If(start):
             m.d.sync += [s.left[k].eq(0), s.free[k].eq(1), s.active[k].eq(0), s.ends_soon[k].eq(1),
@@ -411,12 +455,13 @@ def _engines(m: Module, s, ctl, start: Value) -> None:
     issue = list(s.issue)
     issued = SimpleNamespace(**{name: select(issue, [getattr(h, name) for h in heads])
                                 for name in ("left", "rdl", "short", "rd", "wr")})
-    port_wr = issued.wr & ~s.issue[dma]       # an LD shares the write port: it neither holds nor waits
+    # an LD shares the write port: it neither holds nor waits (a GATHER holds it)
+    port_wr = issued.wr & ~(s.issue[dma] & ~s.dma_fence)
     m.d.comb += dma_held.eq((ld_beats != 0) & ctl.dma_hold)
     with m.If(start):
         m.d.sync += ld_beats.eq(0)
     with m.Elif(s.issue[dma]):                # an LD's beats are its writes (an ST has none)
-        m.d.sync += ld_beats.eq(Mux(heads[dma].wr, heads[dma].beats, 0))
+        m.d.sync += ld_beats.eq(Mux(heads[dma].wr & ~s.dma_fence, heads[dma].beats, 0))
     with m.Elif((ld_beats != 0) & ~ctl.dma_hold):
         m.d.sync += ld_beats.eq(ld_beats - 1)
     any_issue = s.issue.any()
@@ -438,8 +483,9 @@ def _engines(m: Module, s, ctl, start: Value) -> None:
 
 def _stop_and_watchdog(m: Module, s, ctl, busy: Value, start: Value, stop: Value, q,
                        enter: SimpleNamespace) -> SimpleNamespace:
-    """The stop (taken when settled, every queue empty and every engine free) and the
-    watchdog's (STALL). Returns stopping, stop_code and stop_pc."""
+    """The stop (taken when settled, every queue empty and every engine free), a data fault's
+    (BAD_INDEX, when every queue is empty and every engine free) and the watchdog's (STALL).
+    Returns stopping, stop_code and stop_pc."""
     n_eng = len(ENGINES)
     head = q.head
     stop_left = Signal(range(spec.STOP_CYCLES + 1))
@@ -461,13 +507,24 @@ def _stop_and_watchdog(m: Module, s, ctl, busy: Value, start: Value, stop: Value
               for e in range(n_eng)]
     waiting_pc = select(oldest, [s.w[e][0].pc for e in range(n_eng)])
     stall_pc = Mux(Cat(*oldest).any(), waiting_pc, head.pc)
-    m.d.comb += s.taking_stop.eq((enter.consume & head.stop) | stall)
+    # a data fault (BAD_INDEX, a GATHER's row number): the stop once what entered has run (nothing
+    # after the GATHER entered: _fence), with the GATHER's pc
+    dma = ENGINES.index(spec.SHARED_WRITER)
+    fence_pc = Signal(len(head.pc), name="fence_pc")
+    fault_stop = Signal(name="fault_stop")
+    with m.If(s.issue[dma] & s.dma_fence):
+        m.d.sync += fence_pc.eq(s.w[dma][0].pc)
+    m.d.comb += [
+        fault_stop.eq(busy & ~s.stopping & s.fault & s.all_done),
+        s.taking_stop.eq((enter.consume & head.stop) | stall | fault_stop),
+    ]
     with m.If(start):
         m.d.sync += s.stopping.eq(0)
     with m.Elif(s.taking_stop):
         m.d.sync += [s.stopping.eq(1), stop_left.eq(spec.STOP_CYCLES - 1),
-                     stop_code.eq(Mux(stall, ErrorCode.STALL, head.code)),
-                     stop_pc.eq(Mux(stall, stall_pc, head.pc))]
+                     stop_code.eq(Mux(stall, ErrorCode.STALL,
+                                      Mux(fault_stop, ErrorCode.BAD_INDEX, head.code))),
+                     stop_pc.eq(Mux(stall, stall_pc, Mux(fault_stop, fence_pc, head.pc)))]
     with m.Elif(stop):
         m.d.sync += s.stopping.eq(0)
     with m.If(s.stopping & (stop_left != 0)):

@@ -33,7 +33,7 @@ from .lanes import any_of
 from .ports import ExtPort, addr_bits
 from .stub import LatencyStub
 
-UNIT_MODULES = ("hw.dma", "hw.mxu", "hw.requant", "hw.vector", "hw.softmax", "hw.lut")
+UNIT_MODULES = ("hw.dma", "hw.mxu", "hw.requant", "hw.vector", "hw.softmax", "hw.lut", "hw.layernorm")
 """Where the units live (hw/README.md's block table)."""
 
 UNIT_OPCODES = tuple(s.name for s in spec.INSTRUCTIONS if s.counter is not None)
@@ -168,6 +168,9 @@ class GA2(Checked):
         # dispatch: each unit's start, opcode and fields from registers beside it
         for name, unit in self.units.items():
             dispatch_registers(m, ctl, unit, self.opcodes[name], name)
+        # a unit's data fault (the DMA's: a GATHER's row number out of its table, BAD_INDEX)
+        m.d.comb += ctl.unit_fault.eq(any_of(u.fault for u in self.units.values()
+                                             if "fault" in u.signature.members))
         # the execute stage counts each instruction's latency down itself (hw/control.py) and
         # does not wait for the units' done; the units' done only feeds the self-check
         if self.params.OVERLAP:

@@ -1,9 +1,10 @@
 """The vector unit: VADD, AMAX and UNPACK (GA2.md section 3), LANES elements per cycle.
 
-* VADD dst src1 src2 len relu: S[dst+i] = clamp(s8(S[src1+i]) + s8(S[src2+i]), -127, 127), and
-  with relu a negative sum is written as 0 (the sum's sign bit selects 0, same cycle). Beat k of
-  src1 on ``rd0`` and of src2 on ``rd1`` in the same cycle. In place (dst == src1 or src2) is
-  safe: beat k is written three cycles after its read, while beat k+3 is read.
+* VADD dst src1 src2 len relu max: S[dst+i] = clamp(s8(S[src1+i]) + s8(S[src2+i]), -127, 127)
+  (max = 0) or max(s8(S[src1+i]), s8(S[src2+i])) (max = 1: a compare beside the add, the field
+  selecting), and with relu a negative result is written as 0 (its sign bit selects 0, same
+  cycle). Beat k of src1 on ``rd0`` and of src2 on ``rd1`` in the same cycle. In place (dst ==
+  src1 or src2) is safe: beat k is written three cycles after its read, while beat k+3 is read.
 * AMAX dst src len: S[dst] = the index of the first maximum of s8(S[src+i]). The first maximum
   of each half of the beat's lanes (a tree of compares, the earlier lane winning a tie; one
   level at LANES = 4), then the running (maximum, index), the earlier winning a tie again; one
@@ -48,6 +49,7 @@ def _tag_layout(lanes: int) -> data.StructLayout:
     return data.StructLayout({
         "vadd": 1,
         "relu": 1,       # VADD: negative sums become 0
+        "max": 1,        # VADD max = 1: the larger operand instead of the sum
         "amax": 1,
         "unpack": 1,
         "mask": lanes,   # the lanes that hold elements (VADD, AMAX)
@@ -135,6 +137,7 @@ class VectorUnit(Checked):
         pause = Signal()                      # UNPACK at LANES = 4: the cycle between two reads
         left = Signal(len(vadd_f.len))        # elements (packed words) left, counting this read
         relu = Signal()                       # VADD's relu field, held for the later beats
+        vmax = Signal()                       # VADD's max field, held likewise
         addr0 = Signal(len(self.rd0.addr))
         addr1 = Signal(len(self.rd1.addr))
         step = Mux(is_unpack, self.unpack_words, lanes)
@@ -144,6 +147,7 @@ class VectorUnit(Checked):
         cur_addr0 = Signal.like(addr0)
         cur_addr1 = Signal.like(addr1)
         cur_relu = Mux(start, vadd_f.relu, relu)
+        cur_max = Mux(start, vadd_f.max, vmax)
         m.d.comb += [
             issue.eq(start | (reading & ~pause)),
             cur_left.eq(Mux(start, length, left)),
@@ -161,6 +165,7 @@ class VectorUnit(Checked):
         m.d.comb += [
             rd_tag.vadd.eq(issue & is_vadd),
             rd_tag.relu.eq(issue & is_vadd & cur_relu),
+            rd_tag.max.eq(issue & is_vadd & cur_max),
             rd_tag.amax.eq(issue & is_amax),
             rd_tag.unpack.eq(issue & is_unpack),
             rd_tag.mask.eq(mask),
@@ -169,7 +174,7 @@ class VectorUnit(Checked):
         ]
         with m.If(issue):
             with m.If(rd_tag.last):
-                m.d.sync += [reading.eq(0), left.eq(0), addr0.eq(0), addr1.eq(0), relu.eq(0)]
+                m.d.sync += [reading.eq(0), left.eq(0), addr0.eq(0), addr1.eq(0), relu.eq(0), vmax.eq(0)]
             with m.Else():
                 m.d.sync += [
                     reading.eq(1),
@@ -178,6 +183,7 @@ class VectorUnit(Checked):
                     addr0.eq(cur_addr0 + step),
                     addr1.eq(Mux(is_vadd, cur_addr1 + step, 0)),
                     relu.eq(is_vadd & cur_relu),
+                    vmax.eq(is_vadd & cur_max),
                 ]
         with m.Else():
             m.d.sync += pause.eq(0)
@@ -256,12 +262,12 @@ class VectorUnit(Checked):
         m.d.comb += self.done.eq(last_write)
 
     def _vadd(self, m: Module, writes: list, tag_x, tag_y, a8, b8) -> Value:
-        """VADD: add, saturate and (relu) zero a negative sum in the cycle the data sits in its
-        registers, write the next."""
+        """VADD: add and saturate, or (max = 1) take the larger operand, and (relu) zero a negative
+        result in the cycle the data sits in its registers, write the next."""
         lanes = self.params.LANES
         sums = [Signal(signed(8), name=f"sum{i}") for i in range(lanes)]
         for i in range(lanes):
-            total = _saturate(a8[i] + b8[i])
+            total = Mux(tag_x.max, Mux(b8[i] > a8[i], b8[i], a8[i]), _saturate(a8[i] + b8[i]))
             relu_total = Mux(tag_x.relu & total[-1], 0, total)   # relu: a negative sum becomes 0
             m.d.sync += sums[i].eq(Mux(tag_x.vadd, relu_total, 0))  # 0 when idle
         vadd_write = tag_y.vadd

@@ -5,6 +5,7 @@ Formats:
     operation here, though a stored -128 is read as such.
     Softmax inputs are int8 in Q4.4 (real value x / 16); outputs are unsigned Q16
     (65536 = 1.0).
+    LayerNorm's results are int32 in units of 2^-16 (LN_FRAC_BITS): y = round(2^16 * z).
     Requantization multiplies an int32 by a 24-bit mantissa m and shifts right by s with
     rounding: the real factor is m / 2**s. A requantization table holds one pair (m, s) per
     output channel, one 32-bit word each (:func:`pack_rq_pair`, :func:`unpack_rq_pair`).
@@ -19,10 +20,18 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import numpy as np
 
-from .spec import RQ_ENTRY_M_BITS, RQ_ENTRY_S_BITS, RQ_ENTRY_S_LSB
+from .spec import (
+    LN_EPS_FRAC,
+    LN_RECIP_BITS,
+    LN_SHIFT,
+    RQ_ENTRY_M_BITS,
+    RQ_ENTRY_S_BITS,
+    RQ_ENTRY_S_LSB,
+)
 
 INT8_MIN = -127
 INT8_MAX = 127
@@ -199,6 +208,23 @@ def sat_add_array(a: np.ndarray, b: np.ndarray, relu: bool = False) -> np.ndarra
     return np.maximum(total, 0) if relu else total
 
 
+def vmax(a: int, b: int, relu: bool = False) -> int:
+    """The int8 maximum (GA2.md section 4, VADD op = 1): max(a, b), one of the operands (a stored
+    -128 too: nothing to saturate); with relu, max(0, that).
+
+    Args:
+        a, b: int8 values, -128..127.
+    """
+    larger = max(a, b)
+    return max(0, larger) if relu else larger
+
+
+def vmax_array(a: np.ndarray, b: np.ndarray, relu: bool = False) -> np.ndarray:
+    """Vectorised :func:`vmax`; int64."""
+    larger = np.maximum(np.asarray(a, dtype=np.int64), np.asarray(b, dtype=np.int64))
+    return np.maximum(larger, 0) if relu else larger
+
+
 def _exp_entry(d: int) -> int:
     return math.floor(Q16_ONE * math.exp(-d / 16) + 0.5)
 
@@ -237,3 +263,83 @@ def softmax_fixed_array(rows: np.ndarray) -> np.ndarray:
     e = EXP_LUT_ARRAY[x.max(axis=-1, keepdims=True) - x]
     z = e.sum(axis=-1, keepdims=True)
     return (e * Q16_ONE + z // 2) // z
+
+
+# --------------------------------------------------------------------------- LayerNorm (GA2.md section 4)
+
+
+@dataclass(frozen=True)
+class LnSolve:
+    """What LN computes once per row (GA2.md section 4), every value an exact integer.
+
+    Attributes:
+        n: the row length N. s1: sum of x_i. s2: sum of x_i^2.
+        d: D = 2^LN_EPS_FRAC * (N * s2 - s1^2) + eps (>= 0).
+        k: the even shift's half: D * 4^k fills LN_RECIP_BITS bits (2^42 <= D * 4^k < 2^44 for
+            D > 0; k = LN_ROOT_BITS for D = 0).
+        root: r = isqrt(D * 4^k), 2^21 <= r < 2^22 (0 for D = 0).
+        recip: R = floor(2^LN_RECIP_BITS / r), 2^22 < R <= 2^23; 0 for D = 0 (every d_i is 0
+            then, so R is not seen: the hardware sets it 0, which keeps N * R below 2^34).
+        shift: LN_SHIFT - k, the rounding shift of d_i * R.
+    """
+
+    n: int
+    s1: int
+    s2: int
+    d: int
+    k: int
+    root: int
+    recip: int
+    shift: int
+
+
+def ln_solve(row: Sequence[int], eps: int) -> LnSolve:
+    """The per-row integers of LN (GA2.md section 4) for int8 values ``row`` and the field eps.
+
+    Raises:
+        ValueError: the row is empty, or eps is not within 0..2^32-1.
+    """
+    if len(row) == 0:
+        raise ValueError("ln_solve: empty row")
+    if not 0 <= eps < 1 << 32:
+        raise ValueError(f"ln_solve: eps={eps} must be within 0..2^32-1 (the field is 32 bits)")
+    n = len(row)
+    s1 = sum(int(x) for x in row)
+    s2 = sum(int(x) * int(x) for x in row)
+    d = ((n * s2 - s1 * s1) << LN_EPS_FRAC) + eps
+    k = (LN_RECIP_BITS - d.bit_length()) // 2
+    root = math.isqrt(d << 2 * k)
+    recip = (1 << LN_RECIP_BITS) // root if root else 0
+    return LnSolve(n, s1, s2, d, k, root, recip, LN_SHIFT - k)
+
+
+def layernorm_fixed(row: Sequence[int], eps: int) -> list[int]:
+    """LN's exact result for one row, without the bias (GA2.md section 4).
+
+    With N = len(row), d_i = N * x_i - S1 and the integers of :func:`ln_solve`:
+    y_i = round(d_i * R / 2^shift), rounded half away from zero. y_i / 2^16 is the LayerNorm
+    z_i = (x_i - mean) / sqrt(var + eps / (256 * N^2)) within 2^-17 + |z_i| * 2^-21.
+
+    Args:
+        row: int8 values (-128..127), 1 to LN_MAX_LEN of them.
+        eps: the field eps (0..2^32-1).
+
+    Returns:
+        The int32 values y_i (|y_i| < 2^21 + 2).
+    """
+    sol = ln_solve(row, eps)
+    out = []
+    for x in row:
+        v = (sol.n * int(x) - sol.s1) * sol.recip
+        y = (abs(v) + (1 << (sol.shift - 1))) >> sol.shift
+        out.append(y if v >= 0 else -y)
+    return out
+
+
+def layernorm_fixed_array(row: np.ndarray, eps: int) -> np.ndarray:
+    """Vectorised :func:`layernorm_fixed` over one row (int64 values): |d_i * R| < 2^42."""
+    x = np.asarray(row, dtype=np.int64)
+    sol = ln_solve([int(v) for v in x], eps)
+    v = (sol.n * x - sol.s1) * sol.recip
+    y = (np.abs(v) + (1 << (sol.shift - 1))) >> sol.shift
+    return np.where(v >= 0, y, -y)

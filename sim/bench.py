@@ -54,7 +54,7 @@ def draw_missing(kind: str, fields: dict[str, int], rng: random.Random, p: Param
         if r.start not in out:
             size = p.SPAD_WORDS if r.mem is spec.Mem.SPAD else p.EXT_WORDS
             extent = r.extent({**out, **{s: 0 for s in starts if s not in out}})
-            out[r.start] = rng.randrange(0, size - extent + 1) if extent <= size else 0
+            out[r.start] = rng.randrange(0, size - extent + 1) if 0 < extent <= size else 0
     return out
 
 
@@ -89,8 +89,12 @@ def _rule(kind: str, rng: random.Random, p: Params) -> dict[str, int]:
         n = rng.randint(1, VECTOR_LEN_MAX)
         src = addr(spad, n)
         dst = src if rng.random() < 0.3 else addr(spad, n)
-        return {"dst": dst, "src": src, "len": n, "m": rng.randrange(1 << 23, 1 << 24),
-                "s": rng.randint(20, 40), "relu": rng.randint(0, 1)}
+        out = {"dst": dst, "src": src, "len": n, "m": rng.randrange(1 << 23, 1 << 24),
+               "s": rng.randint(20, 40), "relu": rng.randint(0, 1), "pc": 0, "tab": 0, "C": 0}
+        if rng.random() < 0.3:      # per output channel: a table of C >= LANES words
+            c = rng.randint(p.LANES, 3 * p.LANES + 1)
+            out |= {"m": 0, "s": 0, "pc": 1, "C": c, "tab": addr(spad, c)}
+        return out
     if kind == "SM":
         n = rng.randint(1, p.SM_MAX_LEN)
         return {"dst": addr(spad, n), "src": addr(spad, n), "len": n}
@@ -105,6 +109,16 @@ def _rule(kind: str, rng: random.Random, p: Params) -> dict[str, int]:
     if kind == "UNPACK":
         n = rng.randint(1, UNPACK_LEN_MAX)
         return {"dst": addr(spad, 8 * n), "src": addr(spad, n), "len": n}
+    if kind == "LN":
+        n = rng.randint(1, VECTOR_LEN_MAX)
+        src = addr(spad, n)
+        dst = src if rng.random() < 0.3 else addr(spad, n)
+        return {"dst": dst, "src": src, "len": n, "bias": addr(spad, n),
+                "eps": rng.choice((0, 1, rng.randrange(1 << 32)))}
+    if kind == "GATHER":
+        n, fmt = rng.randint(1, VECTOR_LEN_MAX), int(rng.random() < 0.3)
+        rows = rng.randint(1, ext // (-(-n // spec.INT8_PER_WORD) if fmt else n))
+        return {"dst": addr(spad, n), "len": n, "fmt": fmt, "rows": min(rows, (1 << spec.ADDR_BITS) - 1)}
     if kind == "LUT":
         n = rng.randint(1, VECTOR_LEN_MAX)
         src = addr(spad, n)
@@ -126,10 +140,32 @@ def random_instruction(kind: str, rng: random.Random, params: Params) -> Instruc
 
 def random_program(n: int, kinds: Sequence[str] = KINDS, *, seed: int = 1,
                    params: Params) -> list[Instruction]:
-    """``n`` random legal instructions, kinds drawn uniformly from ``kinds``, then HALT."""
+    """``n`` random legal instructions, kinds drawn uniformly from ``kinds``, then HALT.
+
+    A GATHER's row number is data (S[idx]): every GATHER but a first instruction (whose idx
+    word is 0 in a scratchpad that starts at zero: row 0) comes after an AMAX that writes it,
+    an index below the AMAX's len <= rows (:func:`row_number_for`), so that no program stops
+    with BAD_INDEX. The program then holds more than ``n`` instructions.
+    """
     rng = random.Random(seed)
-    body = [random_instruction(rng.choice(list(kinds)), rng, params) for _ in range(n)]
+    body: list[Instruction] = []
+    for _ in range(n):
+        ins = random_instruction(rng.choice(list(kinds)), rng, params)
+        if ins.op == "GATHER" and body:
+            body.append(row_number_for(ins, rng, params))
+        body.append(ins)
     return [*body, build("HALT", params=params)]
+
+
+def row_number_for(gather: Instruction, rng: random.Random, params: Params) -> Instruction:
+    """An AMAX that writes a row number below ``gather``'s rows into its idx word: the index of
+    the first maximum of a random row of at most ``rows`` (and VECTOR_LEN_MAX) words that does
+    not hold the idx word itself."""
+    idx, size = gather.idx, params.SPAD_WORDS
+    n = rng.randint(1, min(gather.rows, VECTOR_LEN_MAX, max(idx, size - 1 - idx)))
+    below = idx >= n and (idx + 1 + n > size or rng.random() < 0.5)
+    src = rng.randrange(0, idx - n + 1) if below else rng.randrange(idx + 1, size - n + 1)
+    return build("AMAX", params=params, dst=idx, src=src, len=n)
 
 
 def random_image(params: Params, seed: int = 1) -> np.ndarray:

@@ -344,6 +344,11 @@ def _section_instruction(s: InstrSpec, params: Params) -> list[str]:
     out = [f"### {s.name}", "", f"`{_syntax(s)}`", "", f"**Effect:** {s.effect}.", ""]
     if s.extra_checks_doc:
         out += [s.extra_checks_doc, ""]
+    if len(s.field_rules) == 1:
+        out += [s.field_rules[0].doc, ""]
+    elif s.field_rules:
+        out += ["Rules across fields, checked in this order after the fields' ranges:", ""]
+        out += [f"- {rule.doc}" for rule in s.field_rules] + [""]
     # fields and layout
     offsets = s.field_offsets()
     rows = [["`op`", 0, spec.OPCODE_BITS, _bit_span(0, spec.OPCODE_BITS), int(s.opcode), "opcode"]]
@@ -373,6 +378,10 @@ def _section_instruction(s: InstrSpec, params: Params) -> list[str]:
             rule = ("in place is allowed: a written region that starts at the same address as the read "
                     "region may coincide with it; any other overlap is refused" if s.in_place_ok
                     else "any overlap is refused, in place included")
+            strict = [r.start for w, r in pairs if s.in_place_ok and not r.in_place]
+            if strict:
+                rule += (" (except against " + ", ".join(f"`{name}`" for name in strict)
+                         + ": any overlap is refused, in place included)")
             out += [f"Overlap check, written against read regions: {items}; {rule}.", ""]
     # latency
     text = latency_text(s)
@@ -451,6 +460,8 @@ def _section_errors(docs: dict[str, str]) -> list[str]:
             "the machine):", ""]
     for k, code in enumerate(spec.CHECK_CODES):
         out.append(f"{k + 1}. `{code.name}`: {CHECK_RULES[code.name]}")
+    out += ["", "From the data an instruction reads, while it runs: " + "; ".join(
+        f"`{code.name}`, {DATA_RULES[code.name]}" for code in spec.DATA_ERRORS) + "."]
     out += ["", "About the machine rather than the program (no check gives it): " + "; ".join(
         f"`{code.name}`, {MACHINE_RULES[code.name]}" for code in spec.MACHINE_FAULTS) + "."]
     return [*out, ""]
@@ -466,6 +477,12 @@ CHECK_RULES = {
     "NO_HALT": "pc is one past the last instruction (no instruction to check: the program has no HALT).",
 }
 """How ``sim.spec.check`` and the machine decide each code (the code order itself is the spec's)."""
+DATA_RULES = {
+    "BAD_INDEX": "not a check of the front end: a GATHER that passed every check above reads its row "
+                 "number `S[idx]` (unsigned) when it runs, and a number not below `rows` stops the "
+                 "machine after the GATHER's latency, nothing written (`sim.spec.DATA_ERRORS`)",
+}
+"""When each of ``sim.spec.DATA_ERRORS`` stops the machine."""
 MACHINE_RULES = {
     "STALL": "OVERLAP = 2 only: the watchdog saw WATCHDOG_CYCLES cycles in a row with no engine busy "
              "and nothing dispatched or entered while an instruction waited; the pc is the earliest "

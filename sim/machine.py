@@ -87,6 +87,17 @@ class MachineError(Exception):
         super().__init__(f"error {int(code)} ({spec.ERROR_TEXT[code]}) at instruction {pc}: {detail}")
 
 
+class DataFault(Exception):
+    """Raised by an instruction's semantics when its data stops the machine (a code of
+    :data:`sim.spec.DATA_ERRORS`: a GATHER's row number out of its table); the machine turns it
+    into a :class:`MachineError` at that instruction, after its latency (GA2.md section 3)."""
+
+    def __init__(self, code: ErrorCode, detail: str):
+        self.code = code
+        self.detail = detail
+        super().__init__(detail)
+
+
 class StepLimit(Exception):
     """The run was stopped by the caller's ``max_steps`` before the program stopped."""
 
@@ -212,7 +223,10 @@ class Machine:
                 return state
             issue.place(pc, ispec, fields)
             # every earlier instruction's effect first: the issue rule keeps the order's meaning
-            _EXECUTE[ispec.name](state.spad, state.ext, fields)
+            try:
+                _EXECUTE[ispec.name](state.spad, state.ext, fields)
+            except DataFault as fault:   # it ran its latency and wrote nothing; nothing after it ran
+                self._stop(state, issue, fault.code, pc, fault.detail)
             pc += 1
 
     @staticmethod
@@ -251,7 +265,8 @@ def _image(values: Sequence[int] | np.ndarray | None, size: str, params: Params,
 
 
 def predict_counters(program: Sequence[Instruction], params: Params) -> Counters:
-    """The counters a legal program ending in HALT reaches, without running it.
+    """The counters a legal program ending in HALT reaches, without running it (assuming no
+    GATHER's row number is out of its table: that depends on the data, :data:`sim.spec.DATA_ERRORS`).
 
     Raises:
         ValueError: an instruction before the first HALT is illegal, or there is no HALT.
@@ -309,7 +324,11 @@ def _mm(spad: np.ndarray, ext: np.ndarray, f: dict[str, int]) -> None:
 
 def _rq(spad: np.ndarray, ext: np.ndarray, f: dict[str, int]) -> None:
     a = s32(spad[f["src"]:f["src"] + f["len"]])
-    spad[f["dst"]:f["dst"] + f["len"]] = to_words(arith.requant_array(a, f["m"], f["s"], bool(f["relu"])))
+    if f.get("pc", 0):     # per channel: element i takes the pair of table entry i mod C
+        m, s = arith.unpack_rq_pair_array(spad[f["tab"] + np.arange(f["len"]) % f["C"]])
+    else:
+        m, s = f["m"], f["s"]
+    spad[f["dst"]:f["dst"] + f["len"]] = to_words(arith.requant_array(a, m, s, bool(f["relu"])))
 
 
 def _sm(spad: np.ndarray, ext: np.ndarray, f: dict[str, int]) -> None:
@@ -320,7 +339,8 @@ def _sm(spad: np.ndarray, ext: np.ndarray, f: dict[str, int]) -> None:
 def _vadd(spad: np.ndarray, ext: np.ndarray, f: dict[str, int]) -> None:
     a = s8(spad[f["src1"]:f["src1"] + f["len"]])
     b = s8(spad[f["src2"]:f["src2"] + f["len"]])
-    spad[f["dst"]:f["dst"] + f["len"]] = to_words(arith.sat_add_array(a, b, bool(f["relu"])))
+    combine = arith.vmax_array if f.get("max", 0) else arith.sat_add_array
+    spad[f["dst"]:f["dst"] + f["len"]] = to_words(combine(a, b, bool(f["relu"])))
 
 
 def _amax(spad: np.ndarray, ext: np.ndarray, f: dict[str, int]) -> None:
@@ -341,11 +361,40 @@ def _lut(spad: np.ndarray, ext: np.ndarray, f: dict[str, int]) -> None:
     spad[f["dst"]:f["dst"] + f["len"]] = to_words(table[x + 128])
 
 
+def _ln(spad: np.ndarray, ext: np.ndarray, f: dict[str, int]) -> None:
+    x = s8(spad[f["src"]:f["src"] + f["len"]])
+    bias = s32(spad[f["bias"]:f["bias"] + f["len"]])        # read whole before any write
+    spad[f["dst"]:f["dst"] + f["len"]] = to_words(arith.layernorm_fixed_array(x, f["eps"]) + bias)
+
+
+def gather_row(spad: np.ndarray, f: dict[str, int]) -> int:
+    """The row a GATHER reads: S[idx] as unsigned 32-bit.
+
+    Raises:
+        DataFault: BAD_INDEX, the row is not below ``rows``; the message names the fields.
+    """
+    row = int(spad[f["idx"]])
+    if row >= f["rows"]:
+        shown = row - (1 << 32) if row >> 31 else row
+        raise DataFault(ErrorCode.BAD_INDEX, f"GATHER idx={f['idx']}: row number S[{f['idx']}] = {row} "
+                        f"({shown} as signed) is not below rows={f['rows']}")
+    return row
+
+
+def _gather(spad: np.ndarray, ext: np.ndarray, f: dict[str, int]) -> None:
+    row = gather_row(spad, f)
+    words = -(-f["len"] // spec.INT8_PER_WORD) if f["fmt"] else f["len"]
+    _ld(spad, ext, {"dst": f["dst"], "src": f["src"] + row * words, "len": f["len"], "fmt": f["fmt"]})
+
+
 def apply(ins: Instruction, spad: np.ndarray, ext: np.ndarray) -> None:
     """Apply one instruction's semantics to the memories, in place, with no checks and no counters.
 
     For unit test benches that start from a given scratchpad; the instruction must be legal
     (check it with :func:`sim.spec.check`). HALT does nothing.
+
+    Raises:
+        DataFault: a GATHER's row number is out of its table (the memories are unchanged).
     """
     if ins.op != "HALT":
         _EXECUTE[ins.op](spad, ext, ins.fields)
@@ -353,5 +402,5 @@ def apply(ins: Instruction, spad: np.ndarray, ext: np.ndarray) -> None:
 
 _EXECUTE = {"LD": _ld, "ST": _st, "MM": _mm, "RQ": _rq, "SM": _sm,
             "VADD": _vadd, "AMAX": _amax, "UNPACK": _unpack,
-            "LUT": _lut}
+            "LUT": _lut, "LN": _ln, "GATHER": _gather}
 assert set(_EXECUTE) | {"HALT"} == set(spec.BY_NAME), "every instruction of the spec has semantics here"

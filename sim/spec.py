@@ -141,6 +141,8 @@ class Opcode(enum.IntEnum):
     AMAX = 7
     UNPACK = 8
     LUT = 9
+    LN = 12
+    GATHER = 13
     HALT = 15
 
 
@@ -165,7 +167,14 @@ class ErrorCode(enum.IntEnum):
     """A destination region overlaps a source region (dst == src is allowed for RQ and VADD)."""
     NO_HALT = 6
     """The program counter ran past the last instruction without a HALT."""
-    STALL = 7
+    BAD_INDEX = 7
+    """A GATHER's row number, the word S[idx] read as unsigned 32-bit, is not below its field
+    ``rows`` (GA2.md section 3). The only code that depends on data: the checks above look at the
+    instruction alone, in the front end; this one is found by the DMA while the GATHER runs, which
+    then writes nothing and ends after its latency, and the machine stops there (an OVERLAP = 1
+    machine issues nothing after a GATHER before it ends, an OVERLAP = 2 machine enters nothing
+    after it into the station before it ends: ``InstrSpec.fence``)."""
+    STALL = 8
     """OVERLAP = 2: the watchdog stopped a machine on which nothing happened for
     WATCHDOG_CYCLES cycles while an instruction waited (no engine busy, nothing dispatched).
     Not a fault of the program: no correct machine reaches it (GA2.md section 7 shows why);
@@ -181,14 +190,20 @@ ERROR_TEXT = {
     ErrorCode.EXT_RANGE: "external-memory access out of range",
     ErrorCode.OVERLAP: "destination partly overlaps a source",
     ErrorCode.NO_HALT: "ran off the end of the program without HALT",
+    ErrorCode.BAD_INDEX: "row number out of the table",
     ErrorCode.STALL: "stalled: the watchdog stopped the machine",
 }
 
+DATA_ERRORS = (ErrorCode.BAD_INDEX,)
+"""The error codes found while an instruction runs, from the data it reads (not by :func:`check`,
+which looks at the instruction alone: the front end's checks, hw/checker.py)."""
 MACHINE_FAULTS = (ErrorCode.STALL,)
 """The codes a machine raises about itself, not about the program: no check of an instruction
-gives them (the checks, :func:`check`, give the others, in :class:`ErrorCode` order)."""
-CHECK_CODES = tuple(c for c in ErrorCode if c is not ErrorCode.NONE and c not in MACHINE_FAULTS)
-"""The codes the checks of the program give (an illegal instruction, a missing HALT)."""
+gives them, nor its data."""
+CHECK_CODES = tuple(c for c in ErrorCode
+                    if c is not ErrorCode.NONE and c not in MACHINE_FAULTS and c not in DATA_ERRORS)
+"""The codes the checks of the program give (an illegal instruction, a missing HALT), in
+:class:`ErrorCode` order: :func:`check` gives all but NO_HALT."""
 
 ERROR_CODE_BITS = 4
 """Width of the error code output of the RTL."""
@@ -301,6 +316,28 @@ def _len(doc: str = "number of elements", hi: int | str | None = None) -> Field:
     return Field("len", ADDR_BITS, doc, lo=1, hi=hi)
 
 
+@dataclass(frozen=True)
+class FieldRule:
+    """A condition across fields that makes an instruction BAD_FIELD when it holds (besides each
+    field's own range).
+
+    Attributes:
+        holds: ``(fields, params) -> truth``, written with ``& | < > == !=`` on the fields so
+            that it evaluates on Python ints and on Amaranth values alike (the hardware checker
+            builds it); the params are Python ints.
+        blames: the field the BAD_FIELD message names.
+        doc: the rule in words (docs/isa.md prints it under the instruction).
+        breaking: ``params -> fields``: values that, set on a legal instruction of the kind,
+            make the rule hold (the fault sweep and the stress generator break the rule with
+            them, so that every rule is checked against the RTL).
+    """
+
+    holds: Callable[[Mapping[str, Any], Params], Any]
+    blames: str
+    doc: str
+    breaking: Callable[[Params], dict[str, int]]
+
+
 # --------------------------------------------------------------------------- regions
 
 
@@ -326,6 +363,10 @@ class Region:
     """For a written region: the 1-bit field that, when 1, makes the instruction read the
     region's old words too (MM's acc). No overlap check applies between the two (they are the
     same words, read before written); a hazard analysis must count the read."""
+    in_place: bool = True
+    """For a read region of an instruction with ``in_place_ok``: whether the destination may
+    start where it starts (False: the unit reads the region again after results are written,
+    as RQ's table, so every overlap with the destination is refused)."""
 
     def extent(self, fields: Mapping[str, int]) -> int:
         """The extent in words for these field values (Python ints)."""
@@ -344,7 +385,8 @@ class InstrSpec:
             None for HALT (its cycle counts in ``cycles`` only).
         effect: one line of semantics, as GA2.md section 3 states it.
         regions: the memory spans read and written, for the bounds and overlap checks.
-        in_place_ok: True when dst == src is allowed although the two regions overlap.
+        in_place_ok: True when dst == src is allowed although the two regions overlap (for
+            each read region whose ``Region.in_place`` holds).
         latency_formula: cycles from dispatch to the dispatch of the next instruction, as a
             formula of the fields (a mapping from field name to value) and the parameters, on
             any :class:`Arith`; :meth:`latency` evaluates it on ints. (docs/isa.md prints it.)
@@ -353,6 +395,10 @@ class InstrSpec:
             from its dispatch; 0 when it reads none. A formula like the latency.
         writes_formula: the scratchpad write window: the unit requests writes only in the last
             ``writes`` cycles of its latency; 0 when it writes none.
+        fence: the instruction's data can stop the machine (GATHER: BAD_INDEX, from the row
+            number it reads). With OVERLAP = 1 nothing after it is dispatched before it ends, so a
+            stop it causes leaves the memories as the serial machine leaves them; and it holds
+            the write port for its window like every writer but an LD (GA2.md section 7).
     """
 
     name: str
@@ -364,14 +410,12 @@ class InstrSpec:
     latency_formula: LatencyFormula
     in_place_ok: bool = False
     extra_checks_doc: str = ""
-    field_rule: Callable[[Mapping[str, Any]], Any] | None = None
-    """A condition across fields that makes the instruction BAD_FIELD when it holds (besides
-    each field's own range), written with ``& | < > ==`` so that it evaluates on Python ints
-    and on Amaranth values alike; ``extra_checks_doc`` states it in words."""
-    field_rule_blames: str = ""
-    """The field the BAD_FIELD message names when ``field_rule`` holds."""
+    field_rules: tuple[FieldRule, ...] = ()
+    """Conditions across fields that make the instruction BAD_FIELD (:class:`FieldRule`),
+    checked in this order after the fields' own ranges."""
     reads_formula: LatencyFormula = lambda a, f, p: 0
     writes_formula: LatencyFormula = lambda a, f, p: 0
+    fence: bool = False
 
     def latency(self, fields: Mapping[str, int], params: Params) -> int:
         """Cycles for these field values (Python ints) on the machine ``params``."""
@@ -475,6 +519,17 @@ RQ_OVERHEAD = SPAD_READ_LATENCY + 7
 products at the DSP blocks, the products again at the adders, partial sums, product, shift,
 round-and-saturate); beat b is read in the dispatch cycle + b and written RQ_OVERHEAD cycles
 later (hw/requant.py)."""
+RQ_TENSOR_SHIFT_LO = 1
+"""The lowest shift of RQ per tensor (pc = 0): its field ``s`` takes 0..63 because pc = 1 needs
+s = 0, and RQ's rule across fields makes pc = 0 with s below this BAD_FIELD (a compiler picks
+per-tensor shifts from RQ_TENSOR_SHIFT_LO..63: compiler.requant.shift_range)."""
+RQ_PC_CYCLES = 2
+"""RQ with pc = 1 (per output channel): the cycles the data reads start after the table's. Beat
+b's table entries (LANES words at tab + (b*LANES mod C), on ``rd1``) are read in the dispatch
+cycle + b and registered on arrival; in the next cycle each lane picks its entry (its own word,
+or, past the table's end, one of the first LANES entries held since beat 0) into a register;
+beat b's data is read on ``rd0`` in cycle + b + RQ_PC_CYCLES and meets its entries at the
+requantizer's input registers (hw/requant.py)."""
 VADD_OVERHEAD = SPAD_READ_LATENCY + 2
 """VADD: scratchpad read latency, the data registers, the add-and-saturate register; beat k
 is read in the dispatch cycle + k and written VADD_OVERHEAD cycles later (hw/vector.py)."""
@@ -514,6 +569,59 @@ the divider. With n = ceil(len/LANES) beats per pass, beat k of pass 0 is read i
 cycle + k, of pass p > 0 in the dispatch cycle + p*n + SM_PASS_OVERHEAD + k, and pass 2's beat
 k is written SM_OVERHEAD - SM_PASS_OVERHEAD cycles after its read (hw/softmax.py)."""
 
+LN_MAX_LEN = 1024
+"""LN: the longest row (GA2.md section 4). A row of 1024 int8 values keeps N*var below 2^34
+(var <= 127.5^2 < 2^14), so D = 256 * N^2 * var + eps stays below 2^44: a 22-bit root. GPT-2's
+widest d_model (1024, medium) fits; the GPT of issue 26 has 64."""
+LN_EPS_FRAC = 8
+"""LN: D = 2^LN_EPS_FRAC * (N * S2 - S1^2) + eps: the field eps counts 1/256 of a unit of
+N^2 * var (GA2.md section 4), so that a small epsilon is not rounded to 0 or 1."""
+LN_ROOT_BITS = 22
+"""LN: bits of the root r = isqrt(D * 4^k), 2^21 <= r < 2^22 (D shifted left by an even count 2k
+to fill 44 bits)."""
+LN_RECIP_BITS = 2 * LN_ROOT_BITS
+"""LN: the reciprocal is R = floor(2^LN_RECIP_BITS / r), 2^22 < R <= 2^23."""
+LN_QUOTIENT_BITS = LN_RECIP_BITS - LN_ROOT_BITS + 2
+"""LN: bits of R (24: R = 2^23 when r = 2^21)."""
+LN_FRAC_BITS = 16
+"""LN: y = round(2^16 * z): the normalised value z in units of 2^-16 (GA2.md section 4)."""
+LN_SHIFT = LN_RECIP_BITS - LN_FRAC_BITS - LN_EPS_FRAC // 2
+"""LN: y_i = round(d_i * R / 2^(LN_SHIFT - k)), LN_SHIFT - k from 3 (k = 21) to 24 (k = 0)."""
+LN_VARIANCE_CYCLES = 6
+"""LN: from the sums S1, S2 final to D * 4^k final: the products N * S2 and S1^2 (registered at
+the DSP blocks, then again), V = N * S2 - S1^2, D = 256 * V + eps, k (two leading zeros per step),
+D * 4^k (hw/layernorm.py)."""
+LN_SQRT_CYCLES = LN_ROOT_BITS
+"""LN: the square root, digit by digit, one bit of r a cycle."""
+LN_RECIP_CYCLES = LN_QUOTIENT_BITS
+"""LN: the reciprocal R, a restoring division, one bit of R a cycle."""
+LN_SCALE_CYCLES = 2
+"""LN: A = N * R and C = S1 * R, registered at the DSP blocks, then again."""
+LN_GAP_CYCLES = 1 + LN_VARIANCE_CYCLES + LN_SQRT_CYCLES + LN_RECIP_CYCLES + LN_SCALE_CYCLES
+"""LN: pass 2's beat k is read in cycle d + n + LN_GAP_CYCLES + k (pass 1's in d + k; n =
+ceil(len/LANES), d the dispatch cycle). Pass 1's sums are final in d + n + R + 2
+(arrival, data register, the lanes' squares, the running sums), A and C LN_VARIANCE_CYCLES +
+LN_SQRT_CYCLES + LN_RECIP_CYCLES + LN_SCALE_CYCLES later, when pass 2's first beat reaches its
+data register (R + 1 after its read)."""
+LN_LANE_STAGES = 6
+"""LN: pass 2's stages after the data register: x * A (at the DSP blocks), again, v = x * A - C,
+the rounding term added (2^(s-1), or 2^(s-1) - 1 for v < 0), the arithmetic shift right by s,
+the bias added; the beat is written in the next cycle."""
+LN_BIAS_LAG_CYCLES = LN_LANE_STAGES - 1
+"""LN: the bias's beat k is read on the second read port this many cycles after pass 2's beat k,
+so that it reaches its data register as y reaches the last stage (the bias's add)."""
+LN_OVERHEAD = LN_GAP_CYCLES + SPAD_READ_LATENCY + 1 + LN_LANE_STAGES
+"""LN: L = 2 * ceil(len/LANES) + LN_OVERHEAD: pass 2's beat k is written SPAD_READ_LATENCY + 1 +
+LN_LANE_STAGES cycles after its read (hw/layernorm.py)."""
+GATHER_INDEX_CYCLES = SPAD_READ_LATENCY + 3
+"""GATHER: the row number S[idx] read in the dispatch cycle d, registered on arrival (d + R + 1),
+its row's offset (row * words per row) and the range check registered (d + R + 2), the row's
+external address registered (d + R + 3): the first beat's read, as an LD's from then on
+(hw/dma.py)."""
+GATHER_OVERHEAD = GATHER_INDEX_CYCLES + LD_OVERHEAD
+"""GATHER: L = ceil(len/LANES) + GATHER_OVERHEAD; beat b is read in d + GATHER_INDEX_CYCLES + b
+and written LD_OVERHEAD cycles later."""
+
 
 INT4_PER_WORD = 8
 """int4 values in one packed word (UNPACK; GA2.md section 2)."""
@@ -524,6 +632,11 @@ INT8_PER_WORD = 4
 def _beats(a: Arith, n: Any, params: Params) -> Any:
     """Cycles to move n consecutive words at LANES words per cycle (any alignment)."""
     return a.ceil_div(n, params.LANES)
+
+
+def _row_words(a: Arith, f: Mapping[str, Any]) -> Any:
+    """External words of a row of ``len`` elements: len, or ceil(len/4) packed int8 (fmt = 1)."""
+    return a.select(f.get("fmt", 0), a.ceil_div(f["len"], INT8_PER_WORD), f["len"])
 
 
 def _mm_skew(a: Arith, f: Mapping[str, Any]) -> Any:
@@ -542,8 +655,7 @@ INSTRUCTIONS: tuple[InstrSpec, ...] = (
          Field("fmt", 1, "0: one word per word; 1: packed int8, four per external word, byte j "
                "of E[src+i] becoming the sign-extended word S[dst+4i+j]", default=0)),
         "dma", "S[dst+i] = E[src+i] (fmt = 0), or s8(E[src+i//4] >> 8*(i%4)) (fmt = 1), for i < len",
-        (Region(Mem.EXT, "src", lambda a, f: a.select(f.get("fmt", 0), a.ceil_div(f["len"], INT8_PER_WORD),
-                                                      f["len"]), writes=False),
+        (Region(Mem.EXT, "src", _row_words, writes=False),
          Region(Mem.SPAD, "dst", lambda a, f: f["len"], writes=True)),
         lambda a, f, p: _beats(a, f["len"], p) + a.const("LD_OVERHEAD"),
         writes_formula=lambda a, f, p: _beats(a, f["len"], p),
@@ -590,27 +702,64 @@ INSTRUCTIONS: tuple[InstrSpec, ...] = (
                                        + a.select(f["acc"],
                                                   a.const("MM_OVERHEAD") - a.const("SPAD_READ_LATENCY"), 0)),
         writes_formula=lambda a, f, p: f["M"],
-        extra_checks_doc=("With acc = 1 the output rows must not overlap each other: M > 1 with "
-                          "ldc < N is BAD_FIELD (field ldc), since every row's old value is read "
-                          "before the rows above it are written."),
-        field_rule=lambda f: f["acc"] & (f["M"] > 1) & (f["ldc"] < f["N"]),
-        field_rule_blames="ldc",
+        field_rules=(FieldRule(
+            lambda f, p: f["acc"] & (f["M"] > 1) & (f["ldc"] < f["N"]), "ldc",
+            "With acc = 1 the output rows must not overlap each other: M > 1 with ldc < N is "
+            "BAD_FIELD (field ldc), since every row's old value is read before the rows above it "
+            "are written.",
+            lambda p: {"acc": 1, "M": 2, "N": 1, "ldc": 0}),),
     ),
     InstrSpec(
         "RQ", Opcode.RQ,
         (_addr("dst", "scratchpad address of the first int8 result"),
          _addr("src", "scratchpad address of the first int32 input"),
          _len(),
-         Field("m", 24, "requantization multiplier (24-bit mantissa)", data=True),
-         Field("s", 6, "requantization shift", lo=1, hi=63, data=True),
-         Field("relu", 1, "1: clamp negative results to 0")),
-        "vpu", "S[dst+i] = requant(s32(S[src+i]), m, s, relu) for i < len",
+         Field("m", 24, "requantization multiplier (24-bit mantissa); 0 when pc = 1", data=True),
+         Field("s", 6, "requantization shift: 1..63 when pc = 0, 0 when pc = 1", lo=0, hi=63, data=True),
+         Field("relu", 1, "1: clamp negative results to 0"),
+         Field("pc", 1, "1: per output channel: element i takes the pair (m, s) of the table "
+               "entry at tab + (i mod C) (GA2.md section 2); 0: the fields m and s", default=0),
+         Field("tab", ADDR_BITS, "pc = 1: scratchpad address of the requantization table, C words "
+               "(0 when pc = 0)", default=0),
+         Field("C", ADDR_BITS, "pc = 1: channels, the table's entries; element i is channel i mod C "
+               "(0 when pc = 0)", default=0)),
+        "vpu", "S[dst+i] = requant(s32(S[src+i]), m, s, relu) for i < len (pc = 0), "
+        "requant(s32(S[src+i]), m_c, s_c, relu) with (m_c, s_c) the pair of S[tab + (i mod C)] (pc = 1)",
         (Region(Mem.SPAD, "src", lambda a, f: f["len"], writes=False),
+         Region(Mem.SPAD, "tab", lambda a, f: f.get("C", 0), writes=False, in_place=False),
          Region(Mem.SPAD, "dst", lambda a, f: f["len"], writes=True)),
-        lambda a, f, p: _beats(a, f["len"], p) + a.const("RQ_OVERHEAD"),
-        reads_formula=lambda a, f, p: _beats(a, f["len"], p),
+        lambda a, f, p: (_beats(a, f["len"], p) + a.const("RQ_OVERHEAD")
+                         + a.select(f["pc"], a.const("RQ_PC_CYCLES"), 0)),
+        reads_formula=lambda a, f, p: _beats(a, f["len"], p) + a.select(f["pc"], a.const("RQ_PC_CYCLES"), 0),
         writes_formula=lambda a, f, p: _beats(a, f["len"], p),
         in_place_ok=True,
+        extra_checks_doc=("dst may coincide with src (in place), never overlap the table: the "
+                          "unit reads the table beside the data, beat by beat."),
+        field_rules=(
+            FieldRule(lambda f, p: (f["pc"] == 0) & (f["s"] == 0), "s",
+                      "pc = 0 (per tensor) with s = 0 is BAD_FIELD (field s): the shift is 1..63.",
+                      lambda p: {"pc": 0, "tab": 0, "C": 0, "s": 0}),
+            FieldRule(lambda f, p: (f["pc"] == 0) & (f["tab"] != 0), "tab",
+                      "pc = 0 with tab != 0 is BAD_FIELD (field tab): without a table, tab and C are 0.",
+                      lambda p: {"pc": 0, "C": 0, "tab": 1}),
+            FieldRule(lambda f, p: (f["pc"] == 0) & (f["C"] != 0), "C",
+                      "pc = 0 with C != 0 is BAD_FIELD (field C): without a table, tab and C are 0.",
+                      lambda p: {"pc": 0, "tab": 0, "C": p.LANES}),
+            FieldRule(lambda f, p: (f["pc"] == 1) & (f["m"] != 0), "m",
+                      "pc = 1 (per channel) with m != 0 is BAD_FIELD (field m): the table holds "
+                      "the pairs, the fields m and s are 0.",
+                      lambda p: {"pc": 1, "C": p.LANES, "s": 0, "m": 1}),
+            FieldRule(lambda f, p: (f["pc"] == 1) & (f["s"] != 0), "s",
+                      "pc = 1 with s != 0 is BAD_FIELD (field s): the table holds the pairs, the "
+                      "fields m and s are 0.",
+                      lambda p: {"pc": 1, "C": p.LANES, "m": 0, "s": 1}),
+            FieldRule(lambda f, p: (f["pc"] == 1) & (f["C"] < p.LANES), "C",
+                      "pc = 1 with C < LANES is BAD_FIELD (field C): a table of fewer channels "
+                      "than LANES is written repeated (C' = C * ceil(LANES / C) entries, element i "
+                      "then takes the same pair), so that a beat's channels wrap past the table's "
+                      "end at most once.",
+                      lambda p: {"pc": 1, "m": 0, "s": 0, "C": p.LANES - 1}),
+        ),
     ),
     InstrSpec(
         "SM", Opcode.SM,
@@ -630,8 +779,11 @@ INSTRUCTIONS: tuple[InstrSpec, ...] = (
          _addr("src1", "scratchpad address of the first operand"),
          _addr("src2", "scratchpad address of the second operand"),
          _len(),
-         Field("relu", 1, "1: clamp negative sums to 0 (a ReLU after the add)", default=0)),
-        "vpu", "S[dst+i] = sat_add(s8(S[src1+i]), s8(S[src2+i]), relu) for i < len",
+         Field("relu", 1, "1: clamp negative sums to 0 (a ReLU after the add)", default=0),
+         Field("max", 1, "0: the saturating add; 1: the larger of the two (int8 maximum, a max pool's "
+               "step)", default=0)),
+        "vpu", "S[dst+i] = sat_add(s8(S[src1+i]), s8(S[src2+i]), relu) (max = 0) or "
+        "vmax(s8(S[src1+i]), s8(S[src2+i]), relu) (max = 1) for i < len",
         (Region(Mem.SPAD, "src1", lambda a, f: f["len"], writes=False),
          Region(Mem.SPAD, "src2", lambda a, f: f["len"], writes=False),
          Region(Mem.SPAD, "dst", lambda a, f: f["len"], writes=True)),
@@ -681,6 +833,54 @@ INSTRUCTIONS: tuple[InstrSpec, ...] = (
         in_place_ok=True,
         extra_checks_doc=("The whole table is read into the unit before the first result is "
                           "written, so dst may also coincide with table (in_place_ok covers both)."),
+    ),
+    InstrSpec(
+        "LN", Opcode.LN,
+        (_addr("dst", "scratchpad address of the first result (int32: y_i plus the bias)"),
+         _addr("src", "scratchpad address of the row (int8)"),
+         _len("row length N", hi=LN_MAX_LEN),
+         _addr("bias", "scratchpad address of the bias row (int32, added modulo 2^32)"),
+         Field("eps", 32, "epsilon, in units of 2^-8 of N^2 * var (GA2.md section 4)")),
+        "sfu",
+        "S[dst+i] = layernorm_fixed(s8(S[src..src+len-1]), eps)_i + s32(S[bias+i]) (mod 2^32) for i < len",
+        (Region(Mem.SPAD, "src", lambda a, f: f["len"], writes=False),
+         Region(Mem.SPAD, "bias", lambda a, f: f["len"], writes=False),
+         Region(Mem.SPAD, "dst", lambda a, f: f["len"], writes=True)),
+        lambda a, f, p: 2 * _beats(a, f["len"], p) + a.const("LN_OVERHEAD"),
+        reads_formula=lambda a, f, p: (2 * _beats(a, f["len"], p) + a.const("LN_GAP_CYCLES")
+                                       + a.const("LN_BIAS_LAG_CYCLES")),
+        writes_formula=lambda a, f, p: _beats(a, f["len"], p),
+        in_place_ok=True,
+        extra_checks_doc=("The row is read whole (pass 1) before the first result is written, and "
+                          "pass 2 reads a beat of src and of bias before it writes that beat, so dst "
+                          "may coincide with src or with bias (in_place_ok covers both)."),
+    ),
+    InstrSpec(
+        "GATHER", Opcode.GATHER,
+        (_addr("dst", "scratchpad address of the first word written"),
+         _addr("src", "external-memory address of the table's row 0"),
+         _len("elements per row"),
+         Field("fmt", 1, "0: one word per element, row r at src + r*len; 1: packed int8, four per "
+               "external word, row r at src + r*ceil(len/4)", default=0),
+         _addr("idx", "scratchpad address of the row number r (the word read as unsigned 32-bit)"),
+         Field("rows", ADDR_BITS, "rows of the table: r must be below it, else BAD_INDEX", lo=1)),
+        "dma",
+        "r = u32(S[idx]), BAD_INDEX if r >= rows; S[dst+i] = E[src+r*len+i] (fmt = 0), or "
+        "s8(E[src+r*ceil(len/4)+i//4] >> 8*(i%4)) (fmt = 1), for i < len",
+        (Region(Mem.EXT, "src", lambda a, f: f["rows"] * _row_words(a, f), writes=False),
+         Region(Mem.SPAD, "idx", lambda a, f: 1, writes=False),
+         Region(Mem.SPAD, "dst", lambda a, f: f["len"], writes=True)),
+        lambda a, f, p: _beats(a, f["len"], p) + a.const("GATHER_OVERHEAD"),
+        reads_formula=lambda a, f, p: 1,
+        writes_formula=lambda a, f, p: _beats(a, f["len"], p),
+        fence=True,
+        extra_checks_doc=("An LD's fields come first, in an LD's bits (the DMA reads dst, len and fmt "
+                          "of either from the same bits), then the row number's address and the "
+                          "table's rows. The whole table (rows rows) must lie in external memory, so that "
+                          "no row "
+                          "number below rows reads past it; the row number itself is checked when the "
+                          "GATHER runs (BAD_INDEX: nothing is written, the machine stops after the "
+                          "GATHER's latency)."),
     ),
     InstrSpec(
         "HALT", Opcode.HALT, (), None, "stop; done rises", (),
@@ -760,9 +960,10 @@ def check(spec: InstrSpec, fields: Mapping[str, int], params: Params) -> tuple[E
         name = bad[0]
         lo, hi = next(f for f in spec.fields if f.name == name).legal_range(params)
         return ErrorCode.BAD_FIELD, f"{spec.name} field {name}={fields[name]} is outside {lo}..{hi}"
-    if spec.field_rule is not None and spec.field_rule(fields):
-        name = spec.field_rule_blames
-        return ErrorCode.BAD_FIELD, f"{spec.name} field {name}={fields[name]}: {spec.extra_checks_doc}"
+    for rule in spec.field_rules:
+        if rule.holds(fields, params):
+            name = rule.blames
+            return ErrorCode.BAD_FIELD, f"{spec.name} field {name}={fields[name]}: {rule.doc}"
     spans = [(r, fields[r.start], r.extent(fields)) for r in spec.regions]
     for code, mem, size in ((ErrorCode.SPAD_RANGE, Mem.SPAD, params.SPAD_WORDS),
                             (ErrorCode.EXT_RANGE, Mem.EXT, params.EXT_WORDS)):
@@ -777,7 +978,7 @@ def check(spec: InstrSpec, fields: Mapping[str, int], params: Params) -> tuple[E
         for r, rstart, rext in spans:
             if r.writes or r.mem is not w.mem:
                 continue
-            if spec.in_place_ok and wstart == rstart:
+            if spec.in_place_ok and r.in_place and wstart == rstart:
                 continue
             if wstart < rstart + rext and rstart < wstart + wext:
                 return ErrorCode.OVERLAP, (
@@ -891,6 +1092,8 @@ class Issue:
 
     * d >= OVERLAP_FRONTEND_CYCLES (i = 0), d >= d(i-1) + OVERLAP_ISSUE_CYCLES (i > 0): in order;
     * d >= the end of every earlier instruction on e (the engine is free);
+    * d >= the end of every earlier fence (a GATHER, ``InstrSpec.fence``: its data may stop the
+      machine, so nothing after it starts before it is over);
     * d >= the end of every earlier instruction whose scratchpad regions :func:`conflict` with
       its own (hazard; external-memory regions are only the DMA's, which runs one at a time);
     * if it reads the scratchpad: d >= d(j) + reads(j) for every earlier j (the read ports);
@@ -898,7 +1101,8 @@ class Issue:
       writes and is not an LD (the write port; such writes are in the last ``writes`` cycles of
       an instruction, its write window, and the windows never overlap).
 
-    An LD (the DMA, :data:`SHARED_WRITER`) does not hold the write port: its n = ``writes``
+    An LD (the DMA, :data:`SHARED_WRITER`; a GATHER, on the DMA too, holds the port as the others
+    do) does not hold the write port: its n = ``writes``
     beats are written in order, in the first n cycles from d + LD_OVERHEAD that are in no other
     engine's write window (the windows of every instruction placed before it or after it). Its
     end is one past its last beat: d + latency plus the cycles of those windows that fell among
@@ -941,6 +1145,9 @@ class Issue:
         """The DMA's last instruction when it is an LD: (its index in ``timeline``, or -1; the
         cycle of its first beat, d + LD_OVERHEAD). Its end is ``engine_end["dma"]``."""
         self.timeline: list[Placed] | None = [] if record else None
+        self.fence = 0
+        """The end of the last instruction placed with ``InstrSpec.fence`` (a GATHER): nothing is
+        dispatched before it (OVERLAP = 1)."""
 
     def _earliest(self) -> int:
         return OVERLAP_FRONTEND_CYCLES if self.last is None else self.last + OVERLAP_ISSUE_CYCLES
@@ -981,11 +1188,11 @@ class Issue:
             self.busy[engine] += length
             return self._record(Placed(pc, ispec.name, engine, start, start + length))
         accesses = spad_accesses(ispec, fields)
-        base = max(self._earliest(), self.engine_end[engine])
+        base = max(self._earliest(), self.engine_end[engine], self.fence)
         hazard = max((end for end, other in self.in_flight.values() if conflict(accesses, other)),
                      default=0)
         n_reads, n_writes = reads(ispec, fields, p), writes(ispec, fields, p)
-        shares = engine == SHARED_WRITER and n_writes > 0
+        shares = engine == SHARED_WRITER and n_writes > 0 and not ispec.fence
         port = 0
         if n_reads:
             port = max(port, self.reads_until)
@@ -995,18 +1202,19 @@ class Issue:
         waited_hazard = max(0, hazard - base)
         waited_port = start - max(base, hazard)
         end = self._occupy(engine, start, length, accesses, n_reads, n_writes,
-                           -1 if self.timeline is None else len(self.timeline))
+                           -1 if self.timeline is None else len(self.timeline), ispec.fence)
         self.hazard += waited_hazard
         self.port += waited_port
         return self._record(Placed(pc, ispec.name, engine, start, end, waited_hazard, waited_port))
 
     def _occupy(self, engine: str, start: int, length: int, accesses: list[Access], n_reads: int,
-                n_writes: int, index: int) -> int:
+                n_writes: int, index: int, fence: bool) -> int:
         """Dispatch an instruction in cycle ``start`` (every instruction dispatched before it was
         dispatched earlier): its engine, its read and write windows, an LD's beats among the
         write windows, a window's move of the last LD's end. ``index`` names the instruction
-        for :meth:`_moved`. Returns its end."""
-        shares = engine == SHARED_WRITER and n_writes > 0
+        for :meth:`_moved`; ``fence``: it is one (a GATHER, which holds the write port for its
+        window as every writer but an LD does; ``self.fence`` becomes its end). Returns its end."""
+        shares = engine == SHARED_WRITER and n_writes > 0 and not fence
         end = start + length
         self.last = start
         while self.windows and self.windows[0][1] <= start:   # no LD from now on meets them
@@ -1027,6 +1235,8 @@ class Issue:
             self.windows.append((end - n_writes, end))
             if self.ld is not None:
                 self._move_ld(end - n_writes, end)
+        if fence:
+            self.fence = end
         return end
 
     def _record(self, placed: Placed) -> Placed:
@@ -1096,7 +1306,9 @@ class Decoupled(Issue):
       (i = 0), q(i) >= q(i-1) + ENTER_CYCLES (i > 0), and, when STATION_SLOTS - 1 instructions
       of e came before it, q(i) >= d(j) + 1 for the one STATION_SLOTS - 1 places before it on
       e, j: a waiting entry is free once its instruction is dispatched (the running instruction
-      keeps an entry of its own);
+      keeps an entry of its own); and q(i) >= end(g) for the last fence g before it (a GATHER,
+      ``InstrSpec.fence``: its row number may stop the machine, BAD_INDEX, and then nothing
+      after it has entered, so nothing after it runs: the memories are the serial machine's);
     * it is dispatched at the first d(i) with d(i) >= q(i) + ENTER_DISPATCH_CYCLES; d(i) >=
       end(k) for the instruction k before it on e (its engine is free, in its queue's order);
       d(i) >= end(j) for every earlier j whose scratchpad regions :func:`conflict` with its own
@@ -1110,10 +1322,14 @@ class Decoupled(Issue):
     * when several instructions may be dispatched in the same cycle, the earliest in program
       order is; the others wait (at least DISPATCH_CYCLES);
     * an LD shares the write port beat by beat, as at OVERLAP = 1 (its beats skip every other
-      engine's write window, the windows of instructions dispatched before it or after it);
+      engine's write window, the windows of instructions dispatched before it or after it); a
+      GATHER, on the DMA too, holds the port for its window like the other engines' writers;
     * a stop (HALT, an illegal instruction, the end of the program) is taken at the first t >=
       q(last) + ENTER_CYCLES (OVERLAP_FRONTEND_CYCLES with no instruction before it) with
-      every instruction before it dispatched and ended (t >= every end).
+      every instruction before it dispatched and ended (t >= every end). A GATHER whose row
+      number is out of its table (BAD_INDEX) is a stop too, taken as that one (nothing after
+      it has entered: the stop's t >= every end of the instructions entered, the GATHER's
+      among them).
 
     Every instruction that waits is waiting on something that ends: nothing is entered or
     dispatched out of order with an instruction it conflicts with, and the wait of each is on
@@ -1174,6 +1390,9 @@ class _Station:
         self.reads = [reads(ispec, f, p) for _, ispec, f in code]
         self.writes = [writes(ispec, f, p) for _, ispec, f in code]
         self.access = [spad_accesses(ispec, f) for _, ispec, f in code]
+        self.fenced = [ispec.fence for _, ispec, _ in code]
+        self.shares = [e == SHARED_WRITER and w > 0 and not fenced
+                       for e, w, fenced in zip(self.engine, self.writes, self.fenced, strict=True)]
         self.queue: dict[str, list[int]] = {e: [] for e in ENGINES}
         self.rank = []
         for i, e in enumerate(self.engine):
@@ -1189,6 +1408,7 @@ class _Station:
         self.next = 0
         self.last_enter: int | None = None
         self.last_dispatch: int | None = None
+        self.last_fence: int | None = None       # the last fence entered
 
     def run(self) -> int:
         """Every event in order; returns the stop's cycle (and fills the rule's results)."""
@@ -1224,6 +1444,9 @@ class _Station:
             if any(s is None for s in self.start):
                 return NEVER
             return max(t, *self.end) if self.end else t
+        g = self.last_fence
+        if g is not None:                        # nothing enters after a fence before it ends
+            t = max(t, self.end[g]) if self.start[g] is not None else NEVER
         waiting = STATION_SLOTS - 1
         if self.rank[k] >= waiting:
             j = self.queue[self.engine[k]][self.rank[k] - waiting]
@@ -1236,6 +1459,8 @@ class _Station:
         self.deps[k] = [(j, war_only(mine, self.access[j])) for j in self.live
                         if self.engine[j] != self.engine[k] and conflict(mine, self.access[j])]
         self.live.append(k)
+        if self.fenced[k]:
+            self.last_fence = k
         self.entered[k] = t
         self.last_enter = t
         self.next += 1
@@ -1256,7 +1481,7 @@ class _Station:
         rule = self.rule
         if self.reads[i]:
             t = max(t, rule.reads_until)
-        if self.writes[i] and e != SHARED_WRITER:
+        if self.writes[i] and not self.shares[i]:
             t = max(t, rule.writes_until - (self.length[i] - self.writes[i]))
         if self.last_dispatch is not None:
             t = max(t, self.last_dispatch + DISPATCH_CYCLES)
@@ -1269,7 +1494,7 @@ class _Station:
         self.start[i] = t
         self.end[i] = t + self.length[i]          # an LD's grows in _occupy (Decoupled._moved)
         self.end[i] = self.rule._occupy(e, t, self.length[i], self.access[i], self.reads[i],
-                                        self.writes[i], i)
+                                        self.writes[i], i, self.fenced[i])
         self.head[e] += 1
         self.last_dispatch = t
 

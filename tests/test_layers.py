@@ -71,7 +71,8 @@ TESTING_USERS = ("compiler.testing", "tests", "examples")
 
 COMPILER_LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("foundations", ("compiler.errors", "compiler.int4", "compiler.packing", "compiler.requant",
-                     "compiler.bias", "compiler.tables", "compiler.allocator", "compiler.timeline")),
+                     "compiler.bias", "compiler.channels", "compiler.tables", "compiler.allocator",
+                     "compiler.timeline")),
     ("operations and the IR", ("compiler.ops", "compiler.node", "compiler.text", "compiler.ir")),
     ("passes over the graph", ("compiler.limits", "compiler.cse", "compiler.fusion", "compiler.placement",
                                "compiler.lifetimes", "compiler.layout", "compiler.evaluate",

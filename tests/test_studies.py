@@ -19,6 +19,10 @@ from compiler import compile_graph  # noqa: E402
 from sim import spec  # noqa: E402
 from sim.spec import DEFAULT  # noqa: E402
 
+# the record takes a minute to compute: one worker runs every test of this module (make test's
+# --dist loadgroup), so that it is computed once, not once per worker
+pytestmark = pytest.mark.xdist_group("studies")
+
 
 @pytest.fixture(scope="module")
 def record() -> dict:

@@ -20,6 +20,7 @@ node exactly or refuses it.
 from __future__ import annotations
 
 import enum
+import itertools
 import math
 import operator
 from collections.abc import Callable
@@ -37,12 +38,18 @@ from ..errors import CompileError
 from ..ir import Graph
 from ..ops import OPS, Op
 from ..pipeline import check_structure
+from . import images
 from .inference import inference_refusal
+from .refuse import Refuse, Upstream
 
 SUPPORTED = ("nn.Linear and F.linear, matmul (@), a positive constant factor on a product, relu, "
              "the table activations gelu, silu, sigmoid, tanh, hardswish, leaky_relu and elu, "
-             "softmax(dim=-1), +, cat(dim=0), argmax(dim=-1), and dropout (eval mode), flatten and "
-             "nn.Identity where they change nothing")
+             "softmax(dim=-1), +, cat(dim=0), argmax(dim=-1), nn.Conv2d (groups=1) with a BatchNorm2d "
+             "folded, nn.MaxPool2d, nn.AvgPool2d, nn.AdaptiveAvgPool2d(1), flatten of images, "
+             "nn.LayerNorm and F.layer_norm over the last dim, nn.Embedding and F.embedding of 1-D token "
+             "ids (or of torch.arange positions), F.scaled_dot_product_attention and masked_fill with a "
+             "constant causal mask before a softmax, and dropout (eval mode), flatten and nn.Identity where "
+             "they change nothing")
 """What the front end lowers, as the refusals quote it."""
 
 STATIC = "capra_static"
@@ -66,18 +73,6 @@ class Refusal:
     def line(self) -> str:
         """``REFUSED <node>: <what>: <why>``."""
         return f"REFUSED {self.node}: {self.what}: {self.why}"
-
-
-class Refuse(Exception):
-    """Raised by a lowering rule: the node is refused, for the reason given."""
-
-    def __init__(self, why: str):
-        super().__init__(why)
-        self.why = why
-
-
-class Upstream(Exception):
-    """Raised by a lowering rule: an operand was refused already, so stay silent."""
 
 
 # --------------------------------------------------------------------------- helpers
@@ -205,6 +200,7 @@ class Rule:
         fresh: its result is a new tensor, never a view of an operand nor the operand itself
             (the in-place check, :mod:`compiler.frontend.inplace`).
         two_d: its traced result must have 2 dims (False: an argmax, whose indices have 1).
+        images: it also takes images, 4-D (B, C, H, W), stored (B*H*W, C) (:mod:`.images`).
     """
 
     name: str
@@ -216,6 +212,7 @@ class Rule:
     settings: tuple[str, ...] = ()
     fresh: bool = True
     two_d: bool = True
+    images: bool = False
 
 
 _SHAPE_QUERIES = {("call_method", "size"), ("call_method", "dim")}
@@ -248,6 +245,17 @@ class Kind(enum.Enum):
     CONSTANT = "a parameter or buffer (array, float64, named name), not yet a Capra weight"
     INDICES = "an argmax nid"
     STATIC = "a Python value (number) known at compile time"
+    IDS = "a Capra input nid of token ids, (tokens, 1): only an embedding reads it"
+    COLUMNS = ("a Linear not built yet (nid: its input; array: its weight (out, in); shift: its bias; name; "
+               "number: its factor), whose columns a split or a view into heads takes")
+    PARTS = "the parts of a split of a Linear's columns (heads: a COLUMNS value each)"
+    GROUP = ("a tensor of heads (heads: one Capra nid, or COLUMNS value, per head; layout: 'tokens' for "
+             "(T, heads, d), 'heads' for (heads, T, d), 'heads_t' for (heads, d, T); number: 'masked' for "
+             "scores with a causal mask filled in)")
+    MERGED = "heads merged back into (T, heads * d) (heads: one Capra nid per head): only a Linear reads it"
+    MASKED = "attention scores (Capra tensor nid) with a causal mask filled in: only a softmax reads them"
+    NORMED = ("a LayerNorm of Capra tensor nid whose affine part (array: weight, shift: bias, number: eps) "
+              "is not applied yet: a Linear that reads it folds it, any other reader applies it")
 
 
 @dataclass
@@ -259,14 +267,26 @@ class _Value:
     array: np.ndarray | None = None
     name: str = ""
     number: Any = None
+    image: tuple[int, int, int] | None = None
+    """(H, W, C) when the tensor holds images, (B*H*W, C) rows = pixels (:mod:`.images`)."""
+    flat_image: tuple[int, int, int] | None = None
+    """(H, W, C) when the tensor holds flattened images, columns in the order (y, x, c)."""
+    shift: np.ndarray | None = None
+    heads: list | None = None
+    layout: str = ""
+
+
+_GROUPED = (Kind.COLUMNS, Kind.PARTS, Kind.GROUP, Kind.MERGED)
+"""Kinds whose PyTorch shape is not (rows, cols): a node that reads one may have a 3-D result."""
 
 
 class Lowering:
     """One pass over the traced graph that builds the Capra graph and collects refusals."""
 
-    def __init__(self, traced: fx.GraphModule, params: Params):
+    def __init__(self, traced: fx.GraphModule, params: Params, per_channel: bool = False):
         self.traced = traced
         self.params = params
+        self.per_channel = per_channel
         self.graph = Graph()
         self.values: dict[fx.Node, _Value] = {}
         self.refusals: list[Refusal] = []
@@ -274,9 +294,11 @@ class Lowering:
         self.folded: dict[fx.Node, fx.Node] = {}
         self.weights: dict[str, int] = {}
         self.inputs: list[str] = []
+        self.image_inputs: dict[str, tuple[int, int, int]] = {}
         self.outputs: list[str] = []
         self.output_shapes: list[tuple[int, ...]] = []
         self.current: fx.Node | None = None
+        self.norms: dict[tuple[fx.Node, str], int] = {}
 
     # ---------------------------------------------------------------- driver
 
@@ -330,13 +352,22 @@ class Lowering:
         if rule is None:
             raise Refuse(self.unsupported(node))
         meta = node.meta.get("tensor_meta")
-        if meta is not None and rule.two_d and len(meta.shape) != 2:
+        image = meta is not None and rule.images and len(getattr(meta, "shape", ())) == 4
+        kinds = [self.values[a].kind for a in node.all_input_nodes if a in self.values]
+        constant = bool(kinds) and len(kinds) == len(node.all_input_nodes) and \
+            all(k in (Kind.CONSTANT, Kind.STATIC) for k in kinds)          # a mask: not a Capra tensor
+        grouped = constant or any(k in _GROUPED for k in kinds)
+        if meta is not None and rule.two_d and not grouped and not image and \
+                len(getattr(meta, "shape", (0, 0))) != 2:
             if any(arg not in self.values for arg in node.all_input_nodes):
                 raise Upstream  # its operand's shape was refused already
             raise Refuse(f"its result has shape {tuple(meta.shape)}; Capra tensors are 2-D (rows, cols)")
-        if node.op == "call_module":
-            return self.lower_module(node, rule)
-        return rule.lower(self, node, **self.bind(node, rule))
+        value = self.lower_module(node, rule) if node.op == "call_module" else \
+            rule.lower(self, node, **self.bind(node, rule))
+        if image and value.image is None and value.kind in (Kind.TENSOR, Kind.PRODUCT):
+            _, c, h, w = meta.shape
+            value.image = (h, w, c)
+        return value
 
     def rule_of(self, node: fx.Node) -> Rule | None:
         """The rule that lowers a call, or None when there is none."""
@@ -392,7 +423,24 @@ class Lowering:
         if v.kind in (Kind.TENSOR, Kind.PRODUCT):
             return v.nid
         if v.kind is Kind.CONSTANT:
+            if np.asarray(v.array).dtype.kind not in "fc":
+                raise Refuse(f"reads '{v.name}', which is not a float tensor, as its {role}; it cannot "
+                             "become a weight")
             return self.weight(v.name, v.array)
+        if v.kind is Kind.NORMED:
+            return self.applied_norm(arg, v, role)
+        if v.kind is Kind.COLUMNS:
+            return self.columns_product(v)
+        if v.kind in (Kind.PARTS, Kind.GROUP, Kind.MERGED):
+            raise Refuse(f"reads {arg.name}, {v.kind.value.split(' (')[0]}, as its {role}; heads are read "
+                         "by matmul, softmax, masked_fill, scaled_dot_product_attention, transpose and view, "
+                         "and merged heads by a Linear")
+        if v.kind is Kind.MASKED:
+            raise Refuse(f"reads {arg.name}, scores with a causal mask filled in, as its {role}; only a "
+                         "softmax over each row may read them (GA-2 gives each row its valid length)")
+        if v.kind is Kind.IDS:
+            raise Refuse(f"reads {arg.name}, token ids, as its {role}; token ids have no int8 scale, so only "
+                         "an embedding (nn.Embedding, F.embedding) may read them")
         if v.kind is Kind.TRANSPOSED:
             raise Refuse(f"reads {arg.name}, a transposed view, as its {role}; GA-2 reads a transpose "
                          "only as the second operand of a matmul (MM's tb flag)")
@@ -439,22 +487,45 @@ class Lowering:
 
     def lower_input(self, node: fx.Node) -> _Value:
         meta = node.meta["tensor_meta"]
-        if len(meta.shape) != 2:
-            raise Refuse(f"has shape {tuple(meta.shape)}; Capra tensors are 2-D (rows, cols)")
+        if not meta.dtype.is_floating_point and meta.dtype != torch.bool:
+            if len(meta.shape) == 1:
+                return self.lower_ids(node)
+            raise Refuse(f"has dtype {meta.dtype} and shape {tuple(meta.shape)}; Capra takes integers only "
+                         "as token ids, a 1-D tensor of one sequence's ids for an embedding")
+        if len(meta.shape) not in (2, 4):
+            raise Refuse(f"has shape {tuple(meta.shape)}; Capra tensors are 2-D (rows, cols), or images "
+                         "(batch, channels, height, width) stored (batch*height*width, channels)")
         if not meta.dtype.is_floating_point:
             raise Refuse(f"has dtype {meta.dtype}; Capra's inputs are float tensors, which the "
                          "compiler quantizes")
         name = str(node.target)  # the argument's name (node.name may differ: input_1 for input)
-        nid = self.own(self.graph.input(name, self.shape_of(node)))
+        shape = self.shape_of(node)
+        if len(shape) == 4:
+            b, c, h, w = shape
+            nid = self.own(self.graph.input(name, (b * h * w, c)))
+            self.inputs.append(name)
+            self.image_inputs[name] = (c, h, w)
+            return _Value(Kind.TENSOR, nid, image=(h, w, c))
+        nid = self.own(self.graph.input(name, shape))
         self.inputs.append(name)
         return _Value(Kind.TENSOR, nid)
+
+    def lower_ids(self, node: fx.Node) -> _Value:
+        """A 1-D integer input: token ids, the Capra input (tokens, 1) whose scale is pinned to 1
+        (an embedding's, :mod:`compiler.ops.embedding`)."""
+        name = str(node.target)
+        nid = self.own(self.graph.input(name, (self.shape_of(node)[0], 1)))
+        self.inputs.append(name)
+        return _Value(Kind.IDS, nid)
 
     def lower_attribute(self, node: fx.Node) -> _Value:
         owner: Any = self.traced
         for part in node.target.split("."):
             owner = getattr(owner, part)
-        if not isinstance(owner, torch.Tensor) or not owner.is_floating_point():
+        if not isinstance(owner, torch.Tensor):
             raise Refuse("is not a float tensor, so it cannot become a weight")
+        if not owner.is_floating_point():   # a mask: a constant only other constants may read
+            return _Value(Kind.CONSTANT, array=owner.detach().cpu().numpy(), name=node.target)
         return _Value(Kind.CONSTANT, array=owner.detach().cpu().double().numpy(), name=node.target)
 
     def lower_output(self, node: fx.Node) -> None:
@@ -475,6 +546,16 @@ class Lowering:
                 problems.append(f"returns {item.name}, a transposed view; GA-2 stores a tensor row by row "
                                 "as it was computed, so transpose it on the host")
                 continue
+            if v.kind is Kind.IDS:
+                problems.append(f"returns {item.name}, the token ids it was given; nothing on GA-2 computes "
+                                "them")
+                continue
+            if v.kind is Kind.NORMED:
+                try:
+                    v = _Value(Kind.TENSOR, self.applied_norm(item, v, "output"))
+                except Refuse as r:
+                    problems.append(r.why)
+                    continue
             name, k = item.name, 1
             while name in self.graph.names:
                 k += 1
@@ -508,12 +589,28 @@ class Lowering:
         """x W^T, plus the bias b repeated over the rows when there is one: an ``nn.Linear`` or
         ``F.linear(x, W, b)`` with W (out_features, in_features) as PyTorch stores it. A
         parameter W^T becomes the weight ``<W's name>.T``; a computed W is read transposed."""
+        if weight.kind is Kind.CONSTANT and self.value(x).kind is Kind.MERGED:
+            return self.merged_dense(x, weight, bias, node)
         if weight.kind is Kind.CONSTANT:
             if weight.array.ndim != 2:
                 raise Refuse(f"uses the weight '{weight.name}' of shape {weight.array.shape}; a linear "
                              "layer's weight is (out_features, in_features)")
-            source = self.tensor(x, "input")
-            second, transpose_b = self.weight(f"{weight.name}.T", weight.array.T), False
+            normed = self.value(x)
+            if normed.kind is Kind.NORMED and bias is not None and bias.kind is not Kind.CONSTANT:
+                raise Refuse("adds a computed bias; only a parameter bias is lowered (into the accumulator, "
+                             "compiler/bias.py)")
+            if normed.kind is Kind.NORMED:   # (z g + b) W^T + c = z (W diag g)^T + (W b + c)
+                weight, bias = self.folded_norm(x, normed, weight, bias)
+            source = self.tensor(x, "input") if normed.kind is not Kind.NORMED else self.bare_norm(x, normed)
+            if self.split_later(node):
+                if bias is not None and bias.kind is not Kind.CONSTANT:
+                    raise Refuse("adds a computed bias; only a parameter bias is lowered")
+                shift = None if bias is None else np.ravel(bias.array)
+                return _Value(Kind.COLUMNS, source, array=weight.array, shift=shift, name=weight.name,
+                              number=1.0)
+            flat = normed.flat_image
+            array = weight.array if flat is None else images.hwc_columns(weight.array, flat)
+            second, transpose_b = self.weight(f"{weight.name}.T", array.T), False
         elif weight.kind in (Kind.TENSOR, Kind.PRODUCT, Kind.TRANSPOSED):
             source = self.tensor(x, "input")
             second, transpose_b = weight.nid, weight.kind is not Kind.TRANSPOSED
@@ -527,7 +624,327 @@ class Lowering:
                                     bias=None if bias is None else factor * np.ravel(bias.array))
         return _Value(Kind.PRODUCT, self.own(product))
 
+    # ---------------------------------------------------------------- LayerNorm and embeddings (issue 26)
+
+    def op_layer_norm(self, node: fx.Node, input: Any, normalized_shape: Any, weight: Any = None,
+                      bias: Any = None, eps: Any = 1e-5, elementwise_affine: Any = True) -> _Value:
+        """An ``nn.LayerNorm`` (or ``F.layer_norm``) over the last dim: a NORMED value, whose
+        weight and bias the Linear layers that read it fold into theirs (one ``layernorm``
+        operation, gain 1, no bias, for all of them); any other reader gets the layernorm with
+        its affine part, which needs one positive weight for every column."""
+        shape = tuple(normalized_shape) if isinstance(normalized_shape, tuple | list | torch.Size) \
+            else (normalized_shape,)
+        cols = self.shape_of(node)[-1]
+        if shape != (cols,):
+            raise Refuse(f"normalises over the shape {shape}; GA-2's LN normalises each row, so give "
+                         f"normalized_shape=({cols},), the last dim")
+        if not (_is_number(eps) and math.isfinite(eps) and eps >= 0):
+            raise Refuse(f"has eps={eps!r}; a non-negative number is needed")
+        gain = self.affine_part(weight, 1.0, node)
+        shift = self.affine_part(bias, 0.0, node)
+        return _Value(Kind.NORMED, self.tensor(input, "input"), array=gain, shift=shift, number=float(eps))
+
+    def op_f_layer_norm(self, node: fx.Node, input: Any, normalized_shape: Any, weight: Any, bias: Any,
+                        eps: Any) -> _Value:
+        return self.op_layer_norm(node, input, normalized_shape, weight, bias, eps)
+
+    def affine_part(self, part: Any, default: float, node: fx.Node) -> np.ndarray:
+        """A LayerNorm's weight or bias as float64 (cols,): a parameter, or ``default`` when None."""
+        cols = self.shape_of(node)[-1]
+        if part is None:
+            return np.full(cols, default)
+        if isinstance(part, torch.Tensor):
+            return _values(part).ravel()
+        v = self.value(part)
+        if v.kind is not Kind.CONSTANT:
+            raise Refuse("takes a computed weight or bias; only parameters are lowered (folded into the "
+                         "Linear layers that read the LayerNorm)")
+        return np.asarray(v.array, dtype=np.float64).ravel()
+
+    def bare_norm(self, arg: fx.Node, normed: _Value) -> int:
+        """The layernorm without its affine part (gain 1, no bias), one for all its Linear readers."""
+        key = (arg, "bare")
+        if key not in self.norms:
+            nid = self.graph.layernorm(normed.nid, eps=normed.number)
+            self.origin.setdefault(nid, arg)
+            self.norms[key] = nid
+        return self.norms[key]
+
+    def applied_norm(self, arg: fx.Node, normed: _Value, role: str) -> int:
+        """The layernorm with its affine part, for a reader that is not a Linear."""
+        gain = normed.array
+        if not (np.all(gain == gain[0]) and gain[0] > 0):
+            raise Refuse(f"reads {arg.name}, a LayerNorm with a weight that differs between columns (or "
+                         f"is not positive), as its {role}; GA-2's requantizer has one factor per tensor, so "
+                         "only a Linear layer, which folds the weight into its own, may read it")
+        key = (arg, "applied")
+        if key not in self.norms:
+            shift = None if not normed.shift.any() else normed.shift
+            nid = self.graph.layernorm(normed.nid, eps=normed.number, gain=float(gain[0]), bias=shift)
+            self.origin.setdefault(nid, arg)
+            self.norms[key] = nid
+        return self.norms[key]
+
+    def folded_norm(self, x: fx.Node, normed: _Value, weight: _Value,
+                    bias: _Value | None) -> tuple[_Value, _Value]:
+        """A Linear's weight W (out, in) and bias c with the LayerNorm's weight g and bias b folded
+        in: W diag(g), and W b + c."""
+        w = weight.array
+        if w.shape[1] != normed.array.shape[0]:
+            raise Refuse(f"reads {x.name} of {normed.array.shape[0]} columns with a weight of "
+                         f"{w.shape[1]} in_features")
+        c = np.zeros(w.shape[0]) if bias is None else np.ravel(bias.array)
+        folded_w = _Value(Kind.CONSTANT, array=w * normed.array[None, :],
+                          name=f"{weight.name}*{x.name}.weight")
+        folded_b = _Value(Kind.CONSTANT, array=w @ normed.shift + c,
+                          name=f"{bias.name if bias is not None else weight.name}+{x.name}.bias")
+        return folded_w, folded_b
+
+    def op_embedding(self, node: fx.Node, input: Any, weight: Any, padding_idx: Any = None,
+                     max_norm: Any = None, norm_type: Any = 2.0, scale_grad_by_freq: Any = False,
+                     sparse: Any = False) -> _Value:
+        """An ``nn.Embedding`` (or ``F.embedding``): of token ids, one GATHER per token (the table
+        stays in external memory); of constant positions (``torch.arange``), the constant rows."""
+        if max_norm is not None:
+            raise Refuse(f"has max_norm={max_norm!r}, which rescales the table's rows in place as it reads "
+                         "them; GA-2 reads a fixed table")
+        name = f"{node.target}.weight" if node.op == "call_module" else getattr(weight, "name", "table")
+        table = _values(weight) if isinstance(weight, torch.Tensor) else self.value(weight).array
+        if table is None or table.ndim != 2:
+            raise Refuse("takes a table that is not a 2-D parameter")
+        ids = self.value(input)
+        if ids.kind is Kind.CONSTANT:
+            positions = np.asarray(ids.array).astype(np.int64).ravel()
+            return _Value(Kind.CONSTANT, array=table[positions], name=f"{name}[{ids.name}]")
+        if ids.kind is not Kind.IDS:
+            raise Refuse(f"looks up {input.name}, which is not the model's 1-D integer input of token ids "
+                         "(nor constant positions)")
+        return _Value(Kind.TENSOR, self.own(self.graph.embedding(ids.nid, self.weight(name, table))))
+
+    def op_arange(self, node: fx.Node, start: Any, end: Any = None, step: Any = 1, dtype: Any = None,
+                  device: Any = None, requires_grad: Any = False) -> _Value:
+        """``torch.arange`` of numbers known at compile time: constant positions (dtype, device
+        and requires_grad change nothing here)."""
+        values = [self.value(v).number if isinstance(v, fx.Node) else v for v in (start, end, step)]
+        if not all(v is None or _is_number(v) for v in values):
+            raise Refuse("takes a bound that is not known at compile time")
+        first, last, stride = values
+        array = np.arange(first, dtype=np.float64) if last is None else np.arange(first, last, stride,
+                                                                                  dtype=np.float64)
+        return _Value(Kind.CONSTANT, array=array, name=node.name)
+
+    # ---------------------------------------------------------------- heads (issue 26)
+
+    def split_later(self, node: fx.Node) -> bool:
+        """Whether every reader of a Linear's result takes columns of it (a split, a view into
+        heads): then it is built per part, never whole."""
+        readers = _value_readers(node)
+        takes = ("split", "view")
+        return bool(readers) and all(getattr(self.rule_of(u), "name", "") in takes for u in readers)
+
+    def columns_product(self, v: _Value, lo: int = 0, hi: int | None = None) -> int:
+        """The matmul of a COLUMNS value's columns lo..hi-1 (its weight's rows)."""
+        hi = v.array.shape[0] if hi is None else hi
+        part = "" if (lo, hi) == (0, v.array.shape[0]) else f"[{lo}:{hi}]"
+        w = self.weight(f"{v.name}{part}.T", v.array[lo:hi].T)
+        bias = None if v.shift is None else v.shift[lo:hi]
+        return self.own(self.graph.matmul(v.nid, w, scale=v.number, bias=bias))
+
+    def part(self, v: _Value, lo: int, hi: int) -> _Value:
+        """Columns lo..hi-1 of a COLUMNS value, still not built."""
+        return _Value(Kind.COLUMNS, v.nid, array=v.array[lo:hi], name=f"{v.name}[{lo}:{hi}]",
+                      shift=None if v.shift is None else v.shift[lo:hi], number=v.number)
+
+    def head_nids(self, v: _Value) -> list[int]:
+        """A GROUP's heads as Capra nids (a COLUMNS head built now)."""
+        return [self.columns_product(h) if isinstance(h, _Value) else h for h in v.heads]
+
+    def op_split(self, node: fx.Node, input: Any, split_size_or_sections: Any, dim: Any = 0) -> _Value:
+        """A Linear's result split along its columns (dim=-1): its parts, each a Linear of its own."""
+        v = self.value(input)
+        if v.kind is not Kind.COLUMNS or dim not in (-1, 1):
+            raise Refuse("splits a tensor other than a Linear's result along its columns (dim=-1); GA-2 "
+                         "builds each part as a Linear of its own")
+        out = v.array.shape[0]
+        sizes = ([split_size_or_sections] * -(-out // split_size_or_sections)
+                 if _is_number(split_size_or_sections) else list(split_size_or_sections))
+        bounds = np.cumsum([0, *sizes])
+        return _Value(Kind.PARTS, heads=[self.part(v, int(lo), int(min(hi, out)))
+                                         for lo, hi in itertools.pairwise(bounds)])
+
+    def op_view(self, node: fx.Node, input: Any, s0: Any = None, s1: Any = None, s2: Any = None,
+                s3: Any = None) -> _Value:
+        """A view into heads (T, heads, d) of a Linear's result, or heads merged back (T, heads * d)."""
+        shape = [s for s in flatten([s0, s1, s2, s3]) if s is not None]
+        sizes = [self.value(s).number if isinstance(s, fx.Node) else s for s in shape]
+        target = tuple(self.shape_of(node))
+        v = self.value(input)
+        if v.kind is Kind.COLUMNS and len(target) == 3:
+            _, heads, d = target
+            return _Value(Kind.GROUP, heads=[self.part(v, h * d, (h + 1) * d) for h in range(heads)],
+                          layout="tokens")
+        if v.kind is Kind.GROUP and v.layout == "tokens" and len(target) == 2:
+            return _Value(Kind.MERGED, heads=self.head_nids(v))
+        if v.kind in (Kind.TENSOR, Kind.PRODUCT) and target == tuple(self.graph.nodes[v.nid].shape):
+            return v
+        raise Refuse(f"views {'a Linear' if v.kind is Kind.COLUMNS else 'a tensor'} as {tuple(sizes)}; GA-2 "
+                     "takes a view into heads (T, heads, d) of a Linear's result read only so, and heads "
+                     "merged back (T, heads * d) after transpose(0, 1)")
+
+    def op_contiguous(self, node: fx.Node, input: Any, memory_format: Any = None) -> _Value:
+        return self.value(input)
+
+    def group_transpose(self, v: _Value, dims: set) -> _Value:
+        """transpose of a GROUP: (0, 1) swaps tokens and heads, (1, 2) a head's two dims."""
+        if dims == {0, 1} and v.layout in ("tokens", "heads"):
+            swapped = "heads" if v.layout == "tokens" else "tokens"
+            return _Value(Kind.GROUP, heads=self.head_nids(v), layout=swapped)
+        if dims == {1, 2} and v.layout in ("heads", "heads_t"):
+            swapped = "heads_t" if v.layout == "heads" else "heads"
+            return _Value(Kind.GROUP, heads=self.head_nids(v), layout=swapped)
+        raise Refuse(f"swaps dims {sorted(dims)} of heads laid out as {v.layout}")
+
+    def group_matmul(self, node: fx.Node, a: _Value, b: _Value) -> _Value:
+        """Per head: a_h @ b_h (b_h read transposed when it is a transposed head)."""
+        if a.kind is not Kind.GROUP or b.kind is not Kind.GROUP or a.layout != "heads" or \
+                b.layout not in ("heads", "heads_t") or len(a.heads) != len(b.heads):
+            raise Refuse("multiplies heads by something other than heads of the same count (laid out "
+                         "(heads, T, d) after transpose(0, 1))")
+        factor = self.folded_factor(node)
+        products = [self.own(self.graph.matmul(x, y, transpose_b=b.layout == "heads_t", scale=factor))
+                    for x, y in zip(self.head_nids(a), self.head_nids(b), strict=True)]
+        return _Value(Kind.GROUP, heads=products, layout="heads")
+
+    def merged_dense(self, x: fx.Node, weight: _Value, bias: _Value | None, node: fx.Node) -> _Value:
+        """A Linear of merged heads: the sum over heads of y_h W_h^T (W_h: the weight's columns of
+        head h), the bias on the first; one add per further head."""
+        heads = self.value(x).heads
+        d = self.graph.nodes[heads[0]].shape[1]
+        if bias is not None and bias.kind is not Kind.CONSTANT:
+            raise Refuse("adds a computed bias; only a parameter bias is lowered")
+        total = None
+        for h, y in enumerate(heads):
+            lo, hi = h * d, (h + 1) * d
+            w = self.weight(f"{weight.name}[:, {lo}:{hi}].T", weight.array[:, lo:hi].T)
+            b = np.ravel(bias.array) if bias is not None and h == 0 else None
+            product = self.own(self.graph.matmul(y, w, bias=b))
+            total = product if total is None else self.own(self.graph.add(total, product))
+        return _Value(Kind.TENSOR, total)
+
+    # ---------------------------------------------------------------- causal attention (issue 26)
+
+    def op_sdpa(self, node: fx.Node, query: Any, key: Any, value: Any, attn_mask: Any = None,
+                dropout_p: Any = 0.0, is_causal: Any = False, scale: Any = None,
+                enable_gqa: Any = False) -> _Value:
+        """``F.scaled_dot_product_attention`` of (tokens, d) tensors: the scores q k^T times
+        ``scale`` (1/sqrt(d) by default), a softmax (causal with ``is_causal``), times v."""
+        if attn_mask is not None:
+            raise Refuse("takes an attn_mask; GA-2 masks causally only: pass is_causal=True")
+        if dropout_p != 0:
+            raise Refuse(f"has dropout_p={dropout_p!r}; at inference it must be 0")
+        if scale is not None and not (_is_number(scale) and math.isfinite(scale) and scale > 0):
+            raise Refuse(f"has scale={scale!r}; a positive number is needed (the requantizer's multiplier)")
+        if any(self.value(a).kind is Kind.GROUP for a in (query, key, value)):
+            return self.group_sdpa(query, key, value, is_causal, scale)
+        q, k, v = (self.tensor(arg, name) for arg, name in ((query, "query"), (key, "key"), (value, "value")))
+        d = self.graph.nodes[q].shape[1]
+        factor = float(scale) if scale is not None else 1.0 / math.sqrt(d)
+        scores = self.own(self.graph.matmul(q, k, transpose_b=True, scale=factor))
+        p = self.own(self.graph.softmax(scores, causal=bool(is_causal)))
+        return _Value(Kind.TENSOR, self.own(self.graph.matmul(p, v)))
+
+    def group_sdpa(self, query: Any, key: Any, value: Any, is_causal: Any, scale: Any) -> _Value:
+        """Per head: softmax(q_h k_h^T * scale) v_h, causal with ``is_causal``."""
+        q, k, v = (self.value(a) for a in (query, key, value))
+        if not all(x.kind is Kind.GROUP and x.layout == "heads" for x in (q, k, v)):
+            raise Refuse("takes heads not laid out (heads, T, d), or heads and a plain tensor")
+        outs = []
+        for qh, kh, vh in zip(self.head_nids(q), self.head_nids(k), self.head_nids(v), strict=True):
+            d = self.graph.nodes[qh].shape[1]
+            factor = float(scale) if scale is not None else 1.0 / math.sqrt(d)
+            scores = self.own(self.graph.matmul(qh, kh, transpose_b=True, scale=factor))
+            p = self.own(self.graph.softmax(scores, causal=bool(is_causal)))
+            outs.append(self.own(self.graph.matmul(p, vh)))
+        return _Value(Kind.GROUP, heads=outs, layout="heads")
+
+    def op_masked_fill(self, node: fx.Node, input: Any, mask: Any, value: Any) -> _Value:
+        """Scores with a causal mask filled with -inf: a MASKED value, which a softmax over each
+        row turns into a causal softmax (GA-2 gives each row its valid length)."""
+        if not (_is_number(value) and value == -math.inf):
+            raise Refuse(f"fills with {value!r}; only -inf before a softmax is lowered (an exact mask: the "
+                         "softmax unit takes each row's valid length)")
+        m = self.value(mask)
+        if m.kind is not Kind.CONSTANT:
+            raise Refuse("takes a mask computed at run time; only a constant causal mask is lowered")
+        scores = self.value(input)
+        nid = scores.heads[0] if scores.kind is Kind.GROUP else self.tensor(input, "input")
+        rows, cols = self.graph.nodes[nid].shape
+        m = _Value(Kind.CONSTANT, array=np.asarray(m.array).reshape(np.asarray(m.array).shape[-2:])
+                   if np.asarray(m.array).ndim > 2 and np.asarray(m.array).size == rows * cols else m.array)
+        causal = np.arange(cols)[None, :] > np.arange(rows)[:, None] + cols - rows
+        given = np.asarray(m.array, dtype=bool)
+        if given.shape != (rows, cols) or not np.array_equal(given, causal):   # True where masked
+            raise Refuse(f"fills a mask that is not the causal one for ({rows}, {cols}) scores (True above "
+                         "the diagonal); GA-2 masks causally only")
+        if scores.kind is Kind.GROUP:
+            return _Value(Kind.GROUP, heads=scores.heads, layout=scores.layout, number="masked")
+        return _Value(Kind.MASKED, nid)
+
+    def constant(self, arg: Any, role: str) -> np.ndarray:
+        """The array of a constant operand (a parameter, a buffer, or computed from them)."""
+        v = self.value(arg)
+        if v.kind is Kind.STATIC:
+            return np.asarray(v.number)
+        if v.kind is not Kind.CONSTANT:
+            raise Refuse(f"GA-2 has no operation for it on a tensor computed at run time ({role}); the front "
+                         f"end lowers {SUPPORTED}")
+        return np.asarray(v.array)
+
+    def op_getitem(self, node: fx.Node, input: Any, index: Any) -> _Value:
+        """Indexing a constant (a mask buffer cut to the sequence): the constant part."""
+        v = self.value(input)
+        if v.kind is Kind.PARTS and isinstance(index, int):
+            return v.heads[index]
+        if v.kind is not Kind.CONSTANT:
+            raise Refuse(f"GA-2 has no operation for it on a tensor computed at run time; the front end "
+                         f"lowers {SUPPORTED}")
+        return _Value(Kind.CONSTANT, array=np.asarray(v.array)[self.static_index(index)], name=f"{v.name}[]")
+
+    def static_index(self, index: Any) -> Any:
+        """An index with the fx nodes in it (a slice's bound: the input's length) replaced by
+        their compile-time numbers."""
+        if isinstance(index, tuple):
+            return tuple(self.static_index(i) for i in index)
+        if isinstance(index, slice):
+            return slice(*(self.static_index(b) for b in (index.start, index.stop, index.step)))
+        if isinstance(index, fx.Node):
+            v = self.value(index)
+            if v.kind is not Kind.STATIC:
+                raise Refuse(f"indexes a constant by {index.name}, which is not known at compile time")
+            return v.number
+        return index
+
+    def op_compare(self, node: fx.Node, input: Any, other: Any) -> _Value:
+        """``==`` or ``!=`` of constants: a constant mask."""
+        a, b = self.constant(input, "input"), self.constant(other, "other")
+        equal = node.target in (operator.eq, torch.eq) or node.target == "eq"
+        return _Value(Kind.CONSTANT, array=(a == b) if equal else (a != b), name=node.name)
+
+    def op_on_constant(self, node: fx.Node, input: Any, diagonal: Any = 0) -> _Value:
+        """torch.tril, triu, logical_not, ``~`` and Tensor.bool of a constant: a constant, computed
+        by PyTorch itself."""
+        x = torch.as_tensor(self.constant(input, "input"))
+        if node.op == "call_method":
+            result = getattr(x, node.target)()
+        elif node.target in (torch.tril, torch.triu):
+            result = node.target(x, diagonal)
+        else:
+            result = node.target(x)
+        return _Value(Kind.CONSTANT, array=result.numpy(), name=node.name)
+
     def op_matmul(self, node: fx.Node, input: Any, other: Any) -> _Value:
+        if self.value(input).kind is Kind.GROUP or self.value(other).kind is Kind.GROUP:
+            return self.group_matmul(node, self.value(input), self.value(other))
         first = self.tensor(input, "first operand")
         second_value = self.value(other)
         if second_value.kind is Kind.TRANSPOSED:
@@ -647,6 +1064,9 @@ class Lowering:
             raise Refuse(f"asks for approximate={approximate!r}; PyTorch knows 'none' and 'tanh'")
         return self.table(self.tensor(input, "operand"), "gelu" if approximate == "none" else "gelu_tanh")
 
+    def op_relu6(self, node: fx.Node, input: Any, inplace: bool = False) -> _Value:
+        return self.table(self.tensor(input, "operand"), "relu6")
+
     def op_sigmoid(self, node: fx.Node, input: Any) -> _Value:
         return self.table(self.tensor(input, "operand"), "sigmoid")
 
@@ -674,17 +1094,28 @@ class Lowering:
             raise Refuse(f"asks for dtype {dtype}; the softmax unit reads int8 and writes probabilities")
         if dim not in (-1, 1):
             raise Refuse(f"normalises over dim={dim}; GA-2's softmax unit normalises each row (dim=-1) only")
-        nid = self.tensor(input, "operand")
+        if self.value(input).kind is Kind.GROUP:
+            v = self.value(input)
+            if v.layout != "heads":
+                raise Refuse(f"normalises heads laid out as {v.layout}; give the scores (heads, T, T)")
+            probs = [self.own(self.graph.softmax(h, causal=v.number == "masked")) for h in v.heads]
+            return _Value(Kind.GROUP, heads=probs, layout="heads")
+        masked = self.value(input).kind is Kind.MASKED
+        nid = self.value(input).nid if masked else self.tensor(input, "operand")
         length = self.graph.nodes[nid].shape[1]
         if length > self.params.SM_MAX_LEN:
             raise Refuse(f"its rows hold {length} values, more than the softmax unit's "
                          f"{self.params.SM_MAX_LEN} (SM_MAX_LEN)")
-        return _Value(Kind.TENSOR, self.own(self.graph.softmax(nid)))
+        return _Value(Kind.TENSOR, self.own(self.graph.softmax(nid, causal=masked)))
 
     def op_add(self, node: fx.Node, input: Any, other: Any, alpha: Any) -> _Value:
         if alpha != 1:
             raise Refuse(f"scales its second operand by alpha={alpha!r}; GA-2's add has no factor")
         shape = self.shape_of(node)
+        if len(shape) == 4:   # images: stored (B*H*W, C)
+            if any(not isinstance(arg, fx.Node) or self.value(arg).image is None for arg in (input, other)):
+                raise Refuse("adds a constant to images; GA-2 adds two tensors of one shape (a residual add)")
+            shape = (shape[0] * shape[2] * shape[3], shape[1])
         parts = []
         for arg in (input, other):
             v = self.value(arg)
@@ -728,6 +1159,8 @@ class Lowering:
         return _Value(Kind.INDICES, self.own(self.graph.argmax(self.tensor(input, "operand"))))
 
     def op_transpose(self, node: fx.Node, input: Any, dim0: Any, dim1: Any) -> _Value:
+        if self.value(input).kind is Kind.GROUP:
+            return self.group_transpose(self.value(input), {d % 3 for d in (dim0, dim1)})
         axes = {d % 2 if isinstance(d, int) and -2 <= d <= 1 else d for d in (dim0, dim1)}
         if not axes <= {0, 1}:
             raise Refuse(f"swaps dims {dim0} and {dim1} of a 2-D tensor")
@@ -741,6 +1174,8 @@ class Lowering:
     def op_getattr(self, node: fx.Node, input: Any, name: Any) -> _Value:
         if name in ("T", "mT"):
             return self.transposed(input)
+        if name in ("device", "dtype"):   # read by torch.arange(..., device=x.device): no value of its own
+            return _Value(Kind.STATIC, number=None)
         raise Refuse(f"reads the attribute '{name}', which the lowering does not know")
 
     def transposed(self, arg: Any) -> _Value:
@@ -752,8 +1187,102 @@ class Lowering:
             return _Value(Kind.TRANSPOSED, v.nid)
         if v.kind is Kind.TRANSPOSED:
             return _Value(Kind.TENSOR, v.nid)
+        if v.kind is Kind.NORMED:
+            return _Value(Kind.TRANSPOSED, self.tensor(arg, "operand"))
         self.tensor(arg, "operand")  # refuses indices and numbers with the reason
         raise AssertionError("unreachable")
+
+
+    # ---------------------------------------------------------------- images (issue 25)
+
+    def image_of(self, arg: Any) -> tuple[int, int, int]:
+        """(H, W, C) of an operand that holds images."""
+        v = self.value(arg)
+        if v.image is None:
+            raise Refuse(f"reads {getattr(arg, 'name', arg)}, which holds no images (batch, channels, "
+                         "height, "
+                         "width)")
+        return v.image
+
+    def op_conv2d(self, node: fx.Node, input: Any) -> _Value:
+        """An ``nn.Conv2d`` (groups = 1), a BatchNorm2d that alone reads it folded in."""
+        layer = self.traced.get_submodule(node.target)
+        images.check_conv(layer)
+        padding = images.conv_padding(layer)
+        h, w, _ = self.image_of(input)
+        weight = images.conv_weight(layer.weight)
+        bias = np.zeros(weight.shape[1]) if layer.bias is None else _values(layer.bias)
+        folded = images.folded_batchnorm(node, self.traced)
+        if folded is not None:
+            user, bn = folded
+            try:
+                g, shift = images.batchnorm_fold(bn)
+            except Refuse:
+                folded = None       # the BatchNorm2d's own rule refuses it
+            else:
+                weight, bias = weight * g, bias * g + shift
+                self.folded[user] = node
+        name = f"{node.target}.weight" + ("+bn" if folded is not None else "")
+        has_bias = layer.bias is not None or folded is not None
+        nid = self.graph.conv2d(self.tensor(input, "input"), self.weight(name, weight), (h, w),
+                                images.pairs(layer.kernel_size), images.pairs(layer.stride), padding,
+                                bias=bias if has_bias else None, per_channel=self.per_channel)
+        return _Value(Kind.TENSOR, self.own(nid))
+
+    def op_batchnorm(self, node: fx.Node, input: Any) -> _Value:
+        """A BatchNorm2d folded into the convolution before it (:meth:`op_conv2d`), else refused."""
+        images.batchnorm_fold(self.traced.get_submodule(node.target))   # training mode: refused here
+        if node not in self.folded:
+            raise Refuse(f"folds only into an nn.Conv2d that nothing else reads, and "
+                         f"{self.producer_hint(input, 'such a convolution')}")
+        return self.value(self.folded[node])
+
+    def op_maxpool(self, node: fx.Node, input: Any) -> _Value:
+        layer = self.traced.get_submodule(node.target)
+        images.check_pool(layer, "max")
+        h, w, _ = self.image_of(input)
+        kernel = images.pairs(layer.kernel_size)
+        stride = kernel if layer.stride is None else images.pairs(layer.stride)
+        return _Value(Kind.TENSOR, self.own(self.graph.maxpool2d(self.tensor(input, "input"), (h, w), kernel,
+                                                                 stride)))
+
+    def op_avgpool(self, node: fx.Node, input: Any) -> _Value:
+        """An ``nn.AvgPool2d``: a convolution by identity blocks, the factor 1 / window."""
+        layer = self.traced.get_submodule(node.target)
+        images.check_pool(layer, "avg")
+        kernel = images.pairs(layer.kernel_size)
+        stride = kernel if layer.stride is None else images.pairs(layer.stride)
+        divisor = layer.divisor_override or kernel[0] * kernel[1]
+        return self.pool_as_conv(node, input, kernel, stride, images.pairs(layer.padding), divisor)
+
+    def op_adaptive_avgpool(self, node: fx.Node, input: Any) -> _Value:
+        """``nn.AdaptiveAvgPool2d(1)``: the mean of each image, a convolution of the image's size."""
+        layer = self.traced.get_submodule(node.target)
+        if images.pairs(layer.output_size) != (1, 1):
+            raise Refuse(f"has output_size={layer.output_size}; Capra lowers the global average "
+                         "(output_size=1)")
+        h, w, _ = self.image_of(input)
+        return self.pool_as_conv(node, input, (h, w), (1, 1), (0, 0), h * w)
+
+    def pool_as_conv(self, node: fx.Node, input: Any, kernel: tuple[int, int], stride: tuple[int, int],
+                     padding: tuple[int, int], divisor: int) -> _Value:
+        h, w, c = self.image_of(input)
+        weight = self.weight(f"{node.target}.identity", images.identity_blocks(*kernel, c))
+        nid = self.graph.conv2d(self.tensor(input, "input"), weight, (h, w), kernel, stride, padding,
+                                scale=1.0 / divisor)
+        return _Value(Kind.TENSOR, self.own(nid))
+
+    def op_flatten(self, node: fx.Node, input: Any, start_dim: Any = 1, end_dim: Any = -1) -> _Value:
+        """Images (B, C, H, W) flattened to (B, C*H*W): a reshape to B rows (no copy), columns in
+        the order (y, x, c); a linear layer that reads it takes its weight's columns permuted."""
+        h, w, c = self.image_of(input)
+        if start_dim != 1 or end_dim not in (-1, 3):
+            raise Refuse(f"flattens dims {start_dim}..{end_dim} of images; Capra flattens each image whole "
+                         "(start_dim=1)")
+        nid = self.tensor(input, "input")
+        rows = self.graph.nodes[nid].shape[0] // (h * w)
+        flat = None if h == w == 1 else (h, w, c)
+        return _Value(Kind.TENSOR, self.own(self.graph.reshape(nid, rows)), flat_image=flat)
 
 
 _L = Lowering
@@ -768,9 +1297,18 @@ RULES: tuple[Rule, ...] = (
     Rule("div", _L.op_div, (_X, ("other", _REQUIRED), ("rounding_mode", None)),
          functions=(operator.truediv, torch.div), methods=("div",)),
     Rule("add", _L.op_add, (_X, ("other", _REQUIRED), ("alpha", 1)), functions=(operator.add, torch.add),
-         methods=("add",)),
+         methods=("add",), images=True),
+    Rule("conv2d", _L.op_conv2d, modules=(nn.Conv2d,), images=True),
+    Rule("batchnorm2d", _L.op_batchnorm, modules=(nn.BatchNorm2d,), images=True),
+    Rule("maxpool2d", _L.op_maxpool, modules=(nn.MaxPool2d,), images=True),
+    Rule("avgpool2d", _L.op_avgpool, modules=(nn.AvgPool2d,), images=True),
+    Rule("adaptive_avgpool2d", _L.op_adaptive_avgpool, modules=(nn.AdaptiveAvgPool2d,), images=True),
+    Rule("flatten", _L.op_flatten, (_X, ("start_dim", 0), ("end_dim", -1)), functions=(torch.flatten,),
+         methods=("flatten",), modules=(nn.Flatten,), settings=("start_dim", "end_dim"), fresh=False),
+    Rule("relu6", _L.op_relu6, (_X, ("inplace", False)), functions=(F.relu6,), modules=(nn.ReLU6,),
+         images=True),
     Rule("relu", _L.op_relu, (_X, ("inplace", False)), functions=(torch.relu, F.relu), methods=("relu",),
-         modules=(nn.ReLU,), settings=("inplace",)),
+         modules=(nn.ReLU,), settings=("inplace",), images=True),
     Rule("softmax", _L.op_softmax, (_X, ("dim", None), ("_stacklevel", 3), ("dtype", None)),
          functions=(torch.softmax, F.softmax), methods=("softmax",), modules=(nn.Softmax,),
          settings=("dim",)),
@@ -792,6 +1330,37 @@ RULES: tuple[Rule, ...] = (
          methods=("argmax",), fresh=False, two_d=False),
     Rule("transpose", _L.op_transpose, (_X, ("dim0", _REQUIRED), ("dim1", _REQUIRED)),
          functions=(torch.transpose,), methods=("transpose",), fresh=False),
+    Rule("layer_norm", _L.op_layer_norm, modules=(nn.LayerNorm,),
+         settings=("normalized_shape", "weight", "bias", "eps", "elementwise_affine")),
+    Rule("f_layer_norm", _L.op_f_layer_norm,
+         (_X, ("normalized_shape", _REQUIRED), ("weight", None), ("bias", None), ("eps", 1e-5)),
+         functions=(F.layer_norm,)),
+    Rule("embedding", _L.op_embedding, modules=(nn.Embedding,),
+         settings=("weight", "padding_idx", "max_norm")),
+    Rule("f_embedding", _L.op_embedding,
+         (_X, ("weight", _REQUIRED), ("padding_idx", None), ("max_norm", None), ("norm_type", 2.0),
+          ("scale_grad_by_freq", False), ("sparse", False)),
+         functions=(F.embedding,)),
+    Rule("arange", _L.op_arange, (("start", _REQUIRED), ("end", None), ("step", 1), ("dtype", None),
+                                  ("device", None), ("requires_grad", False)),
+         functions=(torch.arange,), two_d=False),
+    Rule("sdpa", _L.op_sdpa,
+         (("query", _REQUIRED), ("key", _REQUIRED), ("value", _REQUIRED), ("attn_mask", None),
+          ("dropout_p", 0.0), ("is_causal", False), ("scale", None), ("enable_gqa", False)),
+         functions=(F.scaled_dot_product_attention,)),
+    Rule("masked_fill", _L.op_masked_fill, (_X, ("mask", _REQUIRED), ("value", _REQUIRED)),
+         functions=(torch.masked_fill,), methods=("masked_fill",)),
+    Rule("getitem", _L.op_getitem, (_X, ("index", _REQUIRED)), functions=(operator.getitem,), fresh=False),
+    Rule("compare", _L.op_compare, (_X, ("other", _REQUIRED)), functions=(operator.eq, operator.ne, torch.eq,
+                                                                          torch.ne), methods=("eq", "ne")),
+    Rule("on_constant", _L.op_on_constant, (_X, ("diagonal", 0)),
+         functions=(torch.tril, torch.triu, torch.logical_not, operator.invert), methods=("bool",)),
+    Rule("split", _L.op_split, (_X, ("split_size_or_sections", _REQUIRED), ("dim", 0)),
+         functions=(torch.split,), methods=("split",), fresh=False, two_d=False),
+    Rule("view", _L.op_view, (_X, ("s0", None), ("s1", None), ("s2", None), ("s3", None)),
+         methods=("view", "reshape"), functions=(torch.reshape,), fresh=False, two_d=False),
+    Rule("contiguous", _L.op_contiguous, (_X, ("memory_format", None)), methods=("contiguous",), fresh=False,
+         two_d=False),
     Rule("t", _L.op_t, (_X,), functions=(torch.t,), methods=("t",), fresh=False),
     Rule("getattr", _L.op_getattr, (_X, ("name", _REQUIRED)), functions=(getattr,), fresh=False),
 )

@@ -16,12 +16,13 @@ Refused (:func:`inference_refusal`, called by the lowering for every node):
 
 * a dropout left over: it is in training mode (or ``F.dropout`` without ``training=``, whose
   default is True): "call model.eval() before tracing";
-* a flatten that reshapes (Capra tensors are 2-D);
-* ``nn.LayerNorm``, ``F.layer_norm``, ``nn.RMSNorm``, ``F.rms_norm``: GA-2 has no exact integer
-  method for them. A layer norm divides each row by the square root of its variance, a value
-  known only at run time; GA-2's one divider is the softmax unit's, and the requantizer's
-  multiplier is fixed at compile time. No sequence of its instructions computes a row's
-  reciprocal square root, so the front end refuses rather than approximates.
+* a flatten that reshapes other than images (B, C, H, W) into (B, C*H*W) (Capra tensors are 2-D;
+  images are stored (B*H*W, C): :mod:`compiler.frontend.images`);
+* ``nn.RMSNorm``, ``F.rms_norm``: GA-2 has no exact integer method for them. An RMS norm divides
+  each row by the square root of its mean square; GA-2's LN (issue 26) divides by the square
+  root of the variance, after subtracting the row's mean, and no other instruction computes a
+  row's reciprocal square root, so the front end refuses rather than approximates.
+  (``nn.LayerNorm`` and ``F.layer_norm`` are lowered to LN: :mod:`compiler.frontend.fx_lower`.)
 """
 
 from __future__ import annotations
@@ -67,6 +68,14 @@ def is_flatten(node: fx.Node, traced: fx.GraphModule) -> bool:
     return node.op == "call_function" and node.target in FLATTEN_FUNCTIONS
 
 
+def flattens_images(node: fx.Node) -> bool:
+    """A flatten of images (B, C, H, W) into (B, C*H*W), which the images' rule lowers
+    (:mod:`compiler.frontend.images`)."""
+    before, after = _shape(operand(node)), _shape(node)
+    return before is not None and after is not None and len(before) == 4 and after == (
+        before[0], before[1] * before[2] * before[3])
+
+
 def _shape(value: Any) -> tuple[int, ...] | None:
     meta = value.meta.get("tensor_meta") if isinstance(value, fx.Node) else None
     return tuple(meta.shape) if meta is not None else None
@@ -90,15 +99,14 @@ def is_identity(node: fx.Node, traced: fx.GraphModule) -> bool:
     return False
 
 
-NORMS = (nn.LayerNorm, nn.RMSNorm)
-"""Normalisation layers: no exact integer method on GA-2."""
-NORM_FUNCTIONS = (F.layer_norm, F.rms_norm)
+NORMS = (nn.RMSNorm,)
+"""Normalisation layers with no exact integer method on GA-2 (nn.LayerNorm has one: LN)."""
+NORM_FUNCTIONS = (F.rms_norm,)
 """Normalisation functions: likewise."""
 
-NO_NORM = ("GA-2 has no exact integer method for it: a layer norm divides each row by the square root of its "
-           "variance, known only at run time, and no GA-2 instruction computes a reciprocal square root (the "
-           "requantizer's multiplier is fixed at compile time); normalise on the host, or train the model "
-           "without it")
+NO_NORM = ("GA-2 has no exact integer method for it: an RMS norm divides each row by the square root of its "
+           "mean square, and GA-2's LN divides by that of the variance, after subtracting the row's mean; no "
+           "other instruction computes a reciprocal square root; use nn.LayerNorm, or normalise on the host")
 
 
 def inference_refusal(node: fx.Node, traced: fx.GraphModule) -> str | None:
@@ -115,7 +123,7 @@ def inference_refusal(node: fx.Node, traced: fx.GraphModule) -> str | None:
                     "before tracing (in eval mode it is the identity)")
         return (f"is called with training={training!r}, so it zeroes random values; call model.eval() before "
                 "tracing and pass training=self.training (F.dropout's default is True)")
-    if is_flatten(node, traced) and not is_identity(node, traced):
+    if is_flatten(node, traced) and not is_identity(node, traced) and not flattens_images(node):
         return (f"flattens {_shape(operand(node))} into {_shape(node)}; Capra tensors are 2-D (rows, cols), "
                 "so only a flatten that changes nothing is lowered (start_dim=1 on (batch, features) data)")
     return None

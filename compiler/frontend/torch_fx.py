@@ -86,7 +86,7 @@ import math
 import sys
 import warnings
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -108,6 +108,7 @@ from ..pipeline import compile_graph
 from ..program import OutputValue, Program, RunOutcome
 from .batch import Feed, pad_batch
 from .fx_lower import STATIC, Lowering, Refusal, article, describe, flatten
+from .images import from_rows, to_rows
 from .inference import drop_identities
 from .inplace import inplace_refusals
 
@@ -164,6 +165,8 @@ class TorchGraph:
     params: Params
     batch: int | None = None
     model: str = ""
+    images: dict[str, tuple[int, int, int]] = field(default_factory=dict)
+    """input name -> (C, H, W) for an input of images, fed (B, C, H, W) and stored (B*H*W, C)."""
 
     def feed(self, *values: Any) -> Feed:
         """The inputs of a run or a calibration sample: input name -> float64 array.
@@ -184,9 +187,46 @@ class TorchGraph:
         if len(values) != len(self.inputs):
             raise ValueError(f"the module takes {len(self.inputs)} input(s) ({', '.join(self.inputs)}), "
                              f"{len(values)} value(s) given")
-        arrays = {name: _as_array(value, f"input '{name}'")
-                  for name, value in zip(self.inputs, values, strict=True)}
+        arrays = {name: self._as_input(name, value) for name, value in zip(self.inputs, values, strict=True)}
+        if self.images:
+            return self._feed_images(arrays)
         return pad_batch(arrays, self.batch, self.graph)
+
+    def _feed_images(self, arrays: dict[str, np.ndarray]) -> Feed:
+        """Inputs of images (b, C, H, W), b at most the traced batch B: padded with zero images to
+        B (images are independent of each other), stored (B*H*W, C) (:mod:`.images`).
+
+        Raises:
+            ValueError: an input of another shape, more images than B, or inputs of different b.
+        """
+        rows, counts = {}, set()
+        for name, array in arrays.items():
+            chw = self.images.get(name)
+            node = self.graph.nodes[self.graph.names[name]]
+            if chw is None or array.ndim != 4 or tuple(array.shape[1:]) != chw:
+                raise ValueError(f"input '{name}' has shape {array.shape}; the model was traced for images "
+                                 f"(batch, {', '.join(map(str, chw or ()))})" if chw else
+                                 f"input '{name}' is not images; a model of images takes images only")
+            total = node.shape[0] // (chw[1] * chw[2])
+            if not 0 < array.shape[0] <= total:
+                raise ValueError(f"input '{name}' has {array.shape[0]} images; the model was traced for a "
+                                 f"batch of {total}: feed 1 to {total} images")
+            counts.add(array.shape[0])
+            missing = total - array.shape[0]
+            padded = np.concatenate([array, np.zeros((missing, *chw))]) if missing else array
+            rows[name] = to_rows(padded)
+        if len(counts) > 1:
+            raise ValueError(f"the inputs have different numbers of images ({sorted(counts)})")
+        (real,) = counts
+        full = all(self.graph.nodes[self.graph.names[n]].shape[0] == rows[n].shape[0] and
+                   real * self.images[n][1] * self.images[n][2] == rows[n].shape[0] for n in rows)
+        return Feed(rows, None if full else real)
+
+    def _as_input(self, name: str, value: Any) -> np.ndarray:
+        """A fed value as float64; 1-D token ids as the (tokens, 1) column their input is."""
+        array = _as_array(value, f"input '{name}'")
+        shape = self.graph.nodes[self.graph.names[name]].shape
+        return array.reshape(shape) if array.ndim == 1 and shape == (array.shape[0], 1) else array
 
     def unpack(self, outcome: RunOutcome | Mapping[str, OutputValue],
                rows: int | None = None) -> list[np.ndarray]:
@@ -221,7 +261,7 @@ class TorchGraph:
             value = outputs[name]
             source = self.graph.nodes[self.graph.nodes[self.graph.names[name]].ins[0]]
             array = value.floats if OPS[source.op].scaled else value.ints   # argmax: indices
-            array = np.asarray(array).reshape(shape)
+            array = from_rows(array, shape) if len(shape) == 4 else np.asarray(array).reshape(shape)
             result.append(array if rows is None else array[:rows])
         return result
 
@@ -272,7 +312,7 @@ def run_torch(module: nn.Module, *values: Any) -> list[np.ndarray]:
 
 
 def from_torch(module: nn.Module, *examples: torch.Tensor | Sequence[int], batch: int | None = None,
-               params: Params = DEFAULT) -> TorchGraph:
+               params: Params = DEFAULT, per_channel: bool = False) -> TorchGraph:
     """Trace a module and lower it to a Capra graph for inputs of the given shapes.
 
     Args:
@@ -282,6 +322,8 @@ def from_torch(module: nn.Module, *examples: torch.Tensor | Sequence[int], batch
             ``(64,)`` with ``batch=8`` means (8, 64); without it a shape is complete: ``(8, 64)``.
         batch: rows of every input given by shape (the batch the program is compiled for).
         params: the machine the graph is meant for (its K_MAX and SM_MAX_LEN are checked).
+        per_channel: convolution weights get a scale per output channel, and their
+            requantizers a pair per channel (:mod:`compiler.channels`); False: per tensor.
 
     Returns:
         The :class:`TorchGraph`.
@@ -307,7 +349,7 @@ def from_torch(module: nn.Module, *examples: torch.Tensor | Sequence[int], batch
     except Exception:  # a module that cannot be copied is traced as it is
         working = module
     try:
-        traced = fx.symbolic_trace(working)
+        traced = fx.GraphModule(working, BufferTracer().trace(working), model)
     except Exception as e:  # torch.fx raises TraceError, TypeError, NotImplementedError, ...
         raise CompileError(f"torch.fx cannot trace {model}: {type(e).__name__}: {_first_line(e)}",
                            _trace_fix(e)) from e
@@ -319,7 +361,7 @@ def from_torch(module: nn.Module, *examples: torch.Tensor | Sequence[int], batch
     _check_trace(module, working, traced, tensors, traced_outputs)
     traced.graph.eliminate_dead_code()
     drop_identities(traced)
-    lowering = Lowering(traced, params)
+    lowering = Lowering(traced, params, per_channel=bool(per_channel))
     lowering.run()
     if lowering.refusals:
         raise UnsupportedModel(model, lowering.refusals)
@@ -329,7 +371,20 @@ def from_torch(module: nn.Module, *examples: torch.Tensor | Sequence[int], batch
     return TorchGraph(graph=lowering.graph, inputs=tuple(lowering.inputs), outputs=tuple(lowering.outputs),
                       output_shapes=tuple(lowering.output_shapes),
                       origin={nid: n.name for nid, n in lowering.origin.items()}, traced=traced, batch=batch,
-                      model=model, params=params)
+                      model=model, params=params, images=dict(lowering.image_inputs))
+
+
+class BufferTracer(fx.Tracer):
+    """``torch.fx.symbolic_trace``'s tracer, but a buffer read in ``forward`` is a ``get_attr``
+    node as a parameter is, not a tensor fixed at trace time: ``self.bias[:, :T, :T]`` with T the
+    input's length (nanoGPT's causal mask) is then traced rather than refused."""
+
+    def getattr(self, attr: str, attr_val: Any, parameter_proxy_cache: dict) -> Any:
+        if isinstance(attr_val, torch.Tensor) and not isinstance(attr_val, nn.Parameter):
+            for name, buffer in self.root.named_buffers():
+                if buffer is attr_val:
+                    return self.create_proxy("get_attr", name, (), {})
+        return super().getattr(attr, attr_val, parameter_proxy_cache)
 
 
 def _trace_fix(error: Exception) -> str:
@@ -522,7 +577,7 @@ def _random(shape: tuple[int, ...], dtype: torch.dtype, generator: torch.Generat
         return torch.randn(shape, generator=generator).to(dtype)
     if dtype == torch.bool:
         return torch.randint(0, 2, shape, generator=generator).bool()
-    return torch.randint(-4, 5, shape, generator=generator).to(dtype)
+    return torch.randint(0, 5, shape, generator=generator).to(dtype)   # non-negative: token ids
 
 
 class _ShapeRecorder(ShapeProp):

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
+from ..ops.softmax import valid_lengths, zeros_region
 from ..requant import requantizer, softmax_factor
 
 if TYPE_CHECKING:
@@ -12,19 +13,23 @@ if TYPE_CHECKING:
     from .emitter import Emitter
 
 
-def sm_fields(row: int, dst: int, src: int, cols: int) -> dict[str, int]:
-    """The SM of one row of a (rows, cols) tensor at ``src`` into Q16 values at ``dst``."""
-    return {"dst": dst + row * cols, "src": src + row * cols, "len": cols}
+def sm_fields(row: int, dst: int, src: int, cols: int, valid: int | None = None) -> dict[str, int]:
+    """The SM of one row of a (rows, cols) tensor at ``src`` into Q16 values at ``dst``, over
+    its first ``valid`` values (all by default)."""
+    return {"dst": dst + row * cols, "src": src + row * cols, "len": cols if valid is None else valid}
 
 
 def lower_softmax(em: Emitter, node: Node, operands: Sequence[int]) -> None:
     """The output buffer, a Q16 temporary, one SM per row, one RQ into the output, the
-    temporary released."""
+    temporary released. A causal softmax's row i: an SM of its valid length, then an LD of
+    zeros over the rest of its Q16 row (the region :data:`compiler.ops.softmax.ZEROS`)."""
     rows, cols = node.shape
     out = em.address(node.id)
     tmp = em.alloc.alloc(rows * cols, f"Q16 probabilities of node {node.id}")
-    for r in range(rows):
-        em.put("SM", **sm_fields(r, tmp, operands[0], cols))
+    for r, valid in enumerate(valid_lengths(node)):
+        em.put("SM", **sm_fields(r, tmp, operands[0], cols, valid))
+        if valid < cols:
+            em.put("LD", dst=tmp + r * cols + valid, src=em.ext[zeros_region(node)].addr, len=cols - valid)
     m_, s_ = requantizer(softmax_factor(em.scales[node.id]), f"softmax node {node.id}", node.id, em.params)
     em.requantizers[node.id] = (m_, s_)
     em.put("RQ", dst=out, src=tmp, len=rows * cols, m=m_, s=s_, relu=0)

@@ -14,7 +14,10 @@ from ..streaming import lower_matmul_step
 from .activation import lower_table
 from .add import lower_add
 from .argmax import lower_argmax
+from .conv import lower_conv2d, lower_maxpool, lower_reshape
+from .embedding import lower_embedding
 from .emitter import Lowering
+from .layernorm import lower_layernorm
 from .matmul import lower_matmul
 from .memory import lower_load, lower_output
 from .relu import lower_relu
@@ -32,7 +35,12 @@ LOWERINGS: dict[Op, Lowering] = {
     Op.CONCAT: Lowering(lower_view),
     Op.SLICE: Lowering(lower_view),
     Op.ARGMAX: Lowering(lower_argmax),
+    Op.LAYERNORM: Lowering(lower_layernorm),
+    Op.EMBEDDING: Lowering(lower_embedding),
     Op.OUTPUT: Lowering(lower_output),
+    Op.CONV2D: Lowering(lower_conv2d),
+    Op.MAXPOOL: Lowering(lower_maxpool),
+    Op.RESHAPE: Lowering(lower_reshape),
 }
 """Every operation's lowering. Emission looks an entry up when it uses it
 (``LOWERINGS[node.op]``), never keeps a copy, so a test may substitute an entry."""

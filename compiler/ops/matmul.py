@@ -41,19 +41,27 @@ def matmul_shape(operands: Sequence[Node], attrs: Attrs) -> tuple[Shape, Attrs]:
                            f"{shown(transpose_b)} is not True or False",
                            "pass transpose_b=True to use the second operand's transpose, or leave it "
                            "out")
-    scale = attrs.get("factor", 1.0)
+    factor = matmul_factor_attr(attrs.get("factor", 1.0), f"matmul of {na.describe()} by {nb.describe()}")
+    out = {"transpose_b": bool(transpose_b), "factor": factor}
+    if attrs.get("bias") is not None:
+        out["bias"] = _bias(attrs["bias"], n, f"matmul of {na.describe()} by {nb.describe()}")
+    return (m, n), out
+
+
+def matmul_factor_attr(scale: Any, where: str) -> float:
+    """A product's constant factor (``scale=`` of the builder) as a float.
+
+    Raises:
+        CompileError: not a positive finite number (the requantizer multiplier is unsigned).
+    """
     try:
         factor = float("nan") if isinstance(scale, str | bytes | bool | np.bool_) else float(scale)
     except (TypeError, ValueError):
         factor = float("nan")
     if not (np.isfinite(factor) and factor > 0):
-        raise CompileError(f"matmul of {na.describe()} by {nb.describe()}: the constant factor "
-                           f"{scale!r} must be a positive finite number (the requantizer multiplier "
-                           "is unsigned)", "fold a sign into one of the operands")
-    out = {"transpose_b": bool(transpose_b), "factor": factor}
-    if attrs.get("bias") is not None:
-        out["bias"] = _bias(attrs["bias"], n, f"matmul of {na.describe()} by {nb.describe()}")
-    return (m, n), out
+        raise CompileError(f"{where}: the constant factor {scale!r} must be a positive finite number (the "
+                           "requantizer multiplier is unsigned)", "fold a sign into one of the operands")
+    return factor
 
 
 def _bias(value: Any, n: int, where: str) -> np.ndarray:

@@ -117,6 +117,7 @@ class Compiled(Protocol):
     scales: Mapping[int, float]
     requantizers: Mapping[Any, tuple[int, int]]
     relu_fused: set[int]
+    machine: Any
 
     def quantized_weight(self, nid: int) -> np.ndarray: ...
 

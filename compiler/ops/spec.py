@@ -137,7 +137,10 @@ class Constant:
     needed: Callable[[Node], bool]
     region: Callable[[Node], str]
     words: Callable[[Node], int]
-    values: Callable[[Node, Sequence[Node], Mapping[int, float]], np.ndarray]
+    values: Callable[..., np.ndarray]
+    machine: bool = False
+    """``values`` takes the machine (:class:`sim.spec.Params`) as a fourth argument (a table of
+    requantizer pairs, whose shift range is the machine's)."""
 
 
 def int8_levels(node: Node) -> int:
@@ -172,6 +175,9 @@ class OpSpec:
             host's image, the contracts).
         clips_input: its meaning sees its operand clipped to the operand's int8 range, which
             calibration notes by name when the samples reach beyond it (a table activation).
+        external: the operands it reads where they lie in external memory, never loaded into
+            the scratchpad (an embedding's table, read a row at a time by GATHER); emission
+            gives its lowering -1 as their address.
     """
 
     op: Op
@@ -192,6 +198,7 @@ class OpSpec:
     tolerance: int = 1
     constants: tuple[Constant, ...] = ()
     clips_input: bool = False
+    external: tuple[int, ...] = ()
 
     @property
     def named(self) -> bool:

@@ -33,15 +33,36 @@ from .activation import ENTRIES, float_table, int_table, real_table, table_shape
 from .add import add_shape, float_add, int_add, real_add
 from .argmax import argmax_shape, float_argmax, int_argmax
 from .concat import concat_shape, float_concat, int_concat
+from .conv2d import (
+    CHANNEL_TABLE,
+    CONV_BIAS,
+    PADDING_ZEROS,
+    conv2d_shape,
+    float_conv2d,
+    int_conv2d,
+    real_conv2d,
+)
+from .embedding import EMBEDDING_SCALES, TABLE_ROWS_LIMIT, embedding_shape, float_embedding, int_embedding
 from .input import float_input, input_shape, int_input
+from .layernorm import BIAS_ROW, LN_ROW_LIMIT, float_layernorm, int_layernorm, layernorm_shape, real_layernorm
 from .matmul import BIAS, float_matmul, int_matmul, matmul_shape, real_matmul
 from .names import Op
 from .output import output_shape
+from .pool import float_maxpool, int_maxpool, maxpool_shape
 from .relu import float_relu, int_relu
+from .reshape import float_reshape, int_reshape, reshape_shape
 from .semantics import no_arithmetic, same_as_operand
 from .shapes import same_shape
 from .slice import float_slice, int_slice, slice_shape
-from .softmax import SOFTMAX_ROW_LIMIT, SOFTMAX_SCALES, float_softmax, int_softmax, real_softmax
+from .softmax import (
+    SOFTMAX_ROW_LIMIT,
+    SOFTMAX_SCALES,
+    ZEROS,
+    float_softmax,
+    int_softmax,
+    real_softmax,
+    softmax_shape,
+)
 from .spec import FREE, NAME, SHARES_OPERAND, OpSpec, Place, Role, ScaleRule
 from .weight import float_weight, int_weight, weight_levels, weight_shape
 
@@ -58,15 +79,16 @@ def _table() -> dict[Op, OpSpec]:
                attrs={"transpose_b": False, "factor": 1.0, "bias": None},
                shape=matmul_shape, role=Role.COMPUTE, place=Place.OWN, scale=FREE, constants=(BIAS,),
                evaluate=float_matmul, interpret=int_matmul, real=real_matmul),
-        OpSpec(Op.SOFTMAX, arity=1, builder="softmax", shape=same_shape,
+        OpSpec(Op.SOFTMAX, arity=1, builder="softmax", attrs={"causal": False}, shape=softmax_shape,
                role=Role.COMPUTE, place=Place.OWN, limits=(SOFTMAX_ROW_LIMIT,), scale=SOFTMAX_SCALES,
+               constants=(ZEROS,),
                evaluate=float_softmax, interpret=int_softmax, real=real_softmax),
         OpSpec(Op.ADD, arity=2, builder="add", shape=add_shape,
                role=Role.COMPUTE, place=Place.OWN, scale=ScaleRule(covers=(0, 1)), tolerance=2,
                evaluate=float_add, interpret=int_add, real=real_add),
         OpSpec(Op.RELU, arity=1, builder="relu", shape=same_shape,
                role=Role.VIEW, place=Place.HOSTS_OPERAND, scale=SHARES_OPERAND,
-               fuses_into=(Op.MATMUL, Op.ADD),
+               fuses_into=(Op.MATMUL, Op.ADD, Op.CONV2D),
                evaluate=float_relu, interpret=int_relu, real=no_arithmetic),
         OpSpec(Op.TABLE, arity=1, builder="table", attrs={"fn": ""}, shape=table_shape,
                role=Role.COMPUTE, place=Place.OWN, scale=FREE, tolerance=2, constants=(ENTRIES,),
@@ -80,6 +102,25 @@ def _table() -> dict[Op, OpSpec]:
         OpSpec(Op.ARGMAX, arity=1, builder="argmax", shape=argmax_shape,
                role=Role.COMPUTE, place=Place.OWN_LAST, scale=FREE, scaled=False,
                evaluate=float_argmax, interpret=int_argmax, real=no_arithmetic),
+        OpSpec(Op.CONV2D, arity=2, builder="conv2d", attrs={"window": None, "factor": 1.0, "bias": None,
+                                                                 "per_channel": False},
+               shape=conv2d_shape, role=Role.COMPUTE, place=Place.OWN, scale=FREE,
+               constants=(CONV_BIAS, PADDING_ZEROS, CHANNEL_TABLE),
+               evaluate=float_conv2d, interpret=int_conv2d, real=real_conv2d),
+        OpSpec(Op.MAXPOOL, arity=1, builder="maxpool2d", attrs={"window": None}, shape=maxpool_shape,
+               role=Role.COMPUTE, place=Place.OWN, scale=SHARES_OPERAND,
+               evaluate=float_maxpool, interpret=int_maxpool, real=no_arithmetic),
+        OpSpec(Op.RESHAPE, arity=1, builder="reshape", attrs={"count": None}, shape=reshape_shape,
+               role=Role.VIEW, place=Place.VIEW_OF_OPERAND, scale=SHARES_OPERAND,
+               evaluate=float_reshape, interpret=int_reshape, real=no_arithmetic),
+        OpSpec(Op.LAYERNORM, arity=1, builder="layernorm", attrs={"eps": 1e-5, "gain": 1.0, "bias": None},
+               shape=layernorm_shape, role=Role.COMPUTE, place=Place.OWN, scale=FREE, tolerance=2,
+               limits=(LN_ROW_LIMIT,), constants=(BIAS_ROW,),
+               evaluate=float_layernorm, interpret=int_layernorm, real=real_layernorm),
+        OpSpec(Op.EMBEDDING, arity=2, builder="embedding", shape=embedding_shape,
+               role=Role.COMPUTE, place=Place.OWN, scale=EMBEDDING_SCALES, limits=(TABLE_ROWS_LIMIT,),
+               external=(1,),
+               evaluate=float_embedding, interpret=int_embedding, real=no_arithmetic),
         OpSpec(Op.OUTPUT, arity=1, builder="output", attrs=NAME, shape=output_shape,
                role=Role.SINK, place=Place.NOWHERE, scale=SHARES_OPERAND,
                evaluate=same_as_operand, interpret=same_as_operand, real=no_arithmetic),

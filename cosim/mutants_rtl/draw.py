@@ -31,6 +31,7 @@ UNITS = {
     "hw/control.py": "control", "counters": "cycle counters", "hw/checker.py": "checker",
     "hw/formula.py": "checker formulas", "hw/top.py": "top (sharing, timing check)",
     "hw/lanes.py": "lane masks", "hw/isa.py": "opcode decode", "hw/lut.py": "table unit (LUT)",
+    "hw/layernorm.py": "LayerNorm unit (LN)",
 }
 """What each stratum is, for the table."""
 MODULE_HOME = {
@@ -42,6 +43,7 @@ MODULE_HOME = {
     "ga2_simtop.core.softmax": "hw/softmax.py", "ga2_simtop.core.spad": "hw/banked.py",
     "ga2_simtop.core.vector": "hw/vector.py", "ga2_simtop.core.softmax.div": "hw/divider.py",
     "ga2_simtop.core.softmax.exp": "hw/exp_lut.py", "ga2_simtop.core.lut": "hw/lut.py",
+    "ga2_simtop.core.layernorm": "hw/layernorm.py",
 }
 """The file a module comes from (a name here, or its prefix: ``softmax.div0``), when no ``src``
 attribute names another (or only ``hw/ports.py`` does: a port is declared there, its logic is

@@ -112,13 +112,25 @@ def longest_latency(params: Params) -> int:
     longest = 0
     for ispec in spec.INSTRUCTIONS:
         f = {fl.name: fl.legal_range(params)[1] for fl in ispec.fields}
-        if "len" in f:
-            f["len"] = min(f["len"], params.SPAD_WORDS)
-            while any(r.extent(f) > (params.SPAD_WORDS if r.mem is spec.Mem.SPAD else params.EXT_WORDS)
-                      for r in ispec.regions):
-                f["len"] -= 1
-        longest = max(longest, spec.latency(ispec, f, params))
+        longest = max(longest, spec.latency(ispec, _fitting_len(ispec, f, params), params))
     return longest
+
+
+def _fitting_len(ispec: spec.InstrSpec, f: dict[str, int], params: Params) -> dict[str, int]:
+    """``f`` with len (if the kind has one) the longest at most its value for which every region
+    that grows with len fits its memory. A region that does not grow with len (an RQ's table of
+    C channels, sized by C) is left out: its fields do not enter a latency, and shrinking len
+    could never make it fit."""
+    if "len" not in f:
+        return f
+    def size(r: spec.Region, n: int) -> int:
+        return r.extent({**f, "len": n})
+    grows = [r for r in ispec.regions if size(r, 2) > size(r, 1)]
+    n = min(f["len"], params.SPAD_WORDS)
+    while n > 0 and any(size(r, n) > (params.SPAD_WORDS if r.mem is spec.Mem.SPAD else params.EXT_WORDS)
+                        for r in grows):
+        n -= 1
+    return {**f, "len": n}
 
 
 def counter_reach(params: Params) -> int:
@@ -489,13 +501,7 @@ def longest_latency_of(kind: str, params: Params) -> int:
                                       for fl in small)):
         f = {fl.name: fl.legal_range(params)[1] for fl in ispec.fields} | {
             fl.name: v for fl, v in zip(small, values, strict=True)}
-        if "len" in f:
-            f["len"] = min(f["len"], params.SPAD_WORDS)
-            while f["len"] > 0 and any(
-                    r.extent(f) > (params.SPAD_WORDS if r.mem is spec.Mem.SPAD else params.EXT_WORDS)
-                    for r in ispec.regions):
-                f["len"] -= 1
-        longest = max(longest, spec.latency(ispec, f, params))
+        longest = max(longest, spec.latency(ispec, _fitting_len(ispec, f, params), params))
     return longest
 
 

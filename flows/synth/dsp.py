@@ -5,7 +5,9 @@ The core's multipliers, each at most 18 x 18 bits and so one MULT18X18D when Yos
 * the systolic array: T*T products of two int8 (hw/systolic.py);
 * the requantizer: Requantizer.PARTIAL_PRODUCTS (4) per lane, LANES lanes (hw/requant.py);
 * the illegal-program checks: one per product of two fields in the spec's region extents
-  and latencies (hw/checker.py evaluates them with a register after every such multiply).
+  and latencies (hw/checker.py evaluates them with a register after every such multiply);
+* the LayerNorm unit: its squares, x * A and its once-a-row products, cut into 18 x 18 pieces
+  (``hw.layernorm.LayerNormUnit.multipliers``); the DMA: a GATHER's row offset (one).
 
 The 85F has 156. A machine that needs more (T = 16: 256 + 64 + 4) keeps the requantizer's and
 the checks' products in DSP blocks (a 32 x 24 product in LUTs would cost several hundred LUTs
@@ -19,6 +21,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from hw.dma import DMA
+from hw.layernorm import LayerNormUnit
 from hw.requant import Requantizer
 from hw.systolic import PRODUCT_NAME
 from sim import spec
@@ -86,7 +90,9 @@ def dsp_demand(params: Params) -> dict[str, int]:
     """The multipliers of the core by block (each one MULT18X18D when it is given one)."""
     return {"array": params.T * params.T,
             "requantizer": Requantizer.PARTIAL_PRODUCTS * params.LANES,
-            "checks": check_multipliers(params)}
+            "checks": check_multipliers(params),
+            "layernorm": LayerNormUnit.multipliers(params),
+            "dma": DMA.MULTIPLIERS}
 
 
 def lut_rows(params: Params, available: int = PART_TOTALS["MULT18X18D"]) -> int:
@@ -97,10 +103,11 @@ def lut_rows(params: Params, available: int = PART_TOTALS["MULT18X18D"]) -> int:
         ValueError: the requantizer and the checks alone need more than ``available``.
     """
     demand = dsp_demand(params)
-    rest = demand["requantizer"] + demand["checks"]
+    rest = sum(demand.values()) - demand["array"]
     if rest > available:
-        raise ValueError(f"the requantizer ({demand['requantizer']}) and the checks ({demand['checks']}) "
-                         f"need {rest} DSP blocks, more than the {available} of the part")
+        raise ValueError(f"the requantizer ({demand['requantizer']}), the checks ({demand['checks']}), the "
+                         f"LayerNorm unit ({demand['layernorm']}) and the DMA ({demand['dma']}) need {rest} "
+                         f"DSP blocks, more than the {available} of the part")
     excess = sum(demand.values()) - available
     return 0 if excess <= 0 else -(-excess // params.T)
 
@@ -125,8 +132,8 @@ def summary(params: Params) -> str:
     demand = dsp_demand(params)
     rows = lut_rows(params)
     text = (f"multipliers: {demand['array']} in the array, {demand['requantizer']} in the requantizer, "
-            f"{demand['checks']} in the checks ({sum(demand.values())}; the part has "
-            f"{PART_TOTALS['MULT18X18D']})")
+            f"{demand['checks']} in the checks, {demand['layernorm']} in the LayerNorm unit, "
+            f"{demand['dma']} in the DMA ({sum(demand.values())}; the part has {PART_TOTALS['MULT18X18D']})")
     if rows:
         text += f"; the array's last {rows} rows ({rows * params.T} products) built from LUTs (Booth)"
     return text + "."

@@ -29,8 +29,8 @@ def test_relu_of_an_input_is_refused_naming_both_nodes():
     with pytest.raises(CompileError) as info:
         fuse_relus(g, g.consumers())
     assert "relu node 1 reads node 0 (input" in info.value.problem
-    assert "which is not a matmul or add" in info.value.problem
-    assert "directly after a matmul or add" in info.value.fix and info.value.node == 1
+    assert "which is not a matmul, add or conv2d" in info.value.problem
+    assert "directly after a matmul, add or conv2d" in info.value.fix and info.value.node == 1
 
 
 def test_relu_on_a_matmul_with_another_reader_is_refused():

@@ -4,7 +4,7 @@ import pytest
 
 from compiler import CompileError, Graph, compile_graph
 from compiler.requant import requantizer, shift_range
-from sim.spec import BY_NAME, DEFAULT
+from sim.spec import BY_NAME, DEFAULT, RQ_TENSOR_SHIFT_LO, ErrorCode, check
 
 
 def test_pairs_by_hand():
@@ -15,9 +15,14 @@ def test_pairs_by_hand():
     assert requantizer(1 - 2.0 ** -26, "matmul node 4", 4, params=DEFAULT) == (1 << 23, 23)
 
 
-def test_shift_range_is_the_rq_field_range():
+def test_shift_range_is_the_rq_field_range_per_tensor():
+    """The field takes 0..63 (pc = 1 needs s = 0); per tensor the rule across fields starts at 1."""
     field = next(f for f in BY_NAME["RQ"].fields if f.name == "s")
-    assert shift_range(DEFAULT) == (field.lo, field.hi) == (1, 63)
+    assert (field.lo, field.hi) == (0, 63)
+    assert shift_range(DEFAULT) == (RQ_TENSOR_SHIFT_LO, field.hi) == (1, 63)
+    base = {"dst": 0, "src": 0, "len": 1, "m": 1, "relu": 0, "pc": 0, "tab": 0, "C": 0}
+    assert check(BY_NAME["RQ"], {**base, "s": RQ_TENSOR_SHIFT_LO - 1}, DEFAULT)[0] is ErrorCode.BAD_FIELD
+    assert check(BY_NAME["RQ"], {**base, "s": RQ_TENSOR_SHIFT_LO}, DEFAULT)[0] is ErrorCode.NONE
 
 
 @pytest.mark.parametrize("factor, shift", [(2.0 ** -45, 68), (2.0 ** 24, -1)])

@@ -88,6 +88,7 @@ def test_an_interrupt_without_done_and_a_stopped_bench_are_differences(tmp_path)
 
 
 @pytest.mark.rtl
+@pytest.mark.slow      # 2.5 minutes; CI's `make axi SIM=icarus` runs seeds 100-111 and 40 stress programs
 def test_seeds_and_stress_through_axi_with_back_pressure(icarus):
     jobs = axi.seed_jobs("100-103", DEFAULT) + axi.stress_jobs(1, 12, DEFAULT) + [program()]
     problems, rows = axi.check(jobs, icarus, DEFAULT, pause=0.3, seed=2, say=lambda _: None)

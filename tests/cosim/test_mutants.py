@@ -138,23 +138,31 @@ def test_the_vadd_mutants_refuse_a_vector_unit_without_their_pattern(tmp_path):
             mutants.mutate(tmp_path / "v.v", name, tmp_path / "out")
 
 
-def first_stress_seed_the_dropped_relu_shows(monkeypatch, first: int = 1, n: int = 60) -> int:
-    """The first stress program whose memories change when the reference machine's VADD ignores
-    relu (what vadd-norelu does to the RTL), worked out on the reference alone."""
+def first_stress_seed_showing(monkeypatch, op: str, broken, first: int = 1, n: int = 60) -> int:
+    """The first stress program whose memories change when the reference machine executes
+    ``op`` as ``broken`` does (what a mutant does to the RTL), worked out on the reference alone."""
     from cosim.jobs import reference
     from cosim.stress import programs
     from sim import machine
 
-    plain = machine._EXECUTE["VADD"]
     for generated in programs(first, n, DEFAULT):
         job = generated.job
         want = job.expected(DEFAULT)
         with monkeypatch.context() as patch:
-            patch.setitem(machine._EXECUTE, "VADD", lambda spad, ext, f: plain(spad, ext, {**f, "relu": 0}))
-            dropped = reference(job.program, job.ext_image(DEFAULT), params=DEFAULT)
-        if not (np.array_equal(want.spad, dropped.spad) and np.array_equal(want.ext, dropped.ext)):
+            patch.setitem(machine._EXECUTE, op, broken)
+            got = reference(job.program, job.ext_image(DEFAULT), params=DEFAULT)
+        if not (np.array_equal(want.spad, got.spad) and np.array_equal(want.ext, got.ext)):
             return generated.seed
-    raise AssertionError(f"no stress program of seeds {first}..{first + n - 1} shows a dropped relu")
+    raise AssertionError(f"no stress program of seeds {first}..{first + n - 1} shows a broken {op}")
+
+
+def first_stress_seed_the_dropped_relu_shows(monkeypatch) -> int:
+    """... for a VADD that ignores relu (vadd-norelu)."""
+    from sim import machine
+
+    plain = machine._EXECUTE["VADD"]
+    return first_stress_seed_showing(monkeypatch, "VADD",
+                                     lambda spad, ext, f: plain(spad, ext, {**f, "relu": 0}))
 
 
 @pytest.mark.rtl
@@ -172,3 +180,50 @@ def test_stress_catches_the_dropped_relu(icarus, monkeypatch):
     # the words the reference predicted (the first may be downstream of the unclipped sum)
     first = rf"    seed {seed}: (spad|ext): \d+ words? differs?; first \[\d+\] RTL "
     assert re.match(first, lines[2]), lines[2]
+
+
+def test_ln_truncate_drops_the_rounding_term_of_every_lane(tmp_path):
+    changed = _changed_lines(tmp_path, "ln-truncate")
+    assert len(changed) == DEFAULT.LANES
+    for a, b in changed:
+        assert "layernorm.py" in a and a.strip().endswith("half_less : half;")
+        assert b.strip().endswith("= 24'h000000;")
+
+
+def test_gather_nocheck_never_finds_a_row_out_of_its_table(tmp_path):
+    (a, b), = _changed_lines(tmp_path, "gather-nocheck")
+    assert a.strip().startswith("bad <= ") and b.strip() == "bad <= 1'h0;"
+
+
+def _truncating_ln(spad, ext, f):
+    """The reference's LN with the rounding term dropped (what ln-truncate does to the RTL)."""
+    from sim import arith
+    from sim.machine import s8, s32, to_words
+
+    x = s8(spad[f["src"]:f["src"] + f["len"]])
+    sol = arith.ln_solve([int(v) for v in x], f["eps"])
+    y = ((sol.n * x - sol.s1) * sol.recip) >> sol.shift
+    spad[f["dst"]:f["dst"] + f["len"]] = to_words(y + s32(spad[f["bias"]:f["bias"] + f["len"]]))
+
+
+@pytest.mark.rtl
+@pytest.mark.slow
+def test_stress_catches_the_new_units_mutants(icarus, monkeypatch):
+    """Issue 26: the first stress program where a truncating LN changes a word (by the reference
+    machine), and the first that ends in BAD_INDEX (ENDINGS: seed 3), fail on the mutants' RTL:
+    ln-truncate's LN words, gather-nocheck's stop (no error, and a row read past its table)."""
+    from cosim import stress
+
+    ln_seed = first_stress_seed_showing(monkeypatch, "LN", _truncating_ln)
+    index_seed = next(s for s in range(1, 20) if stress.ENDINGS[s % len(stress.ENDINGS)] == "BAD_INDEX")
+    cases = (("ln-truncate", ln_seed, rf"    seed {ln_seed}: (spad|ext): \d+ words? differs?"),
+             ("gather-nocheck", index_seed,
+              rf"    seed {index_seed}: stop: RTL error_code 0 \(no error\) at pc \d+, reference 7"))
+    for name, seed, first in cases:
+        command = [sys.executable, "-m", "cosim", "stress", "--seed", str(seed), "--n", "1", "--sim", icarus,
+                   "--mutant", name]
+        done = subprocess.run(command, capture_output=True, text=True, cwd=ROOT, timeout=600)
+        assert done.returncode == 1, done.stdout + done.stderr
+        lines = done.stdout.splitlines()
+        assert lines[1] == "icarus     FAIL: 1 of 1 program differs from the reference", name
+        assert re.match(first, lines[2]), lines[2]

@@ -38,7 +38,8 @@ def test_every_ending_happens_where_intended(programs):
         assert prog.ending == stress.ENDINGS[prog.seed % len(stress.ENDINGS)]
         stop = prog.job.expected(DEFAULT)
         assert stop.error_code.name == want, (prog.seed, stop.detail)
-    assert {p.job.expected(DEFAULT).error_code for p in programs} == {ErrorCode.NONE, *spec.CHECK_CODES}
+    codes = {p.job.expected(DEFAULT).error_code for p in programs}
+    assert codes == {ErrorCode.NONE, *spec.DATA_ERRORS, *spec.CHECK_CODES}
 
 
 def test_the_body_before_the_ending_is_legal(programs):
@@ -82,13 +83,13 @@ def _coverage(first: int, n: int, folder) -> dict:
 
 def test_coverage_of_sixty_programs(tmp_path):
     data = _coverage(1, 60, tmp_path)
-    assert data["stress.stops"] == {"HALT": 24, "BAD_OPCODE": 6, "BAD_FIELD": 6, "SPAD_RANGE": 6,
-                                    "EXT_RANGE": 6, "OVERLAP": 6, "NO_HALT": 6}
+    assert data["stress.stops"] == {"HALT": 18, "BAD_OPCODE": 6, "BAD_FIELD": 6, "SPAD_RANGE": 6,
+                                    "EXT_RANGE": 6, "OVERLAP": 6, "NO_HALT": 6, "BAD_INDEX": 6}
     assert all(data["stress.cases"].values()), data["stress.cases"]
     assert coverage.holes(data, "stress.instructions") == []
     lines = coverage.report(data)
-    assert lines[2] == ("  stops: 7 of 7 bins (100%): HALT 24, BAD_OPCODE 6, BAD_FIELD 6, SPAD_RANGE 6, "
-                        "EXT_RANGE 6, OVERLAP 6, NO_HALT 6")
+    assert lines[2] == ("  stops: 8 of 8 bins (100%): HALT 18, BAD_OPCODE 6, BAD_FIELD 6, SPAD_RANGE 6, "
+                        "EXT_RANGE 6, OVERLAP 6, NO_HALT 6, BAD_INDEX 6")
     n = len(spec.INSTRUCTIONS)
     assert lines[1].startswith(f"  instructions: {n} of {n} bins (100%): LD ")
 
@@ -98,7 +99,7 @@ def test_what_ci_runs_covers_every_instruction_and_every_stop(tmp_path):
     data = _coverage(1, 500, tmp_path)
     for point in coverage.REQUIRED:
         assert coverage.holes(data, point) == [], point
-    every = {"HALT", *(c.name for c in spec.CHECK_CODES)}
+    every = {"HALT", *(c.name for c in (*spec.DATA_ERRORS, *spec.CHECK_CODES))}
     assert set(data["stress.stops"]) == set(coverage.STOPS) == every
 
 
@@ -202,8 +203,8 @@ def test_short_stress_run(simulator, tmp_path):
     assert lines[0].startswith(f"{simulator:<10} PASS: 20 programs match the reference (memory, all five "
                                "counters, error code and pc), ")
     assert lines[2].startswith("20 programs (seeds 1..20), ")
-    assert ("  stops: 7 of 7 bins (100%): HALT 8, BAD_OPCODE 2, BAD_FIELD 2, SPAD_RANGE 2, EXT_RANGE 2, "
-            "OVERLAP 2, NO_HALT 2") in lines
+    assert ("  stops: 8 of 8 bins (100%): HALT 6, BAD_OPCODE 2, BAD_FIELD 2, SPAD_RANGE 2, EXT_RANGE 2, "
+            "OVERLAP 2, NO_HALT 2, BAD_INDEX 2") in lines
     assert lines[-1].startswith(f"campaign: {tmp_path / 'campaign'} (make stress SEED=1 N=20 SIM={simulator} "
                                 "reproduces it")
 

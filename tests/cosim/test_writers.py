@@ -22,9 +22,24 @@ build = partial(build, params=DEFAULT)
 """This file's programs are the default machine's (sim.asm takes the machine explicitly)."""
 
 
+class _Stores(np.ndarray):
+    """A memory that records the addresses the reference's semantics store to (``stored``)."""
+
+    def __setitem__(self, key, value) -> None:
+        self.stored.update(np.arange(len(self))[key].ravel().tolist())
+        super().__setitem__(key, value)
+
+
+def _watched(memory: np.ndarray) -> _Stores:
+    watched = memory.view(_Stores)
+    watched.stored = set()
+    return watched
+
+
 def oracle(program, stop: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
     """(spad, ext) last writers: an instruction writes a word if applying it changes the word
-    on either of two random fills (a written value equal to both fills' is a 2^-64 chance)."""
+    on either of two random fills, or if its semantics store to the word (a store of the value
+    already there: an LN of one value whose bias is its destination writes the bias back)."""
     rng = np.random.default_rng(seed)
     spad = np.full(DEFAULT.SPAD_WORDS, NOT_WRITTEN, np.int32)
     ext = np.full(DEFAULT.EXT_WORDS, NOT_WRITTEN, np.int32)
@@ -34,10 +49,12 @@ def oracle(program, stop: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
         for _ in range(2):
             s0 = rng.integers(0, 1 << 32, DEFAULT.SPAD_WORDS, dtype=np.uint32)
             e0 = rng.integers(0, 1 << 32, DEFAULT.EXT_WORDS, dtype=np.uint32)
-            s1, e1 = s0.copy(), e0.copy()
+            if ins.op == "GATHER":   # a row number in its table (a random one stops it: BAD_INDEX)
+                s0[ins.idx] = rng.integers(0, ins.rows)
+            s1, e1 = _watched(s0.copy()), _watched(e0.copy())
             apply(ins, s1, e1)
-            spad[s1 != s0] = pc
-            ext[e1 != e0] = pc
+            spad[(s1 != s0) | np.isin(np.arange(len(s0)), list(s1.stored))] = pc
+            ext[(e1 != e0) | np.isin(np.arange(len(e0)), list(e1.stored))] = pc
     return spad, ext
 
 

@@ -126,8 +126,9 @@ SERIAL, OVERLAPPED = "serial default", "all"
 SEEDS, EXAMPLE_A = "seeds 100-111", "example A"
 README, START, PERF = "README.md", "docs/guide/start.md", "docs/guide/performance.md"
 MAKE, FPGA = "docs/reference/make.md", "docs/guide/fpga.md"
+TRANSFORMER = "docs/guide/transformer.md"
 STUDIES, SWEEP, MUTANTS = "docs/studies.json", "docs/sweep.json", "compiler/testing/mutants.py"
-FAST_TESTS = about(lambda: collected()["fast"], 2100)
+FAST_TESTS = about(lambda: collected()["fast"], 2300)
 
 
 def fmax(machine: str) -> str:
@@ -144,6 +145,30 @@ def decode_overlapped() -> tuple[int, float]:
 
 def studies_on_the_rtl() -> tuple[int, int]:
     return studies()["rtl"]["programs"], studies()["rtl"]["cycles"]
+
+
+def ln_cycles(n: int = 64) -> int:
+    """sim/spec.py: LN's latency for a row of n int8 values on the default machine."""
+    from sim import spec
+    return spec.latency(spec.BY_NAME["LN"], {"dst": 0, "src": 0, "len": n, "bias": 0, "eps": 0}, spec.DEFAULT)
+
+
+def gather_cycles(n: int = 64) -> int:
+    """sim/spec.py: GATHER's latency for a row of n words on the default machine."""
+    from sim import spec
+    fields = {"dst": 0, "src": 0, "len": n, "fmt": 0, "idx": 0, "rows": 1}
+    return spec.latency(spec.BY_NAME["GATHER"], fields, spec.DEFAULT)
+
+
+def block_cycles() -> int:
+    """examples/transformer_block.py: the pre-norm block's cycles at T = 8 on the default machine."""
+    sys.path.insert(0, str(ROOT / "examples"))
+    try:
+        import transformer_block
+    finally:
+        sys.path.remove(str(ROOT / "examples"))
+    _, lowered, program, x = transformer_block.compiled(False, 8)
+    return program.run(lowered.feed(x), warn=False).counters.cycles
 
 
 def streaming_mutants() -> str:
@@ -198,6 +223,14 @@ FIGURES = [
     Figure(FPGA, "**Fmax {} MHz** against the 100 MHz target", lambda: fmax("t4"), f"{SWEEP}: t4"),
     Figure("docs/guide/verification.md", "sweeps them one short program each ({} on the default machine",
            fault_programs, "cosim/faults.py: jobs()"),
+    Figure(README, "| LayerNorm of a row of 64 int8 values (LN) | {} cycles", ln_cycles,
+           "sim/spec.py: LN's latency, N = 64"),
+    Figure(TRANSFORMER, "**LN takes {} cycles for a row of N = 64**", ln_cycles,
+           "sim/spec.py: LN's latency, N = 64"),
+    Figure(TRANSFORMER, "Latency `ceil(len/LANES) + 8` ({} for a row of 64)", gather_cycles,
+           "sim/spec.py: GATHER's latency, len = 64"),
+    Figure(TRANSFORMER, "the same program, {:,} cycles on the default machine", block_cycles,
+           "examples/transformer_block.py, T = 8"),
     Figure("docs/index.md", "{} more mutants break the streaming", streaming_mutants,
            f"{MUTANTS}: STREAMING_MUTANTS"),
 ]

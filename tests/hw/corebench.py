@@ -68,11 +68,12 @@ def reference(case: Case, params: Params) -> Outcome:
         code, pc = ErrorCode.NONE, result.steps - 1
     except MachineError as e:
         result, code, pc = e.result, e.code, e.pc
-    # every instruction before the stop was legal and executed; the serial machine's dispatches
-    # are worked out here from the latencies, the overlapped machine's are the reference's
+    # every instruction before the stop was legal and executed (and the one that stopped it, for
+    # a fault of its data: a GATHER out of its table); the serial machine's dispatches are worked
+    # out here from the latencies, the overlapped machine's are the reference's
     dispatches = []
     cycle = spec.FRONTEND_CYCLES
-    for k in range(pc):
+    for k in range(pc + (code in spec.DATA_ERRORS)):
         chunk = words[k * spec.INSTR_WORDS:(k + 1) * spec.INSTR_WORDS]
         ins = decode(chunk)
         dispatches.append((cycle if not params.OVERLAP else result.timeline[k].start, int(ins.spec.opcode)))

@@ -8,6 +8,7 @@ and compares the memories with the reference machine's semantics (``sim.machine.
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable, Sequence
 
 import numpy as np
@@ -19,7 +20,7 @@ from amaranth.sim import Simulator
 from hw.banked import BankedMemory, attach_bus
 from sim import spec
 from sim.asm import Instruction
-from sim.machine import apply
+from sim.machine import DataFault, apply
 from sim.spec import DEFAULT, Params
 
 MAX_CYCLES_PER_INSTRUCTION = 2000
@@ -144,7 +145,8 @@ def expected(program: Sequence[Instruction], spad=None, ext=None,
     s = _image(spad, params.SPAD_WORDS)
     e = _image(ext, params.EXT_WORDS)
     for ins in program:
-        apply(ins, s, e)
+        with contextlib.suppress(DataFault):    # a GATHER out of its table writes nothing (``fault``)
+            apply(ins, s, e)
     return s, e, [spec.latency(ins.spec, ins.fields, params) for ins in program]
 
 

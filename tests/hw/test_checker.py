@@ -49,10 +49,34 @@ def _random_instruction(rng: random.Random, params: Params) -> tuple[int, ErrorC
     ispec = rng.choice(spec.INSTRUCTIONS)
     base = rng.randint(0, params.SPAD_WORDS)
     fields = {f.name: _field_value(rng, f, base, params) for f in ispec.fields}
+    if ispec.name == "RQ" and rng.random() < 0.7:
+        fields |= _rq_mode(rng, fields, base, params)
+    if ispec.name == "GATHER" and rng.random() < 0.5:
+        fields |= _gather_table(rng, fields, params)
     ins = build(ispec.name, params=params, strict=False, **fields)
     bits = sum(w << (32 * i) for i, w in enumerate(ins.encode()))
     bits |= rng.getrandbits(spec.INSTR_BITS) & ~((1 << _used_bits(ispec)) - 1)  # junk in reserved bits
     return bits, spec.check(ispec, fields, params)[0]
+
+
+def _rq_mode(rng: random.Random, fields: dict[str, int], base: int, params: Params) -> dict[str, int]:
+    """RQ's fields made to agree with its mode (sim.spec's rules across fields), which independent
+    draws almost never do: pc = 0 with tab = C = 0; pc = 1 with m = s = 0 and a table of C >= LANES
+    words near the other regions or the end of the scratchpad (C = LANES - 1 sometimes: the rule)."""
+    if not fields["pc"]:
+        return {"tab": 0, "C": 0}
+    c = rng.choice([params.LANES, params.LANES + 1, params.LANES - 1, rng.randint(params.LANES, 100)])
+    tab = rng.choice([base + rng.randint(-12, 12), params.SPAD_WORDS - c + rng.randint(-3, 3)])
+    return {"m": 0, "s": 0, "C": c, "tab": max(0, min((1 << spec.ADDR_BITS) - 1, tab))}
+
+
+def _gather_table(rng: random.Random, fields: dict[str, int], params: Params) -> dict[str, int]:
+    """A GATHER's table of a few rows that fits the external memory, so that the checks after its
+    range (the overlap of idx and dst) are reached: independent draws of rows and len give a
+    table of thousands of words, past a small machine's external memory nearly always."""
+    rows, words = rng.randint(1, 4), min(fields["len"], params.EXT_WORDS // 8) or 1
+    length = words * spec.INT8_PER_WORD if fields["fmt"] else words
+    return {"rows": rows, "len": length, "src": rng.randint(0, params.EXT_WORDS - rows * words)}
 
 
 def _used_bits(ispec: spec.InstrSpec) -> int:

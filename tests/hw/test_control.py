@@ -8,9 +8,13 @@ import random
 
 import pytest
 from amaranth.hdl import Elaboratable, Module
+from amaranth.lib import wiring
+from amaranth.lib.wiring import Out
 from amaranth.sim import Simulator
 
 from hw.control import Control, dispatch_registers, host_members, imem_addr_bits
+from hw.lanes import delay
+from hw.ports import unit_members
 from hw.stub import LatencyStub
 from sim import spec
 from sim.asm import build
@@ -24,7 +28,7 @@ BASE = {
     "LD": dict(dst=0, src=0, len=4),
     "ST": dict(src=0, dst=0, len=4),
     "MM": dict(dst=100, A=0, B=40, M=2, K=3, N=2, tb=0, lda=3, ldb=2, ldc=2),
-    "RQ": dict(dst=50, src=0, len=5, m=1000, s=10, relu=0),
+    "RQ": dict(dst=50, src=0, len=5, m=1000, s=10, relu=0, tab=0, C=0),
     "SM": dict(dst=60, src=0, len=5),
     "VADD": dict(dst=70, src1=0, src2=10, len=5),
     "AMAX": dict(dst=80, src=0, len=5),
@@ -141,6 +145,37 @@ def overlap_cases() -> list[Case]:
     return out
 
 
+PER_CHANNEL = dict(m=0, s=0, pc=1, tab=300, C=6)
+"""RQ's base made per output channel: a table of 6 words at 300 (sim.spec: C >= LANES)."""
+
+
+def rule_cases() -> list[Case]:
+    """BAD_FIELD by a rule across fields (sim.spec.FieldRule): each rule broken from the base
+    (RQ's per-channel ones from its per-channel form); RQ per channel's table at the end of the
+    scratchpad and one past it, the destination touching the table, overlapping it by one word
+    and on it (refused, unlike dst == src); one legal per-channel RQ in place."""
+    out = []
+    for ispec in spec.INSTRUCTIONS:
+        for k, rule in enumerate(ispec.field_rules):
+            out.append(case(f"{ispec.name} rule {k} ({rule.blames})",
+                            [*PREFIX, ins(ispec.name, **rule.breaking(SMALL)), HALT]))
+    c = PER_CHANNEL["C"]
+    for tab in (SMALL.SPAD_WORDS - c, SMALL.SPAD_WORDS - c + 1):
+        out.append(case(f"RQ pc=1 tab={tab}", [*PREFIX, ins("RQ", **(PER_CHANNEL | {"tab": tab})), HALT]))
+    for dst in (300 - 5, 300 - 4, 300, 300 + c - 1, 300 + c):
+        out.append(case(f"RQ pc=1 dst={dst} vs tab",
+                        [*PREFIX, ins("RQ", **(PER_CHANNEL | {"dst": dst})), HALT]))
+    out.append(case("RQ pc=1 in place", [*PREFIX, ins("RQ", **(PER_CHANNEL | {"dst": 0})), HALT]))
+    return out
+
+
+def test_rules_across_fields():
+    cases = rule_cases()
+    assert {reference(c, SMALL).code for c in cases} == {int(ErrorCode.NONE), int(ErrorCode.BAD_FIELD),
+                                                        int(ErrorCode.SPAD_RANGE), int(ErrorCode.OVERLAP)}
+    run_all(cases)
+
+
 def opcode_cases() -> list[Case]:
     known = {int(s.opcode) for s in spec.INSTRUCTIONS}
     return [case(f"opcode {op}", [PREFIX[0], [op | 0xABC0, 1, 2, 3], HALT])
@@ -172,6 +207,8 @@ def random_legal_cases(n: int, seed: int) -> list[Case]:
             if op == "MM":
                 changes = dict(M=rng.randint(1, 4), K=rng.randint(1, 12), N=rng.randint(1, 4),
                                tb=rng.randint(0, 1), lda=12, ldb=12, ldc=4)
+            if op == "RQ" and rng.random() < 0.5:
+                changes |= PER_CHANNEL | {"C": rng.randint(SMALL.LANES, 12)}
             program.append(ins(op, **changes))
         out.append(case(f"random {k}", [*program, HALT]))
     return out
@@ -207,10 +244,59 @@ def test_random_legal_programs():
 
 
 def test_expected_codes_are_provoked():
-    """The cases above do reach every error code (as the reference machine judges them)."""
-    cases = field_cases() + bound_cases() + overlap_cases() + opcode_cases() + stop_cases()
+    """The cases above do reach every error code the front end finds (as the reference machine
+    judges them); the data's (BAD_INDEX) are test_a_data_fault_stops_when_the_instruction_ends's."""
+    cases = field_cases() + bound_cases() + overlap_cases() + opcode_cases() + stop_cases() + rule_cases()
     codes = {reference(c, SMALL).code for c in cases}
     assert codes == {int(ErrorCode.NONE), *(int(c) for c in spec.CHECK_CODES)}
+
+
+class FaultStub(LatencyStub):
+    """A stub DMA that finds every GATHER's row number out of its table: ``fault`` for one cycle
+    GATHER_INDEX_CYCLES - 1 after the dispatch, as hw/dma.py raises it."""
+
+    def __init__(self, params: Params):
+        self.params = params
+        wiring.Component.__init__(self, unit_members(params, n_read=0, write=False) | {"fault": Out(1)})
+
+    def elaborate(self, platform):
+        m = super().elaborate(platform)
+        gather = self.start & (self.opcode == int(spec.Opcode.GATHER))
+        m.d.comb += self.fault.eq(delay(m, gather, spec.GATHER_INDEX_CYCLES - 1, "fault_at"))
+        return m
+
+
+def test_a_data_fault_stops_when_the_instruction_ends():
+    """A unit's fault (BAD_INDEX) during a GATHER: the execute stage issues nothing more and
+    stops when the GATHER ends, with its pc and counters as the reference machine's (which finds
+    S[idx] = 5 >= rows = 1); a GATHER in range (S[idx] = 0) runs on. Serial and overlapping."""
+    gather = ins("GATHER", idx=700, rows=1)
+    bad = case("out of the table", [*PREFIX, ins("LD", dst=700, src=40, len=1), gather, ins("VADD"), HALT],
+               ext=[0] * 40 + [5])
+    good = case("in the table", [*PREFIX, gather, ins("VADD"), HALT])
+    for params in (SMALL, Params(SPAD_WORDS=1024, EXT_WORDS=512, OVERLAP=1)):
+        want = reference(bad, params)
+        assert (want.code, want.pc) == (ErrorCode.BAD_INDEX, 3)
+        for c, faulty in ((bad, True), (good, False)):
+            control = Control(params)
+            stub = FaultStub(params) if faulty else LatencyStub(params)
+            m = Module()
+            m.submodules.control = control
+            m.submodules.stub = stub
+            dispatch_registers(m, control, stub, [op.name for op in spec.INSTRUCTIONS if op.counter], "stub")
+            if faulty:
+                m.d.comb += control.unit_fault.eq(stub.fault)
+            got = {}
+
+            async def testbench(ctx, c=c, control=control, got=got):
+                got["outcome"] = await run_case(ctx, control, control.imem, c, issue=control.issue,
+                                                issue_opcode=control.issue_opcode)
+
+            sim = Simulator(m)
+            sim.add_clock(1e-8)
+            sim.add_testbench(testbench)
+            sim.run()
+            compare(c, got["outcome"], reference(c, params))
 
 
 def test_load_through_host_port():

@@ -22,7 +22,7 @@ from hw.simtop import SimTop
 from hw.top import UNIT_MODULES
 from sim import spec
 from sim.asm import build
-from sim.bench import random_instruction
+from sim.bench import random_instruction, row_number_for
 from sim.machines import describe
 from sim.spec import DEFAULT, Params
 
@@ -202,7 +202,7 @@ def _random_instruction(rng: random.Random, op: str, params: Params):
             elif f.name == "K":
                 hi = min(hi, 20)
             elif f.width == spec.ADDR_BITS:
-                external = (op, f.name) in (("LD", "src"), ("ST", "dst"))
+                external = (op, f.name) in (("LD", "src"), ("ST", "dst"), ("GATHER", "src"))
                 hi = (params.EXT_WORDS if external else params.SPAD_WORDS) - 1
             fields[f.name] = rng.randint(lo, hi)
         if spec.check(ispec, fields, params)[0] is spec.ErrorCode.NONE:
@@ -215,7 +215,11 @@ def _random_cases(seed: int, count: int, params: Params) -> list[Case]:
     cases = []
     for k in range(count):
         program = [b("LD", params, dst=0, src=0, len=params.SPAD_WORDS)]
-        program += [_random_instruction(rng, rng.choice(kinds), params) for _ in range(14)]
+        for _ in range(14):
+            ins = _random_instruction(rng, rng.choice(kinds), params)
+            if ins.op == "GATHER":      # its row number, below rows, written by an AMAX
+                program.append(row_number_for(ins, rng, params))
+            program.append(ins)
         program += [b("ST", params, src=0, dst=0, len=params.SPAD_WORDS), HALT]
         cases.append(case(f"random {k}", program, ext=_image(seed + k, params.EXT_WORDS, "int32")))
     return cases
@@ -253,12 +257,22 @@ def test_compiled_graph_at_t8():
 
 def test_errors_keep_earlier_effects():
     ext = _image(6, 512, "int32")
+    row_two = ext.copy()
+    row_two[3] = 2
     cases = [
         case("error after LD", [b("LD", dst=0, src=0, len=30),
                                 build("LD", dst=250, src=0, len=7, strict=False), HALT], ext=ext),
         case("no HALT", [b("LD", dst=0, src=5, len=20), b("ST", src=3, dst=400, len=9)], ext=ext),
         case("prog_len 0", [b("LD", dst=0, src=5, len=20), HALT], prog_len=0, ext=ext),
         case("unknown opcode", [b("LD", dst=0, src=0, len=4), [9, 0, 0, 0], HALT], ext=ext),
+        # a GATHER's row number (S[3] = 2, loaded) against rows: in (rows = 3), then out (rows = 2:
+        # BAD_INDEX after the GATHER's latency, nothing written, the VADD after it never runs)
+        case("GATHER in its table", [b("LD", dst=0, src=0, len=30),
+                                     b("GATHER", dst=40, src=100, idx=3, len=9, rows=3),
+                                     b("VADD", dst=60, src1=0, src2=9, len=9), HALT], ext=row_two),
+        case("GATHER out of its table", [b("LD", dst=0, src=0, len=30),
+                                         b("GATHER", dst=40, src=100, idx=3, len=9, rows=2, fmt=1),
+                                         b("VADD", dst=60, src1=0, src2=9, len=9), HALT], ext=row_two),
     ]
     run_core(cases)
 

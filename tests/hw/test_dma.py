@@ -1,4 +1,5 @@
-"""hw/dma.py: LD and ST at every length and alignment, back to back, latencies from the spec."""
+"""hw/dma.py: LD and ST at every length and alignment, back to back, latencies from the spec;
+GATHER (issue 26): every row length and alignment, both formats, rows out of the table."""
 
 from __future__ import annotations
 
@@ -93,8 +94,12 @@ def test_latency_formula():
 def test_idle_outputs_are_zero():
     rng = np.random.default_rng(9)
     program = [build("LD", dst=5, src=7, len=13, params=SMALL),
-               build("ST", src=2, dst=30, len=9, params=SMALL)]
-    check_idle_outputs(lambda: DMA(SMALL), program, spad=_random_words(rng, 256), params=SMALL)
+               build("ST", src=2, dst=30, len=9, params=SMALL),
+               build("GATHER", dst=60, src=7, idx=200, len=6, rows=2, params=SMALL),    # out: S[200] >= 2
+               build("GATHER", dst=60, src=7, idx=201, len=6, rows=2, params=SMALL)]    # in: S[201] = 1
+    spad = _random_words(rng, 256)
+    spad[200:202] = [2, 1]
+    check_idle_outputs(lambda: DMA(SMALL), program, spad=spad, params=SMALL)
 
 
 def test_rejects_bad_params():
@@ -125,29 +130,31 @@ def test_ld_packed_int8_every_length_and_alignment(lanes: int):
 HELD = Params(SPAD_WORDS=256, EXT_WORDS=256, OVERLAP=1)
 
 
-def _run_held(program, hold: set[int], spad, ext) -> tuple[np.ndarray, list[list[int]], list[int]]:
-    """Run instructions back to back on an OVERLAP = 1 DMA whose ``hold`` is high in the cycles
-    ``hold`` (counted from each instruction's dispatch). Returns the scratchpad, each
-    instruction's scratchpad write cycles (from its dispatch) and its latency (to done)."""
+def _run_watching(program, spad, ext, params: Params, watch, hold: frozenset[int] = frozenset()):
+    """Run instructions back to back on a DMA (its ``hold`` high in the cycles ``hold``, counted
+    from each instruction's dispatch, on an OVERLAP = 1 one). Returns the scratchpad, for each
+    instruction the cycles (from its dispatch) in which ``watch(unit)`` was high, and its latency
+    (to done)."""
     from amaranth.sim import Simulator
 
     from .harness import UnitBench, _get_memory, _set_memory, present
 
-    bench = UnitBench(DMA(HELD), HELD)
+    bench = UnitBench(DMA(params), params)
     unit = bench.unit
     result: dict = {}
 
     async def testbench(ctx):
         _set_memory(ctx, bench.spad, spad)
         _set_memory(ctx, bench.ext, ext)
-        writes, latencies = [], []
+        seen, latencies = [], []
         for ins in program:
             present(ctx, unit, ins)
             ctx.set(unit.start, 1)
             cycle, mine = 0, []
             while True:
-                ctx.set(unit.hold, int(cycle in hold))
-                if ctx.get(unit.wr.en):
+                if params.OVERLAP:
+                    ctx.set(unit.hold, int(cycle in hold))
+                if ctx.get(watch(unit)):
                     mine.append(cycle)
                 if ctx.get(unit.done):
                     break
@@ -155,20 +162,27 @@ def _run_held(program, hold: set[int], spad, ext) -> tuple[np.ndarray, list[list
                 ctx.set(unit.start, 0)
                 cycle += 1
                 assert cycle < 500
-            ctx.set(unit.hold, 0)
+            if params.OVERLAP:
+                ctx.set(unit.hold, 0)
             await ctx.tick()
             ctx.set(unit.start, 0)
-            writes.append(mine)
+            seen.append(mine)
             latencies.append(cycle + 1)
         await ctx.tick()
         result["spad"] = _get_memory(ctx, bench.spad)
-        result["writes"], result["latencies"] = writes, latencies
+        result["seen"], result["latencies"] = seen, latencies
 
     sim = Simulator(bench)
     sim.add_clock(1e-8)
     sim.add_testbench(testbench)
     sim.run()
-    return result["spad"], result["writes"], result["latencies"]
+    return result["spad"], result["seen"], result["latencies"]
+
+
+def _run_held(program, hold: set[int], spad, ext) -> tuple[np.ndarray, list[list[int]], list[int]]:
+    """On an OVERLAP = 1 DMA: the scratchpad, each instruction's scratchpad write cycles and its
+    latency, with ``hold`` high in the cycles ``hold``."""
+    return _run_watching(program, spad, ext, HELD, lambda unit: unit.wr.en, frozenset(hold))
 
 
 def test_a_held_ld_beat_waits_and_the_rest_follow():
@@ -192,3 +206,83 @@ def test_a_held_ld_beat_waits_and_the_rest_follow():
     ext2[7:16] = want[100:109]
     want[120:129] = ext2[7:16]
     assert np.array_equal(got, want)
+
+
+# --------------------------------------------------------------------------- GATHER (issue 26)
+
+GATHER_P = Params(SPAD_WORDS=512, EXT_WORDS=1024)
+
+
+def _gather_program(rng: np.random.Generator, params: Params,
+                    rows_out: bool = False) -> tuple[list, np.ndarray]:
+    """GATHERs of every row length 1..13 in both formats at every destination alignment, from
+    tables of 1 to 9 rows (one ending on the last external word); row numbers 0, rows - 1 and
+    between, each in its own scratchpad word (held in the scratchpad image); with rows_out,
+    every third names a row at or past the end of its table (rows, rows + 1, 2^16 + r: its
+    low 16 bits in range, -1, 2^31)."""
+    spad = _random_words(rng, params.SPAD_WORDS)
+    program, dst, slot = [], 0, params.SPAD_WORDS - 1
+    for k, n in enumerate(range(1, 14)):
+        for fmt in (0, 1):
+            rows = int(rng.integers(1, 10))
+            words = -(-n // 4) if fmt else n
+            src = params.EXT_WORDS - rows * words if k == 12 else int(rng.integers(0, 600))
+            row = int(rng.choice([0, rows - 1, int(rng.integers(0, rows))]))
+            if rows_out and (k + fmt) % 3 == 0:
+                row = int(rng.choice([rows, rows + 1, (1 << 16) + rows - 1, (1 << 32) - 1, 1 << 31]))
+            spad[slot] = row
+            dst = (dst + params.LANES - 1) // params.LANES * params.LANES + (n + fmt) % params.LANES
+            program.append(build("GATHER", dst=dst, src=src, idx=slot, len=n, rows=rows, fmt=fmt,
+                                 params=params))
+            dst += n + 1
+            slot -= 1
+    return program, spad
+
+
+@pytest.mark.parametrize("lanes", [4, 8])
+def test_gather_every_length_alignment_and_format(lanes: int):
+    params = Params(SPAD_WORDS=512, EXT_WORDS=1024, LANES=lanes)
+    rng = np.random.default_rng(70 + lanes)
+    program, spad = _gather_program(rng, params)
+    # back to back with LD and ST (a GATHER's row number read on rd0 right after an ST's reads)
+    program[3:3] = [build("ST", src=0, dst=900, len=9, params=params),
+                    build("LD", dst=300, src=900, len=9, params=params)]
+    check_unit(lambda: DMA(params), program, spad=spad, ext=_random_words(rng, params.EXT_WORDS),
+               params=params)
+
+
+def test_gather_out_of_its_table_faults_and_writes_nothing():
+    """A row number not below rows (unsigned: -1 and 2^31 are out; so is 2^16 + r, whose low 16
+    bits are in range) raises fault once, GATHER_INDEX_CYCLES - 1 cycles after the dispatch,
+    and the GATHER writes nothing but still ends after its latency; the GATHERs in range around
+    it are right (check_unit: every word and latency against the reference, which skips the
+    faulting ones)."""
+    rng = np.random.default_rng(5)
+    program, spad = _gather_program(rng, GATHER_P, rows_out=True)
+    # an LD and an ST right after each of the first GATHERs (a faulting one must not drop the
+    # next LD's first beat, nor hold back an ST)
+    for k in (6, 4, 2, 0):
+        program[k + 1:k + 1] = [build("LD", dst=400 + k, src=800, len=9, params=GATHER_P),
+                                build("ST", src=400 + k, dst=900 + 9 * k, len=9, params=GATHER_P)]
+    ext = _random_words(rng, GATHER_P.EXT_WORDS)
+    check_unit(lambda: DMA(GATHER_P), program, spad=spad, ext=ext, params=GATHER_P)
+    _, faults, latencies = _run_watching(program, spad, ext, GATHER_P, lambda unit: unit.fault)
+    assert latencies == [spec.latency(ins.spec, ins.fields, GATHER_P) for ins in program]
+    out = [ins.op == "GATHER" and int(spad[ins.idx]) >= ins.rows for ins in program]
+    assert sum(out) >= 8
+    assert faults == [[spec.GATHER_INDEX_CYCLES - 1] if o else [] for o in out]
+
+
+def test_gather_by_hand():
+    """Rows of 3 words at external 10 (row r at 10 + 3r): S[0] = 2 reads words 16..18; the packed
+    table at 40 (rows of 5 int8 values, 2 words each): S[1] = 1 reads words 42, 43."""
+    p = SMALL
+    ext = np.zeros(256, dtype=np.int64)
+    ext[10:19] = range(100, 109)
+    ext[40:46] = [0, 0, 0x80FF7F01, 0x00000005, 0, 0]
+    program = [build("GATHER", dst=8, src=10, idx=0, len=3, rows=3, params=p),
+               build("GATHER", dst=16, src=40, idx=1, len=5, rows=3, fmt=1, params=p)]
+    got, _, lat = run_unit(lambda: DMA(p), program, spad=[2, 1], ext=ext, params=p)
+    assert got[8:11].tolist() == [106, 107, 108]
+    assert got[16:21].tolist() == [1, 127, 0xFFFFFFFF, 0xFFFFFF80, 5]
+    assert lat == [1 + spec.GATHER_OVERHEAD, 2 + spec.GATHER_OVERHEAD] == [9, 10]

@@ -10,6 +10,7 @@ import pytest
 from sim.asm import assemble
 from sim.bench import random_image, random_program
 from sim.spec import Params
+from tests.sim.test_overlap import GATHER_STEP
 
 from .corebench import case
 from .test_core import run_core
@@ -36,6 +37,9 @@ HAND = {
     "halt": "HALT",
     "drain": "LD dst=0 src=0 len=64\nSM dst=400 src=500 len=4\nHALT",
     "error": "LD dst=0 src=0 len=64\nMM dst=100 A=32 B=48 M=0 K=4 N=4 tb=0 lda=4 ldb=4 ldc=4\nHALT",
+    # issue 26: a GATHER is a fence; its row number out of the table stops the machine at its end
+    "gather fence": GATHER_STEP.format(row=0),
+    "gather out of its table": GATHER_STEP.format(row=5),
 }
 
 

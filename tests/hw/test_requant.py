@@ -25,21 +25,25 @@ M_MAX = (1 << 24) - 1
 # --------------------------------------------------------------------------- the lanes alone
 
 
-def _run_lanes(groups: list[tuple[list[int], int, int, int]]) -> list[list[int]]:
-    """Feed one group (LANES values of a, and m, s, relu) per cycle; return the outputs, each
-    read Requantizer.LATENCY cycles after its inputs."""
+def _run_lanes(groups: list[tuple[list[int], int | list[int], int | list[int], int]]) -> list[list[int]]:
+    """Feed one group (LANES values of a; m and s, one for every lane or a list of LANES, one per
+    lane; relu) per cycle; return the outputs, each read Requantizer.LATENCY cycles after its
+    inputs."""
     dut = Requantizer(LANES)
     latency = Requantizer.LATENCY
     out: list[list[int]] = []
+
+    def per_lane(value: int | list[int]) -> list[int]:
+        return value if isinstance(value, list) else [value] * LANES
 
     async def testbench(ctx):
         for cycle in range(len(groups) + latency):
             if cycle < len(groups):
                 a, m, s, relu = groups[cycle]
-                for lane in range(LANES):
+                for lane, (ml, sl) in enumerate(zip(per_lane(m), per_lane(s), strict=True)):
                     ctx.set(dut.a[lane], a[lane])
-                ctx.set(dut.m, m)
-                ctx.set(dut.s, s)
+                    ctx.set(dut.m[lane], ml)
+                    ctx.set(dut.s[lane], sl)
                 ctx.set(dut.relu, relu)
             if cycle >= latency:
                 out.append([ctx.get(dut.y[lane]) for lane in range(LANES)])
@@ -138,6 +142,40 @@ def test_lanes_on_random_operands():
     _check_lanes(cases)
 
 
+def test_lanes_shift_zero_is_a_clamp():
+    """s = 0 (a table entry's, GA2.md section 4): y = clamp(a * m), no rounding term; the
+    saturation edges 127/128 and -127/-128 and the products near them."""
+    cases = [(a, m, 0, relu) for m in (0, 1, 2, 3, 100, M_MAX) for relu in (0, 1)
+             for a in (-300, -129, -128, -127, -64, -43, -42, -1, 0, 1, 42, 43, 63, 64, 127, 128, 255, 256,
+                       INT32_MIN, INT32_MAX)]
+    _check_lanes(cases)
+
+
+def test_lanes_each_with_its_own_factor():
+    """Per output channel: in one cycle every lane has another (m, s), s = 0 and 63 among them,
+    and the results are each lane's own (a lane computing with a neighbour's shift or mask fails)."""
+    rng = np.random.default_rng(7)
+    groups = []
+    for _ in range(400):
+        a = [int(rng.integers(INT32_MIN, INT32_MAX + 1)) >> int(rng.integers(0, 31)) for _ in range(LANES)]
+        s = [int(rng.choice([0, 1, 2, 63, int(rng.integers(0, 64))])) for _ in range(LANES)]
+        m = [int(rng.choice([0, 1, M_MAX, int(rng.integers(0, M_MAX + 1))])) for _ in range(LANES)]
+        groups.append((a, m, s, int(rng.integers(2))))
+    # the same accumulators in every lane, shifts spread over the lanes: masks per lane
+    for s0 in range(0, 64 - LANES + 1):
+        t = min(23, max(0, s0 - 29))                       # p = a * 2**t = 1.5 * 2**s0, a within int32
+        value = ((1 << s0) + (1 << max(s0 - 1, 0))) >> t
+        if value > INT32_MAX:                              # s0 > 53: |p| < 2**55 rounds to 0 anyway
+            continue
+        groups.append(([value, -value] * (LANES // 2), [1 << t] * LANES, list(range(s0, s0 + LANES)), 0))
+    got = _run_lanes(groups)
+    bad = []
+    for (a, m, s, relu), y in zip(groups, got, strict=True):
+        want = [requant(v, ml, sl, bool(relu)) for v, ml, sl in zip(a, m, s, strict=True)]
+        bad += [(a, m, s, relu, y, want)] if y != want else []
+    assert not bad, f"{len(bad)} mismatching cycles (a, m, s, relu, RTL, reference), first: {bad[:3]}"
+
+
 def test_lanes_rejects_bad_arguments():
     with pytest.raises(ValueError, match="lanes=0"):
         Requantizer(0)
@@ -212,3 +250,80 @@ def test_unit_latency_formula():
 def test_unit_rejects_bad_params():
     with pytest.raises(TypeError, match="params=4"):
         RequantUnit(4)
+
+
+# --------------------------------------------------------------------------- per output channel (pc = 1)
+
+
+def _table_words(rng: np.random.Generator, n: int) -> np.ndarray:
+    """n table words (GA2.md section 2): mantissas across the range, shifts 0..63 (0 and the
+    ends often), bits 31..30 random (the machine ignores them)."""
+    m = rng.choice([0, 1, M_MAX, *rng.integers(1 << 23, 1 << 24, 5)], n)
+    s = np.where(rng.random(n) < 0.2, rng.choice([0, 1, 63], n), rng.integers(28, 48, n))
+    top = rng.integers(0, 4, n)
+    return (m | s << 24 | top << 30).astype(np.int64)
+
+
+def _pc_spad(rng: np.random.Generator, size: int, tables: list[tuple[int, int]]) -> np.ndarray:
+    spad = _accumulators(rng, size)
+    for tab, c in tables:
+        spad[tab:tab + c] = _table_words(rng, c)
+    return spad
+
+
+@pytest.mark.parametrize("channels", [LANES, LANES + 1, 2 * LANES - 1, 2 * LANES, 3 * LANES + 1, 10, 63, 65])
+def test_unit_per_channel_every_alignment(channels: int):
+    """pc = 1: C from LANES (no lane past the table's end) to sizes that wrap inside a beat at
+    every lane, lengths below, at and far above C, source, table and destination at every
+    alignment; each result against the reference machine (tests/sim checks it against
+    sim.arith.requant entry by entry)."""
+    params = Params(SPAD_WORDS=2048)
+    rng = np.random.default_rng(channels)
+    tab = 1800 + channels % LANES
+    program, dst = [], 300
+    for k, n in enumerate((1, LANES, channels - 1, channels, channels + 1, 2 * channels + 3, 97)):
+        src = 8 + k % LANES
+        dst = (dst + LANES - 1) // LANES * LANES + (k + 1) % LANES
+        program.append(build("RQ", dst=dst, src=src, len=n, m=0, s=0, relu=k % 2, pc=1, tab=tab + k % 2,
+                             C=channels, params=params))
+        dst += n + 1
+    assert dst <= tab
+    check_unit(lambda: RequantUnit(params), program, spad=_pc_spad(rng, params.SPAD_WORDS, [(tab, 80)]),
+               params=params)
+
+
+def test_unit_per_channel_in_place_and_between_per_tensor():
+    """pc = 1 in place (dst == src), back to back with per-tensor RQs (the mode and the factor of
+    each beat are the instruction's own), and one reading what the previous one wrote."""
+    rng = np.random.default_rng(3)
+    tab = 900
+    program = []
+    for k, (n, c) in enumerate(((13, 5), (40, 4), (9, 7), (64, 16), (3, 6))):
+        start = 150 * k + k % LANES
+        program.append(build("RQ", dst=start, src=start, len=n, m=0, s=0, relu=0, pc=1, tab=tab, C=c,
+                             params=SMALL))
+        program.append(build("RQ", dst=start + 70, src=start + 1, len=n, m=M_MAX, s=30, relu=1, params=SMALL))
+    program.append(build("RQ", dst=800, src=220, len=17, m=0, s=0, relu=1, pc=1, tab=tab + 3, C=9,
+                         params=SMALL))
+    check_unit(lambda: RequantUnit(SMALL), program, spad=_pc_spad(rng, SMALL.SPAD_WORDS, [(tab, 20)]),
+               params=SMALL)
+
+
+def test_unit_per_channel_table_at_the_scratchpad_end():
+    """The table ends on the last word (its beats read past the end wrap and are not used)."""
+    p = Params(SPAD_WORDS=256)
+    rng = np.random.default_rng(4)
+    program = [build("RQ", dst=0, src=0, len=100, m=0, s=0, relu=0, pc=1, tab=p.SPAD_WORDS - 7, C=7,
+                     params=p),
+               build("RQ", dst=140, src=100, len=30, m=0, s=0, relu=1, pc=1, tab=p.SPAD_WORDS - 4, C=LANES,
+                     params=p)]
+    check_unit(lambda: RequantUnit(p), program, spad=_pc_spad(rng, p.SPAD_WORDS, [(p.SPAD_WORDS - 7, 7)]),
+               params=p)
+
+
+def test_unit_per_channel_latency_formula():
+    program = [build("RQ", dst=100, src=0, len=n, m=0, s=0, relu=0, pc=1, tab=200, C=c, params=SMALL)
+               for n, c in ((1, 4), (4, 4), (5, 5), (8, 7), (33, 9))]
+    _, _, got = run_unit(lambda: RequantUnit(SMALL), program, params=SMALL)
+    assert spec.RQ_PC_CYCLES == 2
+    assert got == [-(-ins.len // LANES) + spec.RQ_OVERHEAD + 2 for ins in program]

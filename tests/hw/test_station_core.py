@@ -36,6 +36,18 @@ HAND = {
     "halt": "HALT",
     "drain": "LD dst=0 src=0 len=64\nLD dst=100 src=0 len=4\nHALT",
     "error": "LD dst=0 src=0 len=64\nMM dst=100 A=32 B=48 M=0 K=4 N=4 tb=0 lda=4 ldb=4 ldc=4\nHALT",
+    "gather fence": "GATHER dst=100 src=0 len=8 idx=50 rows=4\nVADD dst=300 src1=400 src2=500 len=8\nHALT",
+    "gather holds the port": f"{MM_44.format(dst=100, A=32, B=48)}\n"
+                             "GATHER dst=200 src=0 len=16 idx=50 rows=4\nLD dst=300 src=0 len=8\nHALT",
+    "gather out of its table": f"LD dst=700 src=40 len=1\n{MM_44.format(dst=100, A=32, B=48)}\n"
+                               "VADD dst=300 src1=100 src2=500 len=4\n"
+                               "GATHER dst=200 src=0 len=4 idx=700 rows=4\nLD dst=400 src=0 len=4\nHALT",
+    "gather in its table": "LD dst=700 src=2 len=1\nGATHER dst=200 src=0 len=5 idx=700 rows=4\n"
+                           "VADD dst=300 src1=200 src2=500 len=4\nHALT",
+    "ln and per-channel rq": "LD dst=900 src=0 len=8\nLD dst=500 src=0 len=16\n"
+                             "RQ dst=600 src=500 len=16 m=0 s=0 relu=0 pc=1 tab=900 C=4\n"
+                             "LN dst=700 src=600 len=16 bias=800 eps=3\nLD dst=900 src=100 len=4\n"
+                             "RQ dst=620 src=700 len=16 m=0 s=0 relu=1 pc=1 tab=900 C=8\nHALT",
 }
 
 

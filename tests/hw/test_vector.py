@@ -91,6 +91,52 @@ def test_vadd_relu_field_by_hand():
     _check(program, spad)
 
 
+MAX_CASES = [  # (a, b, the larger, with relu=1), worked by hand (GA2.md section 4, vmax)
+    (-5, 2, 2, 2),
+    (3, 4, 4, 4),
+    (100, 100, 100, 100),    # equal
+    (127, -128, 127, 127),   # the two ends
+    (-128, 127, 127, 127),
+    (-128, -128, -128, 0),   # a stored -128 passes through (no saturation), relu makes it 0
+    (-128, -127, -127, 0),
+    (-1, -2, -1, 0),
+    (0, -1, 0, 0),
+    (126, 127, 127, 127),    # a sum would saturate here; the maximum does not
+]
+
+
+def test_vadd_max_by_hand():
+    """VADD max=1, max=1 with relu, max=0 (add) and max=1 again back to back over 10 elements
+    (three beats: the field is held for the later beats and not carried into the next VADD): the RTL
+    writes the hand-worked maxima and sums, and matches the reference and the latencies."""
+    rng = random.Random(6)
+    spad = [0] * P.SPAD_WORDS
+    for i, (a, b, _, _) in enumerate(MAX_CASES):
+        spad[i], spad[REGION + i] = _word(rng, a), _word(rng, b)
+    n = len(MAX_CASES)
+    outs = (2 * REGION, 2 * REGION + 16, 2 * REGION + 32, 2 * REGION + 48)
+    modes = ((1, 0), (1, 1), (0, 0), (1, 0))
+    program = [build("VADD", dst=dst, src1=0, src2=REGION, len=n, relu=relu, max=larger, params=P)
+               for dst, (larger, relu) in zip(outs, modes, strict=True)]
+    got, _, _ = run_unit(lambda: VectorUnit(P), program, spad, None, P)
+    low_bytes = [[int(w) & 0xFF for w in got[dst:dst + n]] for dst in outs]
+    larger = [c[2] & 0xFF for c in MAX_CASES]
+    sums = [max(-127, min(127, a + b)) & 0xFF for a, b, _, _ in MAX_CASES]
+    assert low_bytes == [larger, [c[3] & 0xFF for c in MAX_CASES], sums, larger]
+    _check(program, spad)
+
+
+def test_vadd_max_every_length_alignment_and_in_place():
+    rng = random.Random(12)
+    spad = [_word(rng, rng.randrange(-128, 128)) for _ in range(2 * REGION)]
+    program = []
+    for n, start in ((1, 0), (4, 3), (5, 9), (13, 22), (20, 41), (9, 70)):
+        src1, src2 = start, REGION + start + (n % 3)
+        dst = (src1, src2, 2 * REGION + start)[n % 3]
+        program.append(build("VADD", dst=dst, src1=src1, src2=src2, len=n, relu=n % 2, max=1, params=P))
+    _check(program, spad)
+
+
 @pytest.mark.parametrize("which", ["src1", "src2"])
 def test_vadd_in_place(which):
     rng = random.Random(3)
@@ -201,6 +247,8 @@ def test_back_to_back_mixed():
         build("AMAX", dst=REGION + 90, src=REGION + 70, len=8, params=P),
         build("AMAX", dst=REGION + 91, src=REGION + 30, len=2, params=P),
         build("VADD", dst=REGION + 100, src1=REGION + 90, src2=REGION + 91, len=1, params=P),
+        build("VADD", dst=REGION + 110, src1=REGION + 30, src2=REGION + 70, len=8, max=1, params=P),
+        build("AMAX", dst=REGION + 120, src=REGION + 110, len=8, params=P),
     ]
     _check(program, spad)
 

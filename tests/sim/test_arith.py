@@ -14,6 +14,9 @@ from hypothesis import strategies as st
 from sim import arith
 from sim.arith import (
     EXP_LUT,
+    layernorm_fixed,
+    layernorm_fixed_array,
+    ln_solve,
     mantissa_shift,
     pack_rq_pair,
     quantize,
@@ -28,7 +31,10 @@ from sim.arith import (
     softmax_fixed_array,
     unpack_rq_pair,
     unpack_rq_pair_array,
+    vmax,
+    vmax_array,
 )
+from sim.spec import LN_MAX_LEN
 
 INT32 = st.integers(-(1 << 31), (1 << 31) - 1)
 MANTISSA = st.integers(0, (1 << 24) - 1)
@@ -235,6 +241,17 @@ def test_sat_add(a, b, expected):
     assert sat_add_array(np.array([a]), np.array([b])).tolist() == [expected]
 
 
+@pytest.mark.parametrize(("a", "b", "relu", "expected"), [
+    (5, -3, False, 5), (-3, 5, False, 5), (7, 7, False, 7), (127, -128, False, 127),
+    (-128, -128, False, -128),                    # a stored -128 passes through: nothing saturates
+    (-128, -127, False, -127), (126, 127, False, 127),
+    (-5, -3, True, 0), (-128, -128, True, 0), (4, -9, True, 4),
+])
+def test_vmax(a, b, relu, expected):
+    assert vmax(a, b, relu) == expected
+    assert vmax_array(np.array([a]), np.array([b]), relu).tolist() == [expected]
+
+
 # --------------------------------------------------------------------------- the exp table
 
 
@@ -367,3 +384,137 @@ def test_softmax_forms_agree(rows):
 @given(st.lists(st.floats(min_value=-1e12, max_value=1e12), min_size=1, max_size=30))
 def test_round_forms_agree(values):
     assert round_half_away_array(np.array(values)).tolist() == [round_half_away(v) for v in values]
+
+
+# --------------------------------------------------------------------------- LayerNorm (GA2.md section 4)
+
+
+def test_layernorm_by_hand():
+    # [1, -1]: S1 = 0, S2 = 2, V = 2*2 - 0 = 4, D = 256*4 = 1024 = 2^10; k = (44 - 11) // 2 = 16,
+    # D * 4^16 = 2^42, r = 2^21, R = 2^44 / 2^21 = 2^23, shift 24 - 16 = 8; d = +-2:
+    # y = +-2 * 2^23 / 2^8 = +-2^16 (z = +-1)
+    assert ln_solve([1, -1], 0) == arith.LnSolve(n=2, s1=0, s2=2, d=1024, k=16, root=1 << 21,
+                                                  recip=1 << 23, shift=8)
+    assert layernorm_fixed([1, -1], 0) == [65536, -65536]
+    # [3, 0, 0, 0]: S1 = 3, S2 = 9, V = 4*9 - 9 = 27, D = 6912 (13 bits): k = 15, r = isqrt(6912 * 2^30)
+    # = 2724280, R = 2^44 // 2724280 = 6457554, shift 9; d = 4*3 - 3 = 9 and 4*0 - 3 = -3:
+    # 9 * 6457554 / 512 = 113511.69 -> 113512 (sqrt(3) * 65536 = 113511.68),
+    # -3 * 6457554 / 512 = -37837.23 -> -37837 (-65536 / sqrt(3) = -37837.23)
+    sol = ln_solve([3, 0, 0, 0], 0)
+    assert (sol.s1, sol.s2, sol.d, sol.k) == (3, 9, 6912, 15)
+    assert (sol.root, sol.recip, sol.shift) == (2724280, 6457554, 9)
+    assert layernorm_fixed([3, 0, 0, 0], 0) == [113512, -37837, -37837, -37837]
+    # eps: D = 1024 + 3072 = 4096 = 4 * 1024, so the root doubles and y halves: z = 1/2
+    assert layernorm_fixed([1, -1], 3072) == [32768, -32768]
+
+
+@pytest.mark.parametrize("row", [[5] * 7, [-128], [127], [0] * 1024, [-128] * 1024])
+@pytest.mark.parametrize("eps", [0, 1, (1 << 32) - 1])
+def test_layernorm_of_a_constant_row_is_zero(row, eps):
+    """Every d_i = N*x_i - S1 is 0, whatever the root and reciprocal (with eps = 0 D is 0, r = 0
+    and R is set to 0)."""
+    assert layernorm_fixed(row, eps) == [0] * len(row)
+    if eps == 0:
+        assert (ln_solve(row, eps).root, ln_solve(row, eps).recip) == (0, 0)
+
+
+LN_ROW = st.integers(1, LN_MAX_LEN).flatmap(lambda n: st.one_of(
+    st.lists(STORED_INT8, min_size=n, max_size=n),                     # spread over the whole range
+    st.lists(st.integers(-1, 1), min_size=n, max_size=n),              # small variance
+    st.lists(st.sampled_from([-128, 127]), min_size=n, max_size=n)))   # the largest variances
+"""A row for LN: 1 to LN_MAX_LEN int8 values, spread, close together, or at the two extremes."""
+EPS = st.one_of(st.just(0), st.integers(0, 1 << 12), st.integers(0, (1 << 32) - 1))
+
+
+def _exact_z(row: list[int], eps: int) -> list[Decimal]:
+    """z_i = (x_i - mean) / sqrt(var + eps / (256 N^2)) = 16 * d_i / sqrt(D), to 60 digits (decimal
+    arithmetic is exact software arithmetic, the same on every CPU)."""
+    getcontext().prec = 60
+    n, s1 = len(row), sum(row)
+    d = 256 * (n * sum(x * x for x in row) - s1 * s1) + eps
+    if d == 0:
+        return [Decimal(0)] * n
+    root = Decimal(d).sqrt()
+    return [16 * Decimal(n * x - s1) / root for x in row]
+
+
+@settings(max_examples=60, deadline=None)
+@given(LN_ROW, EPS)
+def test_layernorm_error_bound(row, eps):
+    """GA2.md section 4's bound: |y_i - 2^16 z_i| < 1/2 + |z_i| / 32 (2^-17 + |z_i| 2^-21 in z), and
+    the ranges the hardware's widths rely on."""
+    _check_bound(row, eps)
+
+
+@pytest.mark.slow
+@settings(max_examples=500, deadline=None)
+@given(LN_ROW, EPS)
+def test_layernorm_error_bound_at_length(row, eps):
+    """The same on 500 rows (make test-all; 2,000 passed too, in 4 minutes)."""
+    _check_bound(row, eps)
+
+
+def _check_bound(row: list[int], eps: int) -> None:
+    y = layernorm_fixed(row, eps)
+    for yi, zi in zip(y, _exact_z(row, eps), strict=True):
+        assert abs(yi - 65536 * zi) < Decimal("0.5") + abs(zi) / 32, (yi, zi)
+        assert abs(yi) < (1 << 21) + 2
+    sol = ln_solve(row, eps)
+    if sol.d:
+        assert 1 << 42 <= sol.d << 2 * sol.k < 1 << 44
+        assert 1 << 21 <= sol.root < 1 << 22 and 1 << 22 < sol.recip <= 1 << 23
+        assert 3 <= sol.shift <= 24
+    assert sol.d < 1 << 44
+
+
+@settings(max_examples=40, deadline=None)
+@given(LN_ROW, st.sampled_from([1e-7, 1e-5, 1e-3, 0.25, 3.0]))
+def test_layernorm_against_float_layernorm(row, eps_real):
+    """Against PyTorch's LayerNorm (float64) with epsilon eps_real in the int8 units (the compiler
+    passes eps = round(256 N^2 eps_real / s^2) for an input scale s; here s = 1): within the bound
+    plus the eps field's rounding, |z| * delta / (2 D), delta <= 1/2. (With eps_real = 0 a constant
+    row is 0/0 in float; the machine gives 0.)"""
+    torch = pytest.importorskip("torch")
+    n = len(row)
+    eps = min(round(256 * n * n * eps_real), (1 << 32) - 1)
+    want = torch.nn.functional.layer_norm(torch.tensor([row], dtype=torch.float64), (n,), eps=eps_real)[0]
+    d_machine = ln_solve(row, eps).d
+    d_float = 256 * (n * sum(x * x for x in row) - sum(row) ** 2) + 256 * n * n * eps_real
+    delta = abs(eps - 256 * n * n * eps_real)
+    for yi, zi in zip(layernorm_fixed(row, eps), want.tolist(), strict=True):
+        slack = abs(zi) * delta / (2 * min(d_machine, d_float)) if delta and zi else 0.0   # z = 0: D may be 0
+        assert abs(yi / 65536 - zi) <= 2 ** -17 + abs(zi) * 2 ** -21 + slack + 1e-9, (yi, zi)
+
+
+def test_layernorm_largest_z():
+    """One value against 1023 of the other extreme: z = sqrt(1023) = 31.98, the largest |z| a row
+    of LN_MAX_LEN has; y within 1.5 of 2^16 z."""
+    row = [127] + [-128] * 1023
+    y = layernorm_fixed(row, 0)
+    assert abs(y[0] - 65536 * math.sqrt(1023)) < 1.5 and abs(y[1] + 65536 / math.sqrt(1023)) < 1
+    assert y[0] == 2096128            # 65536 * 31.98437 = 2096127.75
+
+
+@settings(max_examples=30, deadline=None)
+@given(LN_ROW, EPS)
+def test_layernorm_forms_agree(row, eps):
+    assert layernorm_fixed_array(np.array(row), eps).tolist() == layernorm_fixed(row, eps)
+
+
+def test_layernorm_refuses():
+    with pytest.raises(ValueError, match="empty row"):
+        ln_solve([], 0)
+    with pytest.raises(ValueError, match="eps=4294967296"):
+        ln_solve([1], 1 << 32)
+
+
+def test_minus_128_is_not_a_causal_mask():
+    """GA2.md section 4 (issue 26): a masked score written as -128 counts as exp = 0 only when the
+    row's maximum is at least 61 (LUT[mx + 128] = 0 from a difference of 189 on), so the
+    compiler masks by the row's length instead (SM over the valid prefix)."""
+    assert EXP_LUT[188] == 1 and EXP_LUT[189] == 0          # 65536 exp(-188/16) = 0.52, (-189/16) 0.49
+    row = [16, 0, -16]                                       # 1.0, 0.0, -1.0 in Q4.4: max 16 < 61
+    masked = softmax_fixed([*row, -128])
+    assert masked[-1] > 0 and masked[:3] != softmax_fixed(row)
+    high = [64, 0, -16]                                      # max 64: 64 + 128 = 192 >= 189
+    assert softmax_fixed([*high, -128]) == [*softmax_fixed(high), 0]

@@ -204,6 +204,10 @@ def test_build_refuses_missing_and_unknown_fields():
      r"RQ field m=16777216 does not fit in 24 bits"),
     ("RQ", {"dst": 0, "src": 0, "len": 1, "m": 1, "s": 64, "relu": 0},
      r"RQ field s=64 does not fit in 6 bits"),
+    ("RQ", {"dst": 0, "src": 0, "len": 1, "m": 0, "s": 0, "relu": 0, "pc": 2, "tab": 0, "C": 4},
+     r"RQ field pc=2 does not fit in 1 bits"),
+    ("RQ", {"dst": 0, "src": 0, "len": 1, "m": 0, "s": 0, "relu": 0, "pc": 1, "tab": 0, "C": 1 << 16},
+     r"RQ field C=65536 does not fit in 16 bits"),
 ])
 def test_build_refuses_a_value_too_wide(op, fields, message):
     with pytest.raises(AsmError, match=message):
@@ -223,8 +227,8 @@ _MM = {"dst": 0, "A": 0, "B": 0, "M": 1, "K": 1, "N": 1, "tb": 0, "lda": 0, "ldb
     ("MM", {**_MM, "K": 65}, "MM field K=65 is outside its legal range 1..64"),
     ("LD", {"dst": 0, "src": 0, "len": 0}, "LD field len=0 is outside its legal range 1..65535"),
     ("SM", {"dst": 0, "src": 0, "len": 65}, "SM field len=65 is outside its legal range 1..64"),
-    ("RQ", {"dst": 0, "src": 0, "len": 1, "m": 1, "s": 0, "relu": 0},
-     "RQ field s=0 is outside its legal range 1..63"),
+    ("RQ", {"dst": 0, "src": 0, "len": 0, "m": 1, "s": 1, "relu": 0},
+     "RQ field len=0 is outside its legal range 1..65535"),
 ])
 def test_build_refuses_out_of_legal_range_unless_not_strict(op, fields, message):
     with pytest.raises(AsmError, match=message):

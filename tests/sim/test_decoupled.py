@@ -142,6 +142,7 @@ def stepped(code, params: Params) -> tuple[list[tuple[int, int]], int]:
     rd = [spec.reads(i.spec, i.fields, params) for i in code]
     wr = [spec.writes(i.spec, i.fields, params) for i in code]
     acc = [spec.spad_accesses(i.spec, i.fields) for i in code]
+    shares = [e == "dma" and w > 0 and not i.spec.fence for e, w, i in zip(eng, wr, code, strict=True)]
     entered, start, end = [None] * n, [None] * n, [None] * n
     windows: list[range] = []
     beats_left: dict[int, int] = {}
@@ -167,8 +168,8 @@ def stepped(code, params: Params) -> tuple[list[tuple[int, int]], int]:
             if rd[i] and any(start[k] is not None and start[k] + rd[k] > t for k in range(n)):
                 continue
             window = t + lat[i] - wr[i]           # its first write
-            if wr[i] and eng[i] != "dma" and any(
-                    start[k] is not None and wr[k] and eng[k] != "dma" and start[k] + lat[k] > window
+            if wr[i] and not shares[i] and any(
+                    start[k] is not None and wr[k] and not shares[k] and start[k] + lat[k] > window
                     for k in range(n)):
                 continue
             if last_disp is not None and t < last_disp + spec.DISPATCH_CYCLES:
@@ -177,7 +178,7 @@ def stepped(code, params: Params) -> tuple[list[tuple[int, int]], int]:
         if ready:
             i = ready[0]
             start[i], last_disp = t, t
-            if eng[i] == "dma" and wr[i]:
+            if shares[i]:
                 beats_left[i] = wr[i]
             else:
                 end[i] = t + lat[i]
@@ -187,7 +188,7 @@ def stepped(code, params: Params) -> tuple[list[tuple[int, int]], int]:
         if nxt == n:
             if t >= first and all(ended):
                 return list(zip(start, end, strict=True)), t
-        elif t >= first:
+        elif t >= first and all(ended[k] for k in range(nxt) if code[k].spec.fence):
             same = [k for k in range(nxt) if eng[k] == eng[nxt]]
             waiting = [k for k in same if start[k] is None or start[k] >= t]   # not dispatched before t
             if len(waiting) < spec.STATION_SLOTS - 1:
@@ -211,7 +212,50 @@ def test_random_programs_follow_the_rule_cycle_by_cycle(seed):
     assert spans(r) == want
     assert r.counters.cycles == stop + spec.STOP_CYCLES
     assert r.counters.dma == sum(e - s for (s, e), ins in zip(want, units, strict=True)
-                                 if ins.op in ("LD", "ST"))
+                                 if ins.spec.counter == "dma")
     assert r.counters.hazard == sum(p.hazard for p in r.timeline)
     assert r.counters.port == sum(p.port for p in r.timeline)
     assert predict_counters(program, DECOUPLED) == r.counters
+
+
+# GATHER (LANES = 4): ceil(n/4) + GATHER_OVERHEAD = ceil(n/4) + 8 cycles, reading its row number
+# in its first cycle, writing in its last ceil(n/4); a fence (InstrSpec.fence)
+
+
+def test_nothing_enters_after_a_gather_before_it_ends():
+    r = run("GATHER dst=100 src=0 len=8 idx=50 rows=4\nVADD dst=300 src1=400 src2=500 len=8\nHALT")
+    # the GATHER enters 10, runs 12..22; the VADD, independent, enters at its end, 22, goes at 24
+    assert spans(r) == [(12, 22), (24, 31)]
+    assert [p.entered for p in r.timeline] == [10, 22]
+    assert r.counters.as_tuple(spec.counters(DECOUPLED)) == (32, 10, 0, 7, 0, 0, 0)
+
+
+def test_a_gather_holds_the_write_port_an_ld_shares():
+    mm = MM_44.format(dst=100, A=32, B=48)      # 12..25, reads 12..20, writes 21..25
+    gather = run(f"{mm}\nGATHER dst=200 src=0 len=16 idx=50 rows=4\nHALT")
+    # the read port frees at 20; its window (its last 4 of 12 cycles) after the MM's: d >= 17
+    assert spans(gather) == [(12, 25), (20, 32)]
+    assert [(p.hazard, p.port) for p in gather.timeline] == [(0, 0), (0, 20 - 15)]
+    ld = run(f"{mm}\nLD dst=200 src=0 len=16\nHALT")
+    assert spans(ld) == [(12, 25), (15, 21)]
+
+
+def test_a_gather_out_of_its_table_lets_the_earlier_instructions_run():
+    """The GATHER passes a VADD that waits on the MM, and its row number (S[700] = 41, from the
+    first LD) is out of its table: the VADD still runs, the LD after the GATHER never enters,
+    and the memories are the serial machine's."""
+    text = (f"LD dst=700 src=40 len=1\n{MM_44.format(dst=100, A=32, B=48)}\n"
+            "VADD dst=300 src1=100 src2=500 len=4\nGATHER dst=200 src=0 len=4 idx=700 rows=4\n"
+            "LD dst=400 src=0 len=4\nHALT")
+    stops = {}
+    for params in (DECOUPLED, Params()):
+        with pytest.raises(MachineError) as e:
+            run(text, params)
+        stops[params.OVERLAP] = e.value
+    got, serial = stops[2], stops[0]
+    assert (got.code, got.pc) == (serial.code, serial.pc) == (ErrorCode.BAD_INDEX, 3)
+    assert np.array_equal(got.result.spad, serial.result.spad)
+    # LD 12..15; MM 15..28; the VADD waits for the MM (hazard 18..28); the GATHER (entered 19)
+    # waits for the read port (the MM reads until 23) and goes at 23, 9 cycles; the stop at 34
+    assert spans(got.result) == [(12, 15), (15, 28), (28, 34), (23, 32)]
+    assert got.result.counters.as_tuple(spec.counters(DECOUPLED)) == (35, 3 + 9, 13, 6, 0, 10, 2)

@@ -138,6 +138,49 @@ def test_rq_reads_signed_32_bit():
     assert r.spad[10:14].tolist() == words([2, -2, 127, -127])
 
 
+def test_rq_per_channel_by_hand():
+    # rows = pixels, columns = channels: 3 pixels of C = 4 channels, the table (m_c, s_c):
+    # c0 (2**23, 24) = 1/2, c1 (3, 1) = 3/2, c2 (1, 0) = 1 (s = 0: no shift, no rounding),
+    # c3 (16646144, 33) = 127/65536; bits 31..30 of c1's word set (ignored)
+    table = [8388608 | 24 << 24, 3 | 1 << 24 | 3 << 30, 1, 16646144 | 33 << 24]
+    acc = [3, 3, 3, 1000,     -5, -5, -200, -1000,     300, 1, 127, 2**31 - 1]
+    r = run("LD dst=0 src=0 len=12\nLD dst=20 src=12 len=4\n"
+            "RQ dst=40 src=0 len=12 m=0 s=0 relu=0 pc=1 tab=20 C=4\n"
+            "RQ dst=60 src=0 len=12 m=0 s=0 relu=1 pc=1 tab=20 C=4\n"
+            "RQ dst=80 src=0 len=6 m=0 s=0 relu=0 pc=1 tab=21 C=4\n"    # a table starting at c1
+            "RQ dst=0 src=0 len=12 m=0 s=0 relu=0 pc=1 tab=20 C=4\n"     # in place
+            "HALT", [*acc, *table])
+    # 3/2 = 1.5 -> 2; 3*3/2 = 4.5 -> 5; 3*1 = 3; 1000*127/65536 = 1.94 -> 2
+    # -5/2 = -2.5 -> -3; -15/2 = -7.5 -> -8; -200 -> -127; -1.94 -> -2
+    # 300/2 = 150 -> 127; 3/2 -> 2; 127; (2**31 - 1) * 127/65536 -> 127
+    want = [2, 5, 3, 2, -3, -8, -127, -2, 127, 2, 127, 127]
+    assert r.spad[40:52].tolist() == words(want)
+    assert r.spad[60:72].tolist() == words([max(0, v) for v in want])
+    assert r.spad[0:12].tolist() == words(want)
+    # the table at 21: the words 21..24 (c1, c2, c3, and word 24 = 0: m = 0) over 3, 3, 3, 1000, -5, -5
+    assert r.spad[80:86].tolist() == words([5, 3, 0, 0, -8, -5])
+
+
+def test_vadd_max_by_hand():
+    # max = 1: the larger operand (low bytes, signed): max(5, -3) = 5, max(-128, -128) = -128 (no
+    # saturation), max(127, -128) = 127, max(-7, -2) = -2; with relu the negatives become 0
+    ext = [5, 0x180, 127, 0xFFFFFFF9, -3, -128, -128, -2]
+    r = run("LD dst=0 src=0 len=8\n"
+            "VADD dst=20 src1=0 src2=4 len=4 max=1\n"
+            "VADD dst=30 src1=0 src2=4 len=4 relu=1 max=1\n"
+            "VADD dst=0 src1=0 src2=4 len=4 max=1\n"            # in place
+            "HALT", ext)
+    assert r.spad[20:24].tolist() == words([5, -128, 127, -2])
+    assert r.spad[30:34].tolist() == words([5, 0, 127, 0])
+    assert r.spad[0:4].tolist() == words([5, -128, 127, -2])
+    assert r.counters.vpu == 3 * (1 + spec.VADD_OVERHEAD)
+
+
+def test_rq_per_channel_latency():
+    r = run("RQ dst=100 src=0 len=9 m=0 s=0 relu=0 pc=1 tab=50 C=4\nHALT", [])
+    assert r.counters.vpu == math.ceil(9 / 4) + spec.RQ_OVERHEAD + spec.RQ_PC_CYCLES == 3 + 10 + 2
+
+
 def test_sm_row():
     # Q4.4 [1.0, 0.0] (high bits of the words are ignored): e = [65536, 24109], z = 89645
     # p = [(65536*65536 + 44822) // 89645, (24109*65536 + 44822) // 89645] = [47911, 17625]
@@ -181,6 +224,50 @@ def test_unpack_negative_nibbles():
     # element 8i + j is bits 4j+3..4j of word i: 0x89ABCDEF gives F, E, D, C, B, A, 9, 8 as signed int4
     r = run("LD dst=0 src=0 len=2\nUNPACK dst=10 src=0 len=2\nHALT", [0x89ABCDEF, 0x76543210])
     assert r.spad[10:26].tolist() == words([-1, -2, -3, -4, -5, -6, -7, -8, 0, 1, 2, 3, 4, 5, 6, 7])
+
+
+def test_ln_row_with_bias_and_in_place():
+    # [3, 0, 0, 0] normalises to [113512, -37837, -37837, -37837] (sim.arith, worked there by
+    # hand); the bias words are added modulo 2^32 (113512 + 2^31 - 113512 wraps to -2^31)
+    bias = [2**31 - 113512, -37837, 10, 0]
+    r = run("LD dst=0 src=0 len=8\n"
+            "LN dst=20 src=0 len=4 bias=4 eps=0\n"
+            "LN dst=0 src=0 len=4 bias=4 eps=0\n"              # in place over the row
+            "HALT", [0x103, 0xFF00, 0, 0, *bias])
+    assert r.spad[20:24].tolist() == words([-(2**31), -75674, -37827, -37837])
+    assert r.spad[0:4].tolist() == r.spad[20:24].tolist()
+
+
+def test_gather_reads_the_row_the_scratchpad_names():
+    # a table of 3 rows of 5 words at external 100 (row r: 100 + 5r), and packed int8 rows of 5
+    # values (2 words each) at 200; S[40] = 2 and S[41] = 1 name the rows
+    ext = [0] * 256
+    ext[100:115] = range(1000, 1015)
+    ext[200:206] = [0x04030201, 0x05, 0xFCFDFEFF, 0x80, 0x7F7F7F7F, 0x7F]
+    ext[0:2] = [2, 1]
+    r = run("LD dst=40 src=0 len=2\n"
+            "GATHER dst=50 src=100 idx=40 len=5 rows=3\n"
+            "GATHER dst=60 src=200 idx=41 len=5 rows=3 fmt=1\n"
+            "HALT", ext)
+    assert r.spad[50:55].tolist() == [1010, 1011, 1012, 1013, 1014]
+    assert r.spad[60:65].tolist() == words([-1, -2, -3, -4, -128])
+    # the counters: GATHER_OVERHEAD + ceil(5/4) each
+    gather = spec.GATHER_OVERHEAD + 2
+    assert r.counters.dma == spec.LD_OVERHEAD + 1 + 2 * gather
+
+
+@pytest.mark.parametrize("row", [3, 4, 0xFFFFFFFF, 0x80000000, 1 << 16])
+def test_gather_out_of_its_table_stops_with_bad_index(row):
+    """A row number not below rows (read unsigned: -1 is 2^32 - 1) stops the machine after the
+    GATHER's latency, with the GATHER's pc; it writes nothing and what follows never runs."""
+    e = fails("LD dst=40 src=0 len=1\nGATHER dst=50 src=100 idx=40 len=5 rows=3\n"
+              "LD dst=0 src=0 len=1\nHALT", [row])
+    assert (e.code, e.pc) == (ErrorCode.BAD_INDEX, 1)
+    ld, gather = spec.LD_OVERHEAD + 1, spec.GATHER_OVERHEAD + 2
+    assert e.result.counters == Counters(cycles=spec.FRONTEND_CYCLES + ld + gather + spec.STOP_CYCLES,
+                                         dma=ld + gather)
+    assert e.result.spad[40] == row and np.count_nonzero(e.result.spad) == (row != 0)
+    assert f"row number S[40] = {row}" in e.detail and "rows=3" in e.detail
 
 
 # --------------------------------------------------------------------------- counters
@@ -235,7 +322,7 @@ def test_predict_counters_equals_run(seed, n):
     program = random_program(n, seed=seed, params=DEFAULT)
     r = Machine(DEFAULT).run(program, random_image(seed=seed, params=DEFAULT))
     assert predict_counters(program, params=DEFAULT) == r.counters
-    assert r.steps == n + 1
+    assert r.steps == len(program)        # n and HALT, and an AMAX before each GATHER but a first
 
 
 def test_predict_counters_refuses_illegal_programs():
@@ -287,6 +374,14 @@ def test_zeroed_or_unknown_first_word(first):
     ("MM dst=100 A=0 B=20 M=5 K=3 N=2 tb=0 lda=3 ldb=2 ldc=2", ErrorCode.BAD_FIELD),
     ("SM dst=100 src=0 len=65", ErrorCode.BAD_FIELD),
     ("RQ dst=100 src=0 len=4 m=1 s=0 relu=0", ErrorCode.BAD_FIELD),
+    ("RQ dst=100 src=0 len=4 m=1 s=1 relu=0 tab=50", ErrorCode.BAD_FIELD),
+    ("RQ dst=100 src=0 len=4 m=1 s=1 relu=0 C=4", ErrorCode.BAD_FIELD),
+    ("RQ dst=100 src=0 len=4 m=1 s=0 relu=0 pc=1 tab=50 C=4", ErrorCode.BAD_FIELD),
+    ("RQ dst=100 src=0 len=4 m=0 s=1 relu=0 pc=1 tab=50 C=4", ErrorCode.BAD_FIELD),
+    ("RQ dst=100 src=0 len=4 m=0 s=0 relu=0 pc=1 tab=50 C=3", ErrorCode.BAD_FIELD),
+    ("RQ dst=100 src=0 len=4 m=0 s=0 relu=0 pc=1 tab=4093 C=4", ErrorCode.SPAD_RANGE),
+    ("RQ dst=100 src=0 len=4 m=0 s=0 relu=0 pc=1 tab=100 C=4", ErrorCode.OVERLAP),
+    ("RQ dst=100 src=0 len=4 m=0 s=0 relu=0 pc=1 tab=103 C=4", ErrorCode.OVERLAP),
     ("VADD dst=100 src1=0 src2=10 len=0", ErrorCode.BAD_FIELD),
     ("LD dst=4090 src=0 len=10", ErrorCode.SPAD_RANGE),
     ("UNPACK dst=4090 src=0 len=1", ErrorCode.SPAD_RANGE),
@@ -484,14 +579,18 @@ def _reference(program: list[Instruction], image: np.ndarray) -> tuple[list[int]
                     S[f["dst"] + i * f["ldc"] + j] = word(out[(i, j)])
         elif ins.op == "RQ":
             src = [s32(S[f["src"] + i]) for i in range(f["len"])]
-            for i, a in enumerate(src):
-                S[f["dst"] + i] = word(arith.requant(a, f["m"], f["s"], bool(f["relu"])))
+            # per channel: m in bits 23..0 of the table word, s in bits 29..24 (GA2.md section 2)
+            pairs = [(S[f["tab"] + i % f["C"]] & 0xFFFFFF, (S[f["tab"] + i % f["C"]] >> 24) & 63)
+                     if f["pc"] else (f["m"], f["s"]) for i in range(f["len"])]
+            for i, (a, (m, s)) in enumerate(zip(src, pairs, strict=True)):
+                S[f["dst"] + i] = word(arith.requant(a, m, s, bool(f["relu"])))
         elif ins.op == "SM":
             p = arith.softmax_fixed([s8(S[f["src"] + i]) for i in range(f["len"])])
             for i, v in enumerate(p):
                 S[f["dst"] + i] = v
         elif ins.op == "VADD":
-            sums = [arith.clamp_int8(s8(S[f["src1"] + i]) + s8(S[f["src2"] + i])) for i in range(f["len"])]
+            pairs = [(s8(S[f["src1"] + i]), s8(S[f["src2"] + i])) for i in range(f["len"])]
+            sums = [max(x, y) if f["max"] else arith.clamp_int8(x + y) for x, y in pairs]
             sums = [max(0, v) if f["relu"] else v for v in sums]
             for i, v in enumerate(sums):
                 S[f["dst"] + i] = word(v)
@@ -508,6 +607,21 @@ def _reference(program: list[Instruction], image: np.ndarray) -> tuple[list[int]
             xs = [s8(S[f["src"] + i]) for i in range(f["len"])]
             for i, x in enumerate(xs):
                 S[f["dst"] + i] = word(s8(table[x + 128]))
+        elif ins.op == "LN":
+            y = arith.layernorm_fixed([s8(S[f["src"] + i]) for i in range(f["len"])], f["eps"])
+            bias = [s32(S[f["bias"] + i]) for i in range(f["len"])]
+            for i in range(f["len"]):
+                S[f["dst"] + i] = word(y[i] + bias[i])
+        elif ins.op == "GATHER":
+            row = S[f["idx"]]
+            assert row < f["rows"], "random_program writes a row number below rows"
+            if f["fmt"]:
+                base = f["src"] + row * -(-f["len"] // 4)
+                for i in range(f["len"]):
+                    S[f["dst"] + i] = word(s8(E[base + i // 4] >> (8 * (i % 4))))
+            else:
+                for i in range(f["len"]):
+                    S[f["dst"] + i] = E[f["src"] + row * f["len"] + i]
         else:
             raise AssertionError(f"{ins.op}: GA2.md section 3 has it, this plain interpreter not yet")
     return S, E

@@ -152,6 +152,35 @@ def test_halt_drains_every_engine():
     assert starts(r) == [10, 13] and r.counters.cycles == 13 + 18 + 1
 
 
+GATHER_STEP = ("LD dst=40 src={row} len=1\nGATHER dst=50 src=100 len=4 idx=40 rows=3\n"
+               "MM dst=200 A=300 B=400 M=1 K=4 N=4 tb=0 lda=4 ldb=4 ldc=4\nHALT")
+"""A row number loaded, the GATHER that reads it, an MM on another engine with no region in
+common (tests/hw/test_overlap_core.py runs it on the RTL)."""
+
+
+def test_a_gather_is_a_fence():
+    """By hand: LD d = 10 (3 cycles, its beat at 12), GATHER waits for it (reads S[40]): d = 13,
+    latency ceil(4/4) + 8 = 9, ends 22; the MM, free to go at 16 (no hazard, ports free), waits
+    for the GATHER's end (a fence: its row number could have stopped the machine): d = 22, ends
+    22 + 4 + 1 + 5 = 32; the stop at 32, cycles 33. Neither wait is a hazard nor a port's."""
+    r = run(GATHER_STEP.format(row=0))                # ext[0] = 1: row 1 of 3
+    assert starts(r) == [10, 13, 22]
+    assert (r.counters.cycles, r.counters.dma, r.counters.mxu) == (33, 3 + 9, 10)
+    assert (r.counters.hazard, r.counters.port) == (0, 0)
+    assert r.spad[50:54].tolist() == [105, 106, 107, 108]     # row 1: ext[104..107] = 105..108
+
+
+def test_a_gather_out_of_its_table_stops_when_it_ends():
+    """ext[5] = 6 is not below rows = 3: BAD_INDEX at pc 1 when the GATHER ends (22), nothing after
+    it dispatched (the fence), nothing written: cycles 23, the DMA's 3 + 9."""
+    with pytest.raises(MachineError) as info:
+        run(GATHER_STEP.format(row=5))
+    e = info.value
+    assert (e.code, e.pc) == (ErrorCode.BAD_INDEX, 1)
+    assert (e.result.counters.cycles, e.result.counters.dma, e.result.counters.mxu) == (23, 12, 0)
+    assert [p.op for p in e.result.timeline] == ["LD", "GATHER"] and not e.result.spad[50:54].any()
+
+
 def test_an_error_stops_after_every_engine_is_done():
     with pytest.raises(MachineError) as info:
         run("LD dst=0 src=0 len=64\nMM dst=100 A=32 B=48 M=0 K=4 N=4 tb=0 lda=4 ldb=4 ldc=4\nHALT")
@@ -197,6 +226,8 @@ def obeys_the_rule(timeline: list[spec.Placed], code, params: Params) -> None:
             return False
         for earlier, acc2, r2, w2 in info[:k]:
             if earlier.engine == placed.engine and d < earlier.end:
+                return False
+            if spec.BY_NAME[earlier.op].fence and d < earlier.end:    # a GATHER: nothing before its end
                 return False
             if d < earlier.end and spec.conflict(acc, acc2):
                 return False

@@ -399,6 +399,8 @@ def test_instruction_and_region_methods_evaluate_on_ints():
 
 def test_the_check_codes_and_the_machine_faults_split_the_error_codes():
     assert spec.MACHINE_FAULTS == (ErrorCode.STALL,)
-    assert set(spec.CHECK_CODES) | set(spec.MACHINE_FAULTS) | {ErrorCode.NONE} == set(ErrorCode)
+    assert set(spec.CHECK_CODES) | set(spec.DATA_ERRORS) | set(spec.MACHINE_FAULTS) | {ErrorCode.NONE} \
+        == set(ErrorCode)
     assert not set(spec.CHECK_CODES) & set(spec.MACHINE_FAULTS)
+    assert not set(spec.CHECK_CODES) & set(spec.DATA_ERRORS)
     assert list(spec.CHECK_CODES) == sorted(spec.CHECK_CODES)

@@ -36,10 +36,11 @@ def example_a():
 
 
 def spad_regions(ins):
-    """(first word, words) of each scratchpad span an instruction reads or writes, from the spec."""
+    """(first word, words) of each scratchpad span an instruction reads or writes, from the spec
+    (a span of no words, as an RQ's table of C = 0 channels when pc = 0, touches nothing)."""
     out = []
     for region in ins.spec.regions:
-        if region.mem is spec.Mem.SPAD:
+        if region.mem is spec.Mem.SPAD and region.extent(ins.fields):
             out.append((ins.fields[region.start], int(region.extent(ins.fields))))
     return out
 

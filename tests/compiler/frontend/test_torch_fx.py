@@ -395,6 +395,13 @@ def test_a_module_fx_cannot_trace():
 # ------------------------------------------------------------------ refusals
 
 
+def _per_column_norm() -> nn.LayerNorm:
+    norm = nn.LayerNorm(16)
+    with torch.no_grad():
+        norm.weight.copy_(torch.linspace(0.5, 1.5, 16))
+    return norm
+
+
 def refusal_lines(module: nn.Module, *shapes, **kwargs) -> list[str]:
     with pytest.raises(UnsupportedModel) as caught:
         from_torch(module, *shapes, **kwargs)
@@ -420,11 +427,17 @@ REFUSALS = {
         "REFUSED dropout: torch.nn.functional.dropout: is called with training=True, so it zeroes random "
         "values; call model.eval() before tracing and pass training=self.training (F.dropout's default is "
         "True)"),
-    "layer norm": (lambda m, x: m.norm(x), {"norm": nn.LayerNorm(16)},
-                   "REFUSED norm: LayerNorm module 'norm': GA-2 has no exact integer method for it: a layer "
-                   "norm divides each row by the square root of its variance"),
-    "F.layer_norm": (lambda m, x: F.layer_norm(m.fc(x), (16,)), {},
-                     "REFUSED layer_norm: torch.nn.functional.layer_norm: GA-2 has no exact integer method"),
+    "layer norm over two dims": (
+        lambda m, x: m.norm(x), {"norm": nn.LayerNorm((4, 16))},
+        "REFUSED norm: LayerNorm module 'norm': normalises over the shape (4, 16); GA-2's LN normalises each "
+        "row, so give normalized_shape=(16,), the last dim"),
+    "F.layer_norm with a negative eps": (
+        lambda m, x: F.layer_norm(m.fc(x), (16,), eps=-1.0), {},
+        "REFUSED layer_norm: torch.nn.functional.layer_norm: has eps=-1.0; a non-negative number is needed"),
+    "a per-column layer norm read by an add": (
+        lambda m, x: m.norm(x) + x, {"norm": _per_column_norm()},
+        "REFUSED add: operator +: reads norm, a LayerNorm with a weight that differs between columns (or is "
+        "not positive), as its operand; GA-2's requantizer has one factor per tensor, so only a Linear"),
     "RMS norm": (lambda m, x: m.norm(x), {"norm": nn.RMSNorm(16)},
                  "REFUSED norm: RMSNorm module 'norm': GA-2 has no exact integer method"),
     "flatten to 1-D": (lambda m, x: torch.flatten(m.fc(x)), {},
@@ -482,7 +495,7 @@ REFUSALS = {
     "unsqueeze": (lambda m, x: m.fc(x).unsqueeze(0), {},
                   "REFUSED unsqueeze: Tensor.unsqueeze(): GA-2 has no operation for it"),
     "reshape": (lambda m, x: m.fc(x).reshape(8, 8), {},
-                "REFUSED reshape: Tensor.reshape(): GA-2 has no operation"),
+                "REFUSED reshape: Tensor.reshape(): views a Linear as (8, 8); GA-2 takes a view into heads"),
 }
 
 
@@ -505,24 +518,23 @@ def test_every_refused_node_is_listed_once_and_its_users_stay_silent():
                                                        "REFUSED mul"]
 
 
-def test_a_4d_input_and_a_convolution():
-    class TinyCNN(nn.Module):
+def test_a_3d_input_and_a_dilated_convolution():
+    """Images are 4-D (batch, channels, height, width) (tests/compiler/frontend/test_images.py
+    lowers them); a 3-D input and a dilated convolution are refused by name."""
+    class Dilated(nn.Module):
         def __init__(self):
             super().__init__()
-            self.conv = nn.Conv2d(1, 4, 3)
-            self.fc = nn.Linear(144, 10)
+            self.conv = nn.Conv2d(1, 4, 3, dilation=2)
 
         def forward(self, x):
-            return self.fc(torch.flatten(F.relu(self.conv(x)), 1))
+            return self.conv(x)
 
-    lines = refusal_lines(seeded(TinyCNN), (8, 1, 8, 8))
-    assert lines == [
-        "REFUSED x: input 'x': has shape (8, 1, 8, 8); Capra tensors are 2-D (rows, cols)",
-        f"REFUSED conv: Conv2d module 'conv': GA-2 has no operation for a Conv2d layer; the front end "
-        f"lowers {SUPPORTED}",
-        "REFUSED flatten: torch.flatten: flattens (8, 4, 6, 6) into (8, 144); Capra tensors are 2-D (rows, "
-        "cols), so only a flatten that changes nothing is lowered (start_dim=1 on (batch, features) data)",
-    ]  # the relu of the refused convolution is not reported: its operand was refused
+    assert refusal_lines(seeded(Dilated), (8, 1, 8, 8)) == [
+        "REFUSED conv: Conv2d module 'conv': has dilation=(2, 2); GA-2's convolution reads neighbouring "
+        "pixels (dilation 1)"]
+    assert refusal_lines(Wrap(lambda m, x: x), (2, 3, 4)) == [
+        "REFUSED x: input 'x': has shape (2, 3, 4); Capra tensors are 2-D (rows, cols), or images (batch, "
+        "channels, height, width) stored (batch*height*width, channels)"]
 
 
 def test_a_computed_tensor_is_not_broadcast():
@@ -546,7 +558,10 @@ def test_a_softmax_row_longer_than_the_unit_takes():
 
 def test_an_integer_input():
     lines = refusal_lines(Wrap(lambda m, x: x + x), torch.ones(2, 3, dtype=torch.int64))
-    assert lines[0].startswith("REFUSED x: input 'x': has dtype torch.int64; Capra's inputs are float")
+    assert lines[0].startswith("REFUSED x: input 'x': has dtype torch.int64 and shape (2, 3); Capra "
+                               "takes integers only as token ids, a 1-D tensor of one sequence's ids")
+    lines = refusal_lines(Wrap(lambda m, x: x + x), torch.ones(3, dtype=torch.int64))   # 1-D: token ids
+    assert lines == ["REFUSED add: operator +: its result has shape (3,); Capra tensors are 2-D (rows, cols)"]
 
 
 def test_the_compilers_structural_refusals_are_named_by_the_fx_node():

@@ -37,7 +37,12 @@ def every_op_graph() -> Graph:
     logits = g.matmul(g.slice_rows(stacked, 1, 3), g.weight("v", rng.normal(0, 0.3, (8, 8))), scale=0.5)
     total = g.add(g.table(g.softmax(logits), "tanh"), g.slice_rows(stacked, 0, 3))   # issue 14: a LUT
     g.output(total, "sum")
+    rows = g.embedding(g.input("ids", (3, 1)), g.weight("emb", rng.normal(0, 1.0, (6, 8))))   # issue 26
+    g.output(g.layernorm(g.add(total, rows), eps=1e-3, gain=0.5, bias=rng.normal(0, 0.2, 8)), "normed")
     g.output(g.argmax(total), "tok")
+    # x as one image of 2 x 2 pixels of 8 channels (issue 25): a padded convolution, a pool, a flatten
+    image = g.conv2d(x, g.weight("k", rng.normal(0, 0.3, (9 * 8, 8))), (2, 2), 3, padding=1)
+    g.output(g.reshape(g.maxpool2d(image, (2, 2), 2), 1), "pooled")
     return g
 
 
@@ -98,8 +103,9 @@ def recorded(monkeypatch):
 def test_every_pass_reaches_every_operation_through_the_table(recorded):
     g = every_op_graph()
     rng = np.random.default_rng(5)
-    calibration = [{"x": rng.normal(size=(4, 8)), "y": rng.normal(size=(2, 8))} for _ in range(8)]
-    test = {"x": rng.normal(size=(4, 8)), "y": rng.normal(size=(2, 8))}
+    calibration = [{"x": rng.normal(size=(4, 8)), "y": rng.normal(size=(2, 8)),
+                    "ids": rng.integers(0, 6, (3, 1))} for _ in range(8)]
+    test = {"x": rng.normal(size=(4, 8)), "y": rng.normal(size=(2, 8)), "ids": [[5], [0], [2]]}
     for reuse in (True, False):
         program = compile_graph(g, calibration, reuse=reuse, check_contracts=True)
         outcome = program.run(test, warn=False)
@@ -108,7 +114,8 @@ def test_every_pass_reaches_every_operation_through_the_table(recorded):
             assert np.array_equal(value.ints, ints[program.ext[name].node]), name
         assert stagewise_problems(program, ints) == []
     evaluate(g, test)
-    Graph.parse(g.text(), {"w": g.nodes[2].array, "v": g.nodes[g.names["v"]].array})
+    weights = {name: g.nodes[g.names[name]].array for name in ("w", "v", "k", "emb")}
+    assert Graph.parse(g.text(), weights).text() == g.text()
     missing = [(op, hook) for op in Op for hook in HOOKS + LOWERING_HOOKS if recorded[op, hook] == 0]
     assert missing == []
 

@@ -8,28 +8,36 @@ from amaranth.back import verilog
 
 from flows import synth
 from flows.synth import dsp
+from hw.layernorm import LayerNormUnit
 from hw.mxu import MatrixUnit
 from sim.machines import PRESETS
 from sim.spec import DEFAULT, Params
 
 
 def test_demand_by_block_by_hand():
-    # the default machine's 36 MULT18X18D, as make synth reports them (hw/README.md)
-    assert dsp.dsp_demand(DEFAULT) == {"array": 16, "requantizer": 16, "checks": 4}
-    assert dsp.check_multipliers(DEFAULT) == 4      # (M-1)*lda, (N-1)*ldb, (K-1)*ldb, (M-1)*ldc
-    assert dsp.dsp_demand(PRESETS["t8"]) == {"array": 64, "requantizer": 32, "checks": 4}
-    assert dsp.dsp_demand(PRESETS["t16"]) == {"array": 256, "requantizer": 64, "checks": 4}
+    # the default machine's 57 MULT18X18D, as make synth reports them (hw/README.md)
+    assert dsp.dsp_demand(DEFAULT) == {"array": 16, "requantizer": 16, "checks": 5, "layernorm": 19, "dma": 1}
+    # (M-1)*lda, (N-1)*ldb, (K-1)*ldb, (M-1)*ldc, and a GATHER's rows * words per row
+    assert dsp.check_multipliers(DEFAULT) == 5
+    # LN: per lane x^2 and x * A (8 x 34 bits: two pieces); N * S2 (11 x 25: two), S1^2 (18 bits
+    # signed: one), N * R (11 x 24: two), S1 * R (two): 4 * 3 + 7
+    assert LayerNormUnit.multipliers(DEFAULT) == 19
+    assert dsp.dsp_demand(PRESETS["t8"]) == {"array": 64, "requantizer": 32, "checks": 5, "layernorm": 31,
+                                             "dma": 1}
+    assert dsp.dsp_demand(PRESETS["t16"]) == {"array": 256, "requantizer": 64, "checks": 5, "layernorm": 55,
+                                              "dma": 1}
 
 
 def test_rows_in_luts_only_when_the_part_is_short():
     assert [dsp.lut_rows(PRESETS[n]) for n in ("t2", "t4", "t8")] == [0, 0, 0]
-    # t16: 324 multipliers for 156 blocks: 168 too many, 11 rows of 16 products
-    assert dsp.lut_rows(PRESETS["t16"]) == 11
-    assert dsp.lut_rows(PRESETS["t16"], available=324) == 0
-    assert dsp.lut_rows(PRESETS["t16"], available=323) == 1
-    assert "the array's last 11 rows (176 products) built from LUTs" in dsp.summary(PRESETS["t16"])
-    with pytest.raises(ValueError, match=r"the requantizer \(64\) and the checks \(4\) need 68 DSP blocks"):
-        dsp.lut_rows(PRESETS["t16"], available=60)
+    # t16: 381 multipliers for 156 blocks: 225 too many, 15 rows of 16 products
+    assert dsp.lut_rows(PRESETS["t16"]) == 15
+    assert dsp.lut_rows(PRESETS["t16"], available=381) == 0
+    assert dsp.lut_rows(PRESETS["t16"], available=380) == 1
+    assert "the array's last 15 rows (240 products) built from LUTs" in dsp.summary(PRESETS["t16"])
+    with pytest.raises(ValueError, match=r"the requantizer \(64\), the checks \(5\), the LayerNorm unit "
+                                         r"\(55\) and the DMA \(1\) need 125 DSP blocks"):
+        dsp.lut_rows(PRESETS["t16"], available=120)
 
 
 def test_commands_name_the_rows():
