@@ -106,9 +106,9 @@ test-all: setup synth-setup  ## the whole test suite, slow tests included (Veril
 cosim: setup  ## compiled graphs SEEDS=100-111 (or 3,7,20-25) on the RTL vs the reference; SIM=icarus|verilator|both, WAVES=1 (yes, on: waveforms and GTKWave save files; apt-get install gtkwave)
 	$(PY) -m cosim seeds $(call quote,$(SEEDS)) --sim $(call quote,$(SIM)) $(if $(filter-out 0,$(WAVES)),--waves=$(call quote,$(WAVES))) $(if $(JOBS),--jobs $(call quote,$(JOBS))) $(if $(ENGINE),--engine $(call quote,$(ENGINE))) $(MACHINE)
 
-axi: setup  ## GA-2 through AXI (cocotbext-axi, every channel paused at random, PAUSE=0.3): SEEDS' graphs, AXI_N=40 stress programs from SEED and the long transfer (AXI_LONG=1), on SIM
+axi: setup  ## GA-2 through AXI (cocotbext-axi, every channel paused at random, PAUSE=0.3): SEEDS' graphs, AXI_N=40 stress programs from SEED (0: none) and the long transfer (AXI_LONG=1), on SIM
 	$(PY) -m cosim.axi seeds $(call quote,$(SEEDS)) --sim $(call quote,$(SIM)) --pause $(call quote,$(PAUSE)) $(MACHINE)
-	$(PY) -m cosim.axi stress --seed $(call quote,$(SEED)) --n $(call quote,$(or $(AXI_N),40)) --sim $(call quote,$(SIM)) --pause $(call quote,$(PAUSE)) $(MACHINE)
+	$(if $(filter-out 0,$(or $(AXI_N),40)),$(PY) -m cosim.axi stress --seed $(call quote,$(SEED)) --n $(call quote,$(or $(AXI_N),40)) --sim $(call quote,$(SIM)) --pause $(call quote,$(PAUSE)) $(MACHINE))
 	$(if $(filter-out 0,$(or $(AXI_LONG),1)),$(PY) -m cosim.axi long --sim $(call quote,$(SIM)) --pause $(call quote,$(PAUSE)) $(MACHINE))
 
 soc-sim: setup soc-setup  ## a VexRiscv SoC (LiteX, simulated by Verilator) whose C firmware runs the digits MLP on GA-2 over AXI: 16 predictions on the UART, then PASS

@@ -15,9 +15,13 @@ timing_fault and the bridge's self-check stay 0. The scratchpad is not read thro
 reference machine starts each program from the scratchpad its previous program left, as the
 hardware does. Every launch also probes the register slave's decode after its last program
 (cosim/axi_probes.py: offsets the register map does not name answer SLVERR and change nothing);
-a wrong answer is a difference of the last program. ``long`` is one program that moves the
-whole scratchpad until the DMA counter passes 2**14 cycles (an ST of SPAD_WORDS words, the
-counters' high bits).
+a wrong answer is a difference of the last program; on Icarus, which shows the inner registers,
+the counters are then read out with values put in their registers (cosim/axi_tb.py). A slave
+that fails the host's check or never answers ends the bench in its program: a difference.
+``long`` is one program that moves the whole scratchpad until the DMA counter passes 2**14
+cycles (an ST of SPAD_WORDS words, the counters' high bits), after IMEM_WORDS / 2 VADDs. The
+seeds put external word 0 at EXT_BASE = 0x12340, stress and ``long`` at 0xFFF82340
+(:data:`EXT_BASES`): the same bursts, and every address bit above the window seen at 0 and at 1.
 
 The Verilog (build/axi/ga2_axi_simtop.v, :mod:`flows.axi`) is exported again when the sources
 of hw/, sim/ or flows/ change; the simulator builds are cached in build/axi/<sim>/ by the
@@ -61,8 +65,14 @@ from .verilog import ROOT, flock, sources_digest
 TOP = "ga2_axi_simtop"
 TEST_MODULE = "cosim.axi_tb"
 EXT_BASE = 0x0001_2340
-"""Where the bench's RAM puts external word 0: beat-aligned but not page-aligned, so that bursts
-meet 4 KiB boundaries at other words than a base of 0 would."""
+"""Where the bench's RAM puts external word 0 for the seeds' graphs: beat-aligned but not
+page-aligned, so that bursts meet 4 KiB boundaries at other words than a base of 0 would."""
+EXT_BASE_HIGH = 0xFFF8_2340
+"""Where it puts it for the stress programs and the long transfer: the same offset in a 4 KiB page
+(the same bursts, the same cycles), every address bit above the external window 1 where
+EXT_BASE has it 0, so that a master which drops or mixes up high address bits is seen."""
+EXT_BASES = {"seeds": EXT_BASE, "stress": EXT_BASE_HIGH, "long": EXT_BASE_HIGH}
+"""The base each kind of launch uses (``python -m cosim.axi seeds|stress|long``)."""
 PUBLIC_TOP = ("--public-depth", "1")
 """The bench touches the top's ports only: Verilator makes those reachable through VPI, not every
 signal of the design (cosim.simulators.LeanVerilator drops cocotb's --public-flat-rw)."""
@@ -138,9 +148,10 @@ def build(simulator: str, source: Path, root: Path | None = None) -> Path:
 
 
 def run(jobs: list[Job], simulator: str, params: Params, *, pause: float = PAUSE, seed: int = 1,
-        source: Path | None = None, say=print) -> list[AxiRun]:
+        source: Path | None = None, say=print, ext_base: int = EXT_BASE) -> list[AxiRun]:
     """Run the jobs back to back through the bus in one launch; one :class:`AxiRun` each (fewer
-    when one does not finish: the bench stops there).
+    when one does not finish: the bench stops there). ``ext_base``: the byte address of external
+    word 0 on the master (EXT_BASE, beat-aligned).
 
     Raises:
         CosimError: the export, build or simulation failed (the message names the log).
@@ -153,7 +164,7 @@ def run(jobs: list[Job], simulator: str, params: Params, *, pause: float = PAUSE
     write_jobs(jobs_file, jobs, params)
     slowdown = 1 + 4 * pause / (1 - pause) if pause < 1 else 100
     probes = decode_probes(params)
-    setting = {"ext_base": EXT_BASE, "pause": pause, "seed": seed, "slowdown": max(4.0, slowdown),
+    setting = {"ext_base": ext_base, "pause": pause, "seed": seed, "slowdown": max(4.0, slowdown),
                "probes": probes, "rw": rw_registers(params)}
     env = {"AXI_JOBS": str(jobs_file), "AXI_RESULTS": str(results_file), "AXI_SETTING": json.dumps(setting),
            **TEST_ENV}
@@ -175,6 +186,10 @@ def run(jobs: list[Job], simulator: str, params: Params, *, pause: float = PAUSE
     if runs and decode:
         runs[-1].faults["decode"] = decode_differences(probes, decode["answers"], decode["before"],
                                                        decode["after"], params)
+    if runs and extra.get("counters"):
+        runs[-1].faults["counters"] = [
+            f"counter read-out: {name.upper()} reads 0x{got:08x} with 0x{put:08x} in its register"
+            for name, put, got in extra["counters"] if got != put]
     stopped = bench_failure(run_dir / "results.xml")
     if not stopped:
         shutil.rmtree(run_dir, ignore_errors=True)
@@ -215,7 +230,7 @@ def compare(job: Job, run: AxiRun, params: Params, spad: np.ndarray | None = Non
     f = run.faults
     if f.get("bench_stopped"):
         return [f"the bench stopped in this program: {f['bench_stopped']}"]
-    out += f.get("decode", [])
+    out += f.get("decode", []) + f.get("counters", [])
     if f["axi_fault"]:
         out.append(f"AXI protocol checker (master): rule {f['axi_code']}: {_rule(RULES, f['axi_code'])}")
     if f["axil_fault"]:
@@ -253,10 +268,11 @@ def _rule(rules: tuple[str, ...], code: int) -> str:
 
 
 def check(jobs: list[Job], simulator: str, params: Params, *, pause: float, seed: int,
-          source: Path | None = None, say=print) -> tuple[list[str], list[tuple[str, int, int, int]]]:
+          source: Path | None = None, say=print,
+          ext_base: int = EXT_BASE) -> tuple[list[str], list[tuple[str, int, int, int]]]:
     """Run and compare: (the differences, each line naming its program; one row per program:
     name, reference cycles, cycles on the bus, mem_stall)."""
-    runs = run(jobs, simulator, params, pause=pause, seed=seed, source=source, say=say)
+    runs = run(jobs, simulator, params, pause=pause, seed=seed, source=source, say=say, ext_base=ext_base)
     problems, rows, spad = [], [], None
     for job, got in zip(jobs, runs, strict=False):
         diffs = compare(job, got, params, spad)
@@ -323,7 +339,7 @@ def main(argv: list[str] | None = None) -> int:
         t0 = time.perf_counter()
         try:
             problems, rows = check(jobs, simulator, params, pause=args.pause, seed=args.pause_seed,
-                                   source=args.verilog)
+                                   source=args.verilog, ext_base=EXT_BASES[args.what])
         except CosimError as e:
             print(f"{simulator}: ERROR: {e}", file=sys.stderr)
             return 2

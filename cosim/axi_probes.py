@@ -13,7 +13,9 @@ The long transfer (:func:`long_job`): LD and ST of the whole scratchpad, from on
 external memory to the next (round the memory again when it is used up), until the DMA counter
 passes 2**14 cycles: one ST is SPAD_WORDS words
 (1,024 beats of four words on the default machine), and the counters' high bits are read after
-more DMA cycles than the seed programs ever take.
+more DMA cycles than the seed programs ever take. Before the pairs, IMEM_WORDS / 2 VADDs of one
+word make it the only program loaded past the middle of the instruction memory (a register slave
+that drops the window index's top bit overwrites its start).
 """
 
 from __future__ import annotations
@@ -78,7 +80,9 @@ def decode_differences(probes: list[tuple[str, int, int]], answers: list[int], b
 def long_job(params: Params) -> Job:
     """LD then ST of SPAD_WORDS words, pair k from slice 2k of the external memory to slice 2k + 1
     (slices of SPAD_WORDS words, counted modulo their number), until the DMA's latencies sum past
-    2**DMA_BIT; random external words (seed 29).
+    2**DMA_BIT; random external words (seed 29). The pairs come after IMEM_WORDS / 2 VADDs of one
+    word (S[1] = S[0] + S[0]), so that the program reaches past the middle of the instruction
+    memory: the host writes the top bit of the instruction window's word index.
 
     Raises:
         ValueError: the external memory holds fewer than two slices.
@@ -92,9 +96,10 @@ def long_job(params: Params) -> Job:
     if slices < 2:
         raise ValueError(f"the long transfer needs 2 x SPAD_WORDS = {2 * words} external words; "
                          f"EXT_WORDS = {params.EXT_WORDS}")
-    code = []
+    code = [build("VADD", params=params, dst=1, src1=0, src2=0, len=1)] * (params.IMEM_WORDS // 2)
     for k in range(pairs):
         code += [build("LD", params=params, dst=0, src=2 * k % slices * words, len=words),
                  build("ST", params=params, src=0, dst=(2 * k + 1) % slices * words, len=words)]
     ext = np.random.default_rng(29).integers(0, 1 << 32, params.EXT_WORDS, dtype=np.uint64).astype(np.uint32)
-    return Job([*code, build("HALT", params=params)], ext, f"long: {pairs} LD/ST pairs of {words} words")
+    return Job([*code, build("HALT", params=params)], ext,
+               f"long: {params.IMEM_WORDS // 2} VADDs, {pairs} LD/ST pairs of {words} words")

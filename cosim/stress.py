@@ -21,7 +21,9 @@ reach what the compiler never emits:
 Program k of a run is made from ``random.Random(k)`` alone, for k = SEED .. SEED+N-1, and
 how it ends is fixed by k % 10 (three in ten HALT, one each of the seven errors: ENDINGS), so any ten
 consecutive seeds hold every ending, and ``make stress SEED=k N=1`` reruns program k alone
-(``python -m cosim stress --seed k --n 1 --show`` also prints its listing). The body between
+(``python -m cosim stress --seed k --n 1 --show`` also prints its listing), from a scratchpad of
+zeros; a failing run's rerun hint gives the command that reproduces a failure exactly (its
+launch's programs before it too: :func:`rerun_lines`). The body between
 the loads and the ending comes from one of STRATEGIES (a list: a new kind of program is one
 more entry): ``random`` (instructions drawn independently) or ``collide`` (each aimed at one of
 the few before it, as a read after write, a write after read or a write after write, mostly on
@@ -713,8 +715,14 @@ def recipes(first: int, n: int, camp: Campaign | None, size: int = pool.CHUNK) -
     return out
 
 
-def rerun_lines(seeds: Sequence[int], choice: str, options: Sequence[str] = ()) -> list[str]:
-    """How to rerun each failing program alone, exactly as it failed.
+def rerun_lines(seeds: Sequence[int], choice: str, options: Sequence[str] = (), *, first: int | None = None,
+                chunk: int = pool.CHUNK) -> list[str]:
+    """How to rerun each failing program exactly as it failed.
+
+    A program starts from the scratchpad the one before it in its launch left (reset does not
+    clear it: docs/GA2.md section 2; :attr:`cosim.jobs.RtlRun.spad_before`), and a fault may
+    show only on those words. So the command for a program that was not its launch's first
+    runs its launch's programs up to it, in one launch, the failing one last.
 
     Args:
         seeds: the failing programs' seeds.
@@ -722,13 +730,21 @@ def rerun_lines(seeds: Sequence[int], choice: str, options: Sequence[str] = ()) 
         options: the other command-line options that changed the run (``--mutant rq-round``,
             ``--verilog file``); make stress cannot pass them, so only the python command is
             given then.
+        first: the run's first seed (its launches hold seeds first + i * chunk onwards); None:
+            each program alone.
+        chunk: programs per launch of the run (``--chunk``).
     """
     extra = "".join(f" {shlex.quote(o)}" for o in options)
-    out = ["rerun a failing program alone (add --show to print its listing):"]
+    out = ["rerun a failing program as it failed (add --show to print the listings):"]
     for s in seeds:
-        python = f"python -m cosim stress --seed {s} --n 1 --sim {choice}{extra}"
-        make = f"make stress SEED={s} N=1 SIM={choice}"
-        out.append(f"    {python}" if options else f"    {make}    # or: {python}")
+        start = s if first is None else first + (s - first) // chunk * chunk
+        more = f" --chunk {chunk}" if s - start + 1 > pool.CHUNK else ""
+        python = f"python -m cosim stress --seed {start} --n {s - start + 1} --sim {choice}{more}{extra}"
+        make = f"make stress SEED={start} N={s - start + 1} SIM={choice}"
+        line = f"    {python}" if options or more else f"    {make}    # or: {python}"
+        if start != s:
+            line += f"    # seed {s} runs last, from the scratchpad {start}..{s - 1} leave"
+        out.append(line)
     return out
 
 
@@ -799,7 +815,7 @@ def main(first: int, n: int, choice: str, *, waves: bool = False, verilog: Path 
             lines += batch.verdict(o, WHAT)
         failing = sorted({first + f.index for o in outcomes for f in o.failures})
         if failing:
-            lines += ["", *rerun_lines(failing[:10], choice, options)]
+            lines += ["", *rerun_lines(failing[:10], choice, options, first=first, chunk=chunk)]
         lines += ["", *_coverage_lines(camp, results), "", *batch.timing(outcomes),
                   *batch.waves_lines(outcomes), campaign_line(folder, first, n, choice, options)]
     batch.emit(lines)

@@ -16,11 +16,8 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import json
 import sys
 from pathlib import Path
-
-from amaranth.back import verilog
 
 from hw.axi import BOUNDARY
 from hw.axi_simtop import AxiSimTop
@@ -28,7 +25,7 @@ from hw.axi_top import GA2Axi
 from sim import machines, regmap
 from sim.spec import Params
 
-from .export import ports
+from .export import write_tops
 
 TOPS = {"ga2_axi": GA2Axi, "ga2_axi_simtop": AxiSimTop}
 """Verilog module name -> component class."""
@@ -44,20 +41,10 @@ def export(params: Params, folder: Path, names: tuple[str, ...] = tuple(TOPS), *
            burst_bytes: int = BOUNDARY) -> dict[str, Path]:
     """Write the Verilog of the named tops and the description; return name -> path written.
     ``burst_bytes``: where the master's bursts end (:class:`hw.axi_top.GA2Axi`)."""
-    folder.mkdir(parents=True, exist_ok=True)
-    written = {}
     description = {"params": dataclasses.asdict(params), "regmap_bytes": 1 << regmap.address_bits(params),
-                   "burst_bytes": burst_bytes, "tops": {}}
-    for name in names:
-        top = TOPS[name](params, burst_bytes)
-        path = folder / f"{name}.v"
-        path.write_text(verilog.convert(top, name=name))
-        written[name] = path
-        description["tops"][name] = {"file": path.name, "ports": ports(top)}
-    path = folder / DESCRIPTION
-    path.write_text(json.dumps(description, indent=2) + "\n")
-    written["json"] = path
-    return written
+                   "burst_bytes": burst_bytes}
+    return write_tops(folder, {name: TOPS[name](params, burst_bytes) for name in names}, description,
+                      DESCRIPTION)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -20,6 +20,7 @@ import argparse
 import dataclasses
 import json
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 from amaranth.back import verilog
@@ -53,32 +54,41 @@ def ports(component: wiring.Component) -> list[dict]:
     return out
 
 
+def write_tops(folder: Path, tops: dict[str, wiring.Component], description: dict, json_name: str,
+               more: Callable[[str], dict] = lambda name: {}) -> dict[str, Path]:
+    """Write each top's Verilog (``<name>.v``, module ``name``) into ``folder``, and the JSON
+    description ``json_name``: ``description`` with, under ``"tops"``, each top's file, its
+    :func:`ports` and what ``more(name)`` adds. Returns name -> path written (``"json"``: the
+    description).
+
+    Raises:
+        OSError: the folder cannot be made or written.
+    """
+    folder.mkdir(parents=True, exist_ok=True)
+    written = {}
+    description = {**description, "tops": {}}
+    for name, top in tops.items():
+        path = folder / f"{name}.v"
+        path.write_text(verilog.convert(top, name=name))
+        written[name] = path
+        description["tops"][name] = {"file": path.name, "ports": ports(top), **more(name)}
+    path = folder / json_name
+    path.write_text(json.dumps(description, indent=2) + "\n")
+    written["json"] = path
+    return written
+
+
 def export(params: Params, out_dir: Path) -> dict[str, Path]:
     """Write the Verilog of both tops and the JSON description; return name -> path written."""
-    out_dir.mkdir(parents=True, exist_ok=True)
-    written = {}
     description = {
         "params": dataclasses.asdict(params),
         "timing": dict(spec.TIMING_CONSTANTS),
         "clock": CLOCK,
         "reset": f"{RESET} (synchronous, active high)",
-        "tops": {},
     }
-    for name, (map_top, cls) in TOPS.items():
-        top = cls(params)
-        text = verilog.convert(top, name=name)
-        path = out_dir / f"{name}.v"
-        path.write_text(text)
-        written[name] = path
-        description["tops"][name] = {
-            "file": path.name,
-            "ports": ports(top),
-            "memories": memmap.describe(params, top=map_top),
-        }
-    path = out_dir / PORTS_JSON
-    path.write_text(json.dumps(description, indent=2) + "\n")
-    written["json"] = path
-    return written
+    tops = {name: cls(params) for name, (_map_top, cls) in TOPS.items()}
+    return write_tops(out_dir, tops, description, PORTS_JSON,
+                      lambda name: {"memories": memmap.describe(params, top=TOPS[name][0])})
 
 
 def main(argv: list[str] | None = None) -> int:

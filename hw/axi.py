@@ -18,6 +18,9 @@ from amaranth.hdl import Module, Mux, Value
 from amaranth.lib.wiring import In, Out
 
 from sim import spec
+from sim.spec import Params
+
+from .component import Checked, check_params
 
 BOUNDARY = 4096
 """No burst crosses a 4 KiB boundary (AXI A3.4.1)."""
@@ -30,6 +33,8 @@ OKAY = 0
 SLVERR = 2
 ID_BITS = 1
 """GA-2 uses one ID (0): every read returns in order, every write is answered in order."""
+ADDR_BITS = 32
+"""Byte address width of GA-2's master bus."""
 
 # (signal, width, driven by the master): widths are ints or "addr", "data", "strb", "id"
 AXI4 = (
@@ -132,3 +137,35 @@ def burst_beats(addr: Value, left: Value, lanes: int, burst_bytes: int = BOUNDAR
     assert BOUNDARY // beat_bytes(lanes) <= MAX_BEATS, "a burst to the boundary fits AxLEN"
     room = beats_to_boundary(addr, lanes, burst_bytes)
     return Mux(left < room, left, room)
+
+
+class MasterSide(Checked):
+    """What the master's two sides (:class:`~hw.axi_read.AxiReader`, :class:`~hw.axi_write.AxiWriter`)
+    share: the machine, where bursts end, and their channels of the :data:`AXI4` master bus
+    (``m_axi_*``, :data:`ADDR_BITS` address bits, LANES * 32 data bits), those of
+    :attr:`CHANNELS`, after the side's own members.
+
+    Parameters:
+        params: the machine (LANES).
+        burst_bytes: bursts end at multiples of it (a power of two from one beat to 4 KiB).
+        ports: the side's own members.
+
+    Raises:
+        TypeError: params is not a :class:`sim.spec.Params`.
+        ValueError: burst_bytes is not a power of two from one beat to 4 KiB.
+    """
+
+    CHANNELS: tuple[str, ...] = ()
+    """The channels of the master bus this side drives and watches."""
+
+    @classmethod
+    def check(cls, params: Params, burst_bytes: int = BOUNDARY) -> None:
+        check_params(cls.__name__, params)
+        check_burst_bytes(burst_bytes, params.LANES)
+
+    def __init__(self, params: Params, burst_bytes: int, ports: dict):
+        self.params = params
+        self.burst_bytes = burst_bytes
+        bus = members(AXI4, "m_axi", master=True, addr_bits=ADDR_BITS,
+                      data_bits=params.LANES * spec.WORD_BITS, channels=self.CHANNELS)
+        super().__init__({**ports, **bus})

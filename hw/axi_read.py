@@ -17,20 +17,18 @@ the region is dropped when the region's last word has been taken.
 
 from __future__ import annotations
 
-from amaranth.hdl import Array, Cat, Module, Mux, Signal
+from amaranth.hdl import Array, Cat, Module, Mux, Signal, Value
 from amaranth.lib.wiring import In, Out
 
 from sim import spec
 from sim.spec import Params
 
 from . import axi
-from .component import Checked, check_params
+from .axi import ADDR_BITS
 from .ports import words
 
 BUFFER = 4
 """Bus words the read buffer holds (RREADY falls when it is full); a power of two."""
-ADDR_BITS = 32
-"""Byte address width of the master bus."""
 BURSTS_OUT = 4
 """Read bursts requested and not yet finished (RLAST) at most."""
 
@@ -40,7 +38,21 @@ def region_words(length, fmt) -> object:
     return Mux(fmt, (length + spec.INT8_PER_WORD - 1) >> 2, length)
 
 
-class AxiReader(Checked):
+def _saturated(count: Value, bits: int) -> Value:
+    """``min(count, 2**bits - 1)``, as ``bits`` bits: an OR of the high bits, no comparator."""
+    top = (1 << bits) - 1
+    return Mux(count[bits:].any(), top, count[:bits])
+
+
+def _at_most(near: Value, step: Value) -> Value:
+    """``min(near, step)``: the words a DMA beat takes. Exact for a count saturated at
+    ``bits = lane_bits + 2`` (:func:`_saturated`) since ``step <= LANES``: a saturated count less
+    two takes stays at or above LANES (``4 * LANES - 1 - 2 * LANES >= LANES``), as the count
+    itself does."""
+    return Mux(near < step, near, step)
+
+
+class AxiReader(axi.MasterSide):
     """LD beats from an AXI4 read channel.
 
     Parameters:
@@ -69,21 +81,13 @@ class AxiReader(Checked):
     while R delivers one per cycle.
     """
 
-    @classmethod
-    def check(cls, params: Params, burst_bytes: int = axi.BOUNDARY) -> None:
-        check_params(cls.__name__, params)
-        axi.check_burst_bytes(burst_bytes, params.LANES)
+    CHANNELS = ("ar", "r")
 
     def __init__(self, params: Params, burst_bytes: int = axi.BOUNDARY):
-        self.params = params
-        self.burst_bytes = burst_bytes
-        lanes = params.LANES
-        bus = axi.members(axi.AXI4, "m_axi", master=True, addr_bits=ADDR_BITS,
-                          data_bits=lanes * spec.WORD_BITS, channels=("ar", "r"))
-        super().__init__({
+        super().__init__(params, burst_bytes, {
             "start": In(1), "src": In(spec.ADDR_BITS), "length": In(spec.ADDR_BITS), "fmt": In(1),
-            "rd_en": In(1), "en": In(1), "rd_data": Out(words(lanes)), "stall_next": Out(1),
-            "base": In(ADDR_BITS), "hold": In(1), "bus_error": Out(1), "late": Out(1), **bus,
+            "rd_en": In(1), "en": In(1), "rd_data": Out(words(params.LANES)), "stall_next": Out(1),
+            "base": In(ADDR_BITS), "hold": In(1), "bus_error": Out(1), "late": Out(1),
         })
 
     def elaborate(self, platform):
@@ -101,14 +105,17 @@ class AxiReader(Checked):
         step = Signal(range(lanes + 1))
         due = Signal()                          # the DMA takes a beat in the core's next cycle
 
-        # --- the DMA takes a beat: min(step, left) words from (head, off)
-        take = Signal(range(lanes + 1))
-        m.d.comb += take.eq(Mux(left < step, left, step))
+        # --- the DMA takes a beat: min(step, left) words from (head, off); `near`, `take` and
+        # `after` are registers beside `left` (:meth:`_takes`), so that no comparison of the
+        # 17-bit count lies between a register and stall_next
+        near = Signal(lane_bits + 2)            # min(left, 2**(lane_bits + 2) - 1)
+        take = Signal(range(lanes + 1))         # min(left, step): the words of the DMA's next beat
+        after = Signal.like(take)               # min(left - take, step): those of the beat after
         pop = due & self.en
         total = Signal(lane_bits + 1)
         m.d.comb += total.eq(off + take)
         shift = pop & total[lane_bits]          # the head bus word is used up
-        finish = pop & (left == take)           # the region's last word
+        finish = pop & (near == take)           # the region's last word
         recv = self.m_axi_rvalid & self.m_axi_rready
 
         head_n, count_n, off_n = Signal.like(head), Signal.like(count), Signal.like(off)
@@ -120,13 +127,14 @@ class AxiReader(Checked):
             left_n.eq(Mux(pop, left - take, left)),
             step_n.eq(step),
         ]
+        region = region_words(self.length, self.fmt)
         with m.If(self.start):
-            first = self.src
             m.d.comb += [
-                off_n.eq(first[:lane_bits]),
-                left_n.eq(region_words(self.length, self.fmt)),
+                off_n.eq(self.src[:lane_bits]),
+                left_n.eq(region),
                 step_n.eq(Mux(self.fmt, lanes // spec.INT8_PER_WORD, lanes)),
             ]
+        take_n = self._takes(m, (near, take, after), pop, step, left_n, step_n, region)
         due_n = Mux(self.en, self.rd_en, due)
         m.d.sync += [head.eq(head_n), count.eq(count_n), off.eq(off_n), left.eq(left_n),
                      step.eq(step_n), due.eq(due_n)]
@@ -136,7 +144,6 @@ class AxiReader(Checked):
         m.d.comb += self.m_axi_rready.eq(count < BUFFER)
 
         # --- the core stands still next cycle when that cycle's beat is not in the buffer
-        take_n = Mux(left_n < step_n, left_n, step_n)
         ready = Signal()
         m.d.comb += [
             ready.eq(off + take <= count * lanes),
@@ -151,6 +158,26 @@ class AxiReader(Checked):
 
         self._requests(m, beat_shift, word_bits)
         return m
+
+    def _takes(self, m: Module, regs: tuple[Signal, Signal, Signal], pop: Value, step: Signal,
+               left_n: Signal, step_n: Signal, region: Value) -> Signal:
+        """The registers ``near``, ``take`` and ``after`` of :meth:`elaborate`, kept as ``left``
+        and ``step`` move (a pop, or an LD's start with its ``region``); returns the next
+        cycle's take. A pop's next take is ``after`` itself and the one after it
+        ``min(near - take - after, step)``: exact, since a saturated ``near`` less two takes
+        stays above LANES (:func:`_at_most`)."""
+        near, take, after = regs
+        take_n, after_n = Signal.like(take), Signal.like(after)
+        m.d.comb += [
+            take_n.eq(Mux(pop, after, take)),
+            after_n.eq(Mux(pop, _at_most(near - take - after, step), after)),
+        ]
+        with m.If(self.start):
+            first_near = _saturated(region, len(near))
+            first_take = _at_most(first_near, step_n)
+            m.d.comb += [take_n.eq(first_take), after_n.eq(_at_most(first_near - first_take, step_n))]
+        m.d.sync += [near.eq(_saturated(left_n, len(near))), take.eq(take_n), after.eq(after_n)]
+        return take_n
 
     def _requests(self, m: Module, beat_shift: int, word_bits: int) -> None:
         """AR: the LD's region in bursts, from its dispatch on, while no write is outstanding."""

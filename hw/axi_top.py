@@ -30,7 +30,8 @@ from sim import regmap, spec
 from sim.spec import DEFAULT, Params
 
 from . import axi
-from .axi_read import ADDR_BITS, AxiReader
+from .axi import ADDR_BITS
+from .axi_read import AxiReader
 from .axi_regs import AxiLiteRegs
 from .axi_write import AxiWriter
 from .component import Checked, check_params

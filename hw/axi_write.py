@@ -25,9 +25,8 @@ from sim import spec
 from sim.spec import Params
 
 from . import axi
+from .axi import ADDR_BITS
 from .axi_fifo import PairFifo
-from .axi_read import ADDR_BITS
-from .component import Checked, check_params
 from .ports import words
 
 QUEUE = 4
@@ -44,7 +43,7 @@ def _aw_layout() -> data.StructLayout:
     return data.StructLayout({"addr": ADDR_BITS, "len": 8})
 
 
-class AxiWriter(Checked):
+class AxiWriter(axi.MasterSide):
     """ST beats to an AXI4 write channel.
 
     Parameters:
@@ -63,21 +62,14 @@ class AxiWriter(Checked):
         m_axi_aw*, m_axi_w*, m_axi_b*: the AW, W and B channels (:data:`hw.axi.AXI4`).
     """
 
-    @classmethod
-    def check(cls, params: Params, burst_bytes: int = axi.BOUNDARY) -> None:
-        check_params(cls.__name__, params)
-        axi.check_burst_bytes(burst_bytes, params.LANES)
+    CHANNELS = ("aw", "w", "b")
 
     def __init__(self, params: Params, burst_bytes: int = axi.BOUNDARY):
-        self.params = params
-        self.burst_bytes = burst_bytes
         lanes = params.LANES
-        bus = axi.members(axi.AXI4, "m_axi", master=True, addr_bits=ADDR_BITS,
-                          data_bits=lanes * spec.WORD_BITS, channels=("aw", "w", "b"))
-        super().__init__({
+        super().__init__(params, burst_bytes, {
             "start": In(1), "dst": In(spec.ADDR_BITS), "length": In(spec.ADDR_BITS),
             "wr_en": In(1), "wr_mask": In(lanes), "wr_data": In(words(lanes)), "en": In(1),
-            "stall_next": Out(1), "base": In(ADDR_BITS), "idle": Out(1), "bus_error": Out(1), **bus,
+            "stall_next": Out(1), "base": In(ADDR_BITS), "idle": Out(1), "bus_error": Out(1),
         })
 
     def elaborate(self, platform):

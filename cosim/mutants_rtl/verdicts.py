@@ -505,6 +505,16 @@ def longest_latency_of(kind: str, params: Params) -> int:
     return longest
 
 
+def _above(m: Mutation, top: int) -> tuple[int, str] | None:
+    """For a const0 on a bit, or a cnot1 controlled by a bit, of a value below ``2**top``: that
+    bit and why the mutation changes nothing, when the bit is ``top`` or above (else None)."""
+    bit = m.portbit if m.mode == "const0" else m.ctrlbit
+    if m.mode not in ("const0", "cnot1") or bit < top:
+        return None
+    return bit, (f"const0 makes bit {bit}" if m.mode == "const0"
+                 else f"its control bit {bit} is 0 and XOR 0 changes nothing")
+
+
 def _checker_latency(at: Site) -> str | None:
     m = at.m
     if m.module != "ga2_simtop.core.control.checks" or m.mode not in ("const0", "cnot1"):
@@ -515,11 +525,10 @@ def _checker_latency(at: Site) -> str | None:
     kind, _ = found
     longest = longest_latency_of(kind, DEFAULT)
     top = longest.bit_length()
-    bit = m.portbit if m.mode == "const0" else m.ctrlbit
-    if bit < top:
+    above = _above(m, top)
+    if above is None:
         return None
-    how = (f"const0 makes bit {bit}" if m.mode == "const0"
-           else f"its control bit {bit} is 0 and XOR 0 changes nothing")
+    bit, how = above
     return (f"{m.signal} holds the {kind} latency the checker computes for the instruction in its "
             "pipeline (or a delay of it); the execute stage loads a latency into its countdown only for an "
             "instruction that does not stop the machine (hw/control.py: consume & ~head.stop), a legal "
@@ -568,10 +577,54 @@ def _compare_mismatch(at: Site) -> str | None:
             "gives the same answer with and without it")
 
 
+READER = "ga2_axi_simtop.top.reader"
+"""The AXI read side's module in the bus mutants' netlist (cosim/mutants_rtl/bus.py)."""
+
+
+def reader_bounds(params: Params) -> dict[str, int]:
+    """The read side's counts and their largest value on a legal program: ``left`` (the words an
+    LD or a GATHER's row still takes, at most its region: SPAD_WORDS, since the words it writes fit
+    the scratchpad, or the machine stops at its issue, before its DMA starts; a row number out of
+    the table reads nothing) and ``bursts_left`` (the bus words still to request: a region of
+    SPAD_WORDS words at any alignment spans SPAD_WORDS / LANES + 1)."""
+    return {"left": params.SPAD_WORDS, "bursts_left": params.SPAD_WORDS // params.LANES + 1}
+
+
+def _reader_counts(at: Site) -> str | None:
+    m = at.m
+    if m.module != READER or m.mode not in ("const0", "cnot1"):
+        return None
+    carried = [(name, bound) for name, bound in reader_bounds(DEFAULT).items()
+               if at.bits in register_chain(at, name)[0]]
+    above = _above(m, carried[0][1].bit_length()) if carried else None
+    if above is None:
+        return None
+    (name, bound), how = carried[0], above[1]
+    return (f"the port carries the read side's {name} (hw/axi_read.py), at most {bound} on a legal "
+            "program (what an LD or a GATHER's row writes fits the scratchpad; an illegal one stops "
+            f"the machine before its DMA starts): bits from {bound.bit_length()} up are 0, and {how}")
+
+
+def _reader_request_at_start(at: Site) -> str | None:
+    m = at.m
+    if m.module != READER or at.cell_type != "$mux" or m.port != "B":
+        return None
+    select = at.module["cells"][m.cell]["connections"]["S"]
+    if len(select) != 1 or "start" not in _names(at, select[0]):
+        return None
+    held = next((r for r in ("m_axi_araddr", "m_axi_arlen") if at.bits in register_chain(at, r)[0]), None)
+    if held is None:
+        return None
+    return (f"it changes what {held} holds after an LD's start, when no AR request waits (the LD before "
+            "it ended only after its last R beat, so every AR of it was accepted) and ARVALID is 0; the "
+            f"next request loads {held} afresh in the cycle ARVALID rises (hw/axi_read.py), and AXI reads "
+            "the address channel only while ARVALID is 1")
+
+
 NOTES: tuple[Callable[[Site], str | None], ...] = (
     _counter_bits, _stop_countdown, _dma_st_enable, _bank_read_hold, _divider_bounds, _lane0_mask,
     _softmax_max_pass, _array_rows, _lut_table_address, _unread, _memory_write_idle, _divider_rest,
-    _checker_latency, _reset_value, _compare_mismatch)
+    _checker_latency, _reset_value, _compare_mismatch, _reader_counts, _reader_request_at_start)
 """The survivors studied by hand: each returns why its mutations are equivalent, or None."""
 
 

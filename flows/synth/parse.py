@@ -11,6 +11,7 @@ import re
 from collections import Counter
 from pathlib import Path
 
+from .report import BLOCK_RAMS
 from .wrapper import TOP_NAME
 
 ABC9_PASSES = ("ABC9", "ABC9_EXE", "ABC9_OPS", "ABC_OPS_REINTEGRATE")
@@ -65,12 +66,12 @@ def by_block(netlist: Path, top: str = TOP_NAME) -> dict[str, dict[str, int]]:
 
 
 def ram_blocks(netlist: Path, top: str = TOP_NAME) -> dict[str, int]:
-    """DP16KD block RAMs per memory of the core (Yosys names each after its memory:
-    ``core.spad.bank0.<row>.<column>``)."""
+    """Block RAMs (:data:`flows.synth.report.BLOCK_RAMS`) per memory of the core (Yosys names
+    each after its memory: ``core.spad.bank0.<row>.<column>``)."""
     design = json.loads(netlist.read_text())
     counts: Counter = Counter()
     for name, cell in design["modules"][top]["cells"].items():
-        if cell["type"] == "DP16KD":
+        if cell["type"] in BLOCK_RAMS:
             parts = name.split(".")
             counts[".".join(parts[1:3]) if parts[0] == "core" else name] += 1
     return dict(sorted(counts.items()))

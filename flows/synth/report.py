@@ -10,6 +10,10 @@ from .wrapper import TOP_NAME
 PART_TOTALS = {"LUT4": 83_640, "TRELLIS_FF": 83_640, "MULT18X18D": 156, "DP16KD": 208}
 """The LFE5U-85F's resources (Lattice's ECP5 family data sheet; nextpnr reports the same)."""
 
+BLOCK_RAMS = ("DP16KD", "PDPW16KD")
+"""The ECP5's 18-kbit block RAM as Yosys maps memories onto it: true dual port, or pseudo dual
+port 36 bits wide (Lattice's ECP5 memory usage guide, TN1264)."""
+
 
 @dataclass
 class Report:
@@ -37,7 +41,8 @@ class Report:
 def utilisation(cells: dict[str, int], placed: dict[str, dict[str, int]] | None) -> dict[str, dict]:
     """Used against the part's totals. LUT4 counts what nextpnr packs into logic cells
     (TRELLIS_COMB: LUT4s, and the two LUT halves of every CCU2C carry cell) when it ran
-    (``placed``: nextpnr's utilisation), else Yosys's LUT4 + 2 * CCU2C."""
+    (``placed``: nextpnr's utilisation), else Yosys's LUT4 + 2 * CCU2C. A block RAM is a DP16KD
+    site whichever of :data:`BLOCK_RAMS` Yosys mapped it to (nextpnr places both on DP16KD)."""
     if placed is not None:
         used = {"LUT4": placed.get("TRELLIS_COMB", {}).get("used", 0),
                 "TRELLIS_FF": placed.get("TRELLIS_FF", {}).get("used", 0),
@@ -46,7 +51,8 @@ def utilisation(cells: dict[str, int], placed: dict[str, dict[str, int]] | None)
     else:
         used = {"LUT4": cells.get("LUT4", 0) + 2 * cells.get("CCU2C", 0),
                 "TRELLIS_FF": cells.get("TRELLIS_FF", 0),
-                "MULT18X18D": cells.get("MULT18X18D", 0), "DP16KD": cells.get("DP16KD", 0)}
+                "MULT18X18D": cells.get("MULT18X18D", 0),
+                "DP16KD": sum(cells.get(kind, 0) for kind in BLOCK_RAMS)}
     return {k: {"used": v, "available": PART_TOTALS[k], "percent": round(100 * v / PART_TOTALS[k], 1)}
             for k, v in used.items()}
 

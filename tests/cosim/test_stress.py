@@ -211,11 +211,28 @@ def test_short_stress_run(simulator, tmp_path):
 
 def test_rerun_lines_carry_every_option_that_changes_the_run():
     assert stress.rerun_lines([5], "icarus") == [
-        "rerun a failing program alone (add --show to print its listing):",
+        "rerun a failing program as it failed (add --show to print the listings):",
         "    make stress SEED=5 N=1 SIM=icarus    # or: python -m cosim stress --seed 5 --n 1 --sim icarus"]
     assert stress.rerun_lines([5, 10], "both", ["--mutant", "rq-round", "--verilog", "my dir/x.v"])[1:] == [
         "    python -m cosim stress --seed 5 --n 1 --sim both --mutant rq-round --verilog 'my dir/x.v'",
         "    python -m cosim stress --seed 10 --n 1 --sim both --mutant rq-round --verilog 'my dir/x.v'"]
+
+
+def test_a_rerun_replays_the_launch_up_to_the_failing_program():
+    """Seeds 5..304 in launches of 100 (5..104, 105..204, ...): 7 runs after 5 and 6, from the
+    scratchpad they leave; 105 is its launch's first; 250 after 205..249; in launches of 150,
+    program 154 needs 150 programs in one launch, so the command says --chunk 150."""
+    assert stress.rerun_lines([7, 105, 250], "icarus", first=5)[1:] == [
+        "    make stress SEED=5 N=3 SIM=icarus    # or: python -m cosim stress --seed 5 --n 3 --sim icarus"
+        "    # seed 7 runs last, from the scratchpad 5..6 leave",
+        "    make stress SEED=105 N=1 SIM=icarus    # or: "
+        "python -m cosim stress --seed 105 --n 1 --sim icarus",
+        "    make stress SEED=205 N=46 SIM=icarus    # or: "
+        "python -m cosim stress --seed 205 --n 46 --sim icarus"
+        "    # seed 250 runs last, from the scratchpad 205..249 leave"]
+    assert stress.rerun_lines([154], "verilator", first=5, chunk=150)[1:] == [
+        "    python -m cosim stress --seed 5 --n 150 --sim verilator --chunk 150"
+        "    # seed 154 runs last, from the scratchpad 5..153 leave"]
 
 
 @pytest.mark.rtl
@@ -225,13 +242,16 @@ def test_the_rerun_command_of_a_mutant_fails_again(icarus):
                "--mutant", "rq-round"]
     done = subprocess.run(command, capture_output=True, text=True, cwd=ROOT, timeout=900)
     assert done.returncode == 1, done.stdout + done.stderr
-    hint = done.stdout.splitlines().index("rerun a failing program alone (add --show to print its listing):")
-    rerun = done.stdout.splitlines()[hint + 1].split()
+    hint = done.stdout.splitlines().index(
+        "rerun a failing program as it failed (add --show to print the listings):")
+    rerun = done.stdout.splitlines()[hint + 1].split("#")[0].split()
     assert rerun[:3] == ["python", "-m", "cosim"] and rerun[-2:] == ["--mutant", "rq-round"]
     again = subprocess.run([sys.executable, *rerun[1:]], capture_output=True, text=True, cwd=ROOT,
                            timeout=900)
     assert again.returncode == 1, again.stdout + again.stderr
-    assert again.stdout.splitlines()[1] == f"{icarus:<10} FAIL: 1 of 1 program differs from the reference"
+    n = int(rerun[rerun.index("--n") + 1])          # the failing program and those before it
+    assert again.stdout.splitlines()[1] == \
+        f"{icarus:<10} FAIL: 1 of {n} program{'s' if n > 1 else ''} differs from the reference"
 
 
 DECOUPLED = spec.Params(OVERLAP=2)

@@ -2,7 +2,8 @@
 
 Each entry of :data:`FIGURES` is a page, a phrase with ``{}`` where the figure stands, and the
 function that computes the figure from its source: the records that ``make studies`` and
-``make sweep`` write (docs/studies.json, docs/sweep.json), the lists the mutation checks run,
+``make sweep`` write (docs/studies.json, docs/sweep.json), the SoC's record (docs/soc.json:
+``python -m flows.axi_units`` and ``make soc-bitstream``), the lists the mutation checks run,
 the fault sweep's programs, a compiled program, the test suite's own collection. The page must
 contain the phrase with today's figure (spaces and line breaks count as one space), so a
 figure that moves fails here until the text follows it, and a phrase that was reworded fails
@@ -11,7 +12,8 @@ until its entry does.
 The tables of ``make bench`` on docs/guide/performance.md are checked row by row against its
 output (test_quoted_bench.py). Not covered (no record in the repository to check them against):
 times (they depend on the load, and are given with it), synthesis results that are not in
-docs/sweep.json (the OVERLAP = 1 machine's Fmax and its history), the RTL mutants' score
+docs/sweep.json (the OVERLAP = 1 machine's Fmax and its history, the SoC's first ULX3S build),
+the RTL mutants' score
 (build/mutants-rtl/report.json is not committed), stress and co-simulation counts of past
 campaigns, accuracies that need training (the digits MLP's 98.7%), the capacity figures of
 ``python -m compiler.testing.capacity`` (minutes to compute), and the figures of the pages that
@@ -49,6 +51,46 @@ class Figure(NamedTuple):
 @cache
 def studies() -> dict:
     return json.loads((ROOT / "docs" / "studies.json").read_text())
+
+
+@cache
+def soc_record() -> dict:
+    return json.loads((ROOT / "docs" / "soc.json").read_text())
+
+
+def unit_row(unit: str) -> tuple:
+    """docs/soc.json, units: a unit's LUT4, PFUMX, L6MUX21, carry cells and flip-flops."""
+    cells = soc_record()["units"]["cells"][unit]
+    return tuple(cells[c] for c in ("LUT4", "PFUMX", "L6MUX21", "CCU2C", "TRELLIS_FF"))
+
+
+def units_total() -> tuple:
+    """docs/soc.json, units: the LUT4 and flip-flops of all three, and the LUT4 against the core's
+    (docs/sweep.json, t4), in percent."""
+    cells = soc_record()["units"]["cells"].values()
+    luts, ffs = sum(c["LUT4"] for c in cells), sum(c["TRELLIS_FF"] for c in cells)
+    return luts, ffs, round(100 * luts / synth("t4", "LUT4")), synth("t4", "LUT4")
+
+
+def ulx3s(key: str):
+    """docs/soc.json, ulx3s: a figure of the last ``make soc-bitstream --record``."""
+    return soc_record()["ulx3s"][key]
+
+
+def ulx3s_used(resource: str) -> tuple[int, int, int]:
+    """docs/soc.json, ulx3s: a resource's use, its total on the part, the use in percent."""
+    used = ulx3s("used")[resource]
+    return used["used"], used["available"], round(100 * used["used"] / used["available"])
+
+
+def ulx3s_clock() -> tuple[str, int, str]:
+    fmax, target = ulx3s("fmax_mhz"), ulx3s("target_mhz")
+    return mhz(fmax), round(target), "met" if fmax >= target else "NOT met"
+
+
+def ulx3s_path() -> tuple[float, int, int]:
+    path, fmax, target = ulx3s("critical_path"), ulx3s("fmax_mhz"), ulx3s("target_mhz")
+    return path["delay_ns"], path["logic_levels"], round(100 * (fmax - target) / target)
 
 
 @cache
@@ -125,9 +167,10 @@ def about(count: Callable[[], int], quoted: int, within: float = 0.1) -> Callabl
 SERIAL, OVERLAPPED = "serial default", "all"
 SEEDS, EXAMPLE_A = "seeds 100-111", "example A"
 README, START, PERF = "README.md", "docs/guide/start.md", "docs/guide/performance.md"
-MAKE, FPGA = "docs/reference/make.md", "docs/guide/fpga.md"
+MAKE, FPGA, SOC = "docs/reference/make.md", "docs/guide/fpga.md", "docs/guide/soc.md"
 TRANSFORMER = "docs/guide/transformer.md"
 STUDIES, SWEEP, MUTANTS = "docs/studies.json", "docs/sweep.json", "compiler/testing/mutants.py"
+SOC_RECORD = "docs/soc.json"
 FAST_TESTS = about(lambda: collected()["fast"], 2300)
 
 
@@ -221,6 +264,28 @@ FIGURES = [
     Figure(FPGA, "| block RAM (DP16KD, PDPW16KD) | {} | 208 |", lambda: synth("t4", "DP16KD"),
            f"{SWEEP}: t4"),
     Figure(FPGA, "**Fmax {} MHz** against the 100 MHz target", lambda: fmax("t4"), f"{SWEEP}: t4"),
+    *(Figure(SOC, f"| `{unit}` ({what}) | {{:,}} | {{:,}} / {{:,}} | {{:,}} | {{:,}} |",
+             lambda unit=unit: unit_row(unit), f"{SOC_RECORD}: units") for unit, what in (
+        ("AxiReader", "AR, R, the 4-word buffer, the cut to the DMA's beats"),
+        ("AxiWriter", "the rotation to the bus's lanes, the W and AW queues, B"),
+        ("AxiLiteRegs", "the decode and the read multiplexer of 20 registers"))),
+    Figure(SOC, "{:,} LUT4 and {:,} flip-flops, {}% more logic than the core's {:,} LUT4", units_total,
+           f"{SOC_RECORD}: units; {SWEEP}: t4"),
+    Figure(SOC, "its Fmax (`make synth`: {} MHz) are unchanged", lambda: fmax("t4"), f"{SWEEP}: t4"),
+    Figure(SOC, "**System clock: {} MHz after routing, {} MHz asked: {}.**", ulx3s_clock,
+           f"{SOC_RECORD}: ulx3s"),
+    Figure(SOC, "LFE5U-85F, speed grade {},", lambda: ulx3s("speed"), f"{SOC_RECORD}: ulx3s"),
+    Figure(SOC, "nextpnr seed {};", lambda: ulx3s("seed"), f"{SOC_RECORD}: ulx3s"),
+    Figure(SOC, "The critical path ({} ns, {} logic levels)", lambda: ulx3s_path()[:2],
+           f"{SOC_RECORD}: ulx3s"),
+    Figure(SOC, "The margin is {}%;", lambda: ulx3s_path()[2], f"{SOC_RECORD}: ulx3s"),
+    *(Figure(SOC, f"| {label} (`{name}`) | {{:,}} | {{:,}} ({{}}%) |", lambda name=name: ulx3s_used(name),
+             f"{SOC_RECORD}: ulx3s") for label, name in (
+        ("LUT4", "TRELLIS_COMB"), ("flip-flops", "TRELLIS_FF"), ("block RAM", "DP16KD"),
+        ("DSP", "MULT18X18D"), ("distributed RAM", "TRELLIS_RAMW"))),
+    Figure(README, "the SoC on the ULX3S 85F: {} MHz after routing ({} asked), {:,} LUT4",
+           lambda: (mhz(ulx3s("fmax_mhz")), round(ulx3s("target_mhz")), ulx3s_used("TRELLIS_COMB")[0]),
+           f"{SOC_RECORD}: ulx3s"),
     Figure("docs/guide/verification.md", "sweeps them one short program each ({} on the default machine",
            fault_programs, "cosim/faults.py: jobs()"),
     Figure(README, "| LayerNorm of a row of 64 int8 values (LN) | {} cycles", ln_cycles,

@@ -139,7 +139,7 @@ def test_refuses_a_program_without_outputs():
 @pytest.mark.slow
 def test_platform_build_files(tmp_path):
     pytest.importorskip("amaranth_boards", reason="amaranth-boards is in the synth extra (make bitstream)")
-    summary = build(_example_a(), tmp_path, run=False, quiet=True)
+    summary = build(_example_a(), tmp_path, params=DEFAULT, run=False, quiet=True)
     lpf = (tmp_path / "ga2_ulx3s.lpf").read_text()
     assert 'FREQUENCY PORT "clk25_0__io" 25000000.0 HZ;' in lpf
     assert all(f'LOCATE COMP "led_{i}__io"' in lpf for i in range(8))

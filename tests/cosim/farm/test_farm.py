@@ -134,6 +134,7 @@ def _chunks(engine: str, recipes) -> list[tuple]:
 
 
 @pytest.mark.rtl
+@pytest.mark.slow          # CI runs the same comparison on a two-node cluster (test_localcluster.py)
 def test_ray_and_the_local_pool_give_the_same_results(icarus, tmp_path):
     """The same stress chunks (one of them losing its worker first, on Ray) on both farms; the
     local pool first (a process that runs Ray is not forked: gRPC's threads do not survive it)."""

@@ -43,6 +43,7 @@ def bus_netlist():
     return net, draw.Netlist(net.json)
 
 
+@pytest.mark.slow          # Yosys prepares the AXI top's netlist: most of a minute
 def test_a_flip_only_where_the_compared_constant_differs_is_equivalent(bus_netlist):
     """The read decode's comparison of ARADDR[16:2] with DMA's word offset 0x11 (bus mutant b04 of
     the first campaign): bit 5 flipped when bit 14 is 1 (cnot1) cannot make it equal, since 0x11
@@ -66,3 +67,54 @@ def test_a_flip_only_where_the_compared_constant_differs_is_equivalent(bus_netli
     assert same.equivalent and same.method == "note" and "0x11" in same.why and "bit 14" in same.why
     assert not judge("cnot0", 5, 14).equivalent
     assert not judge("cnot1", 5, 4).equivalent
+
+
+def _reader_mux(graph, select: str, port: str, register: str) -> str:
+    """The read side's multiplexer selected by ``select`` whose ``port`` carries ``register``'s value
+    (cosim.mutants_rtl.verdicts.register_chain)."""
+    reader = graph.modules[verdicts.READER]
+    for name, cell in reader["cells"].items():
+        conn = cell["connections"]
+        if cell["type"] != "$mux" or not any(select == n for n in _names(reader, conn["S"][0])):
+            continue
+        at = verdicts.Site(None, "$mux", tuple(conn[port]), reader)
+        if tuple(conn[port]) in verdicts.register_chain(at, register)[0]:
+            return name
+    raise AssertionError(f"no {select} multiplexer on {register}'s value")
+
+
+def _names(module: dict, bit) -> list[str]:
+    return [n for n, net in module["netnames"].items() if not net.get("hide_name") and bit in net["bits"]]
+
+
+def _judge(bus_netlist, cell: str, port: str, mode: str, portbit: int, ctrlbit: int = -1) -> verdicts.Verdict:
+    net, graph = bus_netlist
+    line = f"mutate -mode {mode} -module {verdicts.READER} -cell {cell} -port {port} -portbit {portbit}"
+    line += f" -ctrlbit {ctrlbit}" if ctrlbit >= 0 else ""
+    return verdicts.judge(net, graph.modules, graph.attribute(draw.parse(line)), "reader", proofs=False)
+
+
+def test_the_read_sides_count_above_the_largest_region_is_equivalent(bus_netlist):
+    """left (the words an LD still takes) is at most SPAD_WORDS = 4096 on a legal program: its bit
+    13 forced to 0 (bus mutant b09 of the second draw) is equivalent, its bit 12 is not, nor bit 13
+    forced to 1."""
+    cell = _reader_mux(bus_netlist[1], "start", "Y", "left")
+    assert verdicts.reader_bounds(DEFAULT)["left"] == 4096
+    same = _judge(bus_netlist, cell, "Y", "const0", 13)
+    assert same.equivalent and same.method == "note" and "left" in same.why and "at most 4096" in same.why
+    assert not _judge(bus_netlist, cell, "Y", "const0", 12).equivalent
+    assert not _judge(bus_netlist, cell, "Y", "const1", 13).equivalent
+
+
+def test_the_address_an_ld_start_holds_is_equivalent(bus_netlist):
+    """ARADDR's value held through an LD's start (bus mutant b03 of the second draw) is never read:
+    no AR waits then, and the next request loads ARADDR afresh; the same bit where the request
+    loads it (the other multiplexer) is no equivalence."""
+    graph = bus_netlist[1]
+    held = _reader_mux(graph, "start", "B", "m_axi_araddr")
+    same = _judge(bus_netlist, held, "B", "const0", 17)
+    assert same.equivalent and same.method == "note" and "ARVALID is 0" in same.why
+    reader = graph.modules[verdicts.READER]
+    loads = next(n for n, c in reader["cells"].items() if c["type"] == "$mux" and n != held
+                 and tuple(c["connections"]["Y"]) == tuple(reader["cells"][held]["connections"]["A"]))
+    assert not _judge(bus_netlist, loads, "B", "const0", 17).equivalent
