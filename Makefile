@@ -31,7 +31,7 @@ MACHINE := $(if $(strip $(PARAMS)),--param $(call quote,$(PARAMS)))
 MACHINE_DIR = $(if $(strip $(PARAMS)),$(shell $(PY) -m sim.machines --dir $(call quote,$(PARAMS))),build)
 SUDO    := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: help setup test test-all cosim stress verilog lint bench bench-sim bench-compiler bench-cosim mutants mutants-rtl studies \
+.PHONY: help setup test test-all cosim stress verilog lint bench bench-sim generate bench-compiler bench-cosim mutants mutants-rtl studies \
         docs docs-gen docs-check docs-setup synth synth-setup bitstream digits sweep report plots chromium clean \
         axi soc-setup soc-tools soc-sim soc-bitstream
 
@@ -123,9 +123,15 @@ stress: setup  ## N random ISA programs from SEED on the RTL vs the reference, w
 bench-cosim: setup  ## co-simulation speed: launch overhead, simulated cycles/s on a long program, warm make cosim (SIM=)
 	$(PY) -m cosim bench --sim $(call quote,$(SIM))
 
-bench: setup  ## GA-2 cycles on the seed's programs vs the seed chip, MXU utilisation (seeds 100-111 headline); the digits MLP at batch 1, 8, 64; PARAMS=
+bench: setup  ## GA-2 cycles on the seed's programs vs the seed chip, MXU utilisation (seeds 100-111 headline); the digits MLP at batch 1, 8, 64; a small GPT's prefill and decode per kernel; PARAMS=
 	$(PY) -m compiler.testing.perf $(MACHINE)
 	$(PY) -m compiler.testing.mlpbench $(MACHINE)
+	$(PY) -m compiler.testing.gptbench $(MACHINE)
+
+TOKENS  ?= 24
+PROMPT  ?= The compiler 
+generate: setup  ## a small character-level GPT (examples/char_gpt.py) writes TOKENS=24 characters after PROMPT="The compiler " on the RTL (SIM=verilator|icarus|both), each token fed back; then its tokens against the reference machine's
+	$(PY) examples/char_gpt.py --rtl $(call quote,$(SIM)) --tokens $(call quote,$(TOKENS)) --prompt $(call quote,$(PROMPT))
 
 bench-sim: setup  ## reference machine speed: instructions/s and simulated cycles/s
 	$(PY) -m sim.bench

@@ -319,6 +319,8 @@ BAD_FLAGS = [
     ("transformer_ops.py", ["--token", "16"],
      "transformer_ops.py: error: --token must be 0..15 and --position 0..7"),
     ("transformer_block.py", ["--tokens", "17"], "transformer_block.py: error: --tokens must be 1..16"),
+    ("char_gpt.py", ["--tokens", "0"], too_small("char_gpt.py", "--tokens", 0, 1)),
+    ("char_gpt.py", ["--prompt", ""], "char_gpt.py: error: --prompt: give at least one character"),
 ]
 """A flag out of range: argparse's usage and one line naming the flag, status 2, nothing run."""
 
@@ -465,3 +467,48 @@ def test_transformer_block_on_the_rtl():
                           capture_output=True, text=True, timeout=1800)
     assert done.returncode == 0, done.stdout + done.stderr
     assert "icarus     PASS" in done.stdout and "verilator  PASS" in done.stdout
+
+
+def char_gpt(*args: str, timeout: int = 600) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, str(EXAMPLES / "char_gpt.py"), *args], capture_output=True,
+                          text=True, timeout=timeout)
+
+
+def test_char_gpt_reference_machine_equals_the_interpreter():
+    """The small GPT (issue 26, its saved weights): a prefill step and three decode steps, the
+    reference machine's greedy tokens the integer interpreter's."""
+    done = char_gpt("--prompt", "The ", "--tokens", "4")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert re.search(r"reference machine \(\d+ s\): 'The ' \+ '.{4}'", done.stdout), done.stdout
+    assert "tokens identical, integer interpreter and reference machine: 4 of 4" in done.stdout
+
+
+@pytest.mark.slow
+def test_char_gpt_200_tokens_reference_machine_equals_the_interpreter():
+    """200 tokens (the window slides: the context is 32): the reference machine's tokens are the
+    integer interpreter's, every one."""
+    done = char_gpt("--prompt", "The compiler ", "--tokens", "200", timeout=3600)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "tokens identical, integer interpreter and reference machine: 200 of 200" in done.stdout
+
+
+@pytest.mark.slow
+def test_char_gpt_int8_perplexity_within_five_percent_of_float():
+    """GA-2 int8 (the decode steps' logits, by the integer interpreter) against float on the 64
+    held-out windows of 32 characters of docs/guide/transformer.md's table: within 5% of the float
+    perplexity (issue 26; +3.2% there; +3.7% on 8 windows, +4.7% on 16)."""
+    done = char_gpt("--quality", timeout=3600)
+    assert done.returncode == 0, done.stdout + done.stderr
+    change = float(re.search(r"GA-2 int8 [\d.]+ \(([+-][\d.]+)%\)", done.stdout).group(1))
+    assert change < 5, done.stdout
+
+
+@pytest.mark.rtl
+@pytest.mark.slow
+def test_char_gpt_on_the_rtl():
+    """Two tokens generated on Verilator (each step's token fed back), equal to the reference
+    machine's, every step's memories and counters too (.ci/run runs make generate)."""
+    done = char_gpt("--prompt", "GA-2 ", "--tokens", "2", "--rtl", "verilator", timeout=1800)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "tokens identical to the reference machine: 2 of 2" in done.stdout
+    assert "differs from the reference machine" not in done.stdout

@@ -9,7 +9,8 @@ the relu fused into an add's VADD, which the battery's add-relu graphs must catc
 blocking of issue 14's larger layers (pieces of depth, sums in the output's rows) and 4 the
 packing of int8 weights (LD fmt = 1), which its packed graphs must catch; 3 break
 common-subexpression elimination, which its repeats graph must catch; 6 break the scheduling
-for the machine whose engines overlap, which its overlap graphs must catch. Each
+for the machine whose engines overlap, which its overlap graphs must catch; 4 break LayerNorm,
+the embedding's GATHER and causal masking (issue 26), which its GPT steps must catch. Each
 is a substitution, never an edit of source text: it replaces one seam of the compiler with a
 broken version built from the original (:class:`Function`: a small named function, or a
 property, patched where the code that calls it looks it up; :class:`Entry`: a field of an
@@ -459,8 +460,32 @@ COST_MUTANTS = (
 """Broken blocking cost models (issue 15, item 6: the ranking by exact cycles): the battery's
 streamed, wide and packed graphs (:func:`compiler.testing.battery.check_rankings`) must catch them."""
 
+def _one_more_than_valid(original: Callable) -> Callable:
+    def fields(row: int, dst: int, src: int, cols: int, valid: int | None = None) -> dict[str, int]:
+        leaks = valid is not None and valid < cols
+        return original(row, dst, src, cols, valid + 1 if leaks else valid)
+    return fields
+
+
+TRANSFORMER_MUTANTS = (
+    Mutant("layernorm: every row's LN reads the first row",
+           Function("compiler.lowering.layernorm.ln_fields"),
+           _field("src", lambda row, dst, src, cols, bias, eps: src)),
+    Mutant("layernorm: each LN normalises one value fewer than the row (len = cols - 1)",
+           Function("compiler.lowering.layernorm.ln_fields"),
+           _field("len", lambda row, dst, src, cols, bias, eps: cols - 1)),
+    Mutant("embedding: every token's GATHER reads the first token's id",
+           Function("compiler.lowering.embedding.gather_fields"),
+           _field("idx", lambda token, dst, table, cols, fmt, ids, rows: ids)),
+    Mutant("causal mask: a masked row's SM takes one score more than its valid length (the first "
+           "masked key leaks into the normalisation)",
+           Function("compiler.lowering.softmax.sm_fields"), _one_more_than_valid),
+)
+"""Broken LayerNorm, embedding and causal masking (issue 26): the battery's GPT steps
+(:func:`compiler.testing.battery.check_transformer`) must catch them."""
+
 MUTANTS = (SEED_MUTANTS + STREAMING_MUTANTS + WIDE_MUTANTS + ADD_RELU_MUTANTS + BLOCKING_MUTANTS
-           + PACKED_MUTANTS + CSE_MUTANTS + SCHEDULE_MUTANTS + COST_MUTANTS)
+           + PACKED_MUTANTS + CSE_MUTANTS + SCHEDULE_MUTANTS + COST_MUTANTS + TRANSFORMER_MUTANTS)
 
 EQUIVALENT = (
     Mutant("allocator: a free piece of exactly the requested size is passed over (a later, larger "

@@ -20,6 +20,10 @@ SMALL = Params(SPAD_WORDS=256, EXT_WORDS=512)
 ROOT = Path(__file__).resolve().parents[2]
 
 
+# the small machine's export takes seconds: one worker runs the tests that share it (make test's
+# --dist loadgroup), so it is made once
+pytestmark = pytest.mark.xdist_group("export")
+
 @pytest.fixture(scope="module")
 def exported(tmp_path_factory) -> dict:
     out = tmp_path_factory.mktemp("verilog")

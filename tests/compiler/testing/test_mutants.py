@@ -122,3 +122,19 @@ def test_the_packed_graphs_catch_each_packing_and_blocking_mutant():
             except Exception as crash:   # the mutation check counts a crash as caught
                 problems = [repr(crash)]
         assert problems, mutant.label
+
+
+def test_the_gpt_steps_catch_each_transformer_mutant():
+    """The battery's tiny GPT steps (embeddings, LayerNorms, heads over a cache, causal softmaxes)
+    pass with the compiler as it is and report a problem (or crash) under each mutant of
+    LayerNorm, the embedding's GATHER and causal masking (issue 26)."""
+    from compiler.testing.battery import check_transformer
+
+    assert check_transformer() == []
+    for mutant in mutants.TRANSFORMER_MUTANTS:
+        with mutants.applied(mutant):
+            try:
+                problems = check_transformer()
+            except Exception as crash:   # the mutation check counts a crash as caught
+                problems = [repr(crash)]
+        assert problems, mutant.label

@@ -94,6 +94,7 @@ def _judge(bus_netlist, cell: str, port: str, mode: str, portbit: int, ctrlbit: 
     return verdicts.judge(net, graph.modules, graph.attribute(draw.parse(line)), "reader", proofs=False)
 
 
+@pytest.mark.slow          # the same netlist
 def test_the_read_sides_count_above_the_largest_region_is_equivalent(bus_netlist):
     """left (the words an LD still takes) is at most SPAD_WORDS = 4096 on a legal program: its bit
     13 forced to 0 (bus mutant b09 of the second draw) is equivalent, its bit 12 is not, nor bit 13
