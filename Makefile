@@ -123,10 +123,11 @@ stress: setup  ## N random ISA programs from SEED on the RTL vs the reference, w
 bench-cosim: setup  ## co-simulation speed: launch overhead, simulated cycles/s on a long program, warm make cosim (SIM=)
 	$(PY) -m cosim bench --sim $(call quote,$(SIM))
 
-bench: setup  ## GA-2 cycles on the seed's programs vs the seed chip, MXU utilisation (seeds 100-111 headline); the digits MLP at batch 1, 8, 64; a small GPT's prefill and decode per kernel; PARAMS=
+bench: setup  ## GA-2 cycles on the seed's programs vs the seed chip, MXU utilisation (seeds 100-111 headline); the digits MLP at batch 1, 8, 64; a small GPT's prefill and decode per kernel; ResNet-8 and DS-CNN per image (T=4 and T=8, or PARAMS=)
 	$(PY) -m compiler.testing.perf $(MACHINE)
 	$(PY) -m compiler.testing.mlpbench $(MACHINE)
 	$(PY) -m compiler.testing.gptbench $(MACHINE)
+	$(PY) -m compiler.testing.cnnbench $(MACHINE)
 
 TOKENS  ?= 24
 PROMPT  ?= The compiler 

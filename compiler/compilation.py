@@ -49,6 +49,7 @@ class Compilation:
     reuse: bool = True
     events: list[AllocEvent] | None = None
     stream: bool = True
+    launches: bool = False
     pack: bool | None = None
     disabled: frozenset[str] = frozenset()
     first_event: int = 0

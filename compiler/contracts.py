@@ -14,8 +14,7 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 from .layout import constant_regions
-from .lowering.table import LOWERINGS
-from .ops import OPS, RESULT, Role
+from .ops import OPS, RESULT, Op, Role
 from .requant import shift_range
 
 if TYPE_CHECKING:
@@ -141,7 +140,7 @@ def check_emission(state: Compilation) -> None:
     low, high = shift_range(params)
     for key, (_, shift) in emission.requantizers.items():
         _require(low <= shift <= high, "emission", f"requantizer {key} has the shift {shift}")
-    matmuls = {n.id for n in state.graph.nodes if LOWERINGS[n.op].step is not None}
+    matmuls = {n.id for n in state.graph.nodes if n.op is Op.MATMUL}
     _require(set(emission.blockings) == matmuls, "emission", "not every matmul has its blocking recorded")
     for name, width in emission.panels.items():
         node = state.graph.nodes[state.graph.names[name]]

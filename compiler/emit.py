@@ -86,7 +86,8 @@ class Emitter:
     def __init__(self, graph: Graph, scales: Mapping[int, float], fused: set[int], placement: Placement,
                  schedule: Mapping[int, Sequence[int]], ext: Mapping[str, ExtEntry], reuse: bool,
                  params: Params, events: list[AllocEvent] | None, stream: bool,
-                 lowerings: Mapping[Op, Lowering]):
+                 lowerings: Mapping[Op, Lowering], spills: Mapping[int, ExtEntry] | None = None,
+                 launches: bool = False):
         self.graph = graph
         self.lowerings = lowerings
         self.nodes = graph.nodes
@@ -106,6 +107,8 @@ class Emitter:
         self.out = Emission([])
         self.requantizers = self.out.requantizers
         self.step = -1
+        self.spills: Mapping[int, ExtEntry] = spills or {}
+        self.launches = launches and not params.OVERLAP
 
     def put(self, op: str, **fields: int) -> None:
         """Append one instruction (its fields checked against the machine's legal ranges)."""
@@ -127,6 +130,8 @@ class Emitter:
         """Address of an operand, loading a source (input, weight) from external memory first."""
         node = self.nodes[nid]
         spec = OPS[node.op]
+        assert nid not in self.spills, f"{node.describe()} lives in external memory: its readers read " \
+            "it in bands"
         if spec.role is Role.SOURCE and nid not in self.loaded:
             self.loaded.add(nid)
             self.load_order.append(nid)
@@ -180,6 +185,8 @@ class Emitter:
             if spec.role is Role.SOURCE:
                 continue
             self.step = node.id
+            if spec.role is Role.VIEW and node.id in self.spills:
+                continue   # a relu fused into a spilled producer: nothing to write
             step = self.lowerings[node.op].step
             if step is not None:
                 step(self, node)
@@ -190,7 +197,7 @@ class Emitter:
                 self.release_dead(node.id)
         self.step = -1
         self.put("HALT")
-        if len(self.out.code) > self.params.IMEM_WORDS:
+        if len(self.out.code) > self.params.IMEM_WORDS and not self.launches:
             raise CompileError(f"the program has {len(self.out.code)} instructions, more than the "
                                f"{self.params.IMEM_WORDS} the instruction memory holds",
                                "compile the graph in smaller parts")
@@ -201,7 +208,8 @@ class Emitter:
 def emit(graph: Graph, scales: Mapping[int, float], fused: set[int], placement: Placement,
          schedule: Mapping[int, Sequence[int]], ext: Mapping[str, ExtEntry], *, params: Params,
          lowerings: Mapping[Op, Lowering], reuse: bool = True, events: list[AllocEvent] | None = None,
-         stream: bool = True) -> Emission:
+         stream: bool = True, spills: Mapping[int, ExtEntry] | None = None,
+         launches: bool = False) -> Emission:
     """Write the program.
 
     Args:
@@ -214,7 +222,12 @@ def emit(graph: Graph, scales: Mapping[int, float], fused: set[int], placement: 
             (:data:`compiler.lowering.table.LOWERINGS`). events: if given, the allocator's trace
             is appended to it.
         stream: block a matmul whose operands do not fit the scratchpad whole
-            (:mod:`compiler.streaming`); False refuses it as the seed's compiler does.
+            (:mod:`compiler.streaming`), and run a convolution in bands
+            (:mod:`compiler.convstep`); False refuses them as the seed's compiler does.
+        spills: node id -> the external region of a node that lives in external memory
+            (:mod:`compiler.spill`); its producer and readers move it in bands.
+        launches: allow a program longer than the instruction memory on the serial machine
+            (run in launches, :meth:`compiler.program.Program.launches`).
 
     A matmul's factor is the float product ``factor * scale_a * scale_b / scale_out``; when
     that product would leave the normal floats on the way (tiny or huge scales), it is
@@ -225,4 +238,4 @@ def emit(graph: Graph, scales: Mapping[int, float], fused: set[int], placement: 
             factor underflows or overflows, or the program does not fit the instruction memory.
     """
     return Emitter(graph, scales, fused, placement, schedule, ext, reuse, params, events, stream,
-                   lowerings).run()
+                   lowerings, spills, launches).run()

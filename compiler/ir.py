@@ -220,16 +220,19 @@ class Graph:
 
     def conv2d(self, x: int, w: int, image: tuple[int, int], kernel: Any, stride: Any = 1, padding: Any = 0,
                depthwise: bool = False, scale: float = 1.0, bias: Any = None,
-               per_channel: bool = False) -> int:
+               per_channel: bool = False, shared: bool = False) -> int:
         """scale * (x convolved with w) + bias, over images stored rows = pixels, columns =
         channels (docs/guide/conv.md): x (B*H*W, C) holds B images of ``image`` = (H, W); w is
         (k_h*k_w*C, C_out) with row (ky*k_w + kx)*C + c, or (depthwise, groups = C) (k_h*k_w, C);
         ``kernel``, ``stride`` and ``padding`` (zeros, each side) an int or a pair, as
         ``nn.Conv2d`` takes them; ``per_channel``: a weight scale and a requantizer per output
-        channel (:mod:`compiler.channels`). Result (B*H_o*W_o, C_out)."""
+        channel (:mod:`compiler.channels`); ``shared`` (depthwise): w is (k_h*k_w, 1), one
+        weight per tap for every channel (an average pool; the lowering reads the taps as one
+        row instead of diagonal blocks). Result (B*H_o*W_o, C_out)."""
         where = "conv2d"
         window = Window(*pair(image, "image", where), self._cols(x, where), *pair(kernel, "kernel", where),
-                        *pair(stride, "stride", where), *pair(padding, "padding", where), bool(depthwise))
+                        *pair(stride, "stride", where), *pair(padding, "padding", where),
+                        bool(depthwise or shared), bool(shared))
         extra = {} if bias is None else {"bias": bias}
         if per_channel:
             extra["per_channel"] = per_channel

@@ -95,11 +95,11 @@ def external_layout(graph: Graph, params: Params,
             that does not fit.
     """
     if pack is None:
-        entries, top = regions(graph, False)
+        entries, top = regions(graph, False, params)
         if top <= params.EXT_WORDS:
             return entries, top
         pack = True
-    entries, top = regions(graph, bool(pack))
+    entries, top = regions(graph, bool(pack), params)
     if top > params.EXT_WORDS:
         over = next(e for e in entries.values() if e.end > params.EXT_WORDS)
         node, end = graph.nodes[over.node], over.end
@@ -112,7 +112,7 @@ def external_layout(graph: Graph, params: Params,
     return entries, top
 
 
-def regions(graph: Graph, pack: bool) -> tuple[dict[str, ExtEntry], int]:
+def regions(graph: Graph, pack: bool, params: Params) -> tuple[dict[str, ExtEntry], int]:
     """The regions one after another from word 0 (int8 weights packed when ``pack``), and
     where they end; not checked against EXT_WORDS."""
     entries: dict[str, ExtEntry] = {}
@@ -129,7 +129,7 @@ def regions(graph: Graph, pack: bool) -> tuple[dict[str, ExtEntry], int]:
             add(ExtEntry(node.name, top, external_words(node, packed), node.shape, node.id, node.op,
                          fmt=int(packed)))
     for node, constant in constant_regions(graph):
-        words = constant.words(node)
+        words = constant.words(node, params) if constant.machine_words else constant.words(node)
         add(ExtEntry(constant.region(node), top, words, (1, words), node.id, node.op))
     for node in graph.nodes:
         if OPS[node.op].role is Role.SINK:

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from sim.spec import DEFAULT, Params
 
 from . import contracts
-from .allocator import AllocEvent
+from .allocator import AllocEvent, ScratchpadFull
 from .arguments import check_arguments
 from .calibrate import calibration_values, ranges_of
 from .compilation import Compilation
@@ -41,6 +41,7 @@ from .placement import place
 from .program import Program
 from .scales import ZeroRangeWarning, plan_scales
 from .schedule import reorder_emission
+from .spill import spill_levels, spill_regions, spills_by_node
 from .tables import TableSaturationWarning, saturation_notes
 
 
@@ -132,9 +133,30 @@ def _scales(c: Compilation) -> None:
 
 
 def _emission(c: Compilation) -> None:
+    """Emission; when the scratchpad is full and tensors of images may live in external memory,
+    again with more of them there (:func:`compiler.spill.spill_levels`), each try from a fresh
+    placement."""
     c.first_event = len(c.events) if c.events is not None else 0
-    c.emission = emit(c.graph, c.plan.scales, c.fused, c.placement, c.schedule, c.ext, params=c.params,
-                      lowerings=LOWERINGS, reuse=c.reuse, events=c.events, stream=c.stream)
+    base, top = c.ext, c.ext_words
+    levels = list(spill_levels(c.graph, c.placement, c.params)) if c.stream else [set()]
+    for n, level in enumerate(levels):
+        if n:
+            _placement(c)
+            _lifetimes(c)
+            if c.events is not None:
+                del c.events[c.first_event:]
+        regions = spill_regions(c.graph, c.placement, level, top, c.params)
+        c.ext = base | {entry.name: entry for entry in regions.values()}
+        c.ext_words = max([top, *(entry.end for entry in regions.values())])
+        try:
+            c.emission = emit(c.graph, c.plan.scales, c.fused, c.placement, c.schedule, c.ext,
+                              params=c.params, lowerings=LOWERINGS, reuse=c.reuse, events=c.events,
+                              stream=c.stream, spills=spills_by_node(c.graph, c.placement, regions, c.ext),
+                              launches=c.launches)
+            return
+        except ScratchpadFull:
+            if n == len(levels) - 1:
+                raise
 
 
 def _scheduling(c: Compilation) -> None:
@@ -318,7 +340,7 @@ def compile_graph(graph: Graph, calibration: Sequence[Mapping[str, object]], reu
                   events: list[AllocEvent] | None = None, check_contracts: bool = False,
                   stream: bool = True, pack: bool | None = None, cse: bool = True,
                   fuse: bool = True, reorder: bool = True, *, disable: object = (),
-                  passes: object = None) -> Program:
+                  passes: object = None, launches: bool = False) -> Program:
     """Compile a graph to a GA-2 program.
 
     Args:
@@ -367,6 +389,10 @@ def compile_graph(graph: Graph, calibration: Sequence[Mapping[str, object]], reu
             left out are switched off. Give ``disable`` or ``passes``, not both.
         cse, fuse, reorder: False is the same as naming ``cse``, ``fusion`` or ``scheduling``
             in ``disable``.
+        launches: a program longer than the instruction memory is run as several launches
+            of at most IMEM_WORDS instructions each, one after another, the scratchpad and the
+            external memory carried over (:meth:`Program.launches`; the serial machine only).
+            False (the default) refuses it, naming the instruction count.
 
     Raises:
         CompileError: the graph, the calibration data or ``ranges`` is refused, an argument
@@ -381,7 +407,7 @@ def compile_graph(graph: Graph, calibration: Sequence[Mapping[str, object]], reu
     first = len(trace)
     state = Compilation(graph=graph, params=params, calibration=calibration, fixed_ranges=ranges,
                         reuse=bool(reuse), events=trace, stream=bool(stream),
-                        pack=None if pack is None else bool(pack), disabled=disabled)
+                        pack=None if pack is None else bool(pack), disabled=disabled, launches=bool(launches))
     run_passes(state, check=check_contracts)
     emission = state.emission
     compiled = state.graph.snapshot()

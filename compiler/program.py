@@ -254,7 +254,7 @@ class Program:
         clipped = self.clipped_inputs(inputs)
         if warn and any(clipped.values()):
             warnings.warn(self._clipping_message(inputs, clipped), SaturationWarning, stacklevel=2)
-        state = Machine(self.machine).run(self.code, self.ext_image(inputs))
+        state = self.run_launches(self.ext_image(inputs))
         outputs = {}
         for entry in self.ext.values():
             if OPS[entry.kind].role is not Role.SINK:
@@ -269,6 +269,33 @@ class Program:
                 floats = ints * self.scales[entry.node]
             outputs[entry.name] = OutputValue(ints, floats)
         return RunOutcome(outputs, state.counters, state, clipped, inputs)
+
+    def launches(self) -> list[list[Instruction]]:
+        """The program as the machine runs it: one launch when it fits the instruction memory;
+        else (``compile_graph(..., launches=True)``) pieces of IMEM_WORDS - 1 instructions
+        and a HALT each, the last ending in the program's HALT. Run one after another, each
+        starting from the scratchpad and the external memory the one before left (GA2.md
+        section 2: reset keeps the scratchpad), they do what the whole program does; each
+        launch costs its own front end and HALT."""
+        size = self.machine.IMEM_WORDS
+        if len(self.code) <= size:
+            return [list(self.code)]
+        body, halt = list(self.code[:-1]), self.code[-1]
+        pieces = [body[at:at + size - 1] for at in range(0, len(body), size - 1)]
+        return [[*piece, halt] for piece in pieces]
+
+    def run_launches(self, ext: np.ndarray) -> RunResult:
+        """Run :meth:`launches` on the reference machine from the external image ``ext``; the
+        final state, its counters the sums over the launches."""
+        total = Counters()
+        state = None
+        for code in self.launches():
+            state = Machine(self.machine).run(code, ext if state is None else state.ext,
+                                              spad=None if state is None else state.spad)
+            for name in vars(total):
+                setattr(total, name, getattr(total, name) + getattr(state.counters, name))
+        state.counters = total
+        return state
 
     def whose(self, memory: str, address: int, pc: int | None = None) -> str | None:
         """What a memory word holds, in the program's terms (:mod:`compiler.symbols`).

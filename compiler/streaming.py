@@ -177,6 +177,8 @@ def lower_blocked(em: Emitter, node: Node, mm: Matmul, ring_only: bool = False) 
     free = em.alloc.free_words()
     ranked = [choice for choice in every if choice.footprint <= free]
     room = em.params.IMEM_WORDS - len(em.out.code) - 1   # HALT comes last
+    if em.launches:
+        room = 1 << 30    # a program in launches has no end to its instruction memory
     # with the engines side by side, the fastest blocking whose B, when it streams, fits
     # twice (double buffering) comes first; then the fastest that fits at all
     tries = [True, None] if em.params.OVERLAP else [None]

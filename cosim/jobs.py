@@ -104,6 +104,21 @@ class Job:
         return cls(program.code, program.ext_image(inputs), name, machine=program.machine, halts=True,
                    compiled=program)
 
+    @classmethod
+    def of_launches(cls, program, inputs, name: str = "") -> list[Job]:
+        """The jobs of a compiled program that runs in launches (``Program.launches``, a
+        program longer than the instruction memory), in order: launch k's external image is
+        the one the reference machine leaves after launch k - 1 (its scratchpad comes from the
+        run before it, as the test bench hands it over), so that run one after another in one
+        batch they check the whole program. Each is required to halt."""
+        jobs, state = [], None
+        ext = program.ext_image(inputs)
+        for k, code in enumerate(program.launches()):
+            image = ext if state is None else state.ext
+            jobs.append(cls(code, image, f"{name} launch {k + 1}", machine=program.machine, halts=True))
+            state = Machine(program.machine).run(code, image, spad=None if state is None else state.spad)
+        return jobs
+
     @property
     def words(self) -> np.ndarray:
         """The encoded program (uint32).

@@ -19,6 +19,10 @@ against the integer interpreter (the same integers, or the study stops with the 
 3. **Where a block spends its time.** The block of (1) per kernel kind (the graph operation
    whose step wrote each instruction: ``Program.owners``): instructions, busy cycles per
    engine, and the sum of their spans.
+5. **Convolutional networks.** MLPerf Tiny's ResNet-8 and DS-CNN from PyTorch on the default
+   machine and on T = 8 (compiler.testing.cnnbench, also ``make bench``): cycles per image,
+   per-layer MXU utilisation, time per image at each machine's Fmax beside the Cortex-M4's
+   222 ms (needs PyTorch: left out with ``--no-digits``).
 
 ``--write`` stores the run in docs/studies.json and writes docs/studies.md;
 ``tests/test_studies.py`` fails when the page is stale.
@@ -53,6 +57,7 @@ from compiler.timeline import UNIT_NAMES
 from compiler.workloads.random_graph import random_graph, sample_inputs
 from compiler.workloads.seedtable import CALIBRATION_SAMPLES, TABLE_SEEDS, attention_step_network
 from sim.asm import decode_program
+from sim.machines import PRESETS
 from sim.machines import describe as describe_machine
 from sim.spec import COUNTERS, DEFAULT, Params
 
@@ -446,11 +451,63 @@ def run(params: Params, digits: bool, rtl: tuple[str, ...] = ()) -> dict:
     targets = targets_study(params)
     record = {"params": {k: v for k, v in vars(params).items()}, "options": options, "decode_prefill": ffn,
               "knee": knee(ffn), "block": block, "targets": targets, "programs": programs_entry(RTL_JOBS)}
+    if digits:
+        print("== 5. convolutional networks (MLPerf Tiny)", flush=True)
+        record["cnn"] = cnn_study()
     if rtl:
         print(f"== every program on the RTL ({' and '.join(rtl)})", flush=True)
         record["rtl"] = rtl_check(RTL_JOBS, rtl)
     RTL_JOBS = None
     return record
+
+
+def cnn_study() -> list[dict]:
+    """ResNet-8 and DS-CNN on the default machine and on T = 8 (both of the default sizes);
+    every run equal to the integer interpreter (else the study stops)."""
+    from compiler.testing.cnnbench import rows
+
+    found = [row for machine in (PRESETS["t4"], PRESETS["t8"]) for row in rows(machine)]
+    for row in found:
+        if not row["equal to the interpreter"]:
+            raise StudyError(f"{row['model']} at T={row['T']}: its logits differ from the integer "
+                             "interpreter")
+    return found
+
+
+def _cnn_lines(rows: list[dict] | None) -> list[str]:
+    """Section 5 of the page."""
+    if not rows:
+        return []
+    head = ["model", "T", "cycles per image", "launches", "MXU util %", "depthwise util %", "Fmax MHz",
+            "ms per image", "Cortex-M4 ms"]
+    shown = [{h: ("-" if r[k] is None else r[k]) for h, k in zip(head, ["model", "T", "cycles", "launches",
+              "utilisation %", "depthwise utilisation %", "Fmax MHz", "ms per image", "Cortex-M4 ms"],
+              strict=True)} for r in rows]
+    lines = ["## 5. Convolutional networks: MLPerf Tiny's ResNet-8 and DS-CNN", "",
+             "Written in PyTorch as the benchmark's Keras models are (compiler/workloads/mlperf_tiny.py; "
+             "seeded weights, BatchNorm statistics drawn to look trained), lowered unchanged by "
+             "`from_torch(model, (C, H, W), batch=1, per_channel=True)` and compiled for the default "
+             "machine (T = 4) and for T = 8, LANES = 8, both of the default sizes (a 4,096-word "
+             "scratchpad, 65,536 external words, 4,096 instructions; both fit the ECP5-85F: "
+             "docs/sweep.md). Activations that outgrow the scratchpad live in external memory and "
+             "stream in bands of output rows (compiler/spill.py, compiler/convstep.py); a program "
+             "longer than the instruction memory runs as launches (Program.launches). One image, "
+             "equal to the integer interpreter and within 10% of PyTorch; MXU utilisation is useful "
+             "multiply-adds over T x T x cycles; the time at the machine's Fmax on the ECP5-85F "
+             "(docs/sweep.md, place and route), beside the Cortex-M4 at 120 MHz of MLPerf Tiny v1.1 "
+             "for ResNet-8. ResNet-8's two launches at T = 8 run bit-exact on Verilator "
+             "(tests/test_examples.py::test_resnet8_on_verilator); these programs are not in the "
+             "RTL run of sections 1-4.", "", *_table(shown, head), ""]
+    for model in ("resnet8", "ds_cnn"):
+        by_t = {r["T"]: r for r in rows if r["model"] == model}
+        layer_rows = [{"node": a["node"], "layer": a["layer"], "MACs": a["macs"], "T=4 cycles": a["cycles"],
+                       "T=4 util %": a["utilisation %"], "T=8 cycles": b["cycles"],
+                       "T=8 util %": b["utilisation %"]}
+                      for a, b in zip(by_t[4]["layers"], by_t[8]["layers"], strict=True)]
+        lines += [f"{model} per layer (one image; a node's cycles are the latencies of the instructions its "
+                  "step wrote; the launches' front ends and HALTs are the rest):", "", *_table(layer_rows),
+                  ""]
+    return lines
 
 
 def _table(rows: list[Mapping], head: list[str] | None = None) -> list[str]:
@@ -531,6 +588,8 @@ def page(record: dict) -> str:
         *_table(block["kinds"]),
         "",
         *_targets_lines(record["targets"]),
+        "",
+        *_cnn_lines(record.get("cnn")),
     ]
     return "\n".join(lines)
 
@@ -556,7 +615,7 @@ def _rtl_note(rtl: dict | None, programs: dict) -> list[str]:
         return ["The programs of this run were not run on the RTL (`python examples/studies.py --rtl both` "
                 "does it).", ""]
     sims = " and ".join({"icarus": "Icarus", "verilator": "Verilator"}[s] for s in rtl["simulators"])
-    return [f"Every program of this page ran on the RTL of its machine ({rtl['programs']} programs on "
+    return [f"Every program of sections 1-4 ran on the RTL of its machine ({rtl['programs']} programs on "
             f"{rtl['machines']} machines, {rtl['cycles']:,} cycles in all) under {sims}: the same memory, "
             "word for word, the same counters and the same stop as the reference machine "
             "(`python examples/studies.py --rtl both`, cosim).", ""]

@@ -121,6 +121,15 @@ TORCH_RUNS = [
         "the seed's compiler (every weight whole) refuses it",
         "streaming costs 4 cycles (0.04%)",
     ]),
+    # MLPerf Tiny's DS-CNN from PyTorch (issue 25): equal to the interpreter, within 10% of PyTorch
+    ("mlperf_tiny.py", ["--model", "ds_cnn", "--param", "t8"], [
+        "ds_cnn on T=8 LANES=8 SPAD_WORDS=4096 EXT_WORDS=65536 IMEM_WORDS=4096: 11,330 instructions in 3 "
+        "launches",
+        "equal to the integer interpreter: True",
+        "301,591 cycles per image, 2,664,768 multiply-adds, MXU utilisation 13.8%; 4.43 ms at 68.0 MHz",
+        "conv2d 25x5x64 k3x3 s1x1 p1x1 dw             72,000  1,948    44,188     2.5%",
+        "mlperf_tiny: PASS",
+    ]),
     ("sweep.py", ["--machines", "t2", "t8", "--epochs", "1"], [   # cycles do not depend on the weights
         "| t2 | 2 | 4 | 7295 | 24.4% | 201 | 775 | 1407 | 3151 | 5535 | 790.6 |",
         "| t8 | 8 | 8 | 3436 | 3.2% | 119 | 322 | 456 | 820 | 1312 | 119.0 |",
@@ -233,6 +242,23 @@ def test_conv_by_hand_on_the_rtl():
     assert "RTL, 7 programs (conv 3x3, 4->8 on 8 x 8, " in done.stdout
     for simulator in ("icarus", "verilator"):
         assert re.search(rf"{simulator} +PASS: 7 runs bit-exact .*16,261 in all", done.stdout), done.stdout
+
+
+@pytest.mark.torch
+@pytest.mark.rtl
+@pytest.mark.slow
+def test_resnet8_on_verilator():
+    """Issue 25: ResNet-8 from PyTorch on the T = 8 machine of the default sizes (SPAD 4,096,
+    EXT 65,536, IMEM 4,096 words), one image: its two launches bit-exact on Verilator (every
+    memory word, the counters, the stop; the scratchpad carried from one launch to the next).
+    About 3.5 minutes, 2.5 of them building T = 8's Verilator model: make test-all, not CI."""
+    pytest.importorskip("torch")
+    done = subprocess.run([sys.executable, str(EXAMPLES / "mlperf_tiny.py"), "--model", "resnet8", "--param",
+                           "t8", "--rtl", "verilator"], capture_output=True, text=True, timeout=3000)
+    assert done.returncode == 0, done.stderr
+    assert "425,949 cycles per image" in done.stdout
+    assert re.search(r"verilator: 2 runs bit-exact .*177021, 248928 cycles each", done.stdout), done.stdout
+    assert done.stdout.strip().endswith("mlperf_tiny: PASS")
 
 
 @pytest.mark.torch

@@ -44,8 +44,8 @@ from .refuse import Refuse, Upstream
 
 SUPPORTED = ("nn.Linear and F.linear, matmul (@), a positive constant factor on a product, relu, "
              "the table activations gelu, silu, sigmoid, tanh, hardswish, leaky_relu and elu, "
-             "softmax(dim=-1), +, cat(dim=0), argmax(dim=-1), nn.Conv2d (groups=1) with a BatchNorm2d "
-             "folded, nn.MaxPool2d, nn.AvgPool2d, nn.AdaptiveAvgPool2d(1), flatten of images, "
+             "softmax(dim=-1), +, cat(dim=0), argmax(dim=-1), nn.Conv2d (groups=1 or depthwise) with a "
+             "BatchNorm2d folded, nn.MaxPool2d, nn.AvgPool2d, nn.AdaptiveAvgPool2d(1), flatten of images, "
              "nn.LayerNorm and F.layer_norm over the last dim, nn.Embedding and F.embedding of 1-D token "
              "ids (or of torch.arange positions), F.scaled_dot_product_attention and masked_fill with a "
              "constant causal mask before a softmax, and dropout (eval mode), flatten and nn.Identity where "
@@ -1205,12 +1205,13 @@ class Lowering:
         return v.image
 
     def op_conv2d(self, node: fx.Node, input: Any) -> _Value:
-        """An ``nn.Conv2d`` (groups = 1), a BatchNorm2d that alone reads it folded in."""
+        """An ``nn.Conv2d`` (groups = 1, or depthwise), a BatchNorm2d that alone reads it folded in."""
         layer = self.traced.get_submodule(node.target)
         images.check_conv(layer)
         padding = images.conv_padding(layer)
         h, w, _ = self.image_of(input)
-        weight = images.conv_weight(layer.weight)
+        dw = images.depthwise(layer)
+        weight = images.depthwise_weight(layer.weight) if dw else images.conv_weight(layer.weight)
         bias = np.zeros(weight.shape[1]) if layer.bias is None else _values(layer.bias)
         folded = images.folded_batchnorm(node, self.traced)
         if folded is not None:
@@ -1226,7 +1227,7 @@ class Lowering:
         has_bias = layer.bias is not None or folded is not None
         nid = self.graph.conv2d(self.tensor(input, "input"), self.weight(name, weight), (h, w),
                                 images.pairs(layer.kernel_size), images.pairs(layer.stride), padding,
-                                bias=bias if has_bias else None, per_channel=self.per_channel)
+                                depthwise=dw, bias=bias if has_bias else None, per_channel=self.per_channel)
         return _Value(Kind.TENSOR, self.own(nid))
 
     def op_batchnorm(self, node: fx.Node, input: Any) -> _Value:
@@ -1266,10 +1267,10 @@ class Lowering:
 
     def pool_as_conv(self, node: fx.Node, input: Any, kernel: tuple[int, int], stride: tuple[int, int],
                      padding: tuple[int, int], divisor: int) -> _Value:
-        h, w, c = self.image_of(input)
-        weight = self.weight(f"{node.target}.identity", images.identity_blocks(*kernel, c))
+        h, w, _ = self.image_of(input)
+        weight = self.weight(f"{node.target}.ones", np.ones((kernel[0] * kernel[1], 1)))
         nid = self.graph.conv2d(self.tensor(input, "input"), weight, (h, w), kernel, stride, padding,
-                                scale=1.0 / divisor)
+                                scale=1.0 / divisor, shared=True)
         return _Value(Kind.TENSOR, self.own(nid))
 
     def op_flatten(self, node: fx.Node, input: Any, start_dim: Any = 1, end_dim: Any = -1) -> _Value:

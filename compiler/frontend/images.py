@@ -1,16 +1,17 @@
 """The PyTorch front end's rules for images (issue 25; docs/guide/conv.md): a 4-D tensor
 (B, C, H, W) becomes a Capra tensor (B*H*W, C), rows = pixels, columns = channels (HWC).
 
-Lowered: ``nn.Conv2d`` (any kernel, stride and zero padding, groups = 1; a ``BatchNorm2d`` of
-eval mode right after it folds into its weights and bias), ``nn.MaxPool2d`` (no padding),
-``nn.AvgPool2d`` and ``nn.AdaptiveAvgPool2d(1)`` (a convolution by identity blocks with the
-factor 1 / window), and a flatten of images into rows (``nn.Flatten``, ``torch.flatten(x, 1)``:
-a reshape, no copy; the next linear layer's weight columns are permuted from PyTorch's (c, y, x)
-order to the HWC order (y, x, c)). ReLU, the table activations and a residual add take images
-as they are (elementwise on the same layout). Refused, naming the layer and the attribute:
-dilation, groups other than 1, padding modes other than zeros, ceil_mode, return_indices, a
-BatchNorm2d that follows no convolution or in training mode, an adaptive pool to more than
-one pixel.
+Lowered: ``nn.Conv2d`` (any kernel, stride and zero padding, groups = 1 or depthwise; a
+``BatchNorm2d`` of eval mode right after it folds into its weights and bias), ``nn.MaxPool2d``
+(no padding), ``nn.AvgPool2d`` and ``nn.AdaptiveAvgPool2d(1)`` (a depthwise convolution whose
+taps weigh every channel alike, all ones, with the factor 1 / window), and a flatten of images
+into rows (``nn.Flatten``, ``torch.flatten(x, 1)``: a reshape, no copy; the next linear
+layer's weight columns are permuted from PyTorch's (c, y, x) order to the HWC order (y, x,
+c)). ReLU, the table activations and a residual add take images as they are (elementwise on
+the same layout). Refused, naming the layer and the attribute: dilation, groups other than 1
+and depthwise (a depth multiplier above 1 included), padding modes other than zeros,
+ceil_mode, return_indices, a BatchNorm2d that follows no convolution or in training mode, an
+adaptive pool to more than one pixel.
 """
 
 from __future__ import annotations
@@ -44,11 +45,24 @@ def check_conv(layer: nn.Conv2d) -> None:
                      "(dilation 1)")
     if layer.padding_mode != "zeros":
         raise Refuse(f"has padding_mode={layer.padding_mode!r}; the padded image's border is zeros only")
-    if layer.groups != 1:
-        kind = "a depthwise convolution (groups = channels)" if layer.groups == layer.in_channels else \
-            f"groups={layer.groups}"
-        raise Refuse(f"is {kind}; Capra lowers groups=1 only (examples/conv_by_hand.py shows the depthwise "
-                     "program, diagonal blocks)")
+    if layer.groups != 1 and not depthwise(layer):
+        kind = f"groups={layer.groups}" if layer.groups != layer.in_channels else \
+            f"groups={layer.groups} with out_channels={layer.out_channels} (a depth multiplier above 1)"
+        raise Refuse(f"is {kind}; Capra lowers groups=1 and the depthwise convolution (groups = in_channels "
+                     "= out_channels)")
+
+
+def depthwise(layer: nn.Conv2d) -> bool:
+    """Whether a convolution is depthwise: groups = in_channels = out_channels (one filter per
+    channel; a depth multiplier of 1)."""
+    return layer.groups == layer.in_channels == layer.out_channels and layer.groups > 1
+
+
+def depthwise_weight(weight: torch.Tensor) -> np.ndarray:
+    """A depthwise ``nn.Conv2d`` weight (C, 1, k_h, k_w) as Capra's (k_h*k_w, C): row ky*k_w + kx."""
+    w = weight.detach().cpu().double().numpy()
+    c, _, kh, kw = w.shape
+    return w[:, 0].transpose(1, 2, 0).reshape(kh * kw, c)
 
 
 def conv_padding(layer: nn.Conv2d) -> tuple[int, int]:
@@ -95,11 +109,6 @@ def folded_batchnorm(node: fx.Node, traced: fx.GraphModule) -> tuple[fx.Node, nn
         return None
     layer = traced.get_submodule(user.target)
     return (user, layer) if isinstance(layer, nn.BatchNorm2d) else None
-
-
-def identity_blocks(kh: int, kw: int, c: int) -> np.ndarray:
-    """The weight of an average pool as a convolution: (k_h*k_w*C, C), an identity per tap."""
-    return np.tile(np.eye(c), (kh * kw, 1))
 
 
 def check_pool(layer: nn.Module, kind: str) -> None:

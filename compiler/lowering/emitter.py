@@ -31,10 +31,15 @@ class Emitter(Protocol):
     params: Params
     alloc: Allocator
     requantizers: dict[RequantKey, tuple[int, int]]
+    spills: Mapping[int, ExtEntry]
 
     def put(self, op: str, **fields: int) -> None: ...
 
     def address(self, nid: int) -> int: ...
+
+    def ensure(self, nid: int) -> int: ...
+
+    def lower(self, node: Node, operands: Sequence[int]) -> None: ...
 
 
 def fused_relu(em: Emitter, node: Node) -> bool:

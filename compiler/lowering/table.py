@@ -9,6 +9,8 @@ below; ``tests/compiler/lowering/test_table.py`` fails while an operation has no
 
 from __future__ import annotations
 
+from ..addstep import add_step
+from ..convstep import conv_step
 from ..ops import Op
 from ..streaming import lower_matmul_step
 from .activation import lower_table
@@ -29,7 +31,7 @@ LOWERINGS: dict[Op, Lowering] = {
     Op.WEIGHT: Lowering(lower_load),
     Op.MATMUL: Lowering(lower_matmul, step=lower_matmul_step),
     Op.SOFTMAX: Lowering(lower_softmax),
-    Op.ADD: Lowering(lower_add),
+    Op.ADD: Lowering(lower_add, step=add_step),
     Op.RELU: Lowering(lower_relu),
     Op.TABLE: Lowering(lower_table),
     Op.CONCAT: Lowering(lower_view),
@@ -38,7 +40,7 @@ LOWERINGS: dict[Op, Lowering] = {
     Op.LAYERNORM: Lowering(lower_layernorm),
     Op.EMBEDDING: Lowering(lower_embedding),
     Op.OUTPUT: Lowering(lower_output),
-    Op.CONV2D: Lowering(lower_conv2d),
+    Op.CONV2D: Lowering(lower_conv2d, step=conv_step),
     Op.MAXPOOL: Lowering(lower_maxpool),
     Op.RESHAPE: Lowering(lower_reshape),
 }

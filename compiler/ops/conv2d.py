@@ -14,11 +14,11 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from sim.arith import pack_rq_pair, requant_array
+from sim.arith import pack_rq_pair, quantize_array, requant_array
 from sim.spec import LANES_BUILT, Params
 
 from ..bias import bias_levels, has_bias, region_name
-from ..channels import channel_scales, per_channel
+from ..channels import channel_scales, per_channel, quantize_columns
 from ..errors import CompileError
 from ..requant import matmul_factor, requantizer
 from .matmul import _bias, matmul_factor_attr
@@ -33,24 +33,25 @@ if TYPE_CHECKING:
 
 
 def conv2d_shape(operands: Sequence[Node], attrs: Attrs) -> tuple[Shape, Attrs]:
-    """x (B*H*W, C) by w (k_h*k_w*C, C_out), or depthwise by w (k_h*k_w, C): (B*H_o*W_o, C_out)."""
+    """x (B*H*W, C) by w (k_h*k_w*C, C_out), depthwise by w (k_h*k_w, C), with shared taps by w
+    (k_h*k_w, 1): (B*H_o*W_o, C_out)."""
     nx, nw = operands
     where = f"conv2d of {nx.describe()} by {nw.describe()}"
     window = read_window(attrs.get("window"), where)
     b = images(nx.shape, window, where)
-    if window.depthwise:
-        raise CompileError(f"{where}: a depthwise convolution (groups = channels) is not lowered by Capra "
-                           "yet",
-                           "examples/conv_by_hand.py shows its program (diagonal blocks); use groups = 1")
     c = nx.shape[1]
     taps = window.kh * window.kw
-    want = (taps, c) if window.depthwise else (taps * c, nw.shape[1])
+    want = (taps, 1) if window.shared else (taps, c) if window.depthwise else (taps * c, nw.shape[1])
     if nw.shape != want:
-        kind = "depthwise weights (k_h*k_w, C)" if window.depthwise else "weights (k_h*k_w*C, C_out)"
+        kind = "shared tap weights (k_h*k_w, 1)" if window.shared else "depthwise weights (k_h*k_w, C)" \
+            if window.depthwise else "weights (k_h*k_w*C, C_out)"
         raise CompileError(f"{where}: {kind} should be {want} for a {window.kh} x {window.kw} kernel on {c} "
                            f"channels, not {nw.shape}",
                            "store w[(ky*k_w + kx)*C + c, o] (depthwise: w[ky*k_w + kx, c])")
-    cout = nw.shape[1]
+    if window.shared and attrs.get("per_channel"):
+        raise CompileError(f"{where}: window {window.text()!r} shares each tap's weight among the channels, "
+                           "so its scale is one (per tensor)", "leave per_channel out")
+    cout = c if window.shared else nw.shape[1]
     out = {"window": window.text(), "factor": matmul_factor_attr(attrs.get("factor", 1.0), where),
            "per_channel": bool(attrs.get("per_channel", False))}
     if attrs.get("bias") is not None:
@@ -84,7 +85,7 @@ def convolve(x: np.ndarray, w: np.ndarray, window: Window) -> np.ndarray:
     """The sums of x convolved with w, each in tap order (ky, kx, c): (..., B*H_o*W_o, C_out)."""
     cols = patches(x, window)
     if window.depthwise:
-        return running_sum(cols * w, axis=-2)
+        return running_sum(cols * np.expand_dims(w, -3), axis=-2)
     return matmul_in_order(cols.reshape(*cols.shape[:-2], -1), w)
 
 
@@ -139,9 +140,22 @@ def zeros_region(node: Node) -> str:
     return f"zeros of node {node.id}"
 
 
-def _padded_words(node: Node) -> int:
+ZEROS_WHOLE_MAX = 2048
+"""A padded image of at most this many words has a zeros region of its size (loaded by one LD);
+a larger one has a region of one padded row (W_p x C words), loaded row by row: a large image
+is streamed in bands (:mod:`compiler.convstep`), and its zeros would otherwise fill the
+external memory."""
+
+
+def padded_words(node: Node) -> int:
+    """The words of the node's padded image, H_p x W_p x C."""
     w = window_of(node)
     return w.Hp * w.Wp * w.C
+
+
+def _padded_words(node: Node) -> int:
+    w = window_of(node)
+    return padded_words(node) if padded_words(node) <= ZEROS_WHOLE_MAX else w.Wp * w.C
 
 
 def _zeros(node: Node, nodes: Sequence[Node], scales) -> np.ndarray:
@@ -151,7 +165,8 @@ def _zeros(node: Node, nodes: Sequence[Node], scales) -> np.ndarray:
 PADDING_ZEROS = Constant(needed=lambda node: window_of(node).padded, region=zeros_region, words=_padded_words,
                  values=_zeros)
 """A padded convolution's zero border: H_p x W_p x C words of zeros, loaded once into the
-padded image's buffer (the interior is copied in per image; the border stays zero)."""
+padded image's buffer (the interior is copied in per image; the border stays zero); one padded
+row when the image is larger than ZEROS_WHOLE_MAX words."""
 
 
 def pairs(nodes: Sequence[Node], scales, node: Node, params: Params) -> tuple[Any, Any]:
@@ -194,3 +209,71 @@ CHANNEL_TABLE = Constant(needed=per_channel, region=table_region, words=table_wo
                          machine=True)
 """A per-channel convolution's requantization table: one word (m_j, s_j) per output channel
 (GA2.md section 2), loaded into the scratchpad for RQ ``pc = 1``."""
+
+
+def diagonal_region(node: Node) -> str:
+    """The external region of a depthwise convolution's weights as diagonal blocks."""
+    return f"diagonal weights of node {node.id}"
+
+
+def channel_groups(channels: int, t: int) -> list[tuple[int, int]]:
+    """The groups of at most T channels a depthwise convolution runs in: (first channel, count)."""
+    return [(c0, min(t, channels - c0)) for c0 in range(0, channels, t)]
+
+
+def diagonal_words(node: Node, params: Params) -> int:
+    """k_h*k_w diagonal blocks n x n per group of n <= T channels (:func:`channel_groups`)."""
+    w = window_of(node)
+    return w.kh * w.kw * sum(n * n for _, n in channel_groups(w.C, params.T))
+
+
+def diagonal_offset(node: Node, group: int, tap: int, params: Params) -> int:
+    """Where the block of tap ``tap`` (ky*k_w + kx) of channel group ``group`` starts in the region:
+    group by group, tap by tap, each block n x n row-major (diagonal)."""
+    w = window_of(node)
+    c0, n = channel_groups(w.C, params.T)[group]
+    return w.kh * w.kw * c0 * params.T + tap * n * n
+
+
+def _diagonal(node: Node, nodes: Sequence[Node], scales, params: Params) -> np.ndarray:
+    """The levels of the depthwise weight (per column when per channel) on the blocks' diagonals."""
+    weight = nodes[node.ins[1]]
+    levels = quantize_columns(weight, scales[weight.id]) if per_channel(node) else \
+        quantize_array(weight.array, scales[weight.id])
+    words = np.zeros(diagonal_words(node, params), dtype=np.int64)
+    for g, (c0, n) in enumerate(channel_groups(window_of(node).C, params.T)):
+        for tap in range(levels.shape[0]):
+            at = diagonal_offset(node, g, tap, params)
+            words[at:at + n * n:n + 1] = levels[tap, c0:c0 + n]
+    return words
+
+
+def _diagonals_needed(node: Node) -> bool:
+    return window_of(node).depthwise and not window_of(node).shared
+
+
+DEPTHWISE_DIAGONALS = Constant(needed=_diagonals_needed, region=diagonal_region,
+                               words=diagonal_words, values=_diagonal, machine=True, machine_words=True)
+"""A depthwise convolution's weights for the MXU: per group of n <= T channels and per tap, the
+n x n diagonal matrix of the tap's n weights (MM's B; K = N = n), so that one MM weighs each
+channel of T pixels by its own weight (docs/guide/conv.md)."""
+
+
+def taps_region(node: Node) -> str:
+    """The external region of a shared-tap (average pool) convolution's k_h*k_w tap weights."""
+    return f"tap weights of node {node.id}"
+
+
+def _taps_words(node: Node) -> int:
+    w = window_of(node)
+    return w.kh * w.kw
+
+
+def _taps(node: Node, nodes: Sequence[Node], scales) -> np.ndarray:
+    weight = nodes[node.ins[1]]
+    return quantize_array(weight.array[:, 0], scales[weight.id]).astype(np.int64)
+
+
+SHARED_TAPS = Constant(needed=lambda node: window_of(node).shared, region=taps_region, words=_taps_words,
+                       values=_taps)
+"""A shared-tap convolution's weights (an average pool): one level per tap, the A row of its MMs."""

@@ -141,6 +141,9 @@ class Constant:
     machine: bool = False
     """``values`` takes the machine (:class:`sim.spec.Params`) as a fourth argument (a table of
     requantizer pairs, whose shift range is the machine's)."""
+    machine_words: bool = False
+    """``words`` takes the machine as a second argument (a depthwise convolution's diagonal
+    blocks, T x T)."""
 
 
 def int8_levels(node: Node) -> int:

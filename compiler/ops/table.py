@@ -36,7 +36,9 @@ from .concat import concat_shape, float_concat, int_concat
 from .conv2d import (
     CHANNEL_TABLE,
     CONV_BIAS,
+    DEPTHWISE_DIAGONALS,
     PADDING_ZEROS,
+    SHARED_TAPS,
     conv2d_shape,
     float_conv2d,
     int_conv2d,
@@ -105,7 +107,7 @@ def _table() -> dict[Op, OpSpec]:
         OpSpec(Op.CONV2D, arity=2, builder="conv2d", attrs={"window": None, "factor": 1.0, "bias": None,
                                                                  "per_channel": False},
                shape=conv2d_shape, role=Role.COMPUTE, place=Place.OWN, scale=FREE,
-               constants=(CONV_BIAS, PADDING_ZEROS, CHANNEL_TABLE),
+               constants=(CONV_BIAS, PADDING_ZEROS, CHANNEL_TABLE, DEPTHWISE_DIAGONALS, SHARED_TAPS),
                evaluate=float_conv2d, interpret=int_conv2d, real=real_conv2d),
         OpSpec(Op.MAXPOOL, arity=1, builder="maxpool2d", attrs={"window": None}, shape=maxpool_shape,
                role=Role.COMPUTE, place=Place.OWN, scale=SHARES_OPERAND,

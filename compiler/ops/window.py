@@ -1,7 +1,8 @@
 """The geometry of a convolution or a pooling window over images stored rows = pixels, columns =
 channels (HWC, docs/guide/conv.md): :class:`Window`, and its text form, the ``window``
 attribute of a node (``"8x8x4 k3x3 s1x1 p1x1"``: image height x width x channels, kernel, stride,
-zero padding; `` dw`` for a depthwise convolution).
+zero padding; `` dw`` for a depthwise convolution, `` avg`` for a depthwise one whose taps weigh
+every channel alike, an average pool).
 
 A tensor of B images of H x W pixels and C channels is (B*H*W, C): row ``(b*H + y)*W + x``
 holds pixel (y, x) of image b. The output of a window of k_h x k_w, stride (s_h, s_w) and
@@ -16,7 +17,7 @@ from dataclasses import dataclass
 
 from ..errors import CompileError
 
-_TEXT = re.compile(r"(\d+)x(\d+)x(\d+) k(\d+)x(\d+) s(\d+)x(\d+) p(\d+)x(\d+)( dw)?")
+_TEXT = re.compile(r"(\d+)x(\d+)x(\d+) k(\d+)x(\d+) s(\d+)x(\d+) p(\d+)x(\d+)( dw| avg)?")
 
 
 @dataclass(frozen=True)
@@ -34,6 +35,8 @@ class Window:
     ph: int = 0
     pw: int = 0
     depthwise: bool = False
+    shared: bool = False
+    """Depthwise with one weight per tap shared by every channel (an average pool: `` avg``)."""
 
     @property
     def Hp(self) -> int:
@@ -62,7 +65,7 @@ class Window:
     def text(self) -> str:
         """The ``window`` attribute: ``"8x8x4 k3x3 s1x1 p1x1"`` (`` dw`` appended when depthwise)."""
         return (f"{self.H}x{self.W}x{self.C} k{self.kh}x{self.kw} s{self.sh}x{self.sw} p{self.ph}x{self.pw}"
-                + (" dw" if self.depthwise else ""))
+                + (" avg" if self.shared else " dw" if self.depthwise else ""))
 
 
 def read_window(text: object, where: str) -> Window:
@@ -75,11 +78,12 @@ def read_window(text: object, where: str) -> Window:
     """
     match = _TEXT.fullmatch(text) if isinstance(text, str) else None
     if match is None:
-        raise CompileError(f"{where}: window {text!r} is not 'HxWxC kKHxKW sSHxSW pPHxPW' (optionally ' dw')",
+        raise CompileError(f"{where}: window {text!r} is not 'HxWxC kKHxKW sSHxSW pPHxPW' (optionally ' dw' "
+                           "or ' avg')",
                            "build it with Graph.conv2d or Graph.maxpool2d, e.g. "
                            "window='8x8x4 k3x3 s1x1 p1x1'")
     H, W, C, kh, kw, sh, sw, ph, pw = (int(g) for g in match.groups()[:9])
-    window = Window(H, W, C, kh, kw, sh, sw, ph, pw, bool(match[10]))
+    window = Window(H, W, C, kh, kw, sh, sw, ph, pw, bool(match[10]), match[10] == " avg")
     if min(H, W, C, kh, kw, sh, sw) < 1:
         raise CompileError(f"{where}: window {text!r}: image, kernel and stride must be at least 1",
                            "give positive sizes")

@@ -52,7 +52,13 @@ from ..pipeline import compile_graph
 from ..program import Program
 from ..realcheck import stagewise_problems
 from ..workloads.random_graph import InputSpec, random_graph, sample_inputs
-from .random_graphs import random_add_relu_graph, random_slice_graph, random_stream_graph, random_wide_graph
+from .random_graphs import (
+    random_add_relu_graph,
+    random_conv_graph,
+    random_slice_graph,
+    random_stream_graph,
+    random_wide_graph,
+)
 
 BOUND = 0.16
 """Accuracy bound of check (e) for the random graphs."""
@@ -85,6 +91,14 @@ WIDE_BOUND = 0.16
 """Accuracy bound of the wide graphs: the random graphs' bound (their worst on seeds 0-15 is
 0.05: MLPs of up to three layers)."""
 
+CONV_SEEDS = range(12)
+"""The convolutional graphs of :func:`check_conv` (and of the mutation check)."""
+CONV_BOUND = 0.12
+"""Accuracy bound for the convolutional graphs: about twice the correct compiler's worst error
+on seeds 0-11 (0.051; up to four layers and a global pool over few pixels)."""
+CONV_SCRATCHPADS = (256, 512, 1024)
+"""The small scratchpads a convolutional graph is also tried on, smallest first: its tensors
+of images then live in external memory and its convolutions run in bands (compiler/spill.py)."""
 GraphBuilder = Callable[[int, int], tuple[Graph, InputSpec]]
 
 
@@ -421,6 +435,37 @@ def check_smallest(label: str, build: Callable[[int], tuple[Graph, InputSpec]], 
     return more, error, [reused, kept]
 
 
+def check_conv(seeds: Iterable[int] = CONV_SEEDS, bound: float = CONV_BOUND,
+               stop_early: bool = False) -> tuple[list[str], float]:
+    """Checks (a)-(e) on the convolutional graphs
+    (:func:`compiler.testing.random_graphs.random_conv_graph`: padding, strides, per-channel
+    scales, depthwise, residual adds, max pools, a global average pool) on the default machine,
+    then (a), (b), (d), (e) on the smallest of :data:`CONV_SCRATCHPADS` each fits, where its
+    activations stream through external memory (every tensor left in the scratchpad is read
+    back too, check (c)).
+
+    Returns:
+        (problems, worst relative error).
+    """
+    problems: list[str] = []
+    worst = 0.0
+    for seed in seeds:
+        graph, names = random_conv_graph(seed)
+        calibration, test = _samples(names, seed)
+        for sizes in ((DEFAULT.SPAD_WORDS,), CONV_SCRATCHPADS):
+            label = f"conv seed {seed}" + ("" if len(sizes) == 1 else " (small scratchpad)")
+            reused, kept = (smallest_scratchpad(graph, calibration, reuse, sizes) for reuse in (True, False))
+            if reused is None or kept is None:
+                problems.append(f"{label}: refused on every scratchpad of {sizes} words")
+                continue
+            more, error = check_programs(label, graph, test, reused, kept, bound)
+            problems += more
+            worst = max(worst, error or 0.0)
+        if problems and stop_early:
+            break
+    return problems, worst
+
+
 def check_rankings(label: str, program: Program) -> list[str]:
     """The blocking cost model (issue 15, item 6), on a program for the serial machine: for every
     product that was blocked, the cycles its ranking gave the blocking written equal the
@@ -692,7 +737,8 @@ def check_transformer(seed: int = 0, bound: float = TRANSFORMER_BOUND) -> list[s
 
 def run_battery(nseeds: int = len(BATTERY_SEEDS), stop_early: bool = False) -> list[str]:
     """The battery the mutation check runs: refusals, cancellation, the add-relu graphs, the
-    random graphs, then the streamed, wide and packed graphs, then a tiny GPT's steps."""
+    random graphs, then the streamed, wide and packed graphs, then a tiny GPT's steps, then the
+    convolutional graphs."""
     problems = check_errors() + check_cancellation() + check_cse()
     if problems and stop_early:
         return problems
@@ -717,7 +763,10 @@ def run_battery(nseeds: int = len(BATTERY_SEEDS), stop_early: bool = False) -> l
     problems += check_packed(stop_early=stop_early)[0]
     if problems and stop_early:
         return problems
-    return problems + check_transformer()
+    problems += check_transformer()
+    if problems and stop_early:
+        return problems
+    return problems + check_conv(stop_early=stop_early)[0]
 
 
 MUTATION_EXIT = 2
@@ -740,6 +789,10 @@ def main(argv: list[str]) -> int:
     print(f"{len(ADD_RELU_SEEDS)} add-relu graphs: worst relative error {worst:.4f}; problems: "
           f"{add_relu[:8] or 'none'}")
     problems += add_relu
+    conv, worst = check_conv()
+    print(f"{len(CONV_SEEDS)} convolutional graphs: worst relative error {worst:.4f}; problems: "
+          f"{conv[:8] or 'none'}")
+    problems += conv
     refusals = check_errors()
     print("refusals:", refusals or "all five bad graphs refused")
     cancellation = check_cancellation()

@@ -9,8 +9,10 @@ the relu fused into an add's VADD, which the battery's add-relu graphs must catc
 blocking of issue 14's larger layers (pieces of depth, sums in the output's rows) and 4 the
 packing of int8 weights (LD fmt = 1), which its packed graphs must catch; 3 break
 common-subexpression elimination, which its repeats graph must catch; 6 break the scheduling
-for the machine whose engines overlap, which its overlap graphs must catch; 4 break LayerNorm,
-the embedding's GATHER and causal masking (issue 26), which its GPT steps must catch. Each
+for the machine whose engines overlap, which its overlap graphs must catch; 4 break the blocking
+cost model; 4 break LayerNorm, the embedding's GATHER and causal masking (issue 26), which its
+GPT steps must catch; 5 break convolutions (padding, stride, per-channel scales, depthwise
+blocks, activations in external memory), which its convolutional graphs must catch. Each
 is a substitution, never an edit of source text: it replaces one seam of the compiler with a
 broken version built from the original (:class:`Function`: a small named function, or a
 property, patched where the code that calls it looks it up; :class:`Entry`: a field of an
@@ -484,8 +486,27 @@ TRANSFORMER_MUTANTS = (
 """Broken LayerNorm, embedding and causal masking (issue 26): the battery's GPT steps
 (:func:`compiler.testing.battery.check_transformer`) must catch them."""
 
+CONV_MUTANTS = (
+    Mutant("conv padding: an image row is copied to the start of its padded row, not after the left "
+           "padding", Function("compiler.lowering.conv.interior"), lambda original: lambda w: 0),
+    Mutant("conv stride: neighbouring output pixels read taps C words apart whatever the stride (lda = C)",
+           Function("compiler.lowering.conv.pixel_stride"), lambda original: lambda w: w.C),
+    Mutant("per-channel scales: each channel's requantizer takes the tensor's weight scale, not its column's",
+           Function("compiler.ops.conv2d.channel_scales"),
+           lambda original: lambda weight, scale: np.full(weight.shape[1], float(scale))),
+    Mutant("depthwise: the host writes every channel group's diagonal blocks over the first group's",
+           Function("compiler.ops.conv2d.diagonal_offset"),
+           lambda original: lambda node, group, tap, params: original(node, 0, tap, params)),
+    Mutant("spill: every region of activations starts right after the layout (live regions overlap)",
+           Function("compiler.spill._first_fit"), lambda original: lambda live, words, top: top),
+)
+"""Broken convolutions (issue 25): padding, stride, per-channel scales, depthwise blocks and
+activations in external memory; the battery's convolutional graphs
+(:func:`compiler.testing.battery.check_conv`) must catch them."""
+
 MUTANTS = (SEED_MUTANTS + STREAMING_MUTANTS + WIDE_MUTANTS + ADD_RELU_MUTANTS + BLOCKING_MUTANTS
-           + PACKED_MUTANTS + CSE_MUTANTS + SCHEDULE_MUTANTS + COST_MUTANTS + TRANSFORMER_MUTANTS)
+           + PACKED_MUTANTS + CSE_MUTANTS + SCHEDULE_MUTANTS + COST_MUTANTS + TRANSFORMER_MUTANTS
+           + CONV_MUTANTS)
 
 EQUIVALENT = (
     Mutant("allocator: a free piece of exactly the requested size is passed over (a later, larger "

@@ -168,3 +168,60 @@ def random_add_relu_graph(seed: int, wbits: int = 8) -> tuple[Graph, InputSpec]:
     if len(history) > 2 and draw.random() < OPTIONAL_OUTPUT_CHANCE:
         b.net.output(history[1], "mid")
     return b.net, b.spec
+
+
+CONV_KINDS = ("conv", "conv", "depthwise", "residual", "maxpool")
+"""The steps random_conv_graph chooses from, uniformly (a convolution twice as often)."""
+
+
+def _conv_weight(b: Builder, rows: int, cols: int, fan_in: int) -> int:
+    """A convolution's weight with N(0, 1/fan_in) entries, column j multiplied by 0.2 .. 2 (so
+    that per-channel scales differ from the tensor's)."""
+    spread = 1 / math.sqrt(fan_in)
+    sizes = [0.2 + 1.8 * j / max(1, cols - 1) for j in range(cols)]
+    table = [[b.rng.gauss(0, spread) * sizes[j] for j in range(cols)] for _ in range(rows)]
+    return b.net.weight(f"w{len(b.net.nodes)}", table, bits=b.wbits)
+
+
+def random_conv_graph(seed: int, wbits: int = 8) -> tuple[Graph, InputSpec]:
+    """A small convolutional network (issue 25; not the seed's): B images of H x W x C (HWC), two
+    to four steps of a convolution (kernel 1 to 3, stride 1 or 2, zero padding up to half the
+    kernel, a bias or none, per-channel scales or not, a relu or not), a depthwise 3 x 3 (+ relu),
+    a residual pair relu(x + conv(relu(conv(x)))), or a 2 x 2 max pool; then a global average
+    pool (shared taps) and a linear layer to the output."""
+    b = Builder(seed, wbits)
+    draw, g = b.rng, b.net
+    batch, h, w, c = draw.randrange(1, 3), draw.randrange(4, 9), draw.randrange(4, 9), draw.randrange(1, 5)
+    cur = b.fresh_input((batch * h * w, c))
+
+    def conv(x: int, cin: int, cout: int, k: int, s: int, p: int, hh: int, ww: int) -> int:
+        weight = _conv_weight(b, k * k * cin, cout, k * k * cin)
+        bias = [draw.gauss(0, 0.2) for _ in range(cout)] if draw.random() < 0.5 else None
+        return g.conv2d(x, weight, (hh, ww), k, s, p, bias=bias, per_channel=draw.random() < 0.5)
+
+    for _ in range(draw.randrange(2, 5)):
+        kind = draw.choice(CONV_KINDS)
+        if kind == "conv":
+            k = draw.randrange(1, 4)
+            s = draw.randrange(1, 3) if min(h, w) >= 4 else 1
+            p = draw.randrange(0, k // 2 + 1)
+            cout = draw.randrange(1, 9)
+            cur = conv(cur, c, cout, k, s, p, h, w)
+            if draw.random() < 0.6:
+                cur = g.relu(cur)
+            h, w, c = (h + 2 * p - k) // s + 1, (w + 2 * p - k) // s + 1, cout
+        elif kind == "depthwise":
+            weight = _conv_weight(b, 9, c, 9)
+            pc = draw.random() < 0.5
+            bias = [draw.gauss(0, 0.2) for _ in range(c)]
+            cur = g.relu(g.conv2d(cur, weight, (h, w), 3, 1, 1, depthwise=True, per_channel=pc, bias=bias))
+        elif kind == "residual":
+            inner = g.relu(conv(cur, c, c, 3, 1, 1, h, w))
+            cur = g.relu(g.add(cur, conv(inner, c, c, 3, 1, 1, h, w)))
+        elif min(h, w) >= 2:
+            cur = g.maxpool2d(cur, (h, w), 2)
+            h, w = h // 2, w // 2
+    ones = g.weight(f"w{len(g.nodes)}", [[1.0]] * (h * w))
+    pooled = g.conv2d(cur, ones, (h, w), (h, w), shared=True, scale=1 / (h * w))
+    g.output(g.matmul(g.reshape(pooled, batch), b.gaussian_weight(c, draw.randrange(2, 6))), "out")
+    return g, b.spec

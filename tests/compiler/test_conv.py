@@ -141,12 +141,91 @@ def test_a_bad_window_is_refused_by_name(build, message):
         build(g, x, w)
 
 
-def test_depthwise_is_refused_naming_the_node():
+def direct_depthwise(x: np.ndarray, w: np.ndarray, H: int, W: int, k: tuple[int, int], s: tuple[int, int],
+                     p: tuple[int, int]) -> np.ndarray:
+    """x (B*H*W, C), w (kh*kw, C): each channel convolved with its own column, a loop."""
+    C = x.shape[1]
+    B = x.shape[0] // (H * W)
+    img = x.reshape(B, H, W, C)
+    Ho, Wo = (H + 2 * p[0] - k[0]) // s[0] + 1, (W + 2 * p[1] - k[1]) // s[1] + 1
+    out = np.zeros((B, Ho, Wo, C))
+    for b, oy, ox, ky, kx in np.ndindex(B, Ho, Wo, *k):
+        y, x_ = oy * s[0] + ky - p[0], ox * s[1] + kx - p[1]
+        if 0 <= y < H and 0 <= x_ < W:
+            out[b, oy, ox] += img[b, y, x_] * w[ky * k[1] + kx]
+    return out.reshape(B * Ho * Wo, C)
+
+
+def test_the_depthwise_float_meaning_is_the_direct_loop():
+    rng = np.random.default_rng(11)
+    x, w = rng.normal(size=(2 * 5 * 6, 3)), rng.normal(size=(2 * 3, 3))
+    g = Graph()
+    c = g.conv2d(g.input("x", x.shape), g.weight("w", w), (5, 6), (2, 3), stride=(2, 1), padding=(1, 1),
+                 depthwise=True, scale=0.5)
+    g.output(c, "y")
+    want = 0.5 * direct_depthwise(x, w, 5, 6, (2, 3), (2, 1), (1, 1))
+    np.testing.assert_allclose(evaluate(g, {"x": x})[c], want, rtol=1e-12, atol=1e-12)
+
+
+DEPTHWISE = {   # (H, W, C, kernel, stride, padding, per channel, shared taps)
+    "3x3 pad 1, per tensor": (6, 5, 6, 3, 1, 1, False, False),
+    "3x3 /2 pad 1, 10 channels (a narrow last group), per channel": (9, 7, 10, 3, 2, 1, True, False),
+    "3x2 stride (1, 2), no padding, per channel": (5, 5, 3, (3, 2), (1, 2), 0, True, False),
+    "average pool 2x2 /2 (shared taps)": (6, 4, 9, 2, 2, 0, False, True),
+    "global average pool 5x4 (shared taps, one run of 20)": (5, 4, 9, (5, 4), 1, 0, False, True),
+}
+
+
+@pytest.mark.parametrize("machine", ["default", "t8"])
+@pytest.mark.parametrize("case", list(DEPTHWISE))
+def test_depthwise_runs_as_the_interpreter_says(case, machine):
+    H, W, C, k, s, p, pc, shared = DEPTHWISE[case]
+    rng = np.random.default_rng(sorted(DEPTHWISE).index(case))
+    kh, kw = (k, k) if isinstance(k, int) else k
+    g = Graph()
+    x = g.input("x", (2 * H * W, C))
+    w = np.ones((kh * kw, 1)) if shared else rng.normal(size=(kh * kw, C)) * np.geomspace(0.1, 3, C)
+    y = g.conv2d(x, g.weight("w", w), (H, W), k, s, p, depthwise=True, shared=shared, per_channel=pc,
+                 scale=1 / (kh * kw) if shared else 1.0, bias=None if shared else rng.normal(size=C))
+    g.output(y if shared else g.relu(y), "y")
+    program = compile_graph(g, [{"x": rng.normal(size=(2 * H * W, C))} for _ in range(4)],
+                            params=DEFAULT if machine == "default" else PRESETS["t8"])
+    test = {"x": rng.normal(size=(2 * H * W, C))}
+    outcome = program.run(test, warn=False)
+    assert (outcome.outputs["y"].ints == interpret(program, test)[program.graph.outputs()[0].id]).all()
+    floats = evaluate(g, test)[g.outputs()[0].id]
+    assert np.linalg.norm(outcome.outputs["y"].floats - floats) / np.linalg.norm(floats) < 0.05
+
+
+def test_depthwise_mms_read_diagonal_blocks():
+    """10 channels on the 4 x 4 machine: groups of 4, 4, 2; each tap's MM is K = N = n with
+    B an n x n block (ldb = n) whose diagonal holds the tap's levels of those channels."""
+    rng = np.random.default_rng(5)
+    g = Graph()
+    x = g.input("x", (36, 10))
+    w = rng.normal(size=(9, 10))
+    g.output(g.conv2d(x, g.weight("w", w), (6, 6), 3, padding=1, depthwise=True), "y")
+    program = compile_graph(g, [{"x": rng.normal(size=(36, 10))}], params=DEFAULT)
+    mms = [ins for ins in program.code if ins.op == "MM"]
+    assert [(m.K, m.N, m.ldb, m.lda, m.ldc) for m in mms[:9]] == [(4, 4, 4, 10, 10)] * 9
+    assert [(m.K, m.N, m.ldb) for m in mms[18:27]] == [(2, 2, 2)] * 9
+    assert len(mms) == 6 * 2 * 3 * 9   # rows x tiles of 4 pixels x channel groups x taps
+    region = program.ext["diagonal weights of node 2"]
+    words = program.ext_image({"x": np.zeros((36, 10))})[region.addr:region.end].astype(np.int64)
+    words = np.where(words >= 2**31, words - 2**32, words)
+    levels = np.clip(np.round(w / program.scales[1]), -127, 127)
+    assert region.words == 9 * (16 + 16 + 4)
+    block = words[9 * 8 * 4 + 4 * 4:9 * 8 * 4 + 5 * 4].reshape(2, 2)   # group 2 (channels 8, 9), tap 4
+    assert (block == np.diag(levels[4, 8:10])).all()
+
+
+def test_shared_taps_take_one_column_per_tensor():
     g = Graph()
     x = g.input("x", (16, 2))
-    with pytest.raises(CompileError, match=re.escape("conv2d of node 0 (input 'x') by node 1 (weight 'w'): a "
-                                                     "depthwise")):
-        g.conv2d(x, g.weight("w", np.ones((9, 2))), (4, 4), 3, padding=1, depthwise=True)
+    with pytest.raises(CompileError, match=re.escape("shared tap weights (k_h*k_w, 1) should be (4, 1)")):
+        g.conv2d(x, g.weight("w", np.ones((4, 2))), (4, 4), 2, depthwise=True, shared=True)
+    with pytest.raises(CompileError, match=re.escape("so its scale is one (per tensor)")):
+        g.conv2d(x, g.weight("v", np.ones((4, 1))), (4, 4), 2, shared=True, per_channel=True)
 
 
 def test_the_text_form_reads_back():

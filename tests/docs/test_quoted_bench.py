@@ -101,3 +101,17 @@ def test_the_decoupled_column_of_the_digits_mlp(batch):
     cycles = mlpbench.measure(batch, DECOUPLED).cycles / batch
     page = _norm(PAGE.read_text())
     assert f"| {per_image(cycles, batch)} (" in page, f"batch {batch}: {per_image(cycles, batch)}"
+
+
+@pytest.mark.slow
+@pytest.mark.torch
+def test_the_quoted_mlperf_tiny_rows_are_make_bench_output():
+    """The fourth part of make bench (compiler/testing/cnnbench.py): ResNet-8 and DS-CNN on the
+    default machine and T = 8, every row of the page's table as printed."""
+    pytest.importorskip("torch")
+    from compiler.testing import cnnbench
+    from sim.machines import PRESETS
+
+    lines = cnnbench.report([r for m in ("t4", "t8") for r in cnnbench.rows(PRESETS[m])])
+    page = {_norm(line) for line in PAGE.read_text().splitlines()}
+    assert len(lines) == 6 and all(_norm(line) in page for line in lines), lines

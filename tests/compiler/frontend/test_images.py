@@ -87,6 +87,48 @@ def test_a_block_of_every_layer_equals_the_interpreter_and_pytorch():
     assert np.linalg.norm(got - want) / np.linalg.norm(want) < 0.15
 
 
+class Separable(nn.Module):
+    """A depthwise-separable block as DS-CNN's: depthwise 3x3 + BN + ReLU, pointwise 1x1 + BN +
+    ReLU, global average, linear."""
+
+    def __init__(self, c: int = 6, stride: int = 1):
+        super().__init__()
+        self.dw = nn.Conv2d(c, c, 3, stride=stride, padding=1, groups=c, bias=False)
+        self.b1 = nn.BatchNorm2d(c)
+        self.pw = nn.Conv2d(c, 8, 1, bias=False)
+        self.b2 = nn.BatchNorm2d(8)
+        self.gap = nn.AdaptiveAvgPool2d(1)
+        self.fc = nn.Linear(8, 4)
+
+    def forward(self, x):
+        h = torch.relu(self.b2(self.pw(torch.relu(self.b1(self.dw(x))))))
+        return self.fc(torch.flatten(self.gap(h), 1))
+
+
+@pytest.mark.parametrize("per_channel", [False, True])
+@pytest.mark.parametrize("stride", [1, 2])
+def test_a_depthwise_separable_block_equals_the_interpreter_and_pytorch(stride, per_channel):
+    torch.manual_seed(3)
+    model = Separable(stride=stride)
+    for bn in (m for m in model.modules() if isinstance(m, nn.BatchNorm2d)):
+        bn.running_mean.uniform_(-0.3, 0.3)
+        bn.running_var.uniform_(0.5, 2.0)
+    model.eval()
+    lowered = from_torch(model, (6, 7, 5), batch=2, per_channel=per_channel)
+    windows = [node.window for node in lowered.graph.nodes if node.op == "conv2d"]
+    assert windows[0].endswith(" dw") and windows[2].endswith(" avg")   # the BN folded into the depthwise
+    rng = np.random.default_rng(3)
+    program = lowered.compile([lowered.feed(rng.normal(size=(2, 6, 7, 5))) for _ in range(6)])
+    images = rng.normal(size=(2, 6, 7, 5))
+    outcome = program.run(lowered.feed(images), warn=False)
+    (name,) = lowered.outputs
+    ints = interpret(program, lowered.feed(images))[program.graph.outputs()[0].id]
+    assert (outcome.outputs[name].ints == ints).all()
+    (got,) = lowered.unpack(outcome)
+    (want,) = run_torch(model, images)
+    assert np.linalg.norm(got - want) / np.linalg.norm(want) < 0.1
+
+
 def test_a_partial_batch_of_images_is_padded():
     torch.manual_seed(2)
     model = nn.Sequential(nn.Conv2d(1, 4, 3, padding=1), nn.ReLU(), nn.Flatten(), nn.Linear(4 * 4 * 4, 3))
@@ -127,9 +169,11 @@ def one_layer(layer: nn.Module) -> nn.Module:
 
 
 REFUSED = [
-    (nn.Sequential(nn.Conv2d(4, 4, 3, groups=2)), "0", "is groups=2; Capra lowers groups=1 only"),
-    (nn.Sequential(nn.Conv2d(4, 4, 3, groups=4)), "0",
-     "is a depthwise convolution (groups = channels); Capra lowers groups=1 only"),
+    (nn.Sequential(nn.Conv2d(4, 4, 3, groups=2)), "0",
+     "is groups=2; Capra lowers groups=1 and the depthwise convolution (groups = in_channels = "
+     "out_channels)"),
+    (nn.Sequential(nn.Conv2d(4, 8, 3, groups=4)), "0",
+     "is groups=4 with out_channels=8 (a depth multiplier above 1)"),
     (nn.Sequential(nn.Conv2d(4, 4, 3, padding=1, padding_mode="reflect")), "0",
      "has padding_mode='reflect'; the padded image's border is zeros only"),
     (one_layer(nn.MaxPool2d(2, ceil_mode=True)), "1", "has ceil_mode=True"),

@@ -3,6 +3,8 @@ table of operations knows nothing of them."""
 
 import dataclasses
 
+from compiler.addstep import add_step
+from compiler.convstep import conv_step
 from compiler.lowering.table import LOWERINGS, Lowering
 from compiler.ops import OPS, Op, OpSpec
 from compiler.streaming import lower_matmul_step
@@ -13,11 +15,14 @@ def test_every_operation_has_a_lowering_and_only_those():
     assert all(isinstance(lowering, Lowering) and callable(lowering.lower) for lowering in LOWERINGS.values())
 
 
-def test_only_a_matmul_places_its_own_operands():
-    """A matmul's step may stream its operands (compiler/streaming.py); every other operation's
-    operands are loaded whole by emission."""
-    assert {op for op, lowering in LOWERINGS.items() if lowering.step is not None} == {Op.MATMUL}
+def test_only_a_matmul_a_convolution_and_an_add_place_their_own_operands():
+    """A matmul's step may stream its operands (compiler/streaming.py), a convolution's and an
+    add's may read and write them in external memory in bands (compiler/convstep.py,
+    compiler/addstep.py); every other operation's operands are loaded whole by emission."""
+    assert {op for op, lowering in LOWERINGS.items() if lowering.step is not None} == {Op.MATMUL, Op.CONV2D,
+                                                                                         Op.ADD}
     assert LOWERINGS[Op.MATMUL].step is lower_matmul_step
+    assert LOWERINGS[Op.CONV2D].step is conv_step and LOWERINGS[Op.ADD].step is add_step
 
 
 def test_an_entry_of_the_table_of_operations_holds_no_lowering():

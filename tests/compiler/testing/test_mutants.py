@@ -124,6 +124,22 @@ def test_the_packed_graphs_catch_each_packing_and_blocking_mutant():
         assert problems, mutant.label
 
 
+def test_the_convolutional_graphs_catch_each_convolution_mutant():
+    """The battery's convolutional graphs (issue 25) pass with the compiler as it is and report a
+    problem (or crash) under each mutant of padding, stride, per-channel scales, depthwise
+    blocks and activations in external memory."""
+    from compiler.testing.battery import check_conv
+
+    assert check_conv(range(6))[0] == []
+    for mutant in mutants.CONV_MUTANTS:
+        with mutants.applied(mutant):
+            try:
+                problems = check_conv(range(6), stop_early=True)[0]
+            except Exception as crash:   # the mutation check counts a crash as caught
+                problems = [repr(crash)]
+        assert problems, mutant.label
+
+
 def test_the_gpt_steps_catch_each_transformer_mutant():
     """The battery's tiny GPT steps (embeddings, LayerNorms, heads over a cache, causal softmaxes)
     pass with the compiler as it is and report a problem (or crash) under each mutant of
