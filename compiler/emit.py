@@ -109,6 +109,7 @@ class Emitter:
         self.step = -1
         self.spills: Mapping[int, ExtEntry] = spills or {}
         self.launches = launches and not params.OVERLAP
+        self.launches_refused = launches and bool(params.OVERLAP)
 
     def put(self, op: str, **fields: int) -> None:
         """Append one instruction (its fields checked against the machine's legal ranges)."""
@@ -200,7 +201,9 @@ class Emitter:
         if len(self.out.code) > self.params.IMEM_WORDS and not self.launches:
             raise CompileError(f"the program has {len(self.out.code)} instructions, more than the "
                                f"{self.params.IMEM_WORDS} the instruction memory holds",
-                               "compile the graph in smaller parts")
+                               "compile the graph in smaller parts" + (
+                                   f" (launches run on the serial machine only, not at OVERLAP = "
+                                   f"{self.params.OVERLAP})" if self.launches_refused else ""))
         self.out.spad_high = self.alloc.high
         return self.out
 

@@ -21,6 +21,8 @@ from pathlib import Path
 from sim.machines import PRESETS, add_argument, from_args
 from sim.spec import Params
 
+from ..errors import CompileError
+
 SWEEP = Path(__file__).resolve().parents[2] / "docs" / "sweep.json"
 """The machine sweep's record: each preset machine's synthesis, Fmax included (examples/sweep.py)."""
 
@@ -43,7 +45,11 @@ def rows(params: Params) -> list[dict]:
 
     found = []
     for name in MODELS:
-        m = measure(name, params)
+        try:
+            m = measure(name, params)
+        except CompileError as e:   # e.g. a program in launches on a machine that overlaps
+            found.append({"model": name, "T": params.T, "LANES": params.LANES, "refused": str(e)})
+            continue
         fmax = fmax_mhz(params)
         depthwise = [r for r in m.rows if r.name.endswith(" dw")]
         found.append({
@@ -66,6 +72,9 @@ def report(found: list[dict]) -> list[str]:
              f"  {'model':8s} {'T':>2} {'cycles':>10} {'launches':>8} {'MXU util':>8} {'dw util':>7} "
              f"{'ms at Fmax':>16}  Cortex-M4"]
     for r in found:
+        if "refused" in r:
+            lines.append(f"  {r['model']:8s} {r['T']:>2} not compiled for this machine: {r['refused']}")
+            continue
         at = f"{r['ms per image']:.2f} @ {r['Fmax MHz']:.1f} MHz" if r["Fmax MHz"] else "Fmax unmeasured"
         dw = f"{r['depthwise utilisation %']:.1f}%" if r["depthwise utilisation %"] is not None else "-"
         m4 = f"{r['Cortex-M4 ms']:.0f} ms" if r["Cortex-M4 ms"] else "-"
