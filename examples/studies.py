@@ -23,6 +23,10 @@ against the integer interpreter (the same integers, or the study stops with the 
    machine and on T = 8 (compiler.testing.cnnbench, also ``make bench``): cycles per image,
    per-layer MXU utilisation, time per image at each machine's Fmax beside the Cortex-M4's
    222 ms (needs PyTorch: left out with ``--no-digits``).
+6. **A small GPT.** examples/char_gpt.py's GPT by its shapes on the default machine and on
+   T = 8 (compiler.testing.gptbench, also ``make bench``): cycles per prompt token in prefill
+   and per token in decode, per kernel kind, and a LayerNorm and a softmax row against 2N + 50
+   (left out with ``--no-digits`` too).
 
 ``--write`` stores the run in docs/studies.json and writes docs/studies.md;
 ``tests/test_studies.py`` fails when the page is stale.
@@ -454,6 +458,8 @@ def run(params: Params, digits: bool, rtl: tuple[str, ...] = ()) -> dict:
     if digits:
         print("== 5. convolutional networks (MLPerf Tiny)", flush=True)
         record["cnn"] = cnn_study()
+        print("== 6. a small GPT: cycles per token", flush=True)
+        record["gpt"] = gpt_study()
     if rtl:
         print(f"== every program on the RTL ({' and '.join(rtl)})", flush=True)
         record["rtl"] = rtl_check(RTL_JOBS, rtl)
@@ -508,6 +514,51 @@ def _cnn_lines(rows: list[dict] | None) -> list[str]:
                   "step wrote; the launches' front ends and HALTs are the rest):", "", *_table(layer_rows),
                   ""]
     return lines
+
+
+def gpt_study() -> list[dict]:
+    """examples/char_gpt.py's GPT by its shapes (compiler.testing.gptbench, also ``make bench``)
+    on the default machine and on T = 8: per step the cycles per token and per kernel kind, and
+    one LayerNorm and one softmax row against 2N + 50."""
+    from compiler.testing import gptbench
+
+    out = []
+    for machine in (PRESETS["t4"], PRESETS["t8"]):
+        out += [{"T": machine.T, **row} for row in gptbench.rows(machine)]
+        out += [{"T": machine.T, "step": f"{c['op']} row of N = {c['N']}", "per token": c["cycles"],
+                 "2N + 50": c["2N + 50"]} for c in gptbench.row_costs(machine)]
+    return out
+
+
+def _gpt_lines(rows: list[dict] | None) -> list[str]:
+    """Section 6 of the page."""
+    if not rows:
+        return []
+    from compiler.testing.gptbench import CONFIG, KINDS
+
+    steps = [{"T": r["T"], "step": r["step"], "cycles": r["cycles"], "cycles per token": r["per token"],
+              **{k: r[k] for k in KINDS}} for r in rows if "cycles" in r]
+    units = [{"T": r["T"], "row": r["step"], "cycles": r["per token"], "2N + 50": r["2N + 50"]}
+             for r in rows if "cycles" not in r]
+    decode = [r for r in steps if r["step"].startswith("decode")]
+    heaviest = max(KINDS, key=lambda k: sum(r[k] for r in decode))
+    return [f"## 6. A small GPT: cycles per token ({CONFIG.layers} layers, d_model {CONFIG.width}, "
+            f"{CONFIG.heads} heads, context {CONFIG.context})", "",
+            "examples/char_gpt.py's GPT by its shapes, with weights drawn at random (a program's cycles "
+            "depend on its shapes only), compiled as `make generate` compiles it "
+            "(compiler/frontend/decode.py: a prefill of 8 prompt tokens in the chunks the scratchpad "
+            "takes, then one program per cache length, the KV cache in external memory) and run on "
+            "the reference machine (`python -m compiler.testing.gptbench`, part of `make bench`). "
+            "A kernel's cycles per token are the serial spans of the instructions its node's step "
+            "wrote (embedding: the GATHER and the position add; attention: q, k, v, the scores, "
+            "softmax, P V, the cache's stores, the projection; mlp: both Linears and the GELU "
+            "table); the rest of a step's cycles is the launch's front end and HALT.", "",
+            *_table(steps), "",
+            f"In decode, {heaviest} takes the most of a step's cycles: for one token every weight "
+            "word is loaded and each MXU tile has one useful row in T (section 2); attention grows "
+            "with the cache (its scores, softmax and P V are as long as the cache). One "
+            "row of each of the integer-only units, from the spec's latencies, against issue 26's "
+            "2N + 50:", "", *_table(units), ""]
 
 
 def _table(rows: list[Mapping], head: list[str] | None = None) -> list[str]:
@@ -590,6 +641,7 @@ def page(record: dict) -> str:
         *_targets_lines(record["targets"]),
         "",
         *_cnn_lines(record.get("cnn")),
+        *_gpt_lines(record.get("gpt")),
     ]
     return "\n".join(lines)
 

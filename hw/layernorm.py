@@ -12,9 +12,9 @@ arrival:
 * pass 1 (``rd0``, beat k in cycle d + k): each lane's x and x^2 registered (tail lanes 0), then
   the running sums S1 and S2 (carry-save trees over the lanes, one adder each);
 * the solver, once per row, from the cycle t0 = d + n + R + 2 in which the sums are final:
-  N*S2 and S1^2 (partial products registered at the DSP blocks, then summed), V, D, k (a tree
-  that counts the
-  leading zero pairs of D), then D * 4^k loaded into the square root (LN_VARIANCE_CYCLES = 6);
+  N, S1 and S2 copied beside the DSP blocks, the partial products of N*S2 and S1^2 registered
+  there, V from them, D, k (a tree that counts the leading zero pairs of D), then D * 4^k
+  loaded into the square root (LN_VARIANCE_CYCLES = 6);
   the square root digit by digit, one bit of r a cycle (LN_SQRT_CYCLES = 22: the restoring
   algorithm, a 25-bit subtract a cycle); the reciprocal, a restoring division of 2^44 by r, one
   bit of R a cycle (LN_RECIP_CYCLES = 24); A = N*R and C = S1*R (partial products, then sums,
@@ -200,7 +200,7 @@ class LayerNormUnit(Checked):
         root, recip_go = self._square_root(m, sums_done, k, d_low)
         recip = self._reciprocal(m, recip_go, root)
         shift, half = self._shift(m, sums_done, k)
-        a, c = self._scale(m, f, s1, recip, tag_x)
+        a, c = self._scale(m, f, s1, sums_done, recip, tag_x)
         out = self._normalise(m, tag_x, xs, a, c, shift, half)
         self._write(m, f, tag_x, out)
         return m
@@ -296,17 +296,21 @@ class LayerNormUnit(Checked):
         return s1, s2, sums_done
 
     def _variance(self, m: Module, f, s1, s2):
-        """From the sums (final in t0): the partial products of N*S2 and S1^2 (registered at the
-        DSP blocks), their sums, V, D = 256*V + eps, k (the leading zero pairs of D) with D
-        beside it, each a register that runs every cycle: k and D are this row's in t0 + 5 and
-        stay so until the next row's sums. Returns k and D."""
-        n = Value.cast(f.len)[:LEN_BITS]
-        q_n = Signal(LEN_BITS + SQUARES_BITS)
-        q_s = Signal(2 * SUM_BITS)
-        m.d.sync += [q_n.eq(add_up(partial_products(m, n, s2, "ln_ns2"))),
-                     q_s.eq(add_up(partial_products(m, s1, s1, "ln_s1s1")))]
+        """From the sums (final in t0): N, S1 and S2 copied into registers of their own (the
+        DSP blocks sit in columns of their own, and S1's register also feeds its adder tree and
+        S1 * R, so a copy lets the placer put each multiplier's operands beside it), the partial
+        products of N*S2 and S1^2 (registered at the DSP blocks), V = N*S2 - S1^2 from them,
+        D = 256*V + eps, k (the leading zero pairs of D) with D beside it, each a register that
+        runs every cycle: k and D are this row's in t0 + 5 and stay so until the next row's
+        sums. Returns k and D."""
+        n = Signal(LEN_BITS, name="ln_n_op")
+        s1_op = Signal.like(s1, name="ln_s1_op")
+        s2_op = Signal.like(s2, name="ln_s2_op")
+        m.d.sync += [n.eq(Value.cast(f.len)[:LEN_BITS]), s1_op.eq(s1), s2_op.eq(s2)]
+        n_s2 = add_up(partial_products(m, n, s2_op, "ln_ns2"))
+        s1_s1 = add_up(partial_products(m, s1_op, s1_op, "ln_s1s1"))
         v = Signal(D_BITS - spec.LN_EPS_FRAC)
-        m.d.sync += v.eq(q_n - q_s)                                         # >= 0: N^2 var
+        m.d.sync += v.eq(n_s2 - s1_s1)                                      # >= 0: N^2 var
         d = Signal(D_BITS)
         m.d.sync += d.eq((v << spec.LN_EPS_FRAC) + f.eps)
         k = Signal(range(D_BITS // 2 + 1))
@@ -381,16 +385,21 @@ class LayerNormUnit(Checked):
             m.d.sync += [shift.eq(spec.LN_SHIFT - k), half.eq(top >> k), half_less.eq((top >> k) - 1)]
         return shift, (half, half_less)
 
-    def _scale(self, m: Module, f, s1, recip, tag_x):
+    def _scale(self, m: Module, f, s1, sums_done, recip, tag_x):
         """A = N*R and C = S1*R: the partial products registered at the DSP blocks, then their
-        sums; final from t0 + 54 until the next row's reciprocal. Each lane sums its own copy of
-        A (A feeds two DSP blocks per lane), loaded in t0 + 53 and on its pass 2 beats: an enable
-        of its own, so that Yosys cannot merge the copies into one register that fans out to
-        every lane (hw/README.md, the requantizer's mantissa)."""
-        n = Value.cast(f.len)[:LEN_BITS]
+        sums; final from t0 + 54 until the next row's reciprocal. N and S1 are copied for these
+        multipliers in t0 (``sums_done``: an enable that no other copy has, so that Yosys keeps
+        the copies apart and the placer can put each beside its DSP block). Each lane sums its
+        own copy of A (A feeds two DSP blocks per lane), loaded in t0 + 53 and on its pass 2
+        beats: an enable of its own, so that Yosys cannot merge the copies into one register
+        that fans out to every lane (hw/README.md, the requantizer's mantissa)."""
+        n = Signal(LEN_BITS, name="ln_n_scale")
+        s1_op = Signal.like(s1, name="ln_s1_scale")
+        with m.If(sums_done):
+            m.d.sync += [n.eq(Value.cast(f.len)[:LEN_BITS]), s1_op.eq(s1)]
         a_parts = partial_products(m, n, recip, "ln_nr")
         c = Signal(signed(SUM_BITS + RECIP_BITS))
-        m.d.sync += c.eq(add_up(partial_products(m, s1, recip, "ln_s1r")))
+        m.d.sync += c.eq(add_up(partial_products(m, s1_op, recip, "ln_s1r")))
         sums_at = delay(m, self._recip_done, 1, "ln_scale_sum")
         a = []
         for i in range(self.params.LANES):

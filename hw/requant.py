@@ -364,20 +364,26 @@ class RequantUnit(Checked):
         left_q = Signal(spec.ADDR_BITS, name="tab_len")
         first = self.start & rq.pc
         issue = first | running
-        r = Mux(first, rq.C, r_q)
         addr = Mux(first, rq.tab, addr_q)
-        left = Mux(first, rq.len, left_q)
-        whole = r > lanes                                   # no lane of the beat past the table's end
+        # each next value computed from the fields (the first beat) and from the registers (the
+        # others) side by side, the dispatch's start choosing between them at the last level:
+        # through the comparison and the adders, start's route across the chip set Fmax
+        channels = Value.cast(rq.C)
+        whole_f = channels > lanes                          # no lane of the beat past the table's end
+        whole_q = r_q > lanes
+        whole = Mux(first, whole_f, whole_q)
         m.d.comb += [self.rd1.en.eq(issue), self.rd1.addr.eq(Mux(issue, addr, 0))]
         with m.If(issue):
             m.d.sync += [
-                running.eq(~last_beat(left, lanes)),
-                r_q.eq(Mux(whole, r - lanes, r - lanes + rq.C)),
-                addr_q.eq(Mux(whole, addr + lanes, addr + lanes - rq.C)),
-                left_q.eq(left - lanes),
+                running.eq(~Mux(first, last_beat(rq.len, lanes), last_beat(left_q, lanes))),
+                r_q.eq(Mux(first, Mux(whole_f, rq.C - lanes, rq.C - lanes + rq.C),
+                           Mux(whole_q, r_q - lanes, r_q - lanes + rq.C))),
+                addr_q.eq(Mux(first, Mux(whole_f, rq.tab + lanes, rq.tab + lanes - rq.C),
+                              Mux(whole_q, addr_q + lanes, addr_q + lanes - rq.C))),
+                left_q.eq(Mux(first, rq.len - lanes, left_q - lanes)),
             ]
         # lanes k < own take their own word (own = min(r, LANES), 1..LANES)
-        own = Mux(whole, lanes, r[:(lanes.bit_length())])
+        own = Mux(whole, lanes, Mux(first, rq.C, r_q)[:(lanes.bit_length())])
         own_a = delay(m, own, spec.SPAD_READ_LATENCY + 1, "tab_own")
         first_a = delay(m, first, spec.SPAD_READ_LATENCY + 1, "tab_first")
 

@@ -121,42 +121,52 @@ class SoftmaxUnit(Checked):
     def _read_sequencer(self, m: Module) -> Signal:
         """Three passes of reads over the row, the first read in the dispatch cycle straight
         from the fields, SM_PASS_OVERHEAD idle cycles after pass 0. Returns the read's tag (the
-        pass, the valid lanes, the last beat)."""
+        pass, the valid lanes, the last beat).
+
+        ``start`` is the unit's most widely used net and its register sits where the placer
+        finds room, so it selects between the fields' and the registers' values at the last
+        logic level: whether a beat is its pass's last is kept in a register (``rd_last``,
+        set with ``rd_left``) rather than found again from the count each cycle."""
         lanes = self.params.LANES
         f = fields_view("SM", self.fields)
-        tag_layout = _tag_layout(lanes)
         start = self.start  # the top raises it only for SM
         reading = Signal()                 # a read follows this cycle's (after the first)
         gap = Signal(range(spec.SM_PASS_OVERHEAD + 1))  # idle read cycles left before pass 1
         rd_pass = Signal(2)
         rd_left = Signal(len(f.len))       # elements of the pass left, counting this beat
+        rd_last = Signal()                 # last_beat(rd_left), kept beside it
         rd_addr = Signal(len(self.rd0.addr))
 
         cur_left = Signal.like(rd_left)
         cur_pass = Signal.like(rd_pass)
         cur_addr = Signal.like(rd_addr)
+        cur_last = Signal()
+        next_last = Signal()               # the beat after this one is its pass's last
         issue = Signal()
         m.d.comb += [
             issue.eq(start | (reading & (gap == 0))),
             cur_left.eq(Mux(start, f.len, rd_left)),
             cur_pass.eq(Mux(start, 0, rd_pass)),
             cur_addr.eq(Mux(start, f.src, rd_addr)),
+            cur_last.eq(Mux(start, last_beat(f.len, lanes), rd_last)),
+            next_last.eq(Mux(start, last_beat(f.len, 2 * lanes), last_beat(rd_left, 2 * lanes))),
             self.rd0.en.eq(issue),
             self.rd0.addr.eq(cur_addr),  # rd_addr is 0 when the unit is idle
         ]
-        rd_tag = Signal(tag_layout)
+        rd_tag = Signal(_tag_layout(lanes))
         m.d.comb += [
             rd_tag.valid.eq(issue),
             rd_tag.pass_.eq(cur_pass),
             rd_tag.mask.eq(lane_mask(cur_left, lanes)),
-            rd_tag.last.eq(last_beat(cur_left, lanes)),
+            rd_tag.last.eq(cur_last),
         ]
         with m.If(issue):
-            with m.If(~rd_tag.last):
+            with m.If(~cur_last):
                 m.d.sync += [
                     reading.eq(1),
                     rd_pass.eq(cur_pass),
                     rd_left.eq(cur_left - lanes),
+                    rd_last.eq(next_last),
                     rd_addr.eq(cur_addr + lanes),
                 ]
             with m.Elif(cur_pass != PASSES - 1):
@@ -164,11 +174,12 @@ class SoftmaxUnit(Checked):
                     reading.eq(1),
                     rd_pass.eq(cur_pass + 1),
                     rd_left.eq(f.len),
+                    rd_last.eq(last_beat(f.len, lanes)),
                     rd_addr.eq(f.src),
                     gap.eq(Mux(cur_pass == 0, spec.SM_PASS_OVERHEAD, 0)),
                 ]
             with m.Else():
-                m.d.sync += [reading.eq(0), rd_pass.eq(0), rd_left.eq(0), rd_addr.eq(0)]
+                m.d.sync += [reading.eq(0), rd_pass.eq(0), rd_left.eq(0), rd_last.eq(0), rd_addr.eq(0)]
         with m.Elif(gap != 0):
             m.d.sync += gap.eq(gap - 1)
         return rd_tag

@@ -95,22 +95,26 @@ def kernel_cycles(program: Program) -> Counter:
     return cycles
 
 
-def row_costs(params: Params) -> list[str]:
-    """One LN row of d_model and one softmax row of the context against 2N + 50 (spec latencies)."""
-    lines = []
+def row_costs(params: Params) -> list[dict]:
+    """One LN row of d_model and one softmax row of the context: their cycles (spec latencies)
+    against 2N + 50 (issue 26's bound). Each a dict: op, N, cycles, 2N + 50."""
+    out = []
     for op, n in (("LN", CONFIG.width), ("SM", CONFIG.context)):
         fields = {"dst": 0, "src": n, "len": n} | ({"bias": 2 * n, "eps": 0} if op == "LN" else {})
-        cycles = latency(BY_NAME[op], fields, params)
-        lines.append(f"  {op} row of N = {n}: {cycles} cycles (2N + 50 = {2 * n + 50})")
-    return lines
+        out.append({"op": op, "N": n, "cycles": latency(BY_NAME[op], fields, params), "2N + 50": 2 * n + 50})
+    return out
 
 
-def bench(params: Params, cached: Sequence[int], prompt: int = 8) -> str:
-    """The table: a prefill of ``prompt`` tokens (in the chunks that fit) and decode steps after
-    each of ``cached`` tokens, cycles per token and per kernel kind."""
+def rows(params: Params, cached: Sequence[int] = (4, 16, 31), prompt: int = 8) -> list[dict]:
+    """A prefill of ``prompt`` tokens (in the chunks the scratchpad takes) and a decode step after
+    each of ``cached`` tokens, run on the reference machine: per step its name, tokens, cycles,
+    cycles per token and each kernel kind's cycles per token (integer division by the tokens).
+
+    Raises:
+        ScratchpadFull: the machine's scratchpad cannot hold a step."""
     decoder = Decoder(random_weights(), CONFIG, np.random.default_rng(1).integers(0, CONFIG.vocab, (8, 32)),
                       params)
-    rows = []
+    steps = []
     done, cycles, kinds = 0, 0, Counter()
     while done < prompt:                                  # the chunks the scratchpad takes
         program = decoder.prefill_step(done, prompt - done)
@@ -118,18 +122,26 @@ def bench(params: Params, cached: Sequence[int], prompt: int = 8) -> str:
         cycles += run_cycles(program, decoder, done, new)
         kinds += kernel_cycles(program)
         done += new
-    rows.append((f"prefill {prompt} (chunks of {decoder.chunk})", prompt, cycles, kinds))
+    steps.append((f"prefill {prompt} (chunks of {decoder.chunk})", prompt, cycles, kinds))
     for t in cached:
         program = decoder.program(t, 1)
-        rows.append((f"decode after {t}", 1, run_cycles(program, decoder, t, 1), kernel_cycles(program)))
+        steps.append((f"decode after {t}", 1, run_cycles(program, decoder, t, 1), kernel_cycles(program)))
+    return [{"step": name, "tokens": tokens, "cycles": total, "per token": total // tokens,
+             **{k: kinds[k] // tokens for k in KINDS}} for name, tokens, total, kinds in steps]
+
+
+def bench(params: Params, cached: Sequence[int], prompt: int = 8) -> str:
+    """The table of :func:`rows`, then the LN and softmax rows against 2N + 50."""
     head = f"  {'step':<24} {'cycles':>8} {'per token':>9}" + "".join(f" {k:>10}" for k in KINDS)
     lines = [f"GPT {CONFIG.layers} layers, d_model {CONFIG.width}, {CONFIG.heads} heads, vocabulary "
              f"{CONFIG.vocab}, on T = {params.T}, LANES = {params.LANES}, SPAD_WORDS = {params.SPAD_WORDS} "
              "(cycles per token; kernels' cycles per token on the serial timeline)", head]
-    for name, tokens, total, kinds in rows:
-        lines.append(f"  {name:<24} {total:8d} {total // tokens:9d}" + "".join(f" {kinds[k] // tokens:10d}"
-                                                                          for k in KINDS))
-    return "\n".join(lines + row_costs(params))
+    for r in rows(params, cached, prompt):
+        lines.append(f"  {r['step']:<24} {r['cycles']:8d} {r['per token']:9d}"
+                     + "".join(f" {r[k]:10d}" for k in KINDS))
+    lines += [f"  {r['op']} row of N = {r['N']}: {r['cycles']} cycles (2N + 50 = {r['2N + 50']})"
+              for r in row_costs(params)]
+    return "\n".join(lines)
 
 
 def run_cycles(program: Program, decoder: Decoder, cached: int, new: int) -> int:

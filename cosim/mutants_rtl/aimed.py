@@ -83,7 +83,7 @@ AIMS = (
         select="fields"),
     Aim("RQ pc = 1 past the table's end", "hw/requant.py", "onehot = [own_a > k] + [own_a == k - j", "$eq",
         "Y", "const0", "a lane past the table's end does not take its entry from the table's first words"),
-    Aim("RQ pc = 1 table wrap", "hw/requant.py", "r_q.eq(Mux(whole, r - lanes, r - lanes + rq.C))", "$add",
+    Aim("RQ pc = 1 table wrap", "hw/requant.py", "Mux(whole_q, r_q - lanes, r_q - lanes + rq.C)", "$add",
         "B", "inv", "the channels left after a beat that wraps past the table's end counted with a bit of "
         "C flipped"),
     Aim("GATHER row check", "hw/dma.py", "bad.eq(row >= f.rows)", "$ge", "Y", "const0",
