@@ -523,10 +523,10 @@ def gpt_study() -> list[dict]:
     from compiler.testing import gptbench
 
     out = []
-    for machine in (PRESETS["t4"], PRESETS["t8"]):
-        out += [{"T": machine.T, **row} for row in gptbench.rows(machine)]
-        out += [{"T": machine.T, "step": f"{c['op']} row of N = {c['N']}", "per token": c["cycles"],
-                 "2N + 50": c["2N + 50"]} for c in gptbench.row_costs(machine)]
+    for preset in (PRESETS["t4"], PRESETS["t8"]):
+        out += [{"T": preset.T, **row} for row in gptbench.rows(preset)]
+        out += [{"T": preset.T, "step": f"{c['op']} row of N = {c['N']}", "per token": c["cycles"],
+                 "2N + 50": c["2N + 50"]} for c in gptbench.row_costs(preset)]
     return out
 
 
