@@ -46,11 +46,13 @@ def add_step(em: Emitter, node: Node) -> None:
     needs = [where[k] is None or pairs[k] is not None for k in range(2)]
     if not any(needs) and out is None:
         needs[0] = True   # a buffer for the sum before its ST
-    chunk, buffers = _buffers(em, node, needs)
-    for at in range(0, node.words, chunk):
+    sets = 2 if em.params.OVERLAP else 1
+    chunk, buffers = _buffers(em, node, needs * sets)
+    for i, at in enumerate(range(0, node.words, chunk)):
         size = min(chunk, node.words - at)
-        sources = [_source(em, node, k, at, size, where[k], buffers[k], pairs[k]) for k in range(2)]
-        dst = out + at if out is not None else next(b for b in buffers if b is not None)
+        mine = buffers[2 * (i % sets):2 * (i % sets) + 2]
+        sources = [_source(em, node, k, at, size, where[k], mine[k], pairs[k]) for k in range(2)]
+        dst = out + at if out is not None else next(b for b in mine if b is not None)
         em.put("VADD", dst=dst, src1=sources[0], src2=sources[1], len=size, relu=int(fused_relu(em, node)))
         if out is None:
             em.put("ST", src=dst, dst=em.spills[node.id].addr + at, len=size)

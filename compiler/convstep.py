@@ -28,14 +28,12 @@ output rows per band.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
-
-from sim.spec import INT8_PER_WORD
 
 from .allocator import ScratchpadFull
 from .bias import has_bias, region_name
-from .blocking import ext_address, ld
+from .convtaps import chunk_words, load_weights, packed_ok, taps_allowed, taps_band, taps_cost, taps_steps
 from .errors import plural
 from .int4 import is_int4
 from .lowering import conv as lowering_conv
@@ -80,6 +78,13 @@ class Plan:
     row_by_row: bool = False
     """A shared-tap convolution whose window does not fit: one input row in the ring at a time,
     loaded before the MMs of its kernel row (one output row per band)."""
+    buffers: int = 1
+    """``taps`` mode: weight chunk buffers, used in turn (2 on a machine whose engines overlap:
+    a chunk loads while the MMs read the one before)."""
+    turn: int = 0
+    """``taps`` mode: the chunks loaded so far (the next goes to buffer turn mod buffers)."""
+    steps: list = field(default_factory=list)
+    """``taps`` mode: the image's steps under way (:func:`compiler.convtaps.taps_steps`)."""
 
 
 def conv_step(em: Emitter, node: Node) -> None:
@@ -114,6 +119,7 @@ def banded(em: Emitter, node: Node) -> None:
     row_words = w.Wo * cout
     for b in range(em.nodes[node.ins[0]].shape[0] // (w.H * w.W)):
         loaded = -1
+        plan.steps = list(taps_steps(w, plan.rows, plan.slots)) if plan.mode == "taps" else []
         for o0 in range(0, w.Ho, plan.rows):
             rows = min(plan.rows, w.Ho - o0)
             loaded = load_rows(em, node, plan, b, o0, rows, loaded, x_entry, x_addr)
@@ -124,11 +130,13 @@ def banded(em: Emitter, node: Node) -> None:
                     em.put("LD", dst=plan.acc + r * row_words, src=em.ext[region_name(node)].addr,
                            len=row_words)
             band_mms(em, node, plan, row_at, o0, rows)
-            first = (b * w.Ho + o0) * row_words
-            em.put("RQ", dst=plan.acc if out is None else out + first, src=plan.acc, len=rows * row_words,
-                   **rq)
-            if out_entry is not None:
-                em.put("ST", src=plan.acc, dst=out_entry.addr + first, len=rows * row_words)
+            step = 1 if plan.mode == "taps" and em.params.OVERLAP else rows
+            for r in range(0, rows, step):
+                first, at = (b * w.Ho + o0 + r) * row_words, plan.acc + r * row_words
+                words = min(step, rows - r) * row_words
+                em.put("RQ", dst=at if out is None else out + first, src=at, len=words, **rq)
+                if out_entry is not None:
+                    em.put("ST", src=at, dst=out_entry.addr + first, len=words)
     release(em, node, plan, rq)
 
 
@@ -158,9 +166,24 @@ def weight_modes(em: Emitter, node: Node) -> list[str]:
     k, cout = w.kh * w.kw * w.C, node.shape[1]
     streams = (em.unloaded_source(weight.id) and em.readers(weight.id) == [node.id] and not is_int4(weight)
                and weight.op is Op.WEIGHT)
-    packed_ok = not entry.fmt or all(aligned(k * co) and aligned(w.kw * w.C * n)
+    panels_ok = not entry.fmt or all(aligned(k * co) and aligned(w.kw * w.C * n)
                                      for co, n in channel_groups(cout, em.params.T))
-    return ["whole", "panel", "rows"] if streams and packed_ok else ["whole"]
+    taps_ok = not entry.fmt or packed_ok(node, em.params.T, em.params.K_MAX)
+    return ["whole"] + (["panel", "rows"] if streams and panels_ok else []) + (["taps"] if streams and taps_ok
+                                                                                else [])
+
+
+def load_cost(em: Emitter, node: Node, mode: str, rows: int, ring: bool) -> float:
+    """Estimated cycles of the step's loads: the weights' (:func:`weight_cost`) and, into a
+    ring, the input rows' (each once, the padding rows as zeros; the ``taps`` mode's as
+    :func:`compiler.convtaps.taps_cost` counts them, its weights included)."""
+    w = window_of(node)
+    images = em.nodes[node.ins[0]].shape[0] // (w.H * w.W)
+    if mode == "taps":
+        return taps_cost(node, rows, images, em.params, LD_COST)
+    lanes = em.params.LANES
+    rows_in = w.H * (w.W * w.C / lanes + LD_COST) + (w.Hp - w.H) * (w.Wp * w.C / lanes + LD_COST)
+    return weight_cost(em, node, mode, rows) + (images * rows_in if ring else 0)
 
 
 def weight_cost(em: Emitter, node: Node, mode: str, rows: int) -> float:
@@ -184,9 +207,12 @@ def choose(em: Emitter, node: Node, ring_needed: bool) -> Plan:
     ring = ring_needed or w.padded
     found = []
     for mode in weight_modes(em, node):
+        if mode == "taps" and not ring:
+            continue
         for rows in range(w.Ho, 0, -1):
-            if _fits(em, node, Plan(mode, rows), ring):
-                found.append((weight_cost(em, node, mode, rows), -rows, mode))
+            allowed = mode != "taps" or taps_allowed(w, rows, in_place(em, node))
+            if allowed and _fits(em, node, Plan(mode, rows), ring):
+                found.append((load_cost(em, node, mode, rows, ring), -rows, mode))
                 break
     if not found and w.shared and ring and _fits(em, node, Plan("whole", 1, row_by_row=True), ring):
         return allocate(em, node, Plan("whole", 1, row_by_row=True), ring, emit=True)
@@ -198,7 +224,32 @@ def choose(em: Emitter, node: Node, ring_needed: bool) -> Plan:
                            "piece)",
                            "use a machine with a larger scratchpad (SPAD_WORDS), or fewer channels", node.id)
     _, rows, mode = min(found)
+    if mode == "taps" and em.params.OVERLAP:
+        plan = overlapped(em, node, -rows, ring)
+        if plan is not None:
+            return allocate(em, node, plan, ring, emit=True)
     return allocate(em, node, Plan(mode, -rows), ring, emit=True)
+
+
+def overlapped(em: Emitter, node: Node, rows: int, ring: bool) -> Plan | None:
+    """On a machine whose engines overlap, a ``taps`` plan whose loads can run beside the MMs:
+    a spare ring slot and two weight chunk buffers if they fit, else two buffers, else the
+    spare slot, each with as many output rows a band as fit, down to half of ``rows`` (more
+    bands load the weights more times, but the DMA then works while the MXU does); None when
+    none fits."""
+    w = window_of(node)
+    for spare, buffers in ((1, 2), (0, 2), (1, 1)):
+        for r in range(rows, (rows - 1) // 2, -1):
+            plan = Plan("taps", r, buffers=buffers, slots=r + spare)
+            if taps_allowed(w, r, in_place(em, node), plan.slots) and _fits(em, node, plan, ring):
+                return plan
+    return None
+
+
+def in_place(em: Emitter, node: Node) -> bool:
+    """Whether the result's external region overlaps the input's (compiler/spill.py)."""
+    x, out = em.spills.get(node.ins[0]), em.spills.get(node.id)
+    return x is not None and out is not None and x.addr < out.addr + out.words and out.addr < x.addr + x.words
 
 
 def _fits(em: Emitter, node: Node, plan: Plan, ring: bool) -> bool:
@@ -224,14 +275,16 @@ def allocate(em: Emitter, node: Node, plan: Plan, ring: bool, emit: bool = False
     else:
         region = em.ext[taps_region(node) if w.shared else diagonal_region(node)] if w.depthwise else None
         plan.wwords = {"whole": region.words if region else 0, "panel": (w.kh * w.kw * (w.C if not w.depthwise
-                       else t) * t), "rows": w.kw * w.C * t}[plan.mode]
+                       else t) * t), "rows": w.kw * w.C * t,
+                       "taps": plan.buffers * chunk_words(node, t, em.params.K_MAX)}[plan.mode]
         plan.weights = em.alloc.alloc(plan.wwords, f"weights of node {node.id}")
         if emit and plan.mode == "whole":
             em.put("LD", dst=plan.weights, src=region.addr, len=region.words)
         if emit and not w.depthwise:
             em.out.panels[em.nodes[node.ins[1]].name] = t
     if ring:
-        plan.slots = 1 if plan.row_by_row else min(w.Hp, (plan.rows - 1) * w.sh + w.kh)
+        plan.slots = 1 if plan.row_by_row else (plan.slots or plan.rows) if plan.mode == "taps" else \
+            min(w.Hp, (plan.rows - 1) * w.sh + w.kh)
         plan.ring = em.alloc.alloc(plan.slots * w.Wp * w.C, f"input rows of node {node.id}")
         if emit and w.pw:
             zeros = em.ext[zeros_region(node)]
@@ -254,7 +307,7 @@ def row_address(node: Node, plan: Plan, b: int, x_addr: int | None) -> Callable[
 def load_rows(em: Emitter, node: Node, plan: Plan, b: int, o0: int, rows: int, loaded: int,
               x_entry: ExtEntry | None, x_addr: int | None) -> int:
     """Bring the band's input rows not in the ring yet; returns the last row loaded."""
-    if plan.ring is None or plan.row_by_row:
+    if plan.ring is None or plan.row_by_row or plan.mode == "taps":
         return loaded
     w = window_of(node)
     last = (o0 + rows - 1) * w.sh + w.kh - 1
@@ -279,14 +332,6 @@ def load_row(em: Emitter, node: Node, slot: int, yp: int, b: int, x_entry: ExtEn
         em.put("VADD", dst=slot + lowering_conv.interior(w), src1=src, src2=src, len=line, relu=0, max=1)
 
 
-def load_weights(em: Emitter, node: Node, dst: int, start: int, count: int) -> None:
-    """LD ``count`` elements of the weight's panel-major region from element ``start``."""
-    entry = em.ext[em.nodes[node.ins[1]].name]
-    packed = bool(entry.fmt)
-    assert not packed or start % INT8_PER_WORD == 0, "weight_modes keeps packed panels aligned"
-    em.put("LD", **ld(dst, ext_address(entry.addr, start, packed), count, packed))
-
-
 def band_mms(em: Emitter, node: Node, plan: Plan, row_at: Callable[[int], int], o0: int, rows: int) -> None:
     """The MMs of one band, with the weight loads of a streamed mode between them."""
     w = window_of(node)
@@ -300,6 +345,9 @@ def band_mms(em: Emitter, node: Node, plan: Plan, row_at: Callable[[int], int], 
                 em.put("MM", **fields)
     elif w.depthwise:
         depthwise_band(em, node, plan, row_at, o0, rows)
+    elif plan.mode == "taps":
+        b, x_entry, x_addr = plan.image
+        taps_band(em, node, plan, o0, lambda slot, yp: load_row(em, node, slot, yp, b, x_entry, x_addr))
     else:
         dense_band(em, node, plan, row_at, o0, rows)
 

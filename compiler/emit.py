@@ -108,8 +108,7 @@ class Emitter:
         self.requantizers = self.out.requantizers
         self.step = -1
         self.spills: Mapping[int, ExtEntry] = spills or {}
-        self.launches = launches and not params.OVERLAP
-        self.launches_refused = launches and bool(params.OVERLAP)
+        self.launches = launches
 
     def put(self, op: str, **fields: int) -> None:
         """Append one instruction (its fields checked against the machine's legal ranges)."""
@@ -201,9 +200,7 @@ class Emitter:
         if len(self.out.code) > self.params.IMEM_WORDS and not self.launches:
             raise CompileError(f"the program has {len(self.out.code)} instructions, more than the "
                                f"{self.params.IMEM_WORDS} the instruction memory holds",
-                               "compile the graph in smaller parts" + (
-                                   f" (launches run on the serial machine only, not at OVERLAP = "
-                                   f"{self.params.OVERLAP})" if self.launches_refused else ""))
+                               "compile the graph in smaller parts")
         self.out.spad_high = self.alloc.high
         return self.out
 
@@ -229,8 +226,8 @@ def emit(graph: Graph, scales: Mapping[int, float], fused: set[int], placement: 
             (:mod:`compiler.convstep`); False refuses them as the seed's compiler does.
         spills: node id -> the external region of a node that lives in external memory
             (:mod:`compiler.spill`); its producer and readers move it in bands.
-        launches: allow a program longer than the instruction memory on the serial machine
-            (run in launches, :meth:`compiler.program.Program.launches`).
+        launches: allow a program longer than the instruction memory (run in launches,
+            :meth:`compiler.program.Program.launches`).
 
     A matmul's factor is the float product ``factor * scale_a * scale_b / scale_out``; when
     that product would leave the normal floats on the way (tiny or huge scales), it is

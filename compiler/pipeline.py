@@ -391,7 +391,9 @@ def compile_graph(graph: Graph, calibration: Sequence[Mapping[str, object]], reu
             in ``disable``.
         launches: a program longer than the instruction memory is run as several launches
             of at most IMEM_WORDS instructions each, one after another, the scratchpad and the
-            external memory carried over (:meth:`Program.launches`; the serial machine only).
+            external memory carried over (:meth:`Program.launches`; on a machine whose engines
+            overlap each launch's HALT waits for every engine, so the launches mean what the
+            whole program means).
             False (the default) refuses it, naming the instruction count.
 
     Raises:

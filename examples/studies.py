@@ -468,11 +468,13 @@ def run(params: Params, digits: bool, rtl: tuple[str, ...] = ()) -> dict:
 
 
 def cnn_study() -> list[dict]:
-    """ResNet-8 and DS-CNN on the default machine and on T = 8 (both of the default sizes);
-    every run equal to the integer interpreter (else the study stops)."""
+    """ResNet-8 and DS-CNN on the default machine and on T = 8 (both of the default sizes), and
+    ResNet-8 on T = 8 with its engines side by side (OVERLAP = 1); every run equal to the
+    integer interpreter (else the study stops)."""
     from compiler.testing.cnnbench import rows
 
     found = [row for machine in (PRESETS["t4"], PRESETS["t8"]) for row in rows(machine)]
+    found += rows(dataclasses.replace(PRESETS["t8"], OVERLAP=1), ("resnet8",))
     for row in found:
         if not row["equal to the interpreter"]:
             raise StudyError(f"{row['model']} at T={row['T']}: its logits differ from the integer "
@@ -484,9 +486,10 @@ def _cnn_lines(rows: list[dict] | None) -> list[str]:
     """Section 5 of the page."""
     if not rows:
         return []
-    head = ["model", "T", "cycles per image", "launches", "MXU util %", "depthwise util %", "Fmax MHz",
-            "ms per image", "Cortex-M4 ms"]
-    shown = [{h: ("-" if r[k] is None else r[k]) for h, k in zip(head, ["model", "T", "cycles", "launches",
+    head = ["model", "T", "OVERLAP", "cycles per image", "launches", "MXU util %", "depthwise util %",
+            "Fmax MHz", "ms per image", "Cortex-M4 ms"]
+    shown = [{h: ("-" if r.get(k) is None else r[k]) for h, k in zip(head, ["model", "T", "OVERLAP", "cycles",
+              "launches",
               "utilisation %", "depthwise utilisation %", "Fmax MHz", "ms per image", "Cortex-M4 ms"],
               strict=True)} for r in rows]
     lines = ["## 5. Convolutional networks: MLPerf Tiny's ResNet-8 and DS-CNN", "",
@@ -495,8 +498,11 @@ def _cnn_lines(rows: list[dict] | None) -> list[str]:
              "`from_torch(model, (C, H, W), batch=1, per_channel=True)` and compiled for the default "
              "machine (T = 4) and for T = 8, LANES = 8, both of the default sizes (a 4,096-word "
              "scratchpad, 65,536 external words, 4,096 instructions; both fit the ECP5-85F: "
-             "docs/sweep.md). Activations that outgrow the scratchpad live in external memory and "
-             "stream in bands of output rows (compiler/spill.py, compiler/convstep.py); a program "
+             "docs/sweep.md); OVERLAP 0 is the serial machine, 1 the one whose engines run side by "
+             "side (docs/GA2.md section 7; its Fmax at T = 8 is unmeasured). Activations that outgrow "
+             "the scratchpad live in external memory and stream in bands of output rows "
+             "(compiler/spill.py, compiler/convstep.py; a deep layer's bands run kernel row by kernel "
+             "row, its weights streamed in chunks of K_MAX x T: compiler/convtaps.py); a program "
              "longer than the instruction memory runs as launches (Program.launches). One image, "
              "equal to the integer interpreter and within 10% of PyTorch; MXU utilisation is useful "
              "multiply-adds over T x T x cycles; the time at the machine's Fmax on the ECP5-85F "
@@ -505,14 +511,14 @@ def _cnn_lines(rows: list[dict] | None) -> list[str]:
              "(tests/test_examples.py::test_resnet8_on_verilator); these programs are not in the "
              "RTL run of sections 1-4.", "", *_table(shown, head), ""]
     for model in ("resnet8", "ds_cnn"):
-        by_t = {r["T"]: r for r in rows if r["model"] == model}
+        by_t = {r["T"]: r for r in rows if r["model"] == model and not r.get("OVERLAP")}
         layer_rows = [{"node": a["node"], "layer": a["layer"], "MACs": a["macs"], "T=4 cycles": a["cycles"],
                        "T=4 util %": a["utilisation %"], "T=8 cycles": b["cycles"],
                        "T=8 util %": b["utilisation %"]}
                       for a, b in zip(by_t[4]["layers"], by_t[8]["layers"], strict=True)]
-        lines += [f"{model} per layer (one image; a node's cycles are the latencies of the instructions its "
-                  "step wrote; the launches' front ends and HALTs are the rest):", "", *_table(layer_rows),
-                  ""]
+        lines += [f"{model} per layer (one image, the serial machines; a node's cycles are the latencies of "
+                  "the instructions its step wrote; the launches' front ends and HALTs are the rest):", "",
+                  *_table(layer_rows), ""]
     return lines
 
 

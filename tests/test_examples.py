@@ -256,8 +256,8 @@ def test_resnet8_on_verilator():
     done = subprocess.run([sys.executable, str(EXAMPLES / "mlperf_tiny.py"), "--model", "resnet8", "--param",
                            "t8", "--rtl", "verilator"], capture_output=True, text=True, timeout=3000)
     assert done.returncode == 0, done.stderr
-    assert "425,949 cycles per image" in done.stdout
-    assert re.search(r"verilator: 2 runs bit-exact .*177021, 248928 cycles each", done.stdout), done.stdout
+    assert "360,661 cycles per image" in done.stdout
+    assert re.search(r"verilator: 2 runs bit-exact .*120473, 240188 cycles each", done.stdout), done.stdout
     assert done.stdout.strip().endswith("mlperf_tiny: PASS")
 
 

@@ -78,7 +78,7 @@ COMPILER_LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
                                "compiler.lifetimes", "compiler.layout", "compiler.evaluate",
                                "compiler.calibrate", "compiler.scales")),
     ("back end", ("compiler.lowering", "compiler.blocking", "compiler.streaming", "compiler.convstep",
-                  "compiler.addstep", "compiler.spill", "compiler.schedule",
+                  "compiler.convtaps", "compiler.addstep", "compiler.spill", "compiler.schedule",
                   "compiler.emit", "compiler.bounds")),
     ("program and its readers", ("compiler.program", "compiler.symbols", "compiler.interpret",
                                  "compiler.realcheck", "compiler.accuracy", "compiler.explain")),

@@ -11,9 +11,10 @@ packing of int8 weights (LD fmt = 1), which its packed graphs must catch; 3 brea
 common-subexpression elimination, which its repeats graph must catch; 6 break the scheduling
 for the machine whose engines overlap, which its overlap graphs must catch; 4 break the blocking
 cost model; 4 break LayerNorm, the embedding's GATHER and causal masking (issue 26), which its
-GPT steps must catch; 5 break convolutions (padding, stride, per-channel scales, depthwise
-blocks, activations in external memory), which its convolutional graphs must catch. Each
-is a substitution, never an edit of source text: it replaces one seam of the compiler with a
+GPT steps must catch; 6 break convolutions (padding, stride, per-channel scales, depthwise
+blocks, activations in external memory, the ring of the bands run kernel row by kernel row),
+which its convolutional graphs must catch. Each is a substitution, never an edit of source
+text: it replaces one seam of the compiler with a
 broken version built from the original (:class:`Function`: a small named function, or a
 property, patched where the code that calls it looks it up; :class:`Entry`: a field of an
 operation's entry in the table of :mod:`compiler.ops`; :class:`PassSeam`: a pass of
@@ -486,6 +487,17 @@ TRANSFORMER_MUTANTS = (
 """Broken LayerNorm, embedding and causal masking (issue 26): the battery's GPT steps
 (:func:`compiler.testing.battery.check_transformer`) must catch them."""
 
+def _held_blindly(original: Callable) -> Callable:
+    """taps_steps whose loads stop once a slot has been loaded (compiler/convtaps.py)."""
+    def steps(w: Any, rows: int, slots: int = 0) -> Iterator[Any]:
+        seen: set[int] = set()
+        for step in original(w, rows, slots):
+            reads = tuple((r, yp, slot, load and slot not in seen) for r, yp, slot, load in step.reads)
+            seen |= {slot for _, _, slot, _ in step.reads}
+            yield dataclasses.replace(step, reads=reads)
+    return steps
+
+
 CONV_MUTANTS = (
     Mutant("conv padding: an image row is copied to the start of its padded row, not after the left "
            "padding", Function("compiler.lowering.conv.interior"), lambda original: lambda w: 0),
@@ -499,9 +511,11 @@ CONV_MUTANTS = (
            lambda original: lambda node, group, tap, params: original(node, 0, tap, params)),
     Mutant("spill: every region of activations starts right after the layout (live regions overlap)",
            Function("compiler.spill._first_fit"), lambda original: lambda live, words, top: top),
+    Mutant("conv taps: a ring slot loaded once counts as holding every row read from it later (the "
+           "ring's rows not followed)", Function("compiler.convstep.taps_steps"), _held_blindly),
 )
-"""Broken convolutions (issue 25): padding, stride, per-channel scales, depthwise blocks and
-activations in external memory; the battery's convolutional graphs
+"""Broken convolutions (issue 25): padding, stride, per-channel scales, depthwise blocks,
+activations in external memory and the ``taps`` mode's ring; the battery's convolutional graphs
 (:func:`compiler.testing.battery.check_conv`) must catch them."""
 
 MUTANTS = (SEED_MUTANTS + STREAMING_MUTANTS + WIDE_MUTANTS + ADD_RELU_MUTANTS + BLOCKING_MUTANTS

@@ -138,6 +138,26 @@ def test_launches_run_what_the_whole_program_does():
     assert (outcome.outputs["y"].ints == interpret(program, test)[program.graph.outputs()[0].id]).all()
 
 
+@pytest.mark.slow
+@pytest.mark.parametrize("overlap", (1, 2))
+def test_launches_on_the_machine_whose_engines_overlap(overlap):
+    """The same at OVERLAP = 1 and 2 (the scheduled program cut into launches, each HALT waiting
+    for every engine): the outputs equal the interpreter's, and each launch takes at least its
+    lower bound (compiler/bounds.py) and no more than the serial machine takes for the same
+    instructions. Slow (25 s each, 45 s at a load of 9: scheduling 5,000 instructions); a CI step."""
+    from compiler.bounds import bounds
+
+    params = dataclasses.replace(DEFAULT, OVERLAP=overlap)
+    program, test = compiled(512, base=params, batch=4, launches=True)
+    launches = program.launches()
+    assert len(launches) >= 2 and all(len(code) <= DEFAULT.IMEM_WORDS for code in launches)
+    outcome = program.run(test, warn=False)
+    assert (outcome.outputs["y"].ints == interpret(program, test)[program.graph.outputs()[0].id]).all()
+    serial = dataclasses.replace(params, SPAD_WORDS=512, OVERLAP=0)
+    assert (sum(bounds(code, program.machine).best for code in launches) <= outcome.counters.cycles
+            <= sum(serial_timeline(code, serial)[-1].end for code in launches))
+
+
 def test_the_global_pool_reads_the_whole_window_in_one_run():
     """The shared-tap pool over 6 x 5 pixels in the scratchpad: per image and group of T channels
     one MM of M = 1, K = 30 (the window's pixels one after another, ldb = C)."""
