@@ -17,6 +17,19 @@ No order of a program's instructions that the issue rule allows (docs/GA2.md sec
 
 Every bound ends with the stop (STOP_CYCLES). The program's own cycles against the largest of
 them says how much of the gap a better schedule could close and how much needs another machine.
+
+With the engines decoupled (OVERLAP = 2, ``sim.spec.Decoupled``) instruction i enters its
+engine's queue at OVERLAP_FRONTEND_CYCLES + ENTER_CYCLES * i at the earliest and is dispatched
+ENTER_DISPATCH_CYCLES later at the earliest, whatever waits before it; so there:
+
+* **engine**: an engine's instructions one after another, each from its earliest dispatch;
+* **read port**: the read windows, summed, from the earliest dispatch of the first that reads;
+* **issue** (the front end's pace): the stop comes ENTER_CYCLES after the last instruction
+  entered at the earliest, and after every instruction's end, its earliest dispatch plus its
+  latency;
+* **dependences**: the chains as above, but each instruction from its earliest dispatch, after
+  the one before it on its engine (its queue's order), and a write after read only after the
+  reader's read window (``sim.spec.war_only``); external regions are the DMA's, in order.
 """
 
 from __future__ import annotations
@@ -69,8 +82,9 @@ def bounds(code: Sequence[Instruction], params: Params) -> Bounds:
 
     Args:
         code: the instructions (``compiler.Program.code``).
-        params: the machine (its OVERLAP is not read: the bounds are those of the overlapping
-            machine; on the serial machine the cycles are the sum of the latencies).
+        params: the machine: at OVERLAP = 2 the bounds of the decoupled machine's rule, else
+            those of the overlapping machine (OVERLAP = 1; on the serial machine the cycles are
+            the sum of the latencies).
 
     Raises:
         ValueError: an instruction fails the spec's checks (names its index).
@@ -96,6 +110,9 @@ def bounds(code: Sequence[Instruction], params: Params) -> Bounds:
         if ins.op in ("LD", "ST"):
             words += ins.fields["len"]
     front = spec.OVERLAP_FRONTEND_CYCLES
+    roofs = {"mxu_roof": -(-macs // (params.T * params.T)), "dma_roof": -(-words // params.LANES)}
+    if params.OVERLAP == 2:
+        return _decoupled(units, lat, spad, params, roofs)
     ends: list[int] = []
     for k in range(len(units)):
         ready = max((ends[j] for j in range(k)
@@ -103,5 +120,33 @@ def bounds(code: Sequence[Instruction], params: Params) -> Bounds:
         ends.append(ready + lat[k])
     issue = front + spec.OVERLAP_ISSUE_CYCLES * (len(units) - 1) + lat[-1]
     return Bounds(engine=max(engines.values()) + front + stop, read_port=read_port + front + stop,
-                  issue=issue + stop, dependences=max(ends) + stop,
-                  mxu_roof=-(-macs // (params.T * params.T)), dma_roof=-(-words // params.LANES))
+                  issue=issue + stop, dependences=max(ends) + stop, **roofs)
+
+
+def _decoupled(units: Sequence[Instruction], lat: list[int], spad: list, params: Params,
+               roofs: dict[str, int]) -> Bounds:
+    """The bounds at OVERLAP = 2 (the module docstring) of legal instructions ``units`` (no
+    HALT) with latencies ``lat`` and scratchpad regions ``spad``; ``roofs`` as computed."""
+    stop = spec.STOP_CYCLES
+    earliest = [spec.OVERLAP_FRONTEND_CYCLES + spec.ENTER_CYCLES * i + spec.ENTER_DISPATCH_CYCLES
+                for i in range(len(units))]
+    reads = [spec.reads(ins.spec, ins.fields, params) for ins in units]
+    engine: dict[str, int] = {}
+    for i, ins in enumerate(units):
+        engine[ins.spec.counter] = max(engine.get(ins.spec.counter, 0), earliest[i]) + lat[i]
+    readers = [i for i in range(len(units)) if reads[i]]
+    read_port = earliest[readers[0]] + sum(reads) if readers else 0
+    entered = spec.OVERLAP_FRONTEND_CYCLES + spec.ENTER_CYCLES * len(units)
+    issue = max(entered, max(earliest[i] + lat[i] for i in range(len(units))))
+    start: list[int] = []
+    last_on: dict[str, int] = {}
+    for k, ins in enumerate(units):
+        t = max(earliest[k], last_on.get(ins.spec.counter, 0))
+        for j in range(k):
+            if spec.conflict(spad[k], spad[j]):
+                t = max(t, start[j] + reads[j] if spec.war_only(spad[k], spad[j]) else start[j] + lat[j])
+        start.append(t)
+        last_on[ins.spec.counter] = t + lat[k]
+    ends = max(start[k] + lat[k] for k in range(len(units)))
+    return Bounds(engine=max(engine.values()) + stop, read_port=read_port + stop, issue=issue + stop,
+                  dependences=ends + stop, **roofs)

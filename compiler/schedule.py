@@ -130,8 +130,10 @@ def better(after: int, before: int) -> bool:
 
 
 def cycles_of(code: Sequence[Instruction], params: Params) -> int:
-    """The ``cycles`` counter of a legal program ending in HALT, by the issue rule alone."""
-    issue = spec.Issue(params)
+    """The ``cycles`` counter of a legal program ending in HALT, by the machine's issue rule
+    alone (``sim.spec.issue_rule``; at OVERLAP = 2 the list scheduler below still orders by the
+    rule of OVERLAP = 1, today's, and keeps an order only when this says it saves cycles)."""
+    issue = spec.issue_rule(params)
     for pc, ins in enumerate(code):
         if ins.spec.counter is None:
             return issue.stop() + spec.STOP_CYCLES

@@ -85,22 +85,24 @@ def serial_timeline(code: Sequence[Instruction], params: Params) -> list[Span]:
 
 def timeline(code: Sequence[Instruction], params: Params) -> list[Span]:
     """Each instruction's span by the machine's issue rule (``sim.spec.Issue``): the serial
-    machine's (:func:`serial_timeline`, worked out here on its own) or, with OVERLAP = 1, the
-    engines side by side, with each instruction's hazard and port waits. The last span is the
+    machine's (:func:`serial_timeline`, worked out here on its own) or, with OVERLAP = 1 or 2
+    (``sim.spec.issue_rule``), the engines side by side, with each instruction's hazard and port
+    waits. The last span is the
     stop's (HALT): it starts when it is taken and its ``end`` is the ``cycles`` counter.
 
     Raises:
         ValueError: as :func:`serial_timeline`.
     """
-    issue = spec.Issue(params, record=True)
+    issue = spec.issue_rule(params, record=True)
     for pc, ins in enumerate(code):
         code_, detail = spec.check(ins.spec, ins.fields, params)
         if code_ is not spec.ErrorCode.NONE:
             raise ValueError(f"instruction {pc} ({ins.op}) is illegal ({spec.ERROR_TEXT[code_]}): {detail}")
         if ins.spec.counter is None:
             # the timeline is read at the stop: an LD's end grows while later writers are placed
-            spans = [Span(p.pc, p.op, p.engine, p.start, p.end, p.hazard, p.port) for p in issue.timeline]
+            # (and at OVERLAP = 2 every cycle is known only then)
             stop = issue.stop()
+            spans = [Span(p.pc, p.op, p.engine, p.start, p.end, p.hazard, p.port) for p in issue.timeline]
             spans.append(Span(pc, ins.op, None, stop, stop + spec.STOP_CYCLES))
             return spans
         issue.place(pc, ins.spec, ins.fields)

@@ -18,8 +18,11 @@ The cover points, each a ``cocotb_coverage.coverage.CoverPoint`` under ``stress`
 ``stress.rules.<instruction>``
     each rule across fields (``sim.spec.FieldRule``: MM's overlapping accumulated rows, RQ's
     modes) holding in an instruction the machine checked, which stops it with BAD_FIELD;
-``stress.waits`` (a machine with OVERLAP = 1 only)
-    the programs whose run waited on a hazard, on a scratchpad port (:data:`WAITS`).
+``stress.waits`` (a machine with OVERLAP = 1 or 2 only)
+    the programs whose run waited on a hazard, on a scratchpad port (:data:`WAITS`);
+``stress.queues`` (OVERLAP = 2 only)
+    the programs whose run filled each engine's queue, held the front end, passed a waiting
+    instruction, ended a write after read's wait early (:data:`QUEUES`, :func:`queue_events`).
 
 cocotb-coverage keeps one coverage database per process (``coverage_db``). A :class:`Model`
 clears it and declares the points afresh, so that a chunk of programs, drawn in a worker of the
@@ -31,6 +34,7 @@ completely (a test checks it).
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
@@ -46,8 +50,9 @@ from .text import counted
 
 ROOT = "stress"
 HALT = "HALT"
-STOPS = tuple(HALT if c is ErrorCode.NONE else c.name for c in ErrorCode)
-"""The stops, in the order of :class:`sim.spec.ErrorCode` (HALT for a normal one)."""
+STOPS = (HALT, *(c.name for c in ErrorCode if c is not ErrorCode.NONE and c not in spec.MACHINE_FAULTS))
+"""The stops a program can make, in the order of :class:`sim.spec.ErrorCode` (HALT for a normal
+one; not the machine's own STALL, which no correct machine reaches)."""
 INSTRUCTIONS = tuple(s.name for s in spec.INSTRUCTIONS)
 FLAGS = tuple(f"{s.name} {f.name}=1" for s in spec.INSTRUCTIONS for f in s.fields if f.width == 1)
 """Every one-bit field set (``MM tb=1``, ``RQ relu=1``, ...), from the spec: a new flag is a bin."""
@@ -61,11 +66,16 @@ CASES = tuple(dict.fromkeys((
 WAITS = ("hazard", "port")
 """OVERLAP = 1: the bins of ``stress.waits``, a program whose run waited on a hazard, on a port
 (the reference machine's ``hazard`` and ``port`` counters, docs/GA2.md section 7)."""
+QUEUES = (*(f"{e} queue full" for e in spec.ENGINES), "front end held", "passed", "write after read early")
+"""OVERLAP = 2: the bins of ``stress.queues`` (docs/GA2.md section 7), a program in whose run the
+reference machine had STATION_SLOTS - 1 instructions waiting in an engine's queue at once; held
+the front end for a free entry; dispatched an instruction before an earlier one; dispatched a
+write after read before the end of the instruction whose reads it overwrites."""
 REQUIRED = (f"{ROOT}.instructions", f"{ROOT}.stops", f"{ROOT}.rules.")
 """Cover points a run of 500 programs covers completely (every rule across fields among them)."""
 GROUPS = (("instructions", f"{ROOT}.instructions"), ("stops", f"{ROOT}.stops"), ("cases", f"{ROOT}.cases"),
           ("field edges", f"{ROOT}.fields."), ("rules", f"{ROOT}.rules."),
-          ("alignment", f"{ROOT}.alignment."), ("waits", f"{ROOT}.waits"))
+          ("alignment", f"{ROOT}.alignment."), ("waits", f"{ROOT}.waits"), ("queues", f"{ROOT}.queues"))
 """The report's lines: a title and the cover points whose name is (or starts with) the key."""
 _EDGE_ORDER = ("lo-1", "lo", "hi", "hi+1")
 
@@ -129,6 +139,7 @@ class Model:
         self.stop = CoverPoint(f"{ROOT}.stops", bins=list(STOPS))(_ignore)
         self.case = CoverPoint(f"{ROOT}.cases", bins=list(CASES))(_ignore)
         self.wait = CoverPoint(f"{ROOT}.waits", bins=list(WAITS))(_ignore) if params.OVERLAP else None
+        self.queue = CoverPoint(f"{ROOT}.queues", bins=list(QUEUES))(_ignore) if params.OVERLAP == 2 else None
         self.fields, self.regions, self.rules = {}, {}, {}
         for ispec in spec.INSTRUCTIONS:
             if ispec.field_rules:
@@ -156,7 +167,11 @@ class Model:
             for name in WAITS:
                 if getattr(expected.counters, name):
                     self.wait(name)
-        for pc, ins in enumerate(_checked(program, expected)):
+        checked = _checked(program, expected)
+        if self.queue is not None:
+            for name in queue_events(checked, expected.timeline):
+                self.queue(name)
+        for pc, ins in enumerate(checked):
             name, fields = ins.spec.name, ins.fields
             if pc < expected.error_pc or expected.error_code is ErrorCode.NONE:
                 self.instruction(name)
@@ -175,6 +190,32 @@ class Model:
         coverage_db.export_to_yaml(str(path))
 
 
+def queue_events(code: Sequence[Instruction], timeline: Sequence[spec.Placed]) -> list[str]:
+    """The bins of :data:`QUEUES` a run of the decoupled machine hits: ``timeline`` is the
+    reference's (program order, the instructions that ran), ``code`` the program's instructions
+    from the first."""
+    found = set()
+    for engine in spec.ENGINES:
+        mine = [p for p in timeline if p.engine == engine]
+        if any(sum(q.entered <= p.entered < q.start for q in mine) >= spec.STATION_SLOTS - 1 for p in mine):
+            found.add(f"{engine} queue full")
+    for before, after in itertools.pairwise(timeline):
+        if after.entered > before.entered + spec.ENTER_CYCLES:
+            found.add("front end held")
+    latest = -1
+    for p in timeline:
+        if p.start < latest:
+            found.add("passed")
+        latest = max(latest, p.start)
+    accesses = [spec.spad_accesses(ins.spec, ins.fields) for ins in code[:len(timeline)]]
+    for i, p in enumerate(timeline):
+        for j in range(i):
+            q = timeline[j]
+            if q.engine != p.engine and p.start < q.end and spec.war_only(accesses[i], accesses[j]):
+                found.add("write after read early")
+    return [name for name in QUEUES if name in found]
+
+
 def merge(paths: Sequence[Path], out: Path) -> dict:
     """Merge the chunks' files (cocotb-coverage's ``merge_coverage``) into ``out``; the merged
     counts: cover point -> {bin: hits}."""
@@ -190,7 +231,7 @@ def read(path: Path) -> dict[str, dict]:
             for name, item in data.items() if "bins:_hits" in item}
 
 
-_KNOWN = {b: k for k, b in enumerate((*INSTRUCTIONS, *STOPS, *CASES, *_EDGE_ORDER, *WAITS))}
+_KNOWN = {b: k for k, b in enumerate((*INSTRUCTIONS, *STOPS, *CASES, *_EDGE_ORDER, *WAITS, *QUEUES))}
 
 
 def _bin_order(item: tuple) -> tuple:
@@ -224,7 +265,8 @@ def report(data: dict[str, dict], where: Path | None = None) -> list[str]:
     """The coverage lines of a run: per group the bins hit of all, the counts of the small ones,
     and the holes."""
     head = "coverage (cocotb-coverage" + (f", {where})" if where else ")")
-    return [head, *(_line(title, data, prefix, counts=title in ("instructions", "stops", "cases", "waits"))
+    return [head, *(_line(title, data, prefix, counts=title in ("instructions", "stops", "cases", "waits",
+                                                                "queues"))
                     for title, prefix in GROUPS if any(n == prefix or n.startswith(prefix) for n in data))]
 
 

@@ -47,6 +47,8 @@ class Expected:
         error_pc: the pc of the instruction that stopped it: the HALT's, the faulting one's,
             or the program length for NO_HALT (what the RTL's ``error_pc`` shows).
         detail: the reference's message for an error ("" after a HALT).
+        timeline: every instruction that ran, in program order (``sim.spec.Placed``: its
+            dispatch, end, waits and, at OVERLAP = 2, when it entered its queue), for coverage.
     """
 
     spad: np.ndarray
@@ -55,6 +57,7 @@ class Expected:
     error_code: ErrorCode
     error_pc: int
     detail: str = ""
+    timeline: list = field(default_factory=list)
 
 
 @dataclass
@@ -281,8 +284,9 @@ def reference(program: Sequence[Instruction] | Sequence[int], ext, params: Param
         result: RunResult = Machine(params).run(program, ext, spad=spad)
     except MachineError as stop:
         r = stop.result
-        return Expected(r.spad, r.ext, r.counters, stop.code, stop.pc, stop.detail)
-    return Expected(result.spad, result.ext, result.counters, ErrorCode.NONE, result.steps - 1)
+        return Expected(r.spad, r.ext, r.counters, stop.code, stop.pc, stop.detail, r.timeline)
+    return Expected(result.spad, result.ext, result.counters, ErrorCode.NONE, result.steps - 1,
+                    timeline=result.timeline)
 
 
 @dataclass

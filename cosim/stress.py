@@ -468,7 +468,7 @@ class Generator:
         of ENDINGS[seed % 10]."""
         rng = self.rng
         ending = ENDINGS[self.seed % len(ENDINGS)]
-        drawn = [*self.loads(), *strategy_for(self.seed).body(self)]
+        drawn = [*self.loads(), *strategy_for(self.seed, self.p).body(self)]
         body: list[Instruction | list[int]] = self.with_rows(drawn)
         if ending == HALT:
             body.append(build("HALT", params=self.p))
@@ -523,16 +523,18 @@ COLLIDE_RECENT = 3
 """A collide body's instruction meets one of the last this many instructions before it."""
 
 
-def _colliding(g: Generator, kind: str, recent: Sequence[tuple[str, dict[str, int]]]) -> Instruction | None:
+def _colliding(g: Generator, kind: str, recent: Sequence[tuple[str, dict[str, int]]],
+               collisions: Sequence[str] = tuple(COLLISIONS)) -> Instruction | None:
     """A legal ``kind`` one of whose scratchpad regions overlaps a region of one of ``recent``
-    (kind, fields) so that the pair is a hazard (:data:`COLLISIONS`); None when 50 draws fail."""
+    (kind, fields) so that the pair is a hazard of one of ``collisions`` (:data:`COLLISIONS`);
+    None when 50 draws fail."""
     own = [r for r in spec.BY_NAME[kind].regions if r.mem is Mem.SPAD]
     for _ in range(50):
         fields = g._place(kind, g._values(kind))
         if fields is None or not own:
             continue
         other_kind, other = g.rng.choice(list(recent))
-        name, (mine_writes, theirs_writes) = g.rng.choice(list(COLLISIONS.items()))
+        name, (mine_writes, theirs_writes) = g.rng.choice([(c, COLLISIONS[c]) for c in collisions])
         mine = [r for r in own if r.writes == mine_writes and r.extent(fields)]   # not an empty one
         theirs = [r for r in spec.BY_NAME[other_kind].regions
                   if r.mem is Mem.SPAD and r.writes == theirs_writes and r.extent(other)]
@@ -575,15 +577,70 @@ def collide_body(g: Generator) -> list[Instruction | list[int]]:
     return body
 
 
+LONG = 40
+"""A fill body's blocker runs at least this many cycles (LD or VADD of 150 words and more, SM of
+rows of 40, MM with K + M around 30)."""
+
+
+def _long(g: Generator, engine: str) -> Instruction | None:
+    """A legal instruction of ``engine`` of LONG cycles or more (None when 40 draws fail)."""
+    kinds = [k for k in g.kinds() if spec.BY_NAME[k].counter == engine]
+    for _ in range(40 if kinds else 0):
+        kind = g.rng.choice(kinds)
+        fields = g._place(kind, g._values(kind))
+        if fields is not None and spec.check(spec.BY_NAME[kind], fields, g.p)[0] is ErrorCode.NONE \
+                and spec.latency(spec.BY_NAME[kind], fields, g.p) >= LONG:
+            g._note(kind, fields)
+            return build(kind, params=g.p, **fields)
+    return None
+
+
+def fill_body(g: Generator) -> list[Instruction | list[int]]:
+    """Blocks that fill the decoupled machine's queues (OVERLAP = 2, docs/GA2.md section 7): a
+    long instruction on one engine, then STATION_SLOTS to STATION_SLOTS + 2 instructions of
+    another, the first reading what the long one writes (so it waits, and the ones behind it
+    fill its engine's queue until the front end holds the next), then one to three of any
+    engine, aimed at the ones before them (hazards on queued instructions, writes after
+    reads, instructions that pass the waiting ones once they enter)."""
+    body: list[Instruction | list[int]] = []
+    done: list[tuple[str, dict[str, int]]] = []
+    while len(body) < BODY_MAX:
+        blocker_engine, target = g.rng.sample(spec.ENGINES, 2)
+        blocker = _long(g, blocker_engine)
+        targets = [k for k in g.kinds() if spec.BY_NAME[k].counter == target]
+        if blocker is None or not targets:
+            continue
+        block = [blocker]
+        recent = [(blocker.op, dict(blocker.fields))]
+        for k in range(g.rng.randint(spec.STATION_SLOTS, spec.STATION_SLOTS + 2)):
+            kind = g.rng.choice(targets)
+            ins = (_colliding(g, kind, recent[:1], ("RAW",)) if k == 0 else None) or g.legal(kind)
+            block.append(ins)
+            recent.append((ins.op, dict(ins.fields)))
+        for _ in range(g.rng.randint(1, 3)):
+            kind = g.rng.choice(g.kinds())
+            ins = _colliding(g, kind, recent + done[-COLLIDE_RECENT:]) or g.legal(kind)
+            block.append(ins)
+            recent.append((ins.op, dict(ins.fields)))
+        g.features["fill block"] += 1
+        body += block
+        done += recent
+    return body
+
+
 STRATEGIES: tuple[Strategy, ...] = (Strategy("random", random_body), Strategy("collide", collide_body))
 """The strategies programs are drawn with: program k uses :func:`strategy_for` (k). A new
 strategy (edge-aimed programs, say) is one more entry here."""
+DECOUPLED_STRATEGIES: tuple[Strategy, ...] = (*STRATEGIES, Strategy("fill", fill_body))
+"""The strategies of the machine whose engines are decoupled (OVERLAP = 2): those of every
+machine and ``fill``, whose programs fill its queues (the others' draws stay the same)."""
 
 
-def strategy_for(seed: int) -> Strategy:
-    """The strategy of program ``seed``: they take turns by ten seeds, so that every strategy
-    meets every ending (ENDINGS)."""
-    return STRATEGIES[(seed // len(ENDINGS)) % len(STRATEGIES)]
+def strategy_for(seed: int, params: Params) -> Strategy:
+    """The strategy of program ``seed`` on the machine ``params``: they take turns by ten seeds,
+    so that every strategy meets every ending (ENDINGS)."""
+    strategies = DECOUPLED_STRATEGIES if params.OVERLAP == 2 else STRATEGIES
+    return strategies[(seed // len(ENDINGS)) % len(strategies)]
 
 
 def long_program(seed: int, length: int, params: Params) -> Job:

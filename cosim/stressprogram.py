@@ -18,12 +18,11 @@ from .jobs import Job
 HALT = "HALT"
 ROUND = 10
 """Programs per round of endings: every ending once, the rest HALT."""
-_ERRORS = (*(c.name for c in spec.DATA_ERRORS),
-           *(c.name for c in ErrorCode if c is not ErrorCode.NONE and c not in spec.DATA_ERRORS))
+_ERRORS = (*(c.name for c in spec.DATA_ERRORS), *(c.name for c in spec.CHECK_CODES))
 ENDINGS: tuple[str, ...] = ((HALT,) * (ROUND - len(_ERRORS))) + _ERRORS
 """How program k ends: ENDINGS[k % len(ENDINGS)]: HALT three times, BAD_INDEX (issue 26, in the
 fourth slot, which was a HALT: every other error keeps the seeds it had), then each error code
-the front end checks."""
+the front end checks (STALL, ``sim.spec.MACHINE_FAULTS``, is none: no program asks for it)."""
 KINDS = tuple(s.name for s in spec.INSTRUCTIONS if s.counter is not None)
 """The instructions a body draws from (all but HALT)."""
 

@@ -81,8 +81,8 @@ def sweep_tables(record: Path = sweep.RECORD) -> str:
     data = json.loads(record.read_text())
     figures = [sweep.Figures(**f) for f in data["figures"]]
     return "\n".join([*sweep.cycle_table(figures), "",
-                      f"Synthesis on the ECP5-85F ({data['date']}, out of context, nextpnr "
-                      "`--freq 100`):", "",
+                      f"Synthesis on the ECP5-85F ({data['date']}, out of context, nextpnr's "
+                      "`--freq` in the target column):", "",
                       *sweep.synth_table(figures)]) + "\n"
 
 

@@ -1,10 +1,10 @@
 #!/usr/bin/env python3
 """The machine sweep (``make sweep``): the same programs on GA-2 of every array size.
 
-For each machine (by default the presets t2, t4, t8 and t16: T = 2, 4, 8, 16 with the LANES
-each needs, sim.machines.PRESETS) the programs are compiled for that machine and run on the
-reference machine, whose counters the RTL matches exactly (``make cosim PARAMS=...`` checks
-it):
+For each machine (by default :data:`MACHINES`: the presets t2, t4, t8 and t16, T = 2, 4, 8, 16
+with the LANES each needs, sim.machines.PRESETS, and T = 4 and 8 at OVERLAP = 1 and 2) the
+programs are compiled for that machine and run on the reference machine, whose counters the
+RTL matches exactly (``make cosim PARAMS=...`` checks it):
 
 * the twelve graphs of seeds 100-111 (compiler.workloads.seedtable.compile_seed): total cycles
   and MXU utilisation (useful multiply-adds over T*T*cycles);
@@ -48,7 +48,9 @@ YOSYS_CACHE = ROOT / "build" / "yosys-cache"
 """Yosys's results by a hash of the Verilog, the script and Yosys (flows/synth/run.py)."""
 PAGE = ROOT / "docs" / "sweep.md"
 """The tables of RECORD as Markdown."""
-MACHINES = ("t2", "t4", "t8", "t16")
+MACHINES = ("t2", "t4", "t8", "t16", "t4 OVERLAP=1", "t4 OVERLAP=2", "t8 OVERLAP=1", "t8 OVERLAP=2")
+"""Every array size on the serial machine, and T = 4 and 8 with the engines side by side
+(OVERLAP = 1) and decoupled (OVERLAP = 2, issue 27)."""
 WIDTHS = (8, 16, 32, 48)
 """Example B's hidden widths (GA2.md section 6 quotes the seed chip at these)."""
 SYNTH_KEYS = (("LUT4", "LUT4"), ("TRELLIS_FF", "FF"), ("MULT18X18D", "DSP"), ("DP16KD", "DP16KD"))
@@ -149,7 +151,8 @@ def report_figures(report, params: Params) -> dict:
     from flows.synth.run import current_key
 
     used = {label: report.utilisation[key]["used"] for key, label in SYNTH_KEYS}
-    return {**used, "Fmax": report.fmax, "overfull": report.overfull, "versions": report.versions,
+    return {**used, "Fmax": report.fmax, "target": report.freq_target, "overfull": report.overfull,
+            "versions": report.versions,
             "seconds": report.seconds.get("total"), "date": datetime.date.today().isoformat(),
             "yosys_key": current_key(params, report.yosys["mapper"])}
 
@@ -198,18 +201,86 @@ def cycle_table(figures: list[Figures]) -> list[str]:
 
 
 def synth_table(figures: list[Figures]) -> list[str]:
-    head = ["machine", *(label for _, label in SYNTH_KEYS), "Fmax (MHz)", "fits the 85F", "run on"]
+    head = ["machine", *(label for _, label in SYNTH_KEYS), "Fmax (MHz)", "target (MHz)", "fits the 85F",
+            "run on"]
     rows = []
     for f in figures:
         s = f.synth
         if not s or set(s) <= {"dsp"}:
-            rows.append([f.machine, *["not run"] * (len(SYNTH_KEYS) + 3)])
+            rows.append([f.machine, *["not run"] * (len(SYNTH_KEYS) + 4)])
         elif "error" in s:
-            rows.append([f.machine, *["-"] * (len(SYNTH_KEYS) + 1), f"refused: {s['error']}", "-"])
+            rows.append([f.machine, *["-"] * (len(SYNTH_KEYS) + 2), f"refused: {s['error']}", "-"])
         else:
             fmax = "-" if s["Fmax"] is None else f"{s['Fmax']:.1f}"
-            rows.append([f.machine, *(f"{s[label]:,}" for _, label in SYNTH_KEYS), fmax,
+            rows.append([f.machine, *(f"{s[label]:,}" for _, label in SYNTH_KEYS), fmax, _target(s),
                          "yes" if not s["overfull"] else f"no: {s['overfull']}", s.get("date", "-")])
+    return _markdown(head, rows)
+
+
+def _target(synth: dict) -> str:
+    """nextpnr's ``--freq`` of a record (100 for the records made before it was kept)."""
+    return f"{synth.get('target', 100.0):g}"
+
+
+def superseded(last: dict, figures: list[Figures]) -> list[dict]:
+    """The synthesis figures of the last record that this run replaces with figures of other
+    sources (another Yosys cache key), each as a history entry: the machine, Fmax, LUT4, FF,
+    the target and the day it ran. A machine whose figures are not replaced (the same key, or
+    no new figures) leaves nothing."""
+    before = {f["machine"]: f.get("synth", {}) for f in last.get("figures", [])}
+    out = []
+    for f in figures:
+        old = before.get(f.machine, {})
+        new_key = f.synth.get("yosys_key")
+        if old.get("Fmax") is not None and new_key and old.get("yosys_key") != new_key:
+            out.append(history_entry(f.machine, old))
+    return out
+
+
+def history_entry(machine: str, synth: dict) -> dict:
+    """A machine's synthesis figures as the record's history keeps them."""
+    return {"machine": machine, "Fmax": synth["Fmax"], "LUT4": synth["LUT4"], "FF": synth["FF"],
+            "target": synth.get("target", 100.0), "date": synth.get("date", "-")}
+
+
+def report_history(path: Path) -> dict:
+    """A history entry from a flows/synth report.json of earlier sources (``--history``): its
+    machine (the preset, then the changed parameters), Fmax, LUT4, FF, target, and the day the
+    file was written.
+
+    Raises:
+        ValueError: the file is not a report with an Fmax (its path named).
+    """
+    from flows.synth import Report
+
+    try:
+        report = Report(**json.loads(path.read_text()))
+    except (OSError, ValueError, TypeError) as e:
+        raise ValueError(f"{path}: not a synthesis report ({e})") from None
+    if report.fmax is None:
+        raise ValueError(f"{path}: a report without Fmax (Yosys only)")
+    params = Params(**report.params)
+    used = {label: report.utilisation[key]["used"] for key, label in SYNTH_KEYS}
+    date = datetime.date.fromtimestamp(path.stat().st_mtime).isoformat()
+    return history_entry(machine_name(params), {**used, "Fmax": report.fmax, "target": report.freq_target,
+                                                "date": date})
+
+
+def machine_name(params: Params) -> str:
+    """A machine as the sweep names it: the preset of its T and LANES, then what else differs
+    (``t4 OVERLAP=2``), or the changed parameters when no preset has its T and LANES."""
+    base = next((name for name, p in machines.PRESETS.items()
+                 if name != "default" and (p.T, p.LANES) == (params.T, params.LANES)), None)
+    if base is None:
+        return machines.describe(params)
+    rest = {k: v for k, v in machines.changed(params).items() if getattr(machines.PRESETS[base], k) != v}
+    return " ".join([base, *(f"{k}={v}" for k, v in rest.items())])
+
+
+def history_table(history: list[dict]) -> list[str]:
+    head = ["machine", "Fmax (MHz)", "target (MHz)", "LUT4", "FF", "run on"]
+    rows = [[h["machine"], f"{h['Fmax']:.1f}", f"{h['target']:g}", f"{h['LUT4']:,}", f"{h['FF']:,}",
+             h["date"]] for h in history]
     return _markdown(head, rows)
 
 
@@ -236,10 +307,15 @@ def page(record: dict) -> str:
              "over T*T*cycles, seeds 100-111. Example B: the network of examples/own_graph.py at "
              "hidden width w (batch 4). Digits: the MLP of examples/digits.py, cycles per image in "
              "batches of 8.", "", *cycle_table(figures), "",
-             "Synthesis on the ECP5-85F (speed 6, out of context, nextpnr seed 1, `--freq 100`), each "
-             "of the current sources (its Yosys cache key: flows/synth/run.py current_key), on the day "
-             "it ran; Fmax '-': Yosys only (no place and route), 'not run': no report of the "
+             "Synthesis on the ECP5-85F (speed 6, out of context, nextpnr seed 1, `--freq` the target "
+             "column), each of the current sources (its Yosys cache key: flows/synth/run.py current_key), "
+             "on the day it ran; Fmax '-': Yosys only (no place and route), 'not run': no report of the "
              "current sources:", "", *synth_table(figures), ""]
+    if record.get("history"):
+        lines += ["Earlier figures, of sources that have changed since (the table above has the "
+                  "machine's figures of today; `--history REPORT` adds a report of earlier sources, "
+                  "and a run that replaces a machine's figures moves them here):", "",
+                  *history_table(record["history"]), ""]
     notes = [f"- {f.machine}: {f.synth['dsp']}" for f in figures if f.synth.get("dsp")]
     if notes:
         lines += [*notes, ""]
@@ -261,6 +337,9 @@ def main(argv: list[str] | None = None) -> int:
                         "sources")
     parser.add_argument("--write", action="store_true", help=f"store the run in {RECORD.relative_to(ROOT)} "
                         f"and rewrite {PAGE.relative_to(ROOT)}")
+    parser.add_argument("--history", nargs="+", type=Path, default=[], metavar="REPORT",
+                        help="flows/synth report.json files of earlier sources, added to the record's "
+                             "history (with --write)")
     parser.add_argument("--epochs", type=positive, default=60, help="digits training epochs (default 60)")
     parser.add_argument("--engine", choices=("auto", "ray", "local"), default="auto",
                         help="where --synth runs the machines' synthesis: ray (a local instance, or the "
@@ -274,6 +353,10 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("--write records synthesis figures: give --synth or --synth-reports too")
     if args.synth and args.synth_reports:
         parser.error("--synth runs synthesis, --synth-reports reads its last reports: give one")
+    try:
+        added = [report_history(path) for path in args.history]
+    except ValueError as e:
+        parser.error(str(e))
     last = json.loads(RECORD.read_text()) if RECORD.exists() else {"figures": []}
     recorded = {_key(Params(**f["params"])): f.get("synth", {}) for f in last["figures"]}
 
@@ -307,8 +390,9 @@ def main(argv: list[str] | None = None) -> int:
     if args.write:
         versions = next((f.synth["versions"] for f in figures if f.synth.get("versions")), {})
         command = " ".join(["python examples/sweep.py", *(sys.argv[1:] if argv is None else argv)])
+        history = [*last.get("history", []), *added, *superseded(last, figures)]
         record = {"date": datetime.date.today().isoformat(), "command": command, "versions": versions,
-                  "figures": [asdict(f) for f in figures]}
+                  "figures": [asdict(f) for f in figures], **({"history": history} if history else {})}
         RECORD.write_text(json.dumps(record, indent=1) + "\n")
         PAGE.write_text(page(record))
         print(f"\nwrote {RECORD} and {PAGE}")

@@ -74,8 +74,7 @@ checker asserts it)."""
 CHECK_STAGES = 1 + END_STAGES + 1
 """Register stages from ``in_*`` to ``out_*``: R, the ends, C (D is combinational after C)."""
 
-PRIORITY = (ErrorCode.NO_HALT, *(c for c in ErrorCode
-                                  if c not in (ErrorCode.NONE, ErrorCode.NO_HALT, *spec.DATA_ERRORS)))
+PRIORITY = (ErrorCode.NO_HALT, *(c for c in spec.CHECK_CODES if c is not ErrorCode.NO_HALT))
 """The order in which faults are reported. NO_HALT first: the reference machine compares the
 pc with the program length before it looks at the word there; then :class:`ErrorCode` order.
 The codes a unit finds from its data (``sim.spec.DATA_ERRORS``: BAD_INDEX) are not the
@@ -293,6 +292,8 @@ class Checker(Checked):
                                           for s in UNIT_INSTRUCTIONS}, lbits),
             "wr": _select(op_b, {s.name: b[f"writes_{s.name}"] != 0 for s in UNIT_INSTRUCTIONS}),
         }
+        if p.OVERLAP == 2:
+            return {f"ov_{name}": value for name, value in (out | self._station_slots(op_b, b)).items()}
         for k in range(SPAD_SLOTS):
             starts, ends, reads, writes = {}, {}, {}, {}
             for ispec in UNIT_INSTRUCTIONS:
@@ -313,6 +314,38 @@ class Checker(Checked):
             out[f"r{k}"] = _select(op_b, reads)
             out[f"w{k}"] = _select(op_b, writes)
         return {f"ov_{name}": value for name, value in out.items()}
+
+    def _station_slots(self, op_b: Value, b: dict[str, Value]) -> dict[str, Value]:
+        """OVERLAP = 2: the scratchpad regions as the station compares them (hw/station.py): the
+        written region, if any, in slot ``w`` (``ws``, ``we``: start and end; ``ww``: there is
+        one; ``wa``: it is read too, MM's acc), the regions only read in slots ``r0``.. (``r{k}s``,
+        ``r{k}e``, ``r{k}v``: start, end, used). An instruction writes one region at most, so a
+        hazard is a pair of a written slot with any slot: 1 + 2 * READ_SLOTS pairs per pair of
+        instructions, not SPAD_SLOTS squared."""
+        abits = addr_bits(self.params.SPAD_WORDS)
+        out = {}
+        slots = [("w", lambda written, read: written),
+                 *((f"r{k}", lambda written, read, k=k: read[k] if k < len(read) else None)
+                   for k in range(READ_SLOTS))]
+        for slot, pick in slots:
+            starts, ends, used, also = {}, {}, {}, {}
+            for ispec in UNIT_INSTRUCTIONS:
+                index = pick(*station_regions(ispec))
+                if index is None:
+                    continue
+                view = fields_view(ispec.name, b["instr"][spec.OPCODE_BITS:])
+                region = ispec.regions[index]
+                starts[ispec.name] = Value.cast(getattr(view, region.start))[:abits]
+                ends[ispec.name] = Value.cast(b[f"end_{ispec.name}_{index}"])[:abits + 1]
+                used[ispec.name] = Const(1, 1)
+                if region.also_read_if is not None:
+                    also[ispec.name] = Value.cast(getattr(view, region.also_read_if))
+            out[f"{slot}s"] = _select_value(op_b, starts, abits)
+            out[f"{slot}e"] = _select_value(op_b, ends, abits + 1)
+            out["ww" if slot == "w" else f"{slot}v"] = _select(op_b, used)
+            if slot == "w":
+                out["wa"] = _select(op_b, also)
+        return out
 
     def _first_fault(self, op_c: Value, c: dict[str, Signal], kinds: dict[str, dict]) -> Value:
         """Stage D (combinational on C's registers): the opcode's flags, the first fault in
@@ -340,6 +373,21 @@ SPAD_SLOTS = max(sum(r.mem is Mem.SPAD for r in s.regions) for s in spec.INSTRUC
 slots the issue rule compares."""
 
 
+def station_regions(ispec: InstrSpec) -> tuple[int | None, tuple[int, ...]]:
+    """OVERLAP = 2: (the index in ``ispec.regions`` of its written scratchpad region, or None;
+    the indices of its scratchpad regions only read), as the station's slots hold them."""
+    spad = [k for k, r in enumerate(ispec.regions) if r.mem is Mem.SPAD]
+    written = [k for k in spad if ispec.regions[k].writes]
+    assert len(written) <= 1, f"{ispec.name}: the station takes one written scratchpad region at most"
+    return (written[0] if written else None), tuple(k for k in spad if not ispec.regions[k].writes)
+
+
+READ_SLOTS = max(len(station_regions(s)[1]) for s in spec.INSTRUCTIONS)
+"""OVERLAP = 2: the most scratchpad regions an instruction only reads (MM's A and B, VADD's two
+sources, LUT's source and table, RQ's source and table (empty with pc = 0), LN's row and bias:
+2)."""
+
+
 def overlap_members(params: Params) -> dict:
     """OVERLAP = 1: the checker's outputs for the issue rule (:meth:`Checker._overlap_info`),
     from stage C's registers: out_reads, out_rd, out_wfrom, out_wr, and per region slot k
@@ -352,6 +400,11 @@ def overlap_info_widths(params: Params) -> dict[str, int]:
     lbits = latency_bits(params)
     abits = addr_bits(params.SPAD_WORDS)
     widths = {"reads": lbits, "rd": 1, "wfrom": lbits, "wr": 1}
+    if params.OVERLAP == 2:
+        widths |= {"ws": abits, "we": abits + 1, "ww": 1, "wa": 1}
+        for k in range(READ_SLOTS):
+            widths |= {f"r{k}s": abits, f"r{k}e": abits + 1, f"r{k}v": 1}
+        return widths
     for k in range(SPAD_SLOTS):
         widths |= {f"s{k}": abits, f"e{k}": abits + 1, f"r{k}": 1, f"w{k}": 1}
     return widths

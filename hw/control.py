@@ -38,7 +38,7 @@ from __future__ import annotations
 from types import SimpleNamespace
 
 from amaranth.hdl import Cat, Module, Mux, Signal, Value
-from amaranth.lib import memory, wiring
+from amaranth.lib import data, memory, wiring
 from amaranth.lib.wiring import In, Out
 
 from sim import spec
@@ -50,6 +50,7 @@ from .component import Checked
 from .isa import FIELD_BITS, is_one_of
 from .overlap import OverlapExecute
 from .queue import QUEUE_SLOTS, queue_entry
+from .station import issue_loads, station_execute
 
 UNIT_COUNTERS = spec.COUNTERS[1:]
 """The per-class counters, after ``cycles``: an instruction's ``InstrSpec.counter`` is one."""
@@ -117,6 +118,9 @@ class Control(Checked):
         ``hold`` (a register: another engine writes the scratchpad LD_OVERHEAD cycles later, so
         an LD beat read now would find the port taken; the execute stage counts the LD's beats
         itself and holds the DMA's countdown for the cycle). hw/overlap.py.
+        OVERLAP = 2 only: issue_eng Out(4), ``issue`` per engine; eng_opcode, eng_fields
+        (ArrayLayout per engine): the head of each engine's queue, which ``issue_eng`` issues
+        (each unit's dispatch registers take their engine's, with no multiplexer). hw/station.py.
 
     Instruction memory: ``imem[k]`` (k < INSTR_WORDS) is a ``amaranth.lib.memory.Memory`` of
     IMEM_WORDS 32-bit words holding word k of every instruction (instruction i at row i), so a
@@ -147,7 +151,8 @@ class Control(Checked):
             "issue_fields": Out(FIELD_BITS),
             "ex_last": Out(1),
             "unit_fault": In(1),
-        } | ({"eng_last": Out(len(spec.ENGINES)), "dma_hold": Out(1)} if params.OVERLAP else {})
+        } | ({"eng_last": Out(len(spec.ENGINES)), "dma_hold": Out(1)} if params.OVERLAP else {}) | (
+            station_members() if params.OVERLAP == 2 else {})
         super().__init__(members)
         # the host writes only while the machine is idle: no read sees a write (NO_RW_CHECK)
         self.imem = [memory.Memory(shape=spec.WORD_BITS, depth=params.IMEM_WORDS, init=[], attrs=NO_RW_CHECK)
@@ -168,7 +173,10 @@ class Control(Checked):
         q = self._queue(m, start, stop)
         fault = data_fault(m, self.unit_fault, start, stop)
         if self.params.OVERLAP:
-            ex = self._overlap_execute(m, busy, start, stop, q, fault)
+            if self.params.OVERLAP == 2:     # the station drives the issue and counters itself
+                ex = station_execute(m, self, busy, start, stop, q, fault)
+            else:
+                ex = self._overlap_execute(m, busy, start, stop, q, fault)
             self._front_end(m, busy, start, stop, ex.stopping, q.advance)
             self._host_status(m, start, stop, busy, ex.stop_code, ex.stop_pc)
             return m
@@ -211,6 +219,9 @@ class Control(Checked):
         if self.params.OVERLAP:
             m.d.comb += [getattr(checked, name).eq(getattr(chk, f"out_{name}"))
                          for name in overlap_info_widths(self.params)]
+        if self.params.OVERLAP == 2:
+            loads = issue_loads(chk.out_latency, chk.out_reads, chk.out_rd, chk.out_wfrom)
+            m.d.comb += [getattr(checked, name).eq(value) for name, value in loads.items()]
         for k, slot in enumerate(slots):
             with m.If(push & (wr_slot == k)):
                 m.d.sync += slot.eq(checked)
@@ -394,6 +405,13 @@ class Control(Checked):
                     m.d.sync += counters[name].eq(counters[name] + 1)
 
 
+def station_members() -> dict:
+    """OVERLAP = 2: the issue per engine and each engine's queue head (hw/station.py)."""
+    n = len(spec.ENGINES)
+    return {"issue_eng": Out(n), "eng_opcode": Out(data.ArrayLayout(spec.OPCODE_BITS, n)),
+            "eng_fields": Out(data.ArrayLayout(FIELD_BITS, n))}
+
+
 def data_fault(m: Module, unit_fault: Value, start: Value, stop: Value) -> Signal:
     """A register set by a unit's ``unit_fault`` pulse (BAD_INDEX) and cleared by an accepted
     start and by the stop: the execute stage stops the machine when the faulting instruction has
@@ -415,13 +433,18 @@ def dispatch_registers(m: Module, control: Control, unit: wiring.Component, opco
     registers and two LUT levels) is the only thing before the route across the chip, and each
     unit's first cycle of work starts from registers beside it.
     """
-    mine = is_one_of(control.issue_opcode, opcodes)
+    issue, issue_opcode, issue_fields = control.issue, control.issue_opcode, control.issue_fields
+    if control.params.OVERLAP == 2:    # the head of the unit's engine's queue (hw/station.py)
+        k = spec.ENGINES.index(spec.BY_NAME[opcodes[0]].counter)
+        issue, issue_opcode, issue_fields = (control.issue_eng[k], control.eng_opcode[k],
+                                             control.eng_fields[k])
+    mine = is_one_of(issue_opcode, opcodes)
     take = Signal(name=f"{name}_take")
     start = Signal(name=f"{name}_start")
     opcode = Signal(spec.OPCODE_BITS, name=f"{name}_opcode")
     fields = Signal(FIELD_BITS, name=f"{name}_fields")
-    m.d.comb += take.eq(control.issue & mine)
+    m.d.comb += take.eq(issue & mine)
     m.d.sync += start.eq(take)
     with m.If(take):
-        m.d.sync += [opcode.eq(control.issue_opcode), fields.eq(control.issue_fields)]
+        m.d.sync += [opcode.eq(issue_opcode), fields.eq(issue_fields)]
     m.d.comb += [unit.start.eq(start), unit.opcode.eq(opcode), unit.fields.eq(fields)]

@@ -258,21 +258,27 @@ class DMA(Checked):
             mask.eq(lane_mask(left, lanes)),
             last.eq(last_beat(left, lanes)),
         ]
-        with m.If(issue):
-            m.d.sync += [
-                running.eq(~last),
-                load.eq(issue_ld),
-                spad_q.eq(spad_addr + lanes),
-                ext_q.eq(ext_addr + Mux(issue_ld & ld.fmt, lanes // spec.INT8_PER_WORD, lanes)),
-                left_q.eq(left - lanes),
-            ]
+        ext_step = Mux(issue_ld & ld.fmt, lanes // spec.INT8_PER_WORD, lanes)
         if self.params.OVERLAP:
-            with m.Elif(want):                # held: the same beat next cycle
+            # a held beat (want without issue) is read again next cycle: the addresses and the
+            # count step by 0, the step chosen before the adders (the hold comes from the control,
+            # across the chip: no multiplexer after the carry chains)
+            step = Mux(issue, lanes, 0)
+            with m.If(want):
                 m.d.sync += [
-                    running.eq(1),
+                    running.eq(~issue | ~last),
                     load.eq(issue_ld),
-                    spad_q.eq(spad_addr),
-                    ext_q.eq(ext_addr),
-                    left_q.eq(left),
+                    spad_q.eq(spad_addr + step),
+                    ext_q.eq(ext_addr + Mux(issue, ext_step, 0)),
+                    left_q.eq(left - step),
+                ]
+        else:
+            with m.If(issue):
+                m.d.sync += [
+                    running.eq(~last),
+                    load.eq(issue_ld),
+                    spad_q.eq(spad_addr + lanes),
+                    ext_q.eq(ext_addr + ext_step),
+                    left_q.eq(left - lanes),
                 ]
         return issue, issue_ld, spad_addr, ext_addr, mask, last

@@ -48,24 +48,44 @@ def select(onehot: Sequence[Value], values: Sequence[Value]) -> Value:
     return out
 
 
+def pairwise_above(values: Sequence[Value]) -> dict[tuple[int, int], Value]:
+    """``{(i, j): values[i] > values[j]}`` for every pair j < i: the compares of
+    :func:`first_maximum`, for a unit that registers them a cycle ahead."""
+    return {(i, j): values[i] > values[j] for i in range(len(values)) for j in range(i)}
+
+
 def first_maximum(values: Sequence[Value], valid: Value, first_lane: int = 0,
-                  lane_bits: int | None = None) -> tuple[Value, Value]:
+                  lane_bits: int | None = None, above: dict | None = None) -> tuple[Value, Value]:
     """(value, lane) of the first maximum of ``values`` (lanes first_lane, first_lane + 1, ...),
-    as a tree of compares, the earlier lane winning a tie. ``valid`` is the lanes' mask, a
-    prefix (lane i valid => every earlier lane valid): an invalid lane never wins, and the
-    result is lane first_lane's value when none is valid. One compare level for two lanes.
-    The lane is a number of ``lane_bits`` bits (default: as many as the last lane needs)."""
+    the earlier lane winning a tie. ``valid`` is the lanes' mask, a prefix (lane i valid =>
+    every earlier lane valid): an invalid lane never wins, and the result is lane first_lane's
+    value when none is valid. The lane is a number of ``lane_bits`` bits (default: as many as
+    the last lane needs). ``above``: the compares (:func:`pairwise_above` of the values),
+    when the caller computed them earlier; else they are made here.
+
+    One compare level, whatever the count: every pair of lanes is compared at once (n (n - 1) / 2
+    comparators), lane i wins when it is above every earlier lane and not below any later
+    valid one, and the winner's value and lane are picked by an AND-OR multiplexer. A tree of
+    compares (log2 n levels, each a carry chain and a multiplexer) was the critical path of the
+    T = 8 machine at 68 MHz (four lanes a half, docs/sweep.md)."""
+    n = len(values)
     if lane_bits is None:
-        lane_bits = max(1, (first_lane + len(values) - 1).bit_length())
-    level = [(v, Const(first_lane + i, lane_bits), valid[i]) for i, v in enumerate(values)]
-    while len(level) > 1:
-        merged = []
-        for (v0, i0, ok0), (v1, i1, ok1) in zip(level[::2], level[1::2], strict=True):
-            later = ok1 & (v1 > v0)
-            merged.append((Mux(later, v1, v0), Mux(later, i1, i0), ok0))
-        level = merged
-    value, lane, _ = level[0]
-    return value, lane
+        lane_bits = max(1, (first_lane + n - 1).bit_length())
+    lanes = [Const(first_lane + i, lane_bits) for i in range(n)]
+    if n == 1:
+        return values[0], lanes[0]
+    if above is None:
+        above = pairwise_above(values)
+    if n == 2:    # the one pair: lane 1 wins when valid and above lane 0
+        later = valid[1] & above[1, 0]
+        return Mux(later, values[1], values[0]), Mux(later, lanes[1], lanes[0])
+    wins = []
+    for i in range(n):
+        beats_earlier = [above[i, j] for j in range(i)]          # valid[i] => valid[j]: a prefix
+        holds_later = [~valid[j] | ~above[j, i] for j in range(i + 1, n)]
+        wins.append(Cat(valid[i] if i else Const(1, 1), *beats_earlier, *holds_later).all())
+    value = select(wins, values)
+    return (value.as_signed() if values[0].shape().signed else value), select(wins, lanes)
 
 
 def delay(m, value: Value, cycles: int, name: str) -> Signal:

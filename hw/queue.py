@@ -12,6 +12,7 @@ from sim.spec import Params
 
 from .checker import latency_bits, overlap_info_widths, pc_bits
 from .isa import FIELD_BITS
+from .station import issue_load_widths
 
 QUEUE_SLOTS = 2
 """Checked instructions waiting between the checker and the execute stage (hw/README.md)."""
@@ -22,9 +23,11 @@ def queue_entry(params: Params) -> data.StructLayout:
     (``code``, and ``stop``: an error or HALT, which dispatches nothing), its class (one bit per
     unit counter, ``sim.spec.COUNTERS`` after ``cycles``), its latency in cycles and, at
     OVERLAP = 1, what the issue rule needs of it (:func:`hw.checker.overlap_info_widths`: its
-    port windows and scratchpad regions)."""
+    port windows and scratchpad regions), and at OVERLAP = 2 what its issue loads into the
+    countdowns (:func:`hw.station.issue_loads`)."""
     return data.StructLayout({
         "opcode": spec.OPCODE_BITS, "fields": FIELD_BITS, "pc": pc_bits(params),
         "code": spec.ERROR_CODE_BITS, "stop": 1, "cls": len(spec.COUNTERS) - 1,
         "latency": latency_bits(params),
-    } | (overlap_info_widths(params) if params.OVERLAP else {}))
+    } | (overlap_info_widths(params) if params.OVERLAP else {})
+      | (issue_load_widths(params) if params.OVERLAP == 2 else {}))

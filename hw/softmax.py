@@ -37,7 +37,7 @@ from .component import Checked
 from .divider import Divider
 from .exp_lut import INDEX_BITS, VALUE_BITS, ExpLUT
 from .isa import fields_view
-from .lanes import carry_save_tree, delay, first_maximum, lane_mask, last_beat
+from .lanes import carry_save_tree, delay, first_maximum, lane_mask, last_beat, pairwise_above
 from .ports import SPAD_READ_LATENCY, unit_members
 
 Q16_BITS = (arith.Q16_ONE - 1).bit_length()
@@ -110,8 +110,8 @@ class SoftmaxUnit(Checked):
         m = Module()
         # the named steps, in the order their logic is built
         rd_tag = self._read_sequencer(m)
-        tag_x, xs, tag_e = self._data_register(m, rd_tag)
-        mx = self._maximum(m, tag_x, tag_e, xs)
+        tag_x, xs, tag_e, above = self._data_register(m, rd_tag)
+        mx = self._maximum(m, tag_x, tag_e, xs, above)
         e = self._exp(m, tag_x, mx, xs)
         z = self._sum(m, tag_e, e)
         tag_w = self._divide(m, tag_e, e, z)
@@ -187,8 +187,10 @@ class SoftmaxUnit(Checked):
     def _data_register(self, m: Module, rd_tag: Signal):
         """The scratchpad's data comes late in its cycle (block RAM, then the rotation): take it
         into a register untouched, with its tag delayed by the read latency plus one. Returns
-        that tag (x), the int8 values, and the tag one stage later (e: the exp values, the running
-        maximum)."""
+        that tag (x), the int8 values, the tag one stage later (e: the exp values, the running
+        maximum), and, with more than two lanes a half (LANES >= 8), each half's compares of every
+        pair of lanes made on the data as it arrives and registered beside it (as AMAX's,
+        :meth:`hw.vector.VectorUnit._amax_compares`; else None)."""
         lanes = self.params.LANES
         tag_arrive = delay(m, rd_tag, SPAD_READ_LATENCY, "tag_read")  # the data's cycle
         tag_x = delay(m, tag_arrive, 1, "tag_x")                        # in its registers
@@ -198,19 +200,30 @@ class SoftmaxUnit(Checked):
                 m.d.sync += x[i].eq(self.rd0.data[i][:8])
         xs = [xi.as_signed() for xi in x]
         tag_e = delay(m, tag_x, 1, "tag_e")  # one stage later: the exp values, the running maximum
-        return tag_x, xs, tag_e
+        half = lanes // 2
+        above = [None, None]
+        if half > 2:
+            for k in range(2):
+                data = [self.rd0.data[i][:8].as_signed() for i in range(k * half, (k + 1) * half)]
+                above[k] = {}
+                for (i, j), value in pairwise_above(data).items():
+                    above[k][i, j] = Signal(name=f"max_above{k}_{i}_{j}")
+                    with m.If(tag_arrive.valid):
+                        m.d.sync += above[k][i, j].eq(value)
+        return tag_x, xs, tag_e, above
 
-    def _maximum(self, m: Module, tag_x, tag_e, xs) -> Signal:
+    def _maximum(self, m: Module, tag_x, tag_e, xs, above) -> Signal:
         """Pass 0, the row's maximum mx: two register stages: the maxima of the two halves of
-        the lanes (tail lanes excluded; a comparator level and a multiplexer per halving), then
-        the running maximum of those and mx."""
+        the lanes (tail lanes excluded; :func:`hw.lanes.first_maximum`, its compares registered
+        on arrival past two lanes a half), then the running maximum of those and mx."""
         start = self.start
         lanes = self.params.LANES
         int8_min = -(1 << 7)
         half = lanes // 2
         pair = [Signal(signed(8), name=f"max_half{k}") for k in range(2)]
         for k, pk in enumerate(pair):
-            value, _lane = first_maximum(xs[k * half:(k + 1) * half], tag_x.mask[k * half:(k + 1) * half])
+            value, _lane = first_maximum(xs[k * half:(k + 1) * half], tag_x.mask[k * half:(k + 1) * half],
+                                         above=above[k])
             m.d.sync += pk.eq(Mux(tag_x.mask[k * half], value, int8_min))
         mx = Signal(signed(8), init=int8_min)
         with m.If(start):

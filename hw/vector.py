@@ -30,7 +30,7 @@ from sim import arith, spec
 
 from .component import Checked
 from .isa import fields_view, opcode
-from .lanes import any_of, delay, first_maximum, lane_mask, last_beat
+from .lanes import any_of, delay, first_maximum, lane_mask, last_beat, pairwise_above
 from .ports import SPAD_READ_LATENCY, unit_members
 
 INT4_SHIFT = (spec.INT4_PER_WORD - 1).bit_length()
@@ -110,8 +110,8 @@ class VectorUnit(Checked):
         m = Module()
         op = self._decode()
         rd_tag = self._read_sequencer(m, op)
-        tag_x, tag_y, a, a8, b8 = self._data_registers(m, rd_tag)
-        self._write_port(m, op, tag_x, tag_y, a, a8, b8)
+        tag_x, tag_y, a, a8, b8, above = self._data_registers(m, rd_tag)
+        self._write_port(m, op, tag_x, tag_y, a, a8, b8, above)
         return m
 
     def _decode(self) -> SimpleNamespace:
@@ -192,7 +192,8 @@ class VectorUnit(Checked):
     def _data_registers(self, m: Module, rd_tag: Signal):
         """Every beat's data into registers untouched on arrival; the tag delayed beside it.
         Returns the tags of the beat in its data registers (x) and one stage later (y), the
-        words of rd0, and rd0's and rd1's low bytes as int8."""
+        words of rd0, rd0's and rd1's low bytes as int8, and AMAX's registered compares per
+        half (:meth:`_amax_compares`)."""
         lanes = self.params.LANES
         tag_arrive = delay(m, rd_tag, SPAD_READ_LATENCY, "tag_read")  # the data's cycle
         tag_x = delay(m, tag_arrive, 1, "tag_x")    # the beat in its data registers
@@ -204,9 +205,31 @@ class VectorUnit(Checked):
                 m.d.sync += [a[i].eq(self.rd0.data[i]), b[i].eq(self.rd1.data[i][:8])]
         a8 = [ai[:8].as_signed() for ai in a]
         b8 = [bi.as_signed() for bi in b]
-        return tag_x, tag_y, a, a8, b8
+        return tag_x, tag_y, a, a8, b8, self._amax_compares(m, tag_arrive)
 
-    def _write_port(self, m: Module, op: SimpleNamespace, tag_x, tag_y, a, a8, b8) -> None:
+    def _amax_compares(self, m: Module, tag_arrive) -> list[dict | None]:
+        """AMAX with more than two lanes a half (LANES >= 8): each half's compares of every pair
+        of lanes (:func:`hw.lanes.pairwise_above`), made on the read data as it arrives and
+        registered beside the data registers, so that the cycle of the half maxima is the
+        winner's AND-OR multiplexer only (the compares and the multiplexer in one cycle were
+        the T = 8 machine's critical path, 12.1 ns). With two lanes a half the compare stays
+        in that cycle (one comparator and a multiplexer). Per half, the registered compares or
+        None."""
+        half = self.params.LANES // 2
+        if half <= 2:
+            return [None, None]
+        out = []
+        for k in range(2):
+            data = [self.rd0.data[i][:8].as_signed() for i in range(k * half, (k + 1) * half)]
+            regs = {}
+            for (i, j), value in pairwise_above(data).items():
+                regs[i, j] = Signal(name=f"amax_above{k}_{i}_{j}")
+                with m.If(tag_arrive.amax):
+                    m.d.sync += regs[i, j].eq(value)
+            out.append(regs)
+        return out
+
+    def _write_port(self, m: Module, op: SimpleNamespace, tag_x, tag_y, a, a8, b8, above) -> None:
         """Each operation offers (valid, lane mask, lane words); at most one is valid at a time:
         VADD's sums, UNPACK's nibbles, AMAX's index, gated and ORed onto ``wr``; ``done`` with
         the last write."""
@@ -219,7 +242,7 @@ class VectorUnit(Checked):
         all_lanes = Const((1 << lanes) - 1, lanes)
         vadd_write = self._vadd(m, writes, tag_x, tag_y, a8, b8)
         unpack_last = self._unpack(m, writes, tag_x, tag_y, a, all_lanes)
-        amax_write = self._amax(m, writes, op, tag_x, tag_y, a8)
+        amax_write = self._amax(m, writes, op, tag_x, tag_y, a8, above)
         # one write at a time: each operation's words gated by its own valid, then ORed
         m.d.comb += [
             self.wr.en.eq(any_of(valid for valid, _, _ in writes)),
@@ -271,9 +294,9 @@ class VectorUnit(Checked):
         writes.append((unpack_low | unpack_high, all_lanes, [n.as_signed() for n in nibbles]))
         return unpack_high & tag_y.last
 
-    def _amax(self, m: Module, writes: list, op: SimpleNamespace, tag_x, tag_y, a8) -> Value:
-        """AMAX: the first maximum (value, lane) of each half of the lanes, then the running
-        first maximum."""
+    def _amax(self, m: Module, writes: list, op: SimpleNamespace, tag_x, tag_y, a8, above) -> Value:
+        """AMAX: the first maximum (value, lane) of each half of the lanes (from the compares
+        registered on arrival, ``above``, when there are), then the running first maximum."""
         lanes = self.params.LANES
         start, vadd_f = self.start, op.f
         beat = Signal(len(vadd_f.len))  # beats through the data registers so far
@@ -288,7 +311,7 @@ class VectorUnit(Checked):
         half = lanes // 2
         for k in range(2):
             value_, lane_ = first_maximum(a8[k * half:(k + 1) * half], tag_x.mask[k * half:(k + 1) * half],
-                                          k * half, lane_bits)
+                                          k * half, lane_bits, above[k])
             value = Signal(signed(8), name=f"half{k}_max")
             index = Signal(index_bits, name=f"half{k}_index")
             valid = Signal(name=f"half{k}_valid")

@@ -430,7 +430,16 @@ def _section_timing(docs: dict[str, str], params: Params) -> list[str]:
             "The engines are named by their counters: " + ", ".join(
                 f"`{e}` ({', '.join(_code(s.name) for s in spec.INSTRUCTIONS if s.counter == e)})"
                 for e in spec.ENGINES) + ".", ""]
-    for para in (spec.Issue.__doc__ or "").split("\n\n")[1:]:
+    out += _docstring(spec.Issue)
+    out += ["### OVERLAP = 2: the engines decoupled", ""]
+    out += _docstring(spec.Decoupled)
+    return out
+
+
+def _docstring(cls: type) -> list[str]:
+    """A class's docstring after its first line, as Markdown paragraphs and bullet lists."""
+    out = []
+    for para in (cls.__doc__ or "").split("\n\n")[1:]:
         listed = para.strip().startswith("*")
         bullets = re.split(r"\n\s*\* ", "\n" + para.strip()) if listed else [para]
         out += [("- " + _plain(b)) if listed else _plain(b) for b in bullets if b.strip()]
@@ -449,8 +458,12 @@ def _section_errors(docs: dict[str, str]) -> list[str]:
     out += _table(["code", "name", "text", "when"], rows)
     out += ["The checks of the instruction at pc, in the order they run (the first that fails stops "
             "the machine):", ""]
-    for k, code in enumerate(c for c in spec.ErrorCode if c is not spec.ErrorCode.NONE):
+    for k, code in enumerate(spec.CHECK_CODES):
         out.append(f"{k + 1}. `{code.name}`: {CHECK_RULES[code.name]}")
+    out += ["", "From the data an instruction reads, while it runs: " + "; ".join(
+        f"`{code.name}`, {DATA_RULES[code.name]}" for code in spec.DATA_ERRORS) + "."]
+    out += ["", "About the machine rather than the program (no check gives it): " + "; ".join(
+        f"`{code.name}`, {MACHINE_RULES[code.name]}" for code in spec.MACHINE_FAULTS) + "."]
     return [*out, ""]
 
 
@@ -462,11 +475,20 @@ CHECK_RULES = {
     "OVERLAP": "the first written region (in order) that overlaps a read region of the same memory, "
                "in-place excepted where allowed;",
     "NO_HALT": "pc is one past the last instruction (no instruction to check: the program has no HALT).",
-    "BAD_INDEX": "not a check of the front end: a GATHER that passed every check above reads its row "
-                 "number `S[idx]` (unsigned) when it runs, and a number not below `rows` stops the "
-                 "machine after the GATHER's latency, nothing written (`sim.spec.DATA_ERRORS`).",
 }
 """How ``sim.spec.check`` and the machine decide each code (the code order itself is the spec's)."""
+DATA_RULES = {
+    "BAD_INDEX": "not a check of the front end: a GATHER that passed every check above reads its row "
+                 "number `S[idx]` (unsigned) when it runs, and a number not below `rows` stops the "
+                 "machine after the GATHER's latency, nothing written (`sim.spec.DATA_ERRORS`)",
+}
+"""When each of ``sim.spec.DATA_ERRORS`` stops the machine."""
+MACHINE_RULES = {
+    "STALL": "OVERLAP = 2 only: the watchdog saw WATCHDOG_CYCLES cycles in a row with no engine busy "
+             "and nothing dispatched or entered while an instruction waited; the pc is the earliest "
+             "instruction not dispatched",
+}
+"""When the machine stops itself with each of ``sim.spec.MACHINE_FAULTS``."""
 
 
 def _section_counters() -> list[str]:
@@ -482,7 +504,7 @@ def _section_counters() -> list[str]:
             what = "the latencies of " + ", ".join(_code(s.name) for s in users)
         rows.append([_code(c), what])
     out += _table(["counter", "counts"], rows)
-    out += [f"With OVERLAP = 1 the machine reports {len(spec.OVERLAP_COUNTERS)} more, after these: "
+    out += [f"With OVERLAP = 1 or 2 the machine reports {len(spec.OVERLAP_COUNTERS)} more, after these: "
             + OVERLAP_COUNTERS_TEXT, ""]
     return out
 

@@ -203,7 +203,7 @@ class Machine:
             raise ValueError(f"program of {len(decoded)} instructions does not fit IMEM_WORDS={p.IMEM_WORDS}")
         state = RunResult(_image(spad, "SPAD_WORDS", p, "initial scratchpad"),
                           _image(ext, "EXT_WORDS", p, "external-memory image"), Counters())
-        issue = spec.Issue(p, record=True)
+        issue = spec.issue_rule(p, record=True)
         state.timeline = issue.timeline     # an LD's end grows while later writers are placed
         pc = 0
         while True:
@@ -231,16 +231,26 @@ class Machine:
 
     @staticmethod
     def _finish(state: RunResult, issue: spec.Issue) -> None:
-        state.counters.cycles = issue.stop() + spec.STOP_CYCLES
-        for engine, busy in issue.busy.items():
-            setattr(state.counters, engine, busy)
-        state.counters.hazard = issue.hazard
-        state.counters.port = issue.port
+        """The counters at the stop; a machine whose watchdog stopped it (OVERLAP = 2: a broken
+        issue rule, never a correct one) raises STALL there."""
+        _count(state.counters, issue)
+        stall = getattr(issue, "stall", None)
+        if stall is not None:
+            raise MachineError(ErrorCode.STALL, stall, "the watchdog stopped the machine: nothing "
+                               "could be dispatched", state)
 
     @classmethod
     def _stop(cls, state: RunResult, issue: spec.Issue, code: ErrorCode, pc: int, detail: str) -> None:
         cls._finish(state, issue)
         raise MachineError(code, pc, detail, state)
+
+
+def _count(c: Counters, issue: spec.Issue) -> None:
+    """The counters of a run the issue rule has placed, at its stop."""
+    c.cycles = issue.stop() + spec.STOP_CYCLES
+    for engine, busy in issue.busy.items():
+        setattr(c, engine, busy)
+    c.hazard, c.port = issue.hazard, issue.port
 
 
 def _image(values: Sequence[int] | np.ndarray | None, size: str, params: Params, what: str) -> np.ndarray:
@@ -262,16 +272,13 @@ def predict_counters(program: Sequence[Instruction], params: Params) -> Counters
         ValueError: an instruction before the first HALT is illegal, or there is no HALT.
     """
     c = Counters()
-    issue = spec.Issue(params)
+    issue = spec.issue_rule(params)
     for pc, ins in enumerate(program):
         code, detail = spec.check(ins.spec, ins.fields, params)
         if code is not ErrorCode.NONE:
             raise ValueError(f"instruction {pc} is illegal ({spec.ERROR_TEXT[code]}): {detail}")
         if ins.spec.counter is None:
-            c.cycles = issue.stop() + spec.STOP_CYCLES
-            for engine, busy in issue.busy.items():
-                setattr(c, engine, busy)
-            c.hazard, c.port = issue.hazard, issue.port
+            _count(c, issue)
             return c
         issue.place(pc, ins.spec, ins.fields)
     raise ValueError("the program has no HALT")

@@ -68,6 +68,8 @@ class Params:
             writes a row of the output in one access, and M <= T rows of A per LANES steps).
         OVERLAP: 0, the serial machine (one instruction at a time); 1, the engines (DMA, MXU,
             vector unit, softmax unit) run side by side, by the issue rule of :class:`Issue`
+            (GA2.md section 7); 2, the engines decoupled: each has its own in-order queue and an
+            instruction starts when its own hazards clear, by the rule of :class:`Decoupled`
             (GA2.md section 7).
 
     Raises:
@@ -92,8 +94,8 @@ class Params:
         for name in PARAM_NAMES:
             value = getattr(self, name)
             if name == "OVERLAP":
-                need(isinstance(value, int) and not isinstance(value, bool) and value in (0, 1), name,
-                     "must be 0 (serial) or 1 (engines side by side)")
+                need(isinstance(value, int) and not isinstance(value, bool) and value in (0, 1, 2), name,
+                     "must be 0 (serial), 1 (engines side by side) or 2 (engines decoupled)")
                 continue
             need(isinstance(value, int) and not isinstance(value, bool) and value >= 1, name,
                  "must be a positive int")
@@ -170,7 +172,14 @@ class ErrorCode(enum.IntEnum):
     ``rows`` (GA2.md section 3). The only code that depends on data: the checks above look at the
     instruction alone, in the front end; this one is found by the DMA while the GATHER runs, which
     then writes nothing and ends after its latency, and the machine stops there (an OVERLAP = 1
-    machine issues nothing after a GATHER before it ends: ``InstrSpec.fence``)."""
+    machine issues nothing after a GATHER before it ends, an OVERLAP = 2 machine enters nothing
+    after it into the station before it ends: ``InstrSpec.fence``)."""
+    STALL = 8
+    """OVERLAP = 2: the watchdog stopped a machine on which nothing happened for
+    WATCHDOG_CYCLES cycles while an instruction waited (no engine busy, nothing dispatched).
+    Not a fault of the program: no correct machine reaches it (GA2.md section 7 shows why);
+    it stops a broken one instead of letting it hang. The pc is the oldest instruction not
+    dispatched."""
 
 
 ERROR_TEXT = {
@@ -182,11 +191,19 @@ ERROR_TEXT = {
     ErrorCode.OVERLAP: "destination partly overlaps a source",
     ErrorCode.NO_HALT: "ran off the end of the program without HALT",
     ErrorCode.BAD_INDEX: "row number out of the table",
+    ErrorCode.STALL: "stalled: the watchdog stopped the machine",
 }
 
 DATA_ERRORS = (ErrorCode.BAD_INDEX,)
 """The error codes found while an instruction runs, from the data it reads (not by :func:`check`,
 which looks at the instruction alone: the front end's checks, hw/checker.py)."""
+MACHINE_FAULTS = (ErrorCode.STALL,)
+"""The codes a machine raises about itself, not about the program: no check of an instruction
+gives them, nor its data."""
+CHECK_CODES = tuple(c for c in ErrorCode
+                    if c is not ErrorCode.NONE and c not in MACHINE_FAULTS and c not in DATA_ERRORS)
+"""The codes the checks of the program give (an illegal instruction, a missing HALT), in
+:class:`ErrorCode` order: :func:`check` gives all but NO_HALT."""
 
 ERROR_CODE_BITS = 4
 """Width of the error code output of the RTL."""
@@ -460,6 +477,29 @@ OVERLAP_ISSUE_CYCLES = 3
 """OVERLAP = 1: the fewest cycles from one dispatch to the next (in program order, whatever the
 engines). After an issue, the hazard and port flags of the new head take the two following
 cycles (two register stages), so the head can be issued in the one after (hw/overlap.py)."""
+ENTER_CYCLES = OVERLAP_ISSUE_CYCLES
+"""OVERLAP = 2: the fewest cycles from one instruction entering its engine's queue (the
+station) to the next one entering (in program order, whatever the engines). As at OVERLAP = 1,
+the front end's head is compared with the instructions in the station in two register stages
+(the region comparisons, then their reduction into the head's dependences) in the two cycles
+before it enters (hw/station.py); the first enters OVERLAP_FRONTEND_CYCLES after start."""
+ENTER_DISPATCH_CYCLES = 2
+"""OVERLAP = 2: the fewest cycles from an instruction entering the station to its dispatch:
+its entry is written as it enters, its readiness is computed from the entry in the next cycle
+and registered, and the issue decision taken on that register dispatches it a cycle later."""
+DISPATCH_CYCLES = 2
+"""OVERLAP = 2: the fewest cycles from one dispatch to the next, whatever the engines: each
+queue's readiness is a register computed a cycle ahead, which a dispatch makes stale (the
+ports it takes, its engine) for one cycle."""
+WATCHDOG_CYCLES = 64
+"""OVERLAP = 2: the watchdog stops the machine with STALL once, while it runs, nothing has been
+dispatched or entered the station and no engine has been busy for this many cycles in a row.
+More than any wait of a correct machine with its engines idle (its front end's first
+OVERLAP_FRONTEND_CYCLES and the paces above)."""
+STATION_SLOTS = 4
+"""OVERLAP = 2: the entries of each engine in the station: one for the instruction it runs (kept,
+with the hazards on it, until it ends) and STATION_SLOTS - 1 for the instructions waiting in its
+queue; the front end waits when the next instruction's engine has no waiting entry free."""
 STOP_CYCLES = 1
 """Cycles taken by HALT, or by an instruction that stops the machine with an error: the cycle
 after the execute stage takes it, at whose end done (and error) rise (hw/control.py)."""
@@ -1019,7 +1059,9 @@ def conflict(a: list[Access], b: list[Access]) -> bool:
 class Placed:
     """One instruction placed by :class:`Issue`: dispatched in cycle ``start`` (cycles from the
     start of the run), its engine busy until ``end`` (start + latency); ``hazard`` and ``port``
-    are the cycles it waited on each cause (OVERLAP = 1; 0 on the serial machine)."""
+    are the cycles it waited on each cause (OVERLAP = 1 and 2; 0 on the serial machine);
+    ``entered``, the cycle it entered its engine's queue (OVERLAP = 2, :class:`Decoupled`; None
+    on the other machines)."""
 
     pc: int
     op: str
@@ -1028,6 +1070,7 @@ class Placed:
     end: int
     hazard: int = 0
     port: int = 0
+    entered: int | None = None
 
 
 SHARED_WRITER = "dma"
@@ -1158,6 +1201,20 @@ class Issue:
         start = max(base, hazard, port)
         waited_hazard = max(0, hazard - base)
         waited_port = start - max(base, hazard)
+        end = self._occupy(engine, start, length, accesses, n_reads, n_writes,
+                           -1 if self.timeline is None else len(self.timeline), ispec.fence)
+        self.hazard += waited_hazard
+        self.port += waited_port
+        return self._record(Placed(pc, ispec.name, engine, start, end, waited_hazard, waited_port))
+
+    def _occupy(self, engine: str, start: int, length: int, accesses: list[Access], n_reads: int,
+                n_writes: int, index: int, fence: bool) -> int:
+        """Dispatch an instruction in cycle ``start`` (every instruction dispatched before it was
+        dispatched earlier): its engine, its read and write windows, an LD's beats among the
+        write windows, a window's move of the last LD's end. ``index`` names the instruction
+        for :meth:`_moved`; ``fence``: it is one (a GATHER, which holds the write port for its
+        window as every writer but an LD does; ``self.fence`` becomes its end). Returns its end."""
+        shares = engine == SHARED_WRITER and n_writes > 0 and not fence
         end = start + length
         self.last = start
         while self.windows and self.windows[0][1] <= start:   # no LD from now on meets them
@@ -1166,7 +1223,7 @@ class Issue:
             self.ld = None
         if shares:
             first = end - n_writes
-            self.ld = (-1 if self.timeline is None else len(self.timeline), first)
+            self.ld = (index, first)
             end = self._ld_end(first, n_writes)
         self.engine_end[engine] = end
         self.in_flight[engine] = (end, accesses)
@@ -1178,11 +1235,9 @@ class Issue:
             self.windows.append((end - n_writes, end))
             if self.ld is not None:
                 self._move_ld(end - n_writes, end)
-        if ispec.fence:
+        if fence:
             self.fence = end
-        self.hazard += waited_hazard
-        self.port += waited_port
-        return self._record(Placed(pc, ispec.name, engine, start, end, waited_hazard, waited_port))
+        return end
 
     def _record(self, placed: Placed) -> Placed:
         if self.timeline is not None:
@@ -1203,11 +1258,280 @@ class Issue:
         self.engine_end[SHARED_WRITER] = new
         self.in_flight[SHARED_WRITER] = (new, self.in_flight[SHARED_WRITER][1])
         self.busy[SHARED_WRITER] += new - old
+        self._moved(index, new)
+
+    def _moved(self, index: int, end: int) -> None:
+        """The LD ``index`` (its place in ``timeline``) now ends in cycle ``end``."""
         if self.timeline is not None:
-            self.timeline[index] = replace(self.timeline[index], end=new)
+            self.timeline[index] = replace(self.timeline[index], end=end)
 
     def stop(self) -> int:
         """The cycle in which the stop is taken (the serial machine: when the last instruction ends)."""
         if not self.overlap:
             return self.next
         return max(self._earliest(), *self.engine_end.values())
+
+
+def war_only(new: list[Access], older: list[Access]) -> bool:
+    """True when the only conflicts of ``new`` with the ``older`` instruction (:func:`conflict`)
+    are writes after read: ``new`` writes words ``older`` reads, and neither reads nor writes
+    a word ``older`` writes. ``new`` may then start once ``older`` has read (GA2.md section 7)."""
+    war = False
+    for s1, e1, r1, w1 in new:
+        for s2, e2, r2, w2 in older:
+            if s1 < e2 and s2 < e1:
+                if w2 and (r1 or w1):
+                    return False
+                war = war or (w1 and r2)
+    return war
+
+
+NEVER = 1 << 62
+"""A cycle later than any run's: what waits on an instruction not yet dispatched."""
+
+
+class Decoupled(Issue):
+    """The issue rule of the decoupled machine (OVERLAP = 2, GA2.md section 7).
+
+    Every instruction goes, in program order, through the front end into its engine's queue
+    (the station: STATION_SLOTS entries per engine, the running instruction included), and from
+    there to its engine in the queue's order; instructions of different engines pass each other.
+    Give it the legal instructions in program order (:meth:`place`), then ask for the stop
+    (:meth:`stop`): a dispatch can depend on a later instruction (one that took a port first), so
+    every cycle is known only then; ``timeline`` (program order), ``busy``, ``hazard``, ``port``
+    and ``stall`` follow. Cycles counted from start; "at t" means dispatched (entered, stopped) in
+    cycle t, decided in cycle t - 1, as at OVERLAP = 1. Instruction i of engine e:
+
+    * it enters (is queued) at q(i), the first cycle with q(i) >= OVERLAP_FRONTEND_CYCLES
+      (i = 0), q(i) >= q(i-1) + ENTER_CYCLES (i > 0), and, when STATION_SLOTS - 1 instructions
+      of e came before it, q(i) >= d(j) + 1 for the one STATION_SLOTS - 1 places before it on
+      e, j: a waiting entry is free once its instruction is dispatched (the running instruction
+      keeps an entry of its own); and q(i) >= end(g) for the last fence g before it (a GATHER,
+      ``InstrSpec.fence``: its row number may stop the machine, BAD_INDEX, and then nothing
+      after it has entered, so nothing after it runs: the memories are the serial machine's);
+    * it is dispatched at the first d(i) with d(i) >= q(i) + ENTER_DISPATCH_CYCLES; d(i) >=
+      end(k) for the instruction k before it on e (its engine is free, in its queue's order);
+      d(i) >= end(j) for every earlier j whose scratchpad regions :func:`conflict` with its own
+      (its hazards; external-memory regions are only the DMA's, which runs in order), except
+      that when i only writes what j reads (:func:`war_only`) d(i) >= d(j) + reads(j) suffices
+      (j has read them; d(i) >= d(j) + DISPATCH_CYCLES holds anyway, and until then the wait
+      counts as a hazard too); the read and write ports as at OVERLAP = 1, against every instruction
+      dispatched before d(i): if it reads, d(i) >= d(j) + reads(j), if it writes and is not an
+      LD, d(i) + latency - writes >= end(j) for the writers j other than LDs; and d(i) >= d +
+      DISPATCH_CYCLES for the last dispatch d, of any engine;
+    * when several instructions may be dispatched in the same cycle, the earliest in program
+      order is; the others wait (at least DISPATCH_CYCLES);
+    * an LD shares the write port beat by beat, as at OVERLAP = 1 (its beats skip every other
+      engine's write window, the windows of instructions dispatched before it or after it); a
+      GATHER, on the DMA too, holds the port for its window like the other engines' writers;
+    * a stop (HALT, an illegal instruction, the end of the program) is taken at the first t >=
+      q(last) + ENTER_CYCLES (OVERLAP_FRONTEND_CYCLES with no instruction before it) with
+      every instruction before it dispatched and ended (t >= every end). A GATHER whose row
+      number is out of its table (BAD_INDEX) is a stop too, taken as that one (nothing after
+      it has entered: the stop's t >= every end of the instructions entered, the GATHER's
+      among them).
+
+    Every instruction that waits is waiting on something that ends: nothing is entered or
+    dispatched out of order with an instruction it conflicts with, and the wait of each is on
+    earlier ones (section 7's argument), so a machine that follows the rule never stalls; should
+    one (a broken rule) find nothing it can ever dispatch, the watchdog stops it: ``stall`` is then
+    the pc of the earliest instruction not dispatched, and the stop is taken WATCHDOG_CYCLES after
+    the last cycle in which something was entered, dispatched, or an engine was busy.
+
+    ``hazard`` counts, per instruction, the cycles from the first its queue, its engine and its
+    entry allow (q(i) + ENTER_DISPATCH_CYCLES, end(k)) to the first its hazards allow; ``port``
+    the rest of its wait (ports, the dispatch pace, an earlier instruction dispatched first).
+    """
+
+    def __init__(self, params: Params, *, record: bool = False):
+        super().__init__(params, record=record)
+        self.code: list[tuple[int, InstrSpec, Mapping[str, int]]] = []
+        self.stall: int | None = None
+        """The pc of the earliest instruction not dispatched when the watchdog stopped the run."""
+        self._stop: int | None = None
+
+    def place(self, pc: int, ispec: InstrSpec, fields: Mapping[str, int]) -> None:  # type: ignore[override]
+        """Add the next legal unit instruction (not HALT), in program order."""
+        assert ispec.counter is not None, "a stop is taken with Decoupled.stop"
+        self.code.append((pc, ispec, fields))
+        self._stop = None
+
+    def peek(self, ispec: InstrSpec, fields: Mapping[str, int]) -> int:
+        raise TypeError("Decoupled.peek: at OVERLAP = 2 a dispatch can depend on later instructions; "
+                        "place them all, then stop()")
+
+    def stop(self) -> int:
+        """The cycle in which the stop is taken (every instruction placed so far has run)."""
+        if self._stop is None:
+            self._stop = _Station(self).run()
+        return self._stop
+
+    def _moved(self, index: int, end: int) -> None:
+        self._ends[index] = end
+
+
+class _Station:
+    """One run of :class:`Decoupled`'s rule over the instructions placed: the events (an
+    instruction entering, a dispatch, the stop) in the order of their cycles."""
+
+    def __init__(self, rule: Decoupled):
+        p = rule.params
+        timeline = rule.timeline
+        Issue.__init__(rule, p, record=timeline is not None)
+        if timeline is not None:            # the same list, filled again (the machine holds it)
+            timeline.clear()
+            rule.timeline = timeline
+        rule.stall = None
+        self.rule = rule
+        code = rule.code
+        n = len(code)
+        self.engine = [ispec.counter for _, ispec, _ in code]
+        self.length = [latency(ispec, f, p) for _, ispec, f in code]
+        self.reads = [reads(ispec, f, p) for _, ispec, f in code]
+        self.writes = [writes(ispec, f, p) for _, ispec, f in code]
+        self.access = [spad_accesses(ispec, f) for _, ispec, f in code]
+        self.fenced = [ispec.fence for _, ispec, _ in code]
+        self.shares = [e == SHARED_WRITER and w > 0 and not fenced
+                       for e, w, fenced in zip(self.engine, self.writes, self.fenced, strict=True)]
+        self.queue: dict[str, list[int]] = {e: [] for e in ENGINES}
+        self.rank = []
+        for i, e in enumerate(self.engine):
+            self.rank.append(len(self.queue[e]))
+            self.queue[e].append(i)
+        self.head = dict.fromkeys(ENGINES, 0)
+        self.entered: list[int | None] = [None] * n
+        self.start: list[int | None] = [None] * n
+        rule._ends = self.end = [NEVER] * n
+        self.deps: list[list[tuple[int, bool]]] = [[] for _ in range(n)]
+        self.waits: list[tuple[int, int]] = [(0, 0)] * n
+        self.live: list[int] = []
+        self.next = 0
+        self.last_enter: int | None = None
+        self.last_dispatch: int | None = None
+        self.last_fence: int | None = None       # the last fence entered
+
+    def run(self) -> int:
+        """Every event in order; returns the stop's cycle (and fills the rule's results)."""
+        while True:
+            enter = self._enter_time()
+            chosen, when = None, NEVER
+            for e in ENGINES:
+                i = self._head(e)
+                if i is not None:
+                    t = self._dispatch_time(i)[0]
+                    if t < when or (t == when and chosen is not None and i < chosen):
+                        chosen, when = i, t
+            if enter >= NEVER and when >= NEVER:
+                return self._stalled()
+            if enter <= when:
+                if self.next == len(self.engine):
+                    return self._finish(enter)
+                self._enter(self.next, enter)
+            else:
+                self._dispatch(chosen, when)
+
+    def _head(self, e: str) -> int | None:
+        k = self.head[e]
+        if k < len(self.queue[e]) and self.entered[self.queue[e][k]] is not None:
+            return self.queue[e][k]
+        return None
+
+    def _enter_time(self) -> int:
+        """When the front end's next instruction enters the station (or the stop is taken)."""
+        t = OVERLAP_FRONTEND_CYCLES if self.last_enter is None else self.last_enter + ENTER_CYCLES
+        k = self.next
+        if k == len(self.engine):
+            if any(s is None for s in self.start):
+                return NEVER
+            return max(t, *self.end) if self.end else t
+        g = self.last_fence
+        if g is not None:                        # nothing enters after a fence before it ends
+            t = max(t, self.end[g]) if self.start[g] is not None else NEVER
+        waiting = STATION_SLOTS - 1
+        if self.rank[k] >= waiting:
+            j = self.queue[self.engine[k]][self.rank[k] - waiting]
+            t = max(t, self.start[j] + 1) if self.start[j] is not None else NEVER
+        return t
+
+    def _enter(self, k: int, t: int) -> None:
+        self.live = [j for j in self.live if self.start[j] is None or self.end[j] > t]
+        mine = self.access[k]
+        self.deps[k] = [(j, war_only(mine, self.access[j])) for j in self.live
+                        if self.engine[j] != self.engine[k] and conflict(mine, self.access[j])]
+        self.live.append(k)
+        if self.fenced[k]:
+            self.last_fence = k
+        self.entered[k] = t
+        self.last_enter = t
+        self.next += 1
+
+    def _dispatch_time(self, i: int) -> tuple[int, int, int]:
+        """(the cycle i would be dispatched in if nothing else happened first, the first cycle its
+        queue and engine allow, the first its hazards allow)."""
+        e = self.engine[i]
+        base = self.entered[i] + ENTER_DISPATCH_CYCLES
+        if self.head[e]:
+            base = max(base, self.end[self.queue[e][self.head[e] - 1]])
+        hazard = base
+        for j, war in self.deps[i]:
+            if self.start[j] is None:
+                return NEVER, base, NEVER
+            hazard = max(hazard, self.start[j] + max(self.reads[j], DISPATCH_CYCLES) if war else self.end[j])
+        t = hazard
+        rule = self.rule
+        if self.reads[i]:
+            t = max(t, rule.reads_until)
+        if self.writes[i] and not self.shares[i]:
+            t = max(t, rule.writes_until - (self.length[i] - self.writes[i]))
+        if self.last_dispatch is not None:
+            t = max(t, self.last_dispatch + DISPATCH_CYCLES)
+        return t, base, hazard
+
+    def _dispatch(self, i: int, t: int) -> None:
+        _, base, hazard = self._dispatch_time(i)
+        self.waits[i] = (hazard - base, t - hazard)
+        e = self.engine[i]
+        self.start[i] = t
+        self.end[i] = t + self.length[i]          # an LD's grows in _occupy (Decoupled._moved)
+        self.end[i] = self.rule._occupy(e, t, self.length[i], self.access[i], self.reads[i],
+                                        self.writes[i], i, self.fenced[i])
+        self.head[e] += 1
+        self.last_dispatch = t
+
+    def _finish(self, t: int) -> int:
+        """The results of the instructions dispatched (all of them, unless the run stalled)."""
+        rule = self.rule
+        for i, (pc, ispec, _) in enumerate(rule.code):
+            if self.start[i] is None:
+                continue
+            rule.hazard += self.waits[i][0]
+            rule.port += self.waits[i][1]
+            if rule.timeline is not None:
+                rule.timeline.append(Placed(pc, ispec.name, self.engine[i], self.start[i], self.end[i],
+                                            *self.waits[i], entered=self.entered[i]))
+        return t
+
+    def _stalled(self) -> int:
+        """Nothing can ever be dispatched (a broken rule): the watchdog's stop, taken
+        WATCHDOG_CYCLES after the first quiet cycle (cycle 1 is the first of the run). The heads
+        that wait count their waits until the machine stops, as every cycle of a run does."""
+        rule = self.rule
+        rule.stall = rule.code[min(i for i, s in enumerate(self.start) if s is None)][0]
+        quiet = max([1, self.last_enter or 0, self.last_dispatch or 0,
+                     *(self.end[i] for i, s in enumerate(self.start) if s is not None)])
+        stop = quiet + WATCHDOG_CYCLES
+        last = stop + STOP_CYCLES            # the last cycle counted: t = last decided in last - 1
+        for e in ENGINES:
+            i = self._head(e)
+            if i is not None:
+                _, base, hazard = self._dispatch_time(i)
+                self.waits[i] = (max(0, min(hazard, last + 1) - base), max(0, last + 1 - max(base, hazard)))
+                rule.hazard += self.waits[i][0]
+                rule.port += self.waits[i][1]
+        return self._finish(stop)
+
+
+def issue_rule(params: Params, *, record: bool = False) -> Issue:
+    """The issue rule of the machine ``params``: :class:`Decoupled` at OVERLAP = 2, else
+    :class:`Issue` (the serial machine, OVERLAP = 1)."""
+    return (Decoupled if params.OVERLAP == 2 else Issue)(params, record=record)

@@ -37,7 +37,7 @@ def test_the_key_is_of_the_verilog_and_the_recorded_synthesis_is_of_the_current_
     for figures in record["figures"]:
         synth = figures["synth"]
         if synth.get("yosys_key"):
-            params = machines.PRESETS[figures["machine"]]
+            params = machines.parse(figures["machine"])
             assert synth["yosys_key"] == current_key(params), f"{figures['machine']}: stale synthesis record"
 
 
@@ -66,3 +66,46 @@ def test_synthesis_runs_as_farm_tasks_and_its_reports_land_here(monkeypatch, tmp
     assert (tmp_path / "T2" / "report.md").read_text() == "# T = 2\n"
     assert "synthesis of 2 machines (tens of minutes each) on this machine, a local pool of 2 worker " \
            "processes" in capsys.readouterr().out
+
+
+def test_the_sweep_names_machines_by_preset_and_what_else_differs():
+    assert sweep.machine_name(machines.parse("t4")) == "t4"
+    assert sweep.machine_name(machines.parse("t8 OVERLAP=2")) == "t8 OVERLAP=2"
+    assert sweep.machine_name(machines.parse("OVERLAP=1")) == "t4 OVERLAP=1"
+    assert sweep.machine_name(machines.parse("T=4 LANES=8")) == "LANES=8"   # no preset is T=4, LANES=8
+    for name in sweep.MACHINES:
+        assert sweep.machine_name(machines.parse(name)) == name
+
+
+def _synth(key: str, fmax: float | None = 100.0) -> dict:
+    return {"LUT4": 10, "FF": 20, "Fmax": fmax, "target": 125.0, "date": "2026-12-01", "yosys_key": key}
+
+
+def test_figures_of_other_sources_move_to_the_history():
+    """A machine whose new figures carry another Yosys key leaves its old ones in the history;
+    the same key, a machine not synthesised now, or old figures without Fmax leave nothing."""
+    old = {"t4": _synth("a", 72.5), "t8": _synth("b"), "t2": _synth("c"), "t16": _synth("d", None)}
+    last = {"figures": [{"machine": name, "synth": synth} for name, synth in old.items()]}
+    figures = [sweep.Figures(name, {}, 0, 0.0, 0, {}, 0.0, synth=synth) for name, synth in
+               (("t4", _synth("new")), ("t8", _synth("b")), ("t2", {}), ("t16", _synth("new")))]
+    assert sweep.superseded(last, figures) == [
+        {"machine": "t4", "Fmax": 72.5, "LUT4": 10, "FF": 20, "target": 125.0, "date": "2026-12-01"}]
+
+
+def test_a_report_of_earlier_sources_becomes_a_history_entry(tmp_path):
+    values = {"command": "python -m flows.synth", "params": {"T": 8, "LANES": 8, "OVERLAP": 2}, "device": {},
+              "freq_target": 125.0, "seed": 1, "versions": {}, "yosys": {}, "blocks": {}, "memories": {},
+              "fmax": 68.04, "utilisation": {"LUT4": {"used": 35280}, "TRELLIS_FF": {"used": 19241},
+                                             "MULT18X18D": {"used": 100}, "DP16KD": {"used": 48}}}
+    path = tmp_path / "report.json"
+    path.write_text(json.dumps(values))
+    entry = sweep.report_history(path)
+    assert {k: v for k, v in entry.items() if k != "date"} == {
+        "machine": "t8 OVERLAP=2", "Fmax": 68.04, "LUT4": 35280, "FF": 19241, "target": 125.0}
+    assert sweep.history_table([entry])[2].startswith("| t8 OVERLAP=2 | 68.0 | 125 | 35,280 | 19,241 |")
+    path.write_text(json.dumps(values | {"fmax": None}))
+    with pytest.raises(ValueError, match=r"report\.json: a report without Fmax"):
+        sweep.report_history(path)
+    path.write_text("{}")
+    with pytest.raises(ValueError, match=r"report\.json: not a synthesis report"):
+        sweep.report_history(path)

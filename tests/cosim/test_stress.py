@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from collections import Counter
 from functools import partial
 
 import pytest
@@ -37,7 +38,8 @@ def test_every_ending_happens_where_intended(programs):
         assert prog.ending == stress.ENDINGS[prog.seed % len(stress.ENDINGS)]
         stop = prog.job.expected(DEFAULT)
         assert stop.error_code.name == want, (prog.seed, stop.detail)
-    assert {p.job.expected(DEFAULT).error_code for p in programs} == set(ErrorCode)
+    codes = {p.job.expected(DEFAULT).error_code for p in programs}
+    assert codes == {ErrorCode.NONE, *spec.DATA_ERRORS, *spec.CHECK_CODES}
 
 
 def test_the_body_before_the_ending_is_legal(programs):
@@ -97,7 +99,7 @@ def test_what_ci_runs_covers_every_instruction_and_every_stop(tmp_path):
     data = _coverage(1, 500, tmp_path)
     for point in coverage.REQUIRED:
         assert coverage.holes(data, point) == [], point
-    every = {"HALT", *(c.name for c in ErrorCode)} - {"NONE"}
+    every = {"HALT", *(c.name for c in (*spec.DATA_ERRORS, *spec.CHECK_CODES))}
     assert set(data["stress.stops"]) == set(coverage.STOPS) == every
 
 
@@ -122,7 +124,7 @@ def test_cover_points_count_what_the_machine_checked(tmp_path):
 
 def test_strategies_take_turns_and_the_first_is_the_random_body():
     assert stress.STRATEGIES[0].name == "random"
-    assert {stress.strategy_for(s).name for s in range(40)} == {s.name for s in stress.STRATEGIES}
+    assert {stress.strategy_for(s, DEFAULT).name for s in range(40)} == {s.name for s in stress.STRATEGIES}
 
 
 OVERLAPPING = spec.Params(OVERLAP=1)
@@ -132,8 +134,8 @@ def test_a_collide_body_aims_each_instruction_at_one_before_it():
     """Each instruction of a collide body after the first (but those the generator fell back to
     a plain draw for) has a scratchpad region across a region of one of the three before it, a
     hazard by the spec's conflict rule; the features count them by kind."""
-    collide = [s for s in range(10, 20) if stress.strategy_for(s).name == "collide"]
-    assert collide and all(stress.strategy_for(s).name == "collide" for s in collide)
+    collide = [s for s in range(10, 20) if stress.strategy_for(s, DEFAULT).name == "collide"]
+    assert collide and all(stress.strategy_for(s, DEFAULT).name == "collide" for s in collide)
     for seed in collide:
         g = stress.Generator(seed, DEFAULT)
         body = stress.collide_body(g)
@@ -155,7 +157,8 @@ def test_collide_programs_wait_on_hazards_more_than_random_ones():
     for prog in stress.programs(1, 200, OVERLAPPING):
         if "edge" in prog.job.name or prog.ending != stress.HALT:
             continue
-        waited[stress.strategy_for(prog.seed).name].append(prog.job.expected(OVERLAPPING).counters.hazard)
+        name = stress.strategy_for(prog.seed, OVERLAPPING).name
+        waited[name].append(prog.job.expected(OVERLAPPING).counters.hazard)
     assert all(waited["collide"]) and len(waited["collide"]) >= 20
     mean = {name: sum(v) / len(v) for name, v in waited.items()}
     assert mean["collide"] > 1.5 * mean["random"], mean
@@ -249,3 +252,45 @@ def test_the_rerun_command_of_a_mutant_fails_again(icarus):
     n = int(rerun[rerun.index("--n") + 1])          # the failing program and those before it
     assert again.stdout.splitlines()[1] == \
         f"{icarus:<10} FAIL: 1 of {n} program{'s' if n > 1 else ''} differs from the reference"
+
+
+DECOUPLED = spec.Params(OVERLAP=2)
+
+
+def test_the_decoupled_machine_adds_the_fill_strategy_and_the_others_draw_as_before():
+    assert [s.name for s in stress.DECOUPLED_STRATEGIES] == ["random", "collide", "fill"]
+    assert {stress.strategy_for(s, DECOUPLED).name for s in range(60)} == {"random", "collide", "fill"}
+    assert [stress.strategy_for(s, DEFAULT).name for s in range(60)] == \
+        [stress.strategy_for(s, OVERLAPPING).name for s in range(60)]
+    for seed in range(10):     # random on every machine: the same programs
+        assert stress.strategy_for(seed, DECOUPLED).name == "random"
+        assert stress.strategy_for(seed, DEFAULT).name == "random"
+        program = stress.Generator(seed, DECOUPLED).program().job.program
+        assert program == stress.Generator(seed, DEFAULT).program().job.program
+
+
+def test_fill_programs_fill_every_queue():
+    """Seeds 20..29 are fill programs on the decoupled machine (the strategy's turn): in their
+    runs (the reference machine's), every engine's queue is full at some time, the front end is
+    held for a free entry, and instructions pass earlier ones."""
+    hits: Counter = Counter()
+    for prog in stress.programs(20, 10, DECOUPLED):
+        if "edge" in prog.job.name:
+            continue
+        assert stress.strategy_for(prog.seed, DECOUPLED).name == "fill"
+        assert prog.features["fill block"] >= 1
+        expected = prog.job.expected(DECOUPLED)
+        hits.update(coverage.queue_events(coverage._checked(prog.job.program, expected), expected.timeline))
+    assert set(hits) == set(coverage.QUEUES), hits
+
+
+def test_queue_events_worked_by_hand():
+    """Five long LDs (the DMA's queue holds three waiting, the fifth waits for room), a VADD
+    that passes them, an MM that overwrites what the VADD reads, once the VADD has read."""
+    text = [build("LD", dst=64 * k, src=0, len=64) for k in range(5)]
+    vadd = build("VADD", dst=1000, src1=1100, src2=1200, len=8)
+    mm = build("MM", dst=1100, A=2000, B=2100, M=1, K=4, N=4, tb=0, lda=4, ldb=4, ldc=4)
+    program = [*text, vadd, mm, build("HALT")]
+    expected = Job(program, None).expected(DECOUPLED)
+    events = coverage.queue_events(program, expected.timeline)
+    assert events == ["dma queue full", "front end held", "passed", "write after read early"]

@@ -140,7 +140,9 @@ class C:
 
 
 def test_check_rules_cover_every_error_code():
-    assert set(isadoc.CHECK_RULES) == {c.name for c in spec.ErrorCode} - {"NONE"}
+    assert set(isadoc.CHECK_RULES) == {c.name for c in spec.CHECK_CODES}
+    assert set(isadoc.DATA_RULES) == {c.name for c in spec.DATA_ERRORS}
+    assert set(isadoc.MACHINE_RULES) == {c.name for c in spec.MACHINE_FAULTS}
 
 
 def test_text_arithmetic_by_hand():

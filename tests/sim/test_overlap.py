@@ -39,7 +39,7 @@ def starts(result) -> list[int]:
 def test_the_parameter_is_checked():
     assert Params().OVERLAP == 0
     with pytest.raises(ValueError, match="OVERLAP"):
-        Params(OVERLAP=2)
+        Params(OVERLAP=3)
     assert spec.counters(Params()) == spec.COUNTERS
     assert spec.counters(OVERLAP) == (*spec.COUNTERS, "hazard", "port")
 

@@ -395,3 +395,12 @@ def test_instruction_and_region_methods_evaluate_on_ints():
     f = {"dst": 0, "A": 0, "B": 0, "M": 2, "K": 3, "N": 4, "tb": 1, "lda": 5, "ldb": 6, "ldc": 7}
     assert mm.latency(f, DEFAULT) == 3 + 2 + 3 + spec.MM_OVERHEAD == latency(mm, f, params=DEFAULT)
     assert [r.extent(f) for r in mm.regions] == [1 * 5 + 3, 3 * 6 + 3, 1 * 7 + 4]
+
+
+def test_the_check_codes_and_the_machine_faults_split_the_error_codes():
+    assert spec.MACHINE_FAULTS == (ErrorCode.STALL,)
+    assert set(spec.CHECK_CODES) | set(spec.DATA_ERRORS) | set(spec.MACHINE_FAULTS) | {ErrorCode.NONE} \
+        == set(ErrorCode)
+    assert not set(spec.CHECK_CODES) & set(spec.MACHINE_FAULTS)
+    assert not set(spec.CHECK_CODES) & set(spec.DATA_ERRORS)
+    assert list(spec.CHECK_CODES) == sorted(spec.CHECK_CODES)
