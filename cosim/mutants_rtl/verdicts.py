@@ -689,8 +689,8 @@ def _reader_request_at_start(at: Site) -> str | None:
 NOTES: tuple[Callable[[Site], str | None], ...] = (
     _counter_bits, _stop_countdown, _dma_st_enable, _bank_read_hold, _divider_bounds, _lane0_mask,
     _softmax_max_pass, _array_rows, _lut_table_address, _unread, _memory_write_idle, _divider_rest,
-    _checker_latency, _reset_value, _compare_mismatch, _reader_counts, _reader_request_at_start, _write_address_reset,
-    _dma_spad_address)
+    _checker_latency, _reset_value, _compare_mismatch, _reader_counts, _reader_request_at_start,
+    _write_address_reset, _dma_spad_address)
 """The survivors studied by hand: each returns why its mutations are equivalent, or None."""
 
 
