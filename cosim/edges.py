@@ -29,7 +29,9 @@ named ``seed N (edge: <strategy>)``. The body comes from one strategy, by turns:
     SM rows that are all negative (-128 included), widely spread (max - min = 255, the last
     entry of the exp table, and differences where the table is 0), all equal, of length 4k+1
     (a lone element in the last beat), of length 1 and SM_MAX_LEN, the maximum first, last
-    or twice, at every alignment of source and destination.
+    or twice, at every alignment of source and destination; and for every stage of the
+    dividers that compares with 3z and every lane, a row of LANES + 2 whose element in that
+    lane meets 3z within a few units there (``divider_grazes``).
 ``mm_extremes``
     MM with K = K_MAX of -128 * -128 (sums of 2**20), -128 * 127, M = N = T, strides of 0,
     tb = 0 and 1, int8 words whose upper 24 bits are not a sign extension; MM acc = 1 onto int32
@@ -76,6 +78,7 @@ program of every seeds chunk are written through it (cosim/harness.py), the rest
 
 from __future__ import annotations
 
+import functools
 import random
 from collections import Counter
 from collections.abc import Callable
@@ -336,6 +339,108 @@ def softmax_rows(b: Builder) -> None:
         src = b.load(softmax_row_values(b.rng, kind, n), int8=True)
         b.add("SM", dst=b.spad(n), src=src, len=n)
         b.features[f"edge: SM {kind}"] += 1
+    divider_grazes(b)
+
+
+GRAZE_TRIES = 4
+"""Random rows tried for each (stage, lane) of :func:`divider_grazes` before it gives that one up."""
+
+
+@functools.cache
+def _divider(params: Params) -> tuple[int, tuple[int, ...], tuple[int, ...]]:
+    """The softmax dividers' shape (hw/divider.py): raw quotient bits, bits and largest digit of
+    each stage."""
+    from hw.softmax import SoftmaxUnit
+
+    div = SoftmaxUnit(params).dividers[0]
+    return div.raw_bits, tuple(div.stage_bits), tuple(div.stage_digits)
+
+
+def _divider_stages(params: Params) -> list[tuple[int, int]]:
+    """Each stage of the softmax's dividers that compares with the odd multiple 3z (a register
+    of its own, carried from stage to stage: hw/divider.py): (bits of the numerator not yet
+    shifted in before it, bits it retires)."""
+    raw_bits, stage_bits, stage_digits = _divider(params)
+    out, rest = [], raw_bits
+    for w, digits in zip(stage_bits, stage_digits, strict=True):
+        if digits >= 3:
+            out.append((rest, w))
+        rest -= w
+    return out
+
+
+def divider_quotient(e: int, z: int, params: Params, flip_rest: int | None = None) -> int:
+    """round(e * 65536 / z) as the dividers form it, digit by digit (hw/divider.py: numerator
+    e << 17, each digit the largest j with j * z <= the partial remainder, (raw + 1) >> 1); with
+    bit 2 of 3z inverted in the stage that starts with ``flip_rest`` numerator bits left."""
+    raw_bits, stage_bits, stage_digits = _divider(params)
+    numer, rest, raw = e << arith.Q16_ONE.bit_length(), raw_bits, 0
+    rem = numer >> rest
+    for w, digits in zip(stage_bits, stage_digits, strict=True):
+        mults = [j * z for j in range(digits + 1)]
+        if rest == flip_rest and digits >= 3:
+            mults[3] ^= 4
+        rest -= w
+        shifted = (rem << w) | ((numer >> rest) & ((1 << w) - 1))
+        digit = max(j for j, mult in enumerate(mults) if shifted >= mult)
+        rem, raw = shifted - mults[digit], (raw << w) | digit
+    return (raw + 1) >> 1
+
+
+def grazes(e: int, z: int, rest: int, params: Params) -> bool:
+    """Whether inverting bit 2 of 3z in the stage that starts with ``rest`` numerator bits left
+    changes the quotient round(e * 65536 / z), while bits 0 and 1 of 3z are 1 (so a flip gated
+    by either shows too). A cheap test first: the stage's digit is 3, so the partial remainder
+    it leaves is off by 4, which moves the rounded quotient only when e * 2**17 + z lies within
+    4 * 2**(rest - 2) of a multiple of 2z; then :func:`divider_quotient` decides."""
+    numer, x3 = e << arith.Q16_ONE.bit_length(), 3 * z
+    if (x3 & 3) != 3 or (numer >> rest) % z << 2 < x3 + 4:
+        return False
+    near = (numer + z) % (2 * z)
+    reach = 4 << max(rest - 2, 0)
+    if reach <= near < 2 * z - reach:
+        return False
+    return divider_quotient(e, z, params, rest) != divider_quotient(e, z, params)
+
+
+def graze_row(rng: random.Random, params: Params, lane: int, rest: int, n: int) -> list[int] | None:
+    """A softmax row of ``n`` int8 values (n >= 3, maximum 127) whose element ``lane`` meets 3z
+    at the stage that starts with ``rest`` numerator bits left as :func:`grazes` says: random
+    rows, each with element ``lane`` and one other swept over their values; None when
+    GRAZE_TRIES rows find none."""
+    lut = arith.EXP_LUT
+    for _ in range(GRAZE_TRIES):
+        row = int8s(rng, n)
+        top, swept = rng.sample([i for i in range(n) if i != lane], 2)
+        row[top] = 127
+        base = sum(lut[127 - x] for i, x in enumerate(row) if i not in (lane, swept))
+        for a in rng.sample(range(-128, 128), 256):
+            for v in range(-128, 128):
+                if grazes(lut[127 - a], base + lut[127 - a] + lut[127 - v], rest, params):
+                    row[lane], row[swept] = a, v
+                    return row
+    return None
+
+
+def divider_grazes(b: Builder) -> None:
+    """For every stage of the dividers that uses 3z and every lane, one short SM row whose
+    element in that lane meets 3z within a few units there: a low bit of the odd multiple's
+    register wrong (mutant m12 of the RTL mutants' draw of 2026-12-06: bit 2 of stage 2's 3z
+    inverted when bit 1 is 1) changes that element's quotient by one, which random rows show once
+    in about 500."""
+    p = b.params
+    n = p.LANES + 2
+    for rest, _ in _divider_stages(p):
+        for lane in range(p.LANES):
+            row = graze_row(b.rng, p, lane, rest, n)
+            if row is None:
+                continue
+            try:
+                src = b.load(row, int8=True)
+                b.add("SM", dst=b.spad(n), src=src, len=n)
+            except TooSmall:            # a machine whose long rows filled the scratchpad: as many as fit
+                return
+            b.features["edge: SM grazing 3z"] += 1
 
 
 # --------------------------------------------------------------------------- mm_extremes

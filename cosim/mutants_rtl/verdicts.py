@@ -554,6 +554,71 @@ def _reset_value(at: Site) -> str | None:
     return None
 
 
+WRITE_ADDRESS_LINE = "addr = Signal(len(unit.wr.addr))"
+"""The source text of write_beats's address register (hw/lanes.py), shared by the LUT and LN units."""
+
+
+def _read_only_gated(at: Site, signal: str) -> bool:
+    """True when every cell reading register ``signal``'s Q is either a multiplexer whose other
+    data input is all 0 (a read gated by its select, as ``Mux(write, addr, 0)``) or a cell whose
+    every output carries the register's own next value (its increment, in its register chain)."""
+    values = register_chain(at, signal)[0]
+    q = set(at.module["netnames"].get(signal, {}).get("bits", ()))
+    if not q or not values:
+        return False
+    chain = {b for bits in values for b in bits}
+    readers = 0
+    for cell in at.module["cells"].values():
+        conn, dirs = cell["connections"], cell["port_directions"]
+        inputs = [p for p in conn if dirs.get(p) == "input" and q & set(conn[p])]
+        if not inputs or (cell["type"] == "$dff" and inputs == ["D"]) or tuple(conn.get("Y", ())) in values:
+            continue                     # the register itself, or its own enable/reset multiplexers
+        readers += 1
+        if cell["type"] == "$mux" and set(inputs) <= {"A", "B"} and len(inputs) == 1:
+            other = "B" if inputs[0] == "A" else "A"
+            if all(b == "0" for b in conn[other]):
+                continue
+        outputs = [b for p, bits in conn.items() if dirs.get(p) == "output" for b in bits]
+        if not outputs or not set(outputs) <= chain:
+            return False
+    return readers > 0
+
+
+def _write_address_reset(at: Site) -> str | None:
+    """The reset value of write_beats's address register (hw/lanes.py), read only under the
+    unit's write select and loaded with dst at every start."""
+    m = at.m
+    if at.cell_type != "$mux" or m.port != "B" or WRITE_ADDRESS_LINE not in _source_line(m) \
+            or m.cell not in register_chain(at, m.signal)[1] or not _read_only_gated(at, m.signal):
+        return None
+    return (f"it changes the value {m.signal}, a unit's write address (write_beats, hw/lanes.py), takes "
+            "during reset; the netlist reads the register only through a multiplexer that gives 0 when its "
+            "select (the write tag) is low, and through its own increment, and every start loads it with the "
+            "instruction's dst before the instruction's first beat is written")
+
+
+def dma_spad_bound(params: Params) -> int:
+    """The largest value of the DMA's spad_q (the next beat's scratchpad address, hw/dma.py) on a
+    legal program: a beat's address is at most SPAD_WORDS - 1 (what an LD, ST or GATHER's row
+    touches fits the scratchpad, or the machine stops at its issue, before its DMA starts), and
+    spad_q is that address plus LANES (or the held address itself under OVERLAP)."""
+    return params.SPAD_WORDS - 1 + params.LANES
+
+
+def _dma_spad_address(at: Site) -> str | None:
+    m = at.m
+    if m.module != "ga2_simtop.core.dma" or at.bits not in register_chain(at, "spad_q")[0]:
+        return None
+    bound = dma_spad_bound(DEFAULT)
+    above = _above(m, bound.bit_length())
+    if above is None:
+        return None
+    return (f"the port carries the DMA's spad_q, the scratchpad address of its next beat (hw/dma.py), at "
+            f"most {bound} = SPAD_WORDS - 1 + LANES on a legal program (the words an LD, ST or GATHER "
+            "touches fit the scratchpad; an illegal one stops the machine before its DMA starts): bits from "
+            f"{bound.bit_length()} up are 0, and {above[1]}")
+
+
 def _compare_mismatch(at: Site) -> str | None:
     """A cnot on one operand of an equality with a constant, whose flip happens only when the
     control bit differs from the constant's bit there: the operands differ then anyway."""
@@ -624,7 +689,8 @@ def _reader_request_at_start(at: Site) -> str | None:
 NOTES: tuple[Callable[[Site], str | None], ...] = (
     _counter_bits, _stop_countdown, _dma_st_enable, _bank_read_hold, _divider_bounds, _lane0_mask,
     _softmax_max_pass, _array_rows, _lut_table_address, _unread, _memory_write_idle, _divider_rest,
-    _checker_latency, _reset_value, _compare_mismatch, _reader_counts, _reader_request_at_start)
+    _checker_latency, _reset_value, _compare_mismatch, _reader_counts, _reader_request_at_start,
+    _write_address_reset, _dma_spad_address)
 """The survivors studied by hand: each returns why its mutations are equivalent, or None."""
 
 

@@ -274,3 +274,44 @@ def test_every_seed_up_to_30000_gives_a_program():
     """Issue 24, defect 2: any campaign from seed 1 meets every one of these seeds."""
     for seed in range(2, 30_001, edges.EDGE_EVERY):
         assert edges.program(seed, DEFAULT) is not None, seed
+
+
+def _radix4_quotient(e: int, z: int, flip_rest: int | None = None) -> int:
+    """round(e * 65536 / z) digit by digit, as hw/divider.py's softmax dividers do it (18 raw
+    quotient bits, 2 per stage, the digit the largest j in 0..3 with j * z <= the partial
+    remainder, then (raw + 1) >> 1); at the stage that starts with ``flip_rest`` numerator bits
+    left, 3z has bit 2 inverted when its bit 1 is 1 (the RTL mutant m12 of 2026-12-06)."""
+    numer, rest, raw = e << 17, 18, 0
+    rem = numer >> rest                 # the dividend bits above the quotient's: e // 2 < z
+    while rest:
+        x3 = 3 * z
+        if rest == flip_rest and x3 & 2:
+            x3 ^= 4
+        shifted = rem * 4 + ((numer >> (rest - 2)) & 3)
+        digit = max(j for j, mult in enumerate((0, z, 2 * z, x3)) if shifted >= mult)
+        rem, raw, rest = shifted - (0, z, 2 * z, x3)[digit], raw * 4 + digit, rest - 2
+    return (raw + 1) >> 1
+
+
+def test_divider_grazes_show_a_wrong_low_bit_of_3z():
+    """Each row of divider_grazes changes an element's quotient when 3z's bit 2 is inverted (bit
+    1 being set) at one stage, by the model above (independent of cosim.edges's), which agrees
+    with sim/arith.py unmutated; the rows of three programs cover each lane at the stage of
+    mutant m12 (3z from stage 2's register, the stage that starts with 12 bits left)."""
+    stages = [rest for rest, _ in edges._divider_stages(P)]
+    assert stages == list(range(16, 0, -2))
+    covered = set()
+    for seed in range(3):
+        b = built("softmax_rows", seed)
+        rows = [i for i in b.body if i.op == "SM"][-b.features["edge: SM grazing 3z"]:]
+        assert len(rows) >= 3 * P.LANES
+        for sm in rows:
+            row = [int(v) for v in s8(loaded(b, sm.src, sm.len))]
+            e = [arith.EXP_LUT[max(row) - x] for x in row]
+            z, want = sum(e), arith.softmax_fixed(row)
+            assert sm.len == P.LANES + 2 and [_radix4_quotient(v, z) for v in e] == want
+            hits = {(rest, i % P.LANES) for rest in stages for i, v in enumerate(e)
+                    if _radix4_quotient(v, z, rest) != want[i]}
+            assert hits, row
+            covered |= hits
+    assert {(12, lane) for lane in range(P.LANES)} <= covered

@@ -328,3 +328,47 @@ def test_reset_values_overwritten_before_any_read(netlist):
         assert reset.equivalent and f"the value {signal} takes during reset" in reset.why
         assert not _judge(net, graph, f"mutate -mode const1 -module {module} -cell {mux} -port A "
                                       "-portbit 9").equivalent
+
+
+def _write_address(graph: draw.Netlist, module: str) -> str:
+    """write_beats's address register in ``module`` (found by its source line in hw/lanes.py)."""
+    lines = (runner.ROOT / "hw/lanes.py").read_text().splitlines()
+    line = next(i + 1 for i, text in enumerate(lines) if verdicts.WRITE_ADDRESS_LINE in text)
+    return next(name for name, net in graph.modules[module]["netnames"].items()
+                if net.get("attributes", {}).get("src", "").endswith(f"hw/lanes.py:{line}"))
+
+
+def test_the_write_address_reset_value_is_never_read(netlist):
+    """write_beats's address (the LUT's and LN's) is loaded with dst at each start and read only
+    through Mux(write, addr, 0) and its own increment: its reset value (B of the multiplexer on
+    rst) is equivalent (m24 of the draw of 2026-12-06), the value it loads (A) is not, and a
+    register read without a gate (the DMA's spad_q) fails the netlist check."""
+    _, net, graph = netlist
+    for module in ("ga2_simtop.core.lut", "ga2_simtop.core.layernorm"):
+        signal = _write_address(graph, module)
+        mux = _reset_mux(graph, module, signal)
+        reset = _judge(net, graph, f"mutate -mode inv -module {module} -cell {mux} -port B -portbit 4")
+        assert reset.equivalent and "write address" in reset.why and signal in reset.why
+        assert not _judge(net, graph, f"mutate -mode inv -module {module} -cell {mux} -port A "
+                                      "-portbit 4").equivalent
+    dma = graph.modules["ga2_simtop.core.dma"]
+    at = verdicts.Site(draw.parse(f"mutate -mode inv -module ga2_simtop.core.dma -cell "
+                                  f"{_reset_mux(graph, 'ga2_simtop.core.dma', 'spad_q')} -port B -portbit 4"),
+                       "$mux", (), dma)
+    assert verdicts._read_only_gated(at, "spad_q") is False
+
+
+def test_the_dma_scratchpad_address_stays_below_2_to_13(netlist):
+    """The DMA's spad_q is a beat's scratchpad address plus LANES, at most 4095 + 4 = 4099 on a
+    legal program: bits 13..15 are 0 (m13 of the draw of 2026-12-06 forced bit 15 to 0), bit 12
+    is not (an access ending at 4096 leaves 4096..4099 there)."""
+    _, net, graph = netlist
+    assert verdicts.dma_spad_bound(DEFAULT) == 4099
+    module = "ga2_simtop.core.dma"
+    mux = _reset_mux(graph, module, "spad_q")
+    line = f"mutate -module {module} -cell {mux} -port Y"
+    high = _judge(net, graph, f"{line} -mode const0 -portbit 15")
+    assert high.equivalent and "spad_q" in high.why and "bits from 13 up are 0" in high.why
+    assert _judge(net, graph, f"{line} -mode cnot1 -portbit 2 -ctrlbit 13").equivalent
+    assert not _judge(net, graph, f"{line} -mode const0 -portbit 12").equivalent
+    assert not _judge(net, graph, f"{line} -mode cnot1 -portbit 2 -ctrlbit 12").equivalent
