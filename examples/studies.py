@@ -522,7 +522,7 @@ def _missed(cycles: int, goal: int) -> str:
 def run(params: Params, digits: bool, rtl: tuple[str, ...] = (), models: bool = True) -> dict:
     """The studies' record: sections 1-4 on ``params`` (the digits MLP among study 1's programs if
     ``digits``), then, if ``digits`` and ``models``, sections 5 and 6 (the MLPerf Tiny models and
-    the GPT on their own machines: most of the run's time, since ResNet-8 is compiled five ways);
+    the GPT on their own machines: most of the run's time, since ResNet-8 is compiled six ways);
     ``rtl`` names the simulators that run every program of sections 1-4. Raises StudyError when a
     program's outputs differ from the integer interpreter's."""
     global RTL_JOBS
