@@ -30,25 +30,39 @@ scratchpad words the step holds: the operands it loads whole, the output's buffe
 step places it, the workspace.
 
 :func:`rank_blockings` enumerates the candidates (row block sizes x column block sizes x
-which operands stream) and ranks them by cycles, exact: ``sim.spec.latency`` summed over the
-instructions :func:`block_steps` gives for them, the same steps emission writes (the machine
-is serial today, so a program's cycles are the sum of its instructions' latencies). Ties go
-to the smaller footprint, then to fewer streams. Emission (:mod:`compiler.streaming`) takes
+which operands stream) and ranks them by their cycles on the machine they run on, exact. On
+the serial machine that is ``sim.spec.latency`` summed over the instructions
+:func:`block_steps` gives for them, the same steps emission writes; at OVERLAP = 1 the ranking
+is by those serial cycles still (the list scheduler, compiler/schedule.py, reorders the
+program afterwards). On the decoupled machine (OVERLAP = 2) each candidate's instructions run
+through the machine's issue rule on their own (:func:`run_cycles`: the station lets a block's
+loads run beside the MMs of the one before, so a blocking with more, smaller loads can beat one
+with fewer latencies in all); ties go to the fewer serial cycles. Then to a separate
+accumulator, the smaller footprint, fewer streams. Emission (:mod:`compiler.streaming`) takes
 the first candidate that fits the scratchpad as it is at that step.
 
 The steps are data (:class:`Step`: an instruction, the block it belongs to, and the spans
-of memory it reads and writes), so that a scheduler can later reorder or overlap them
-(double buffering); none does yet.
+of memory it reads and writes), so that a scheduler can reorder or overlap them.
 """
 
 from __future__ import annotations
 
 import itertools
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import NamedTuple
 
-from sim.spec import BY_NAME, INT8_PER_WORD, Mem, Params, latency
+from sim.spec import (
+    BY_NAME,
+    ENTER_DISPATCH_CYCLES,
+    INT8_PER_WORD,
+    OVERLAP_FRONTEND_CYCLES,
+    STOP_CYCLES,
+    Mem,
+    Params,
+    issue_rule,
+    latency,
+)
 
 from .lowering.matmul import mm_pieces, strided_mm_fields, tiles
 from .packing import aligned
@@ -203,6 +217,11 @@ class Blocking:
             words, as many as the int32 sums need: one word per element either way), and its
             RQ requantizes them in place (GA2.md section 3 allows RQ's dst == src); else a
             separate accumulator in the workspace.
+        run_cycles: on the decoupled machine (OVERLAP = 2), the ``cycles`` counter of the step's
+            instructions alone, whole loads first, through its issue rule (:func:`run_cycles`:
+            the engines overlap, so the sum of latencies is not what it costs there); 0 on the
+            other machines, where the ranking is by ``cycles`` (at OVERLAP = 1 too: issue 27),
+            and for a candidate the budget did not run (:func:`by_run_cycles`).
     """
 
     rows: int
@@ -220,6 +239,7 @@ class Blocking:
     b_how: str = ""
     depth: int = 0
     acc_in_out: bool = False
+    run_cycles: int = 0
 
     @property
     def whole(self) -> bool:
@@ -251,6 +271,7 @@ class Ranking:
         free: the free scratchpad words at the step; room: the free instruction words.
         best: the first few candidates by rank (cycles, then the tie-breaks), fitting or not.
         chosen: the blocking written, and its place in the ranking (1 = the fastest of all).
+        step: the matmul step as the ranking saw it (what :func:`run_cycles` times again).
     """
 
     considered: int
@@ -262,6 +283,7 @@ class Ranking:
     best: tuple[Blocking, ...]
     chosen: Blocking
     chosen_rank: int
+    step: Matmul | None = None
 
 
 def ceil_div(a: int, b: int) -> int:
@@ -543,7 +565,9 @@ def rank_blockings(mm: Matmul, params: Params, within: int | None = None) -> lis
     """Every candidate blocking of a matmul step, fewest cycles first (then a separate
     accumulator before the output's rows, so that a step that fits as it always did is written
     as it always was; then the smaller footprint, then fewer streams). The first is the
-    unblocked way, or as fast as it.
+    unblocked way, or as fast as it. The cycles are those of the machine ``params``: on the
+    decoupled machine (OVERLAP = 2) each candidate's ``run_cycles`` (:func:`by_run_cycles`),
+    elsewhere the sum of its latencies (at OVERLAP = 1 too: the list scheduler reorders later).
 
     Args:
         within: if given, only the candidates whose footprint is at most this many words.
@@ -561,5 +585,96 @@ def rank_blockings(mm: Matmul, params: Params, within: int | None = None) -> lis
                     continue
                 if within is None or footprint(mm, words, stream_a, stream_b) <= within:
                     found.append(cost(mm, rows, cols, stream_a, stream_b, params, mms, depth, in_out))
-    found.sort(key=lambda b: (b.cycles, b.acc_in_out, b.footprint, b.stream_a + b.stream_b))
-    return found
+    found.sort(key=serial_key)
+    return by_run_cycles(found, mm, params, mms[0]) if params.OVERLAP == 2 else found
+
+
+def serial_key(b: Blocking) -> tuple[int, bool, int, int]:
+    """The serial ranking: fewest cycles, a separate accumulator first, smaller footprint, fewer streams."""
+    return b.cycles, b.acc_in_out, b.footprint, b.stream_a + b.stream_b
+
+
+RUN_BUDGET = 20_000
+"""OVERLAP = 2: at most this many instructions (of the candidates, in all) run through the
+decoupled rule per step, about a second and a half (a 64 x 64 by 64 x 256 product has 329
+candidates of 364,523 instructions: 20 s); the first candidate runs whatever its size."""
+
+
+def run_floor(mm: Matmul, b: Blocking, params: Params, mxu: int) -> int:
+    """A lower bound of a candidate's :func:`run_cycles` on the decoupled machine: its first
+    instruction is dispatched OVERLAP_FRONTEND_CYCLES + ENTER_DISPATCH_CYCLES after start at the
+    earliest, and each engine runs its own one at a time: the MXU its tiles (``mxu``), the vector
+    unit its RQs, the DMA its streaming loads (the serial cycles less those and the whole loads);
+    then the stop."""
+    rq = sum(_moving("RQ", min(b.rows, mm.m - i0) * mm.n, params) for i0 in range(0, mm.m, b.rows))
+    whole = sum(w.cycles for w, streams in ((mm.a, b.stream_a), (mm.b, b.stream_b)) if not streams)
+    first = OVERLAP_FRONTEND_CYCLES + ENTER_DISPATCH_CYCLES
+    return first + max(mxu, rq, b.cycles - mxu - rq - whole) + STOP_CYCLES
+
+
+def by_run_cycles(found: list[Blocking], mm: Matmul, params: Params, mxu: int) -> list[Blocking]:
+    """The candidates ``found`` ranked on the decoupled machine (OVERLAP = 2): in the order of
+    :func:`run_floor` (then :func:`serial_key`), each is run (:func:`run_cycles`, its
+    ``run_cycles`` set) until RUN_BUDGET instructions have run; those ranked by their run cycles
+    (then the serial key), the others after them in the floor's order (``run_cycles`` 0: a
+    product that large has its best found among the ones the budget ran)."""
+    floors = {id(b): run_floor(mm, b, params, mxu) for b in found}
+    pending = sorted(found, key=lambda b: (floors[id(b)], *serial_key(b)))
+    timed, spent = [], 0
+    while pending and (not timed or spent + pending[0].instructions <= RUN_BUDGET):
+        b = pending.pop(0)
+        spent += b.instructions
+        timed.append(replace(b, run_cycles=run_cycles(mm, b, params)))
+    return sorted(timed, key=lambda b: (b.run_cycles, *serial_key(b))) + pending
+
+
+def step_places(mm: Matmul, choice: Blocking, double: bool) -> Places:
+    """A layout of a step's own, for timing it (:func:`run_cycles`): in the scratchpad A, B, the
+    result and the workspace one after the other (a second B block after it when ``double``),
+    in external memory A, B and the bias likewise; as emission places them, apart, so that only
+    the step's own dependences order its instructions."""
+    a, b = 0, mm.m * mm.k
+    out = b + mm.k * mm.n
+    space = workspace(mm, choice.rows, choice.cols, choice.stream_a, choice.stream_b, choice.depth,
+                      choice.acc_in_out)
+    work = out + mm.m * mm.n
+    acc = out if choice.acc_in_out else work + space.acc
+    second = work + space.words if double else -1
+    return Places(a, b, acc, work + space.a_block, work + space.b_block, out, 0, mm.m * mm.k,
+                  mm.m * mm.k + mm.k * mm.n, work, second, 2, space.words - space.b_block)
+
+
+def whole_loads(mm: Matmul, choice: Blocking, at: Places) -> Iterator[tuple[str, dict[str, int]]]:
+    """The instructions that bring the operands the step keeps whole (:class:`Whole`): an LD of
+    its words, or an int4 weight's LD of its packed words then its UNPACK."""
+    spare = at.work + 2 * choice.workspace + mm.a.transient + mm.b.transient
+    for whole, streams, dst in ((mm.a, choice.stream_a, at.a), (mm.b, choice.stream_b, at.b)):
+        if streams or not whole.instructions:
+            continue
+        if whole.instructions == 1:
+            yield "LD", {"dst": dst, "src": 0, "len": whole.moved}
+        else:
+            yield "LD", {"dst": spare, "src": 0, "len": whole.moved}
+            yield "UNPACK", {"dst": dst, "src": spare, "len": whole.moved}
+
+
+def step_code(mm: Matmul, choice: Blocking, params: Params) -> list[tuple[str, dict[str, int]]]:
+    """A candidate's instructions (mnemonic, fields) as :func:`run_cycles` times them: the whole
+    loads (:func:`whole_loads`), then :func:`block_steps` at :func:`step_places` (a streamed B
+    double buffered, as emission first tries on a machine whose engines overlap); the
+    requantizer (1, 1, no relu), whose fields change no latency."""
+    at = step_places(mm, choice, choice.stream_b)
+    steps = block_steps(mm, choice.rows, choice.cols, choice.stream_a, choice.stream_b, at, (1, 1, 0),
+                        params.T, choice.depth, choice.acc_in_out)
+    return [*whole_loads(mm, choice, at), *((s.op, s.fields) for s in steps)]
+
+
+def run_cycles(mm: Matmul, choice: Blocking, params: Params) -> int:
+    """The ``cycles`` counter of a candidate's instructions alone (:func:`step_code`, then the
+    stop) by the issue rule of the machine ``params`` (``sim.spec.issue_rule``: at OVERLAP = 2 the
+    decoupled machine's). ``tests/compiler/test_blocking_decoupled.py`` checks it against the
+    reference machine."""
+    rule = issue_rule(params)
+    for pc, (op, fields) in enumerate(step_code(mm, choice, params)):
+        rule.place(pc, BY_NAME[op], fields)
+    return rule.stop() + STOP_CYCLES

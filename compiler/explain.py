@@ -266,12 +266,14 @@ def blocking_section(program: Program) -> Section:
         for b in shown:
             rank = r.best.index(b) + 1 if b in r.best else r.chosen_rank
             mark = " (written)" if b == r.chosen else ""
-            table.rows.append((f"%{nid}", rank, b.describe() + mark, b.cycles, b.footprint,
+            table.rows.append((f"%{nid}", rank, b.describe() + mark, b.run_cycles or b.cycles, b.footprint,
                                "yes" if b.footprint <= r.free else "no"))
     return Section(
         "blocking",
         "pass 4, continued: the blockings of the products that do not fit whole, ranked by exact cycles",
-        " ".join(notes) + ". Cycles: the spec's latencies of the step's instructions (compiler/blocking.py).",
+        " ".join(notes) + ". Cycles: the spec's latencies of the step's instructions (compiler/blocking.py)"
+        + ("; on the decoupled machine (OVERLAP = 2) those instructions alone through its issue rule, where "
+           "the budget ran them." if program.machine.OVERLAP == 2 else "."),
         table,
     )
 

@@ -202,7 +202,7 @@ def lower_blocked(em: Emitter, node: Node, mm: Matmul, ring_only: bool = False) 
             too_long = sum(c.instructions > room for c in ranked)
             em.out.rankings[node.id] = Ranking(len(every), len(every) - len(ranked), too_long, failed, free,
                                                room, tuple(every[:RANKING_SHOWN]), choice,
-                                               every.index(choice) + 1)
+                                               every.index(choice) + 1, mm)
             return True
     if ring_only:
         return False

@@ -58,9 +58,25 @@ def rows(params: Params, models: tuple[str, ...] | None = None) -> list[dict]:
             "Fmax MHz": fmax, "ms per image": round(m.cycles / fmax / 1e3, 2) if fmax else None,
             "Cortex-M4 ms": CORTEX_M4_RESNET8_MS if name == "resnet8" else None,
             "equal to the interpreter": m.equal, "within 10% of PyTorch": m.error < 0.1,
+            **launch_bounds(m.program, params),
             "layers": [{"node": r.node, "layer": r.name, "macs": r.macs, "instructions": r.instructions,
                         "cycles": r.cycles, "utilisation %": round(100 * r.utilisation, 1)} for r in m.rows]})
     return found
+
+
+def launch_bounds(program: object, params: Params) -> dict:
+    """On a machine whose engines overlap, the lower bounds of the program's launches
+    (compiler/bounds.py), each launch's largest summed ("best bound"), and the names of those
+    largest bounds with their counts ("limits"); None on the serial machine (its cycles are the
+    sum of the latencies)."""
+    if not params.OVERLAP:
+        return {"best bound": None, "limits": None}
+    from ..bounds import bounds
+
+    found = [bounds(code, params) for code in program.launches()]
+    names = [b.limit for b in found]
+    return {"best bound": sum(b.best for b in found),
+            "limits": ", ".join(f"{k} {names.count(k)}" for k in dict.fromkeys(names))}
 
 
 def report(found: list[dict]) -> list[str]:

@@ -9,7 +9,9 @@ the relu fused into an add's VADD, which the battery's add-relu graphs must catc
 blocking of issue 14's larger layers (pieces of depth, sums in the output's rows) and 4 the
 packing of int8 weights (LD fmt = 1), which its packed graphs must catch; 3 break
 common-subexpression elimination, which its repeats graph must catch; 6 break the scheduling
-for the machine whose engines overlap, which its overlap graphs must catch; 4 break the blocking
+for the machine whose engines overlap, which its overlap graphs must catch; 3 break the scheduling
+and the blocking ranking of the decoupled machine (OVERLAP = 2, issue 27), which its decoupled
+graphs must catch; 4 break the blocking
 cost model; 4 break LayerNorm, the embedding's GATHER and causal masking (issue 26), which its
 GPT steps must catch; 6 break convolutions (padding, stride, per-channel scales, depthwise
 blocks, activations in external memory, the ring of the bands run kernel row by kernel row),
@@ -22,7 +24,8 @@ operation's entry in the table of :mod:`compiler.ops`; :class:`PassSeam`: a pass
 renaming a seam makes the check refuse to run, naming the mutant and the seam.
 
 For each mutant a subprocess imports the compiler, applies the substitution and runs the
-battery (the five refusals, the cancellation case, the add-relu graphs, the 60 random graphs,
+battery (the five refusals, the cancellation case, the overlap and decoupled graphs, the add-relu
+graphs, the 60 random graphs,
 then the streamed graphs, stopping at the first problem). A mutant is caught when the battery reports a
 problem, crashes, or runs out of time. One substitution is equivalent in effect (the
 allocator skipping a hole of exactly the right size) and should survive. The unbroken
@@ -434,6 +437,36 @@ SCHEDULE_MUTANTS = (
 """Broken scheduling for the machine whose engines overlap (:mod:`compiler.schedule`): the
 battery's overlap graphs (:func:`compiler.testing.battery.check_overlap`) must catch them."""
 
+def _judged_at_overlap_1(original):
+    """cycles_of at OVERLAP = 2 by the rule of OVERLAP = 1 (the scheduler keeps an order the
+    decoupled machine runs slower)."""
+    return lambda code, params: original(code, dataclasses.replace(params, OVERLAP=min(params.OVERLAP, 1)))
+
+
+def _timed_at_overlap_1(original):
+    """The blocking's issue rule at OVERLAP = 2 that of OVERLAP = 1."""
+    return lambda params: original(dataclasses.replace(params, OVERLAP=min(params.OVERLAP, 1)))
+
+
+def _ranked_by_latencies(original):
+    """The decoupled ranking's candidates run, then sorted by their serial cycles again."""
+    from ..blocking import serial_key
+    return lambda found, mm, params, mxu: sorted(original(found, mm, params, mxu), key=serial_key)
+
+
+DECOUPLED_MUTANTS = (
+    Mutant("schedule at OVERLAP = 2: an order is kept when the rule of OVERLAP = 1 says it saves cycles "
+           "(the decoupled machine's not asked)", Function("compiler.schedule.cycles_of"),
+           _judged_at_overlap_1),
+    Mutant("blocking at OVERLAP = 2: the candidates are ranked by their serial cycles (their run on the "
+           "decoupled machine ignored)", Function("compiler.blocking.by_run_cycles"), _ranked_by_latencies),
+    Mutant("blocking at OVERLAP = 2: each candidate is timed by the rule of OVERLAP = 1",
+           Function("compiler.blocking.issue_rule"), _timed_at_overlap_1),
+)
+"""Broken scheduling for the decoupled machine (OVERLAP = 2, issue 27): the battery's decoupled
+graphs (:func:`compiler.testing.battery.check_decoupled`) must catch them."""
+
+
 def _without(op: str):
     """A broken latency of a load or requantization in the blocking cost model: 0 for ``op``."""
     return lambda original: lambda what, words, params: 0 if what == op else original(what, words, params)
@@ -519,7 +552,8 @@ activations in external memory and the ``taps`` mode's ring; the battery's convo
 (:func:`compiler.testing.battery.check_conv`) must catch them."""
 
 MUTANTS = (SEED_MUTANTS + STREAMING_MUTANTS + WIDE_MUTANTS + ADD_RELU_MUTANTS + BLOCKING_MUTANTS
-           + PACKED_MUTANTS + CSE_MUTANTS + SCHEDULE_MUTANTS + COST_MUTANTS + TRANSFORMER_MUTANTS
+           + PACKED_MUTANTS + CSE_MUTANTS + SCHEDULE_MUTANTS + DECOUPLED_MUTANTS + COST_MUTANTS
+           + TRANSFORMER_MUTANTS
            + CONV_MUTANTS)
 
 EQUIVALENT = (

@@ -270,6 +270,8 @@ FIGURES = [
                                                 "TRANSFORMER_MUTANTS"))), MUTANTS),
     Figure(MAKE, "which the battery's tiny GPT steps catch, and {} broken convolutions",
            lambda: compiler_mutants("CONV_MUTANTS"), MUTANTS),
+    Figure(MAKE, "and {} broken schedulers and blocking rankings for `OVERLAP=2`",
+           lambda: compiler_mutants("DECOUPLED_MUTANTS"), MUTANTS),
     Figure(MAKE, "then {} broken issue rules of the reference machine", issue_rule_mutants,
            "tests/sim/issue_mutant.py: MUTANTS"),
     Figure(MAKE, "every one of the {} programs on the RTL", lambda: studies()["rtl"]["programs"],

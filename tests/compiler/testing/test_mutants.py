@@ -154,3 +154,19 @@ def test_the_gpt_steps_catch_each_transformer_mutant():
             except Exception as crash:   # the mutation check counts a crash as caught
                 problems = [repr(crash)]
         assert problems, mutant.label
+
+
+def test_the_decoupled_graphs_catch_each_decoupled_mutant():
+    """The battery's checks of the decoupled machine (OVERLAP = 2, issue 27) pass with the compiler
+    as it is and report a problem (or crash) under each broken scheduler or blocking ranking for
+    that machine's rule."""
+    from compiler.testing.battery import check_decoupled
+
+    assert check_decoupled(range(2)) == []
+    for mutant in mutants.DECOUPLED_MUTANTS:
+        with mutants.applied(mutant):
+            try:
+                problems = check_decoupled(range(2), stop_early=True)
+            except Exception as crash:   # the mutation check counts a crash as caught
+                problems = [repr(crash)]
+        assert problems, mutant.label
