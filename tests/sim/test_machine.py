@@ -565,7 +565,7 @@ def _reference(program: list[Instruction], image: np.ndarray) -> tuple[list[int]
         elif ins.op == "ST":
             for i in range(f["len"]):
                 E[f["dst"] + i] = S[f["src"] + i]
-        elif ins.op == "MM":
+        elif ins.op in ("MM", "MMRQ"):
             out = {}
             for i in range(f["M"]):
                 for j in range(f["N"]):
@@ -574,6 +574,10 @@ def _reference(program: list[Instruction], image: np.ndarray) -> tuple[list[int]
                         b = f["B"] + (j * f["ldb"] + t if f["tb"] else t * f["ldb"] + j)
                         acc += s8(S[f["A"] + i * f["lda"] + t]) * s8(S[b])
                     out[(i, j)] = acc + (s32(S[f["dst"] + i * f["ldc"] + j]) if f["acc"] else 0)
+            if ins.op == "MMRQ":    # the int32 sum (mod 2^32), then the entry of column j (or tab's)
+                entries = [S[f["tab"] + (j if f["pc"] else 0)] for j in range(f["N"])]
+                out = {(i, j): arith.requant(s32(word(v)), entries[j] & 0xFFFFFF, (entries[j] >> 24) & 63,
+                                             bool(f["relu"])) for (i, j), v in out.items()}
             for i in range(f["M"]):
                 for j in range(f["N"]):
                     S[f["dst"] + i * f["ldc"] + j] = word(out[(i, j)])
@@ -627,11 +631,13 @@ def _reference(program: list[Instruction], image: np.ndarray) -> tuple[list[int]
     return S, E
 
 
-@pytest.mark.parametrize("seed", [1, 2, 3])
-def test_machine_matches_a_plain_interpreter(seed):
-    program = random_program(150, seed=seed, params=DEFAULT)
-    image = random_image(seed=seed, params=DEFAULT)
-    r = Machine(DEFAULT).run(program, image)
+@pytest.mark.parametrize("seed, params", [(1, DEFAULT), (2, DEFAULT), (3, DEFAULT),
+                                          (4, Params(OVERLAP=2)), (5, Params(OVERLAP=2))])
+def test_machine_matches_a_plain_interpreter(seed, params):
+    """The random programs draw every instruction of the machine (MMRQ at OVERLAP = 2)."""
+    program = random_program(150, seed=seed, params=params)
+    image = random_image(seed=seed, params=params)
+    r = Machine(params).run(program, image)
     S, E = _reference(program, image)
     assert r.spad.tolist() == S
     assert r.ext.tolist() == E
