@@ -158,6 +158,8 @@ class Generator:
             return {"M": m, "K": k, "N": n, "tb": tb, "lda": self._stride(k),
                     "ldb": self._stride(k if tb else n), "ldc": self._stride(n),
                     "acc": int(rng.random() < 0.35)}
+        if kind == "MMRQ":      # MM's fields (every stride below 2^12), per channel or per tensor
+            return self._rule("MM", vector) | {"pc": rng.randint(0, 1), "relu": rng.randint(0, 1)}
         if kind == "RQ":
             n = self._length(vector)
             if rng.random() < PER_CHANNEL:
