@@ -130,6 +130,12 @@ def chainable(params: Params, k: int, n: int) -> bool:
     return chains(None, params) and max(k, n) < 1 << CHAIN_STRIDE_BITS
 
 
+def chained_fields(piece: dict[str, int], entry: int, relu: int) -> dict[str, int]:
+    """The MMRQ of a tile's last piece along K (:func:`mm_pieces`: acc = 1 when a bias or an
+    earlier piece is in the output words), requantized per tensor by the one entry at ``entry``."""
+    return {**piece, "tab": entry, "pc": 0, "relu": relu}
+
+
 def lower_chained(em: Emitter, node: Node, a_addr: int, b_addr: int) -> None:
     """The step on a machine with MMRQ (OVERLAP = 2, GA2.md section 7): no int32 accumulator and
     no RQ. The bias is loaded into each row of the output itself (one int32 word each); each
@@ -153,5 +159,5 @@ def lower_chained(em: Emitter, node: Node, a_addr: int, b_addr: int) -> None:
                            biased)
         for piece in pieces[:-1]:
             em.put("MM", **piece)
-        em.put("MMRQ", **pieces[-1], tab=entry, pc=0, relu=relu)
+        em.put("MMRQ", **chained_fields(pieces[-1], entry, relu))
     em.alloc.release(entry, 1, f"requantizer entry of node {node.id}")

@@ -641,3 +641,31 @@ def test_machine_matches_a_plain_interpreter(seed, params):
     S, E = _reference(program, image)
     assert r.spad.tolist() == S
     assert r.ext.tolist() == E
+
+
+# --------------------------------------------------------------------------- MMRQ (OVERLAP = 2)
+
+
+@pytest.mark.parametrize("overlap", [0, 1])
+def test_mmrq_is_a_bad_opcode_where_it_is_not_built(overlap):
+    """Opcode 11 stops a machine with OVERLAP = 0 or 1 as an unknown opcode does (BAD_OPCODE, its
+    pc), from instructions and from encoded words alike; the LD before it ran."""
+    params = Params(OVERLAP=overlap)
+    program = assemble("LD dst=0 src=0 len=4\nMMRQ dst=40 A=0 B=8 M=1 K=2 N=1 tb=0 lda=2 ldb=1 ldc=1 "
+                       "acc=0 tab=20 pc=0 relu=0\nHALT", params=params)
+    for given in (program, encode_program(program)):
+        e = fails(given, list(range(1, 5)), params=params)
+        assert (e.code, e.pc) == (ErrorCode.BAD_OPCODE, 1)
+        assert e.result.spad[:4].tolist() == [1, 2, 3, 4]
+    assert "MMRQ" in e.detail and f"OVERLAP = {overlap}" in e.detail
+
+
+def test_mmrq_by_hand_at_overlap_2():
+    """A = [[1, 2]], B = [[3], [-4]] (tb = 0): 3 - 8 = -5, plus the bias -7 (acc = 1): -12;
+    per tensor (m, s) = (2^23, 24): -12 / 2 = -6; with relu, 0."""
+    params = Params(OVERLAP=2)
+    ext = [1, 2, 3, word(-4), word(-7), (24 << 24) | (1 << 23)]
+    for relu, want in ((0, -6), (1, 0)):
+        r = run(f"LD dst=0 src=0 len=6\nMMRQ dst=4 A=0 B=2 M=1 K=2 N=1 tb=0 lda=2 ldb=1 ldc=1 acc=1 tab=5 "
+                f"pc=0 relu={relu}\nHALT", ext, params=params)
+        assert int(r.spad[4]) == word(want)
