@@ -149,8 +149,8 @@ def constant_of(entry: ExtEntry, nodes: list[Node], params: Params) -> Constant 
     """The constant a region holds (a bias, a table's entries), None for an input's, a weight's or
     an output's region."""
     node = nodes[entry.node]
-    return next((c for c in OPS[node.op].constants if c.wanted(node, params) and c.region(node) == entry.name),
-                None)
+    held = (c for c in OPS[node.op].constants if c.wanted(node, params) and c.region(node) == entry.name)
+    return next(held, None)
 
 
 def panel_major(values: np.ndarray, width: int) -> np.ndarray:

@@ -33,7 +33,7 @@ from .emit import Emission, emit
 from .errors import CompileError, shown
 from .fusion import fuse_relus
 from .ir import Graph
-from .layout import external_layout, with_panels
+from .layout import ExtEntry, external_layout, with_panels
 from .lifetimes import release_schedule
 from .limits import check_limits
 from .lowering.table import LOWERINGS
@@ -180,7 +180,8 @@ def _ranked_emission(c: Compilation, spills: Mapping[int, ExtEntry]) -> Emission
         plain = one(False)
     except ScratchpadFull:       # MM and RQ need an accumulator the chained form does without
         plain = None
-    if plain is not None and scheduled_cycles(plain.code, c.params) < scheduled_cycles(chained.code, c.params):
+    if plain is not None and \
+            scheduled_cycles(plain.code, c.params) < scheduled_cycles(chained.code, c.params):
         return plain
     if c.events is not None:
         c.events[first:] = kept

@@ -239,7 +239,7 @@ def reorder_emission(emission: Emission, params: Params, events: list[AllocEvent
     first instruction that comes of p, p+1, ... in the new order, and one freed after emitted
     instruction p-1 is freed after the last that comes of 0..p-1 (lifetimes can only grow)."""
     code = emission.code
-    pieces, parent, result = _scheduled(code, params)
+    _pieces, parent, result = _scheduled(code, params)
     if not better(result.cycles, cycles_of(code, params)):
         return
     n, m = len(code), len(result.order)

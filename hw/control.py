@@ -212,7 +212,8 @@ class Control(Checked):
             checked.code.eq(chk.out_code),
             checked.stop.eq(is_stop),
             checked.cls.eq(Mux(is_stop, 0, Cat(
-                is_one_of(chk.out_opcode, [s.name for s in spec.instructions(self.params) if s.counter == name])
+                is_one_of(chk.out_opcode,
+                          [s.name for s in spec.instructions(self.params) if s.counter == name])
                 for name in UNIT_COUNTERS))),
             checked.latency.eq(chk.out_latency),
         ]

@@ -84,7 +84,8 @@ class MatrixUnit(Checked):
 
     def __init__(self, params: Params):
         assert spec.MM_OVERHEAD == self.OVERHEAD, "sim.spec.MM_OVERHEAD must be what hw/mxu.py realises"
-        assert spec.CHAIN_CYCLES == Requantizer.LATENCY, "sim.spec.CHAIN_CYCLES: the chained requantizer's stages"
+        assert spec.CHAIN_CYCLES == Requantizer.LATENCY, \
+            "sim.spec.CHAIN_CYCLES: the chained requantizer's stages"
         self.params = params
         self.chain = spec.built(spec.BY_NAME["MMRQ"], params)
         super().__init__(unit_members(params, n_read=2, write=True))
@@ -121,7 +122,8 @@ class MatrixUnit(Checked):
         mm, mmrq = fields_view("MM", self.fields), fields_view("MMRQ", self.fields)
         f = Signal(fields_layout("MM"), name="mm_fields")
         for field in spec.BY_NAME["MM"].fields:
-            m.d.comb += getattr(f, field.name).eq(Mux(chained, getattr(mmrq, field.name), getattr(mm, field.name)))
+            name = field.name
+            m.d.comb += getattr(f, name).eq(Mux(chained, getattr(mmrq, name), getattr(mm, name)))
         return f
 
     def _sizes(self) -> tuple[int, int, int]:

@@ -132,7 +132,8 @@ class GA2(Checked):
     def __init__(self, params: Params, *, stub_missing: bool = False,
                  modules: tuple[str, ...] = UNIT_MODULES):
         classes = unit_classes(modules)
-        missing = [s.name for s in spec.instructions(params) if s.counter is not None and s.name not in classes]
+        missing = [s.name for s in spec.instructions(params)
+                   if s.counter is not None and s.name not in classes]
         self.params = params
         ext = ExtPort(addr_bits(params.EXT_WORDS), params.LANES)
         super().__init__(host_members(params) | {"ext": Out(ext), "timing_fault": Out(1)})

@@ -769,7 +769,8 @@ INSTRUCTIONS: tuple[InstrSpec, ...] = (
         lambda a, f, p: _mm_latency(a, f, p) + a.const("CHAIN_CYCLES"),
         reads_formula=lambda a, f, p: (f["K"] + _mm_skew(a, f)
                                        + a.select(f["acc"],
-                                                  f["M"] + a.const("MM_OVERHEAD") - a.const("SPAD_READ_LATENCY"),
+                                                  f["M"] + a.const("MM_OVERHEAD")
+                                                  - a.const("SPAD_READ_LATENCY"),
                                                   a.max(f["M"], 2))),
         writes_formula=lambda a, f, p: f["M"],
         field_rules=(FieldRule(
@@ -972,7 +973,7 @@ the nonzero ones are free for a new instruction."""
 def built(ispec: InstrSpec, params: Params) -> bool:
     """Whether the machine ``params`` has the instruction (``InstrSpec.overlap_min``); on one
     that does not, its opcode stops the machine with BAD_OPCODE, as an unknown opcode does."""
-    return params.OVERLAP >= ispec.overlap_min
+    return ispec.overlap_min <= params.OVERLAP
 
 
 def instructions(params: Params) -> tuple[InstrSpec, ...]:

@@ -132,8 +132,9 @@ def drawn(args: argparse.Namespace,
     drawn_units = len({r.mutation.unit for r in rows})
     if not args.no_aimed:
         keys = {r.mutation.key for r in rows}
-        rows += [report.Row(f"a{k}", m, aim=aim.name)
-                 for k, (aim, m) in enumerate(aimed.pick_all(net, graph, args.seed, aimed.aims_for(args.params)), 1) if m.key not in keys]
+        picked_aims = aimed.pick_all(net, graph, args.seed, aimed.aims_for(args.params))
+        rows += [report.Row(f"a{k}", m, aim=aim.name) for k, (aim, m) in enumerate(picked_aims, 1)
+                 if m.key not in keys]
     aims = [r.aim for r in rows if r.aim]
     console.print(f"Yosys: {len(listed)} mutations listed over the core ({len(listed) - len(candidates)} "
                   f"change nothing: a bit forced to the constant it is), {len(picked)} drawn from "
@@ -293,7 +294,8 @@ def main(argv: list[str] | None = None) -> int:
     for r in rows:
         r.verdict = found.get(r.ident)
     seconds = time.perf_counter() - t0
-    settings = {k: v for k, v in vars(args).items() if k not in ("list", "keep", "engine", "param", "params")} | {
+    left_out = ("list", "keep", "engine", "param", "params")
+    settings = {k: v for k, v in vars(args).items() if k not in left_out} | {
         "verilog_sha256": net.digest, "listed": max(LISTED, args.count)}
     if args.params != DEFAULT:
         settings["machine"] = repr(args.params)

@@ -174,7 +174,7 @@ def _select_wires(module: dict, cell: str) -> set[str]:
 
 def aims_for(params) -> tuple[Aim, ...]:
     """The aims whose logic the machine ``params`` (a ``sim.spec.Params``) has (``Aim.overlap``)."""
-    return tuple(aim for aim in AIMS if params.OVERLAP >= aim.overlap)
+    return tuple(aim for aim in AIMS if aim.overlap <= params.OVERLAP)
 
 
 def pick_all(net: yosys.Netlist, graph: Netlist, seed: int, aims: tuple[Aim, ...] = AIMS,

@@ -271,7 +271,8 @@ def _entries(rng: np.random.Generator, n: int) -> np.ndarray:
     return (rng.integers(0, 4, n) << 30) | (s << 24) | m
 
 
-def _chained_program(rng: np.random.Generator, params: Params, count: int) -> tuple[list[Instruction], np.ndarray]:
+def _chained_program(rng: np.random.Generator, params: Params,
+                     count: int) -> tuple[list[Instruction], np.ndarray]:
     """MMRQs of every kind (tb, acc, pc, relu; M, N from 1 to T; K up to K_MAX) and MMs between
     them, back to back, each output in its own region above OPERANDS and its entries below."""
     spad = _random_words(rng, params.SPAD_WORDS)

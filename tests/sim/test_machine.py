@@ -653,8 +653,8 @@ def test_mmrq_is_a_bad_opcode_where_it_is_not_built(overlap):
     params = Params(OVERLAP=overlap)
     program = assemble("LD dst=0 src=0 len=4\nMMRQ dst=40 A=0 B=8 M=1 K=2 N=1 tb=0 lda=2 ldb=1 ldc=1 "
                        "acc=0 tab=20 pc=0 relu=0\nHALT", params=params)
-    for given in (program, encode_program(program)):
-        e = fails(given, list(range(1, 5)), params=params)
+    for form in (program, encode_program(program)):
+        e = fails(form, list(range(1, 5)), params=params)
         assert (e.code, e.pc) == (ErrorCode.BAD_OPCODE, 1)
         assert e.result.spad[:4].tolist() == [1, 2, 3, 4]
     assert "MMRQ" in e.detail and f"OVERLAP = {overlap}" in e.detail
