@@ -151,7 +151,8 @@ def unbuilt(params: Params) -> list[Job]:
             continue
         fields = smallest(ispec.name, replace(params, OVERLAP=ispec.overlap_min))
         if fields is not None:
-            out.append(_job(ispec.name, fields, f"where it is not built (OVERLAP = {params.OVERLAP})", params))
+            what = f"where it is not built (OVERLAP = {params.OVERLAP})"
+            out.append(_job(ispec.name, fields, what, params))
     return out
 
 
