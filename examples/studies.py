@@ -442,7 +442,12 @@ def _targets_lines(rows: list[dict]) -> list[str]:
 
 # --------------------------------------------------------------------------- the page
 
-def run(params: Params, digits: bool, rtl: tuple[str, ...] = ()) -> dict:
+def run(params: Params, digits: bool, rtl: tuple[str, ...] = (), models: bool = True) -> dict:
+    """The studies' record: sections 1-4 on ``params`` (the digits MLP among study 1's programs if
+    ``digits``), then, if ``digits`` and ``models``, sections 5 and 6 (the MLPerf Tiny models and
+    the GPT on their own machines: most of the run's time, since ResNet-8 is compiled five ways);
+    ``rtl`` names the simulators that run every program of sections 1-4. Raises StudyError when a
+    program's outputs differ from the integer interpreter's."""
     global RTL_JOBS
     RTL_JOBS = []
     print("== 1. options", flush=True)
@@ -455,7 +460,7 @@ def run(params: Params, digits: bool, rtl: tuple[str, ...] = ()) -> dict:
     targets = targets_study(params)
     record = {"params": {k: v for k, v in vars(params).items()}, "options": options, "decode_prefill": ffn,
               "knee": knee(ffn), "block": block, "targets": targets, "programs": programs_entry(RTL_JOBS)}
-    if digits:
+    if digits and models:
         print("== 5. convolutional networks (MLPerf Tiny)", flush=True)
         record["cnn"] = cnn_study()
         print("== 6. a small GPT: cycles per token", flush=True)

@@ -19,14 +19,22 @@ from compiler import compile_graph  # noqa: E402
 from sim import spec  # noqa: E402
 from sim.spec import DEFAULT  # noqa: E402
 
-# the record takes a minute to compute: one worker runs every test of this module (make test's
-# --dist loadgroup), so that it is computed once, not once per worker
+# the record of sections 1-4 takes a minute to compute: one worker runs every test of this module
+# (make test's --dist loadgroup), so that it is computed once, not once per worker
 pytestmark = pytest.mark.xdist_group("studies")
 
+MODELS = ("cnn", "gpt")
+"""The record's sections 5 and 6 (the MLPerf Tiny models, the GPT): twelve minutes of compiling
+and running at a load of 4, so make test takes them from the stored record and the slow
+test_the_models_sections_are_up_to_date (make test-all) computes them again; their cycles are
+pinned in make test by tests/compiler/workloads/test_mlperf_tiny.py and test_gptbench.py."""
 
-@pytest.fixture(scope="module")
+
+@pytest.fixture(scope="session")
 def record() -> dict:
-    return studies.run(DEFAULT, digits=True)
+    # session, not module: a module's fixture is torn down whenever its worker runs a test of
+    # another module between two of these, and was computed twice in one make test
+    return studies.run(DEFAULT, digits=True, models=False)
 
 
 def test_the_page_and_its_record_are_up_to_date(record):
@@ -37,13 +45,33 @@ def test_the_page_and_its_record_are_up_to_date(record):
     CPUs, and a digest of them failed this test on another machine (issue 24, defect 1)."""
     stored = json.loads(studies.RECORD.read_text())
     rtl = stored.pop("rtl", None)               # written only by a run on the simulators
+    models = {k: stored.pop(k) for k in MODELS}
     assert stored == json.loads(json.dumps(record)), "docs/studies.json is stale: make studies"
     assert rtl is not None, "docs/studies.json has no RTL run: make studies (it runs them: RTL=both)"
     assert {k: rtl[k] for k in record["programs"]} == record["programs"], \
         "the RTL run of docs/studies.json was of other programs: make studies"
     assert rtl["simulators"] == ["icarus", "verilator"]
-    assert studies.PAGE.read_text() == studies.page(record | {"rtl": rtl}), \
+    assert studies.PAGE.read_text() == studies.page(record | models | {"rtl": rtl}), \
         "docs/studies.md is stale: make studies"
+
+
+def test_the_models_rows_are_the_pinned_cycles():
+    """Section 5's cycles per image are those tests/compiler/workloads/test_mlperf_tiny.py pins
+    (DS-CNN at T = 8 measured there in make test, the others in make test-all)."""
+    from tests.compiler.workloads.test_mlperf_tiny import CYCLES, LAUNCHES
+    rows = json.loads(studies.RECORD.read_text())["cnn"]
+    serial = {(r["model"], f"t{r['T']}"): (r["cycles"], r["launches"]) for r in rows if not r["OVERLAP"]}
+    assert serial == {k: (CYCLES[k], LAUNCHES[k]) for k in CYCLES}
+    assert [(r["model"], r["T"], r["cycles"]) for r in rows if r["OVERLAP"]] == [("resnet8", 8, 301_954)]
+
+
+@pytest.mark.slow
+def test_the_models_sections_are_up_to_date():
+    """Sections 5 and 6 as a run computes them today (make test-all: ResNet-8 five ways)."""
+    stored = json.loads(studies.RECORD.read_text())
+    today = {"cnn": studies.cnn_study(), "gpt": studies.gpt_study()}
+    assert {k: stored[k] for k in MODELS} == json.loads(json.dumps(today)), \
+        "docs/studies.json's sections 5 and 6 are stale: make studies"
 
 
 def test_the_record_counts_every_program_the_studies_run(record):

@@ -107,6 +107,7 @@ def test_the_read_sides_count_above_the_largest_region_is_equivalent(bus_netlist
     assert not _judge(bus_netlist, cell, "Y", "const1", 13).equivalent
 
 
+@pytest.mark.slow          # the same netlist (two minutes of Yosys at a load of 5)
 def test_the_address_an_ld_start_holds_is_equivalent(bus_netlist):
     """ARADDR's value held through an LD's start (bus mutant b03 of the second draw) is never read:
     no AR waits then, and the next request loads ARADDR afresh; the same bit where the request
