@@ -105,7 +105,7 @@ def bounds(code: Sequence[Instruction], params: Params) -> Bounds:
         read_port += spec.reads(ins.spec, ins.fields, params)
         spad.append(spec.spad_accesses(ins.spec, ins.fields))
         ext.append(ext_accesses(ins))
-        if ins.op == "MM":
+        if ins.spec.counter == "mxu":          # MM and MMRQ
             macs += ins.fields["M"] * ins.fields["K"] * ins.fields["N"]
         if ins.op in ("LD", "ST"):
             words += ins.fields["len"]

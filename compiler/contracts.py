@@ -94,7 +94,7 @@ def check_layout(state: Compilation) -> None:
     _require(top == state.ext_words <= state.params.EXT_WORDS, "layout",
              f"the regions end at {top}, ext_words is {state.ext_words}")
     named = {n.name for n in state.graph.nodes if OPS[n.op].role in (Role.SOURCE, Role.SINK)}
-    named |= {constant.region(n) for n, constant in constant_regions(state.graph)}
+    named |= {constant.region(n) for n, constant in constant_regions(state.graph, state.params)}
     _require(named == set(state.ext), "layout",
              "the regions are not one per input, weight, constant (a bias, a table) and output")
 

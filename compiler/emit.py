@@ -87,8 +87,9 @@ class Emitter:
                  schedule: Mapping[int, Sequence[int]], ext: Mapping[str, ExtEntry], reuse: bool,
                  params: Params, events: list[AllocEvent] | None, stream: bool,
                  lowerings: Mapping[Op, Lowering], spills: Mapping[int, ExtEntry] | None = None,
-                 launches: bool = False):
+                 launches: bool = False, chain: bool = True):
         self.graph = graph
+        self.chain = chain
         self.lowerings = lowerings
         self.nodes = graph.nodes
         self.scales = scales
@@ -209,7 +210,7 @@ def emit(graph: Graph, scales: Mapping[int, float], fused: set[int], placement: 
          schedule: Mapping[int, Sequence[int]], ext: Mapping[str, ExtEntry], *, params: Params,
          lowerings: Mapping[Op, Lowering], reuse: bool = True, events: list[AllocEvent] | None = None,
          stream: bool = True, spills: Mapping[int, ExtEntry] | None = None,
-         launches: bool = False) -> Emission:
+         launches: bool = False, chain: bool = True) -> Emission:
     """Write the program.
 
     Args:
@@ -228,6 +229,9 @@ def emit(graph: Graph, scales: Mapping[int, float], fused: set[int], placement: 
             (:mod:`compiler.spill`); its producer and readers move it in bands.
         launches: allow a program longer than the instruction memory (run in launches,
             :meth:`compiler.program.Program.launches`).
+        chain: on a machine with MMRQ (OVERLAP = 2), a matmul whose operands fit whole lowers
+            to MMRQs (:func:`compiler.lowering.matmul.lower_chained`); False keeps MM and RQ (the
+            pipeline emits both and keeps the faster, :func:`compiler.pipeline.compile_graph`).
 
     A matmul's factor is the float product ``factor * scale_a * scale_b / scale_out``; when
     that product would leave the normal floats on the way (tiny or huge scales), it is
@@ -238,4 +242,4 @@ def emit(graph: Graph, scales: Mapping[int, float], fused: set[int], placement: 
             factor underflows or overflows, or the program does not fit the instruction memory.
     """
     return Emitter(graph, scales, fused, placement, schedule, ext, reuse, params, events, stream,
-                   lowerings, spills, launches).run()
+                   lowerings, spills, launches, chain).run()

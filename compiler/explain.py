@@ -209,7 +209,7 @@ def tile_plans(program: Program) -> list[TilePlan]:
     The MMs of the code are matched to the tiles in order (emission writes one MM per tile,
     tile rows outer); a pc is None where the MM's M and N are not the tile's.
     """
-    mms = [(pc, ins) for pc, ins in enumerate(program.code) if ins.op == "MM"]
+    mms = [(pc, ins) for pc, ins in enumerate(program.code) if ins.spec.counter == "mxu"]   # MM, MMRQ
     plans, k = [], 0
     for node in program.graph.nodes:
         if node.op != Op.MATMUL:

@@ -128,7 +128,7 @@ def regions(graph: Graph, pack: bool, params: Params) -> tuple[dict[str, ExtEntr
             packed = pack and packable(node)
             add(ExtEntry(node.name, top, external_words(node, packed), node.shape, node.id, node.op,
                          fmt=int(packed)))
-    for node, constant in constant_regions(graph):
+    for node, constant in constant_regions(graph, params):
         words = constant.words(node, params) if constant.machine_words else constant.words(node)
         add(ExtEntry(constant.region(node), top, words, (1, words), node.id, node.op))
     for node in graph.nodes:
@@ -137,18 +137,20 @@ def regions(graph: Graph, pack: bool, params: Params) -> tuple[dict[str, ExtEntr
     return entries, top
 
 
-def constant_regions(graph: Graph) -> list[tuple[Node, Constant]]:
-    """The constant regions the graph's nodes need, in the order of the layout: kind by kind in
-    the order of the table of operations (a matmul's bias before a table's entries), node by node."""
+def constant_regions(graph: Graph, params: Params) -> list[tuple[Node, Constant]]:
+    """The constant regions the graph's nodes need on the machine ``params``, in the order of the
+    layout: kind by kind in the order of the table of operations (a matmul's bias before a table's
+    entries), node by node."""
     return [(node, constant) for spec in OPS.values() for constant in spec.constants
-            for node in graph.nodes if node.op is spec.op and constant.needed(node)]
+            for node in graph.nodes if node.op is spec.op and constant.wanted(node, params)]
 
 
-def constant_of(entry: ExtEntry, nodes: list[Node]) -> Constant | None:
+def constant_of(entry: ExtEntry, nodes: list[Node], params: Params) -> Constant | None:
     """The constant a region holds (a bias, a table's entries), None for an input's, a weight's or
     an output's region."""
     node = nodes[entry.node]
-    return next((c for c in OPS[node.op].constants if c.needed(node) and c.region(node) == entry.name), None)
+    held = (c for c in OPS[node.op].constants if c.wanted(node, params) and c.region(node) == entry.name)
+    return next(held, None)
 
 
 def panel_major(values: np.ndarray, width: int) -> np.ndarray:

@@ -16,6 +16,7 @@ measured, the scales planned, and the program emitted (seed chapter 11, figure 1
 
 from __future__ import annotations
 
+import copy
 import warnings
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
@@ -28,11 +29,11 @@ from .arguments import check_arguments
 from .calibrate import calibration_values, ranges_of
 from .compilation import Compilation
 from .cse import eliminate
-from .emit import emit
+from .emit import Emission, emit
 from .errors import CompileError, shown
 from .fusion import fuse_relus
 from .ir import Graph
-from .layout import external_layout, with_panels
+from .layout import ExtEntry, external_layout, with_panels
 from .lifetimes import release_schedule
 from .limits import check_limits
 from .lowering.table import LOWERINGS
@@ -40,7 +41,7 @@ from .ops import OPS
 from .placement import place
 from .program import Program
 from .scales import ZeroRangeWarning, plan_scales
-from .schedule import reorder_emission
+from .schedule import reorder_emission, scheduled_cycles
 from .spill import spill_levels, spill_regions, spills_by_node
 from .tables import TableSaturationWarning, saturation_notes
 
@@ -149,14 +150,43 @@ def _emission(c: Compilation) -> None:
         c.ext = base | {entry.name: entry for entry in regions.values()}
         c.ext_words = max([top, *(entry.end for entry in regions.values())])
         try:
-            c.emission = emit(c.graph, c.plan.scales, c.fused, c.placement, c.schedule, c.ext,
-                              params=c.params, lowerings=LOWERINGS, reuse=c.reuse, events=c.events,
-                              stream=c.stream, spills=spills_by_node(c.graph, c.placement, regions, c.ext),
-                              launches=c.launches)
+            c.emission = _ranked_emission(c, spills_by_node(c.graph, c.placement, regions, c.ext))
             return
         except ScratchpadFull:
             if n == len(levels) - 1:
                 raise
+
+
+def _ranked_emission(c: Compilation, spills: Mapping[int, ExtEntry]) -> Emission:
+    """The emission; on a machine with MMRQ (OVERLAP = 2) two, the matmuls chained (MMRQ) and not
+    (MM and RQ), ranked by their cycles on that machine after scheduling
+    (:func:`compiler.schedule.scheduled_cycles`): the fewer wins, the chained one on a tie. The
+    allocator's events are those of the one kept."""
+    def one(chain: bool) -> Emission:
+        return emit(c.graph, c.plan.scales, c.fused, c.placement, c.schedule, c.ext, params=c.params,
+                    lowerings=LOWERINGS, reuse=c.reuse, events=c.events, stream=c.stream, spills=spills,
+                    launches=c.launches, chain=chain)
+
+    first = len(c.events) if c.events is not None else 0
+    fresh = copy.deepcopy(c.placement)      # emission writes the buffers' addresses into it
+    chained = one(True)
+    if not any(ins.op == "MMRQ" for ins in chained.code):
+        return chained
+    kept, placed = (c.events[first:] if c.events is not None else None), c.placement
+    if c.events is not None:
+        del c.events[first:]
+    c.placement = fresh
+    try:
+        plain = one(False)
+    except ScratchpadFull:       # MM and RQ need an accumulator the chained form does without
+        plain = None
+    if plain is not None and \
+            scheduled_cycles(plain.code, c.params) < scheduled_cycles(chained.code, c.params):
+        return plain
+    if c.events is not None:
+        c.events[first:] = kept
+    c.placement = placed
+    return chained
 
 
 def _scheduling(c: Compilation) -> None:

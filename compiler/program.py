@@ -219,7 +219,7 @@ class Program:
         levels = self.quantized_inputs(inputs)
         for entry in self.ext.values():
             node = self.graph.nodes[entry.node]
-            constant = constant_of(entry, self.graph.nodes)
+            constant = constant_of(entry, self.graph.nodes, self.machine)
             if constant is not None:   # a matmul's bias (int32), a table's entries
                 extra = (self.machine,) if constant.machine else ()
                 image[entry.addr:entry.end] = constant.values(node, self.graph.nodes, self.scales, *extra)

@@ -212,6 +212,24 @@ def schedule(code: Sequence[Instruction], params: Params, window: int = WINDOW) 
     return Scheduled(new, order, cycles, before)
 
 
+def _scheduled(code: Sequence[Instruction], params: Params) -> tuple[list[Instruction], list[int], Scheduled]:
+    """(the pieces of ``code``'s long loads, each piece's instruction in ``code``, their schedule)."""
+    pieces, parent = split_loads(code[:-1], params)
+    if len(pieces) + 1 > params.IMEM_WORDS:
+        pieces, parent = list(code[:-1]), list(range(len(code) - 1))
+    pieces.append(code[-1])
+    parent.append(len(code) - 1)
+    return pieces, parent, schedule(pieces, params)
+
+
+def scheduled_cycles(code: Sequence[Instruction], params: Params) -> int:
+    """The cycles of ``code`` (legal, HALT last) in the order :func:`reorder_emission` leaves it:
+    the scheduled order's when that is :func:`better`, else the order given's."""
+    before = cycles_of(code, params)
+    after = _scheduled(code, params)[2].cycles if params.OVERLAP else before
+    return after if better(after, before) else before
+
+
 def reorder_emission(emission: Emission, params: Params, events: list[AllocEvent] | None,
                      first: int = 0) -> None:
     """Cut an emission's long loads (:func:`split_loads`, unless that overfills the instruction
@@ -221,12 +239,7 @@ def reorder_emission(emission: Emission, params: Params, events: list[AllocEvent
     first instruction that comes of p, p+1, ... in the new order, and one freed after emitted
     instruction p-1 is freed after the last that comes of 0..p-1 (lifetimes can only grow)."""
     code = emission.code
-    pieces, parent = split_loads(code[:-1], params)
-    if len(pieces) + 1 > params.IMEM_WORDS:
-        pieces, parent = list(code[:-1]), list(range(len(code) - 1))
-    pieces.append(code[-1])
-    parent.append(len(code) - 1)
-    result = schedule(pieces, params)
+    _pieces, parent, result = _scheduled(code, params)
     if not better(result.cycles, cycles_of(code, params)):
         return
     n, m = len(code), len(result.order)

@@ -868,7 +868,7 @@ def faulty(b: Builder, code: ErrorCode, turn: int = 0) -> tuple[list[int], str]:
         ispec = spec.BY_NAME[kind]
         words = build(kind, params=b.params, strict=False, **f).encode()
         if code is ErrorCode.BAD_OPCODE:
-            unused = [op for op in range(1 << spec.OPCODE_BITS) if op not in spec.BY_OPCODE]
+            unused = spec.bad_opcodes(b.params)     # opcode 11 among them where MMRQ is not built
             words[0] = (words[0] & ~((1 << spec.OPCODE_BITS) - 1)) | b.rng.choice(unused)
             return words, f"unknown opcode over {kind} fields also at fault"
         if spec.check(ispec, f, b.params)[0] is not code or not _at_the_edge(ispec, f, code, b.params):

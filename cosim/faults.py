@@ -31,6 +31,7 @@ memories as ``stress`` does, in chunks on the campaign's farm (cosim/pool.py, co
 from __future__ import annotations
 
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 from sim import spec
@@ -141,11 +142,25 @@ def late_fault(params: Params) -> Job:
     return Job(words + bad, None, f"{LATE_NAME}, {last}, after {last} legal instructions")
 
 
-def jobs(params: Params) -> list[Job]:
-    """The sweep (see the module docstring) for the machine, instruction by instruction, and
-    the late fault last."""
+def unbuilt(params: Params) -> list[Job]:
+    """For each instruction the machine lacks (MMRQ where OVERLAP < 2, ``sim.spec.built``), its
+    smallest legal form on a machine that has it: the machine stops there with BAD_OPCODE."""
     out = []
     for ispec in spec.INSTRUCTIONS:
+        if spec.built(ispec, params):
+            continue
+        fields = smallest(ispec.name, replace(params, OVERLAP=ispec.overlap_min))
+        if fields is not None:
+            what = f"where it is not built (OVERLAP = {params.OVERLAP})"
+            out.append(_job(ispec.name, fields, what, params))
+    return out
+
+
+def jobs(params: Params) -> list[Job]:
+    """The sweep (see the module docstring) for the machine, instruction by instruction, the
+    instructions it lacks (:func:`unbuilt`), and the late fault last."""
+    out = []
+    for ispec in spec.instructions(params):
         base = smallest(ispec.name, params)
         if base is None or not ispec.fields:
             continue
@@ -155,7 +170,7 @@ def jobs(params: Params) -> list[Job]:
             note = f" ({flag}=1)"
             out += high_starts(ispec.name, alt, params, tuple(regions), note) + \
                 one_past(ispec.name, alt, params, tuple(regions), note)
-    return [*out, late_fault(params)]
+    return [*out, *unbuilt(params), late_fault(params)]
 
 
 def make_chunk(arg: tuple[int, int], params: Params) -> Made:

@@ -158,6 +158,8 @@ class Generator:
             return {"M": m, "K": k, "N": n, "tb": tb, "lda": self._stride(k),
                     "ldb": self._stride(k if tb else n), "ldc": self._stride(n),
                     "acc": int(rng.random() < 0.35)}
+        if kind == "MMRQ":      # MM's fields (every stride below 2^12), per channel or per tensor
+            return self._rule("MM", vector) | {"pc": rng.randint(0, 1), "relu": rng.randint(0, 1)}
         if kind == "RQ":
             n = self._length(vector)
             if rng.random() < PER_CHANNEL:
@@ -284,8 +286,8 @@ class Generator:
     def _faulty(self, code: ErrorCode, before: Sequence = ()) -> Instruction | list[int]:
         """One instruction that stops the machine with ``code`` (encoded words for BAD_OPCODE, and
         for BAD_INDEX the LD of its row number and the GATHER; ``before``: the program so far)."""
-        if code is ErrorCode.BAD_OPCODE:
-            unused = spec.UNKNOWN_OPCODES
+        if code is ErrorCode.BAD_OPCODE:      # opcode 11 among them where MMRQ is not built
+            unused = spec.bad_opcodes(self.p)
             words = [self.rng.getrandbits(spec.WORD_BITS) for _ in range(spec.INSTR_WORDS)]
             words[0] = (words[0] & ~((1 << spec.OPCODE_BITS) - 1)) | self.rng.choice(unused)
             return words

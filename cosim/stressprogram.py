@@ -55,8 +55,9 @@ def smallest(kind: str, params: Params, **fixed: int) -> dict[str, int] | None:
 
 
 def fits(kind: str, params: Params) -> bool:
-    """Whether some legal ``kind`` exists on the machine (:func:`smallest`)."""
-    return smallest(kind, params) is not None
+    """Whether the machine has ``kind`` (``sim.spec.built``: MMRQ only at OVERLAP = 2) and some
+    legal ``kind`` exists on it (:func:`smallest`)."""
+    return spec.built(spec.BY_NAME[kind], params) and smallest(kind, params) is not None
 
 
 @dataclass

@@ -46,7 +46,7 @@ def written_spans(ins: Instruction) -> list[tuple[Mem, int, int]]:
             continue
         fields = ins.fields
         start = fields[region.start]
-        if ins.op == "MM" and region.start == "dst" and fields["ldc"] > fields["N"]:
+        if ins.op in ("MM", "MMRQ") and region.start == "dst" and fields["ldc"] > fields["N"]:
             spans += [(region.mem, start + i * fields["ldc"], fields["N"]) for i in range(fields["M"])]
         else:
             spans.append((region.mem, start, region.extent(fields)))

@@ -53,8 +53,10 @@ def _latency(ispec: InstrSpec, params: Params) -> spec.FieldFormula:
     return lambda a, f: ispec.latency_formula(a, f, params)
 
 
-UNIT_INSTRUCTIONS = tuple(s for s in spec.INSTRUCTIONS if s.counter is not None)
-"""The instructions a unit executes (all but HALT): the ones with a latency to count down."""
+def unit_instructions(params: Params) -> tuple[InstrSpec, ...]:
+    """The instructions a unit of the machine ``params`` executes (all it has but HALT,
+    ``sim.spec.instructions``): the ones with a latency to count down."""
+    return tuple(s for s in spec.instructions(params) if s.counter is not None)
 
 
 
@@ -62,8 +64,8 @@ def end_stages(params: Params) -> int:
     """Stages from the registered instruction to the registered ends (start + extent) of every
     region and the registered latencies of this machine (at least one: the field-range flags
     are registered too). The formulas' structure, not the parameters' values, sets it."""
-    ends = (formula.depth(_end(r), list(s.field_names)) for s in spec.INSTRUCTIONS for r in s.regions)
-    latencies = (formula.depth(_latency(s, params), list(s.field_names)) for s in UNIT_INSTRUCTIONS)
+    ends = (formula.depth(_end(r), list(s.field_names)) for s in spec.instructions(params) for r in s.regions)
+    latencies = (formula.depth(_latency(s, params), list(s.field_names)) for s in unit_instructions(params))
     return max(1, *ends, *latencies)
 
 
@@ -193,9 +195,9 @@ class Checker(Checked):
         p = self.params
         instr = r["instr"]
         op = instr[:spec.OPCODE_BITS]
-        known = is_one_of(op, spec.BY_NAME)
+        known = is_one_of(op, [s.name for s in spec.instructions(p)])
         bad_field = {}
-        for ispec in spec.INSTRUCTIONS:
+        for ispec in spec.instructions(p):
             view = fields_view(ispec.name, instr[spec.OPCODE_BITS:])
             flag = Const(0, 1)
             for f in ispec.fields:
@@ -222,7 +224,7 @@ class Checker(Checked):
         p = self.params
         instr = r["instr"]
         ends = {}
-        for ispec in spec.INSTRUCTIONS:
+        for ispec in spec.instructions(p):
             narrowed = _narrowed(ispec, instr[spec.OPCODE_BITS:], p)
             fields = {name: pipe.input(value) for name, value in narrowed.items()}
             for k, region in enumerate(ispec.regions):
@@ -248,7 +250,7 @@ class Checker(Checked):
         op_b = b["instr"][:spec.OPCODE_BITS]
         out_of = {Mem.SPAD: {}, Mem.EXT: {}}
         overlap = {}
-        for ispec in spec.INSTRUCTIONS:
+        for ispec in spec.instructions(p):
             view = fields_view(ispec.name, b["instr"][spec.OPCODE_BITS:])
             end = [b[f"end_{ispec.name}_{k}"] for k in range(len(ispec.regions))]
             for mem in (Mem.SPAD, Mem.EXT):
@@ -272,7 +274,7 @@ class Checker(Checked):
         per_kind = {f"{fault}_{name}": flag for fault, flags in kinds.items() for name, flag in flags.items()}
         c = self._stage(m, "c", {key: b[key] for key in ("valid", *carried)} | per_kind
                         | {"latency": _select_value(op_b, {s.name: b[f"latency_{s.name}"]
-                                                           for s in UNIT_INSTRUCTIONS}, latency_bits(p))}
+                                                           for s in unit_instructions(p)}, latency_bits(p))}
                         | (self._overlap_info(op_b, b) if p.OVERLAP else {}))
         return c, kinds
 
@@ -285,18 +287,19 @@ class Checker(Checked):
         p = self.params
         lbits = latency_bits(p)
         abits = addr_bits(p.SPAD_WORDS)
+        units = unit_instructions(p)
         out = {
-            "reads": _select_value(op_b, {s.name: b[f"reads_{s.name}"] for s in UNIT_INSTRUCTIONS}, lbits),
-            "rd": _select(op_b, {s.name: b[f"reads_{s.name}"] != 0 for s in UNIT_INSTRUCTIONS}),
+            "reads": _select_value(op_b, {s.name: b[f"reads_{s.name}"] for s in units}, lbits),
+            "rd": _select(op_b, {s.name: b[f"reads_{s.name}"] != 0 for s in units}),
             "wfrom": _select_value(op_b, {s.name: (b[f"latency_{s.name}"] - b[f"writes_{s.name}"])[:lbits]
-                                          for s in UNIT_INSTRUCTIONS}, lbits),
-            "wr": _select(op_b, {s.name: b[f"writes_{s.name}"] != 0 for s in UNIT_INSTRUCTIONS}),
+                                          for s in units}, lbits),
+            "wr": _select(op_b, {s.name: b[f"writes_{s.name}"] != 0 for s in units}),
         }
         if p.OVERLAP == 2:
             return {f"ov_{name}": value for name, value in (out | self._station_slots(op_b, b)).items()}
         for k in range(SPAD_SLOTS):
             starts, ends, reads, writes = {}, {}, {}, {}
-            for ispec in UNIT_INSTRUCTIONS:
+            for ispec in units:
                 spad = [(i, r) for i, r in enumerate(ispec.regions) if r.mem is Mem.SPAD]
                 if k >= len(spad):
                     continue
@@ -329,7 +332,7 @@ class Checker(Checked):
                    for k in range(READ_SLOTS))]
         for slot, pick in slots:
             starts, ends, used, also = {}, {}, {}, {}
-            for ispec in UNIT_INSTRUCTIONS:
+            for ispec in unit_instructions(self.params):
                 index = pick(*station_regions(ispec))
                 if index is None:
                     continue
@@ -368,9 +371,9 @@ class Checker(Checked):
         return code
 
 
-SPAD_SLOTS = max(sum(r.mem is Mem.SPAD for r in s.regions) for s in spec.INSTRUCTIONS)
-"""OVERLAP = 1: the most scratchpad regions of one instruction (MM, VADD, LUT: 3), the region
-slots the issue rule compares."""
+SPAD_SLOTS = max(sum(r.mem is Mem.SPAD for r in s.regions) for s in spec.instructions(Params(OVERLAP=1)))
+"""OVERLAP = 1: the most scratchpad regions of one instruction of that machine (MM, VADD, LUT: 3),
+the region slots the issue rule compares."""
 
 
 def station_regions(ispec: InstrSpec) -> tuple[int | None, tuple[int, ...]]:
@@ -382,10 +385,10 @@ def station_regions(ispec: InstrSpec) -> tuple[int | None, tuple[int, ...]]:
     return (written[0] if written else None), tuple(k for k in spad if not ispec.regions[k].writes)
 
 
-READ_SLOTS = max(len(station_regions(s)[1]) for s in spec.INSTRUCTIONS)
-"""OVERLAP = 2: the most scratchpad regions an instruction only reads (MM's A and B, VADD's two
-sources, LUT's source and table, RQ's source and table (empty with pc = 0), LN's row and bias:
-2)."""
+READ_SLOTS = max(len(station_regions(s)[1]) for s in spec.instructions(Params(OVERLAP=2)))
+"""OVERLAP = 2: the most scratchpad regions an instruction only reads (MMRQ's A, B and entries:
+3; MM's A and B, VADD's two sources, LUT's source and table, RQ's source and table (empty with
+pc = 0), LN's row and bias: 2)."""
 
 
 def overlap_members(params: Params) -> dict:
@@ -413,7 +416,7 @@ def overlap_info_widths(params: Params) -> dict[str, int]:
 def latency_bits(params: Params) -> int:
     """Width of the latency the checker reports: enough for the longest legal instruction."""
     longest = 0
-    for ispec in UNIT_INSTRUCTIONS:
+    for ispec in unit_instructions(params):
         fields = {f.name: f.legal_range(params)[1] for f in ispec.fields}
         longest = max(longest, spec.latency(ispec, fields, params))
     return longest.bit_length()

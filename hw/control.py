@@ -141,7 +141,7 @@ class Control(Checked):
             "sim.spec.FRONTEND_CYCLES: fetch, the checker's stages, a queue slot, the dispatch register"
         assert spec.STOP_CYCLES >= 1, "sim.spec.STOP_CYCLES: a stop takes at least its own cycle"
         shortest = min(spec.latency(s, {f.name: f.legal_range(params)[0] for f in s.fields}, params)
-                       for s in spec.INSTRUCTIONS if s.counter is not None)
+                       for s in spec.instructions(params) if s.counter is not None)
         assert shortest >= 2, "the execute stage's countdown takes every latency to be at least 2"
         self.params = params
         assert spec.DATA_ERRORS == (ErrorCode.BAD_INDEX,), "unit_fault is one bit: one data error"
@@ -212,7 +212,8 @@ class Control(Checked):
             checked.code.eq(chk.out_code),
             checked.stop.eq(is_stop),
             checked.cls.eq(Mux(is_stop, 0, Cat(
-                is_one_of(chk.out_opcode, [s.name for s in spec.INSTRUCTIONS if s.counter == name])
+                is_one_of(chk.out_opcode,
+                          [s.name for s in spec.instructions(self.params) if s.counter == name])
                 for name in UNIT_COUNTERS))),
             checked.latency.eq(chk.out_latency),
         ]

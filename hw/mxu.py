@@ -43,9 +43,10 @@ from sim import spec
 from sim.spec import Params
 
 from .component import Checked
-from .isa import fields_view
+from .isa import fields_layout, fields_view, opcode
 from .lanes import delay
 from .ports import addr_bits, unit_members
+from .requant import M_BITS, S_BITS, Requantizer
 from .systolic import OPERAND_BITS, SystolicArray
 
 
@@ -76,20 +77,26 @@ class MatrixUnit(Checked):
             more than one access and M reads per chunk more than LANES cycles).
     """
 
-    OPCODES = ("MM",)
-    """The instructions this unit executes."""
+    OPCODES = ("MM", "MMRQ")
+    """The instructions this unit executes (MMRQ on a machine that has it: OVERLAP = 2)."""
     OVERHEAD = spec.SPAD_READ_LATENCY + 2
     """Cycles of the schedule beyond K + M + tb*(N-1): sim.spec.MM_OVERHEAD must equal it."""
 
     def __init__(self, params: Params):
         assert spec.MM_OVERHEAD == self.OVERHEAD, "sim.spec.MM_OVERHEAD must be what hw/mxu.py realises"
+        assert spec.CHAIN_CYCLES == Requantizer.LATENCY, \
+            "sim.spec.CHAIN_CYCLES: the chained requantizer's stages"
         self.params = params
+        self.chain = spec.built(spec.BY_NAME["MMRQ"], params)
         super().__init__(unit_members(params, n_read=2, write=True))
 
     def elaborate(self, platform):
         m = Module()
         p = self.params
-        f = fields_view("MM", self.fields)
+        # MMRQ (OVERLAP = 2): the unit's own logic ends with the array's last row (``finish``);
+        # the unit's done comes CHAIN_CYCLES later, with the last requantized row
+        self._finish = Signal(name="mm_finish") if self.chain else self.done
+        f = self._mm_fields(m) if self.chain else fields_view("MM", self.fields)
         m.submodules.array = array = SystolicArray(p.T, p.K_MAX, p.LANES)
         # the named steps, in the order their logic is built
         cycle, active, now = self._timeline(m, f)
@@ -98,9 +105,26 @@ class MatrixUnit(Checked):
         self._feed_array(m, f, array, now, *b_reads[:5])
         self._write_results(m, f, array, now)
         reading, addr = self._old_read
-        m.d.comb += [self.rd1.en.eq(b_reads[-1] | reading),
-                     self.rd1.addr.eq(Mux(reading, addr, b_reads[-2]))]
+        if self.chain:
+            tab_read, tab = self._chain_read
+            m.d.comb += [self.rd1.en.eq(b_reads[-1] | reading | tab_read),
+                         self.rd1.addr.eq(Mux(reading, addr, Mux(tab_read, tab, b_reads[-2])))]
+        else:
+            m.d.comb += [self.rd1.en.eq(b_reads[-1] | reading),
+                         self.rd1.addr.eq(Mux(reading, addr, b_reads[-2]))]
         return m
+
+    def _mm_fields(self, m: Module) -> data.View:
+        """OVERLAP = 2: MM's fields, or MMRQ's where the instruction is an MMRQ (its M, N and
+        strides are narrower and sit elsewhere: sim.spec.CHAIN_DIM_BITS, CHAIN_STRIDE_BITS), as
+        one view of MM's layout, so that the MM schedule reads either by name."""
+        chained = self.opcode == opcode("MMRQ")
+        mm, mmrq = fields_view("MM", self.fields), fields_view("MMRQ", self.fields)
+        f = Signal(fields_layout("MM"), name="mm_fields")
+        for field in spec.BY_NAME["MM"].fields:
+            name = field.name
+            m.d.comb += getattr(f, name).eq(Mux(chained, getattr(mmrq, name), getattr(mm, name)))
+        return f
 
     def _sizes(self) -> tuple[int, int, int]:
         p = self.params
@@ -120,7 +144,7 @@ class MatrixUnit(Checked):
         m.d.comb += active.eq(self.start | busy)
         with m.If(self.start):
             m.d.sync += [busy.eq(1), cycle.eq(1)]
-        with m.Elif(self.done):
+        with m.Elif(self._finish):
             m.d.sync += [busy.eq(0), cycle.eq(0)]
         with m.Elif(busy):
             m.d.sync += cycle.eq(cycle + 1)
@@ -174,7 +198,7 @@ class MatrixUnit(Checked):
             reg = Signal(Value.cast(value).shape(), name=f"{name}_q")
             with m.If(self.start):
                 m.d.sync += reg.eq(at_1[name])
-            with m.Elif(busy & ~self.done):
+            with m.Elif(busy & ~self._finish):
                 m.d.sync += reg.eq(value)
             with m.Else():
                 m.d.sync += reg.eq(0)
@@ -273,17 +297,13 @@ class MatrixUnit(Checked):
         summed_last = Signal()
         m.d.sync += [summed.eq(row_done & acc), summed_last.eq(row_last & acc)]
         write = Signal()
-        m.d.comb += [write.eq(Mux(acc, summed, row_done)), self.done.eq(Mux(acc, summed_last, row_last))]
+        m.d.comb += [write.eq(Mux(acc, summed, row_done)), self._finish.eq(Mux(acc, summed_last, row_last))]
         dst = Signal(abits)
         with m.If(self.start):
             m.d.sync += dst.eq(f.dst)
         with m.Elif(write):
             m.d.sync += dst.eq(dst + ldc)
-        m.d.comb += [
-            self.wr.en.eq(write),
-            self.wr.addr.eq(Mux(write, dst, 0)),
-            self.wr.mask.eq(Mux(write, columns, 0)),
-        ]
+        results = []
         for j in range(t_size):
             word = 0
             for i in range(t_size):
@@ -291,7 +311,65 @@ class MatrixUnit(Checked):
             row_q = Signal(spec.WORD_BITS, name=f"acc_row{j}")
             with m.If(row_done & acc):
                 m.d.sync += row_q.eq(word)
-            m.d.comb += self.wr.data[j].eq(Mux(summed, (row_q + old[j])[:spec.WORD_BITS], word))
+            results.append(Mux(summed, (row_q + old[j])[:spec.WORD_BITS], word))
+        if self.chain:
+            self._chained_writes(m, f, now, write, dst, ldc, columns, results)
+            return
+        m.d.comb += [
+            self.wr.en.eq(write),
+            self.wr.addr.eq(Mux(write, dst, 0)),
+            self.wr.mask.eq(Mux(write, columns, 0)),
+        ]
+        for j in range(t_size):
+            m.d.comb += self.wr.data[j].eq(results[j])
+
+    def _chained_writes(self, m: Module, f, now: dict[str, Signal], write: Value, dst: Signal, ldc: Signal,
+                        columns: Signal, results: list[Value]) -> None:
+        """OVERLAP = 2: the writes of MM, or MMRQ's through the chained requantizer. MMRQ reads
+        its entries on ``rd1`` at tau = D + K + 1 (the B stream is over, acc's old rows start a
+        cycle later): N words at tab (pc = 1) or one (pc = 0, every column takes lane 0's),
+        registered as they return at D + K + 4, a cycle before row 0's sums are final. Each row
+        enters the requantizer (T lanes, hw/requant.Requantizer) in the cycle MM would write it,
+        and its int8 results, sign-extended, are written CHAIN_CYCLES later at the row's address
+        (a pointer of their own, dst + i*ldc); ``done`` comes with the last of them."""
+        t_size = self.params.T
+        abits = addr_bits(self.params.SPAD_WORDS)
+        mmrq = fields_view("MMRQ", self.fields)
+        chained, pc, relu = Signal(name="chained"), Signal(name="chain_pc"), Signal(name="chain_relu")
+        tab = Signal(abits, name="chain_tab")
+        with m.If(self.start):
+            m.d.sync += [chained.eq(self.opcode == opcode("MMRQ")), pc.eq(mmrq.pc), relu.eq(mmrq.relu),
+                         tab.eq(mmrq.tab)]
+        tab_read = Signal(name="chain_tab_read")            # tau = D + K + 1
+        m.d.comb += tab_read.eq(chained & delay(m, now["last"], 1, "chain_first"))
+        self._chain_read = (tab_read, tab)
+        back = delay(m, tab_read, spec.SPAD_READ_LATENCY, "chain_tab_back")
+        entries = [Signal(spec.WORD_BITS, name=f"chain_entry{j}") for j in range(t_size)]
+        with m.If(back):
+            m.d.sync += [entries[j].eq(Mux(pc, self.rd1.data[j], self.rd1.data[0])) for j in range(t_size)]
+        m.submodules.chain_rq = rq = Requantizer(t_size)
+        m.d.comb += rq.relu.eq(relu)
+        for j in range(t_size):
+            m.d.comb += [rq.a[j].eq(results[j]), rq.m[j].eq(entries[j][:M_BITS]),
+                         rq.s[j].eq(entries[j][spec.RQ_ENTRY_S_LSB:spec.RQ_ENTRY_S_LSB + S_BITS])]
+        late = delay(m, write & chained, spec.CHAIN_CYCLES, "chain_write")
+        late_last = delay(m, self._finish & chained, spec.CHAIN_CYCLES, "chain_last")
+        late_dst = Signal(abits, name="chain_dst")
+        with m.If(self.start):
+            m.d.sync += late_dst.eq(f.dst)
+        with m.Elif(late):
+            m.d.sync += late_dst.eq(late_dst + ldc)
+        direct = write & ~chained
+        m.d.comb += [
+            self.done.eq(Mux(chained, late_last, self._finish)),
+            self.wr.en.eq(direct | late),
+            self.wr.addr.eq(Mux(direct, dst, 0) | Mux(late, late_dst, 0)),
+            self.wr.mask.eq(Mux(direct | late, columns, 0)),
+        ]
+        for j in range(t_size):
+            y = rq.y[j]
+            m.d.comb += self.wr.data[j].eq(Mux(late, Cat(y, y[-1].replicate(spec.WORD_BITS - 8)),
+                                               Mux(chained, 0, results[j])))
 
     def _read_old_rows(self, m: Module, f, now: dict[str, Signal], ldc: Signal) -> list[Signal]:
         """acc = 1: row i's old words, read on ``rd1`` at tau = D + K + 2 + i (the B stream ended
@@ -333,7 +411,7 @@ class MatrixUnit(Checked):
         base = Signal(abits, name=f"{name}_chunk")
         m.d.comb += [ptr.eq(Mux(self.start, start_addr, ptr_q)), base.eq(Mux(self.start, start_addr, base_q))]
         next_chunk = base + self.params.LANES
-        with m.If(self.done):
+        with m.If(self._finish):
             m.d.sync += [ptr_q.eq(0), base_q.eq(0)]
         with m.Elif(advance):
             with m.If(chunked & wrap):

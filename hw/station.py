@@ -422,7 +422,7 @@ def _engines(m: Module, s, ctl, start: Value) -> None:
     assert spec.SPAD_READ_LATENCY + 1 > spec.LD_OVERHEAD, \
         "dma_hold: a writer issued now must write after the LD beat read next cycle is written"
     assert min(spec.latency(ins, {f.name: f.legal_range(s.p)[0] for f in ins.fields}, s.p)
-               for ins in spec.INSTRUCTIONS if ins.counter is not None) >= 3, \
+               for ins in spec.instructions(s.p) if ins.counter is not None) >= 3, \
         "ends_soon: an instruction issued now ends two cycles after its dispatch at the earliest"
     wtop = [Signal(lbits + 2, name=f"wtop_{e}") for e in ENGINES]
     ld_beats = Signal(lbits, name="ld_beats")   # beats of the LD in flight the DMA has yet to read

@@ -26,7 +26,7 @@ def latency(params: Params, opcode: Value, fields: Value) -> Value:
     """The spec's latency of the instruction (opcode, fields) as an Amaranth value (0 for
     an unknown opcode)."""
     out = Const(0, LATENCY_BITS)
-    for ispec in spec.INSTRUCTIONS:
+    for ispec in spec.instructions(params):
         view = fields_view(ispec.name, fields)
         values = {f.name: Value.cast(getattr(view, f.name)) for f in ispec.fields}
         lat = Value.cast(ispec.latency_formula(HDL, values, params))

@@ -132,7 +132,8 @@ class GA2(Checked):
     def __init__(self, params: Params, *, stub_missing: bool = False,
                  modules: tuple[str, ...] = UNIT_MODULES):
         classes = unit_classes(modules)
-        missing = [name for name in UNIT_OPCODES if name not in classes]
+        missing = [s.name for s in spec.instructions(params)
+                   if s.counter is not None and s.name not in classes]
         self.params = params
         ext = ExtPort(addr_bits(params.EXT_WORDS), params.LANES)
         super().__init__(host_members(params) | {"ext": Out(ext), "timing_fault": Out(1)})
@@ -144,7 +145,7 @@ class GA2(Checked):
         for cls in dict.fromkeys(classes.values()):
             name = cls.__module__.rsplit(".", 1)[-1]
             self.units[name] = cls(params)
-            self.opcodes[name] = tuple(cls.OPCODES)
+            self.opcodes[name] = tuple(op for op in cls.OPCODES if spec.built(spec.BY_NAME[op], params))
         if missing:
             self.units["stub"] = LatencyStub(params)
             self.opcodes["stub"] = tuple(missing)

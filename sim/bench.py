@@ -26,7 +26,13 @@ from .machine import Machine, RunResult
 from .spec import DEFAULT, ErrorCode, Params
 
 KINDS: tuple[str, ...] = tuple(s.name for s in spec.INSTRUCTIONS if s.name != "HALT")
-"""Every instruction kind a program body can hold (HALT ends each program)."""
+"""Every instruction kind a program body can hold (HALT ends each program), on some machine."""
+
+
+def machine_kinds(params: Params) -> tuple[str, ...]:
+    """The kinds of :data:`KINDS` the machine ``params`` has (``sim.spec.built``: MMRQ only at
+    OVERLAP = 2), in that order."""
+    return tuple(k for k in KINDS if spec.built(spec.BY_NAME[k], params))
 
 VECTOR_LEN_MAX = 256
 """Longest LD/ST/RQ/VADD/AMAX in the generated programs, in words (a typical tile row)."""
@@ -85,6 +91,10 @@ def _rule(kind: str, rng: random.Random, p: Params) -> dict[str, int]:
         return {"dst": addr(spad, (m - 1) * ldc + n), "A": addr(spad, (m - 1) * lda + k),
                 "B": addr(spad, b_extent), "M": m, "K": k, "N": n, "tb": tb,
                 "lda": lda, "ldb": ldb, "ldc": ldc, "acc": rng.randint(0, 1)}
+    if kind == "MMRQ":       # an MM's fields (strides below 2^12), then the entries: one, or N
+        out = _rule("MM", rng, p)
+        n_entries = out["N"] if (pc := rng.randint(0, 1)) else 1
+        return out | {"tab": addr(spad, n_entries), "pc": pc, "relu": rng.randint(0, 1)}
     if kind == "RQ":
         n = rng.randint(1, VECTOR_LEN_MAX)
         src = addr(spad, n)
@@ -138,9 +148,10 @@ def random_instruction(kind: str, rng: random.Random, params: Params) -> Instruc
             return build(kind, params=params, **fields)
 
 
-def random_program(n: int, kinds: Sequence[str] = KINDS, *, seed: int = 1,
+def random_program(n: int, kinds: Sequence[str] | None = None, *, seed: int = 1,
                    params: Params) -> list[Instruction]:
-    """``n`` random legal instructions, kinds drawn uniformly from ``kinds``, then HALT.
+    """``n`` random legal instructions, kinds drawn uniformly from ``kinds`` (default: every kind
+    the machine has, :func:`machine_kinds`), then HALT.
 
     A GATHER's row number is data (S[idx]): every GATHER but a first instruction (whose idx
     word is 0 in a scratchpad that starts at zero: row 0) comes after an AMAX that writes it,
@@ -149,8 +160,9 @@ def random_program(n: int, kinds: Sequence[str] = KINDS, *, seed: int = 1,
     """
     rng = random.Random(seed)
     body: list[Instruction] = []
+    kinds = list(machine_kinds(params) if kinds is None else kinds)
     for _ in range(n):
-        ins = random_instruction(rng.choice(list(kinds)), rng, params)
+        ins = random_instruction(rng.choice(kinds), rng, params)
         if ins.op == "GATHER" and body:
             body.append(row_number_for(ins, rng, params))
         body.append(ins)
@@ -211,10 +223,10 @@ def bench(params: Params, n: int = 4000, reps: int = 3, seed: int = 1) -> list[F
     machine = Machine(params)
     image = random_image(params, seed)
     figures = []
-    for kind in KINDS:
+    for kind in machine_kinds(params):
         program = random_program(n, [kind], seed=seed, params=params)
         figures.append(measure(kind, lambda program=program: machine.run(program, image), reps))
-    mix = random_program(n, KINDS, seed=seed, params=params)
+    mix = random_program(n, seed=seed, params=params)
     figures.append(measure("mix", lambda: machine.run(mix, image), reps))
     words = encode_program(mix)
     figures.append(measure("mix, words", lambda: machine.run(words, image), reps))

@@ -215,6 +215,10 @@ class Machine:
             ispec, fields = decoded[pc]
             if ispec is None:
                 self._stop(state, issue, ErrorCode.BAD_OPCODE, pc, f"opcode {fields}")
+            if not spec.built(ispec, p):
+                self._stop(state, issue, ErrorCode.BAD_OPCODE, pc,
+                           f"opcode {int(ispec.opcode)} ({ispec.name}) is built only at OVERLAP >= "
+                           f"{ispec.overlap_min}, this machine has OVERLAP = {p.OVERLAP}")
             code, detail = spec.check(ispec, fields, p)
             if code is not ErrorCode.NONE:
                 self._stop(state, issue, code, pc, detail)
@@ -274,6 +278,9 @@ def predict_counters(program: Sequence[Instruction], params: Params) -> Counters
     c = Counters()
     issue = spec.issue_rule(params)
     for pc, ins in enumerate(program):
+        if not spec.built(ins.spec, params):
+            raise ValueError(f"instruction {pc} ({ins.op}) is not built on this machine (OVERLAP = "
+                             f"{params.OVERLAP}; it needs {ins.spec.overlap_min})")
         code, detail = spec.check(ins.spec, ins.fields, params)
         if code is not ErrorCode.NONE:
             raise ValueError(f"instruction {pc} is illegal ({spec.ERROR_TEXT[code]}): {detail}")
@@ -304,6 +311,25 @@ def _st(spad: np.ndarray, ext: np.ndarray, f: dict[str, int]) -> None:
 
 
 def _mm(spad: np.ndarray, ext: np.ndarray, f: dict[str, int]) -> None:
+    _write_rows(spad, f, to_words(_mm_product(spad, f)))
+
+
+def _mmrq(spad: np.ndarray, ext: np.ndarray, f: dict[str, int]) -> None:
+    # MM's int32 result (acc included, modulo 2^32), requantized per column: (m_j, s_j) is the
+    # pair of S[tab + pc*j] (GA2.md section 3); the entries are read before any row is written
+    total = s32(to_words(_mm_product(spad, f)))
+    m, s = arith.unpack_rq_pair_array(spad[f["tab"] + f["pc"] * np.arange(f["N"])])
+    _write_rows(spad, f, to_words(arith.requant_array(total, m[None, :], s[None, :], bool(f["relu"]))))
+
+
+def _write_rows(spad: np.ndarray, f: dict[str, int], out: np.ndarray) -> None:
+    for row in range(f["M"]):                              # rows in increasing i: a later row wins
+        start = f["dst"] + row * f["ldc"]
+        spad[start:start + f["N"]] = out[row]
+
+
+def _mm_product(spad: np.ndarray, f: dict[str, int]) -> np.ndarray:
+    """MM's M x N result as int64 (not yet wrapped): A @ B, plus the old int32 rows with acc = 1."""
     i = np.arange(f["M"])[:, None]
     t = np.arange(f["K"])
     j = np.arange(f["N"])[None, :]
@@ -316,10 +342,7 @@ def _mm(spad: np.ndarray, ext: np.ndarray, f: dict[str, int]) -> None:
     if f.get("acc", 0):                                    # dst += A @ B, modulo 2^32; the rows
         rows = f["dst"] + i * f["ldc"] + j                 # are disjoint (spec.check)
         product = product + s32(spad[rows])
-    out = to_words(product)
-    for row in range(f["M"]):                              # rows in increasing i: a later row wins
-        start = f["dst"] + row * f["ldc"]
-        spad[start:start + f["N"]] = out[row]
+    return product
 
 
 def _rq(spad: np.ndarray, ext: np.ndarray, f: dict[str, int]) -> None:
@@ -400,7 +423,7 @@ def apply(ins: Instruction, spad: np.ndarray, ext: np.ndarray) -> None:
         _EXECUTE[ins.op](spad, ext, ins.fields)
 
 
-_EXECUTE = {"LD": _ld, "ST": _st, "MM": _mm, "RQ": _rq, "SM": _sm,
+_EXECUTE = {"LD": _ld, "ST": _st, "MM": _mm, "MMRQ": _mmrq, "RQ": _rq, "SM": _sm,
             "VADD": _vadd, "AMAX": _amax, "UNPACK": _unpack,
             "LUT": _lut, "LN": _ln, "GATHER": _gather}
 assert set(_EXECUTE) | {"HALT"} == set(spec.BY_NAME), "every instruction of the spec has semantics here"

@@ -141,6 +141,7 @@ class Opcode(enum.IntEnum):
     AMAX = 7
     UNPACK = 8
     LUT = 9
+    MMRQ = 11
     LN = 12
     GATHER = 13
     HALT = 15
@@ -395,6 +396,7 @@ class InstrSpec:
             from its dispatch; 0 when it reads none. A formula like the latency.
         writes_formula: the scratchpad write window: the unit requests writes only in the last
             ``writes`` cycles of its latency; 0 when it writes none.
+        overlap_min: the lowest OVERLAP of a machine that builds it (below).
         fence: the instruction's data can stop the machine (GATHER: BAD_INDEX, from the row
             number it reads). With OVERLAP = 1 nothing after it is dispatched before it ends, so a
             stop it causes leaves the memories as the serial machine leaves them; and it holds
@@ -416,6 +418,10 @@ class InstrSpec:
     reads_formula: LatencyFormula = lambda a, f, p: 0
     writes_formula: LatencyFormula = lambda a, f, p: 0
     fence: bool = False
+    overlap_min: int = 0
+    """The lowest OVERLAP of a machine that has the instruction (MMRQ: 2, GA2.md section 7); on
+    the others its opcode stops the machine with BAD_OPCODE, as an unknown one does
+    (:func:`built`)."""
 
     def latency(self, fields: Mapping[str, int], params: Params) -> int:
         """Cycles for these field values (Python ints) on the machine ``params``."""
@@ -548,6 +554,12 @@ MM_ACC_CYCLES = 1
 value is read on ``rd1`` R cycles before the row's sums are final (the B stream is over by
 then), the sums and the old row are registered side by side, and their int32 sum is written one
 cycle later than acc = 0 writes the row (hw/mxu.py)."""
+CHAIN_CYCLES = RQ_OVERHEAD - SPAD_READ_LATENCY
+"""MMRQ (OVERLAP = 2): the requantizer's seven stages on the matrix unit's way out. Each output
+row (its sums, plus the old int32 row with acc = 1) enters the chained requantizer in the cycle MM
+would write it, with the row's (m, s) pairs, read on ``rd1`` at tau = D + K + 1 (after the B
+stream, before acc's old rows) and registered on arrival; its int8 results are written
+CHAIN_CYCLES later (hw/mxu.py, hw/requant.Requantizer)."""
 LUT_TABLE_WORDS = 256
 """LUT: entries of a table, one per int8 input value -128..127 (entry x + 128 for input x)."""
 LUT_OVERHEAD = SPAD_READ_LATENCY + 4
@@ -639,9 +651,36 @@ def _row_words(a: Arith, f: Mapping[str, Any]) -> Any:
     return a.select(f.get("fmt", 0), a.ceil_div(f["len"], INT8_PER_WORD), f["len"])
 
 
+CHAIN_DIM_BITS = (T_MAX).bit_length()
+"""MMRQ: bits of its M and N fields (1..T, T at most T_MAX = 16): narrower than MM's 8, so that
+the requantizer's entries' address fits the 124 bits beside the opcode."""
+CHAIN_STRIDE_BITS = 12
+"""MMRQ: bits of its strides lda, ldb, ldc (0..4095, every stride of a matrix in the default
+machine's 4096-word scratchpad; a compiler keeps MM and RQ where a stride is wider)."""
+
+
 def _mm_skew(a: Arith, f: Mapping[str, Any]) -> Any:
     # tb = 1: the first step waits for the first chunk of all N rows of B^T, read one per cycle
     return a.select(f["tb"], f["N"] - 1, 0)
+
+
+_MM_OPERANDS = (
+    Region(Mem.SPAD, "A", lambda a, f: (f["M"] - 1) * f["lda"] + f["K"], writes=False),
+    Region(Mem.SPAD, "B",
+           lambda a, f: a.select(f["tb"], (f["N"] - 1) * f["ldb"] + f["K"], (f["K"] - 1) * f["ldb"] + f["N"]),
+           writes=False),
+)
+"""The regions MM and MMRQ read: A (M rows lda apart, K words each) and B (K rows of N, or N rows
+of K when tb = 1, ldb apart)."""
+_MM_OUTPUT = Region(Mem.SPAD, "dst", lambda a, f: (f["M"] - 1) * f["ldc"] + f["N"], writes=True,
+                    also_read_if="acc")
+"""The region MM and MMRQ write: M rows of N words, ldc apart (read first when acc = 1)."""
+
+
+def _mm_latency(a: Arith, f: Mapping[str, Any], params: Params) -> Any:
+    """MM's latency (hw/mxu.py): K steps, M rows, the skew of tb = 1, the pipeline, acc's cycle."""
+    return (f["K"] + f["M"] + _mm_skew(a, f) + a.const("MM_OVERHEAD")
+            + a.select(f["acc"], a.const("MM_ACC_CYCLES"), 0))
 
 
 # --------------------------------------------------------------------------- the instructions
@@ -689,15 +728,8 @@ INSTRUCTIONS: tuple[InstrSpec, ...] = (
         "S[dst+i*ldc+j] = acc*s32(S[dst+i*ldc+j]) + sum_t s8(S[A+i*lda+t]) * s8(Bv) for i < M, "
         "j < N, t < K (mod 2^32); Bv = S[B+t*ldb+j] (tb = 0) or S[B+j*ldb+t] (tb = 1); rows "
         "written in increasing i",
-        (Region(Mem.SPAD, "A", lambda a, f: (f["M"] - 1) * f["lda"] + f["K"], writes=False),
-         Region(Mem.SPAD, "B",
-                lambda a, f: a.select(f["tb"], (f["N"] - 1) * f["ldb"] + f["K"],
-                                  (f["K"] - 1) * f["ldb"] + f["N"]),
-                writes=False),
-         Region(Mem.SPAD, "dst", lambda a, f: (f["M"] - 1) * f["ldc"] + f["N"], writes=True,
-                also_read_if="acc")),
-        lambda a, f, p: (f["K"] + f["M"] + _mm_skew(a, f) + a.const("MM_OVERHEAD")
-                         + a.select(f["acc"], a.const("MM_ACC_CYCLES"), 0)),
+        (*_MM_OPERANDS, _MM_OUTPUT),
+        _mm_latency,
         reads_formula=lambda a, f, p: (f["K"] + f["M"] + _mm_skew(a, f)
                                        + a.select(f["acc"],
                                                   a.const("MM_OVERHEAD") - a.const("SPAD_READ_LATENCY"), 0)),
@@ -708,6 +740,49 @@ INSTRUCTIONS: tuple[InstrSpec, ...] = (
             "BAD_FIELD (field ldc), since every row's old value is read before the rows above it "
             "are written.",
             lambda p: {"acc": 1, "M": 2, "N": 1, "ldc": 0}),),
+    ),
+    InstrSpec(
+        "MMRQ", Opcode.MMRQ,
+        (_addr("dst", "scratchpad address of output (0, 0), int8 (with acc = 1 the int32 read "
+               "there first)"),
+         _addr("A", "scratchpad address of A[0][0], int8"),
+         _addr("B", "scratchpad address of B[0][0] (of B^T[0][0] when tb = 1), int8"),
+         Field("M", CHAIN_DIM_BITS, "rows of A and of the output", lo=1, hi="T"),
+         Field("K", 8, "inner dimension", lo=1, hi="K_MAX"),
+         Field("N", CHAIN_DIM_BITS, "columns of B and of the output", lo=1, hi="T"),
+         Field("tb", 1, "1: B is stored transposed (element (t, j) at B + j*ldb + t)"),
+         Field("lda", CHAIN_STRIDE_BITS, "row stride of A, words"),
+         Field("ldb", CHAIN_STRIDE_BITS, "row stride of B as stored, words"),
+         Field("ldc", CHAIN_STRIDE_BITS, "row stride of the output, words"),
+         Field("acc", 1, "1: the int32 already at dst is added to the product before it is "
+               "requantized (a bias, or the sum of the earlier pieces of a long K); 0: not read"),
+         _addr("tab", "scratchpad address of the requantization entries (GA2.md section 2)"),
+         Field("pc", 1, "1: per output channel, column j takes the entry at tab + j; 0: every "
+               "column takes the entry at tab (per tensor)"),
+         Field("relu", 1, "1: clamp negative results to 0")),
+        "mxu",
+        "S[dst+i*ldc+j] = requant(acc*s32(S[dst+i*ldc+j]) + sum_t s8(S[A+i*lda+t]) * s8(Bv) (mod 2^32), "
+        "m_j, s_j, relu) for i < M, j < N, t < K, (m_j, s_j) the pair of S[tab + pc*j]; Bv as MM's; "
+        "rows written in increasing i",
+        (*_MM_OPERANDS, Region(Mem.SPAD, "tab", lambda a, f: a.select(f["pc"], f["N"], 1), writes=False),
+         _MM_OUTPUT),
+        lambda a, f, p: _mm_latency(a, f, p) + a.const("CHAIN_CYCLES"),
+        reads_formula=lambda a, f, p: (f["K"] + _mm_skew(a, f)
+                                       + a.select(f["acc"],
+                                                  f["M"] + a.const("MM_OVERHEAD")
+                                                  - a.const("SPAD_READ_LATENCY"),
+                                                  a.max(f["M"], 2))),
+        writes_formula=lambda a, f, p: f["M"],
+        field_rules=(FieldRule(
+            lambda f, p: f["acc"] & (f["M"] > 1) & (f["ldc"] < f["N"]), "ldc",
+            "With acc = 1 the output rows must not overlap each other: M > 1 with ldc < N is "
+            "BAD_FIELD (field ldc), as for MM.",
+            lambda p: {"acc": 1, "M": 2, "N": 1, "ldc": 0}),),
+        extra_checks_doc=("Built only when OVERLAP = 2 (GA2.md section 7): elsewhere opcode 11 stops "
+                          "the machine with BAD_OPCODE. dst is disjoint from A, B and the entries: "
+                          "the entries are read after the B stream, the old rows (acc) just before "
+                          "their results are written in place."),
+        overlap_min=2,
     ),
     InstrSpec(
         "RQ", Opcode.RQ,
@@ -893,6 +968,24 @@ BY_OPCODE: dict[int, InstrSpec] = {int(s.opcode): s for s in INSTRUCTIONS}
 UNKNOWN_OPCODES: tuple[int, ...] = tuple(op for op in range(1 << OPCODE_BITS) if op not in BY_OPCODE)
 """The opcode values no instruction has (0 among them): each stops the machine with BAD_OPCODE;
 the nonzero ones are free for a new instruction."""
+
+
+def built(ispec: InstrSpec, params: Params) -> bool:
+    """Whether the machine ``params`` has the instruction (``InstrSpec.overlap_min``); on one
+    that does not, its opcode stops the machine with BAD_OPCODE, as an unknown opcode does."""
+    return ispec.overlap_min <= params.OVERLAP
+
+
+def instructions(params: Params) -> tuple[InstrSpec, ...]:
+    """The instructions the machine ``params`` has (:func:`built`), in :data:`INSTRUCTIONS`'s
+    order: what its hardware decodes, its reference machine runs and its stress programs draw."""
+    return tuple(s for s in INSTRUCTIONS if built(s, params))
+
+
+def bad_opcodes(params: Params) -> tuple[int, ...]:
+    """The opcode values that stop the machine ``params`` with BAD_OPCODE: :data:`UNKNOWN_OPCODES`
+    and those of the instructions it does not have."""
+    return tuple(sorted((*UNKNOWN_OPCODES, *(int(s.opcode) for s in INSTRUCTIONS if not built(s, params)))))
 
 
 # --------------------------------------------------------------------------- the requantization table

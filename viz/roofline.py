@@ -62,7 +62,7 @@ class RooflinePoint:
 
 def roofline_point(program: Program) -> RooflinePoint:
     """The program's multiply-adds, DMA words and cycles (from its code and the spec's latencies)."""
-    macs = sum(i.fields["M"] * i.fields["K"] * i.fields["N"] for i in program.code if i.op == "MM")
+    macs = sum(i.fields["M"] * i.fields["K"] * i.fields["N"] for i in program.code if i.spec.counter == "mxu")
     words = sum(i.fields["len"] for i in program.code if i.op in ("LD", "ST"))
     cycles = timeline(program.code, program.machine)[-1].end
     t = program.machine.T

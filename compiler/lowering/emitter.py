@@ -32,6 +32,7 @@ class Emitter(Protocol):
     alloc: Allocator
     requantizers: dict[RequantKey, tuple[int, int]]
     spills: Mapping[int, ExtEntry]
+    chain: bool
 
     def put(self, op: str, **fields: int) -> None: ...
 

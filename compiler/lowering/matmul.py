@@ -10,7 +10,10 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, NamedTuple
 
+from sim.spec import CHAIN_STRIDE_BITS, Params
+
 from ..bias import bias_levels, has_bias, region_name
+from ..ops.matmul import chains, entry_region
 from ..requant import matmul_factor, requantizer
 from .emitter import fused_relu
 
@@ -83,6 +86,9 @@ def lower_matmul(em: Emitter, node: Node, operands: Sequence[int]) -> None:
     a_addr, b_addr = operands
     m, k = em.nodes[node.ins[0]].shape
     n = node.shape[1]
+    if em.chain and chainable(em.params, k, n):
+        lower_chained(em, node, a_addr, b_addr)
+        return
     out = em.address(node.id)
     acc = em.alloc.alloc(m * n, f"accumulator of node {node.id}")
     biased = has_bias(node)
@@ -115,3 +121,43 @@ def matmul_requantizer(em: Emitter, node: Node) -> tuple[int, int, int]:
     m_, s_ = requantizer(factor, f"matmul node {node.id}", node.id, em.params)
     em.requantizers[node.id] = (m_, s_)
     return m_, s_, int(fused_relu(em, node))
+
+
+def chainable(params: Params, k: int, n: int) -> bool:
+    """Whether a matmul of inner dimension k and n columns, its operands and result row by row,
+    lowers to MMRQs: the machine has them (OVERLAP = 2) and every stride (k, n) fits the 12 bits
+    of MMRQ's stride fields (``sim.spec.CHAIN_STRIDE_BITS``)."""
+    return chains(None, params) and max(k, n) < 1 << CHAIN_STRIDE_BITS
+
+
+def chained_fields(piece: dict[str, int], entry: int, relu: int) -> dict[str, int]:
+    """The MMRQ of a tile's last piece along K (:func:`mm_pieces`: acc = 1 when a bias or an
+    earlier piece is in the output words), requantized per tensor by the one entry at ``entry``."""
+    return {**piece, "tab": entry, "pc": 0, "relu": relu}
+
+
+def lower_chained(em: Emitter, node: Node, a_addr: int, b_addr: int) -> None:
+    """The step on a machine with MMRQ (OVERLAP = 2, GA2.md section 7): no int32 accumulator and
+    no RQ. The bias is loaded into each row of the output itself (one int32 word each); each
+    tile's MM pieces along K (:func:`mm_pieces`) add into it, and the last piece is an MMRQ that
+    adds, requantizes with the matmul's (m, s) (one table word, loaded from its external entry,
+    ``compiler.ops.matmul.REQUANT_ENTRY``) and writes the tile's int8 results in place, the relu
+    flag set when a relu was fused. So a layer's tile is one instruction, not an MM and an RQ
+    that waits for it; the results equal MM + RQ's exactly (the same int32 sum, the same pair)."""
+    m, k = em.nodes[node.ins[0]].shape
+    n = node.shape[1]
+    out = em.address(node.id)
+    entry = em.alloc.alloc(1, f"requantizer entry of node {node.id}")
+    em.put("LD", dst=entry, src=em.ext[entry_region(node)].addr, len=1)
+    biased = has_bias(node)
+    if biased:
+        for fields in bias_rows(out, m, n, em.ext[region_name(node)]):
+            em.put("LD", **fields)
+    relu = matmul_requantizer(em, node)[2]
+    for tile in tiles(m, n, em.params.T):
+        pieces = mm_pieces(mm_fields(tile, a_addr, b_addr, out, k, n, node.transpose_b), em.params.K_MAX,
+                           biased)
+        for piece in pieces[:-1]:
+            em.put("MM", **piece)
+        em.put("MMRQ", **chained_fields(pieces[-1], entry, relu))
+    em.alloc.release(entry, 1, f"requantizer entry of node {node.id}")

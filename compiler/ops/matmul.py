@@ -9,10 +9,12 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from sim.arith import requant_array
+from sim.arith import pack_rq_pair, requant_array
+from sim.spec import BY_NAME, Params, built
 
 from ..bias import bias_levels, has_bias, region_name
 from ..errors import CompileError, shown
+from ..requant import matmul_factor, requantizer
 from .semantics import level, matmul_in_order
 from .spec import Constant
 
@@ -88,6 +90,30 @@ def _bias_words(node: Node) -> int:
 BIAS = Constant(needed=has_bias, region=region_name, words=_bias_words, values=bias_levels)
 """A biased matmul's bias, one int32 word per column in units of its accumulator
 (:func:`compiler.bias.bias_levels`), loaded into every row of the accumulator."""
+
+
+def chains(node: Node, params: Params) -> bool:
+    """Whether the machine has the chained MMRQ (OVERLAP = 2), whose requantizer reads its (m, s)
+    from the scratchpad (GA2.md section 3): a matmul then has an entry to load."""
+    return built(BY_NAME["MMRQ"], params)
+
+
+def entry_region(node: Node) -> str:
+    """The external region of a matmul's requantizer entry (MMRQ's table of one word)."""
+    return f"requantizer entry of node {node.id}"
+
+
+def _entry(node: Node, nodes: Sequence[Node], scales, params: Params) -> np.ndarray:
+    a_id, b_id = node.ins
+    factor = matmul_factor(node.factor, scales[a_id], scales[b_id], scales[node.id])
+    m, s = requantizer(factor, f"matmul node {node.id}", node.id, params)
+    return np.array([pack_rq_pair(m, s)], dtype=np.int64)
+
+
+REQUANT_ENTRY = Constant(needed=chains, region=entry_region, words=lambda node: 1, values=_entry,
+                         machine=True, machine_needed=True)
+"""On a machine with MMRQ (OVERLAP = 2): a matmul's requantizer (m, s) as one table word (GA2.md
+section 2), which its MMRQs read per tensor (pc = 0): :mod:`compiler.lowering.matmul`."""
 
 
 def float_matmul(node: Node, operands: Sequence[np.ndarray], context: FloatContext) -> np.ndarray:

@@ -144,6 +144,13 @@ class Constant:
     machine_words: bool = False
     """``words`` takes the machine as a second argument (a depthwise convolution's diagonal
     blocks, T x T)."""
+    machine_needed: bool = False
+    """``needed`` takes the machine as a second argument (a matmul's requantizer entry, loaded only
+    where the chained MMRQ exists: OVERLAP = 2)."""
+
+    def wanted(self, node: Node, params: Params) -> bool:
+        """Whether ``node`` has the region on the machine ``params`` (:attr:`needed`)."""
+        return self.needed(node, params) if self.machine_needed else self.needed(node)
 
 
 def int8_levels(node: Node) -> int:

@@ -47,7 +47,7 @@ from .conv2d import (
 from .embedding import EMBEDDING_SCALES, TABLE_ROWS_LIMIT, embedding_shape, float_embedding, int_embedding
 from .input import float_input, input_shape, int_input
 from .layernorm import BIAS_ROW, LN_ROW_LIMIT, float_layernorm, int_layernorm, layernorm_shape, real_layernorm
-from .matmul import BIAS, float_matmul, int_matmul, matmul_shape, real_matmul
+from .matmul import BIAS, REQUANT_ENTRY, float_matmul, int_matmul, matmul_shape, real_matmul
 from .names import Op
 from .output import output_shape
 from .pool import float_maxpool, int_maxpool, maxpool_shape
@@ -79,7 +79,8 @@ def _table() -> dict[Op, OpSpec]:
                evaluate=float_weight, interpret=int_weight, real=no_arithmetic),
         OpSpec(Op.MATMUL, arity=2, builder="matmul",
                attrs={"transpose_b": False, "factor": 1.0, "bias": None},
-               shape=matmul_shape, role=Role.COMPUTE, place=Place.OWN, scale=FREE, constants=(BIAS,),
+               shape=matmul_shape, role=Role.COMPUTE, place=Place.OWN, scale=FREE,
+               constants=(BIAS, REQUANT_ENTRY),
                evaluate=float_matmul, interpret=int_matmul, real=real_matmul),
         OpSpec(Op.SOFTMAX, arity=1, builder="softmax", attrs={"causal": False}, shape=softmax_shape,
                role=Role.COMPUTE, place=Place.OWN, limits=(SOFTMAX_ROW_LIMIT,), scale=SOFTMAX_SCALES,

@@ -792,6 +792,36 @@ def check_rankings_decoupled(label: str, program: Program) -> list[str]:
     return problems
 
 
+CHAINED_SEEDS = range(12)
+"""The random graphs :func:`check_chained` compiles for the decoupled machine (OVERLAP = 2)."""
+
+
+def check_chained(seeds: Iterable[int] = CHAINED_SEEDS, stop_early: bool = False) -> list[str]:
+    """Checks (a)-(e) on random graphs compiled for OVERLAP = 2, whose matmuls lower to MMRQs
+    (the requantizer chained on the matrix unit) where that is faster (:mod:`compiler.pipeline`
+    ranks the two emissions by cycles); besides: some program chains, and every program chained
+    or not takes no more cycles than the other emission would."""
+    params = Params(OVERLAP=2)
+    problems: list[str] = []
+    chained = 0
+    for seed in seeds:
+        graph, names = random_graph(seed)
+        calibration, test = _samples(names, seed)
+        label = f"chained seed {seed}"
+        try:
+            reused, kept = (compile_graph(graph, calibration, reuse=r, params=params) for r in (True, False))
+        except CompileError as e:
+            problems.append(f"{label}: compile error: {e}")
+            continue
+        problems += check_programs(label, graph, test, reused, kept, BOUND)[0]
+        chained += any(ins.op == "MMRQ" for ins in reused.code)
+        if problems and stop_early:
+            return problems
+    if not chained and not problems:
+        problems.append("chained: no program of the decoupled machine holds an MMRQ")
+    return problems
+
+
 TRANSFORMER_STEPS = ((0, 3), (3, 2), (5, 1))
 """The GPT steps (cached, new) of :func:`check_transformer`: a prefill, a chunk after a cache, a
 decode step."""
@@ -840,6 +870,9 @@ def run_battery(nseeds: int = len(BATTERY_SEEDS), stop_early: bool = False) -> l
     if problems and stop_early:
         return problems
     problems += check_decoupled(stop_early=stop_early)
+    if problems and stop_early:
+        return problems
+    problems += check_chained(stop_early=stop_early)
     if problems and stop_early:
         return problems
     problems += check_add_relu(stop_early=stop_early)[0]
@@ -898,7 +931,9 @@ def main(argv: list[str]) -> int:
     print("common-subexpression elimination:", cse or "ok")
     overlap = check_overlap()
     print("the overlapping machine's schedules:", overlap or "ok")
-    return 1 if problems or refusals or cancellation or cse or overlap else 0
+    chained = check_chained()
+    print("the decoupled machine's chained matmuls (MMRQ):", chained or "ok")
+    return 1 if problems or refusals or cancellation or cse or overlap or chained else 0
 
 
 if __name__ == "__main__":

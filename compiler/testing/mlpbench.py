@@ -97,7 +97,7 @@ def measure(batch: int, params: Params) -> Row:
             dma_words += f["len"]
         if ins.op == "LD" and any(e.addr <= f["src"] < e.end for e in weights):
             weight_cycles += latency(BY_NAME["LD"], f, p)
-        if ins.op == "MM":
+        if ins.spec.counter == "mxu":         # MM and MMRQ
             mxu_bound += f["K"]
     macs = batch * sum(a * b for a, b in itertools.pairwise(WIDTHS))
     return Row(batch, p, outcome.counters.cycles, dma_words, weight_cycles, mxu_bound, macs)

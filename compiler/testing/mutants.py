@@ -496,6 +496,18 @@ COST_MUTANTS = (
 """Broken blocking cost models (issue 15, item 6: the ranking by exact cycles): the battery's
 streamed, wide and packed graphs (:func:`compiler.testing.battery.check_rankings`) must catch them."""
 
+def _relu_dropped(original: Callable) -> Callable:
+    return lambda piece, entry, relu: {**original(piece, entry, relu), "relu": 0}
+
+
+CHAIN_MUTANTS = (
+    Mutant("chained: an MMRQ never applies the relu fused into its matmul (relu = 0)",
+           Function("compiler.lowering.matmul.chained_fields"), _relu_dropped),
+)
+"""Broken chaining (issue 27 item 2: MMRQ at OVERLAP = 2): the battery's chained graphs
+(:func:`compiler.testing.battery.check_chained`) must catch it."""
+
+
 def _one_more_than_valid(original: Callable) -> Callable:
     def fields(row: int, dst: int, src: int, cols: int, valid: int | None = None) -> dict[str, int]:
         leaks = valid is not None and valid < cols
@@ -553,8 +565,7 @@ activations in external memory and the ``taps`` mode's ring; the battery's convo
 
 MUTANTS = (SEED_MUTANTS + STREAMING_MUTANTS + WIDE_MUTANTS + ADD_RELU_MUTANTS + BLOCKING_MUTANTS
            + PACKED_MUTANTS + CSE_MUTANTS + SCHEDULE_MUTANTS + DECOUPLED_MUTANTS + COST_MUTANTS
-           + TRANSFORMER_MUTANTS
-           + CONV_MUTANTS)
+           + TRANSFORMER_MUTANTS + CONV_MUTANTS + CHAIN_MUTANTS)
 
 EQUIVALENT = (
     Mutant("allocator: a free piece of exactly the requested size is passed over (a later, larger "

@@ -54,8 +54,8 @@ class Row:
 
 
 def useful_macs(code: Sequence[Instruction]) -> int:
-    """Multiply-adds the MM instructions of a program perform: sum of M*N*K."""
-    return sum(ins.M * ins.N * ins.K for ins in code if ins.op == "MM")
+    """Multiply-adds the MM (and MMRQ) instructions of a program perform: sum of M*N*K."""
+    return sum(ins.M * ins.N * ins.K for ins in code if ins.spec.counter == "mxu")
 
 
 def measure(params: Params) -> tuple[list[Row], Row]:

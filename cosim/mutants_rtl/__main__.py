@@ -32,7 +32,8 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from flows.memmap import PORTS_JSON
-from sim.spec import DEFAULT
+from sim import machines
+from sim.spec import DEFAULT, Params
 
 from .. import farm, runner
 from ..farm import shipping
@@ -40,9 +41,22 @@ from ..text import plain
 from . import aimed, bus, draw, grade, report, verdicts, yosys
 
 OUT = runner.BUILD / "mutants-rtl"
+"""The default machine's netlist and report (another machine's: :func:`out_dir`)."""
 MUTANTS_DIR = runner.COSIM_BUILD / "mutants-rtl"
-"""Where the mutants' Verilog goes (inside build/cosim, so each one's simulator build sits in its
-own folder and goes with it)."""
+"""Where the default machine's mutants' Verilog goes (inside build/cosim, so each one's simulator
+build sits in its own folder and goes with it; another machine's: :func:`mutants_dir`)."""
+
+
+def out_dir(params: Params) -> Path:
+    """The netlist and report folder of the machine ``params``: :data:`OUT` for the default one,
+    ``build/machines/<tag>/mutants-rtl`` for another (``sim.machines.machine_dir``)."""
+    return machines.machine_dir(runner.BUILD, params) / "mutants-rtl"
+
+
+def mutants_dir(params: Params) -> Path:
+    """Where the mutants of the machine ``params`` go (:data:`MUTANTS_DIR` for the default one)."""
+    return machines.machine_dir(runner.COSIM_BUILD, params) / "mutants-rtl"
+
 LISTED = 4000
 """Mutations Yosys lists (its even sampling) before the draw picks --count of them."""
 NONE = "none"
@@ -91,7 +105,11 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                         "(cosim/mutants_rtl/bus.py; default 16, 0: none)")
     p.add_argument("--bus-stress-n", type=int, default=40,
                    help="stress programs through AXI after the seeds, per bus mutant (default 40)")
+    machines.add_argument(p)
     args = p.parse_args(argv)
+    args.params = machines.from_args(args, p)
+    if args.params != DEFAULT:      # the AXI top's bus logic is the default machine's (bus.py)
+        args.bus_count = 0
     if args.count < 1 or args.jobs < 1 or args.stress_n < 0 or args.timeout <= 0 or args.bus_count < 0:
         p.error("--count and --jobs must be at least 1, --stress-n and --bus-count at least 0, "
                 "--timeout positive")
@@ -101,9 +119,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 def drawn(args: argparse.Namespace,
           console: Console) -> tuple[Path, yosys.Netlist, draw.Netlist, list[report.Row]]:
     """Export (if stale), read into Yosys, list, attribute and draw."""
-    verilog = runner.fresh_verilog(say=lambda s: console.print(s, highlight=False), params=DEFAULT)
+    verilog = runner.fresh_verilog(say=lambda s: console.print(s, highlight=False), params=args.params)
     t0 = time.perf_counter()
-    net = yosys.prepare(verilog, OUT)
+    net = yosys.prepare(verilog, out_dir(args.params))
     graph = draw.Netlist(net.json)
     lines = yosys.listing(net, max(LISTED, args.count), args.seed)
     listed = [graph.attribute(draw.parse(line)) for line in lines]
@@ -114,8 +132,9 @@ def drawn(args: argparse.Namespace,
     drawn_units = len({r.mutation.unit for r in rows})
     if not args.no_aimed:
         keys = {r.mutation.key for r in rows}
-        rows += [report.Row(f"a{k}", m, aim=aim.name)
-                 for k, (aim, m) in enumerate(aimed.pick_all(net, graph, args.seed), 1) if m.key not in keys]
+        picked_aims = aimed.pick_all(net, graph, args.seed, aimed.aims_for(args.params))
+        rows += [report.Row(f"a{k}", m, aim=aim.name) for k, (aim, m) in enumerate(picked_aims, 1)
+                 if m.key not in keys]
     aims = [r.aim for r in rows if r.aim]
     console.print(f"Yosys: {len(listed)} mutations listed over the core ({len(listed) - len(candidates)} "
                   f"change nothing: a bit forced to the constant it is), {len(picked)} drawn from "
@@ -201,7 +220,7 @@ def grade_all(rows: list[report.Row], nones: dict[str, Path], paths: dict[str, P
     return {ident: result[ident] for ident in nones}
 
 
-def _write(benches: dict[str, tuple[yosys.Netlist, Path, list[report.Row]]]
+def _write(benches: dict[str, tuple[yosys.Netlist, Path, list[report.Row]]], where: Path = MUTANTS_DIR
            ) -> tuple[dict[str, Path], dict[str, Path]]:
     """Write every mutant's Verilog and each bench's unmutated round trip (its none mutant):
     (the mutants' paths by id, the none mutants' paths by id).
@@ -211,8 +230,8 @@ def _write(benches: dict[str, tuple[yosys.Netlist, Path, list[report.Row]]]
     """
     paths, nones = {}, {}
     for none_id, (netlist, source, mine) in benches.items():
-        paths |= yosys.write_mutants(netlist, [(r.ident, r.mutation.line) for r in mine], source, MUTANTS_DIR)
-        nones[none_id] = MUTANTS_DIR / none_id / netlist.none.name
+        paths |= yosys.write_mutants(netlist, [(r.ident, r.mutation.line) for r in mine], source, where)
+        nones[none_id] = where / none_id / netlist.none.name
         nones[none_id].parent.mkdir(parents=True, exist_ok=True)
         for f in netlist.none.parent.iterdir():
             shutil.copyfile(f, nones[none_id].parent / f.name)
@@ -249,7 +268,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.only:     # a bench none of whose mutants is asked for is not graded, its none mutant neither
         benches = {k: bench for k, bench in benches.items() if bench[2]}
     try:
-        paths, nones = _write(benches)
+        paths, nones = _write(benches, mutants_dir(args.params))
     except yosys.YosysError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
@@ -275,11 +294,15 @@ def main(argv: list[str] | None = None) -> int:
     for r in rows:
         r.verdict = found.get(r.ident)
     seconds = time.perf_counter() - t0
-    settings = {k: v for k, v in vars(args).items() if k not in ("list", "keep", "engine")} | {
+    left_out = ("list", "keep", "engine", "param", "params")
+    settings = {k: v for k, v in vars(args).items() if k not in left_out} | {
         "verilog_sha256": net.digest, "listed": max(LISTED, args.count)}
-    report.write_json(OUT / "report.json", rows, settings, seconds)
+    if args.params != DEFAULT:
+        settings["machine"] = repr(args.params)
+    out = out_dir(args.params)
+    report.write_json(out / "report.json", rows, settings, seconds)
     report.show(console, rows)
-    console.print(f"{seconds / 60:.1f} minutes; the report: {OUT / 'report.json'}", highlight=False)
+    console.print(f"{seconds / 60:.1f} minutes; the report: {out / 'report.json'}", highlight=False)
     s = report.score(rows)
     return 0 if s.percent >= args.target and not s.errors else 1
 

@@ -40,6 +40,8 @@ class Aim:
         why: what the mutant breaks.
         select: for a multiplexer, a wire its select bit must belong to (when the line holds
             several), else "".
+        overlap: the lowest OVERLAP of a machine that has the line's logic (the chained MMRQ
+            path: 2, ``sim.spec.InstrSpec.overlap_min``); the aim is left out on the others.
     """
 
     name: str
@@ -50,6 +52,7 @@ class Aim:
     mode: str
     why: str
     select: str = ""
+    overlap: int = 0
 
     def line(self, root: Path = ROOT) -> int:
         """The line of the file that holds the marker.
@@ -98,6 +101,14 @@ AIMS = (
         "the reciprocal's quotient bits inverted"),
     Aim("LN bias", "hw/layernorm.py", "o.eq(y + bias[i])", "$add", "B", "inv",
         "a bit of a bias word flipped in the sum"),
+    Aim("MMRQ entries read", "hw/mxu.py", "m.d.comb += tab_read.eq(chained & delay(", "$and", "Y", "const0",
+        "MMRQ never reads its (m, s) entries: every row is requantized with the entries held from before",
+        overlap=2),
+    Aim("MMRQ per channel", "hw/mxu.py", "entries[j].eq(Mux(pc, self.rd1.data[j], self.rd1.data[0]))",
+        "$ternary", "S", "const0", "MMRQ pc = 1 gives every column the entry of column 0 (per tensor)",
+        overlap=2),
+    Aim("MMRQ row address", "hw/mxu.py", "m.d.sync += late_dst.eq(late_dst + ldc)", "$add", "B", "inv",
+        "a bit of ldc flipped in the address of MMRQ's later rows", overlap=2),
 )
 """The aimed mutants (in this order after the drawn ones)."""
 
@@ -159,6 +170,11 @@ def _select_wires(module: dict, cell: str) -> set[str]:
     bits = module["cells"][cell]["connections"].get("S", [])
     return {name.lstrip("\\") for name, net in module["netnames"].items()
             if any(b in net["bits"] for b in bits)}
+
+
+def aims_for(params) -> tuple[Aim, ...]:
+    """The aims whose logic the machine ``params`` (a ``sim.spec.Params``) has (``Aim.overlap``)."""
+    return tuple(aim for aim in AIMS if aim.overlap <= params.OVERLAP)
 
 
 def pick_all(net: yosys.Netlist, graph: Netlist, seed: int, aims: tuple[Aim, ...] = AIMS,

@@ -110,7 +110,7 @@ def longest_latency(params: Params) -> int:
     maximum, a length as long as its regions fit their memories (a strided MM's strides do not
     enter its latency)."""
     longest = 0
-    for ispec in spec.INSTRUCTIONS:
+    for ispec in spec.instructions(params):
         f = {fl.name: fl.legal_range(params)[1] for fl in ispec.fields}
         longest = max(longest, spec.latency(ispec, _fitting_len(ispec, f, params), params))
     return longest

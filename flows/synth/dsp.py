@@ -74,10 +74,11 @@ class _ProbeArith:
 
 def check_multipliers(params: Params) -> int:
     """Products of two fields in the spec's region extents and latencies: the multipliers of
-    the checker (4: MM's (M-1)*lda, (N-1)*ldb, (K-1)*ldb and (M-1)*ldc)."""
+    the checker (4: MM's (M-1)*lda, (N-1)*ldb, (K-1)*ldb and (M-1)*ldc; 4 more for MMRQ's at
+    OVERLAP = 2), of the instructions the machine has."""
     count = [0]
     arith = _ProbeArith(count)
-    for ispec in spec.INSTRUCTIONS:
+    for ispec in spec.instructions(params):
         fields = {name: _Probe(count) for name in ispec.field_names}
         for region in ispec.regions:
             region.formula(arith, fields)
@@ -88,8 +89,9 @@ def check_multipliers(params: Params) -> int:
 
 def dsp_demand(params: Params) -> dict[str, int]:
     """The multipliers of the core by block (each one MULT18X18D when it is given one)."""
+    chained = params.T if spec.built(spec.BY_NAME["MMRQ"], params) else 0   # MMRQ's lanes (hw/mxu.py)
     return {"array": params.T * params.T,
-            "requantizer": Requantizer.PARTIAL_PRODUCTS * params.LANES,
+            "requantizer": Requantizer.PARTIAL_PRODUCTS * (params.LANES + chained),
             "checks": check_multipliers(params),
             "layernorm": LayerNormUnit.multipliers(params),
             "dma": DMA.MULTIPLIERS}

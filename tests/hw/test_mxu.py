@@ -15,7 +15,7 @@ from sim import spec
 from sim.asm import Instruction, build
 from sim.spec import DEFAULT, Params
 
-from .harness import UnitBench, check_unit, present, run_unit
+from .harness import UnitBench, check_idle_outputs, check_unit, present, run_unit
 
 P = Params(SPAD_WORDS=1024)
 OPERANDS = 512
@@ -256,3 +256,79 @@ def test_accumulate_rows_that_overlap_are_refused():
     assert spec.check(spec.BY_NAME["MM"], mm | {"M": 1}, P)[0] is spec.ErrorCode.NONE
     assert spec.check(spec.BY_NAME["MM"], mm | {"ldc": 4}, P)[0] is spec.ErrorCode.NONE
     assert spec.check(spec.BY_NAME["MM"], mm | {"acc": 0}, P)[0] is spec.ErrorCode.NONE
+
+
+# --------------------------------------------------------------------------- MMRQ (OVERLAP = 2)
+
+CHAINED = Params(SPAD_WORDS=2048, OVERLAP=2)
+
+
+def _entries(rng: np.random.Generator, n: int) -> np.ndarray:
+    """Requantization table words (GA2.md section 2): shifts where the int8 results spread over
+    -127..127 for the sums these tiles make, a few extreme (s = 0, s = 63), random bits 31..30."""
+    m = rng.integers(1 << 23, 1 << 24, n)
+    s = np.where(rng.random(n) < 0.1, rng.choice([0, 1, 63], n), rng.integers(24, 34, n))
+    return (rng.integers(0, 4, n) << 30) | (s << 24) | m
+
+
+def _chained_program(rng: np.random.Generator, params: Params,
+                     count: int) -> tuple[list[Instruction], np.ndarray]:
+    """MMRQs of every kind (tb, acc, pc, relu; M, N from 1 to T; K up to K_MAX) and MMs between
+    them, back to back, each output in its own region above OPERANDS and its entries below."""
+    spad = _random_words(rng, params.SPAD_WORDS)
+    tab_base = OPERANDS - 64
+    spad[tab_base:OPERANDS] = _entries(rng, 64)
+    tiles = _Tiles(params)
+    program = []
+    for k in range(count):
+        M, N, tb = int(rng.integers(1, params.T + 1)), int(rng.integers(1, params.T + 1)), k % 2
+        K = int(rng.choice([1, int(rng.integers(2, 20)), params.K_MAX]))
+        row = K if tb else N                         # B's stored rows: N of K, or K of N
+        lda, ldb = int(rng.integers(K, K + 4)), int(rng.integers(row, row + 4))
+        tiles.add(rng, M=M, N=N, K=K, tb=tb, lda=lda, ldb=ldb)
+        mm = tiles.program[-1]
+        if k % 5 == 4:        # an MM between the MMRQs: the unit switches back and forth
+            program.append(mm)
+            continue
+        ldc = mm.ldc if M == 1 or mm.ldc >= N else N
+        tab = tab_base + int(rng.integers(0, 64 - params.T))
+        fields = {**mm.fields, "ldc": ldc, "acc": int(rng.integers(0, 2))}
+        program.append(build("MMRQ", params=params, **fields, tab=tab, pc=int(rng.integers(0, 2)),
+                             relu=int(rng.integers(0, 2))))
+    # operands' low bytes and acc's old words small enough that most results fall inside -127..127
+    spad[:tab_base] = _with_low_bytes(rng, tab_base, np.arange(-20, 21))
+    spad[OPERANDS:] = rng.integers(-3000, 3001, params.SPAD_WORDS - OPERANDS) & 0xFFFFFFFF
+    return program, spad
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_mmrq_against_the_reference(seed: int):
+    """MMRQ (the requantizer chained on the unit's way out) leaves the scratchpad as the
+    reference's MM + requant does, in exactly the spec's latency, mixed with MMs."""
+    rng = np.random.default_rng(seed)
+    program, spad = _chained_program(rng, CHAINED, 24)
+    assert {ins.op for ins in program} == {"MM", "MMRQ"}
+    check_unit(lambda: MatrixUnit(CHAINED), program, spad=spad, params=CHAINED)
+
+
+def test_mmrq_by_hand():
+    """One MMRQ worked by hand: A = [[1, 2], [3, 4]], B = [[5, 6], [7, 8]] (tb = 0), the bias 100
+    in the output words (acc = 1): sums 100 + 19, 22, 43, 50 = 119, 122, 143, 150; per channel,
+    column 0 with (m, s) = (2^23, 24) (x / 2: 59.5 -> 60, 71.5 -> 72) and column 1 with
+    (3 * 2^22, 24) (x * 3/4: 91.5 -> 92, 112.5 -> 113)."""
+    spad = np.zeros(CHAINED.SPAD_WORDS, dtype=np.int64)
+    spad[0:4] = [1, 2, 3, 4]
+    spad[8:12] = [5, 6, 7, 8]
+    spad[16:18] = [(24 << 24) | (1 << 23), (24 << 24) | (3 << 22)]
+    spad[32:36] = [100, 100, 100, 100]
+    ins = build("MMRQ", params=CHAINED, dst=32, A=0, B=8, M=2, K=2, N=2, tb=0, lda=2, ldb=2, ldc=2,
+                acc=1, tab=16, pc=1, relu=0)
+    got, _ext, latency = run_unit(lambda: MatrixUnit(CHAINED), [ins], spad, None, CHAINED)
+    assert [int(w) for w in got[32:36]] == [60, 92, 72, 113]
+    assert latency == [2 + 2 + spec.MM_OVERHEAD + spec.MM_ACC_CYCLES + spec.CHAIN_CYCLES]
+
+
+def test_mmrq_idle_outputs_are_zero():
+    rng = np.random.default_rng(5)
+    program, spad = _chained_program(rng, CHAINED, 6)
+    check_idle_outputs(lambda: MatrixUnit(CHAINED), program, spad=spad, params=CHAINED)

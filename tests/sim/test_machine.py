@@ -565,7 +565,7 @@ def _reference(program: list[Instruction], image: np.ndarray) -> tuple[list[int]
         elif ins.op == "ST":
             for i in range(f["len"]):
                 E[f["dst"] + i] = S[f["src"] + i]
-        elif ins.op == "MM":
+        elif ins.op in ("MM", "MMRQ"):
             out = {}
             for i in range(f["M"]):
                 for j in range(f["N"]):
@@ -574,6 +574,10 @@ def _reference(program: list[Instruction], image: np.ndarray) -> tuple[list[int]
                         b = f["B"] + (j * f["ldb"] + t if f["tb"] else t * f["ldb"] + j)
                         acc += s8(S[f["A"] + i * f["lda"] + t]) * s8(S[b])
                     out[(i, j)] = acc + (s32(S[f["dst"] + i * f["ldc"] + j]) if f["acc"] else 0)
+            if ins.op == "MMRQ":    # the int32 sum (mod 2^32), then the entry of column j (or tab's)
+                entries = [S[f["tab"] + (j if f["pc"] else 0)] for j in range(f["N"])]
+                out = {(i, j): arith.requant(s32(word(v)), entries[j] & 0xFFFFFF, (entries[j] >> 24) & 63,
+                                             bool(f["relu"])) for (i, j), v in out.items()}
             for i in range(f["M"]):
                 for j in range(f["N"]):
                     S[f["dst"] + i * f["ldc"] + j] = word(out[(i, j)])
@@ -627,11 +631,41 @@ def _reference(program: list[Instruction], image: np.ndarray) -> tuple[list[int]
     return S, E
 
 
-@pytest.mark.parametrize("seed", [1, 2, 3])
-def test_machine_matches_a_plain_interpreter(seed):
-    program = random_program(150, seed=seed, params=DEFAULT)
-    image = random_image(seed=seed, params=DEFAULT)
-    r = Machine(DEFAULT).run(program, image)
+@pytest.mark.parametrize("seed, params", [(1, DEFAULT), (2, DEFAULT), (3, DEFAULT),
+                                          (4, Params(OVERLAP=2)), (5, Params(OVERLAP=2))])
+def test_machine_matches_a_plain_interpreter(seed, params):
+    """The random programs draw every instruction of the machine (MMRQ at OVERLAP = 2)."""
+    program = random_program(150, seed=seed, params=params)
+    image = random_image(seed=seed, params=params)
+    r = Machine(params).run(program, image)
     S, E = _reference(program, image)
     assert r.spad.tolist() == S
     assert r.ext.tolist() == E
+
+
+# --------------------------------------------------------------------------- MMRQ (OVERLAP = 2)
+
+
+@pytest.mark.parametrize("overlap", [0, 1])
+def test_mmrq_is_a_bad_opcode_where_it_is_not_built(overlap):
+    """Opcode 11 stops a machine with OVERLAP = 0 or 1 as an unknown opcode does (BAD_OPCODE, its
+    pc), from instructions and from encoded words alike; the LD before it ran."""
+    params = Params(OVERLAP=overlap)
+    program = assemble("LD dst=0 src=0 len=4\nMMRQ dst=40 A=0 B=8 M=1 K=2 N=1 tb=0 lda=2 ldb=1 ldc=1 "
+                       "acc=0 tab=20 pc=0 relu=0\nHALT", params=params)
+    for form in (program, encode_program(program)):
+        e = fails(form, list(range(1, 5)), params=params)
+        assert (e.code, e.pc) == (ErrorCode.BAD_OPCODE, 1)
+        assert e.result.spad[:4].tolist() == [1, 2, 3, 4]
+    assert "MMRQ" in e.detail and f"OVERLAP = {overlap}" in e.detail
+
+
+def test_mmrq_by_hand_at_overlap_2():
+    """A = [[1, 2]], B = [[3], [-4]] (tb = 0): 3 - 8 = -5, plus the bias -7 (acc = 1): -12;
+    per tensor (m, s) = (2^23, 24): -12 / 2 = -6; with relu, 0."""
+    params = Params(OVERLAP=2)
+    ext = [1, 2, 3, word(-4), word(-7), (24 << 24) | (1 << 23)]
+    for relu, want in ((0, -6), (1, 0)):
+        r = run(f"LD dst=0 src=0 len=6\nMMRQ dst=4 A=0 B=2 M=1 K=2 N=1 tb=0 lda=2 ldb=1 ldc=1 acc=1 tab=5 "
+                f"pc=0 relu={relu}\nHALT", ext, params=params)
+        assert int(r.spad[4]) == word(want)

@@ -9,6 +9,7 @@ from compiler.testing.battery import (
     STREAM_SEEDS,
     check_add_relu,
     check_cancellation,
+    check_chained,
     check_errors,
     check_graph,
     check_int4,
@@ -70,3 +71,9 @@ def test_add_relu_graphs_pass_checks_a_to_e_and_the_relu_is_on_the_vadd():
     adds = {n.id for n in graph.nodes if n.op == "add"}
     assert adds <= program.relu_fused
     assert [ins.relu for ins in program.code if ins.op == "VADD"] == [1] * len(adds)
+
+
+def test_chained_graphs_pass_checks_a_to_e_on_the_decoupled_machine():
+    """OVERLAP = 2: the random graphs equal the integer interpreter whether their matmuls chain
+    (MMRQ) or not, and some do (battery.check_chained)."""
+    assert check_chained() == []
