@@ -640,23 +640,32 @@ def _scheduled_program(name: str) -> list:
 def check_scheduler_directed() -> list[str]:
     """The scheduler on :func:`_scheduled_program`'s two programs: the same memories as the
     order given, and fewer cycles on the tie."""
+    problems, runs = _scheduled_runs(Params(OVERLAP=1), "schedule")
+    result = runs["tie"][0]
+    if not result.cycles < result.cycles_before:
+        problems.append(f"schedule tie: {result.cycles} cycles, no fewer than the {result.cycles_before} "
+                        "of the order given")
+    return problems
+
+
+def _scheduled_runs(p: Params, label: str) -> tuple[list[str], dict]:
+    """:func:`_scheduled_program`'s two programs scheduled for ``p`` and run on the reference
+    machine in both orders: the problems (an order that changes the memories) and, by name,
+    (the schedule's result, the run of the order given, the run of the schedule's order)."""
     from sim.machine import Machine
 
     from ..schedule import schedule
 
-    p = Params(OVERLAP=1)
     image = list(range(1, 700))
-    problems = []
+    problems, runs = [], {}
     for name in ("waw", "tie"):
         code = _scheduled_program(name)
         result = schedule(code, p)
         before, after = Machine(p).run(code, image), Machine(p).run(result.code, image)
         if not (np.array_equal(before.ext, after.ext) and np.array_equal(before.spad, after.spad)):
-            problems.append(f"schedule {name}: the order {result.order} changes the memories")
-        if name == "tie" and not result.cycles < result.cycles_before:
-            problems.append(f"schedule tie: {result.cycles} cycles, no fewer than the {result.cycles_before} "
-                            "of the order given")
-    return problems
+            problems.append(f"{label} {name}: the order {result.order} changes the memories")
+        runs[name] = result, before, after
+    return problems, runs
 
 
 def check_overlap(seeds: Iterable[int] = OVERLAP_SEEDS, stop_early: bool = False) -> list[str]:
@@ -745,19 +754,8 @@ def check_scheduler_decoupled() -> list[str]:
     """The scheduler at OVERLAP = 2 on :func:`_scheduled_program`'s two programs: the cycles it
     reports for the order given and for its own are the reference machine's, and its order means
     what the order given means."""
-    from sim.machine import Machine
-
-    from ..schedule import schedule
-
-    p = Params(OVERLAP=2)
-    image = list(range(1, 700))
-    problems = []
-    for name in ("waw", "tie"):
-        code = _scheduled_program(name)
-        result = schedule(code, p)
-        before, after = Machine(p).run(code, image), Machine(p).run(result.code, image)
-        if not (np.array_equal(before.ext, after.ext) and np.array_equal(before.spad, after.spad)):
-            problems.append(f"decoupled schedule {name}: the order {result.order} changes the memories")
+    problems, runs = _scheduled_runs(Params(OVERLAP=2), "decoupled schedule")
+    for name, (result, before, after) in runs.items():
         if (result.cycles_before, result.cycles) != (before.counters.cycles, after.counters.cycles):
             problems.append(f"decoupled schedule {name}: it counts {result.cycles_before} -> {result.cycles} "
                             f"cycles, the machine {before.counters.cycles} -> {after.counters.cycles}")
