@@ -163,8 +163,8 @@ mutants: setup  ## the compiler's mutation check (compiler/testing/mutants.py) a
 	$(PY) -m compiler.testing.mutants --jobs 2
 	$(PY) -m pytest -q -n 2 -m slow tests/sim/test_issue_rule_mutants.py
 
-mutants-rtl: setup synth-setup  ## COUNT=48 mutations of the hardware by Yosys (every unit), each graded by cosim and stress; SEED=1
-	$(PY) -m cosim.mutants_rtl --count $(call quote,$(COUNT)) --seed $(call quote,$(SEED)) --jobs 2 $(if $(ENGINE),--engine $(call quote,$(ENGINE)))
+mutants-rtl: setup synth-setup  ## COUNT=48 mutations of the hardware by Yosys (every unit), each graded by cosim and stress; SEED=1; PARAMS= grades another machine (e.g. PARAMS="OVERLAP=2")
+	$(PY) -m cosim.mutants_rtl --count $(call quote,$(COUNT)) --seed $(call quote,$(SEED)) --jobs 2 $(MACHINE) $(if $(ENGINE),--engine $(call quote,$(ENGINE)))
 
 verilog: setup  ## write build/ga2.v (core), build/ga2_simtop.v (core + external memory), build/ga2_ports.json; PARAMS=
 	$(PY) -m flows.export $(MACHINE)
