@@ -180,7 +180,7 @@ def about(count: Callable[[], int], quoted: int, within: float = 0.1) -> Callabl
     return check
 
 
-SERIAL, OVERLAPPED = "serial default", "all"
+SERIAL, OVERLAPPED, DECOUPLED = "serial default", "all", "all (2)"
 SEEDS, EXAMPLE_A = "seeds 100-111", "example A"
 README, START, PERF = "README.md", "docs/guide/start.md", "docs/guide/performance.md"
 MAKE, FPGA, SOC = "docs/reference/make.md", "docs/guide/fpga.md", "docs/guide/soc.md"
@@ -240,6 +240,10 @@ FIGURES = [
            f"{STUDIES}: options, seeds 100-111, serial default"),
     Figure(README, "| the same with the engines side by side | {:,} |", lambda: option(SEEDS, OVERLAPPED),
            f"{STUDIES}: options, seeds 100-111, all"),
+    Figure(README, "| the same with the engines decoupled | {:,} |", lambda: option(SEEDS, DECOUPLED),
+           f"{STUDIES}: options, seeds 100-111, all (2)"),
+    Figure(README, "| {} MHz, {:,} LUT4 | `OVERLAP=2`", lambda: (fmax("t4 OVERLAP=2"), synth("t4 OVERLAP=2", "LUT4")),
+           f"{SWEEP}: t4 OVERLAP=2"),
     Figure(README, "| {:,} cycles, DMA busy {}% |", decode_overlapped, f"{STUDIES}: decode, 1 token"),
     Figure(README, "| {:,} programs, {:,} cycles, bit-exact |", studies_on_the_rtl, f"{STUDIES}: rtl"),
     Figure(README, "| {} MHz, {:,} LUT4 | default machine", lambda: (fmax("t4"), synth("t4", "LUT4")),
