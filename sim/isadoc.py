@@ -393,7 +393,7 @@ def _section_instruction(s: InstrSpec, params: Params) -> list[str]:
     out += [f"**Latency (cycles):** {lat}, counted in {target}.", ""]
     if s.counter is not None:
         r, w = window_text(s.reads_formula, s), window_text(s.writes_formula, s)
-        out += [f"**Scratchpad ports (OVERLAP = 1):** reads in the first `{r}` cycles from the dispatch, "
+        out += [f"**Scratchpad ports (OVERLAP >= 1):** reads in the first `{r}` cycles from the dispatch, "
                 f"writes in the last `{w}` cycles of the latency (0: none).", ""]
     return out
 
