@@ -481,7 +481,8 @@ def _target_notes(rows: list[dict], cnn: list[dict] | None) -> list[str]:
         f"than {seeds['best bound']:,} on this machine, however ordered ({seeds['limits']})"
         + (f": the bound is {seeds['best bound'] - goal:,} above the target, so it needs shorter dependence "
            "chains (the requantizer chained on the matrix unit, MMRQ, is in them; what is left is the matrix "
-           "unit's tiles overlapping, or hazards on rows: docs/guide/performance.md), not another order." if seeds["best bound"] > goal else "."),
+           "unit's tiles overlapping, or hazards on rows: docs/guide/performance.md), not another order."
+           if seeds["best bound"] > goal else "."),
         f"Example B at width 48: {b48['cycles']:,} cycles, {b48['cycles'] / roof:.2f}x max(MXU roof "
         f"{b48['MXU roof']:,}, DMA roof {b48['DMA roof']:,}) where {TARGETS['example B ratio']}x "
         f"({math.floor(TARGETS['example B ratio'] * roof):,} cycles) is asked"
