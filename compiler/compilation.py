@@ -19,6 +19,7 @@ if TYPE_CHECKING:
     from .layout import ExtEntry
     from .placement import Placement
     from .scales import ScalePlan
+    from .schedule import Reordering
 
 
 @dataclass(kw_only=True)
@@ -39,7 +40,8 @@ class Compilation:
     ext_words (the external layout), ranges (calibrated, node id -> largest |value|),
     table_inputs (the id of a node whose operation clips its input, a table activation -> its
     input's calibration values), plan
-    (the scale plan), emission (code, requantizers, high-water mark).
+    (the scale plan), emission (code, requantizers, high-water mark), reordering (the emission's
+    schedule when ranking emissions worked it out: the scheduling pass reuses it).
     """
 
     graph: Graph
@@ -65,3 +67,4 @@ class Compilation:
     table_inputs: dict[int, np.ndarray] | None = field(default=None, repr=False)
     plan: ScalePlan | None = None
     emission: Emission | None = None
+    reordering: Reordering | None = field(default=None, repr=False)

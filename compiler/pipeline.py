@@ -41,7 +41,7 @@ from .ops import OPS
 from .placement import place
 from .program import Program
 from .scales import ZeroRangeWarning, plan_scales
-from .schedule import reorder_emission, scheduled_cycles
+from .schedule import reorder_emission, reordering
 from .spill import spill_levels, spill_regions, spills_by_node
 from .tables import TableSaturationWarning, saturation_notes
 
@@ -160,7 +160,8 @@ def _emission(c: Compilation) -> None:
 def _ranked_emission(c: Compilation, spills: Mapping[int, ExtEntry]) -> Emission:
     """The emission; on a machine with MMRQ (OVERLAP = 2) two, the matmuls chained (MMRQ) and not
     (MM and RQ), ranked by their cycles on that machine after scheduling
-    (:func:`compiler.schedule.scheduled_cycles`): the fewer wins, the chained one on a tie. The
+    (:func:`compiler.schedule.reordering`, kept in ``c.reordering`` for the scheduling pass):
+    the fewer wins, the chained one on a tie. The
     allocator's events are those of the one kept."""
     def one(chain: bool) -> Emission:
         return emit(c.graph, c.plan.scales, c.fused, c.placement, c.schedule, c.ext, params=c.params,
@@ -180,18 +181,21 @@ def _ranked_emission(c: Compilation, spills: Mapping[int, ExtEntry]) -> Emission
         plain = one(False)
     except ScratchpadFull:       # MM and RQ need an accumulator the chained form does without
         plain = None
-    if plain is not None and \
-            scheduled_cycles(plain.code, c.params) < scheduled_cycles(chained.code, c.params):
+    chained_order = reordering(chained.code, c.params)
+    plain_order = reordering(plain.code, c.params) if plain is not None else None
+    if plain_order is not None and plain_order.cycles < chained_order.cycles:
+        c.reordering = plain_order
         return plain
     if c.events is not None:
         c.events[first:] = kept
     c.placement = placed
+    c.reordering = chained_order
     return chained
 
 
 def _scheduling(c: Compilation) -> None:
     if c.params.OVERLAP:
-        reorder_emission(c.emission, c.params, c.events, c.first_event)
+        reorder_emission(c.emission, c.params, c.events, c.first_event, known=c.reordering)
 
 
 def _no_scheduling(c: Compilation) -> None:

@@ -222,25 +222,60 @@ def _scheduled(code: Sequence[Instruction], params: Params) -> tuple[list[Instru
     return pieces, parent, schedule(pieces, params)
 
 
+@dataclass(frozen=True)
+class Reordering:
+    """What :func:`reorder_emission` would do to ``code``, worked out once (a compilation that
+    ranks emissions by their scheduled cycles keeps the winner's, so it is not scheduled twice).
+
+    Attributes:
+        code: the program it was worked out for (legal, HALT last).
+        before: the ``cycles`` counter of ``code`` in its own order.
+        parent: each piece's instruction in ``code`` (its long loads cut), None on a serial machine.
+        result: the pieces' schedule (:func:`schedule`), None on a serial machine.
+    """
+
+    code: tuple[Instruction, ...]
+    before: int
+    parent: list[int] | None
+    result: Scheduled | None
+
+    @property
+    def cycles(self) -> int:
+        """The cycles of the order :func:`reorder_emission` leaves: the scheduled one's when that
+        is :func:`better`, else the order given's."""
+        r = self.result
+        return r.cycles if r is not None and better(r.cycles, self.before) else self.before
+
+
+def reordering(code: Sequence[Instruction], params: Params) -> Reordering:
+    """:class:`Reordering` of ``code`` on the machine ``params`` (scheduled only when OVERLAP)."""
+    before = cycles_of(code, params)
+    if not params.OVERLAP:
+        return Reordering(tuple(code), before, None, None)
+    _pieces, parent, result = _scheduled(code, params)
+    return Reordering(tuple(code), before, parent, result)
+
+
 def scheduled_cycles(code: Sequence[Instruction], params: Params) -> int:
     """The cycles of ``code`` (legal, HALT last) in the order :func:`reorder_emission` leaves it:
     the scheduled order's when that is :func:`better`, else the order given's."""
-    before = cycles_of(code, params)
-    after = _scheduled(code, params)[2].cycles if params.OVERLAP else before
-    return after if better(after, before) else before
+    return reordering(code, params).cycles
 
 
 def reorder_emission(emission: Emission, params: Params, events: list[AllocEvent] | None,
-                     first: int = 0) -> None:
+                     first: int = 0, known: Reordering | None = None) -> None:
     """Cut an emission's long loads (:func:`split_loads`, unless that overfills the instruction
     memory) and schedule it (:func:`schedule`), in place, when that takes fewer cycles than the
     emitted order. Its owners follow, and so do the allocator's events (``events[first:]`` are
     this emission's): a buffer allocated before emitted instruction p is allocated before the
     first instruction that comes of p, p+1, ... in the new order, and one freed after emitted
-    instruction p-1 is freed after the last that comes of 0..p-1 (lifetimes can only grow)."""
+    instruction p-1 is freed after the last that comes of 0..p-1 (lifetimes can only grow).
+    ``known``: a :class:`Reordering` already worked out, used when it is of this very code."""
     code = emission.code
-    _pieces, parent, result = _scheduled(code, params)
-    if not better(result.cycles, cycles_of(code, params)):
+    plan = known if known is not None and known.result is not None and known.code == tuple(code) \
+        else reordering(code, params)
+    parent, result = plan.parent, plan.result
+    if result is None or not better(result.cycles, plan.before):
         return
     n, m = len(code), len(result.order)
     first_new = [m] * (n + 1)          # min new position of an instruction coming of emitted >= p

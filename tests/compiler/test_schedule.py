@@ -237,3 +237,35 @@ def test_explain_lists_the_overlapped_spans():
     assert rows[-1][2] == program.run(test).counters.cycles          # HALT's end: the cycles counter
     assert any(b[1] < a[2] for a, b in itertools.pairwise(rows))   # one starts before the last ends
     assert "engines side by side" in section.lead
+
+
+
+def test_at_overlap_2_each_emission_is_scheduled_once(monkeypatch):
+    """Ranking the chained emission (MMRQ) against the plain one (MM and RQ) schedules each once,
+    and the scheduling pass reuses the winner's schedule instead of working it out a third time;
+    a program without an MMRQ to rank is scheduled once. The programs are those of a schedule
+    worked out afresh (the pass without what the ranking kept)."""
+    from compiler import pipeline
+    from compiler import schedule as schedule_module
+
+    decoupled = Params(OVERLAP=2)
+    calls = []
+    real = schedule_module._scheduled
+    monkeypatch.setattr(schedule_module, "_scheduled", lambda code, p: calls.append(1) or real(code, p))
+    counts, programs = {}, {}
+    for seed in (100, 101, 102, 103):
+        graph, names = random_graph(seed)
+        rng = random.Random(seed)
+        calibration = [sample_inputs(names, rng) for _ in range(8)]
+        calls.clear()
+        program = compile_graph(graph, calibration, params=decoupled)
+        chained = any(ins.op == "MMRQ" for ins in program.code)
+        counts[seed] = (len(calls), chained)
+        programs[seed] = (graph, calibration, program.code)
+    assert {n for n, _ in counts.values()} <= {1, 2}
+    assert any(n == 2 for n, _ in counts.values())        # one of them ranked two emissions
+    fresh = schedule_module.reorder_emission
+    monkeypatch.setattr(pipeline, "reorder_emission", lambda emission, params, events, first, known=None:
+                        fresh(emission, params, events, first))   # not the schedule the ranking kept
+    for graph, calibration, code in programs.values():
+        assert compile_graph(graph, calibration, params=decoupled).code == code
