@@ -43,13 +43,19 @@ named ``seed N (edge: <strategy>)``. The body comes from one strategy, by turns:
     -8, 7, -1, 0; in place; every alignment; LUT on the inputs -128 and 127 (the table's ends),
     in place and onto its own table.
 ``touching_regions``
-    every instruction with a long source and its destination right before or right after it.
+    every instruction with a long source and its destination right before or right after it;
+    then, for each engine, long instructions each met by short ones of other engines, the next
+    in their queues, reading over its destination's first or last word or right beside it, and
+    writing over or beside its source (``running_neighbours``: the bounds of a running
+    instruction's regions in the decoupled machine's station, off by a few words, show here).
 ``layernorm_rows``
     LN (issue 26) on constant rows with eps = 0 (D = 0, r = 0) and 1, the row of one 127 among
     -128s (the largest |z|, sqrt(N - 1)) at LN_MAX_LEN where the scratchpad allows, rows of the
     two extremes (the largest variance), a row of zeros and one 1 (the smallest), length 1 and
     4k + 1, eps 2^32 - 1, bias words next to INT32_MAX and INT32_MIN (the sum wraps), in place
-    over the row and over the bias.
+    over the row and over the bias; the row (0, 1) with eps setting D's width to each of 9..33,
+    so that k, the count of D's leading zero pairs, takes every value from 17 to 5
+    (``layernorm_every_k``).
 ``gather_rows``
     GATHER (issue 26) of the first and the last row of tables of 1 to 9 rows, both formats, rows
     of 1 to 5 elements and 4k + 1 (a packed word partly used), a table ending on the last
@@ -628,6 +634,87 @@ def touching_regions(b: Builder) -> None:
             f[write.start] = low - write.extent(f)          # ends where the sources begin
         b.add(kind, **f)
         b.features["edge: regions touching"] += 1
+    running_neighbours(b)
+
+
+NEIGHBOUR_PRODUCERS = {"dma": "LD", "mxu": "MM", "vpu": "VADD", "sfu": "SM"}
+"""The long instruction of each engine that running_neighbours puts a neighbour beside."""
+NEIGHBOURS = ("LD", "ST", "MM", "RQ", "SM", "VADD", "AMAX", "UNPACK", "LN")
+"""The kinds of the short neighbours (not GATHER, whose row numbers a random word would put out
+of its table)."""
+PLACEMENTS = ("first", "last", "before", "after")
+"""Where a neighbour's region sits against the running instruction's: over its first words, over
+its last word, ending where it starts, starting where it ends."""
+
+
+def _long_fields(b: Builder, kind: str) -> dict[str, int]:
+    """Legal fields of ``kind`` that keep its engine busy for dozens of cycles (48 to 160 words, K
+    of 24 to K_MAX for MM, rows of SM_MAX_LEN), regions anywhere in their memories."""
+    p, rng = b.params, b.rng
+    ispec = spec.BY_NAME[kind]
+    for _ in range(200):
+        f = _legal_fields(b, kind)
+        if kind == "MM":
+            f.update(K=rng.randint(min(24, p.K_MAX), p.K_MAX), M=p.T, N=p.T)
+            f.update(lda=f["K"], ldb=p.T if f["tb"] else f["K"])
+        else:
+            f["len"] = p.SM_MAX_LEN if kind == "SM" else rng.randint(48, 160)
+        for region in ispec.regions:
+            size = p.EXT_WORDS if region.mem is Mem.EXT else p.SPAD_WORDS
+            if region.extent(f) <= size:
+                f[region.start] = rng.randrange(0, size - region.extent(f) + 1)
+        if spec.check(ispec, f, p)[0] is ErrorCode.NONE:
+            return f
+    raise TooSmall(f"no long {kind} in {p.SPAD_WORDS} scratchpad words")
+
+
+def _neighbour(b: Builder, kind: str, start: int, end: int, placement: str, writes: bool) -> dict | None:
+    """Legal short fields of ``kind`` whose scratchpad region that ``writes`` (or reads) sits at
+    ``placement`` against the region start .. end - 1, or None when 20 draws fail."""
+    p = b.params
+    ispec = spec.BY_NAME[kind]
+    mine = [r for r in ispec.regions if r.mem is Mem.SPAD and r.writes == writes]
+    for _ in range(20 if mine else 0):
+        f = _legal_fields(b, kind)
+        region = b.rng.choice(mine)
+        e = region.extent(f)
+        at = {"first": start, "last": end - 1, "before": start - e, "after": end}[placement]
+        if e == 0 or not 0 <= at <= p.SPAD_WORDS - e:
+            continue
+        f[region.start] = at
+        if spec.check(ispec, f, p)[0] is ErrorCode.NONE:
+            return f
+    return None
+
+
+def running_neighbours(b: Builder) -> None:
+    """For each engine, two long instructions (:data:`NEIGHBOUR_PRODUCERS`), each followed by
+    short ones of other engines (the next in their queues, so that they meet it while it runs)
+    whose region sits at each of :data:`PLACEMENTS` against its destination, as reads (a read
+    after write over its first or last word, or none just beside it), and one whose destination
+    sits at one of them against its source (a write after read). A bound of the running entry
+    that is off by a few words lets an instruction start before the words it reads are written,
+    or holds one that touches nothing (docs/GA2.md section 7: the hazards)."""
+    rng = b.rng
+    for engine, kind in NEIGHBOUR_PRODUCERS.items():
+        others = [k for k in NEIGHBOURS
+                  if spec.BY_NAME[k].counter != engine and stressprogram.fits(k, b.params)]
+        for _ in range(2):
+            f = _long_fields(b, kind)
+            ispec = spec.BY_NAME[kind]
+            b.add(kind, **f)
+            write = next(r for r in ispec.regions if r.writes)
+            read = next(r for r in ispec.regions if not r.writes)
+            pairs = [(at, f[write.start], f[write.start] + write.extent(f), False) for at in PLACEMENTS]
+            if read.mem is Mem.SPAD:
+                pairs.append((rng.choice(PLACEMENTS), f[read.start], f[read.start] + read.extent(f), True))
+            for placement, start, end, writes in pairs:
+                other = rng.choice(others)
+                g = _neighbour(b, other, start, end, placement, writes)
+                if g is not None:
+                    b.add(other, **g)
+                    hazard = "WAR" if writes else "RAW"
+                    b.features[f"edge: {hazard} neighbour {placement} of a running {engine}"] += 1
 
 
 # --------------------------------------------------------------------------- layernorm_rows, gather_rows
@@ -666,6 +753,30 @@ def layernorm_rows(b: Builder) -> None:
         b.add("LN", dst=bias, src=src, len=n, bias=bias, eps=0)
         b.features["edge: LN in place over the row and the bias"] += 1
         b.features["LN in place"] += 1
+    layernorm_every_k(b)
+
+
+LN_PAIR_WIDTHS = range(9, 34)
+"""The widths of D = 256 * (N*S2 - S1^2) + eps that the row (0, 1) reaches (N*S2 - S1^2 = 1, eps
+below 2^32): k = (LN_RECIP_BITS - width) // 2 from 17 down to 5, each of both parities."""
+
+
+def layernorm_every_k(b: Builder) -> None:
+    """LN on the row (0, 1) with eps chosen so that D has each width of :data:`LN_PAIR_WIDTHS`:
+    every count of D's leading zero pairs from 17 to 5 (sim/arith.ln_solve's k), where random rows,
+    whose D is near 2^31 or above, seldom go. A bit of the count lost at a level of the tree that
+    only small D reach (hw/layernorm.leading_zero_pairs) changes the root, the reciprocal and the
+    shift, and y = +-d_i * R / 2^shift with d_i = -1, +1."""
+    p, rng = b.params, b.rng
+    for width in LN_PAIR_WIDTHS:
+        if b.spad_next + 6 + 4 > p.SPAD_WORDS:
+            return
+        low = 1 << (width - 1)
+        eps = low - 256 + rng.randrange(min(low, (1 << 32) - low + 256))   # 2^(width-1) <= D < 2^width
+        src = b.load([0, 1], int8=True)
+        bias = b.load([rng.randint(-999, 999) for _ in range(2)])
+        b.add("LN", dst=b.spad(2), src=src, len=2, bias=bias, eps=eps)
+        b.features[f"edge: LN k={(spec.LN_RECIP_BITS - width) // 2}"] += 1
 
 
 def _table(b: Builder, rows: int, n: int, fmt: int, at_end: bool = False) -> int:

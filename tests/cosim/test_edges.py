@@ -315,3 +315,50 @@ def test_divider_grazes_show_a_wrong_low_bit_of_3z():
             assert hits, row
             covered |= hits
     assert {(12, lane) for lane in range(P.LANES)} <= covered
+
+
+def test_layernorm_rows_reach_every_count_of_leading_zero_pairs_from_5_to_17():
+    """The rows (0, 1) of layernorm_every_k: D's width from 9 to 33, so k (the even shift's half,
+    sim/arith.ln_solve) takes every value 5..17, each on a row whose results are not 0."""
+    b = built("layernorm_rows", 7)
+    ks = set()
+    for ln in (i for i in b.body if i.op == "LN" and i.len == 2):
+        row = s8(loaded(b, ln.src, 2)).tolist()
+        if row != [0, 1]:
+            continue
+        sol = arith.ln_solve(row, ln.eps)
+        assert 1 << 8 <= sol.d < 1 << 33 and 0 <= ln.eps < 1 << 32
+        assert all(y != 0 for y in arith.layernorm_fixed(row, ln.eps))
+        ks.add(sol.k)
+    assert ks == set(range(5, 18))
+
+
+def test_running_neighbours_sit_over_and_beside_each_engines_long_instruction():
+    """touching_regions ends with running_neighbours: for each engine a long instruction, and after
+    it short ones of other engines whose reads cover its destination's first or last word (a
+    hazard: spec.conflict) or end where it starts, start where it ends (no hazard)."""
+    b = built("touching_regions", 3)
+    seen = set()
+    for k, ins in enumerate(b.body):
+        producer = spec.BY_NAME[ins.op]
+        if ins.op != edges.NEIGHBOUR_PRODUCERS.get(producer.counter) or k + 1 >= len(b.body):
+            continue
+        write = next(r for r in producer.regions if r.writes)
+        start = ins.fields[write.start]
+        end = start + write.extent(ins.fields)
+        for other in b.body[k + 1:k + 6]:
+            o = spec.BY_NAME[other.op]
+            if o.counter == producer.counter:
+                break
+            reads = [(other.fields[r.start], other.fields[r.start] + r.extent(other.fields))
+                     for r in o.regions if r.mem is Mem.SPAD and not r.writes and r.extent(other.fields)]
+            hit = spec.conflict(spec.spad_accesses(o, other.fields), spec.spad_accesses(producer, ins.fields))
+            if any(s <= start < e for s, e in reads) and hit:
+                seen.add((producer.counter, "first"))
+            if any(s <= end - 1 < e for s, e in reads) and hit:
+                seen.add((producer.counter, "last"))
+            if any(e == start for s, e in reads):
+                seen.add((producer.counter, "before"))
+            if any(s == end for s, e in reads):
+                seen.add((producer.counter, "after"))
+    assert seen == {(e, at) for e in edges.NEIGHBOUR_PRODUCERS for at in edges.PLACEMENTS}
