@@ -74,6 +74,8 @@ class Site:
     cell_type: str
     bits: tuple
     module: dict = field(default_factory=dict, repr=False, compare=False)
+    design: dict = field(default_factory=dict, repr=False, compare=False)
+    """Every module of the netlist, by name (for a cone followed across the hierarchy)."""
 
     @property
     def width(self) -> int:
@@ -88,7 +90,7 @@ class Site:
 def site(netlist: dict, m: Mutation) -> Site:
     mod = netlist[m.module]
     cell = mod["cells"][m.cell]
-    return Site(m, cell["type"], tuple(cell["connections"][m.port]), mod)
+    return Site(m, cell["type"], tuple(cell["connections"][m.port]), mod, netlist)
 
 
 def unchanged(at: Site) -> str | None:
@@ -273,6 +275,117 @@ def _array_rows(at: Site) -> str | None:
             f"after it: hw/systolic.py), and {m.mode} on bit {m.portbit} leaves every comparison as it is")
 
 
+def _lands_in_own_register(at: Site, bit: int, q_bit: int) -> bool:
+    """Whether ``bit`` (a multiplexer's output) reaches, through multiplexers' data inputs only,
+    the D of a flip-flop at the position whose Q is ``q_bit``: a register's next-value path."""
+    cells = at.module["cells"].values()
+    todo, seen = [bit], set()
+    while todo:
+        b = todo.pop()
+        if b in seen:
+            continue
+        seen.add(b)
+        for c in cells:
+            conn = c["connections"]
+            if c["type"] == "$dff" and b in conn["D"]:
+                if conn["Q"][conn["D"].index(b)] == q_bit:
+                    return True
+            elif c["type"] == "$mux":
+                for port in ("A", "B"):
+                    if b in conn[port]:
+                        todo.append(conn["Y"][conn[port].index(b)])
+    return False
+
+
+def _array_accumulator_hold(at: Site) -> str | None:
+    """The hold input of the systolic array's accumulator (hw/systolic.py: acc loads only when
+    p_step<i>), which no read sees."""
+    m = at.m
+    if m.module != "ga2_simtop.core.mxu.array" or at.cell_type != "$mux" or m.port != "A" \
+            or not 0 <= m.portbit < at.width:
+        return None
+    conn = at.module["cells"][m.cell]["connections"]
+    acc = at.module["netnames"].get("acc", {}).get("bits", [])
+    held = at.bits[m.portbit]
+    if not any(re.fullmatch(r"p_step\d+", n) for n in _names(at, conn["S"][0])) or held not in acc \
+            or not _lands_in_own_register(at, conn["Y"][m.portbit], held):
+        return None
+    return ("it changes an accumulator of the systolic array (acc) only in a cycle without a step, on "
+            "the input that holds it (hw/systolic.py: acc loads only when p_step); the steps of an MM come "
+            "in consecutive cycles (hw/mxu.py: step while skew <= c < s_end), the first loads the product "
+            "alone (p_first), and the MXU reads acc only in the cycle after a row's last step (row_done, "
+            "hw/mxu.py _write_results), before a held value can reach the register: a held value is "
+            "never read nor added to")
+
+
+LN_COUNT_LINE = "return Cat(Mux(hi_zero, lo_count, hi_count), hi_zero), hi_zero & lo_zero"
+"""The source text of a level of hw/layernorm.leading_zero_pairs's tree (the count of k)."""
+LN_SMALL_D = 1 << 8
+"""D = 2^8 * (N*S2 - S1^2) + eps (GA2.md section 4): at least 2^8 unless N*S2 - S1^2 = 0."""
+
+
+def _cone_back(at: Site, cell: str) -> set[tuple[str, int]]:
+    """The (register, bit) pairs and constants that a cell's inputs come from, followed back
+    through the module's combinational cells to the Q of its flip-flops (per bit through
+    multiplexers, every input bit of any other cell); ("?", bit) for a module input or a memory."""
+    mod = at.module
+    driver = {}
+    for name, c in mod["cells"].items():
+        for port, bits in c["connections"].items():
+            if c["port_directions"].get(port) == "output":
+                for k, b in enumerate(bits):
+                    if isinstance(b, int):
+                        driver[b] = (name, port, k)
+    found, seen = set(), set()
+    todo = [b for port, bits in mod["cells"][cell]["connections"].items()
+            if mod["cells"][cell]["port_directions"].get(port) == "input" for b in bits]
+    while todo:
+        b = todo.pop()
+        if not isinstance(b, int):
+            found.add(("const", b))
+            continue
+        if b in seen:
+            continue
+        seen.add(b)
+        if b not in driver:
+            found.add(("?", b))
+            continue
+        name, port, k = driver[b]
+        c = mod["cells"][name]
+        if c["type"] == "$dff":
+            reg = next((n for n in _names(at, b) if mod["netnames"][n]["bits"] == c["connections"]["Q"]), "?")
+            found.add((reg, c["connections"]["Q"].index(b)))
+        elif c["type"] == "$mux":
+            todo += [c["connections"]["A"][k], c["connections"]["B"][k], *c["connections"]["S"]]
+        elif c["type"].startswith("$") and not c["type"].startswith("$mem"):
+            todo += [x for p, bits in c["connections"].items() if c["port_directions"].get(p) == "input"
+                     for x in bits]
+        else:
+            found.add(("?", b))
+    return found
+
+
+def _layernorm_low_count(at: Site) -> str | None:
+    """A level of LN's leading-zero-pair count (k) that reads only the lowest bits of D, which the
+    tree picks only when every pair above them is 0."""
+    m = at.m
+    if m.module != "ga2_simtop.core.layernorm" or LN_COUNT_LINE not in _source_line(m):
+        return None
+    sources = _cone_back(at, m.cell)
+    bits = [bit for reg, bit in sources if reg != "const"]
+    if not bits or any(reg not in ("const", "d") for reg, _ in sources):
+        return None
+    low = 1 << (max(bits) + 1)
+    if (low - 1).bit_length() % 2 or low > LN_SMALL_D:        # whole pairs of D, all below 2^8
+        return None
+    return (f"the mutated level of the count of D's leading zero pairs (hw/layernorm.leading_zero_pairs) "
+            f"reads only bits 0..{max(bits)} of D (its inputs followed back through the netlist), and the "
+            f"tree takes its count only when every pair above is 0: D < {low}; D = 2^8 * (N*S2 - S1^2) + eps "
+            f"is at least {LN_SMALL_D} unless N*S2 - S1^2 = 0, when every x_i equals the mean and every "
+            "d_i = N*x_i - S1 is 0, so y_i = 0 whatever k, the root, R and the shift (LN_SHIFT - k >= 3) "
+            "are, and LN's latency does not depend on k (sim/spec.py)")
+
+
 def _lut_table_address(at: Site) -> str | None:
     m = at.m
     if m.module != "ga2_simtop.core.lut" or m.signal != "tbl_addr" or at.cell_type != "$mux":
@@ -366,6 +479,94 @@ def fanout_cone(at: Site) -> int | None:
                 return None
             todo.extend(b for b in more if isinstance(b, int) and b not in seen)
     return len(cells)
+
+
+DESIGN_CONE_LIMIT = 200_000
+"""Bits a cone across the hierarchy may visit before it gives up (no verdict)."""
+
+
+def _readers(mod: dict) -> dict[int, list[tuple[str, str, int]]]:
+    """Each bit of a module's netlist -> the (cell, input port, index) that read it."""
+    readers = defaultdict(list)
+    for name, cell in mod["cells"].items():
+        for port, bits in cell["connections"].items():
+            if cell["port_directions"].get(port) == "input":
+                for k, b in enumerate(bits):
+                    if isinstance(b, int):
+                        readers[b].append((name, port, k))
+    return readers
+
+
+def design_cone(at: Site) -> int | None:
+    """:func:`fanout_cone` across the hierarchy: a bit that reaches a submodule's input goes on
+    from that module's port, one that reaches its module's output port goes on from the bit the
+    parent connects to it (Amaranth names each module instance ``<parent>.<cell>``). The number
+    of bits visited, or None when the cone reaches a port of the simulation top's core (its
+    outputs, the external memory's side), a memory, a cell with no output (an assertion or a
+    print: a simulation sees it), or more than :data:`DESIGN_CONE_LIMIT` bits."""
+    design, m = at.design, at.m
+    if not design:
+        return None
+    readers: dict[str, dict] = {}
+    outputs: dict[str, dict[int, tuple[str, int]]] = {}
+
+    def module(name: str) -> tuple[dict, dict, dict]:
+        mod = design[name]
+        if name not in readers:
+            readers[name] = _readers(mod)
+            outputs[name] = {b: (port, k) for port, info in mod.get("ports", {}).items()
+                             if info["direction"] != "input" for k, b in enumerate(info["bits"])}
+        return mod, readers[name], outputs[name]
+
+    cell = design[m.module]["cells"][m.cell]
+    if cell["port_directions"].get(m.port) == "output":
+        first = [at.bits[m.portbit]]
+    else:
+        first = _affected(cell, m.port, m.portbit)
+        if first is None:
+            return None
+    todo = deque((m.module, b) for b in first if isinstance(b, int))
+    seen: set[tuple[str, int]] = set()
+    while todo:
+        state = todo.popleft()
+        if state in seen:
+            continue
+        seen.add(state)
+        if len(seen) > DESIGN_CONE_LIMIT:
+            return None
+        name, bit = state
+        mod, reads, outs = module(name)
+        if bit in outs:
+            parent, _, instance = name.rpartition(".")
+            if parent not in design or "." not in parent:       # the core's own ports: outside
+                return None
+            port, k = outs[bit]
+            up = design[parent]["cells"][instance]["connections"][port][k]
+            if isinstance(up, int):
+                todo.append((parent, up))
+        for cname, port, k in reads[bit]:
+            c = mod["cells"][cname]
+            if c["type"] in design:                                 # a submodule instance
+                todo.append((c["type"], design[c["type"]]["ports"][port]["bits"][k]))
+                continue
+            more = _affected(c, port, k)
+            if more is None or (more == [] and c["type"] not in ("$mux", "$dff")):
+                return None
+            todo.extend((name, b) for b in more if isinstance(b, int))
+    return len(seen)
+
+
+def _unread_in_design(at: Site) -> str | None:
+    m = at.m
+    if not 0 <= m.portbit < at.width:
+        return None
+    reach = design_cone(at)
+    if reach is None:
+        return None
+    return (f"the mutated bit ({m.signal or m.wire or m.cell} bit {m.portbit}) is read by nothing that "
+            f"reaches an output: followed forwards through the netlist across module boundaries ({reach} "
+            "bits, from its module into the submodules it feeds and out to its parents) it reaches no "
+            "port of the core, no memory and no assertion")
 
 
 def _unread(at: Site) -> str | None:
@@ -688,9 +889,9 @@ def _reader_request_at_start(at: Site) -> str | None:
 
 NOTES: tuple[Callable[[Site], str | None], ...] = (
     _counter_bits, _stop_countdown, _dma_st_enable, _bank_read_hold, _divider_bounds, _lane0_mask,
-    _softmax_max_pass, _array_rows, _lut_table_address, _unread, _memory_write_idle, _divider_rest,
-    _checker_latency, _reset_value, _compare_mismatch, _reader_counts, _reader_request_at_start,
-    _write_address_reset, _dma_spad_address)
+    _softmax_max_pass, _array_rows, _array_accumulator_hold, _layernorm_low_count, _lut_table_address,
+    _unread, _unread_in_design, _memory_write_idle, _divider_rest, _checker_latency, _reset_value,
+    _compare_mismatch, _reader_counts, _reader_request_at_start, _write_address_reset, _dma_spad_address)
 """The survivors studied by hand: each returns why its mutations are equivalent, or None."""
 
 

@@ -375,3 +375,60 @@ def test_the_dma_scratchpad_address_stays_below_2_to_13(netlist):
     assert _judge(net, graph, f"{line} -mode cnot1 -portbit 2 -ctrlbit 13").equivalent
     assert not _judge(net, graph, f"{line} -mode const0 -portbit 12").equivalent
     assert not _judge(net, graph, f"{line} -mode cnot1 -portbit 2 -ctrlbit 12").equivalent
+
+
+def test_a_reserved_instruction_bit_reaches_nothing_across_the_hierarchy(netlist):
+    """Bit 127 of the checker's instruction register lies in no field of any instruction (the
+    machine ignores it: hw/isa.py's _reserved): followed from the checker into the control unit
+    and every unit's fields it reaches no output of the core. Bit 5 (every kind's dst) does."""
+    _, net, graph = netlist
+    module = "ga2_simtop.core.control.checks"
+    used = max(lo + width for ispec in spec.instructions(DEFAULT)
+               for lo, width in ispec.field_offsets().values())
+    assert used <= 127 < spec.INSTR_BITS
+    register = _register_of(graph, module, "r_instr")
+    line = f"mutate -mode const1 -module {module} -cell {register} -port Q -portbit {{}}"
+    dead = _judge(net, graph, line.format(127))
+    assert dead.equivalent and dead.method == "note" and "across module boundaries" in dead.why
+    assert not _judge(net, graph, line.format(5)).equivalent
+
+
+def test_the_array_accumulator_hold_input_is_never_read(netlist):
+    """The multiplexer that loads acc[0][0] when p_step0 (hw/systolic.py): its hold input A is
+    never read (the steps of an MM are consecutive, the first loads the product alone, acc is read
+    in the cycle after a row's last step); its input B (the sum) is."""
+    _, net, graph = netlist
+    module = "ga2_simtop.core.mxu.array"
+    mod = graph.modules[module]
+    step0, acc = mod["netnames"]["p_step0"]["bits"], mod["netnames"]["acc"]["bits"]
+    mux = next(name for name, cell in mod["cells"].items() if cell["type"] == "$mux"
+               and cell["connections"]["S"] == step0 and cell["connections"]["A"][0] == acc[0])
+    line = f"mutate -mode cnot0 -module {module} -cell {mux} -port {{}} -portbit 7 -ctrlbit 11"
+    hold = _judge(net, graph, line.format("A"))
+    assert hold.equivalent and "never read nor added to" in hold.why
+    assert not _judge(net, graph, line.format("B")).equivalent
+
+
+def test_the_lowest_levels_of_the_layernorm_count_only_matter_when_every_x_is_the_mean(netlist):
+    """hw/layernorm.leading_zero_pairs: a level reading only D's bits 0..3 is taken when D < 16,
+    which needs N*S2 - S1^2 = 0 (D >= 256 otherwise: the row (0, 1) with eps = 0 has D = 256), and
+    then every y_i is 0 for any k; a level reading D up to bit 11 (taken for D < 4096) is not
+    judged equivalent."""
+    _, net, graph = netlist
+    assert arith.ln_solve([0, 1], 0).d == verdicts.LN_SMALL_D
+    assert arith.layernorm_fixed([-7] * 5, 15) == [0] * 5
+    module = "ga2_simtop.core.layernorm"
+    mod = graph.modules[module]
+    levels = {}
+    for name in (n for n, cell in mod["cells"].items() if cell["type"] == "$mux"):
+        line = f"mutate -mode const0 -module {module} -cell {name} -port Y -portbit 0"
+        m = graph.attribute(draw.parse(line))
+        at = verdicts.site(graph.modules, m)
+        if verdicts.LN_COUNT_LINE in verdicts._source_line(m):
+            top = max(b for reg, b in verdicts._cone_back(at, name) if reg == "d")
+            levels.setdefault(top, name)
+    assert {3, 11} <= set(levels)
+    line = f"mutate -mode const0 -module {module} -cell {{}} -port Y -portbit 0"
+    low = _judge(net, graph, line.format(levels[3]))
+    assert low.equivalent and "D < 16" in low.why
+    assert not _judge(net, graph, line.format(levels[11])).equivalent
