@@ -668,6 +668,28 @@ def _scheduled_runs(p: Params, label: str) -> tuple[list[str], dict]:
     return problems, runs
 
 
+def _scheduled_graph(label: str, seed: int, params: Params) -> tuple[list[str], int, Program | None]:
+    """Random graph ``seed`` compiled for ``params`` with and without buffer reuse, and without
+    the scheduling pass: checks (a)-(e) on the first two, and the schedule never costing cycles
+    over the emitted order. Returns (the problems, the cycles the schedule saved, the program
+    with reuse; None when a compilation or a run failed)."""
+    graph, names = random_graph(seed)
+    calibration, test = _samples(names, seed)
+    try:
+        reused, kept = (compile_graph(graph, calibration, reuse=r, params=params) for r in (True, False))
+        plain = compile_graph(graph, calibration, params=params, reorder=False)
+    except CompileError as e:
+        return [f"{label}: compile error: {e}"], 0, None
+    problems = check_programs(label, graph, test, reused, kept, BOUND)[0]
+    try:
+        scheduled, emitted = (p.run(test, warn=False).counters.cycles for p in (reused, plain))
+    except MachineError as e:
+        return [*problems, f"{label}: the machine stopped: {e}"], 0, None
+    if scheduled > emitted:
+        problems.append(f"{label}: the schedule takes {scheduled} cycles, the emitted order {emitted}")
+    return problems, emitted - scheduled, reused
+
+
 def check_overlap(seeds: Iterable[int] = OVERLAP_SEEDS, stop_early: bool = False) -> list[str]:
     """Checks (a)-(e) on random graphs compiled for OVERLAP = 1, where the list scheduler
     reorders the program (:mod:`compiler.schedule`); besides: the schedule never costs cycles
@@ -679,24 +701,12 @@ def check_overlap(seeds: Iterable[int] = OVERLAP_SEEDS, stop_early: bool = False
         return problems
     saved = 0
     for seed in seeds:
-        graph, names = random_graph(seed)
-        calibration, test = _samples(names, seed)
         label = f"overlap seed {seed}"
-        try:
-            reused, kept = (compile_graph(graph, calibration, reuse=r, params=params) for r in (True, False))
-            plain = compile_graph(graph, calibration, params=params, reorder=False)
-        except CompileError as e:
-            problems.append(f"{label}: compile error: {e}")
+        found, saving, reused = _scheduled_graph(label, seed, params)
+        problems += found
+        saved += saving
+        if reused is None:
             continue
-        problems += check_programs(label, graph, test, reused, kept, BOUND)[0]
-        try:
-            scheduled, emitted = (p.run(test, warn=False).counters.cycles for p in (reused, plain))
-        except MachineError as e:
-            problems.append(f"{label}: the machine stopped: {e}")
-            continue
-        if scheduled > emitted:
-            problems.append(f"{label}: the schedule takes {scheduled} cycles, the emitted order {emitted}")
-        saved += emitted - scheduled
         for pc, (ins, owner) in enumerate(zip(reused.code, reused.owners, strict=True)):
             kind = OWNED_BY.get(ins.op)
             if kind and (owner < 0 or reused.graph.nodes[owner].op != kind):
@@ -724,22 +734,13 @@ def check_decoupled(seeds: Iterable[int] = DECOUPLED_SEEDS, stop_early: bool = F
     problems: list[str] = check_scheduler_decoupled()
     saved = 0
     for seed in seeds:
-        graph, names = random_graph(seed)
-        calibration, test = _samples(names, seed)
-        label = f"decoupled seed {seed}"
-        try:
-            reused, kept = (compile_graph(graph, calibration, reuse=r, params=params) for r in (True, False))
-            plain = compile_graph(graph, calibration, params=params, reorder=False)
-            problems += check_programs(label, graph, test, reused, kept, BOUND)[0]
-            scheduled, emitted = (p.run(test, warn=False).counters.cycles for p in (reused, plain))
-        except (CompileError, MachineError) as e:
-            problems.append(f"{label}: {e}")
+        found, saving, reused = _scheduled_graph(f"decoupled seed {seed}", seed, params)
+        problems += found
+        saved += saving
+        if reused is None:
             continue
-        if scheduled > emitted:
-            problems.append(f"{label}: the schedule takes {scheduled} cycles, the emitted order {emitted}")
-        saved += emitted - scheduled
         graph, names = random_stream_graph(seed)
-        calibration, test = _samples(names, seed)
+        calibration, _test = _samples(names, seed)
         streamed = smallest_scratchpad(graph, calibration, True, overlap=2)
         if streamed is not None:
             problems += check_rankings_decoupled(f"decoupled stream seed {seed}", streamed)
