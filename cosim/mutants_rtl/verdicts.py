@@ -443,13 +443,8 @@ def _affected(cell: dict, port: str, index: int) -> list | None:
     return [b for name, bits in conn.items() if cell["port_directions"].get(name) == "output" for b in bits]
 
 
-def fanout_cone(at: Site) -> int | None:
-    """The cells the mutated bit can reach, followed forwards through the module's netlist (per
-    bit through multiplexers and flip-flops, any output bit of any other cell), or None when it
-    reaches an output port, a memory or a submodule."""
-    mod, m = at.module, at.m
-    outputs = {b for port in mod.get("ports", {}).values() if port["direction"] != "input"
-               for b in port["bits"]}
+def _readers(mod: dict) -> dict[int, list[tuple[str, str, int]]]:
+    """Each bit of a module's netlist -> the (cell, input port, index) that read it."""
     readers = defaultdict(list)
     for name, cell in mod["cells"].items():
         for port, bits in cell["connections"].items():
@@ -457,14 +452,33 @@ def fanout_cone(at: Site) -> int | None:
                 for k, b in enumerate(bits):
                     if isinstance(b, int):
                         readers[b].append((name, port, k))
-    cell = mod["cells"][m.cell]
-    if cell["port_directions"].get(m.port) == "output":
-        first = [at.bits[m.portbit]]
+    return readers
+
+
+def _mutated_bits(at: Site) -> list[int] | None:
+    """The bits of the mutated cell's module that the mutation changes first: the bit itself on
+    an output port, else what the input bit drives (:func:`_affected`); None when that leaves the
+    module's own logic."""
+    cell = at.module["cells"][at.m.cell]
+    if cell["port_directions"].get(at.m.port) == "output":
+        first = [at.bits[at.m.portbit]]
     else:
-        first = _affected(cell, m.port, m.portbit)
-        if first is None:
-            return None
-    todo, seen, cells = deque(b for b in first if isinstance(b, int)), set(), set()
+        first = _affected(cell, at.m.port, at.m.portbit)
+    return None if first is None else [b for b in first if isinstance(b, int)]
+
+
+def fanout_cone(at: Site) -> int | None:
+    """The cells the mutated bit can reach, followed forwards through the module's netlist (per
+    bit through multiplexers and flip-flops, any output bit of any other cell), or None when it
+    reaches an output port, a memory or a submodule."""
+    mod = at.module
+    outputs = {b for port in mod.get("ports", {}).values() if port["direction"] != "input"
+               for b in port["bits"]}
+    readers = _readers(mod)
+    first = _mutated_bits(at)
+    if first is None:
+        return None
+    todo, seen, cells = deque(first), set(), set()
     while todo:
         bit = todo.popleft()
         if bit in seen:
@@ -483,18 +497,6 @@ def fanout_cone(at: Site) -> int | None:
 
 DESIGN_CONE_LIMIT = 200_000
 """Bits a cone across the hierarchy may visit before it gives up (no verdict)."""
-
-
-def _readers(mod: dict) -> dict[int, list[tuple[str, str, int]]]:
-    """Each bit of a module's netlist -> the (cell, input port, index) that read it."""
-    readers = defaultdict(list)
-    for name, cell in mod["cells"].items():
-        for port, bits in cell["connections"].items():
-            if cell["port_directions"].get(port) == "input":
-                for k, b in enumerate(bits):
-                    if isinstance(b, int):
-                        readers[b].append((name, port, k))
-    return readers
 
 
 def design_cone(at: Site) -> int | None:
@@ -518,14 +520,10 @@ def design_cone(at: Site) -> int | None:
                              if info["direction"] != "input" for k, b in enumerate(info["bits"])}
         return mod, readers[name], outputs[name]
 
-    cell = design[m.module]["cells"][m.cell]
-    if cell["port_directions"].get(m.port) == "output":
-        first = [at.bits[m.portbit]]
-    else:
-        first = _affected(cell, m.port, m.portbit)
-        if first is None:
-            return None
-    todo = deque((m.module, b) for b in first if isinstance(b, int))
+    first = _mutated_bits(at)
+    if first is None:
+        return None
+    todo = deque((m.module, b) for b in first)
     seen: set[tuple[str, int]] = set()
     while todo:
         state = todo.popleft()
