@@ -638,83 +638,128 @@ def touching_regions(b: Builder) -> None:
 
 
 NEIGHBOUR_PRODUCERS = {"dma": "LD", "mxu": "MM", "vpu": "VADD", "sfu": "SM"}
-"""The long instruction of each engine that running_neighbours puts a neighbour beside."""
+"""The long instruction of each engine that running_neighbours puts neighbours beside."""
 NEIGHBOURS = ("LD", "ST", "MM", "RQ", "SM", "VADD", "AMAX", "UNPACK", "LN")
 """The kinds of the short neighbours (not GATHER, whose row numbers a random word would put out
 of its table)."""
 PLACEMENTS = ("first", "last", "before", "after")
 """Where a neighbour's region sits against the running instruction's: over its first words, over
 its last word, ending where it starts, starting where it ends."""
+NEIGHBOUR_MARGIN = 112
+"""Free words on each side of the running instruction's regions in its round's window (more
+than a neighbour's region: _legal_fields draws at most 24 elements, an MM's A at most T - 1 rows
+of a stride of 27 and 24 more)."""
+NEIGHBOUR_SLOT = 40
+"""Words of the window for each neighbour's own destination."""
 
 
 def _long_fields(b: Builder, kind: str) -> dict[str, int]:
-    """Legal fields of ``kind`` that keep its engine busy for dozens of cycles (48 to 160 words, K
-    of 24 to K_MAX for MM, rows of SM_MAX_LEN), regions anywhere in their memories."""
+    """Fields of ``kind`` that keep its engine busy for dozens of cycles (48 to 96 words, K of 24
+    to 40 for MM, rows of SM_MAX_LEN), its scratchpad regions not yet placed (at 0)."""
     p, rng = b.params, b.rng
-    ispec = spec.BY_NAME[kind]
-    for _ in range(200):
-        f = _legal_fields(b, kind)
-        if kind == "MM":
-            f.update(K=rng.randint(min(24, p.K_MAX), p.K_MAX), M=p.T, N=p.T)
-            f.update(lda=f["K"], ldb=p.T if f["tb"] else f["K"])
-        else:
-            f["len"] = p.SM_MAX_LEN if kind == "SM" else rng.randint(48, 160)
-        for region in ispec.regions:
-            size = p.EXT_WORDS if region.mem is Mem.EXT else p.SPAD_WORDS
-            if region.extent(f) <= size:
-                f[region.start] = rng.randrange(0, size - region.extent(f) + 1)
-        if spec.check(ispec, f, p)[0] is ErrorCode.NONE:
-            return f
-    raise TooSmall(f"no long {kind} in {p.SPAD_WORDS} scratchpad words")
+    f = _legal_fields(b, kind)
+    if kind == "MM":
+        f.update(K=rng.randint(min(24, p.K_MAX), min(40, p.K_MAX)), M=p.T, N=p.T)
+        f.update(lda=f["K"], ldb=p.T if f["tb"] else f["K"])
+    else:
+        f["len"] = p.SM_MAX_LEN if kind == "SM" else rng.randint(48, 96)
+    return f
 
 
-def _neighbour(b: Builder, kind: str, start: int, end: int, placement: str, writes: bool) -> dict | None:
-    """Legal short fields of ``kind`` whose scratchpad region that ``writes`` (or reads) sits at
-    ``placement`` against the region start .. end - 1, or None when 20 draws fail."""
-    p = b.params
-    ispec = spec.BY_NAME[kind]
-    mine = [r for r in ispec.regions if r.mem is Mem.SPAD and r.writes == writes]
-    for _ in range(20 if mine else 0):
+def _neighbour(b: Builder, kinds: list[str], target: tuple[int, int], placement: str, writes: bool,
+               slot: int, window: tuple[int, int]) -> tuple[str, dict] | None:
+    """A short instruction of one of ``kinds`` whose scratchpad region that ``writes`` (or reads)
+    sits at ``placement`` against ``target`` (start, end); its other regions: a destination at
+    ``slot`` (in the round's window), sources outside the window. (kind, fields), or None when 40
+    draws fail."""
+    p, rng = b.params, b.rng
+    start, end = target
+    for _ in range(40):
+        kind = rng.choice(kinds)
+        ispec = spec.BY_NAME[kind]
+        mine = [r for r in ispec.regions if r.mem is Mem.SPAD and r.writes == writes]
+        if not mine:
+            continue
         f = _legal_fields(b, kind)
-        region = b.rng.choice(mine)
+        region = rng.choice(mine)
         e = region.extent(f)
         at = {"first": start, "last": end - 1, "before": start - e, "after": end}[placement]
         if e == 0 or not 0 <= at <= p.SPAD_WORDS - e:
             continue
+        for other in ispec.regions:
+            if other is region or other.mem is not Mem.SPAD:
+                continue
+            if other.writes:
+                f[other.start] = slot
+            else:                                   # a source below or above the window
+                size = other.extent(f)
+                spots = [*range(0, max(0, window[0] - size)), *range(window[1], p.SPAD_WORDS - size)]
+                f[other.start] = rng.choice(spots) if spots else 0
         f[region.start] = at
         if spec.check(ispec, f, p)[0] is ErrorCode.NONE:
-            return f
+            return kind, f
     return None
 
 
+def _fence(b: Builder, dst: int, n: int, idx: int) -> None:
+    """A GATHER (a fence: nothing after it enters the decoupled machine's station before it ends)
+    of one table row of n words onto dst .. dst + n - 1: it waits for every earlier instruction
+    that writes or reads there, so once it ends, what came before in that range has ended."""
+    src = _table(b, 1, n, 0)
+    b.add("GATHER", dst=dst, src=src, idx=idx, len=n, rows=1, fmt=0)
+
+
 def running_neighbours(b: Builder) -> None:
-    """For each engine, two long instructions (:data:`NEIGHBOUR_PRODUCERS`), each followed by
-    short ones of other engines (the next in their queues, so that they meet it while it runs)
-    whose region sits at each of :data:`PLACEMENTS` against its destination, as reads (a read
-    after write over its first or last word, or none just beside it), and one whose destination
-    sits at one of them against its source (a write after read). A bound of the running entry
-    that is off by a few words lets an instruction start before the words it reads are written,
-    or holds one that touches nothing (docs/GA2.md section 7: the hazards)."""
-    rng = b.rng
-    for engine, kind in NEIGHBOUR_PRODUCERS.items():
-        others = [k for k in NEIGHBOURS
-                  if spec.BY_NAME[k].counter != engine and stressprogram.fits(k, b.params)]
-        for _ in range(2):
-            f = _long_fields(b, kind)
-            ispec = spec.BY_NAME[kind]
-            b.add(kind, **f)
-            write = next(r for r in ispec.regions if r.writes)
-            read = next(r for r in ispec.regions if not r.writes)
-            pairs = [(at, f[write.start], f[write.start] + write.extent(f), False) for at in PLACEMENTS]
-            if read.mem is Mem.SPAD:
-                pairs.append((rng.choice(PLACEMENTS), f[read.start], f[read.start] + read.extent(f), True))
-            for placement, start, end, writes in pairs:
-                other = rng.choice(others)
-                g = _neighbour(b, other, start, end, placement, writes)
-                if g is not None:
-                    b.add(other, **g)
-                    hazard = "WAR" if writes else "RAW"
-                    b.features[f"edge: {hazard} neighbour {placement} of a running {engine}"] += 1
+    """A round for each engine, in an order of its own: a fence (every engine idle after it), a
+    long instruction of that engine (:data:`NEIGHBOUR_PRODUCERS`: dispatched at once, so it is the
+    running one), then short ones of the other engines, which enter while it runs: reads over its
+    destination's first or last word or right beside it (:data:`PLACEMENTS`), and a write over or
+    beside its source. The station compares each entering instruction with every entry, the
+    running one's regions included (docs/GA2.md section 7): a bound of those off by a few words
+    lets one start before the words it reads are written, or holds one that touches nothing."""
+    p, rng = b.params, b.rng
+    if not stressprogram.fits("GATHER", p):
+        raise TooSmall("no GATHER to fence the rounds with")
+    idx = p.SPAD_WORDS - 1                                  # row 0 of every fence's one-row table
+    src = b.ext_next + rng.randrange(0, 4)
+    b.ext_next = src + 1
+    b.ext[src] = 0
+    b.add("LD", dst=idx, src=src, len=1)
+    _fence(b, 0, idx, idx)                                  # all of touching_regions has ended
+    for engine in rng.sample(list(NEIGHBOUR_PRODUCERS), len(NEIGHBOUR_PRODUCERS)):
+        kind = NEIGHBOUR_PRODUCERS[engine]
+        ispec = spec.BY_NAME[kind]
+        f = _long_fields(b, kind)
+        spad = [r for r in ispec.regions if r.mem is Mem.SPAD]
+        size = sum(r.extent(f) + NEIGHBOUR_MARGIN for r in spad) + NEIGHBOUR_MARGIN \
+            + (len(PLACEMENTS) + 1) * NEIGHBOUR_SLOT
+        w0 = rng.randrange(0, idx - size)
+        at = w0 + NEIGHBOUR_MARGIN
+        for r in spad:
+            f[r.start] = at
+            at += r.extent(f) + NEIGHBOUR_MARGIN
+        for r in (r for r in ispec.regions if r.mem is Mem.EXT):
+            f[r.start] = rng.randrange(0, p.EXT_WORDS - r.extent(f) + 1)
+        slots = [at + k * NEIGHBOUR_SLOT for k in range(len(PLACEMENTS) + 1)]
+        window = (w0, w0 + size)
+        b.add(kind, **f)
+        write = next(r for r in spad if r.writes)
+        reads = [r for r in spad if not r.writes]
+        pairs = [(where, write, False) for where in PLACEMENTS]
+        if reads:
+            pairs.append((rng.choice(PLACEMENTS), rng.choice(reads), True))
+        others = [k for k in NEIGHBOURS if spec.BY_NAME[k].counter != engine and stressprogram.fits(k, p)]
+        queued = Counter()
+        for (where, region, writes), slot in zip(pairs, slots, strict=False):
+            target = (f[region.start], f[region.start] + region.extent(f))
+            room = [k for k in others if queued[spec.BY_NAME[k].counter] < spec.STATION_SLOTS - 1]
+            found = _neighbour(b, room, target, where, writes, slot, window)
+            if found is not None:
+                queued[spec.BY_NAME[found[0]].counter] += 1      # a full queue holds the front end
+                b.add(found[0], **found[1])
+                hazard = "WAR" if writes else "RAW"
+                b.features[f"edge: {hazard} neighbour {where} of a running {engine}"] += 1
+        _fence(b, w0, size, idx)
 
 
 # --------------------------------------------------------------------------- layernorm_rows, gather_rows

@@ -11,9 +11,9 @@ import pytest
 
 from cosim import edges, stress
 from sim import arith, spec
-from sim.asm import decode_program
+from sim.asm import build, decode_program
 from sim.machine import s8, s32
-from sim.spec import DEFAULT, ErrorCode, Mem
+from sim.spec import DEFAULT, ErrorCode, Mem, Params
 
 P = DEFAULT
 SEEDS = range(2, 2 + 3 * 60, 3)
@@ -331,6 +331,35 @@ def test_layernorm_rows_reach_every_count_of_leading_zero_pairs_from_5_to_17():
         assert all(y != 0 for y in arith.layernorm_fixed(row, ln.eps))
         ks.add(sol.k)
     assert ks == set(range(5, 18))
+
+
+
+def test_running_neighbours_enter_while_their_long_instruction_runs():
+    """On the decoupled machine (OVERLAP = 2) each round of running_neighbours starts after a fence
+    (a GATHER): its long instruction is dispatched at once, and every short one after it enters
+    the station while it runs (the reference machine's timeline), reading over its destination's
+    first or last word or beside it."""
+    from sim.machine import Machine
+
+    p = Params(OVERLAP=2)
+    b = edges.Builder(random.Random(5), p)
+    edges.touching_regions(b)
+    run = Machine(p).run([*b.body, build("HALT", params=p)], b.ext)
+    timeline = {placed.pc: placed for placed in run.timeline}
+    rounds = 0
+    for k in range(1, len(b.body) - 1):
+        ins, engine = b.body[k], spec.BY_NAME[b.body[k].op].counter
+        if b.body[k - 1].op != "GATHER" or ins.op != edges.NEIGHBOUR_PRODUCERS.get(engine):
+            continue
+        rounds += 1
+        producer = timeline[k]
+        assert producer.start <= producer.entered + 2 * spec.ENTER_DISPATCH_CYCLES
+        j = k + 1
+        while b.body[j].op != "GATHER":
+            assert producer.start <= timeline[j].entered < producer.end, (k, j)
+            j += 1
+        assert j - k - 1 >= len(edges.PLACEMENTS)
+    assert rounds == len(edges.NEIGHBOUR_PRODUCERS)
 
 
 def test_running_neighbours_sit_over_and_beside_each_engines_long_instruction():
