@@ -709,14 +709,20 @@ def _fence(b: Builder, dst: int, n: int, idx: int) -> None:
     b.add("GATHER", dst=dst, src=src, idx=idx, len=n, rows=1, fmt=0)
 
 
+ROUND_PLACEMENTS = (("first", "after"), ("last", "before"))
+"""The two rounds of an engine: the reads of each at these placements, each the first of its
+engine's queue (one that waits for the long instruction would hold the one behind it)."""
+
+
 def running_neighbours(b: Builder) -> None:
-    """A round for each engine, in an order of its own: a fence (every engine idle after it), a
-    long instruction of that engine (:data:`NEIGHBOUR_PRODUCERS`: dispatched at once, so it is the
-    running one), then short ones of the other engines, which enter while it runs: reads over its
-    destination's first or last word or right beside it (:data:`PLACEMENTS`), and a write over or
-    beside its source. The station compares each entering instruction with every entry, the
-    running one's regions included (docs/GA2.md section 7): a bound of those off by a few words
-    lets one start before the words it reads are written, or holds one that touches nothing."""
+    """Two rounds for each engine (:data:`ROUND_PLACEMENTS`), in an order of their own: a fence
+    (every engine idle after it), a long instruction of that engine (:data:`NEIGHBOUR_PRODUCERS`:
+    dispatched at once, so it is the running one), then short ones of the other engines, each the
+    only one of its engine in the round, which enter while it runs: reads over its destination's
+    first or last word, or right beside it, and a write over or beside its source. The station
+    compares each entering instruction with every entry, the running one's regions included
+    (docs/GA2.md section 7): a bound of those off by a few words lets one start before the
+    words it reads are written (its engine is free), or holds one that touches nothing."""
     p, rng = b.params, b.rng
     if not stressprogram.fits("GATHER", p):
         raise TooSmall("no GATHER to fence the rounds with")
@@ -726,13 +732,13 @@ def running_neighbours(b: Builder) -> None:
     b.ext[src] = 0
     b.add("LD", dst=idx, src=src, len=1)
     _fence(b, 0, idx, idx)                                  # all of touching_regions has ended
-    for engine in rng.sample(list(NEIGHBOUR_PRODUCERS), len(NEIGHBOUR_PRODUCERS)):
+    rounds = [(e, at) for e in NEIGHBOUR_PRODUCERS for at in ROUND_PLACEMENTS]
+    for engine, placements in rng.sample(rounds, len(rounds)):
         kind = NEIGHBOUR_PRODUCERS[engine]
         ispec = spec.BY_NAME[kind]
         f = _long_fields(b, kind)
         spad = [r for r in ispec.regions if r.mem is Mem.SPAD]
-        size = sum(r.extent(f) + NEIGHBOUR_MARGIN for r in spad) + NEIGHBOUR_MARGIN \
-            + (len(PLACEMENTS) + 1) * NEIGHBOUR_SLOT
+        size = sum(r.extent(f) + NEIGHBOUR_MARGIN for r in spad) + NEIGHBOUR_MARGIN + 3 * NEIGHBOUR_SLOT
         w0 = rng.randrange(0, idx - size)
         at = w0 + NEIGHBOUR_MARGIN
         for r in spad:
@@ -740,22 +746,20 @@ def running_neighbours(b: Builder) -> None:
             at += r.extent(f) + NEIGHBOUR_MARGIN
         for r in (r for r in ispec.regions if r.mem is Mem.EXT):
             f[r.start] = rng.randrange(0, p.EXT_WORDS - r.extent(f) + 1)
-        slots = [at + k * NEIGHBOUR_SLOT for k in range(len(PLACEMENTS) + 1)]
         window = (w0, w0 + size)
         b.add(kind, **f)
         write = next(r for r in spad if r.writes)
         reads = [r for r in spad if not r.writes]
-        pairs = [(where, write, False) for where in PLACEMENTS]
+        pairs = [(where, write, False) for where in placements]
         if reads:
             pairs.append((rng.choice(PLACEMENTS), rng.choice(reads), True))
-        others = [k for k in NEIGHBOURS if spec.BY_NAME[k].counter != engine and stressprogram.fits(k, p)]
-        queued = Counter()
-        for (where, region, writes), slot in zip(pairs, slots, strict=False):
+        engines = rng.sample([e for e in spec.ENGINES if e != engine], len(spec.ENGINES) - 1)
+        for k, ((where, region, writes), other) in enumerate(zip(pairs, engines, strict=False)):
+            kinds = [n for n in NEIGHBOURS if spec.BY_NAME[n].counter == other and stressprogram.fits(n, p)]
             target = (f[region.start], f[region.start] + region.extent(f))
-            room = [k for k in others if queued[spec.BY_NAME[k].counter] < spec.STATION_SLOTS - 1]
-            found = _neighbour(b, room, target, where, writes, slot, window)
+            slot = at + k * NEIGHBOUR_SLOT
+            found = _neighbour(b, kinds, target, where, writes, slot, window) if kinds else None
             if found is not None:
-                queued[spec.BY_NAME[found[0]].counter] += 1      # a full queue holds the front end
                 b.add(found[0], **found[1])
                 hazard = "WAR" if writes else "RAW"
                 b.features[f"edge: {hazard} neighbour {where} of a running {engine}"] += 1

@@ -337,8 +337,8 @@ def test_layernorm_rows_reach_every_count_of_leading_zero_pairs_from_5_to_17():
 def test_running_neighbours_enter_while_their_long_instruction_runs():
     """On the decoupled machine (OVERLAP = 2) each round of running_neighbours starts after a fence
     (a GATHER): its long instruction is dispatched at once, and every short one after it enters
-    the station while it runs (the reference machine's timeline), reading over its destination's
-    first or last word or beside it."""
+    the station while it runs (the reference machine's timeline), each the only one of its engine
+    in the round."""
     from sim.machine import Machine
 
     p = Params(OVERLAP=2)
@@ -354,12 +354,13 @@ def test_running_neighbours_enter_while_their_long_instruction_runs():
         rounds += 1
         producer = timeline[k]
         assert producer.start <= producer.entered + 2 * spec.ENTER_DISPATCH_CYCLES
-        j = k + 1
+        j, engines = k + 1, set()
         while b.body[j].op != "GATHER":
             assert producer.start <= timeline[j].entered < producer.end, (k, j)
+            engines.add(timeline[j].engine)
             j += 1
-        assert j - k - 1 >= len(edges.PLACEMENTS)
-    assert rounds == len(edges.NEIGHBOUR_PRODUCERS)
+        assert len(engines) == j - k - 1 >= 2 and producer.engine not in engines   # one per engine
+    assert rounds == len(edges.NEIGHBOUR_PRODUCERS) * len(edges.ROUND_PLACEMENTS)
 
 
 def test_running_neighbours_sit_over_and_beside_each_engines_long_instruction():
