@@ -701,6 +701,23 @@ def _neighbour(b: Builder, kinds: list[str], target: tuple[int, int], placement:
     return None
 
 
+def _spacer(b: Builder, kind: str, slot: int, window: tuple[int, int]) -> dict | None:
+    """Legal short fields of ``kind`` writing at ``slot``, reading outside ``window`` (None when
+    40 draws fail): an instruction that touches nothing of the round's."""
+    p, rng = b.params, b.rng
+    ispec = spec.BY_NAME[kind]
+    for _ in range(40):
+        f = _legal_fields(b, kind)
+        for r in (r for r in ispec.regions if r.mem is Mem.SPAD):
+            size = r.extent(f)
+            spots = [*range(0, max(0, window[0] - size)), *range(window[1], p.SPAD_WORDS - 1 - size)]
+            f[r.start] = slot if r.writes else (rng.choice(spots) if spots else 0)
+        if spec.check(ispec, f, p)[0] is ErrorCode.NONE and all(
+                r.extent(f) <= NEIGHBOUR_SLOT for r in ispec.regions if r.writes and r.mem is Mem.SPAD):
+            return f
+    return None
+
+
 def _fence(b: Builder, dst: int, n: int, idx: int) -> None:
     """A GATHER (a fence: nothing after it enters the decoupled machine's station before it ends)
     of one table row of n words onto dst .. dst + n - 1: it waits for every earlier instruction
@@ -717,8 +734,10 @@ engine's queue (one that waits for the long instruction would hold the one behin
 def running_neighbours(b: Builder) -> None:
     """Two rounds for each engine (:data:`ROUND_PLACEMENTS`), in an order of their own: a fence
     (every engine idle after it), a long instruction of that engine (:data:`NEIGHBOUR_PRODUCERS`:
-    dispatched at once, so it is the running one), then short ones of the other engines, each the
-    only one of its engine in the round, which enter while it runs: reads over its destination's
+    dispatched at once, so it is the running one), one or two short ones of its own engine (so
+    that the others enter a few cycles into its run, when the station compares them with it as
+    the running entry), then short ones of the other engines, each the only one of its engine in
+    the round, which enter while it runs: reads over its destination's
     first or last word, or right beside it, and a write over or beside its source. The station
     compares each entering instruction with every entry, the running one's regions included
     (docs/GA2.md section 7): a bound of those off by a few words lets one start before the
@@ -738,7 +757,7 @@ def running_neighbours(b: Builder) -> None:
         ispec = spec.BY_NAME[kind]
         f = _long_fields(b, kind)
         spad = [r for r in ispec.regions if r.mem is Mem.SPAD]
-        size = sum(r.extent(f) + NEIGHBOUR_MARGIN for r in spad) + NEIGHBOUR_MARGIN + 3 * NEIGHBOUR_SLOT
+        size = sum(r.extent(f) + NEIGHBOUR_MARGIN for r in spad) + NEIGHBOUR_MARGIN + 5 * NEIGHBOUR_SLOT
         w0 = rng.randrange(0, idx - size)
         at = w0 + NEIGHBOUR_MARGIN
         for r in spad:
@@ -748,6 +767,10 @@ def running_neighbours(b: Builder) -> None:
             f[r.start] = rng.randrange(0, p.EXT_WORDS - r.extent(f) + 1)
         window = (w0, w0 + size)
         b.add(kind, **f)
+        for k in range(rng.randint(1, 2)):     # the neighbours enter 3 to 8 cycles into its run
+            g = _spacer(b, kind, at + (3 + k) * NEIGHBOUR_SLOT, window)
+            if g is not None:
+                b.add(kind, **g)
         write = next(r for r in spad if r.writes)
         reads = [r for r in spad if not r.writes]
         pairs = [(where, write, False) for where in placements]

@@ -335,7 +335,7 @@ WIDE_MUTANTS = (
            lambda original: lambda acc, rows, cols, entry: original(acc, 1, cols, entry)),
     Mutant("bias: the bias enters the accumulator in units of the output's scale, not the accumulator's",
            Function("compiler.bias.accumulator_unit"),
-           lambda original: lambda node, scales: scales[node.id]),
+           lambda original: lambda node, scales, nodes=None: scales[node.id]),
 )
 """Broken compilers for issue 14 (biases in the accumulator, K cut into pieces), which the
 battery's wide graphs (:func:`compiler.testing.battery.check_wide`) must catch. (The seed's
