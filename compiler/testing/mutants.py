@@ -229,8 +229,9 @@ def _freed_a_step_early(original: Any) -> Any:
 
 
 def _one_accumulator_row_short(original: Callable) -> Callable:
-    def workspace(mm: Any, rows: int, cols: int, stream_a: bool, stream_b: bool, depth: int = 0) -> Any:
-        space = original(mm, rows, cols, stream_a, stream_b, depth)
+    def workspace(mm: Any, rows: int, cols: int, stream_a: bool, stream_b: bool, depth: int = 0,
+                  acc_in_out: bool = False) -> Any:
+        space = original(mm, rows, cols, stream_a, stream_b, depth, acc_in_out)
         short = mm.n
         return space._replace(words=space.words - short, a_block=space.a_block - short,
                               b_block=space.b_block - short)
@@ -295,7 +296,7 @@ SEED_MUTANTS = (
     Mutant("scales: an add's scale is chosen from the sum only", Entry(Op.ADD, "scale"),
            lambda rule: dataclasses.replace(rule, covers=())),
     Mutant("emission: every SM reads row 0", Function("compiler.lowering.softmax.sm_fields"),
-           _field("src", lambda row, dst, src, cols: src)),
+           _field("src", lambda row, dst, src, cols, valid=None: src)),
     Mutant("emission: every AMAX writes its index to the same word",
            Function("compiler.lowering.argmax.amax_fields"), _field("dst", lambda row, dst, src, cols: dst)),
     Mutant("emission: an add operand is rescaled by sum/operand instead of operand/sum",

@@ -170,3 +170,28 @@ def test_the_decoupled_graphs_catch_each_decoupled_mutant():
             except Exception as crash:   # the mutation check counts a crash as caught
                 problems = [repr(crash)]
         assert problems, mutant.label
+
+
+def test_each_broken_function_takes_the_arguments_of_the_one_it_replaces():
+    """A mutant whose replacement (or the lambda a _field wrapper calls) no longer accepts the
+    arguments of the function it stands for crashes with a TypeError, which the mutation check
+    counts as caught without having tested the bug it names (three did, after the functions
+    gained an argument). Each must accept every positional argument of today's function."""
+    import inspect
+
+    stale = []
+    for mutant in mutants.MUTANTS:
+        if not isinstance(mutant.seam, mutants.Function) or not inspect.isfunction(mutant.seam.value()):
+            continue
+        original = mutant.seam.value()
+        replacement = mutant.broken(original)
+        positional = [p for p in inspect.signature(original).parameters.values()
+                      if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+        cells = [c.cell_contents for c in getattr(replacement, "__closure__", None) or ()]
+        called = [replacement, *(c for c in cells if inspect.isfunction(c) and c.__name__ == "<lambda>")]
+        for f in (f for f in called if inspect.isfunction(f)):
+            try:
+                inspect.signature(f).bind(*[None] * len(positional))
+            except TypeError as e:
+                stale.append(f"{mutant.label}: {e}")
+    assert stale == []
