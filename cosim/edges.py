@@ -747,6 +747,8 @@ def running_neighbours(b: Builder) -> None:
         raise TooSmall("no GATHER to fence the rounds with")
     idx = p.SPAD_WORDS - 1                                  # row 0 of every fence's one-row table
     src = b.ext_next + rng.randrange(0, 4)
+    if src >= p.EXT_WORDS:
+        raise TooSmall(f"no external word left for the fences' row number in {p.EXT_WORDS}")
     b.ext_next = src + 1
     b.ext[src] = 0
     b.add("LD", dst=idx, src=src, len=1)
@@ -758,6 +760,8 @@ def running_neighbours(b: Builder) -> None:
         f = _long_fields(b, kind)
         spad = [r for r in ispec.regions if r.mem is Mem.SPAD]
         size = sum(r.extent(f) + NEIGHBOUR_MARGIN for r in spad) + NEIGHBOUR_MARGIN + 5 * NEIGHBOUR_SLOT
+        if size >= idx:
+            raise TooSmall(f"no room for a round of {size} words in {p.SPAD_WORDS} scratchpad words")
         w0 = rng.randrange(0, idx - size)
         at = w0 + NEIGHBOUR_MARGIN
         for r in spad:
