@@ -44,10 +44,11 @@ named ``seed N (edge: <strategy>)``. The body comes from one strategy, by turns:
     in place and onto its own table.
 ``touching_regions``
     every instruction with a long source and its destination right before or right after it;
-    then, for each engine, long instructions each met by short ones of other engines, the next
-    in their queues, reading over its destination's first or last word or right beside it, and
-    writing over or beside its source (``running_neighbours``: the bounds of a running
-    instruction's regions in the decoupled machine's station, off by a few words, show here).
+    then, two rounds per engine, each after a GATHER (a fence: every engine idle), a long
+    instruction of that engine and, entering while it runs, one short instruction of each other
+    engine reading over its destination's first or last word or right beside it, or writing over
+    or beside its source (``running_neighbours``: the bounds of a running instruction's regions in
+    the decoupled machine's station, off by a few words, show here).
 ``layernorm_rows``
     LN (issue 26) on constant rows with eps = 0 (D = 0, r = 0) and 1, the row of one 127 among
     -128s (the largest |z|, sqrt(N - 1)) at LN_MAX_LEN where the scratchpad allows, rows of the
@@ -651,11 +652,13 @@ than a neighbour's region: _legal_fields draws at most 24 elements, an MM's A at
 of a stride of 27 and 24 more)."""
 NEIGHBOUR_SLOT = 40
 """Words of the window for each neighbour's own destination."""
+SPACERS = 2
+"""At most this many short instructions of the long one's own engine come before its neighbours."""
 
 
 def _long_fields(b: Builder, kind: str) -> dict[str, int]:
     """Fields of ``kind`` that keep its engine busy for dozens of cycles (48 to 96 words, K of 24
-    to 40 for MM, rows of SM_MAX_LEN), its scratchpad regions not yet placed (at 0)."""
+    to 40 for MM, rows of SM_MAX_LEN); the caller places its regions."""
     p, rng = b.params, b.rng
     f = _legal_fields(b, kind)
     if kind == "MM":
@@ -664,6 +667,12 @@ def _long_fields(b: Builder, kind: str) -> dict[str, int]:
     else:
         f["len"] = p.SM_MAX_LEN if kind == "SM" else rng.randint(48, 96)
     return f
+
+
+def _outside(b: Builder, size: int, window: tuple[int, int]) -> int:
+    """A start for a region of ``size`` words below or above ``window`` (0 when none fits)."""
+    spots = [*range(0, window[0] - size + 1), *range(window[1], b.params.SPAD_WORDS - size + 1)]
+    return b.rng.choice(spots) if spots else 0
 
 
 def _neighbour(b: Builder, kinds: list[str], target: tuple[int, int], placement: str, writes: bool,
@@ -689,12 +698,7 @@ def _neighbour(b: Builder, kinds: list[str], target: tuple[int, int], placement:
         for other in ispec.regions:
             if other is region or other.mem is not Mem.SPAD:
                 continue
-            if other.writes:
-                f[other.start] = slot
-            else:                                   # a source below or above the window
-                size = other.extent(f)
-                spots = [*range(0, max(0, window[0] - size)), *range(window[1], p.SPAD_WORDS - size)]
-                f[other.start] = rng.choice(spots) if spots else 0
+            f[other.start] = slot if other.writes else _outside(b, other.extent(f), window)
         f[region.start] = at
         if spec.check(ispec, f, p)[0] is ErrorCode.NONE:
             return kind, f
@@ -704,14 +708,12 @@ def _neighbour(b: Builder, kinds: list[str], target: tuple[int, int], placement:
 def _spacer(b: Builder, kind: str, slot: int, window: tuple[int, int]) -> dict | None:
     """Legal short fields of ``kind`` writing at ``slot``, reading outside ``window`` (None when
     40 draws fail): an instruction that touches nothing of the round's."""
-    p, rng = b.params, b.rng
+    p = b.params
     ispec = spec.BY_NAME[kind]
     for _ in range(40):
         f = _legal_fields(b, kind)
         for r in (r for r in ispec.regions if r.mem is Mem.SPAD):
-            size = r.extent(f)
-            spots = [*range(0, max(0, window[0] - size)), *range(window[1], p.SPAD_WORDS - 1 - size)]
-            f[r.start] = slot if r.writes else (rng.choice(spots) if spots else 0)
+            f[r.start] = slot if r.writes else _outside(b, r.extent(f), window)
         if spec.check(ispec, f, p)[0] is ErrorCode.NONE and all(
                 r.extent(f) <= NEIGHBOUR_SLOT for r in ispec.regions if r.writes and r.mem is Mem.SPAD):
             return f
@@ -759,7 +761,8 @@ def running_neighbours(b: Builder) -> None:
         ispec = spec.BY_NAME[kind]
         f = _long_fields(b, kind)
         spad = [r for r in ispec.regions if r.mem is Mem.SPAD]
-        size = sum(r.extent(f) + NEIGHBOUR_MARGIN for r in spad) + NEIGHBOUR_MARGIN + 5 * NEIGHBOUR_SLOT
+        slots = len(spec.ENGINES) - 1 + SPACERS             # one neighbour per other engine, the spacers
+        size = sum(r.extent(f) + NEIGHBOUR_MARGIN for r in spad) + NEIGHBOUR_MARGIN + slots * NEIGHBOUR_SLOT
         if size >= idx:
             raise TooSmall(f"no room for a round of {size} words in {p.SPAD_WORDS} scratchpad words")
         w0 = rng.randrange(0, idx - size)
@@ -771,8 +774,8 @@ def running_neighbours(b: Builder) -> None:
             f[r.start] = rng.randrange(0, p.EXT_WORDS - r.extent(f) + 1)
         window = (w0, w0 + size)
         b.add(kind, **f)
-        for k in range(rng.randint(1, 2)):     # the neighbours enter 3 to 8 cycles into its run
-            g = _spacer(b, kind, at + (3 + k) * NEIGHBOUR_SLOT, window)
+        for k in range(rng.randint(1, SPACERS)):     # the neighbours enter a few cycles into its run
+            g = _spacer(b, kind, at + (len(spec.ENGINES) - 1 + k) * NEIGHBOUR_SLOT, window)
             if g is not None:
                 b.add(kind, **g)
         write = next(r for r in spad if r.writes)
@@ -848,7 +851,8 @@ def layernorm_every_k(b: Builder) -> None:
         if b.spad_next + 6 + 4 > p.SPAD_WORDS:
             return
         low = 1 << (width - 1)
-        eps = low - 256 + rng.randrange(min(low, (1 << 32) - low + 256))   # 2^(width-1) <= D < 2^width
+        pair = 1 << spec.LN_EPS_FRAC                            # D of the row (0, 1) with eps = 0
+        eps = low - pair + rng.randrange(min(low, (1 << 32) - low + pair))   # 2^(width-1) <= D < 2^width
         src = b.load([0, 1], int8=True)
         bias = b.load([rng.randint(-999, 999) for _ in range(2)])
         b.add("LN", dst=b.spad(2), src=src, len=2, bias=bias, eps=eps)

@@ -320,7 +320,7 @@ def _array_accumulator_hold(at: Site) -> str | None:
 
 LN_COUNT_LINE = "return Cat(Mux(hi_zero, lo_count, hi_count), hi_zero), hi_zero & lo_zero"
 """The source text of a level of hw/layernorm.leading_zero_pairs's tree (the count of k)."""
-LN_SMALL_D = 1 << 8
+LN_SMALL_D = 1 << spec.LN_EPS_FRAC
 """D = 2^8 * (N*S2 - S1^2) + eps (GA2.md section 4): at least 2^8 unless N*S2 - S1^2 = 0."""
 
 
