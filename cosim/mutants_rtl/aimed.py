@@ -138,11 +138,9 @@ def listing(net: yosys.Netlist, aim: Aim, seed: int, prefix: str, root: Path = R
     line = aim.line(root)
     slug = re.sub(r"\W+", "-", aim.name).strip("-").lower()
     name = f"{net.folder}/aimed-{slug}-{line}-{seed}"
-    out = net.root / f"{name}.txt"
-    if not out.is_file():
-        yosys.run(f"read_rtlil {net.rtlil}\nmutate -list {LISTED} -seed {seed} -o {name}.txt "
-                  f"-src {prefix}{aim.file}:{line} -port {aim.port} -mode {aim.mode} {yosys.SCOPE}\n",
-                  net.root, name)
+    where = f"-src {prefix}{aim.file}:{line} -port {aim.port} -mode {aim.mode}"
+    out = net.cached(name, f"read_rtlil {net.rtlil}\n"
+                           f"mutate -list {LISTED} -seed {seed} -o {name}.txt {where} {yosys.SCOPE}\n")
     return [text for text in out.read_text().splitlines() if text.startswith("mutate ")]
 
 

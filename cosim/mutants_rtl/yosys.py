@@ -14,6 +14,10 @@ Yosys two minutes and change nothing a run can see (the test bench loads every w
 program, the external memory and the scratchpad before each start). The same netlist written
 back unmutated (``netlist-<sha>/none/ga2_simtop.v``) is the *none* mutant, which must pass
 cosim: it shows that the round trip through Yosys changes nothing.
+
+Test workers and campaigns may ask for the same netlist or listing at once: each is made under
+an exclusive lock on ``netlist-<sha>.lock`` (:meth:`Netlist.locked`), so none reads a file
+another is still writing or removing.
 """
 
 from __future__ import annotations
@@ -23,8 +27,11 @@ import re
 import shutil
 import subprocess
 import tempfile
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from pathlib import Path
+
+from cosim.verilog import flock
 
 TOP = "ga2_simtop"
 SCOPE = f"{TOP}.core*"
@@ -107,6 +114,22 @@ class Netlist:
     def rtlil(self) -> str:
         return f"{self.folder}/base.il"
 
+    def locked(self) -> AbstractContextManager[None]:
+        """An exclusive lock on the netlist's folder, held while a cached file in it is made."""
+        return flock(self.root / f"{self.folder}.lock", exclusive=True)
+
+    def cached(self, name: str, script: str) -> Path:
+        """``root/<name>.txt``, made by the Yosys ``script`` (which writes it) unless it exists.
+
+        Raises:
+            YosysError: Yosys failed.
+        """
+        out = self.root / f"{name}.txt"
+        with self.locked():
+            if not out.is_file():
+                run(script, self.root, name)
+        return out
+
     @property
     def json(self) -> Path:
         return self.root / self.folder / "base.json"
@@ -134,15 +157,16 @@ def prepare(verilog: Path, root: Path, top: str = TOP, *, strip: bool = True) ->
     net = Netlist(Path(root).resolve(), f"netlist-{digest[:12]}", digest, top)
     folder = net.root / net.folder
     stamp = folder / "stamp.sha256"
-    if stamp.is_file() and stamp.read_text().strip() == digest:
-        return net
-    if folder.exists():
-        shutil.rmtree(folder)
-    (folder / "none").mkdir(parents=True)
-    (folder / "source.v").write_text(strip_zero_inits(text)[0] if strip else text)
-    run(PREPARE.format(folder=net.folder, top=top), net.root, f"{net.folder}/prepare")
-    _ports_beside(verilog, net.none)
-    stamp.write_text(digest + "\n")
+    with net.locked():
+        if stamp.is_file() and stamp.read_text().strip() == digest:
+            return net
+        if folder.exists():
+            shutil.rmtree(folder)
+        (folder / "none").mkdir(parents=True)
+        (folder / "source.v").write_text(strip_zero_inits(text)[0] if strip else text)
+        run(PREPARE.format(folder=net.folder, top=top), net.root, f"{net.folder}/prepare")
+        _ports_beside(verilog, net.none)
+        stamp.write_text(digest + "\n")
     return net
 
 
@@ -157,10 +181,8 @@ def listing(net: Netlist, count: int, seed: int, scope: str = SCOPE) -> list[str
     Yosys's even sampling over wires, bits, cells and src attributes; one ``mutate ...``
     command per line (cached)."""
     name = f"{net.folder}/list-{count}-{seed}"
-    out = net.root / f"{name}.txt"
-    if not out.is_file():
-        run(f"read_rtlil {net.rtlil}\nmutate -list {count} -seed {seed} -o {name}.txt {scope}\n",
-            net.root, name)
+    out = net.cached(name, f"read_rtlil {net.rtlil}\n"
+                           f"mutate -list {count} -seed {seed} -o {name}.txt {scope}\n")
     return [line for line in out.read_text().splitlines() if line.startswith("mutate ")]
 
 
