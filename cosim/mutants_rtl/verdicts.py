@@ -13,7 +13,9 @@ A mutant that cosim and stress did not catch is judged in three ways, in this or
    memory or submodule; a memory's write data on the input chosen when its write enable is
    0; a register's value (its Q, D and the multiplexers of its enable and reset) against a
    bound, such as the checker's latency registers (found by elaborating hw.checker with its
-   formula evaluation observed) against the longest legal latency of their kind;
+   formula evaluation observed) against the longest legal latency of their kind, there or
+   where the opcode picks one; a self-check the original never sets (``timing_fault``) that
+   the mutation can only keep at 0;
 3. a **proof** by Yosys on the mutated module alone: the original and the mutated module
    side by side in a miter (``miter -equiv``), and ``sat -tempinduct`` (k-induction from
    the all-zero state, the reset input free) proves that no input sequence makes their
@@ -735,6 +737,89 @@ def _checker_latency(at: Site) -> str | None:
             f"and {how}")
 
 
+def _gated_latency(at: Site, bit) -> tuple[str, int] | None:
+    """(kind, index) when ``bit`` is Y[k] of ``Mux(op is kind's opcode, kind's latency, 0)``
+    (hw/checker._select_value's term): A[k] the constant 0, S an equality of the opcode bits with
+    the kind's opcode, B[k] bit ``index`` of a checker register holding that kind's latency."""
+    mod = at.module
+    found = next(((c, c["connections"]["Y"].index(bit)) for c in mod["cells"].values()
+                  if c["type"] == "$mux" and bit in c["connections"]["Y"]), None)
+    if found is None or not isinstance(bit, int):
+        return None
+    mux, k = found
+    conn = mux["connections"]
+    if conn["A"][k] != "0":
+        return None
+    eq = next((c for c in mod["cells"].values() if c["type"] == "$eq" and c["connections"]["Y"] == conn["S"]),
+              None)
+    if eq is None:
+        return None
+    side = [b for b in (eq["connections"]["A"], eq["connections"]["B"]) if all(x in ("0", "1") for x in b)]
+    if len(side) != 1 or len(side[0]) != spec.OPCODE_BITS:
+        return None
+    opcode = int("".join(reversed(side[0])), 2)
+    source = conn["B"][k]
+    dff = next((c for c in mod["cells"].values() if c["type"] == "$dff" and source in c["connections"]["Q"]),
+               None)
+    if dff is None:
+        return None
+    reg = next((n for n in _names(at, source) if mod["netnames"][n]["bits"] == dff["connections"]["Q"]), None)
+    kind = checker_latencies(DEFAULT).get(reg, (None,))[0]
+    if kind is None or int(spec.BY_NAME[kind].opcode) != opcode:
+        return None
+    return kind, dff["connections"]["Q"].index(source)
+
+
+def _selected_latency(at: Site) -> str | None:
+    """The OR that picks the latency of the kind the opcode names (hw/checker._select_value), a
+    bit forced to 0 or XORed under a control bit, where that bit is one of a kind's latency above
+    the longest legal latency of that kind."""
+    m = at.m
+    if m.module != "ga2_simtop.core.control.checks" or at.cell_type != "$or" \
+            or m.mode not in ("const0", "cnot1"):
+        return None
+    bit = m.portbit if m.mode == "const0" else m.ctrlbit
+    gated = _gated_latency(at, at.bits[bit]) if 0 <= bit < at.width else None
+    if gated is None:
+        return None
+    kind, index = gated
+    longest = longest_latency_of(kind, DEFAULT)
+    if index < longest.bit_length():
+        return None
+    how = ("const0 makes it 0" if m.mode == "const0"
+           else "the mutated bit is XORed with it, so it changes only where that bit is 1")
+    return (f"bit {bit} of the OR's {m.port} is bit {index} of the {kind} latency the checker computes, "
+            f"gated by the opcode being {kind}'s (hw/checker._select_value), and {how}: only for an {kind} "
+            f"whose latency reaches 2**{index}, past the longest legal {kind}'s {longest} cycles; the "
+            "execute stage loads a latency into its countdown only for an instruction that does not stop "
+            "the machine (hw/control.py: consume & ~head.stop)")
+
+
+TIMING_FAULT = "timing_fault"
+"""The core's sticky self-check of the units' ``done`` against the countdown (hw/top.timing_check)."""
+
+
+def _timing_fault_kept_low(at: Site) -> str | None:
+    """A multiplexer of timing_fault's register whose select is forced, so that the self-check can
+    only be cleared or kept (never set where the original would not be)."""
+    m = at.m
+    if m.module != "ga2_simtop.core" or at.cell_type != "$mux" or m.port != "S" \
+            or m.mode not in ("const0", "const1"):
+        return None
+    values, _ = register_chain(at, TIMING_FAULT)
+    q = tuple(at.module["netnames"].get(TIMING_FAULT, {}).get("bits", ()))
+    conn = at.module["cells"][m.cell]["connections"]
+    taken = tuple(conn["B"] if m.mode == "const1" else conn["A"])
+    if not q or tuple(conn["Y"]) not in values or (taken != q and set(taken) != {"0"}):
+        return None
+    return (f"the select of a multiplexer on {TIMING_FAULT}'s register is held at {m.mode[-1]}, which takes "
+            f"{'the constant 0' if taken != q else 'the value the register holds'}: from reset (0) the "
+            "sticky self-check can then be set only where the original's is, when a unit's done and the "
+            "execute stage's countdown disagree (hw/top.timing_check: from the units' registered done, which "
+            "do not read it), and no program makes that happen: every cosim and stress run demands it 0 "
+            "(cosim/api.py TIMING_FAULT), the unmutated machine's among them")
+
+
 def _reset_value(at: Site) -> str | None:
     """The reset value (a multiplexer on rst, port B) of a data register that is loaded before it
     is ever read (hw/lut.py's lut_out<k>, hw/mxu.py's acc_old<j>)."""
@@ -888,7 +973,8 @@ def _reader_request_at_start(at: Site) -> str | None:
 NOTES: tuple[Callable[[Site], str | None], ...] = (
     _counter_bits, _stop_countdown, _dma_st_enable, _bank_read_hold, _divider_bounds, _lane0_mask,
     _softmax_max_pass, _array_rows, _array_accumulator_hold, _layernorm_low_count, _lut_table_address,
-    _unread, _unread_in_design, _memory_write_idle, _divider_rest, _checker_latency, _reset_value,
+    _unread, _unread_in_design, _memory_write_idle, _divider_rest, _checker_latency, _selected_latency,
+    _timing_fault_kept_low, _reset_value,
     _compare_mismatch, _reader_counts, _reader_request_at_start, _write_address_reset, _dma_spad_address)
 """The survivors studied by hand: each returns why its mutations are equivalent, or None."""
 
@@ -918,7 +1004,8 @@ def prove(net: yosys.Netlist, m: Mutation, ident: str, timeout: float = PROOF_TI
     try:
         log = yosys.run(proof_script(net, m), net.root, f"proofs/{ident}", timeout=timeout)
     except yosys.YosysError as e:
-        text = str(e)
+        log = net.root / "proofs" / f"{ident}.log"     # the error's tail may be the selection's long list
+        text = str(e) + (log.read_text(errors="replace") if log.is_file() else "")
         if "select -assert-none" in text or "Assertion failed: selection is not empty" in text:
             return "skipped", f"module {m.module} holds a memory"
         return "skipped", text.splitlines()[0]

@@ -321,6 +321,60 @@ def test_the_checker_latency_registers_and_their_legal_bound(netlist):
     assert not verdict(10).equivalent
 
 
+
+def test_the_chosen_latency_above_its_kind_s_longest_is_equivalent(netlist):
+    """The OR that picks the latency of the opcode's kind (hw/checker._select_value) reads LN's
+    latency through Mux(op == LN, latency, 0): a legal LN takes at most 2 * 256 + LN_OVERHEAD =
+    577 cycles, so a cnot1 under its bit 10 changes nothing, under its bit 9 it may."""
+    _, net, graph = netlist
+    module = "ga2_simtop.core.control.checks"
+    mod = graph.modules[module]
+    assert verdicts.longest_latency_of("LN", DEFAULT) == 2 * 1024 // 4 + spec.LN_OVERHEAD == 577
+    ln = {name for name, (kind, _) in verdicts.checker_latencies(DEFAULT).items() if kind == "LN"}
+    ln_bits = [mod["netnames"][n]["bits"] for n in ln]
+    gate = next(c for c in mod["cells"].values() if c["type"] == "$mux"
+                and set(c["connections"]["A"]) == {"0"} and c["connections"]["B"] in ln_bits)
+    y = gate["connections"]["Y"]
+    name, port, k10 = next((n, port, bits.index(y[10])) for n, c in mod["cells"].items() if c["type"] == "$or"
+                           for port, bits in c["connections"].items() if port in ("A", "B") and y[10] in bits)
+    k9 = mod["cells"][name]["connections"][port].index(y[9])
+
+    def verdict(ctrl: int) -> verdicts.Verdict:
+        return _judge(net, graph, f"mutate -mode cnot1 -module {module} -cell {name} -port {port} "
+                                  f"-portbit 3 -ctrlbit {ctrl}")
+
+    above = verdict(k10)
+    assert above.equivalent and "past the longest legal LN's 577 cycles" in above.why
+    assert not verdict(k9).equivalent
+
+
+def test_timing_fault_held_clear_is_equivalent_and_set_is_not(netlist):
+    """The sticky self-check's clearing multiplexer (start & ~busy ? 0 : ...) with its select
+    held at 1 only keeps timing_fault at 0, which the original always is (cosim demands it); the
+    register's bit held at 1 is a difference on every run."""
+    _, net, graph = netlist
+    core = graph.modules["ga2_simtop.core"]
+    q = core["netnames"][verdicts.TIMING_FAULT]["bits"]
+    dff = next(c for c in core["cells"].values() if c["type"] == "$dff" and c["connections"]["Q"] == q)
+    by_y = {tuple(c["connections"]["Y"]): n for n, c in core["cells"].items() if c["type"] == "$mux"}
+    clear, todo = None, [tuple(dff["connections"]["D"])]
+    while todo and clear is None:          # back from D through the multiplexers to the one taking 0
+        name = by_y.get(todo.pop())
+        if name is None:
+            continue
+        conn = core["cells"][name]["connections"]
+        if set(conn["B"]) == {"0"} and "rst" not in [n for n, net_ in core["netnames"].items()
+                                                    if net_["bits"] == conn["S"]]:
+            clear = name
+        todo += [tuple(conn["A"]), tuple(conn["B"])]
+    assert clear is not None
+    held = _judge(net, graph, f"mutate -mode const1 -module ga2_simtop.core -cell {clear} -port S -portbit 0")
+    assert held.equivalent and "timing_fault" in held.why
+    register = _register_of(graph, "ga2_simtop.core", verdicts.TIMING_FAULT)
+    assert not _judge(net, graph, f"mutate -mode const1 -module ga2_simtop.core -cell {register} -port Q "
+                                  "-portbit 0").equivalent
+
+
 def test_reset_values_overwritten_before_any_read(netlist):
     """lut_out<k> loads every cycle and acc_old<j> before each read: their reset values (B of the
     multiplexer on rst) are equivalent; the value they load (A) is not."""

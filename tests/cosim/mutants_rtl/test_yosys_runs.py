@@ -1,9 +1,12 @@
-"""The netlist's cached files are made once, under a lock, when workers ask for them at once.
+"""Yosys's runs for the RTL mutants, with Yosys replaced by stand-ins.
+
+The netlist's cached files are made once, under a lock, when workers ask for them at once.
 
 CI's run of 2026-12-06 failed: two pytest workers prepared the same netlist, the second removed
 and rewrote ``base.il`` while the first's Yosys was reading it ("Parser error in line 97").
 Here Yosys is replaced by a slow stand-in that writes what the real script would, and two
-threads ask at the same moment: the script runs once and both see the finished files.
+threads ask at the same moment: the script runs once and both see the finished files. A proof
+Yosys refuses for a memory is reported as such.
 """
 
 from __future__ import annotations
@@ -67,3 +70,20 @@ def test_two_workers_list_once_and_read_the_whole_listing(tmp_path, monkeypatch)
     lists = _both(lambda: yosys.listing(net, 10, 1))
     assert lists == [["mutate -mode inv"], ["mutate -mode inv"]]
     assert len(calls) == 2, calls       # prepare's, then one listing
+
+
+def test_a_proof_refused_for_a_memory_says_so_when_the_error_s_tail_does_not(tmp_path, monkeypatch):
+    """Yosys names the memories after its assertion, so the log's last lines (the error's text)
+    may hold only the list: the log is read too (m46 of 2026-12-06 was reported as a failure)."""
+    from cosim.mutants_rtl import draw, verdicts
+
+    def refuses(script: str, cwd: Path, name: str, timeout: float | None = None) -> str:
+        log = cwd / f"{name}.log"
+        log.write_text("ERROR: Assertion failed: selection is not empty: t:$mem_v2 t:$mem\n"
+                       + "".join(f"miter/gold.spad.bank{k}\n" for k in range(20)))
+        raise yosys.YosysError(f"Yosys failed on {name}.ys (exit 1); the log: {log}\n"
+                               "    miter/gold.spad.bank19")
+    monkeypatch.setattr(yosys, "run", refuses)
+    net = yosys.Netlist(tmp_path, "netlist-0", "0")
+    m = draw.parse("mutate -mode const1 -module ga2_simtop.core -cell $procmux$1 -port S -portbit 0")
+    assert verdicts.prove(net, m, "m46") == ("skipped", "module ga2_simtop.core holds a memory")
