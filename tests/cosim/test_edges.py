@@ -9,7 +9,7 @@ from fractions import Fraction
 import numpy as np
 import pytest
 
-from cosim import edges, stress
+from cosim import edges, stress, stressprogram
 from sim import arith, spec
 from sim.asm import build, decode_program
 from sim.machine import s8, s32
@@ -43,6 +43,22 @@ def test_only_every_third_seed_is_an_edge_program():
     drawn = stress.generate(1, 6, DEFAULT)
     assert [p.job.name for p in drawn] == ["seed 1", "seed 2 (edge: rq_ties)", "seed 3",
                                            "seed 4", "seed 5 (edge: softmax_rows)", "seed 6"]
+
+
+
+def test_each_strategy_meets_every_ending_and_the_graded_seeds_keep_theirs():
+    """Strategy and ending once shared their period (each strategy met one ending): now every
+    strategy meets every ending within 1,500 seeds, and the seeds below 150 (the RTL mutants'
+    stress 1..140) keep the strategy of q % 10."""
+    names, endings = list(edges.STRATEGIES), set(stressprogram.ENDINGS)
+    met = {name: set() for name in names}
+    for seed in range(edges.EDGE_REMAINDER, 1500, edges.EDGE_EVERY):
+        met[edges.strategy_of(seed)].add(stressprogram.ENDINGS[seed % len(stressprogram.ENDINGS)])
+    assert all(found == endings for found in met.values()), met
+    assert all(edges.strategy_of(seed) == names[(seed // 3) % len(names)]
+               for seed in range(2, 150, 3))
+    assert edges.strategy_of(152) == names[(50 + 1) % len(names)]
+    assert edges.program(152, DEFAULT).job.name == f"seed 152 (edge: {names[1]})"
 
 
 def test_each_ends_as_its_stress_seed_says_and_runs_legal_code_before(programs):
