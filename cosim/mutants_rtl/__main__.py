@@ -290,7 +290,8 @@ def main(argv: list[str] | None = None) -> int:
         if survivors:
             console.print(f"judging {len(survivors)} survivor{'s' if len(survivors) != 1 else ''}",
                           highlight=False)
-        found |= verdicts.judge_all(netlist, graph_of.modules, survivors, proofs=not args.no_proofs)
+        found |= verdicts.judge_all(netlist, graph_of.modules, survivors, proofs=not args.no_proofs,
+                                    params=args.params if none_id == NONE else DEFAULT)   # the bus: DEFAULT's
     for r in rows:
         r.verdict = found.get(r.ident)
     seconds = time.perf_counter() - t0

@@ -78,6 +78,8 @@ class Site:
     module: dict = field(default_factory=dict, repr=False, compare=False)
     design: dict = field(default_factory=dict, repr=False, compare=False)
     """Every module of the netlist, by name (for a cone followed across the hierarchy)."""
+    params: Params = DEFAULT
+    """The machine the netlist is of: the notes' bounds and the checker's register names are its."""
 
     @property
     def width(self) -> int:
@@ -89,10 +91,10 @@ class Site:
         return b if b in ("0", "1") else None
 
 
-def site(netlist: dict, m: Mutation) -> Site:
+def site(netlist: dict, m: Mutation, params: Params = DEFAULT) -> Site:
     mod = netlist[m.module]
     cell = mod["cells"][m.cell]
-    return Site(m, cell["type"], tuple(cell["connections"][m.port]), mod, netlist)
+    return Site(m, cell["type"], tuple(cell["connections"][m.port]), mod, netlist, params)
 
 
 def unchanged(at: Site) -> str | None:
@@ -146,12 +148,12 @@ def counter_reach(params: Params) -> int:
 
 
 def _counter_bits(at: Site) -> str | None:
-    m, reach = at.m, counter_reach(DEFAULT)
+    m, reach = at.m, counter_reach(at.params)
     if m.unit != "counters" or at.width != spec.COUNTER_BITS:
         return None
     if m.mode == "const0" and m.portbit >= reach:
         return (f"bit {m.portbit} of a cycle counter is never 1: no legal program runs 2**{reach} cycles "
-                f"({DEFAULT.IMEM_WORDS} instructions of at most the longest latency)")
+                f"({at.params.IMEM_WORDS} instructions of at most the longest latency)")
     if m.mode == "cnot1" and m.ctrlbit >= reach:
         return (f"its control, bit {m.ctrlbit} of a cycle counter, is never 1 (2**{reach} cycles are out "
                 "of reach)")
@@ -204,8 +206,13 @@ def _bank_read_hold(at: Site) -> str | None:
             "afresh (hw/banked.py, hw/README.md)")
 
 
-DIVISOR_MAX = DEFAULT.SM_MAX_LEN * arith.Q16_ONE
-"""The largest softmax sum z, the dividers' divisor: SM_MAX_LEN entries of EXP_LUT[0] = 65536."""
+def divisor_max(params: Params) -> int:
+    """The largest softmax sum z, the dividers' divisor: SM_MAX_LEN entries of EXP_LUT[0] = 65536."""
+    return params.SM_MAX_LEN * arith.Q16_ONE
+
+
+DIVISOR_MAX = divisor_max(DEFAULT)
+"""The default machine's :func:`divisor_max`."""
 
 
 def _divider_bounds(at: Site) -> str | None:
@@ -217,9 +224,10 @@ def _divider_bounds(at: Site) -> str | None:
     if at.width != len(net.get("bits", ())):
         return None
     factor = int(kind[2]) if kind[2] else 1
-    top = (factor * DIVISOR_MAX).bit_length()
+    largest = divisor_max(at.params)
+    top = (factor * largest).bit_length()
     what = "the divisor" if factor == 1 else f"{factor} x the divisor"
-    why = (f"{m.signal} holds {what}, at most {factor} x {DIVISOR_MAX} (the softmax sum of SM_MAX_LEN "
+    why = (f"{m.signal} holds {what}, at most {factor} x {largest} (the softmax sum of SM_MAX_LEN "
            f"entries of 65536), so its bits from {top} up are 0")
     if m.mode == "const0" and m.portbit >= top:
         return f"{why}, as const0 makes bit {m.portbit}"
@@ -266,7 +274,7 @@ def _array_rows(at: Site) -> str | None:
     found = re.fullmatch(r"rows(\d+)", m.signal)
     if m.module != "ga2_simtop.core.mxu.array" or found is None or m.mode not in ("const0", "const1", "inv"):
         return None
-    t, i = DEFAULT.T, int(found[1])
+    t, i = at.params.T, int(found[1])
     if at.width != t.bit_length() or m.portbit >= at.width:
         return None
     bit = 1 << m.portbit
@@ -581,7 +589,7 @@ def _unread(at: Site) -> str | None:
            f"netlist of {m.module.removeprefix('ga2_simtop.')} ({reach} cells) it reaches no output port, "
            "no memory and no submodule")
     if m.module == "ga2_simtop.core.vector" and re.fullmatch(r"a[1-9]\d*", m.signal) and m.portbit >= 8:
-        why += (f" (with LANES = {DEFAULT.LANES}, bits 8-31 of the operand register of lane {m.signal[1:]} "
+        why += (f" (with LANES = {at.params.LANES}, bits 8-31 of the operand register of lane {m.signal[1:]} "
                 "are read by nothing: VADD and AMAX take its low byte, UNPACK only lane 0's word; "
                 "hw/vector.py)")
     return why
@@ -720,11 +728,11 @@ def _checker_latency(at: Site) -> str | None:
     m = at.m
     if m.module != "ga2_simtop.core.control.checks" or m.mode not in ("const0", "cnot1"):
         return None
-    found = checker_latencies(DEFAULT).get(m.signal)
+    found = checker_latencies(at.params).get(m.signal)
     if found is None or at.bits not in register_chain(at, m.signal)[0]:
         return None                      # not the register's value (a reset value is not a latency)
     kind, _ = found
-    longest = longest_latency_of(kind, DEFAULT)
+    longest = longest_latency_of(kind, at.params)
     top = longest.bit_length()
     above = _above(m, top)
     if above is None:
@@ -754,8 +762,13 @@ def _gated_latency(at: Site, bit) -> tuple[str, int] | None:
               None)
     if eq is None:
         return None
-    side = [b for b in (eq["connections"]["A"], eq["connections"]["B"]) if all(x in ("0", "1") for x in b)]
-    if len(side) != 1 or len(side[0]) != spec.OPCODE_BITS:
+    operands = [eq["connections"]["A"], eq["connections"]["B"]]
+    side = [b for b in operands if all(x in ("0", "1") for x in b)]
+    other = [b for b in operands if b is not (side[0] if side else None)]
+    signed = any("1" in str(eq.get("parameters", {}).get(k, "0")) for k in ("A_SIGNED", "B_SIGNED"))
+    # Yosys keeps the constant at its own width (LD's opcode is the 1-bit '1'): zero-extended
+    if len(side) != 1 or len(side[0]) > spec.OPCODE_BITS or signed or len(other) != 1 \
+            or not _instruction_opcode(at, other[0]):
         return None
     opcode = int("".join(reversed(side[0])), 2)
     source = conn["B"][k]
@@ -764,10 +777,18 @@ def _gated_latency(at: Site, bit) -> tuple[str, int] | None:
     if dff is None:
         return None
     reg = next((n for n in _names(at, source) if mod["netnames"][n]["bits"] == dff["connections"]["Q"]), None)
-    kind = checker_latencies(DEFAULT).get(reg, (None,))[0]
+    kind = checker_latencies(at.params).get(reg, (None,))[0]
     if kind is None or int(spec.BY_NAME[kind].opcode) != opcode:
         return None
     return kind, dff["connections"]["Q"].index(source)
+
+
+def _instruction_opcode(at: Site, bits: list) -> bool:
+    """Whether ``bits`` are the opcode bits (the lowest OPCODE_BITS) of an instruction register of
+    the module (a net of INSTR_BITS bits)."""
+    return len(bits) == spec.OPCODE_BITS and any(
+        len(net["bits"]) == spec.INSTR_BITS and net["bits"][:spec.OPCODE_BITS] == bits
+        for net in at.module["netnames"].values())
 
 
 def _selected_latency(at: Site) -> str | None:
@@ -783,7 +804,7 @@ def _selected_latency(at: Site) -> str | None:
     if gated is None:
         return None
     kind, index = gated
-    longest = longest_latency_of(kind, DEFAULT)
+    longest = longest_latency_of(kind, at.params)
     if index < longest.bit_length():
         return None
     how = ("const0 makes it 0" if m.mode == "const0"
@@ -893,7 +914,7 @@ def _dma_spad_address(at: Site) -> str | None:
     m = at.m
     if m.module != "ga2_simtop.core.dma" or at.bits not in register_chain(at, "spad_q")[0]:
         return None
-    bound = dma_spad_bound(DEFAULT)
+    bound = dma_spad_bound(at.params)
     above = _above(m, bound.bit_length())
     if above is None:
         return None
@@ -943,7 +964,7 @@ def _reader_counts(at: Site) -> str | None:
     m = at.m
     if m.module != READER or m.mode not in ("const0", "cnot1"):
         return None
-    carried = [(name, bound) for name, bound in reader_bounds(DEFAULT).items()
+    carried = [(name, bound) for name, bound in reader_bounds(at.params).items()
                if at.bits in register_chain(at, name)[0]]
     above = _above(m, carried[0][1].bit_length()) if carried else None
     if above is None:
@@ -1016,10 +1037,11 @@ def prove(net: yosys.Netlist, m: Mutation, ident: str, timeout: float = PROOF_TI
     return "open", f"no counterexample within {INDUCTION_STEPS} cycles; the induction did not close"
 
 
-def judge(net: yosys.Netlist, netlist: dict, m: Mutation, ident: str, *, proofs: bool = True) -> Verdict:
+def judge(net: yosys.Netlist, netlist: dict, m: Mutation, ident: str, *, proofs: bool = True,
+          params: Params = DEFAULT) -> Verdict:
     """The verdict on a survivor (see the module docstring); ``netlist`` is the JSON netlist's
-    modules."""
-    at = site(netlist, m)
+    modules, of the machine ``params``."""
+    at = site(netlist, m, params)
     why = unchanged(at)
     if why:
         return Verdict(True, why, "netlist")
@@ -1037,6 +1059,6 @@ def judge(net: yosys.Netlist, netlist: dict, m: Mutation, ident: str, *, proofs:
 
 
 def judge_all(net: yosys.Netlist, netlist: dict, survivors: list[tuple[str, Mutation]], *,
-              proofs: bool = True) -> dict[str, Verdict]:
+              proofs: bool = True, params: Params = DEFAULT) -> dict[str, Verdict]:
     """:func:`judge` for every (id, mutation) of ``survivors``."""
-    return {ident: judge(net, netlist, m, ident, proofs=proofs) for ident, m in survivors}
+    return {ident: judge(net, netlist, m, ident, proofs=proofs, params=params) for ident, m in survivors}

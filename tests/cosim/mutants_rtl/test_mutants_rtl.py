@@ -322,30 +322,51 @@ def test_the_checker_latency_registers_and_their_legal_bound(netlist):
 
 
 
-def test_the_chosen_latency_above_its_kind_s_longest_is_equivalent(netlist):
-    """The OR that picks the latency of the opcode's kind (hw/checker._select_value) reads LN's
-    latency through Mux(op == LN, latency, 0): a legal LN takes at most 2 * 256 + LN_OVERHEAD =
-    577 cycles, so a cnot1 under its bit 10 changes nothing, under its bit 9 it may."""
+@pytest.mark.parametrize("kind", ["LN", "MM"])
+def test_the_chosen_latency_above_its_kind_s_longest_is_equivalent(netlist, kind):
+    """The OR that picks the latency of the opcode's kind (hw/checker._select_value) reads each
+    kind's latency through Mux(op == kind, latency, 0): a legal LN takes at most 2 * 256 +
+    LN_OVERHEAD = 577 cycles (bits 0..9), a legal MM 77 (bits 0..6; Yosys keeps MM's opcode 3 as a
+    2-bit constant in the comparison), so a cnot1 under the first bit above changes nothing, under
+    the last bit within it may."""
     _, net, graph = netlist
     module = "ga2_simtop.core.control.checks"
     mod = graph.modules[module]
     assert verdicts.longest_latency_of("LN", DEFAULT) == 2 * 1024 // 4 + spec.LN_OVERHEAD == 577
-    ln = {name for name, (kind, _) in verdicts.checker_latencies(DEFAULT).items() if kind == "LN"}
-    ln_bits = [mod["netnames"][n]["bits"] for n in ln]
+    longest = verdicts.longest_latency_of(kind, DEFAULT)
+    top = longest.bit_length()
+    mine = {name for name, (k, _) in verdicts.checker_latencies(DEFAULT).items() if k == kind}
+    mine_bits = [mod["netnames"][n]["bits"] for n in mine]
     gate = next(c for c in mod["cells"].values() if c["type"] == "$mux"
-                and set(c["connections"]["A"]) == {"0"} and c["connections"]["B"] in ln_bits)
+                and set(c["connections"]["A"]) == {"0"} and c["connections"]["B"] in mine_bits)
     y = gate["connections"]["Y"]
-    name, port, k10 = next((n, port, bits.index(y[10])) for n, c in mod["cells"].items() if c["type"] == "$or"
-                           for port, bits in c["connections"].items() if port in ("A", "B") and y[10] in bits)
-    k9 = mod["cells"][name]["connections"][port].index(y[9])
+    name, port = next((n, port) for n, c in mod["cells"].items() if c["type"] == "$or"
+                      for port, bits in c["connections"].items() if port in ("A", "B") and y[top] in bits)
+    bits = mod["cells"][name]["connections"][port]
 
     def verdict(ctrl: int) -> verdicts.Verdict:
         return _judge(net, graph, f"mutate -mode cnot1 -module {module} -cell {name} -port {port} "
                                   f"-portbit 3 -ctrlbit {ctrl}")
 
-    above = verdict(k10)
-    assert above.equivalent and "past the longest legal LN's 577 cycles" in above.why
-    assert not verdict(k9).equivalent
+    above = verdict(bits.index(y[top]))
+    assert above.equivalent and f"past the longest legal {kind}'s {longest} cycles" in above.why
+    assert not verdict(bits.index(y[top - 1])).equivalent
+
+
+def test_the_notes_see_the_machine_graded(netlist, monkeypatch):
+    """The checker's register names differ between machines (the same extent_r<k> holds another
+    value at OVERLAP = 2), so judge hands each note the machine of the netlist it judges."""
+    _, net, graph = netlist
+    decoupled = spec.Params(OVERLAP=2)
+    assert verdicts.checker_latencies(DEFAULT) != verdicts.checker_latencies(decoupled)
+    seen = []
+    monkeypatch.setattr(verdicts, "NOTES", (lambda at: seen.append(at.params),))
+    m = graph.attribute(draw.parse(f"mutate -mode const1 -module ga2_simtop.core.mxu.array "
+                                   f"-cell {_register_of(graph, 'ga2_simtop.core.mxu.array', 'rows1')} "
+                                   "-port Q -portbit 0"))
+    verdicts.judge_all(net, graph.modules, [("a", m)], proofs=False, params=decoupled)
+    verdicts.judge(net, graph.modules, m, "b", proofs=False)
+    assert seen == [decoupled, DEFAULT]
 
 
 def test_timing_fault_held_clear_is_equivalent_and_set_is_not(netlist):
