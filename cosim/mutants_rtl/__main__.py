@@ -125,7 +125,7 @@ def drawn(args: argparse.Namespace,
     graph = draw.Netlist(net.json)
     lines = yosys.listing(net, max(LISTED, args.count), args.seed)
     listed = [graph.attribute(draw.parse(line)) for line in lines]
-    candidates = [m for m in listed if not verdicts.unchanged(verdicts.site(graph.modules, m))]
+    candidates = [m for m in listed if not verdicts.unchanged_in(graph.modules, m)]
     picked = draw.draw(candidates, args.count, args.seed)
     width = len(str(len(picked)))
     rows = [report.Row(f"m{k + 1:0{width}d}", m) for k, m in enumerate(picked)]
@@ -151,7 +151,7 @@ def drawn_bus(args: argparse.Namespace, console: Console) -> tuple[Path, yosys.N
     graph = draw.Netlist(net.json)
     lines = yosys.listing(net, max(LISTED // 4, args.bus_count), args.seed, scope=bus.SCOPE)
     listed = [graph.attribute(draw.parse(line)) for line in lines]
-    candidates = [m for m in listed if not verdicts.unchanged(verdicts.site(graph.modules, m))]
+    candidates = [m for m in listed if not verdicts.unchanged_in(graph.modules, m)]
     picked = draw.draw(candidates, args.bus_count, args.seed)
     width = len(str(len(picked)))
     rows = [report.Row(f"{BUS}{k + 1:0{width}d}", m) for k, m in enumerate(picked)]

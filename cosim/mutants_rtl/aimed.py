@@ -21,7 +21,7 @@ from pathlib import Path
 from ..runner import ROOT
 from . import yosys
 from .draw import Mutation, Netlist, parse
-from .verdicts import site, unchanged
+from .verdicts import unchanged_in
 
 LISTED = 200
 """Mutations Yosys lists at each aimed line (before the cell filter)."""
@@ -153,7 +153,7 @@ def pick(net: yosys.Netlist, graph: Netlist, aim: Aim, seed: int, root: Path = R
     found = []
     for text in listing(net, aim, seed, src_prefix(graph), root):
         m = parse(text)
-        if m.cell.startswith(aim.cell + "$") and not unchanged(site(graph.modules, m)) and \
+        if m.cell.startswith(aim.cell + "$") and not unchanged_in(graph.modules, m) and \
                 (not aim.select or aim.select in _select_wires(graph.modules[m.module], m.cell)):
             found.append(graph.attribute(m))
     if not found:

@@ -75,11 +75,11 @@ class Site:
     m: Mutation
     cell_type: str
     bits: tuple
+    params: Params
+    """The machine the netlist is of: the notes' bounds and the checker's register names are its."""
     module: dict = field(default_factory=dict, repr=False, compare=False)
     design: dict = field(default_factory=dict, repr=False, compare=False)
     """Every module of the netlist, by name (for a cone followed across the hierarchy)."""
-    params: Params = DEFAULT
-    """The machine the netlist is of: the notes' bounds and the checker's register names are its."""
 
     @property
     def width(self) -> int:
@@ -91,20 +91,33 @@ class Site:
         return b if b in ("0", "1") else None
 
 
-def site(netlist: dict, m: Mutation, params: Params = DEFAULT) -> Site:
+def site(netlist: dict, m: Mutation, params: Params) -> Site:
     mod = netlist[m.module]
     cell = mod["cells"][m.cell]
-    return Site(m, cell["type"], tuple(cell["connections"][m.port]), mod, netlist, params)
+    return Site(m, cell["type"], tuple(cell["connections"][m.port]), params, mod, netlist)
+
+
+def unchanged_in(netlist: dict, m: Mutation) -> str | None:
+    """:func:`unchanged` from the netlist's modules alone (it needs no machine: the draw's filter)."""
+    cell = netlist[m.module]["cells"][m.cell]
+    return _unchanged(m, tuple(cell["connections"][m.port]))
 
 
 def unchanged(at: Site) -> str | None:
     """Why the mutation changes nothing at all, or None: a bit tied to 0 (1) made 0 (1), or a
     cnot whose control bit is the constant that leaves it as it is (XOR 0, XNOR 1)."""
-    m = at.m
-    value = at.constant(m.portbit)
+    return _unchanged(at.m, at.bits)
+
+
+def _unchanged(m: Mutation, bits: tuple) -> str | None:
+    def constant(index: int) -> str | None:
+        b = bits[index] if 0 <= index < len(bits) else None
+        return b if b in ("0", "1") else None
+
+    value = constant(m.portbit)
     if (m.mode, value) in (("const0", "0"), ("const1", "1")):
         return f"the bit is the constant {value} already; {m.mode} leaves it"
-    ctrl = at.constant(m.ctrlbit)
+    ctrl = constant(m.ctrlbit)
     if (m.mode, ctrl) in (("cnot1", "0"), ("cnot0", "1")):
         xor = "XOR" if ctrl == "0" else "XNOR"
         return f"its control bit is the constant {ctrl}, so the bit is {xor}ed with {ctrl}: unchanged"
@@ -1037,8 +1050,8 @@ def prove(net: yosys.Netlist, m: Mutation, ident: str, timeout: float = PROOF_TI
     return "open", f"no counterexample within {INDUCTION_STEPS} cycles; the induction did not close"
 
 
-def judge(net: yosys.Netlist, netlist: dict, m: Mutation, ident: str, *, proofs: bool = True,
-          params: Params = DEFAULT) -> Verdict:
+def judge(net: yosys.Netlist, netlist: dict, m: Mutation, ident: str, *, params: Params,
+          proofs: bool = True) -> Verdict:
     """The verdict on a survivor (see the module docstring); ``netlist`` is the JSON netlist's
     modules, of the machine ``params``."""
     at = site(netlist, m, params)
@@ -1059,6 +1072,6 @@ def judge(net: yosys.Netlist, netlist: dict, m: Mutation, ident: str, *, proofs:
 
 
 def judge_all(net: yosys.Netlist, netlist: dict, survivors: list[tuple[str, Mutation]], *,
-              proofs: bool = True, params: Params = DEFAULT) -> dict[str, Verdict]:
+              params: Params, proofs: bool = True) -> dict[str, Verdict]:
     """:func:`judge` for every (id, mutation) of ``survivors``."""
     return {ident: judge(net, netlist, m, ident, proofs=proofs, params=params) for ident, m in survivors}

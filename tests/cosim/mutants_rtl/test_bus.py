@@ -61,7 +61,8 @@ def test_a_flip_only_where_the_compared_constant_differs_is_equivalent(bus_netli
     def judge(mode: str, portbit: int, ctrlbit: int) -> verdicts.Verdict:
         line = (f"mutate -mode {mode} -module {module} -cell {cell} -port A -portbit {portbit} "
                 f"-ctrlbit {ctrlbit}")
-        return verdicts.judge(net, graph.modules, graph.attribute(draw.parse(line)), "eq", proofs=False)
+        return verdicts.judge(net, graph.modules, graph.attribute(draw.parse(line)), "eq",
+                          params=DEFAULT, proofs=False)
 
     same = judge("cnot1", 5, 14)
     assert same.equivalent and same.method == "note" and "0x11" in same.why and "bit 14" in same.why
@@ -77,7 +78,7 @@ def _reader_mux(graph, select: str, port: str, register: str) -> str:
         conn = cell["connections"]
         if cell["type"] != "$mux" or not any(select == n for n in _names(reader, conn["S"][0])):
             continue
-        at = verdicts.Site(None, "$mux", tuple(conn[port]), reader)
+        at = verdicts.Site(None, "$mux", tuple(conn[port]), DEFAULT, reader)
         if tuple(conn[port]) in verdicts.register_chain(at, register)[0]:
             return name
     raise AssertionError(f"no {select} multiplexer on {register}'s value")
@@ -91,7 +92,8 @@ def _judge(bus_netlist, cell: str, port: str, mode: str, portbit: int, ctrlbit: 
     net, graph = bus_netlist
     line = f"mutate -mode {mode} -module {verdicts.READER} -cell {cell} -port {port} -portbit {portbit}"
     line += f" -ctrlbit {ctrlbit}" if ctrlbit >= 0 else ""
-    return verdicts.judge(net, graph.modules, graph.attribute(draw.parse(line)), "reader", proofs=False)
+    return verdicts.judge(net, graph.modules, graph.attribute(draw.parse(line)), "reader",
+                          params=DEFAULT, proofs=False)
 
 
 @pytest.mark.slow          # the same netlist

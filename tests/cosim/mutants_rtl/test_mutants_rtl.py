@@ -95,7 +95,7 @@ def test_the_draw_takes_every_unit_and_depends_on_its_seed(listed):
 @pytest.mark.slow
 def test_constant_bits_are_recognised(netlist, listed):
     _, _, graph = netlist
-    same = [m for m in listed if verdicts.unchanged(verdicts.site(graph.modules, m))]
+    same = [m for m in listed if verdicts.unchanged_in(graph.modules, m)]
     assert same and all(m.mode in ("const0", "const1", "cnot0", "cnot1") for m in same)
 
 
@@ -136,7 +136,7 @@ def test_three_mutants_end_to_end(netlist, icarus, tmp_path):
     assert found.status == grade.CAUGHT and found.steps == [s.name for s in steps], found
     assert "(edge: " in " ".join(found.detail)
 
-    verdict = verdicts.judge(net, graph.modules, never, "never", proofs=False)
+    verdict = verdicts.judge(net, graph.modules, never, "never", params=DEFAULT, proofs=False)
     assert verdict.equivalent and "never 1" in verdict.why
     for path in paths.values():
         grade.clean(path)
@@ -159,7 +159,8 @@ def test_a_note_covers_only_the_bits_out_of_reach(netlist):
 
     def verdict(ctrl: int) -> verdicts.Verdict:
         line = f"mutate -mode cnot1 -module {module} -cell {cell} -port Q -portbit 11 -ctrlbit {ctrl}"
-        return verdicts.judge(net, graph.modules, graph.attribute(draw.parse(line)), "note", proofs=False)
+        return verdicts.judge(net, graph.modules, graph.attribute(draw.parse(line)), "note",
+                          params=DEFAULT, proofs=False)
 
     assert verdict(24).equivalent and "bits from 24 up are 0" in verdict(24).why
     assert not verdict(23).equivalent and verdict(23).why.startswith("no note")
@@ -188,7 +189,7 @@ def test_the_aims_land_on_their_features(netlist):
     for aim, m in picked:
         assert m.src == f"{aim.file}:{aim.line()}", aim.name
         assert m.cell.startswith(aim.cell + "$") and (m.port, m.mode) == (aim.port, aim.mode)
-        assert not verdicts.unchanged(verdicts.site(graph.modules, m))
+        assert not verdicts.unchanged_in(graph.modules, m)
     fmt = dict(picked)[next(a for a in aimed.AIMS if a.select)]
     assert "fields" in aimed._select_wires(graph.modules[fmt.module], fmt.cell)
     assert [m.line for _, m in aimed.pick_all(net, graph, 1, mine)] == [m.line for _, m in picked]
@@ -231,15 +232,16 @@ def test_notes_judge_survivors_by_where_they_are(netlist):
     m = graph.attribute(draw.parse(f"mutate -mode const0 -module ga2_simtop.core.control -cell {dff} "
                                    "-port Q -portbit 0"))
     assert spec.STOP_CYCLES == 1
-    verdict = verdicts.judge(net, graph.modules, m, "stop", proofs=False)
+    verdict = verdicts.judge(net, graph.modules, m, "stop", params=DEFAULT, proofs=False)
     assert verdict.equivalent and verdict.method == "note" and "STOP_CYCLES = 1" in verdict.why
     toggle = graph.attribute(draw.parse(f"mutate -mode cnot0 -module ga2_simtop.core.control "
                                         f"-cell {_error_pc_hold(graph)} -port A -portbit 14 -ctrlbit 5"))
-    assert not verdicts.judge(net, graph.modules, toggle, "toggle", proofs=False).equivalent
+    assert not verdicts.judge(net, graph.modules, toggle, "toggle", params=DEFAULT, proofs=False).equivalent
 
 
 def _judge(net, graph: draw.Netlist, line: str) -> verdicts.Verdict:
-    return verdicts.judge(net, graph.modules, graph.attribute(draw.parse(line)), "note", proofs=False)
+    return verdicts.judge(net, graph.modules, graph.attribute(draw.parse(line)), "note",
+                          params=DEFAULT, proofs=False)
 
 
 def _reset_mux(graph: draw.Netlist, module: str, signal: str) -> str:
@@ -364,8 +366,8 @@ def test_the_notes_see_the_machine_graded(netlist, monkeypatch):
     m = graph.attribute(draw.parse(f"mutate -mode const1 -module ga2_simtop.core.mxu.array "
                                    f"-cell {_register_of(graph, 'ga2_simtop.core.mxu.array', 'rows1')} "
                                    "-port Q -portbit 0"))
-    verdicts.judge_all(net, graph.modules, [("a", m)], proofs=False, params=decoupled)
-    verdicts.judge(net, graph.modules, m, "b", proofs=False)
+    verdicts.judge_all(net, graph.modules, [("a", m)], params=decoupled, proofs=False)
+    verdicts.judge(net, graph.modules, m, "b", params=DEFAULT, proofs=False)
     assert seen == [decoupled, DEFAULT]
 
 
@@ -432,7 +434,7 @@ def test_the_write_address_reset_value_is_never_read(netlist):
     dma = graph.modules["ga2_simtop.core.dma"]
     at = verdicts.Site(draw.parse(f"mutate -mode inv -module ga2_simtop.core.dma -cell "
                                   f"{_reset_mux(graph, 'ga2_simtop.core.dma', 'spad_q')} -port B -portbit 4"),
-                       "$mux", (), dma)
+                       "$mux", (), DEFAULT, dma)
     assert verdicts._read_only_gated(at, "spad_q") is False
 
 
@@ -498,7 +500,7 @@ def test_the_lowest_levels_of_the_layernorm_count_only_matter_when_every_x_is_th
     for name in (n for n, cell in mod["cells"].items() if cell["type"] == "$mux"):
         line = f"mutate -mode const0 -module {module} -cell {name} -port Y -portbit 0"
         m = graph.attribute(draw.parse(line))
-        at = verdicts.site(graph.modules, m)
+        at = verdicts.site(graph.modules, m, DEFAULT)
         if verdicts.LN_COUNT_LINE in verdicts._source_line(m):
             top = max(b for reg, b in verdicts._cone_back(at, name) if reg == "d")
             levels.setdefault(top, name)
