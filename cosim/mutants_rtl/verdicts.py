@@ -85,11 +85,6 @@ class Site:
     def width(self) -> int:
         return len(self.bits)
 
-    def constant(self, index: int) -> str | None:
-        """"0" or "1" when that bit of the port is tied to a constant, else None."""
-        b = self.bits[index] if 0 <= index < len(self.bits) else None
-        return b if b in ("0", "1") else None
-
 
 def site(netlist: dict, m: Mutation, params: Params) -> Site:
     mod = netlist[m.module]
@@ -778,7 +773,7 @@ def _gated_latency(at: Site, bit) -> tuple[str, int] | None:
     operands = [eq["connections"]["A"], eq["connections"]["B"]]
     side = [b for b in operands if all(x in ("0", "1") for x in b)]
     other = [b for b in operands if b is not (side[0] if side else None)]
-    signed = any("1" in str(eq.get("parameters", {}).get(k, "0")) for k in ("A_SIGNED", "B_SIGNED"))
+    signed = _signed(eq)
     # Yosys keeps the constant at its own width (LD's opcode is the 1-bit '1'): zero-extended
     if len(side) != 1 or len(side[0]) > spec.OPCODE_BITS or signed or len(other) != 1 \
             or not _instruction_opcode(at, other[0]):
@@ -937,6 +932,11 @@ def _dma_spad_address(at: Site) -> str | None:
             f"{bound.bit_length()} up are 0, and {above[1]}")
 
 
+def _signed(cell: dict) -> bool:
+    """Whether a comparison cell reads either operand as signed (its A_SIGNED or B_SIGNED)."""
+    return any(int(str(cell.get("parameters", {}).get(f"{k}_SIGNED", "0")), 2) for k in "AB")
+
+
 def _compare_mismatch(at: Site) -> str | None:
     """A cnot on one operand of an equality with a constant, whose flip happens only when the
     control bit differs from the constant's bit there: the operands differ then anyway."""
@@ -945,7 +945,7 @@ def _compare_mismatch(at: Site) -> str | None:
         return None
     cell = at.module["cells"][m.cell]
     other = cell["connections"]["B" if m.port == "A" else "A"]
-    signed = any(int(str(cell.get("parameters", {}).get(f"{k}_SIGNED", "0")), 2) for k in "AB")
+    signed = _signed(cell)
     if signed or not all(b in ("0", "1") for b in other) or m.portbit == m.ctrlbit \
             or not 0 <= m.ctrlbit < at.width:
         return None
