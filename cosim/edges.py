@@ -105,11 +105,12 @@ EDGE_EVERY = 3
 EDGE_REMAINDER = 2
 """Stress seed k is an edge program when k % EDGE_EVERY == EDGE_REMAINDER."""
 TURN_SHIFT_EVERY = 50
-"""Edge program q (seed q * EDGE_EVERY + EDGE_REMAINDER) takes strategy (q + q // 50) % 10, the
-ending ENDINGS[seed % 10]. Without the shift (q % 10 alone) the two have the same period, and
-each strategy met one ending only (touching_regions always EXT_RANGE); shifted by one every 50
-programs, each meets every ending within 500 edge programs (1,500 seeds: 3 is prime to 10). The
-first 50 (seeds below 150, what the RTL mutants are graded on) keep the order they had."""
+"""Edge program q (seed q * EDGE_EVERY + EDGE_REMAINDER) takes strategy (q + q //
+TURN_SHIFT_EVERY) % len(STRATEGIES), and ends as ENDINGS[seed % len(ENDINGS)]. Without the shift
+(q % 10 alone, ten strategies and ten endings) the two have the same period, and each strategy
+met one ending only (touching_regions always EXT_RANGE); shifted by one every 50 programs, each
+meets every ending within 500 edge programs (1,500 seeds: 3 is prime to 10). The first 50 (seeds
+below 150, what the RTL mutants are graded on) keep the order they had (:func:`strategy_of`)."""
 INT32_MIN, INT32_MAX = -(1 << 31), (1 << 31) - 1
 TIE_ODD_PARTS = (1, 3, 5, 15, 17, 51, 85, 255)
 """Odd parts of the mantissa in rq_ties: the divisors of 255, so that 127.5 = 255/2 is a tie."""

@@ -758,9 +758,11 @@ def _gated_latency(at: Site, bit) -> tuple[str, int] | None:
     (hw/checker._select_value's term): A[k] the constant 0, S an equality of the opcode bits with
     the kind's opcode, B[k] bit ``index`` of a checker register holding that kind's latency."""
     mod = at.module
+    if not isinstance(bit, int):
+        return None
     found = next(((c, c["connections"]["Y"].index(bit)) for c in mod["cells"].values()
                   if c["type"] == "$mux" and bit in c["connections"]["Y"]), None)
-    if found is None or not isinstance(bit, int):
+    if found is None:
         return None
     mux, k = found
     conn = mux["connections"]
@@ -773,9 +775,8 @@ def _gated_latency(at: Site, bit) -> tuple[str, int] | None:
     operands = [eq["connections"]["A"], eq["connections"]["B"]]
     side = [b for b in operands if all(x in ("0", "1") for x in b)]
     other = [b for b in operands if b is not (side[0] if side else None)]
-    signed = _signed(eq)
     # Yosys keeps the constant at its own width (LD's opcode is the 1-bit '1'): zero-extended
-    if len(side) != 1 or len(side[0]) > spec.OPCODE_BITS or signed or len(other) != 1 \
+    if len(side) != 1 or len(side[0]) > spec.OPCODE_BITS or _signed(eq) or len(other) != 1 \
             or not _instruction_opcode(at, other[0]):
         return None
     opcode = int("".join(reversed(side[0])), 2)
@@ -945,8 +946,7 @@ def _compare_mismatch(at: Site) -> str | None:
         return None
     cell = at.module["cells"][m.cell]
     other = cell["connections"]["B" if m.port == "A" else "A"]
-    signed = _signed(cell)
-    if signed or not all(b in ("0", "1") for b in other) or m.portbit == m.ctrlbit \
+    if _signed(cell) or not all(b in ("0", "1") for b in other) or m.portbit == m.ctrlbit \
             or not 0 <= m.ctrlbit < at.width:
         return None
     flips_at = "1" if m.mode == "cnot1" else "0"
@@ -1038,8 +1038,8 @@ def prove(net: yosys.Netlist, m: Mutation, ident: str, timeout: float = PROOF_TI
     try:
         log = yosys.run(proof_script(net, m), net.root, f"proofs/{ident}", timeout=timeout)
     except yosys.YosysError as e:
-        log = net.root / "proofs" / f"{ident}.log"     # the error's tail may be the selection's long list
-        text = str(e) + (log.read_text(errors="replace") if log.is_file() else "")
+        written = net.root / "proofs" / f"{ident}.log"  # the error's tail may be the selection's long list
+        text = str(e) + (written.read_text(errors="replace") if written.is_file() else "")
         if "select -assert-none" in text or "Assertion failed: selection is not empty" in text:
             return "skipped", f"module {m.module} holds a memory"
         return "skipped", text.splitlines()[0]

@@ -31,7 +31,7 @@ from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from pathlib import Path
 
-from cosim.verilog import flock
+from ..verilog import flock
 
 TOP = "ga2_simtop"
 SCOPE = f"{TOP}.core*"
