@@ -32,13 +32,22 @@ Its names are re-exported here.
 """
 
 from .cli import main
-from .parse import ABC9_PASSES, abc9_bug, by_block, nextpnr_figures, ram_blocks, summarise_path
+from .parse import (
+    ABC9_PASSES,
+    abc9_bug,
+    by_block,
+    nextpnr_figures,
+    packed_utilisation,
+    ram_blocks,
+    summarise_path,
+)
 from .report import LABELS, PART_TOTALS, Report, markdown, utilisation
 from .run import (
     DEVICE,
     MAPPERS,
     NEXTPNR_PROGRESS,
     YOSYS_PROGRESS,
+    DoesNotFit,
     PnrResult,
     Progress,
     SynthError,
@@ -55,8 +64,8 @@ from .wrapper import TOP_NAME, SynthTop
 
 __all__ = [
     "ABC9_PASSES", "DEVICE", "LABELS", "MAPPERS", "NEXTPNR_PROGRESS", "PART_TOTALS", "TOP_NAME",
-    "YOSYS_PROGRESS", "PnrResult", "Progress", "Report", "SynthError", "SynthTop", "YosysResult",
-    "abc9_bug", "by_block", "main", "markdown", "nextpnr_figures", "ram_blocks", "run_logged",
-    "run_nextpnr", "run_yosys", "summarise_path", "synthesise", "tool", "utilisation", "versions",
-    "yosys_script",
+    "YOSYS_PROGRESS", "DoesNotFit", "PnrResult", "Progress", "Report", "SynthError", "SynthTop",
+    "YosysResult", "abc9_bug", "by_block", "main", "markdown", "nextpnr_figures", "packed_utilisation",
+    "ram_blocks", "run_logged", "run_nextpnr", "run_yosys", "summarise_path", "synthesise", "tool",
+    "utilisation", "versions", "yosys_script",
 ]

@@ -1,5 +1,6 @@
 """Reading what Yosys and nextpnr-ecp5 write: why Yosys stopped, the cells and memories it
-mapped, cells by block, block RAMs per memory, nextpnr's Fmax and critical path.
+mapped, cells by block, block RAMs per memory, nextpnr's Fmax and critical path, and what
+nextpnr packed when it could not place.
 
 Pure functions of the tools' text and JSON: the tests feed them made-up logs and paths.
 """
@@ -86,6 +87,23 @@ def nextpnr_figures(report_json: str, clock: str) -> tuple[float, float, dict[st
     path = paths[0]["path"] if paths else []
     used = {k: v for k, v in report["utilization"].items() if v["used"]}
     return figures["achieved"], figures["constraint"], used, path
+
+
+def packed_utilisation(log_text: str) -> dict[str, dict[str, int]]:
+    """nextpnr-ecp5's "Device utilisation" after packing, from its log (the first such table: it
+    prints it before placement, so a run that could not place has it too): cell kind -> {"used",
+    "available"}, in the form of its ``--report`` JSON's "utilization" (kinds used only)."""
+    table = log_text.split("Device utilisation:", 1)
+    if len(table) < 2:
+        return {}
+    used = {}
+    for line in table[1].splitlines()[1:]:
+        row = re.match(r"^Info:\s+(\w+):\s+(\d+)/\s*(\d+)\s+\d+%\s*$", line)
+        if row is None:
+            break
+        if int(row.group(2)):
+            used[row.group(1)] = {"used": int(row.group(2)), "available": int(row.group(3))}
+    return used
 
 
 def summarise_path(path: list[dict]) -> dict:

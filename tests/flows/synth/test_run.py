@@ -161,3 +161,26 @@ def test_make_synth_keeps_yosys_where_the_sweep_reads_it(tmp_path, monkeypatch):
     monkeypatch.chdir(sweep.ROOT)
     assert cli.main(["--out", str(tmp_path / "synth"), "--yosys-only"]) == 0
     assert calls[0]["yosys_cache"].resolve() == sweep.YOSYS_CACHE.resolve()
+
+
+def test_a_machine_nextpnr_cannot_place_is_reported_as_not_fitting(tmp_path, monkeypatch):
+    """Yosys's count (LUT4 + 2 * CCU2C) fits, nextpnr packs more logic cells than the part has
+    and fails (a stand-in for it prints the T = 8, OVERLAP = 2 machine's table): the flow writes
+    its report, with nextpnr's figures and no Fmax, instead of stopping on the failure."""
+    _need_yosys()
+    from .test_parse import PACKED
+
+    fake = tmp_path / "nextpnr"
+    fake.write_text("#!/bin/sh\n[ \"$1\" = --version ] && echo stand-in && exit 0\n"
+                    f"cat <<'EOF'\n{PACKED}EOF\nexit 125\n")
+    fake.chmod(0o755)
+    monkeypatch.setenv("NEXTPNR_ECP5", str(fake))
+    with pytest.raises(synth.DoesNotFit, match=r"LUT4 \(logic cells, carry halves included\) 85,740 of 83,640"):
+        synth.run_nextpnr(tmp_path / "netlist.json", tmp_path, 110.0, quiet=True)
+    out = tmp_path / "unit"
+    report = synth.synthesise(DEFAULT, out, quiet=True, top_factory=RequantUnit, yosys_cache=YOSYS_CACHE)
+    assert report.fmax is None
+    assert report.overfull == "LUT4 (logic cells, carry halves included) 85,740 of 83,640 (nextpnr's packing)"
+    assert report.utilisation["LUT4"]["used"] == 85740 and report.utilisation["MULT18X18D"]["used"] == 153
+    assert "**Does not fit the LFE5U-85F**: LUT4" in (out / "report.md").read_text()
+    assert json.loads((out / "report.json").read_text())["overfull"] == report.overfull
