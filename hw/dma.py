@@ -258,19 +258,26 @@ class DMA(Checked):
             mask.eq(lane_mask(left, lanes)),
             last.eq(last_beat(left, lanes)),
         ]
-        ext_step = Mux(issue_ld & ld.fmt, lanes // spec.INT8_PER_WORD, lanes)
+
+        def ext_step(ld_now: Value) -> Value:     # a packed LD reads LANES / 4 external words a beat
+            return Mux(ld_now & ld.fmt, lanes // spec.INT8_PER_WORD, lanes)
+
         if self.params.OVERLAP:
             # a held beat (want without issue) is read again next cycle: the addresses and the
-            # count step by 0, the step chosen before the adders (the hold comes from the control,
-            # across the chip: no multiplexer after the carry chains)
-            step = Mux(issue, lanes, 0)
+            # count stay. Each register's next value is one of four, every sum formed from
+            # registers and the held fields alone (the first beat's from the fields, a later
+            # beat's from the register), so ``first`` and ``issue`` (the dispatch, and the hold
+            # from the control across the chip) only pick among them after the carry chains
+            def pick(field, held, field_next, held_next):
+                return Mux(first, Mux(issue, field_next, field), Mux(issue, held_next, held))
+
             with m.If(want):
                 m.d.sync += [
                     running.eq(~issue | ~last),
                     load.eq(issue_ld),
-                    spad_q.eq(spad_addr + step),
-                    ext_q.eq(ext_addr + Mux(issue, ext_step, 0)),
-                    left_q.eq(left - step),
+                    spad_q.eq(pick(spad_field, spad_q, spad_field + lanes, spad_q + lanes)),
+                    ext_q.eq(pick(ext_field, ext_q, ext_field + ext_step(is_ld), ext_q + ext_step(load))),
+                    left_q.eq(pick(len_field, left_q, len_field - lanes, left_q - lanes)),
                 ]
         else:
             with m.If(issue):
@@ -278,7 +285,7 @@ class DMA(Checked):
                     running.eq(~last),
                     load.eq(issue_ld),
                     spad_q.eq(spad_addr + lanes),
-                    ext_q.eq(ext_addr + ext_step),
+                    ext_q.eq(ext_addr + ext_step(issue_ld)),
                     left_q.eq(left - lanes),
                 ]
         return issue, issue_ld, spad_addr, ext_addr, mask, last

@@ -6,13 +6,15 @@ The rule is GA2.md section 7's ``sim.spec.Decoupled``; this is its hardware, cyc
 kept for the hazards on it until its last cycle) and STATION_SLOTS - 1 waiting entries
 W_e[0..], a queue that shifts down by one when W_e[0] is issued (so the head is always W_e[0]:
 its fields go to e's dispatch registers, and its readiness is computed, with no multiplexer).
-Every waiting entry holds its instruction (opcode, fields, pc, latency, windows, regions) and two
-dependence vectors, ``full`` and ``war``, with a bit per column (f, 0) = R_f and (f, 1 + k) =
-W_f[k] of every other engine f: wait for that instruction's end, or (a write after read only)
-for the end of its read window. A column moves with its instruction: when f issues, column
-(f, 1) becomes (f, 0) and so on (:func:`_remap`); when R_f ends with nothing issued, column (f, 0)
-clears. A bit on a waiting column never clears while it waits; a bit on (f, 0) is satisfied when
-R_f ends (its countdown) or has read.
+Every waiting entry holds its instruction (opcode, fields, pc, latency, windows, regions) and
+three vectors with a bit per column (f, 0) = R_f and (f, 1 + k) = W_f[k] of every other engine
+f: two dependence vectors, ``full`` and ``war``: wait for that instruction's end, or (a write
+after read only) for the end of its read window; and ``age``: that waiting instruction entered
+before this one (an age matrix, set on entry from the queues' valid bits: instructions enter in
+program order, so program order needs no pc comparison). A column moves with its instruction:
+when f issues, column (f, 1) becomes (f, 0) and so on (:func:`_remap`); when R_f ends with
+nothing issued, column (f, 0) clears. A bit on a waiting column never clears while it waits; a
+bit on (f, 0) is satisfied when R_f ends (its countdown) or has read.
 
 **Entering** (``q.consume``, an instruction leaves the front end's queue): the head is compared
 with every entry (its written region with every region of each, each of its read regions with
@@ -26,15 +28,15 @@ the front end's queue.
 **Dispatch**: in cycle x each engine's readiness for an issue in x + 1 (a dispatch in x + 2) is
 computed from registers: W_e[0] is there, e's countdown ends by then, every dependence is met,
 and the ports allow it (as at OVERLAP = 1). The earliest ready one in program order (the heads'
-pcs compared in x) is chosen in x and registered (``issue_eng``: the issue in x + 1), unless an
+age bits read in x) is chosen in x and registered (``issue_eng``: the issue in x + 1), unless an
 instruction is issued in x (the flags are then stale: DISPATCH_CYCLES = 2) or a stop is taken
 in x; an entry written in x - 1 is issued in x + 1 at the earliest (ENTER_DISPATCH_CYCLES = 2).
 The issue is a register, so the shift enables of every queue and vector, and the units'
 dispatch registers, hang on a flip-flop, not on the choice's logic; so are ``release`` (a
-running instruction's last cycle, which clears its column) and, of each head, the pcs compared
-and whether it waits on a waiting instruction (computed from the next values), so that the
-choice is a carry chain (the write port's countdown against the head's window) and a few LUTs
-from registers.
+running instruction's last cycle, which clears its column) and, of each head, which heads are
+older (its age bits) and whether it waits on a waiting instruction (computed from the next
+values), so that the choice is a carry chain (the write port's countdown against the head's
+window) and a few LUTs from registers.
 
 **A fence** (a GATHER, ``sim.spec.InstrSpec.fence``): nothing after it is taken into the
 station before it ends (``fence_waiting``, ``fence_running`` and its countdown), so when its row
@@ -103,7 +105,7 @@ def _layouts(params, pcw: int) -> tuple[data.StructLayout, data.StructLayout]:
     regions = {name: widths[name] for name in REGION_NAMES}
     waiting = data.StructLayout({
         "opcode": spec.OPCODE_BITS, "fields": FIELD_BITS, "pc": pcw, **issue_load_widths(params),
-        "rd": 1, "wr": 1, **regions, "full": COLUMNS, "war": COLUMNS,
+        "rd": 1, "wr": 1, **regions, "full": COLUMNS, "war": COLUMNS, "age": COLUMNS,
     })
     return waiting, data.StructLayout(regions)
 
@@ -276,6 +278,9 @@ def _enter(m: Module, s, ctl, busy, start, stop, q) -> SimpleNamespace:
         *(getattr(entry, name).eq(getattr(head, name)) for name in REGION_NAMES),
         entry.full.eq(_remap(dep_full, s.shift, s.release)),
         entry.war.eq(_remap(dep_war, s.shift, s.release)),
+        # every instruction waiting in the station entered before this one
+        entry.age.eq(_remap(Cat(*(Cat(Const(0, 1), s.wv[f]) for f in range(n_eng))) & ~own,
+                            s.shift, s.release)),
     ]
     for f in range(n_eng):
         _queue(m, s, f, busy & ~s.stopping & take_q[f], entry, start)
@@ -325,6 +330,8 @@ def _queue(m: Module, s, f: int, take: Value, entry: Value, start: Value) -> Non
                                                            s.shift, s.release))),
             nxt.war.eq(Mux(lands_here, entry.war, _remap(Value.cast(kept)[_slice(slots[k], "war")],
                                                          s.shift, s.release))),
+            nxt.age.eq(Mux(lands_here, entry.age, _remap(Value.cast(kept)[_slice(slots[k], "age")],
+                                                         s.shift, s.release))),
         ]
         m.d.sync += slots[k].eq(nxt)
         if k == 0:
@@ -345,7 +352,7 @@ def _dispatch(m: Module, s, ctl, busy: Value, start: Value) -> None:
     """The issue, decided a cycle ahead and registered (``issue_eng``): in cycle x each engine's
     readiness for an issue in x + 1 is computed from registers (its head is there, its
     countdown ends by then, every dependence is met, the ports allow it), the earliest ready in
-    program order (the heads' pcs compared) is chosen, and the choice is registered, unless an
+    program order (the heads' age bits) is chosen, and the choice is registered, unless an
     instruction is issued in x (then the flags are stale: DISPATCH_CYCLES = 2) or a stop is
     taken. The register drives every shift enable of the station and each unit's dispatch
     registers with no logic before the fan-out."""
@@ -358,13 +365,14 @@ def _dispatch(m: Module, s, ctl, busy: Value, start: Value) -> None:
     s.depok_q = Signal(n_eng, name="deps_ok_q")
     older_q = [Signal(n_eng, name=f"older_q_{e}") for e in ENGINES]
     # of the heads, each a register computed from their next values (the same every cycle as
-    # from the heads themselves): the pcs compared, a dependence on a waiting instruction
+    # from the heads themselves): which heads entered first (the age bits: instructions enter in
+    # program order, so no pc comparison), a dependence on a waiting instruction
     older = [Signal(n_eng, name=f"older_{e}") for e in ENGINES]
     on_waiting = [Signal(name=f"on_waiting_{e}") for e in ENGINES]
     ready = []
     for e, h in enumerate(heads):
         m.d.sync += [
-            older[e].eq(Cat(*((nexts[e].pc < nexts[f].pc) if f != e else Const(1, 1) for f in range(n_eng)))),
+            older[e].eq(Cat(*(~nexts[e].age[column(f, 1)] if f != e else Const(1, 1) for f in range(n_eng)))),
             on_waiting[e].eq(waits_on_waiting(nexts[e])),
         ]
         deps_ok = deps_met(h, e, ends_soon, read_soon, on_waiting[e])

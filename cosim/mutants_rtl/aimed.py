@@ -75,7 +75,7 @@ AIMS = (
         "a bit of the old output word flipped in the sum"),
     Aim("LD fmt = 1 data", "hw/dma.py", "Mux(packed, self._unpacked", "$ternary",
         "B", "inv", "a bit of the unpacked int8 lanes flipped", select="fields"),
-    Aim("LD fmt = 1 step", "hw/dma.py", "Mux(issue_ld & ld.fmt, lanes // spec.INT8_PER_WORD, lanes)",
+    Aim("LD fmt = 1 step", "hw/dma.py", "Mux(ld_now & ld.fmt, lanes // spec.INT8_PER_WORD, lanes)",
         "$ternary", "S", "const0", "a packed LD steps its external address by LANES words, not LANES/4"),
     Aim("LUT byte select", "hw/lut.py", "picked.append(word.word_select(sel, BYTE))", "$mul", "Y", "inv",
         "a lane picks another byte of the table word it read"),
