@@ -109,3 +109,15 @@ def test_a_report_of_earlier_sources_becomes_a_history_entry(tmp_path):
     path.write_text("{}")
     with pytest.raises(ValueError, match=r"report\.json: not a synthesis report"):
         sweep.report_history(path)
+
+
+def test_only_a_placed_machine_is_said_to_fit():
+    """nextpnr packs more logic cells than Yosys counts (the T = 8, OVERLAP = 2 machine: 73,540
+    by Yosys's count, 85,740 packed, of 83,640), so a Yosys-only record does not say "yes"."""
+    base = {"LUT4": 10, "FF": 20, "DSP": 1, "DP16KD": 2, "target": 110.0, "date": "2026-12-07"}
+    over = "LUT4 (logic cells, carry halves included) 85,740 of 83,640 (nextpnr's packing)"
+    rows = {name: {**base, "Fmax": fmax, "overfull": overfull} for name, fmax, overfull in
+            (("t4", 73.4, ""), ("t8", None, over), ("t16", None, ""))}
+    figures = [sweep.Figures(name, {}, 0, 0.0, 0, {}, 0.0, synth=synth) for name, synth in rows.items()]
+    fits = [line.split(" | ")[-2] for line in sweep.synth_table(figures)[2:]]
+    assert fits == ["yes", f"no: {over}", "by Yosys's count (not placed)"]

@@ -118,9 +118,13 @@ def _names(names: list[str]) -> str:
 
 def synthesised() -> str:
     """The sweep's machines with synthesis figures of the current sources and their Fmax, as
-    "t4 at 101.3 MHz and t8 at 68.0 MHz"."""
-    return _names([f"{name} at {mhz(row['synth']['Fmax'])} MHz" for name, row in sweep().items()
-                   if row["synth"].get("LUT4")])
+    "t4 at 101.3 MHz and t8 at 68.0 MHz"; one that was not placed, as "t8 OVERLAP=2 (does not
+    fit the part)" or "t16 (Yosys only)"."""
+    def said(name: str, synth: dict) -> str:
+        if synth["Fmax"] is not None:
+            return f"{name} at {mhz(synth['Fmax'])} MHz"
+        return f"{name} ({'does not fit the part' if synth['overfull'] else 'Yosys only'})"
+    return _names([said(name, row["synth"]) for name, row in sweep().items() if row["synth"].get("LUT4")])
 
 
 def unsynthesised() -> str:
