@@ -220,7 +220,7 @@ def synth_table(figures: list[Figures]) -> list[str]:
 def _fits(synth: dict) -> str:
     """Whether a record's machine fits the 85F: placed (it has an Fmax), or not (what is over);
     a Yosys-only record is said so, since nextpnr packs more logic cells than Yosys counts (the
-    T = 8, OVERLAP = 2 machine: 73,540 by Yosys's count, 85,740 packed, of 83,640)."""
+    T = 8, OVERLAP = 2 machine: 73,491 by Yosys's count, 85,679 packed, of 83,640)."""
     if synth["overfull"]:
         return f"no: {synth['overfull']}"
     return "yes" if synth["Fmax"] is not None else "by Yosys's count (not placed)"

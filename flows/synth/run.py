@@ -56,8 +56,9 @@ class SynthError(RuntimeError):
 class DoesNotFit(SynthError):
     """nextpnr packed more cells of a kind than the part has and could not place them, where
     Yosys's count (LUT4 + 2 * CCU2C) fitted: packing adds logic cells (the T = 8, OVERLAP = 2
-    machine: 75,076 LUTs before packing by nextpnr's own count, 85,740 logic cells after, of
-    83,640). ``utilisation``: what it packed (:func:`flows.synth.parse.packed_utilisation`)."""
+    machine, 2026-12-07: 73,491 by Yosys's count, 75,027 LUTs before packing by nextpnr's own,
+    85,679 logic cells after, of 83,640). ``utilisation``: what it packed
+    (:func:`flows.synth.parse.packed_utilisation`)."""
 
     def __init__(self, message: str, utilisation: dict[str, dict[str, int]]):
         super().__init__(message)

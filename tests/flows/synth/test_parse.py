@@ -35,5 +35,6 @@ table made up, which the reader must not take."""
 def test_what_nextpnr_packed_is_read_from_its_log():
     assert synth.packed_utilisation(PACKED) == {
         "DP16KD": {"used": 48, "available": 208}, "MULT18X18D": {"used": 153, "available": 156},
-        "TRELLIS_FF": {"used": 35921, "available": 83640}, "TRELLIS_COMB": {"used": 85740, "available": 83640}}
+        "TRELLIS_FF": {"used": 35921, "available": 83640},
+        "TRELLIS_COMB": {"used": 85740, "available": 83640}}
     assert synth.packed_utilisation("Info: Packing IOs..\nERROR: no such file\n") == {}
