@@ -662,6 +662,37 @@ write port (:attr:`cosim.jobs.Job.via_port`), the others by backdoor: the port's
 checked in every chunk, at a cost of a few cycles per instruction."""
 
 
+SPARE_EVERY = 2
+"""Programs whose seed is odd carry random bits in every instruction's spare bits, the bits above
+its last field (the ISA ignores them: ``sim.asm.decode`` reads the fields only), and run as their
+words: the RTL must ignore them too. Found by an RTL mutant that a spare bit of the vector
+unit's station entry could steer (m40, 2026-12-07): no program had set a spare bit."""
+
+
+def spare_end(kind: spec.InstrSpec) -> int:
+    """The first spare bit of an instruction of this kind: the bit above its last field."""
+    return max((lsb + width for lsb, width in kind.field_offsets().values()), default=spec.OPCODE_BITS)
+
+
+def with_spare_bits(program: Sequence[Instruction] | Sequence[int], rng: random.Random) -> list[int]:
+    """The program's words with random bits in every instruction's spare bits (:func:`spare_end`
+    up); an instruction whose opcode is unknown keeps its words."""
+    words = [int(w) for w in program] if len(program) and not isinstance(program[0], Instruction) \
+        else encode_program(program)
+    out = []
+    for k in range(0, len(words), spec.INSTR_WORDS):
+        chunk = words[k:k + spec.INSTR_WORDS]
+        try:
+            end = spare_end(decode(chunk).spec)
+        except AsmError:
+            out += chunk
+            continue
+        bits = sum(w << (spec.WORD_BITS * i) for i, w in enumerate(chunk))
+        bits |= rng.getrandbits(spec.INSTR_BITS - end) << end if end < spec.INSTR_BITS else 0
+        out += [(bits >> (spec.WORD_BITS * i)) & ((1 << spec.WORD_BITS) - 1) for i in range(spec.INSTR_WORDS)]
+    return out
+
+
 def generate(first: int, n: int, params: Params) -> list[StressProgram]:
     """Programs for seeds first .. first+n-1."""
     return list(programs(first, n, params))
@@ -669,10 +700,13 @@ def generate(first: int, n: int, params: Params) -> list[StressProgram]:
 
 def programs(first: int, n: int, params: Params) -> Iterator[StressProgram]:
     """Programs for seeds first .. first+n-1, each drawn when it is asked for; every
-    :data:`PORT_EVERY` th is loaded through the host's instruction-memory port."""
+    :data:`PORT_EVERY` th is loaded through the host's instruction-memory port, every odd one
+    carries random spare bits (:data:`SPARE_EVERY`)."""
     for seed in range(first, first + n):
         prog = edges.program(seed, params) or Generator(seed, params).program()  # cosim/edges.py: every 3rd
         prog.job.via_port = seed % PORT_EVERY == 0
+        if seed % SPARE_EVERY == 1:
+            prog.job.program = with_spare_bits(prog.job.program, random.Random(f"spare bits {seed}"))
         yield prog
 
 

@@ -297,3 +297,28 @@ def test_queue_events_worked_by_hand():
     expected = Job(program, None).expected(DECOUPLED)
     events = coverage.queue_events(program, expected.timeline)
     assert events == ["dma queue full", "front end held", "passed", "write after read early"]
+
+
+def test_odd_programs_carry_spare_bits_the_isa_ignores():
+    """Every odd seed's words hold random bits above each instruction's last field (hand-worked:
+    RQ's fields end at bit 115, HALT has none above its opcode): they decode to the instructions
+    the seed draws without them, and an unknown opcode's words stay as they were."""
+    import random
+
+    from sim.asm import decode
+
+    rq = spec.BY_NAME["RQ"]
+    assert stress.spare_end(rq) == 116 and stress.spare_end(spec.BY_NAME["HALT"]) == spec.OPCODE_BITS
+    program = [build("RQ", params=DEFAULT, dst=1, src=2, len=3, m=5, s=7, relu=1),
+               build("HALT", params=DEFAULT)]
+    unknown = [10, 0, 0, 0]                # opcode 10: no instruction
+    words = stress.with_spare_bits([w for ins in program for w in ins.encode()] + unknown, random.Random(3))
+    assert [decode(words[k:k + 4]) for k in (0, 4)] == program
+    assert words[8:] == unknown
+    spare = [sum(w << (32 * i) for i, w in enumerate(words[k:k + 4])) >> end for k, end in ((0, 116), (4, 4))]
+    assert all(bits != 0 for bits in spare)
+    odd, even = (next(stress.programs(seed, 1, DEFAULT)).job.program for seed in (1, 4))
+    drawn = [stress.Generator(seed, DEFAULT).program().job.program for seed in (1, 4)]
+    assert odd != [w for ins in drawn[0] for w in ins.encode()]
+    assert [decode(odd[k:k + 4]) for k in range(0, len(odd), 4)] == drawn[0]
+    assert even == drawn[1]
