@@ -32,7 +32,9 @@ against the endings every TURN_SHIFT_EVERY programs so that each strategy meets 
     (a lone element in the last beat), of length 1 and SM_MAX_LEN, the maximum first, last
     or twice, at every alignment of source and destination; and for every stage of the
     dividers that compares with 3z and every lane, a row of LANES + 2 whose element in that
-    lane meets 3z within a few units there (``divider_grazes``).
+    lane meets 3z within a few units there (``divider_grazes``), and for every lane a row
+    whose element there is one unit of the dividers' numerator below a rounding step
+    (``divider_steps``).
 ``mm_extremes``
     MM with K = K_MAX of -128 * -128 (sums of 2**20), -128 * 127, M = N = T, strides of 0,
     tb = 0 and 1, int8 words whose upper 24 bits are not a sign extension; MM acc = 1 onto int32
@@ -142,6 +144,9 @@ class Builder:
     params: Params
     body: list[Instruction] = field(default_factory=list)
     features: Counter = field(default_factory=Counter)
+    spare_ones: set[int] = field(default_factory=set)
+    """Indices into ``body`` of instructions whose words carry every spare bit set (the bits
+    above their last field, which the ISA ignores: cosim.stressprogram.spare_end)."""
 
     def __post_init__(self):
         draw = np.random.default_rng(self.rng.getrandbits(32))
@@ -270,6 +275,7 @@ def _entry_extremes(rng: random.Random) -> int:
 
 
 def rq_per_channel(b: Builder) -> None:
+    table_rewritten_behind(b)
     rng, lanes = b.rng, b.params.LANES
     # every shift 0..63 on the products that decide its masks, each channel in every lane
     channels = 65
@@ -294,6 +300,42 @@ def rq_per_channel(b: Builder) -> None:
             b.add("RQ", dst=dst, src=src, len=n, m=0, s=0, relu=rng.randint(0, 1), pc=1, tab=table, C=c)
         b.features["edge: RQ per channel, C around LANES"] += 1
     rq_per_channel_ties(b)
+
+
+def table_rewritten_behind(b: Builder) -> None:
+    """A per-channel RQ waiting second in the vector unit's queue (at OVERLAP = 2: behind a long
+    VADD running and a short one waiting) while an LD rewrites its table: the LD must wait for
+    the RQ's reads (a write after read on the table, docs/GA2.md section 7), else the RQ takes
+    the new pairs. The table starts at an address with bit 5 clear, and the RQ's words carry
+    every spare bit set, which the ISA ignores: mutant m40 of the RTL mutants' draw at OVERLAP = 2
+    of 2026-12-07 inverted bit 5 of that queue entry's table start while its instruction's bit
+    119 was 1, so the region began 32 words later, past its end, and the LD's write missed it.
+    First in its program, so that the vector unit is idle and the long VADD, whose operands
+    nothing in the program writes (what the run before left there), starts at once."""
+    p, rng, lanes = b.params, b.rng, b.params.LANES
+    long = 64 * lanes
+    if b.spad_next + 3 * long + 6 * lanes + 80 > p.SPAD_WORDS or b.ext_next + 4 * lanes > p.EXT_WORDS:
+        return                          # a machine too small for it
+    a, c = b.spad(long), b.spad(long)
+    values = b.load([rng.randint(-(1 << 20), 1 << 20) for _ in range(2 * lanes)])
+    table = b.spad_next
+    while table & 32:                   # bit 5 of the table's start clear
+        table += 1
+    pairs = [[arith.pack_rq_pair(rng.randrange(1 << 23, 1 << 24), rng.randint(8, 24)) for _ in range(lanes)]
+             for _ in range(2)]
+    srcs = []
+    for entries in pairs:
+        srcs.append(b.ext_next)
+        b.ext[b.ext_next:b.ext_next + lanes] = entries
+        b.ext_next += lanes
+    b.spad_next = table + lanes
+    b.add("LD", dst=table, src=srcs[0], len=lanes)
+    b.add("VADD", dst=b.spad(long), src1=a, src2=c, len=long)
+    b.add("VADD", dst=b.spad(lanes), src1=a, src2=c, len=lanes)
+    b.add("RQ", dst=b.spad(2 * lanes), src=values, len=2 * lanes, m=0, s=0, relu=0, pc=1, tab=table, C=lanes)
+    b.spare_ones.add(len(b.body) - 1)
+    b.add("LD", dst=table, src=srcs[1], len=lanes)
+    b.features["edge: RQ's table rewritten behind it"] += 1
 
 
 def rq_per_channel_ties(b: Builder) -> None:
@@ -355,6 +397,43 @@ def softmax_rows(b: Builder) -> None:
         b.add("SM", dst=b.spad(n), src=src, len=n)
         b.features[f"edge: SM {kind}"] += 1
     divider_grazes(b)
+    divider_steps(b)
+
+
+STEP_LOW = -61
+"""Beside two elements of 127, an element of -61 has e = EXP_LUT[188] = 1 (the table's last
+nonzero entry; -128 adds 0), so z = 2 * 65536 + 1 and p = round(65536 / 131073) = 0, one unit
+of the dividers' numerator (e << 17 = 2 ** 17) below the rounding step: 2 ** 17 + z = 2z - 1."""
+
+
+def step_row(lane: int, n: int) -> list[int]:
+    """A softmax row of ``n`` >= 3 values: STEP_LOW at ``lane``, 127 in the first two other
+    places, -128 elsewhere."""
+    row = [-128] * n
+    row[lane] = STEP_LOW
+    for i in [i for i in range(n) if i != lane][:2]:
+        row[i] = 127
+    return row
+
+
+def divider_steps(b: Builder) -> None:
+    """For every lane, one SM row (:func:`step_row`) whose element in that lane sits one unit of
+    the numerator below a rounding step: a numerator bit the dividers' ``rest`` registers hold
+    wrongly set (they are all 0: the dividend is e << 16, hw/softmax.py) moves it from 0 to 1
+    (mutant m11 of the RTL mutants' draw at OVERLAP = 2 of 2026-12-07: bit 3 of stage 1's
+    ``rest`` inverted while bit 8 is 0, that is always; random rows show such a bit about once
+    in 2,500)."""
+    p = b.params
+    n = max(3, p.LANES)
+    if n > p.SM_MAX_LEN:
+        return
+    for lane in range(p.LANES):
+        try:
+            src = b.load(step_row(lane, n), int8=True)
+            b.add("SM", dst=b.spad(n), src=src, len=n)
+        except TooSmall:                # a machine whose long rows filled the scratchpad
+            return
+        b.features["edge: SM one unit below a rounding step"] += 1
 
 
 GRAZE_TRIES = 4
@@ -1193,7 +1272,11 @@ def _program(seed: int, params: Params) -> stressprogram.StressProgram:
     b = Builder(rng, params)
     STRATEGIES[name](b)
     ending = stressprogram.ENDINGS[seed % len(stressprogram.ENDINGS)]
-    words = [w for ins in b.body for w in ins.encode()]
+    words = []
+    for k, ins in enumerate(b.body):
+        end = stressprogram.spare_end(ins.spec)
+        ones = ((1 << spec.INSTR_BITS) - (1 << end)) if k in b.spare_ones else 0
+        words += stressprogram.or_bits(ins.encode(), ones)
     if ending == stressprogram.HALT:
         words += build("HALT", params=params).encode()
     elif ending != ErrorCode.NO_HALT.name:

@@ -58,7 +58,7 @@ from sim.spec import DEFAULT, ErrorCode, Mem, Params
 from . import batch, coverage, edges, pool, seeds
 from .campaign import Campaign, default_folder, identity
 from .jobs import Job
-from .stressprogram import ENDINGS, HALT, KINDS, StressProgram, fits, smallest
+from .stressprogram import ENDINGS, HALT, KINDS, StressProgram, fits, or_bits, smallest, spare_end
 from .verilog import fresh_verilog, verilog_params
 
 BODY_MAX = 16
@@ -669,11 +669,6 @@ words: the RTL must ignore them too. Found by an RTL mutant that a spare bit of 
 unit's station entry could steer (m40, 2026-12-07): no program had set a spare bit."""
 
 
-def spare_end(kind: spec.InstrSpec) -> int:
-    """The first spare bit of an instruction of this kind: the bit above its last field."""
-    return max((lsb + width for lsb, width in kind.field_offsets().values()), default=spec.OPCODE_BITS)
-
-
 def with_spare_bits(program: Sequence[Instruction] | Sequence[int], rng: random.Random) -> list[int]:
     """The program's words with random bits in every instruction's spare bits (:func:`spare_end`
     up); an instruction whose opcode is unknown keeps its words."""
@@ -687,9 +682,8 @@ def with_spare_bits(program: Sequence[Instruction] | Sequence[int], rng: random.
         except AsmError:
             out += chunk
             continue
-        bits = sum(w << (spec.WORD_BITS * i) for i, w in enumerate(chunk))
-        bits |= rng.getrandbits(spec.INSTR_BITS - end) << end if end < spec.INSTR_BITS else 0
-        out += [(bits >> (spec.WORD_BITS * i)) & ((1 << spec.WORD_BITS) - 1) for i in range(spec.INSTR_WORDS)]
+        junk = rng.getrandbits(spec.INSTR_BITS - end) << end if end < spec.INSTR_BITS else 0
+        out += or_bits(chunk, junk)
     return out
 
 

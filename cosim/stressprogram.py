@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import functools
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from sim import spec
@@ -58,6 +59,19 @@ def fits(kind: str, params: Params) -> bool:
     """Whether the machine has ``kind`` (``sim.spec.built``: MMRQ only at OVERLAP = 2) and some
     legal ``kind`` exists on it (:func:`smallest`)."""
     return spec.built(spec.BY_NAME[kind], params) and smallest(kind, params) is not None
+
+
+def spare_end(kind: spec.InstrSpec) -> int:
+    """The first spare bit of an instruction of this kind: the bit above its last field (the
+    ISA ignores the bits from there to the top: ``sim.asm.decode`` reads the fields only)."""
+    return max((lsb + width for lsb, width in kind.field_offsets().values()), default=spec.OPCODE_BITS)
+
+
+def or_bits(words: Sequence[int], bits: int) -> list[int]:
+    """An instruction's words (INSTR_WORDS, the first holding bits 0..31) with ``bits`` (an
+    INSTR_BITS-bit integer) ORed in."""
+    whole = sum(int(w) << (spec.WORD_BITS * i) for i, w in enumerate(words)) | bits
+    return [(whole >> (spec.WORD_BITS * i)) & ((1 << spec.WORD_BITS) - 1) for i in range(spec.INSTR_WORDS)]
 
 
 @dataclass

@@ -319,7 +319,9 @@ def test_divider_grazes_show_a_wrong_low_bit_of_3z():
     covered = set()
     for seed in range(3):
         b = built("softmax_rows", seed)
-        rows = [i for i in b.body if i.op == "SM"][-b.features["edge: SM grazing 3z"]:]
+        after = b.features["edge: SM one unit below a rounding step"]     # divider_steps's rows
+        sms = [i for i in b.body if i.op == "SM"][:-after]
+        rows = sms[-b.features["edge: SM grazing 3z"]:]
         assert len(rows) >= 3 * P.LANES
         for sm in rows:
             row = [int(v) for v in s8(loaded(b, sm.src, sm.len))]
@@ -331,6 +333,23 @@ def test_divider_grazes_show_a_wrong_low_bit_of_3z():
             assert hits, row
             covered |= hits
     assert {(12, lane) for lane in range(P.LANES)} <= covered
+
+
+def test_divider_steps_put_an_element_one_numerator_unit_below_a_rounding_step_in_every_lane():
+    """Hand-worked: beside two elements of 127, -61 has e = EXP_LUT[188] = 1 and z = 2 * 65536 +
+    1, so p = round(65536 / 131073) = 0; the dividers' numerator e << 17 = 131072 is one below
+    the step 2z - z = 131073, so one more unit (any bit of the dividers' rest set: mutant m11's
+    is 8) makes it 1."""
+    assert arith.EXP_LUT[188] == 1 and arith.EXP_LUT[255] == 0
+    b = built("softmax_rows", 0)
+    rows = [i for i in b.body if i.op == "SM"][-b.features["edge: SM one unit below a rounding step"]:]
+    assert len(rows) == P.LANES
+    for lane, sm in enumerate(rows):
+        row = [int(v) for v in s8(loaded(b, sm.src, sm.len))]
+        assert row[lane] == -61 and sorted(row)[-2:] == [127, 127] and set(row) <= {-128, -61, 127}
+        assert arith.softmax_fixed(row)[lane] == 0
+        z = 2 * 65536 + 1
+        assert [((2 ** 17 + d) // z + 1) >> 1 for d in (0, 1, 8)] == [0, 1, 1]
 
 
 def test_layernorm_rows_reach_every_count_of_leading_zero_pairs_from_5_to_17():
