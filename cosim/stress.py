@@ -669,19 +669,26 @@ words: the RTL must ignore them too. Found by an RTL mutant that a spare bit of 
 unit's station entry could steer (m40, 2026-12-07): no program had set a spare bit."""
 
 
-def with_spare_bits(program: Sequence[Instruction] | Sequence[int], rng: random.Random) -> list[int]:
-    """The program's words with random bits in every instruction's spare bits (:func:`spare_end`
-    up); an instruction whose opcode is unknown keeps its words."""
+def _instructions(program: Sequence[Instruction] | Sequence[int],
+                  ) -> Iterator[tuple[list[int], Instruction | None]]:
+    """Each instruction of a program (Instructions, or words) as (its words, itself decoded, or
+    None for an unknown opcode)."""
     words = [int(w) for w in program] if len(program) and not isinstance(program[0], Instruction) \
         else encode_program(program)
-    out = []
     for k in range(0, len(words), spec.INSTR_WORDS):
         chunk = words[k:k + spec.INSTR_WORDS]
         try:
-            end = spare_end(decode(chunk).spec)
+            yield chunk, decode(chunk)
         except AsmError:
-            out += chunk
-            continue
+            yield chunk, None
+
+
+def with_spare_bits(program: Sequence[Instruction] | Sequence[int], rng: random.Random) -> list[int]:
+    """The program's words with random bits in every instruction's spare bits (:func:`spare_end`
+    up); an instruction whose opcode is unknown keeps its words."""
+    out = []
+    for chunk, ins in _instructions(program):
+        end = spec.INSTR_BITS if ins is None else spare_end(ins.spec)
         junk = rng.getrandbits(spec.INSTR_BITS - end) << end if end < spec.INSTR_BITS else 0
         out += or_bits(chunk, junk)
     return out
@@ -706,16 +713,11 @@ def programs(first: int, n: int, params: Params) -> Iterator[StressProgram]:
 
 def listing(program: Sequence[Instruction] | Sequence[int]) -> str:
     """A numbered listing; an unknown opcode shows as its raw words."""
-    words = [int(w) for w in program] if len(program) and not isinstance(program[0], Instruction) \
-        else encode_program(program)
     lines = []
-    for k in range(0, len(words), spec.INSTR_WORDS):
-        chunk = words[k:k + spec.INSTR_WORDS]
-        try:
-            text = disassemble(decode(chunk))
-        except AsmError:
-            text = f"???? opcode {chunk[0] & 0xF} (words {' '.join(f'{w:08x}' for w in chunk)})"
-        lines.append(f"{k // spec.INSTR_WORDS:5d}  {text}")
+    for pc, (chunk, ins) in enumerate(_instructions(program)):
+        text = disassemble(ins) if ins is not None else \
+            f"???? opcode {chunk[0] & 0xF} (words {' '.join(f'{w:08x}' for w in chunk)})"
+        lines.append(f"{pc:5d}  {text}")
     return "\n".join(lines)
 
 

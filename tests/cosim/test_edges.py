@@ -11,7 +11,7 @@ import pytest
 
 from cosim import edges, stress, stressprogram
 from sim import arith, spec
-from sim.asm import build, decode_program
+from sim.asm import build, decode, decode_program
 from sim.machine import s8, s32
 from sim.spec import DEFAULT, ErrorCode, Mem, Params
 
@@ -350,6 +350,26 @@ def test_divider_steps_put_an_element_one_numerator_unit_below_a_rounding_step_i
         assert arith.softmax_fixed(row)[lane] == 0
         z = 2 * 65536 + 1
         assert [((2 ** 17 + d) // z + 1) >> 1 for d in (0, 1, 8)] == [0, 1, 1]
+
+
+def test_a_table_is_rewritten_behind_a_waiting_rq_whose_words_carry_spare_bits():
+    """table_rewritten_behind on the decoupled machine, by the reference's timeline: when the LD
+    that rewrites the table enters, the RQ is the second waiting entry of the vector unit (a
+    VADD runs, one waits), and the LD waits for the RQ's reads; the table's start has bit 5
+    clear and the RQ's words have every bit from 116 (its last field's end) set."""
+    decoupled = Params(OVERLAP=2)
+    seed = next(s for s in SEEDS if edges.strategy_of(s) == "rq_per_channel")
+    prog = edges.program(seed, decoupled)
+    assert prog.features["edge: RQ's table rewritten behind it"] == 1
+    words = [int(w) for w in prog.job.program]
+    code = [decode(words[k:k + 4]) for k in range(0, 4 * 6, 4)]
+    assert [i.op for i in code] == ["LD", "LD", "VADD", "VADD", "RQ", "LD"]
+    rq, ld = code[4], code[5]
+    assert rq.pc == 1 and ld.dst == rq.tab and ld.len == rq.C and not rq.tab & 32
+    assert sum(w << (32 * i) for i, w in enumerate(words[16:20])) >> 116 == (1 << 12) - 1
+    t = prog.job.expected(decoupled).timeline
+    assert t[2].start < t[5].entered < t[2].end and t[3].entered < t[4].entered < t[5].entered < t[3].start
+    assert t[5].start >= t[4].start + spec.reads(rq.spec, rq.fields, decoupled) and t[5].hazard > 0
 
 
 def test_layernorm_rows_reach_every_count_of_leading_zero_pairs_from_5_to_17():
