@@ -313,9 +313,10 @@ def table_rewritten_behind(b: Builder) -> None:
     First in its program, so that the vector unit is idle and the long VADD, whose operands
     nothing in the program writes (what the run before left there), starts at once."""
     p, rng, lanes = b.params, b.rng, b.params.LANES
-    long = 64 * lanes
-    if b.spad_next + 3 * long + 6 * lanes + 80 > p.SPAD_WORDS or b.ext_next + 4 * lanes > p.EXT_WORDS:
-        return                          # a machine too small for it
+    long = 32 * lanes                   # 32 beats: it runs while the three behind it enter
+    after = 65 * (lanes + 1) + 16       # what rq_per_channel's first RQ takes after it
+    if b.spad_next + 2 * long + 6 * lanes + 80 + after > p.SPAD_WORDS or b.ext_next + 4 * lanes > p.EXT_WORDS:
+        return                          # a machine too small for both
     a, c = b.spad(long), b.spad(long)
     values = b.load([rng.randint(-(1 << 20), 1 << 20) for _ in range(2 * lanes)])
     table = b.spad_next
