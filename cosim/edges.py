@@ -274,11 +274,15 @@ def _entry_extremes(rng: random.Random) -> int:
     return arith.pack_rq_pair(m, s) | rng.randrange(4) << 30
 
 
+EVERY_SHIFT_CHANNELS = 65
+"""rq_per_channel's first RQ: a channel for every shift 0..63 and one more (shift 0 again)."""
+
+
 def rq_per_channel(b: Builder) -> None:
     table_rewritten_behind(b)
     rng, lanes = b.rng, b.params.LANES
     # every shift 0..63 on the products that decide its masks, each channel in every lane
-    channels = 65
+    channels = EVERY_SHIFT_CHANNELS
     pairs = [shift_products(c % 64) if c % 64 else (1, [127, -127, 128, -128, 1, -1, 64, 256])
              for c in range(channels)]
     table = b.load([arith.pack_rq_pair(m, c % 64) for c, (m, _) in enumerate(pairs)])
@@ -314,8 +318,10 @@ def table_rewritten_behind(b: Builder) -> None:
     nothing in the program writes (what the run before left there), starts at once."""
     p, rng, lanes = b.params, b.rng, b.params.LANES
     long = 32 * lanes                   # 32 beats: it runs while the three behind it enter
-    after = 65 * (lanes + 1) + 16       # what rq_per_channel's first RQ takes after it
-    if b.spad_next + 2 * long + 6 * lanes + 80 + after > p.SPAD_WORDS or b.ext_next + 4 * lanes > p.EXT_WORDS:
+    after = EVERY_SHIFT_CHANNELS * (lanes + 1) + 16     # what rq_per_channel's first RQ takes after it
+    # external words: the RQ's values (b.load leaves a gap of up to 3 before them) and two tables
+    if b.spad_next + 2 * long + 6 * lanes + 80 + after > p.SPAD_WORDS \
+            or b.ext_next + 4 * lanes + 4 > p.EXT_WORDS:
         return                          # a machine too small for both
     a, c = b.spad(long), b.spad(long)
     values = b.load([rng.randint(-(1 << 20), 1 << 20) for _ in range(2 * lanes)])
