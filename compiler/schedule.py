@@ -158,50 +158,65 @@ def schedule(code: Sequence[Instruction], params: Params, window: int = WINDOW) 
     if not params.OVERLAP or len(body) < 2:
         return Scheduled(list(code), list(range(len(code))), before, before)
     accesses = [(spec.spad_accesses(i.spec, i.fields), ext_accesses(i)) for i in body]
+    specs, fields = [i.spec for i in body], [i.fields for i in body]
+    known = [spec.costs(i.spec, i.fields, params) for i in body]     # placed many times each
     # j is in the window only while floor > j - window, and everything below floor is done:
     # the earlier instructions j can wait on are those of the window's width before it
     waits_on = [[i for i in range(max(0, j - window + 1), j) if depends(accesses[j], accesses[i])]
                 for j in range(len(body))]
+    dependents: list[list[int]] = [[] for _ in body]
+    for j, earlier in enumerate(waits_on):
+        for i in earlier:
+            dependents[i].append(j)
+    pending = [len(earlier) for earlier in waits_on]     # of waits_on[j], those not done
     done = [False] * len(body)
     floor = 0
     issue = spec.Issue(params)
     order: list[int] = []
-    def ready() -> list[int]:
-        return [j for j in range(floor, min(floor + window, len(body)))
-                if not done[j] and all(done[i] for i in waits_on[j])]
 
-    def start_after(state: spec.Issue, j: int) -> tuple[int, spec.Issue]:
+    def mark(j: int, value: bool) -> None:
+        done[j] = value
+        for k in dependents[j]:
+            pending[k] += -1 if value else 1
+
+    def ready() -> list[int]:
+        return [j for j in range(floor, min(floor + window, len(body))) if not done[j] and not pending[j]]
+
+    def start(state: spec.Issue, j: int) -> int:
+        return state.peek(specs[j], fields[j], known[j])
+
+    def placed(state: spec.Issue, j: int) -> spec.Issue:
         twin = state.copy()
-        return twin.place(len(order), body[j].spec, body[j].fields).start, twin
+        twin.place(len(order), specs[j], fields[j], known[j])
+        return twin
 
     def rollout(state: spec.Issue, j: int) -> int:
         """After j, HORIZON more greedy steps (earliest dispatch first): when all would end."""
         marked = [j]
-        done[j] = True
+        mark(j, True)
         for _ in range(HORIZON):
-            options = [k for k in ready() if not done[k]]
+            options = ready()
             if not options:
                 break
-            tried = {k: start_after(state, k) for k in options}
-            k = min(options, key=lambda k: (tried[k][0], k))
-            state = tried[k][1]
-            done[k] = True
+            k = min(options, key=lambda k: (start(state, k), k))
+            state = placed(state, k)
+            mark(k, True)
             marked.append(k)
         for k in marked:
-            done[k] = False
+            mark(k, False)
         return state.stop()
 
     while floor < len(body):
         candidates = ready()
-        starts = {j: start_after(issue, j) for j in candidates}
-        first = min(start for start, _ in starts.values())
-        tied = [j for j in candidates if starts[j][0] == first]
+        starts = {j: start(issue, j) for j in candidates}
+        first = min(starts.values())
+        tied = [j for j in candidates if starts[j] == first]
         if len(tied) > 1:        # the one whose greedy continuation ends soonest
-            tied.sort(key=lambda j: (rollout(starts[j][1], j), j))
+            tied.sort(key=lambda j: (rollout(placed(issue, j), j), j))
         j = tied[0]
-        issue.place(len(order), body[j].spec, body[j].fields)
+        issue.place(len(order), specs[j], fields[j], known[j])
         order.append(j)
-        done[j] = True
+        mark(j, True)
         while floor < len(body) and done[floor]:
             floor += 1
     order.append(len(body))

@@ -1149,6 +1149,26 @@ def conflict(a: list[Access], b: list[Access]) -> bool:
 
 
 @dataclass(frozen=True)
+class Costs:
+    """What the issue rule asks of one instruction, all fixed by its fields on one machine:
+    ``latency`` (cycles, :func:`latency`), its scratchpad ``accesses`` (:func:`spad_accesses`)
+    and its read and write windows (cycles, :func:`reads`, :func:`writes`). A scheduler that
+    places the same instruction many times on copies of one :class:`Issue` works them out once
+    (:func:`costs`) and hands them to :meth:`Issue.place`."""
+
+    latency: int
+    accesses: list[Access]
+    reads: int
+    writes: int
+
+
+def costs(spec: InstrSpec, fields: Mapping[str, int], params: Params) -> Costs:
+    """:class:`Costs` of a legal instruction on the machine ``params``."""
+    return Costs(latency(spec, fields, params), spad_accesses(spec, fields),
+                 reads(spec, fields, params), writes(spec, fields, params))
+
+
+@dataclass(frozen=True)
 class Placed:
     """One instruction placed by :class:`Issue`: dispatched in cycle ``start`` (cycles from the
     start of the run), its engine busy until ``end`` (start + latency); ``hazard`` and ``port``
@@ -1246,15 +1266,40 @@ class Issue:
         return OVERLAP_FRONTEND_CYCLES if self.last is None else self.last + OVERLAP_ISSUE_CYCLES
 
     def copy(self) -> Issue:
-        """A copy that placing on does not change this one."""
+        """A copy that placing on does not change this one (its dicts and lists copied, one
+        level deep: what they hold is never changed in place)."""
         twin = object.__new__(type(self))
-        twin.__dict__ = {k: (v.copy() if isinstance(v, dict | list) else v) for k, v in self.__dict__.items()}
+        state = self.__dict__.copy()
+        for k, v in state.items():
+            if type(v) is dict or type(v) is list:
+                state[k] = v.copy()
+        twin.__dict__ = state
         return twin
 
-    def peek(self, ispec: InstrSpec, fields: Mapping[str, int]) -> int:
+    def peek(self, ispec: InstrSpec, fields: Mapping[str, int], known: Costs | None = None) -> int:
         """The cycle :meth:`place` would dispatch this instruction in, next, without placing it
-        (a scheduler's question: which of the instructions it may issue next starts first)."""
-        return self.copy().place(-1, ispec, fields).start
+        (a scheduler's question: which of the instructions it may issue next starts first).
+        ``known``: as for :meth:`place`."""
+        if not self.overlap:
+            return self.next
+        return self._when(ispec, costs(ispec, fields, self.params) if known is None else known)[0]
+
+    def _when(self, ispec: InstrSpec, known: Costs) -> tuple[int, int, int]:
+        """OVERLAP = 1: (the dispatch cycle of the instruction placed next, the cycles it waits
+        on its hazards, the cycles it then waits on the ports); nothing changes."""
+        engine = ispec.counter
+        base = max(self._earliest(), self.engine_end[engine], self.fence)
+        accesses = known.accesses
+        hazard = max((end for end, other in self.in_flight.values() if conflict(accesses, other)),
+                     default=0)
+        n_reads, n_writes = known.reads, known.writes
+        port = 0
+        if n_reads:
+            port = self.reads_until
+        if n_writes and not (engine == SHARED_WRITER and not ispec.fence):
+            port = max(port, self.writes_until - (known.latency - n_writes))
+        start = max(base, hazard, port)
+        return start, max(0, hazard - base), start - max(base, hazard)
 
     def _ld_end(self, t: int, left: int) -> int:
         """The end of an LD placed now whose ``left`` beats are written from cycle ``t`` on:
@@ -1268,33 +1313,23 @@ class Issue:
             t = end
         return t + left
 
-    def place(self, pc: int, ispec: InstrSpec, fields: Mapping[str, int]) -> Placed:
+    def place(self, pc: int, ispec: InstrSpec, fields: Mapping[str, int],
+              known: Costs | None = None) -> Placed:
         """Dispatch one legal unit instruction (not HALT) and return where it runs (an LD's
-        ``end`` as far as the instructions placed so far decide it: see the class)."""
-        p = self.params
-        length = latency(ispec, fields, p)
+        ``end`` as far as the instructions placed so far decide it: see the class). ``known``:
+        the instruction's :class:`Costs` on this machine, when the caller has them already."""
         engine = ispec.counter
         assert engine is not None, "a stop is taken with Issue.stop"
         if not self.overlap:
+            length = latency(ispec, fields, self.params) if known is None else known.latency
             start = self.next
             self.next = start + length
             self.busy[engine] += length
             return self._record(Placed(pc, ispec.name, engine, start, start + length))
-        accesses = spad_accesses(ispec, fields)
-        base = max(self._earliest(), self.engine_end[engine], self.fence)
-        hazard = max((end for end, other in self.in_flight.values() if conflict(accesses, other)),
-                     default=0)
-        n_reads, n_writes = reads(ispec, fields, p), writes(ispec, fields, p)
-        shares = engine == SHARED_WRITER and n_writes > 0 and not ispec.fence
-        port = 0
-        if n_reads:
-            port = max(port, self.reads_until)
-        if n_writes and not shares:
-            port = max(port, self.writes_until - (length - n_writes))
-        start = max(base, hazard, port)
-        waited_hazard = max(0, hazard - base)
-        waited_port = start - max(base, hazard)
-        end = self._occupy(engine, start, length, accesses, n_reads, n_writes,
+        if known is None:
+            known = costs(ispec, fields, self.params)
+        start, waited_hazard, waited_port = self._when(ispec, known)
+        end = self._occupy(engine, start, known.latency, known.accesses, known.reads, known.writes,
                            -1 if self.timeline is None else len(self.timeline), ispec.fence)
         self.hazard += waited_hazard
         self.port += waited_port

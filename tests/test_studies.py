@@ -20,7 +20,7 @@ from compiler import compile_graph  # noqa: E402
 from sim import spec  # noqa: E402
 from sim.spec import DEFAULT  # noqa: E402
 
-# the record of sections 1-4 takes a minute to compute (once: the fixture below)
+# the record of sections 1-4 takes half a minute to compute (once: the fixture below)
 pytestmark = pytest.mark.xdist_group("studies")
 
 MODELS = ("cnn", "gpt")
@@ -32,9 +32,10 @@ their cycles against the pins of tests/compiler/workloads/test_mlperf_tiny.py.""
 
 @pytest.fixture(scope="session")
 def record(tmp_path_factory, worker_id) -> dict:
-    # computed once for the whole run: xdist's loadgroup does not keep this module's tests on one
-    # worker under pytest 9 (their node ids get no group suffix), and each worker computed it
-    # (xdist's documented recipe: the first worker writes it beside the workers' temporary folders)
+    # computed once for the whole run: make test's --dist loadgroup keeps this module's tests on
+    # one worker, and should they be spread (pytest 9.2 broke the grouping: pyproject.toml pins
+    # below it), the first worker writes it beside the workers' temporary folders (xdist's
+    # documented recipe) and the others wait for it
     def computed() -> str:
         return json.dumps(studies.run(DEFAULT, digits=True, models=False))
 
