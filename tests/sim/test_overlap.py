@@ -14,6 +14,8 @@ instruction could have started a cycle earlier.
 
 from __future__ import annotations
 
+import copy
+
 import numpy as np
 import pytest
 
@@ -284,3 +286,25 @@ def test_a_hazard_on_one_word_at_the_edge_of_two_regions():
     assert (r.counters.cycles, r.counters.hazard, r.counters.port) == (23, 3, 0)
     apart = run("LD dst=0 src=0 len=16\nVADD dst=100 src1=16 src2=40 len=4 relu=0\nHALT")
     assert starts(apart) == [10, 13]                   # one word further: no hazard
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_peeking_and_placing_on_a_copy_leave_the_rule_as_it_was(seed):
+    """What the list scheduler (compiler/schedule.py) does to the rule many times per
+    instruction: it peeks at a start and places on a copy. Neither changes the rule, and the
+    rule then places the instruction where it peeked (the starts themselves are checked
+    against the rule written out in test_random_programs_follow_the_rule_...)."""
+    program = random_program(60, seed=seed, params=OVERLAP)
+    rule = spec.Issue(OVERLAP)
+    starts = []
+    for pc, ins in enumerate(program[:-1]):
+        before = copy.deepcopy(rule.__dict__)
+        known = spec.costs(ins.spec, ins.fields, OVERLAP)
+        peeked = rule.peek(ins.spec, ins.fields)
+        twin = rule.copy()
+        twin.place(pc, ins.spec, ins.fields, known)
+        assert rule.__dict__ == before, f"instruction {pc} ({ins.op}): peek or a copy changed the rule"
+        assert rule.place(pc, ins.spec, ins.fields, known).start == peeked
+        starts.append(peeked)
+    run = Machine(OVERLAP).run(program, random_image(OVERLAP, seed=seed))
+    assert starts == [p.start for p in run.timeline]
