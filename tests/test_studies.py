@@ -244,3 +244,18 @@ def test_the_programs_digest_is_of_their_exact_parts():
     name, entry = next(iter(program.ext.items()))
     shifted = {**program.ext, name: dataclasses.replace(entry, addr=entry.addr + 1)}
     assert digest(compiled=dataclasses.replace(program, ext=shifted)) != base
+
+
+def test_make_tests_loadgroup_keeps_this_module_on_one_worker(request):
+    """make test's --dist loadgroup sends this module's tests to one worker as a unit (xdist marks
+    them by a suffix of their node ids), so the record is computed while the other worker works.
+    pytest 9.2 broke the suffix (pytest-dev/pytest-xdist#1386): the tests then spread over both
+    workers and one waited half a minute on the other's computation. Outside such a run there is
+    nothing to check."""
+    config = request.config
+    if getattr(config, "workerinput", None) is None or config.getoption("dist", "no") != "no" \
+            or not config.getoption("loadgroup", False):
+        pytest.skip("not a worker of pytest -n N --dist loadgroup")
+    assert request.node.nodeid.endswith("@studies"), (
+        f"{request.node.nodeid}: xdist's loadgroup did not group it (pytest-xdist#1386): "
+        "install the pytest pyproject.toml pins (make setup)")
