@@ -152,17 +152,35 @@ class MatrixUnit(Checked):
         # Per-instruction bounds, from the fields in the dispatch cycle, so that the decisions
         # below compare the cycle counter with registers (one carry chain each), never with sums.
         skew = Signal(range(t_size))                  # D = tb * (N - 1)
-        chunks = Signal(range(p.K_MAX // lanes + 2))  # ceil(K / LANES)
-        m.d.comb += [skew.eq(Mux(f.tb, f.N - 1, 0)), chunks.eq((f.K + lanes - 1) >> lane_bits)]
+        m.d.comb += skew.eq(Mux(f.tb, f.N - 1, 0))
         width = len(cycle) + 1
-        bounds = {
-            "skew": skew,                                     # step t decided for tau = D + 1 + t
-            "a_begin": Mux(skew == 0, 0, skew - 1),           # A reads from tau = D ...
-            "a_end": chunks * lanes + skew - 1,               # ... to tau < D + LANES * chunks
-            "b_end": Mux(f.tb, chunks * lanes - 1, f.K - 1),  # B reads to tau < LANES*chunks or K
-            "s_end": skew + f.K,
-            "s_last": skew + f.K - 1,
-        }
+
+        def bounds_of(v, suffix: str, d: Signal | None = None) -> dict[str, Value]:
+            """The bounds of the instruction whose fields are ``v`` (a view of MM's or MMRQ's
+            layout); ``d``: its skew D when already formed."""
+            if d is None:
+                d = Signal(range(t_size), name=f"skew{suffix}")
+                m.d.comb += d.eq(Mux(v.tb, v.N - 1, 0))
+            chunks = Signal(range(p.K_MAX // lanes + 2), name=f"chunks{suffix}")   # ceil(K / LANES)
+            m.d.comb += chunks.eq((v.K + lanes - 1) >> lane_bits)
+            return {
+                "skew": d,                                        # step t decided for tau = D + 1 + t
+                "a_begin": Mux(d == 0, 0, d - 1),                 # A reads from tau = D ...
+                "a_end": chunks * lanes + d - 1,                  # ... to tau < D + LANES * chunks
+                "b_end": Mux(v.tb, chunks * lanes - 1, v.K - 1),  # B reads to tau < LANES*chunks or K
+                "s_end": d + v.K,
+                "s_last": d + v.K - 1,
+            }
+
+        if self.chain:
+            # OVERLAP = 2: each layout's bounds from its own fields, and the opcode picks one
+            # after the sums (not the fields before them: that was the longest path at 125 MHz)
+            chained = self.opcode == opcode("MMRQ")
+            mm = bounds_of(fields_view("MM", self.fields), "_mm")
+            mmrq = bounds_of(fields_view("MMRQ", self.fields), "_mmrq")
+            bounds = {name: Mux(chained, mmrq[name], mm[name]) for name in mm}
+        else:
+            bounds = bounds_of(f, "", skew)
         bound = {}
         for name, value in bounds.items():
             bound[name] = Signal(width, name=f"{name}_q")
