@@ -262,6 +262,29 @@ def rq_every_shift(b: Builder) -> None:
             b.add("RQ", dst=src, src=src, len=len(values), m=m, s=s, relu=0)    # in place; relu would hide -1
         src += len(values)
     b.features["edge: RQ every shift"] += 1
+    if spec.built(spec.BY_NAME["MMRQ"], b.params):
+        mmrq_every_shift(b)
+
+
+def mmrq_every_shift(b: Builder) -> None:
+    """OVERLAP = 2: rq_every_shift's products through the requantizer chained on the matrix unit.
+    Each MMRQ has acc = 1 and A = 0, so its sums are exactly the int32 words already at dst, and
+    the chained requantizer (a Requantizer of its own, inside hw/mxu.py) sees the values that
+    decide each shift's rounding masks, as the vector unit's does (a draw of mutants found its
+    masks at large shifts unchecked: docs/guide/verification.md). Tiles of T rows of T words."""
+    t = b.params.T
+    zeros = b.load([0] * t)                 # A (M x 1, lda 1) and B (1 x T): every product 0
+    shifts = [(s, *shift_products(s)) for s in range(1, 64)]
+    table = b.load([arith.pack_rq_pair(m, s) for s, m, _ in shifts])
+    for s, _m, values in shifts:
+        if not values:
+            continue
+        rows = -(-len(values) // t)
+        dst = b.load([*values, *[0] * (rows * t - len(values))])
+        for r in range(0, rows, t):
+            b.add("MMRQ", dst=dst + r * t, A=zeros, B=zeros, M=min(t, rows - r), K=1, N=t, tb=0,
+                  lda=1, ldb=1, ldc=t, acc=1, tab=table + s - 1, pc=0, relu=0)
+    b.features["edge: MMRQ every shift"] += 1
 
 
 # --------------------------------------------------------------------------- rq_per_channel
@@ -652,7 +675,7 @@ def load_whole(b: Builder) -> int:
 def long_regions(b: Builder) -> None:
     """The whole scratchpad loaded at once; a long ST to the end of the external memory; an MM
     whose strided A and B span most of the scratchpad (extents with their upper bits set, which
-    the checker computes and compares)."""
+    the checker computes and compares); a LUT over all of it but its table."""
     p, rng = b.params, b.rng
     whole = load_whole(b)
     n = rng.randrange(whole // 4 + 1, whole)
@@ -665,6 +688,11 @@ def long_regions(b: Builder) -> None:
     ldb = rng.randint(K, (out - K) // strides)
     b.add("MM", dst=out, A=0, B=rng.randrange(0, out - (p.T - 1) * ldb - K + 1), M=p.T, K=K, N=p.T, tb=1,
           lda=lda, ldb=ldb, ldc=p.T)
+    # a LUT in place over the rest of the scratchpad, its table the first 256 words: 960 beats
+    # on the default machine (a draw of mutants found bit 9 of the unit's beat counter unchecked)
+    table = spec.LUT_TABLE_WORDS
+    if whole > 2 * table:
+        b.add("LUT", dst=table, src=table, len=whole - table, table=0)
     b.features["edge: long regions"] += 1
 
 
@@ -980,6 +1008,13 @@ def gather_rows(b: Builder) -> None:
             b.add("GATHER", dst=b.spad(n), src=src, idx=idx, len=n, rows=rows, fmt=fmt)
             b.features[f"edge: GATHER {'first' if row == 0 else 'last'} row"] += 1
             b.features[f"GATHER {'first' if row == 0 else 'last'} row"] += 1     # cosim.coverage.CASES
+    # a row of more than 2,048 words, the second of two: the row's address is its number times
+    # words per row, whose bit 11 is then set (a draw of mutants found those bits unchecked)
+    n = 2048 + rng.randrange(512)
+    if b.spad_next + n + 8 <= b.params.SPAD_WORDS and b.ext_next + 2 * n + 8 <= b.params.EXT_WORDS:
+        src, idx = _table(b, 2, n, 0), b.load([1])
+        b.add("GATHER", dst=b.spad(n), src=src, idx=idx, len=n, rows=2, fmt=0)
+        b.features["edge: GATHER of a row over 2,048 words"] += 1
     # the row number written by AMAX (greedy decoding feeds the argmax back), the destination
     # right after the row number's word
     rows, n = rng.randint(2, 9), rng.randint(1, 9)

@@ -454,3 +454,29 @@ def test_running_neighbours_sit_over_and_beside_each_engines_long_instruction():
             if any(s == end for s, e in reads):
                 seen.add((producer.counter, "after"))
     assert seen == {(e, at) for e in edges.NEIGHBOUR_PRODUCERS for at in edges.PLACEMENTS}
+
+
+@pytest.mark.parametrize("params", [Params(OVERLAP=2), Params(T=8, LANES=8, OVERLAP=2)], ids=["t4", "t8"])
+def test_mmrq_every_shift_puts_each_shifts_products_through_the_chained_requantizer(params):
+    """At OVERLAP = 2, rq_every_shift also runs its products through MMRQ (acc = 1, A = 0): the
+    reference machine's int8 results are sim.arith.requant of the loaded words, shift by shift,
+    for every shift 1..63 that has products."""
+    from sim.machine import Machine
+
+    b = edges.Builder(random.Random(3), params)
+    edges.rq_every_shift(b)
+    run = Machine(params).run([*b.body, build("HALT", params=params)], b.ext)
+    assert run.steps == len(b.body) + 1
+
+    def loaded_word(addr: int) -> int:       # what the LDs put at a scratchpad address
+        ld = next(i for i in b.body if i.op == "LD" and i.dst <= addr < i.dst + i.len)
+        return int(b.ext[ld.src + addr - ld.dst])
+
+    shifts, t = set(), params.T
+    for mmrq in (i for i in b.body if i.op == "MMRQ"):
+        m, s = arith.unpack_rq_pair(loaded_word(mmrq.tab))
+        shifts.add(s)
+        region = range(mmrq.dst, mmrq.dst + mmrq.M * t)
+        expected = [arith.requant(int(s32(np.uint32(loaded_word(a)))), m, s) for a in region]
+        assert [int(s32(run.spad[a])) for a in region] == expected, f"shift {s}"
+    assert shifts == {s for s in range(1, 64) if edges.shift_products(s)[1]}
