@@ -480,3 +480,19 @@ def test_mmrq_every_shift_puts_each_shifts_products_through_the_chained_requanti
         expected = [arith.requant(int(s32(np.uint32(loaded_word(a)))), m, s) for a in region]
         assert [int(s32(run.spad[a])) for a in region] == expected, f"shift {s}"
     assert shifts == {s for s in range(1, 64) if edges.shift_products(s)[1]}
+
+
+def test_long_regions_end_with_a_lut_of_more_than_512_beats_and_gather_rows_with_a_row_over_2048_words():
+    """The two edges a draw of RTL mutants asked for (docs/guide/verification.md): on the default
+    machine a LUT in place over the scratchpad but its table, 3,840 words in 960 beats (bit 9 of
+    the unit's beat counter set), and the GATHER of the second of two rows of more than 2,048
+    words (bit 11 of words per row set, the row's address past the first row)."""
+    b = built("field_limits", 0)
+    lut = [i for i in b.body if i.op == "LUT"][-1]
+    table = spec.LUT_TABLE_WORDS
+    assert (lut.dst, lut.src, lut.table, lut.len) == (table, table, 0, P.SPAD_WORDS - table)
+    assert -(-lut.len // P.LANES) >= 512
+    b = built("gather_rows", 0)
+    long = [i for i in b.body if i.op == "GATHER" and i.len > 2048]
+    assert len(long) == 1 and long[0].rows == 2 and long[0].fmt == 0
+    assert loaded(b, long[0].idx, 1).tolist() == [1]
