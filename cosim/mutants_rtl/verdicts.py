@@ -404,6 +404,33 @@ def _layernorm_low_count(at: Site) -> str | None:
             "are, and LN's latency does not depend on k (sim/spec.py)")
 
 
+LN_A_LOAD_LINE = "with m.If(sums_at | (tag_x.second & tag_x.mask[i])):"
+"""The source text of the enable of a lane's copy of LN's A = N*R (hw/layernorm.py ``_scale``)."""
+
+
+def _layernorm_scale_reload(at: Site) -> str | None:
+    """The enable of a lane's copy of A made to load in more cycles (a term forced to 1), or only
+    at ``sums_at`` (its pass 2 term forced to 0): A's sum is the same from sums_at to the end of
+    the instruction, and only pass 2, after sums_at, reads the copy."""
+    m = at.m
+    if m.module != "ga2_simtop.core.layernorm" or LN_A_LOAD_LINE not in _source_line(m) \
+            or at.cell_type not in ("$or", "$and") or m.mode not in ("const0", "const1"):
+        return None
+    cell = at.module["cells"][m.cell]
+    if m.mode == "const0":
+        onto = cell["connections"][m.port] if m.port != "Y" else cell["connections"]["Y"]
+        sums_at = any(n.startswith("ln_scale_sum") for b in onto if isinstance(b, int) for n in _names(at, b))
+        if at.cell_type == "$or" and (m.port == "Y" or sums_at):
+            return None                 # sums_at's load taken away: not this note
+    how = ("loads in more cycles" if m.mode == "const1"
+           else "loads only when sums_at (the pass 2 reload taken away)")
+    return (f"the enable of {m.signal or 'a lane'}'s copy of A = N*R (hw/layernorm.py _scale) {how}: A's "
+            "partial products are registered every cycle from N (loaded once per row, at sums_done) and "
+            "R (final from t0 + 52 until the next LN's reciprocal, after this one ends), so their sum is "
+            "the same A from sums_at (t0 + 53) to the instruction's end; a load before sums_at is "
+            "overwritten then, and only pass 2, after it, reads the copy")
+
+
 def _lut_table_address(at: Site) -> str | None:
     m = at.m
     if m.module != "ga2_simtop.core.lut" or m.signal != "tbl_addr" or at.cell_type != "$mux":
@@ -1004,12 +1031,109 @@ def _reader_request_at_start(at: Site) -> str | None:
             "the address channel only while ARVALID is 1")
 
 
+STATION_OVERLAP_LINE = "return (a_s < b_e) & (b_s < a_e)"
+"""The source text of hw/station._overlaps: one bound of two regions' overlap."""
+STATION_READ_FIELD = re.compile(r"(?:w(?P<waiting>[a-z]+)_\d+|r_(?P<running>[a-z]+))\.r(?P<k>\d)[se]")
+"""A station entry's (waiting ``w<engine>_<k>`` or running ``r_<engine>``) bound of read region k."""
+
+
+def read_slots_of(engine: str, params: Params) -> int:
+    """The most scratchpad regions an instruction of ``engine`` only reads: the station's read
+    slots it can fill (hw/checker.station_regions; the others' ``r<k>v`` stay 0)."""
+    from hw.checker import station_regions
+
+    return max((len(station_regions(ispec)[1]) for ispec in spec.instructions(params)
+                if ispec.counter == engine), default=0)
+
+
+_WIRING: list[tuple[dict, Wiring]] = []
+"""The last module :func:`wiring` indexed (a survivor list judges many cells of one module)."""
+
+
+@dataclass(frozen=True)
+class Wiring:
+    """A module's netlist indexed by bit: the (cell, index) of the output that drives it, the
+    (cell, input port, index) that read it (:func:`_readers`), the public wires holding it."""
+
+    drivers: dict
+    readers: dict
+    names: dict
+
+
+def wiring(mod: dict) -> Wiring:
+    """The :class:`Wiring` of a module (the last one asked for is kept)."""
+    if not _WIRING or _WIRING[0][0] is not mod:
+        drivers = {b: (name, i) for name, c in mod["cells"].items()
+                   for port, bits in c["connections"].items() if c["port_directions"].get(port) == "output"
+                   for i, b in enumerate(bits) if isinstance(b, int)}
+        names = defaultdict(list)
+        for name, net in mod.get("netnames", {}).items():
+            if not net.get("hide_name"):
+                for b in net["bits"]:
+                    names[b].append(name)
+        _WIRING[:] = [(mod, Wiring(drivers, _readers(mod), names))]
+    return _WIRING[0][1]
+
+
+def _and_tree_leaves(at: Site, bit: int, drivers: dict) -> set[int]:
+    """The bits a 1-bit conjunction is made of: ``bit`` followed back through $and cells."""
+    leaves, todo = set(), [bit]
+    while todo:
+        b = todo.pop()
+        cell = drivers.get(b)
+        if cell is None or at.module["cells"][cell[0]]["type"] != "$and":
+            leaves.add(b)
+            continue
+        conn = at.module["cells"][cell[0]]["connections"]
+        todo += [conn["A"][cell[1]], conn["B"][cell[1]]]
+    return leaves
+
+
+def _station_unused_read_slot(at: Site) -> str | None:
+    """A bound of the station's write-after-read comparison against read region k of an engine
+    whose instructions read k regions or fewer: the pair is ANDed with that entry's r<k>v, which
+    is 0 for each of them (hw/station._pairs), so the comparison never counts."""
+    m = at.m
+    if m.module != "ga2_simtop.core.control" or at.cell_type not in ("$lt", "$gt", "$le", "$ge") \
+            or m.port != "Y" or STATION_OVERLAP_LINE not in _source_line(m):
+        return None
+    cell = at.module["cells"][m.cell]
+    wires = wiring(at.module)
+    fields = {n for b in (*cell["connections"]["A"], *cell["connections"]["B"])
+              for n in wires.names.get(b, ()) if STATION_READ_FIELD.fullmatch(n)}
+    if len(fields) != 1:
+        return None
+    field_ = STATION_READ_FIELD.fullmatch(fields.pop())
+    engine, k = field_["waiting"] or field_["running"], int(field_["k"])
+    entry = field_.group(0).rsplit(".", 1)[0]
+    if engine not in spec.ENGINES or k < read_slots_of(engine, at.params):
+        return None
+    valid = at.module["netnames"].get(f"{entry}.r{k}v", {}).get("bits", [None])[0]
+    bit = at.bits[m.portbit]
+    for _ in range(4):              # up the AND of the pair's terms until r<k>v is one of them
+        read = wires.readers.get(bit, [])
+        if len(read) != 1 or at.module["cells"][read[0][0]]["type"] != "$and":
+            return None
+        name, port, i = read[0]
+        conn = at.module["cells"][name]["connections"]
+        other = conn["B" if port == "A" else "A"][i]
+        if valid in _and_tree_leaves(at, other, wires.drivers):
+            return (f"the comparison reads {entry}'s read region {k}, and no {engine} instruction reads "
+                    f"more than {read_slots_of(engine, at.params)} scratchpad regions (hw/checker."
+                    f"station_regions): its only reader is an AND with {entry}.r{k}v, which every such "
+                    "entry holds at 0 (hw/station._pairs), so the pair is 0 whatever it compares")
+        bit = conn["Y"][i]
+    return None
+
+
 NOTES: tuple[Callable[[Site], str | None], ...] = (
     _counter_bits, _stop_countdown, _dma_st_enable, _bank_read_hold, _divider_bounds, _lane0_mask,
-    _softmax_max_pass, _array_rows, _array_accumulator_hold, _layernorm_low_count, _lut_table_address,
+    _softmax_max_pass, _array_rows, _array_accumulator_hold, _layernorm_low_count, _layernorm_scale_reload,
+    _lut_table_address,
     _unread, _unread_in_design, _memory_write_idle, _divider_rest, _checker_latency, _selected_latency,
     _timing_fault_kept_low, _reset_value,
-    _compare_mismatch, _reader_counts, _reader_request_at_start, _write_address_reset, _dma_spad_address)
+    _compare_mismatch, _reader_counts, _reader_request_at_start, _write_address_reset, _dma_spad_address,
+    _station_unused_read_slot)
 """The survivors studied by hand: each returns why its mutations are equivalent, or None."""
 
 

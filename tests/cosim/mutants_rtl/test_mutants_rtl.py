@@ -509,3 +509,86 @@ def test_the_lowest_levels_of_the_layernorm_count_only_matter_when_every_x_is_th
     low = _judge(net, graph, line.format(levels[3]))
     assert low.equivalent and "D < 16" in low.why
     assert not _judge(net, graph, line.format(levels[11])).equivalent
+
+
+@pytest.fixture(scope="module")
+def decoupled_netlist():
+    try:
+        yosys.command()
+    except yosys.YosysError as e:
+        pytest.skip(str(e))
+    decoupled = spec.Params(OVERLAP=2)
+    verilog = runner.fresh_verilog(params=decoupled)
+    net = yosys.prepare(verilog, runner.BUILD / "machines" / "OVERLAP2" / "mutants-rtl")
+    return net, draw.Netlist(net.json), decoupled
+
+
+def test_a_station_comparison_on_a_read_region_its_engine_never_fills_is_equivalent(decoupled_netlist):
+    """hw/station._pairs: a write after read is (head writes) & r<k>v & (the two bounds of the
+    overlap). The DMA's instructions read one scratchpad region at most (ST's source, GATHER's
+    row number), the vector and special-function units' two, the matrix unit's three (MMRQ), so
+    the bounds against read regions 1 and 2 of the DMA's entries and region 2 of the vector and
+    special-function units' ones never count: 4 such (engine, region) pairs, 4 entries each (the
+    running one and STATION_SLOTS - 1 waiting), 2 front-end slots, 2 bounds = 64 comparisons, and
+    no other (m38 of the OVERLAP = 2 draw of 2026-12-07 inverted the bound reading wvpu_1.r2s)."""
+    net, graph, decoupled = decoupled_netlist
+    assert {e: verdicts.read_slots_of(e, decoupled) for e in spec.ENGINES} == \
+        {"dma": 1, "mxu": 3, "vpu": 2, "sfu": 2}
+    module = "ga2_simtop.core.control"
+    mod = graph.modules[module]
+    judged = {}
+    for name, cell in mod["cells"].items():
+        if cell["type"] != "$lt":
+            continue
+        line = f"mutate -mode inv -module {module} -cell {name} -port Y -portbit 0"
+        m = graph.attribute(draw.parse(line))
+        if verdicts.STATION_OVERLAP_LINE not in verdicts._source_line(m):
+            continue
+        at = verdicts.site(graph.modules, m, decoupled)
+        entries = {n for b in (*cell["connections"]["A"], *cell["connections"]["B"])
+                   for n in verdicts.wiring(mod).names.get(b, ())
+                   if re.fullmatch(r"(w[a-z]+_\d|r_[a-z]+)\.\w+", n)}
+        judged[name] = (entries, verdicts._station_unused_read_slot(at))
+    equivalent = {name: entries for name, (entries, why) in judged.items() if why}
+    assert len(equivalent) == 4 * spec.STATION_SLOTS * 2 * 2
+    read = {field for entries in equivalent.values() for field in entries}
+    assert {f.split(".")[1] for f in read} == {"r1s", "r1e", "r2s", "r2e"}
+    assert all(f.split(".")[1][1] == "2" or f.startswith(("wdma", "r_dma")) for f in read)
+    assert not any(why for entries, why in judged.values() if entries & {"wmxu_1.r2s", "wvpu_1.r1s"})
+    m38 = next(name for name, (entries, _) in judged.items() if "wvpu_1.r2s" in entries)
+    line = f"mutate -mode inv -module {module} -cell {m38} -port Y -portbit 0"
+    verdict = verdicts.judge(net, graph.modules, graph.attribute(draw.parse(line)), "note",
+                             params=decoupled, proofs=False)
+    assert verdict.equivalent and verdict.method == "note" and "wvpu_1.r2v" in verdict.why
+
+
+def test_more_loads_of_a_lane_s_copy_of_the_layernorm_scale_are_equivalent(netlist):
+    """hw/layernorm.py _scale: lane i's copy of A = N*R loads when sums_at or on its pass 2 beats
+    (the same A: an enable of its own, so that Yosys keeps the copies apart). Its enable forced to
+    1, or its pass 2 term to 0, changes no result (m27 of the OVERLAP = 2 draw of 2026-12-07 forced
+    lane 2's pass 2 term to 1); its sums_at term forced to 0 is not judged equivalent."""
+    _, net, graph = netlist
+    module = "ga2_simtop.core.layernorm"
+    mod = graph.modules[module]
+    found = {}
+    for name, cell in mod["cells"].items():
+        if cell["type"] not in ("$or", "$and"):
+            continue
+        line = f"mutate -mode const1 -module {module} -cell {name} -port Y -portbit 0"
+        m = graph.attribute(draw.parse(line))
+        if verdicts.LN_A_LOAD_LINE in verdicts._source_line(m):
+            found.setdefault(cell["type"], []).append((name, cell))
+    assert len(found["$or"]) == len(found["$and"]) == DEFAULT.LANES
+    line = f"mutate -module {module} -cell {{}} -mode {{}} -port {{}} -portbit 0"
+    for name, cell in found["$or"]:
+        names = verdicts.wiring(mod).names
+        ports = {("sums_at" if any(n.startswith("ln_scale_sum") for n in names[cell["connections"][port][0]])
+                  else "pass 2"): port for port in ("A", "B")}
+        assert set(ports) == {"sums_at", "pass 2"}
+        for mode, port in (("const1", "Y"), ("const1", ports["sums_at"]), ("const0", ports["pass 2"])):
+            verdict = _judge(net, graph, line.format(name, mode, port))
+            assert verdict.equivalent and verdict.method == "note" and "sums_at (t0 + 53)" in verdict.why
+        assert not _judge(net, graph, line.format(name, "const0", ports["sums_at"])).equivalent
+        assert not _judge(net, graph, line.format(name, "const0", "Y")).equivalent
+    for name, _ in found["$and"]:
+        assert _judge(net, graph, line.format(name, "const0", "Y")).equivalent
