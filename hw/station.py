@@ -283,7 +283,7 @@ def _enter(m: Module, s, ctl, busy, start, stop, q) -> SimpleNamespace:
                             s.shift, s.release)),
     ]
     for f in range(n_eng):
-        _queue(m, s, f, busy & ~s.stopping & take_q[f], entry, start)
+        _queue(m, s, f, take_q[f], busy & ~s.stopping, entry, start)
     return SimpleNamespace(ready=ready, consume=consume)
 
 
@@ -309,9 +309,13 @@ def _fence(m: Module, s, start: Value, fence_enters: Value) -> Value:
     return waiting | (running & ~s.ends_soon[dma]) | s.fault
 
 
-def _queue(m: Module, s, f: int, take: Value, entry: Value, start: Value) -> None:
+def _queue(m: Module, s, f: int, take: Value, running: Value, entry: Value, start: Value) -> None:
     """Engine f's waiting entries: shifted down by one when W_f[0] issues, the entering one
-    written after the last valid (one lower when they shift), every vector remapped."""
+    written after the last valid (one lower when they shift), every vector remapped. ``take``
+    (a register) writes the entry's words; it is valid only when ``running`` too (the machine
+    busy and not stopping). An entry written while it is not lands in a slot left invalid, whose
+    words nothing reads, so the wide slots' enables hang on registers and the queue's valid bits
+    alone, not on ``busy``'s fan-out."""
     slots = s.w[f]
     valid = s.wv[f]
     n = len(slots)
@@ -321,6 +325,7 @@ def _queue(m: Module, s, f: int, take: Value, entry: Value, start: Value) -> Non
         valid_above = valid[k + 1] if k + 1 < n else Const(0, 1)
         valid_below = Const(1, 1) if k == 0 else valid[k - 1]
         lands_here = take & Mux(shift, valid[k] & ~valid_above, ~valid[k] & valid_below)
+        valid_here = lands_here & running
         kept = Mux(shift, above.as_value() if above is not None else Const(0, len(slots[k].as_value())),
                    slots[k].as_value())
         nxt = Signal(slots[k].shape(), name=f"w{ENGINES[f]}_{k}_next")     # the slot's next value
@@ -339,7 +344,7 @@ def _queue(m: Module, s, f: int, take: Value, entry: Value, start: Value) -> Non
         with m.If(start):
             m.d.sync += valid[k].eq(0)
         with m.Else():
-            m.d.sync += valid[k].eq(lands_here | Mux(shift, valid_above, valid[k]))
+            m.d.sync += valid[k].eq(valid_here | Mux(shift, valid_above, valid[k]))
 
 
 def _slice(view, name: str) -> slice:
