@@ -155,10 +155,33 @@ def counter_reach(params: Params) -> int:
     return bound.bit_length()
 
 
+def engine_counter_reach(engine: str, params: Params) -> int | None:
+    """Bits the busy counter of ``engine`` can reach, when a bound tighter than
+    :func:`counter_reach` holds: IMEM_WORDS instructions of the engine's longest latency, for an
+    engine whose spans are its latencies (every engine but the DMA, whose LDs grow by the other
+    engines' write windows at OVERLAP = 1 and 2: GA2.md section 7). None for the DMA."""
+    if engine == spec.SHARED_WRITER and params.OVERLAP:
+        return None
+    longest = max(longest_latency_of(ispec.name, params) for ispec in spec.instructions(params)
+                  if ispec.counter == engine)
+    return (params.IMEM_WORDS * longest).bit_length()
+
+
 def _counter_bits(at: Site) -> str | None:
     m, reach = at.m, counter_reach(at.params)
     if m.unit != "counters" or at.width != spec.COUNTER_BITS:
         return None
+    engine = m.signal.removeprefix("count_")
+    own = engine_counter_reach(engine, at.params) if engine in spec.ENGINES else None
+    if own is not None and own < reach:
+        bound = (f"{m.signal} counts the {engine}'s busy cycles, at most {at.params.IMEM_WORDS} instructions "
+                 f"of its longest latency, below 2**{own}")
+        if m.mode == "const0" and m.portbit >= own:
+            return f"bit {m.portbit} of {m.signal} is never 1: {bound}"
+        if m.mode == "cnot1" and m.ctrlbit >= own:
+            return f"its control, bit {m.ctrlbit} of {m.signal}, is never 1: {bound}"
+    if m.signal in ("count_hazard", "count_port") and at.params.OVERLAP == 2:
+        return None             # each engine's waiting head counts a cycle: more than the run's cycles
     if m.mode == "const0" and m.portbit >= reach:
         return (f"bit {m.portbit} of a cycle counter is never 1: no legal program runs 2**{reach} cycles "
                 f"({at.params.IMEM_WORDS} instructions of at most the longest latency)")
@@ -888,6 +911,11 @@ def _reset_value(at: Site) -> str | None:
                 "entry in every cycle (no enable), so that value lasts one cycle, and the register is read "
                 "only as write data gated by the write tag (Mux(write, out, 0): hw/lut.py), 0 until a LUT "
                 "instruction's first source beat is written, many cycles after a start")
+    if m.module == "ga2_simtop.core.dma" and m.signal == "row_addr":
+        return ("it changes the value row_addr takes during reset; the register loads src + offset in "
+                "every cycle (no enable), so that value lasts one cycle, and it is read only with a "
+                "GATHER's row_go (the first beat's external address; row_src beside it), GATHER_INDEX_CYCLES "
+                "after the GATHER's dispatch, many cycles after a start (hw/dma.py _row_number)")
     if m.module == "ga2_simtop.core.mxu" and re.fullmatch(r"acc_old\d+", m.signal):
         return (f"it changes the value {m.signal} takes during reset; the register is read only by MM "
                 "acc = 1's write data, under summed (hw/mxu.py), and each row's old word is loaded into it "
@@ -1126,6 +1154,45 @@ def _station_unused_read_slot(at: Site) -> str | None:
     return None
 
 
+OPCODE_COMPARE_LINE = "return any_of(op == opcode(name) for name in names)"
+"""The source text of hw/isa.is_one_of: a unit's dispatch compares its engine's opcode."""
+
+
+def unit_opcodes(params: Params) -> dict[str, tuple[str, ...]]:
+    """Each unit of the core, by its submodule name (its module's, as hw/top.py's GA2 names it)
+    -> the instructions it executes on the machine ``params``."""
+    from hw.top import unit_classes
+
+    out: dict[str, tuple[str, ...]] = {}
+    for cls in dict.fromkeys(unit_classes().values()):
+        out[cls.__module__.rsplit(".", 1)[-1]] = tuple(op for op in cls.OPCODES
+                                                       if spec.built(spec.BY_NAME[op], params))
+    return out
+
+
+def _sole_unit_of_engine(at: Site) -> str | None:
+    """At OVERLAP = 2 a unit's ``<unit>_take`` is its engine's issue AND its opcodes' compare
+    (hw/control.dispatch_registers); a unit that executes every instruction of its engine finds
+    one of its opcodes whenever its engine issues, so a compare forced to 1 changes nothing."""
+    m = at.m
+    if at.params.OVERLAP != 2 or m.module != "ga2_simtop.core" or at.cell_type != "$eq" \
+            or m.mode != "const1" or m.port != "Y" or OPCODE_COMPARE_LINE not in _source_line(m):
+        return None
+    unit = m.signal.removesuffix("_take")
+    opcodes = unit_opcodes(at.params).get(unit) if m.signal.endswith("_take") else None
+    engines = {spec.BY_NAME[name].counter for name in opcodes or ()}
+    if len(engines) != 1:
+        return None
+    engine = engines.pop()
+    theirs = sorted(ispec.name for ispec in spec.instructions(at.params) if ispec.counter == engine)
+    if set(theirs) != set(opcodes):
+        return None
+    return (f"the {unit} unit executes every instruction of the {engine} engine ({', '.join(theirs)}), so "
+            f"at OVERLAP = 2, where {m.signal} is that engine's issue AND the compare of its head's "
+            "opcode with the unit's (hw/control.dispatch_registers), the head is one of them whenever "
+            "the engine issues: the compare forced to 1 changes no take")
+
+
 NOTES: tuple[Callable[[Site], str | None], ...] = (
     _counter_bits, _stop_countdown, _dma_st_enable, _bank_read_hold, _divider_bounds, _lane0_mask,
     _softmax_max_pass, _array_rows, _array_accumulator_hold, _layernorm_low_count, _layernorm_scale_reload,
@@ -1133,7 +1200,7 @@ NOTES: tuple[Callable[[Site], str | None], ...] = (
     _unread, _unread_in_design, _memory_write_idle, _divider_rest, _checker_latency, _selected_latency,
     _timing_fault_kept_low, _reset_value,
     _compare_mismatch, _reader_counts, _reader_request_at_start, _write_address_reset, _dma_spad_address,
-    _station_unused_read_slot)
+    _station_unused_read_slot, _sole_unit_of_engine)
 """The survivors studied by hand: each returns why its mutations are equivalent, or None."""
 
 

@@ -399,10 +399,12 @@ def test_timing_fault_held_clear_is_equivalent_and_set_is_not(netlist):
 
 
 def test_reset_values_overwritten_before_any_read(netlist):
-    """lut_out<k> loads every cycle and acc_old<j> before each read: their reset values (B of the
-    multiplexer on rst) are equivalent; the value they load (A) is not."""
+    """lut_out<k> and the DMA's row_addr load every cycle, acc_old<j> before each read: their reset
+    values (B of the multiplexer on rst) are equivalent (row_addr's bit 15: m15 of the OVERLAP = 2
+    draw of 2026-12-07, evening); the value they load (A) is not."""
     _, net, graph = netlist
-    for module, signal in (("ga2_simtop.core.lut", "lut_out2"), ("ga2_simtop.core.mxu", "acc_old3")):
+    for module, signal in (("ga2_simtop.core.lut", "lut_out2"), ("ga2_simtop.core.mxu", "acc_old3"),
+                           ("ga2_simtop.core.dma", "row_addr")):
         mux = _reset_mux(graph, module, signal)
         reset = _judge(net, graph, f"mutate -mode const1 -module {module} -cell {mux} -port B -portbit 9")
         assert reset.equivalent and f"the value {signal} takes during reset" in reset.why
@@ -592,3 +594,62 @@ def test_more_loads_of_a_lane_s_copy_of_the_layernorm_scale_are_equivalent(netli
         assert not _judge(net, graph, line.format(name, "const0", "Y")).equivalent
     for name, _ in found["$and"]:
         assert _judge(net, graph, line.format(name, "const0", "Y")).equivalent
+
+
+def _register_cell(graph: draw.Netlist, module: str, signal: str) -> str:
+    mod = graph.modules[module]
+    bits = mod["netnames"][signal]["bits"]
+    return next(name for name, cell in mod["cells"].items()
+                if cell["type"] in ("$dff", "$sdff") and cell["connections"]["Q"] == bits)
+
+
+def test_an_engine_s_busy_counter_has_a_bound_of_its_own(decoupled_netlist):
+    """count_mxu counts the matrix unit's busy cycles: at most 4,096 instructions of MMRQ's 84
+    cycles, 344,064 < 2**19 (m01 of the OVERLAP = 2 draw of 2026-12-07, evening, flipped its bit
+    25 when bit 20 was 1). Bit 18 is within reach; the DMA's (its LDs' spans grow) and the
+    cycle counter keep the bound of the whole run, 23 bits."""
+    net, graph, decoupled = decoupled_netlist
+    longest = verdicts.longest_latency_of
+    assert longest("MMRQ", decoupled) == 84 >= longest("MM", decoupled)
+    assert verdicts.engine_counter_reach("mxu", decoupled) == (4096 * 84).bit_length() == 19
+    assert verdicts.engine_counter_reach("dma", decoupled) is None
+    module = "ga2_simtop.core.control"
+
+    def judged(signal, mode, bit, ctrl=""):
+        line = (f"mutate -mode {mode} -module {module} -cell {_register_cell(graph, module, signal)} "
+                f"-port Q -portbit {bit}{ctrl}")
+        m = graph.attribute(draw.parse(line))
+        return verdicts.judge(net, graph.modules, m, "n", params=decoupled, proofs=False)
+
+    far = judged("count_mxu", "cnot1", 25, " -ctrlbit 20")
+    assert far.equivalent and "count_mxu" in far.why and "2**19" in far.why
+    assert judged("count_mxu", "const0", 19).equivalent
+    assert not judged("count_mxu", "const0", 18).equivalent
+    assert not judged("count_dma", "const0", 19).equivalent
+    assert not judged("count_cycles", "const0", 19).equivalent
+    assert judged("count_cycles", "const0", 23).equivalent
+    assert not judged("count_hazard", "const0", 23).equivalent
+
+
+def test_a_unit_that_is_its_whole_engine_takes_whatever_its_engine_issues(decoupled_netlist):
+    """At OVERLAP = 2 the matrix unit executes both of its engine's instructions (MM, MMRQ) and
+    the DMA unit all three of its engine's: a compare of their take forced to 1 is equivalent
+    (m24 of the OVERLAP = 2 draw of 2026-12-07, evening: mxu_take's MM compare); the vector
+    engine's units (requant, vector, lut) share it, so theirs are not."""
+    net, graph, decoupled = decoupled_netlist
+    module = "ga2_simtop.core"
+    verdict = {}
+    for name, cell in graph.modules[module]["cells"].items():
+        if cell["type"] != "$eq":
+            continue
+        line = f"mutate -mode const1 -module {module} -cell {name} -port Y -portbit 0"
+        m = graph.attribute(draw.parse(line))
+        if verdicts.OPCODE_COMPARE_LINE in verdicts._source_line(m):
+            verdict.setdefault(m.signal, []).append(
+                verdicts.judge(net, graph.modules, m, "n", params=decoupled, proofs=False))
+    assert {"mxu_take", "dma_take", "requant_take", "vector_take", "lut_take"} <= set(verdict)
+    assert len(verdict["mxu_take"]) == 2 and len(verdict["dma_take"]) == 3
+    for signal, found in verdict.items():
+        sole = signal in ("mxu_take", "dma_take")
+        assert all(v.equivalent == sole for v in found), signal
+    assert "MM, MMRQ" in verdict["mxu_take"][0].why
