@@ -911,6 +911,11 @@ def _reset_value(at: Site) -> str | None:
                 "entry in every cycle (no enable), so that value lasts one cycle, and the register is read "
                 "only as write data gated by the write tag (Mux(write, out, 0): hw/lut.py), 0 until a LUT "
                 "instruction's first source beat is written, many cycles after a start")
+    if m.module == "ga2_simtop.core.layernorm" and re.fullmatch(r"ln_(?:prod|v|t|y|out)\d+", m.signal):
+        return (f"it changes the value {m.signal} takes during reset; a lane's pass 2 registers (x*A, v, t, "
+                "y, y + bias: hw/layernorm.py _normalise) load in every cycle (no enable), so that value "
+                "lasts one cycle, and only a pass 2 write beat takes the last of them, LN_OVERHEAD cycles "
+                "and more after an LN's dispatch, many cycles after a start")
     if m.module == "ga2_simtop.core.dma" and m.signal == "row_addr":
         return ("it changes the value row_addr takes during reset; the register loads src + offset in "
                 "every cycle (no enable), so that value lasts one cycle, and it is read only with a "

@@ -401,10 +401,11 @@ def test_timing_fault_held_clear_is_equivalent_and_set_is_not(netlist):
 def test_reset_values_overwritten_before_any_read(netlist):
     """lut_out<k> and the DMA's row_addr load every cycle, acc_old<j> before each read: their reset
     values (B of the multiplexer on rst) are equivalent (row_addr's bit 15: m15 of the OVERLAP = 2
-    draw of 2026-12-07, evening); the value they load (A) is not."""
+    draw of a netlist not kept, 2026-12-07; LN's ln_y3, bit 14: m27 of the late evening's draw);
+    the value they load (A) is not."""
     _, net, graph = netlist
     for module, signal in (("ga2_simtop.core.lut", "lut_out2"), ("ga2_simtop.core.mxu", "acc_old3"),
-                           ("ga2_simtop.core.dma", "row_addr")):
+                           ("ga2_simtop.core.dma", "row_addr"), ("ga2_simtop.core.layernorm", "ln_y3")):
         mux = _reset_mux(graph, module, signal)
         reset = _judge(net, graph, f"mutate -mode const1 -module {module} -cell {mux} -port B -portbit 9")
         assert reset.equivalent and f"the value {signal} takes during reset" in reset.why
