@@ -173,13 +173,10 @@ def _counter_bits(at: Site) -> str | None:
         return None
     engine = m.signal.removeprefix("count_")
     own = engine_counter_reach(engine, at.params) if engine in spec.ENGINES else None
-    if own is not None and own < reach:
-        bound = (f"{m.signal} counts the {engine}'s busy cycles, at most {at.params.IMEM_WORDS} instructions "
-                 f"of its longest latency, below 2**{own}")
-        if m.mode == "const0" and m.portbit >= own:
-            return f"bit {m.portbit} of {m.signal} is never 1: {bound}"
-        if m.mode == "cnot1" and m.ctrlbit >= own:
-            return f"its control, bit {m.ctrlbit} of {m.signal}, is never 1: {bound}"
+    above = _above(m, own) if own is not None and own < reach else None
+    if above is not None:
+        return (f"{m.signal} counts the {engine}'s busy cycles, at most {at.params.IMEM_WORDS} instructions "
+                f"of its longest latency, below 2**{own}, so its bit {above[0]} is 0: {above[1]}")
     if m.signal in ("count_hazard", "count_port") and at.params.OVERLAP == 2:
         return None             # each engine's waiting head counts a cycle: more than the run's cycles
     if m.mode == "const0" and m.portbit >= reach:
