@@ -524,6 +524,7 @@ def decoupled_netlist(netlist):
     return net, draw.Netlist(net.json), decoupled
 
 
+@pytest.mark.slow  # the OVERLAP = 2 netlist: a CI step of its own, after its cosim
 def test_a_station_comparison_on_a_read_region_its_engine_never_fills_is_equivalent(decoupled_netlist):
     """hw/station._pairs: a write after read is (head writes) & r<k>v & (the two bounds of the
     overlap). The DMA's instructions read one scratchpad region at most (ST's source, GATHER's
@@ -602,6 +603,7 @@ def _register_cell(graph: draw.Netlist, module: str, signal: str) -> str:
                 if cell["type"] in ("$dff", "$sdff") and cell["connections"]["Q"] == bits)
 
 
+@pytest.mark.slow  # the OVERLAP = 2 netlist: a CI step of its own, after its cosim
 def test_an_engine_s_busy_counter_has_a_bound_of_its_own(decoupled_netlist):
     """count_mxu counts the matrix unit's busy cycles: at most 4,096 instructions of MMRQ's 84
     cycles, 344,064 < 2**19 (m01 of the OVERLAP = 2 draw of 2026-12-07, evening, flipped its bit
@@ -630,6 +632,7 @@ def test_an_engine_s_busy_counter_has_a_bound_of_its_own(decoupled_netlist):
     assert not judged("count_hazard", "const0", 23).equivalent
 
 
+@pytest.mark.slow  # the OVERLAP = 2 netlist: a CI step of its own, after its cosim
 def test_a_unit_that_is_its_whole_engine_takes_whatever_its_engine_issues(decoupled_netlist):
     """At OVERLAP = 2 the matrix unit executes both of its engine's instructions (MM, MMRQ) and
     the DMA unit all three of its engine's: a compare of their take forced to 1 is equivalent
