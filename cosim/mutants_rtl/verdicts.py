@@ -438,8 +438,8 @@ def _layernorm_scale_reload(at: Site) -> str | None:
         return None
     cell = at.module["cells"][m.cell]
     if m.mode == "const0":
-        onto = cell["connections"][m.port] if m.port != "Y" else cell["connections"]["Y"]
-        sums_at = any(n.startswith("ln_scale_sum") for b in onto if isinstance(b, int) for n in _names(at, b))
+        sums_at = any(n.startswith("ln_scale_sum") for b in cell["connections"][m.port] if isinstance(b, int)
+                      for n in _names(at, b))
         if at.cell_type == "$or" and (m.port == "Y" or sums_at):
             return None                 # sums_at's load taken away: not this note
     how = ("loads in more cycles" if m.mode == "const1"
