@@ -214,10 +214,44 @@ def _dma_st_enable(at: Site) -> str | None:
     return None
 
 
+_WIRING: dict[int, tuple[dict, Wiring]] = {}
+"""The modules :func:`wiring` indexed, by id (the module kept beside, so that an id reused by
+another dict is not mistaken for it); a run judges the cells of a few modules."""
+_WIRING_KEPT = 16
+
+
+@dataclass(frozen=True)
+class Wiring:
+    """A module's netlist indexed by bit: the (cell, index) of the output that drives it, the
+    (cell, input port, index) that read it (:func:`_readers`), the public wires holding it."""
+
+    drivers: dict
+    readers: dict
+    names: dict
+
+
+def wiring(mod: dict) -> Wiring:
+    """The :class:`Wiring` of a module, indexed once (up to _WIRING_KEPT modules are kept)."""
+    kept = _WIRING.get(id(mod))
+    if kept is not None and kept[0] is mod:
+        return kept[1]
+    drivers = {b: (name, i) for name, c in mod["cells"].items()
+               for port, bits in c["connections"].items() if c["port_directions"].get(port) == "output"
+               for i, b in enumerate(bits) if isinstance(b, int)}
+    names = defaultdict(list)
+    for name, net in mod.get("netnames", {}).items():
+        if not net.get("hide_name"):
+            for b in net["bits"]:
+                names[b].append(name)
+    if len(_WIRING) >= _WIRING_KEPT:
+        _WIRING.clear()
+    _WIRING[id(mod)] = (mod, Wiring(drivers, _readers(mod), dict(names)))
+    return _WIRING[id(mod)][1]
+
+
 def _names(at: Site, bit) -> list[str]:
     """The public wires holding a bit of the module."""
-    return [name for name, net in at.module.get("netnames", {}).items()
-            if not net.get("hide_name") and bit in net["bits"]]
+    return list(wiring(at.module).names.get(bit, ()))
 
 
 def _bank_read_hold(at: Site) -> str | None:
@@ -1074,35 +1108,6 @@ def read_slots_of(engine: str, params: Params) -> int:
 
     return max((len(station_regions(ispec)[1]) for ispec in spec.instructions(params)
                 if ispec.counter == engine), default=0)
-
-
-_WIRING: list[tuple[dict, Wiring]] = []
-"""The last module :func:`wiring` indexed (a survivor list judges many cells of one module)."""
-
-
-@dataclass(frozen=True)
-class Wiring:
-    """A module's netlist indexed by bit: the (cell, index) of the output that drives it, the
-    (cell, input port, index) that read it (:func:`_readers`), the public wires holding it."""
-
-    drivers: dict
-    readers: dict
-    names: dict
-
-
-def wiring(mod: dict) -> Wiring:
-    """The :class:`Wiring` of a module (the last one asked for is kept)."""
-    if not _WIRING or _WIRING[0][0] is not mod:
-        drivers = {b: (name, i) for name, c in mod["cells"].items()
-                   for port, bits in c["connections"].items() if c["port_directions"].get(port) == "output"
-                   for i, b in enumerate(bits) if isinstance(b, int)}
-        names = defaultdict(list)
-        for name, net in mod.get("netnames", {}).items():
-            if not net.get("hide_name"):
-                for b in net["bits"]:
-                    names[b].append(name)
-        _WIRING[:] = [(mod, Wiring(drivers, _readers(mod), names))]
-    return _WIRING[0][1]
 
 
 def _and_tree_leaves(at: Site, bit: int, drivers: dict) -> set[int]:

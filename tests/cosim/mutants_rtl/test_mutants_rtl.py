@@ -582,8 +582,8 @@ def test_more_loads_of_a_lane_s_copy_of_the_layernorm_scale_are_equivalent(netli
             found.setdefault(cell["type"], []).append((name, cell))
     assert len(found["$or"]) == len(found["$and"]) == DEFAULT.LANES
     line = f"mutate -module {module} -cell {{}} -mode {{}} -port {{}} -portbit 0"
+    names = verdicts.wiring(mod).names
     for name, cell in found["$or"]:
-        names = verdicts.wiring(mod).names
         ports = {("sums_at" if any(n.startswith("ln_scale_sum") for n in names[cell["connections"][port][0]])
                   else "pass 2"): port for port in ("A", "B")}
         assert set(ports) == {"sums_at", "pass 2"}
@@ -606,8 +606,8 @@ def _register_cell(graph: draw.Netlist, module: str, signal: str) -> str:
 @pytest.mark.slow  # the OVERLAP = 2 netlist: a CI step of its own, after its cosim
 def test_an_engine_s_busy_counter_has_a_bound_of_its_own(decoupled_netlist):
     """count_mxu counts the matrix unit's busy cycles: at most 4,096 instructions of MMRQ's 84
-    cycles, 344,064 < 2**19 (m01 of the OVERLAP = 2 draw of 2026-12-07, evening, flipped its bit
-    25 when bit 20 was 1). Bit 18 is within reach; the DMA's (its LDs' spans grow) and the
+    cycles, 344,064 < 2**19 (m01 of the OVERLAP = 2 draw of a netlist not kept, 2026-12-07, flipped
+    its bit 25 when bit 20 was 1). Bit 18 is within reach; the DMA's (its LDs' spans grow) and the
     cycle counter keep the bound of the whole run, 23 bits."""
     net, graph, decoupled = decoupled_netlist
     longest = verdicts.longest_latency_of
@@ -636,7 +636,7 @@ def test_an_engine_s_busy_counter_has_a_bound_of_its_own(decoupled_netlist):
 def test_a_unit_that_is_its_whole_engine_takes_whatever_its_engine_issues(decoupled_netlist):
     """At OVERLAP = 2 the matrix unit executes both of its engine's instructions (MM, MMRQ) and
     the DMA unit all three of its engine's: a compare of their take forced to 1 is equivalent
-    (m24 of the OVERLAP = 2 draw of 2026-12-07, evening: mxu_take's MM compare); the vector
+    (m24 of the OVERLAP = 2 draw of a netlist not kept, 2026-12-07: mxu_take's MM compare); the vector
     engine's units (requant, vector, lut) share it, so theirs are not."""
     net, graph, decoupled = decoupled_netlist
     module = "ga2_simtop.core"
