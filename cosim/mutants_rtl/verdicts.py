@@ -485,6 +485,74 @@ def _layernorm_scale_reload(at: Site) -> str | None:
             "overwritten then, and only pass 2, after it, reads the copy")
 
 
+COUNTDOWNS = {("ga2_simtop.core.layernorm", "gap"):
+              "an LN starts only with the unit idle, never within its own gap between the passes "
+              "(hw/layernorm.py _reads): the count is neither held nor reloaded before it reaches 0"}
+"""Down counters read only as ``== 0`` (and by their own decrement), with why their only hold
+and reload are at 0: (module, register) -> the reason."""
+_ZERO_TESTS = ("$logic_not", "$reduce_or", "$reduce_bool")
+
+
+def _mutated_value(m: Mutation, value: int) -> int:
+    """The value a word takes through the mutation of its bit ``m.portbit`` (cnot1: XOR with bit
+    ``m.ctrlbit`` of the same word; cnot0: XNOR; inv; const0; const1), as Yosys's mutate makes it."""
+    bit, ctrl = 1 << m.portbit, (value >> m.ctrlbit) & 1 if m.ctrlbit >= 0 else 0
+    flip = {"inv": 1, "cnot1": ctrl, "cnot0": 1 - ctrl}.get(m.mode)
+    if flip is not None:
+        return value ^ (bit if flip else 0)
+    return value | bit if m.mode == "const1" else value & ~bit
+
+
+def _countdown_steps(m: Mutation, load: int, cycles: int) -> list[tuple[int, int]]:
+    """The original and the mutated count, cycle by cycle, from a load of ``load``: each counts
+    down while nonzero (as its own ``!= 0`` sees it) and holds at 0; the mutation acts on every
+    next value (the flip-flop's D)."""
+    o, u, seen = load, _mutated_value(m, load), []
+    for _ in range(cycles):
+        seen.append((o, u))
+        o = o - 1 if o else 0
+        u = _mutated_value(m, u - 1 if u else u)
+    return seen
+
+
+def _countdown_arrival(at: Site) -> str | None:
+    """A bit of the next value (D) of a down counter of :data:`COUNTDOWNS` whose mutated count
+    reaches 0 in the same cycle as the original's from every value loaded into it, and stays
+    there: the netlist reads the counter only as a whole through zero tests, through its own
+    decrement by 1 and through the multiplexers of its own next value."""
+    m = at.m
+    why = COUNTDOWNS.get((m.module, m.signal))
+    values, resets = register_chain(at, m.signal)
+    q = tuple(at.module["netnames"].get(m.signal, {}).get("bits", ()))
+    cell = at.module["cells"][m.cell]
+    if why is None or at.cell_type != "$dff" or m.port != "D" or tuple(cell["connections"]["Q"]) != q:
+        return None
+    for name, port, _ in {r for b in q for r in wiring(at.module).readers.get(b, ())}:
+        c = at.module["cells"][name]
+        conn, kind = c["connections"], c["type"]
+        whole = tuple(conn[port]) == q
+        own_next = kind == "$mux" and port in ("A", "B") and tuple(conn["Y"]) in values
+        if own_next or (kind in _ZERO_TESTS and whole):
+            continue
+        if kind == "$sub" and whole and port == "A" and conn["B"] == ["1"] and tuple(conn["Y"]) in values:
+            continue
+        return None
+    cells = at.module["cells"]
+    constants = [bits for bits in values if all(b in ("0", "1") for b in bits)]
+    constants += [tuple(cells[name]["connections"]["B"]) for name in resets]
+    if any(b not in ("0", "1") for bits in constants for b in bits):
+        return None
+    loads = sorted({int("".join(reversed(bits)), 2) for bits in constants})
+    for load in loads:
+        if any((o == 0) != (u == 0) for o, u in _countdown_steps(m, load, load + 2)):
+            return None
+    return (f"{m.signal} (hw: {_source_line(m).strip() or m.src}) is a down counter the netlist reads only "
+            f"as == 0 / != 0, by its own decrement and by its own next-value multiplexers; from each value "
+            f"loaded into it ({', '.join(map(str, loads))}) the mutated count, which counts down while it "
+            "sees itself nonzero, reaches 0 in the same cycle as the original and stays there (0 maps to 0); "
+            f"{why}")
+
+
 def _lut_table_address(at: Site) -> str | None:
     m = at.m
     if m.module != "ga2_simtop.core.lut" or m.signal != "tbl_addr" or at.cell_type != "$mux":
@@ -1203,6 +1271,7 @@ def _sole_unit_of_engine(at: Site) -> str | None:
 NOTES: tuple[Callable[[Site], str | None], ...] = (
     _counter_bits, _stop_countdown, _dma_st_enable, _bank_read_hold, _divider_bounds, _lane0_mask,
     _softmax_max_pass, _array_rows, _array_accumulator_hold, _layernorm_low_count, _layernorm_scale_reload,
+    _countdown_arrival,
     _lut_table_address,
     _unread, _unread_in_design, _memory_write_idle, _divider_rest, _checker_latency, _selected_latency,
     _timing_fault_kept_low, _reset_value,

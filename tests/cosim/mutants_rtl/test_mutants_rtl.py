@@ -596,6 +596,28 @@ def test_more_loads_of_a_lane_s_copy_of_the_layernorm_scale_are_equivalent(netli
         assert _judge(net, graph, line.format(name, "const0", "Y")).equivalent
 
 
+def test_a_countdown_that_reaches_zero_in_the_same_cycle_is_equivalent(netlist):
+    """hw/layernorm.py _reads: the gap between LN's passes counts down from 55 and pass 2 starts
+    at 0. m25 of the OVERLAP = 2 draw of 2026-12-07 flipped bit 4 of its next value when bit 1 was
+    1: 55 -> 39 -> 54 -> 53 -> 52 -> 35 -> ... -> 2 -> 1 -> 0, by hand the same 55 cycles (each
+    value with bit 1 set has bit 4 flipped, and stays nonzero). Not equivalent: bit 4 inverted
+    (0 becomes 16, so the count does not stay at 0), bit 0 flipped when bit 1 is (55 -> 54 -> 53
+    -> 52 -> 50: 0 after 41 cycles), bit 5 forced to 1 (never 0)."""
+    _, net, graph = netlist
+    module = "ga2_simtop.core.layernorm"
+    cell = _register_cell(graph, module, "gap")
+    line = f"mutate -mode {{}} -module {module} -cell {cell} -port D -portbit {{}}{{}}"
+    m25 = graph.attribute(draw.parse(line.format("cnot1", 4, " -ctrlbit 1")))
+    steps = verdicts._countdown_steps(m25, spec.LN_GAP_CYCLES, 57)
+    assert [u for _, u in steps[:6]] == [39, 54, 53, 52, 35, 50]
+    assert [k for k, (_, u) in enumerate(steps) if u == 0] == [55, 56]
+    verdict = _judge(net, graph, line.format("cnot1", 4, " -ctrlbit 1"))
+    assert verdict.equivalent and verdict.method == "note" and "loaded into it (0, 55)" in verdict.why
+    for mode, bit, ctrl in (("inv", 4, ""), ("cnot1", 0, " -ctrlbit 1"), ("const1", 5, "")):
+        assert not _judge(net, graph, line.format(mode, bit, ctrl)).equivalent, (mode, bit)
+    assert verdicts.COUNTDOWNS.keys() == {(module, "gap")}
+
+
 def _register_cell(graph: draw.Netlist, module: str, signal: str) -> str:
     mod = graph.modules[module]
     bits = mod["netnames"][signal]["bits"]
