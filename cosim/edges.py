@@ -34,7 +34,7 @@ against the endings every TURN_SHIFT_EVERY programs so that each strategy meets 
     dividers that compares with 3z and every lane, a row of LANES + 2 whose element in that
     lane meets 3z within a few units there (``divider_grazes``), and for every lane a row
     whose element there is one unit of the dividers' numerator below a rounding step
-    (``divider_steps``).
+    (``divider_steps``) and one whose element there is certain, p = 1.0 (``divider_certain``).
 ``mm_extremes``
     MM with K = K_MAX of -128 * -128 (sums of 2**20), -128 * 127, M = N = T, strides of 0,
     tb = 0 and 1, int8 words whose upper 24 bits are not a sign extension; MM acc = 1 onto int32
@@ -51,7 +51,10 @@ against the endings every TURN_SHIFT_EVERY programs so that each strategy meets 
     instruction of that engine and, entering while it runs, one short instruction of each other
     engine reading over its destination's first or last word or right beside it, or writing over
     or beside its source (``running_neighbours``: the bounds of a running instruction's regions in
-    the decoupled machine's station, off by a few words, show here).
+    the decoupled machine's station, off by a few words, show here); then for MM and MMRQ, each
+    strided region (A, B with tb = 0 and 1, the output) with its stride all ones, a one-word DMA
+    neighbour over its last word and one on the word after it (``strided_neighbours``: a region
+    end whose product stride * rows is wrong by a bit).
 ``layernorm_rows``
     LN (issue 26) on constant rows with eps = 0 (D = 0, r = 0) and 1, the row of one 127 among
     -128s (the largest |z|, sqrt(N - 1)) at LN_MAX_LEN where the scratchpad allows, rows of the
@@ -89,6 +92,7 @@ program of every seeds chunk are written through it (cosim/harness.py), the rest
 from __future__ import annotations
 
 import functools
+import itertools
 import random
 from collections import Counter
 from collections.abc import Callable
@@ -428,6 +432,33 @@ def softmax_rows(b: Builder) -> None:
         b.features[f"edge: SM {kind}"] += 1
     divider_grazes(b)
     divider_steps(b)
+    divider_certain(b)
+
+
+def certain_row(lane: int, n: int) -> list[int]:
+    """A softmax row of ``n`` values: 127 at ``lane``, -128 elsewhere. Every other e is
+    EXP_LUT[255] = 0, so z = e and p = 65536 there: the dividers' raw quotient floor(2N / z)
+    is 2**17 exactly, the top stage's largest digit (2) with a remainder of 0."""
+    row = [-128] * n
+    row[lane] = 127
+    return row
+
+
+def divider_certain(b: Builder) -> None:
+    """For every lane, one SM row (:func:`certain_row`) whose element in that lane is certain
+    (p = 1.0): the only rows whose top divider stage picks its digit 2, so a wrong bit of that
+    digit's remainder (mutant m11 of the RTL mutants' draw at OVERLAP = 2 on the station-take
+    netlist of 2026-12-07: bit 18 of lane 2's ``s0_diff2`` inverted, which seeds 100-111 and stress
+    1..140 did not show) shows only on such rows."""
+    p = b.params
+    n = min(max(2, p.LANES), p.SM_MAX_LEN)
+    for lane in range(min(p.LANES, n)):
+        try:
+            src = b.load(certain_row(lane, n), int8=True)
+            b.add("SM", dst=b.spad(n), src=src, len=n)
+        except TooSmall:                # a machine whose long rows filled the scratchpad
+            return
+        b.features["edge: SM certain in one lane"] += 1
 
 
 STEP_LOW = -61
@@ -758,6 +789,7 @@ def touching_regions(b: Builder) -> None:
         b.add(kind, **f)
         b.features["edge: regions touching"] += 1
     running_neighbours(b)
+    strided_neighbours(b)
 
 
 NEIGHBOUR_PRODUCERS = {"dma": "LD", "mxu": "MM", "vpu": "VADD", "sfu": "SM"}
@@ -916,6 +948,112 @@ def running_neighbours(b: Builder) -> None:
                 hazard = "WAR" if writes else "RAW"
                 b.features[f"edge: {hazard} neighbour {where} of a running {engine}"] += 1
         _fence(b, w0, size, idx)
+
+
+STRIDED_ROUNDS = (("A", 0), ("B", 0), ("B", 1), ("dst", 0))
+"""strided_neighbours's regions of MM and MMRQ (with tb): A, B both ways, the output."""
+STRIDED_GAP = 8
+"""Words between the regions of a strided round (a neighbour's word beside one touches no other)."""
+STRIDED_ROOM = 640
+"""Scratchpad words a strided round's regions take at most: strides of up to 2**7 - 1 at K = 4,
+2**8 - 1 at K = 2 (each round's fence copies its words from the external memory: 32 rounds take
+about 20K of them)."""
+
+
+def _strided_fields(b: Builder, kind: str, region: str, tb: int, room: int) -> dict[str, int]:
+    """Fields of ``kind`` (MM or MMRQ) with M = N = min(T, 4), K of 2 to 4, acc = 0 (MMRQ: pc and
+    relu drawn), and the stride of ``region`` all ones, 2**w - 1 with w as large as its regions
+    fit in ``room`` words (the others' strides 2**2 - 1 to 2**5 - 1), its regions placed from 0
+    (the caller shifts them)."""
+    p, rng = b.params, b.rng
+    ispec = spec.BY_NAME[kind]
+    f = {fl.name: 0 for fl in ispec.fields} | {"pc": rng.randint(0, 1), "relu": rng.randint(0, 1)}
+    f = {name: f[name] for name in (fl.name for fl in ispec.fields)}
+    rows = min(p.T, 4)
+    f.update(M=rows, N=rows, K=rng.randint(min(2, p.K_MAX), min(4, p.K_MAX)), tb=tb)
+    stride = {"A": "lda", "B": "ldb", "dst": "ldc"}[region]
+    for name in ("lda", "ldb", "ldc"):
+        f[name] = (1 << rng.randint(2, 5)) - 1
+    top = next(fl for fl in ispec.fields if fl.name == stride).legal_range(p)[1]
+    spad = [r for r in ispec.regions if r.mem is Mem.SPAD]
+    for w in range(top.bit_length(), 0, -1):
+        f[stride] = min((1 << w) - 1, top)
+        if sum(r.extent(f) + STRIDED_GAP for r in spad) <= room:
+            break
+    at = 0
+    for r in spad:
+        f[r.start] = at
+        at += r.extent(f) + STRIDED_GAP
+    return f
+
+
+def _blocker(b: Builder, at: int) -> dict[str, int]:
+    """An MM that keeps the matrix unit busy for dozens of cycles (M = N = T, K of 24 to 32),
+    its regions from scratchpad word ``at`` on, STRIDED_GAP apart."""
+    p = b.params
+    k = b.rng.randint(min(24, p.K_MAX), min(32, p.K_MAX))
+    a, bb = at, at + p.T * k + STRIDED_GAP
+    return {"dst": bb + k * p.T + STRIDED_GAP, "A": a, "B": bb, "M": p.T, "K": k, "N": p.T, "tb": 0,
+            "lda": k, "ldb": p.T, "ldc": p.T, "acc": 0}
+
+
+def _blocker_words(p: Params) -> int:
+    """The scratchpad words :func:`_blocker`'s regions take at most, the gaps included."""
+    k = min(32, p.K_MAX)
+    return 2 * p.T * k + p.T * p.T + 3 * STRIDED_GAP
+
+
+def strided_neighbours(b: Builder) -> None:
+    """For MM and MMRQ (where built), each of :data:`STRIDED_ROUNDS`, both placements and both
+    states, one round after a fence: the instruction with that region's stride all ones and as
+    wide as STRIDED_ROOM allows (:func:`_strided_fields`), then a VADD of one word: over the
+    region's last word (writing over a source: it must wait for the reads; reading the output:
+    it must wait for the write), or on the word right after it (it must not wait). In
+    one state the instruction runs when the VADD enters, and the station compares it with the
+    bounds the matrix unit forms at dispatch; in the other it waits behind a long MM
+    (:func:`_blocker`), and the station compares it with the checker's region ends. Both ends of
+    a strided operand are a product (stride * rows): a bit of the stride or of the product wrong
+    moves the end by a multiple of K - 1 or M - 1 rows, which shows as a hazard missed or a false
+    one in the hazard counter. The neighbour is the vector unit's, not the DMA's: a DMA
+    neighbour's wait would pass to the fence behind it in the DMA's queue, and the fence
+    overwrites the results (mutant m20 of the RTL mutants' draw at OVERLAP = 2
+    on the station-take netlist of 2026-12-07 flipped bit 0 of the checker's MMRQ ldb in (K - 1)
+    * ldb where bit 6 is 1: only a waiting MMRQ shows it; running_neighbours's long MM has
+    strides of K and T only)."""
+    p, rng = b.params, b.rng
+    idx = p.SPAD_WORDS - 1                      # row 0 of the fences' table (running_neighbours)
+    room = min(STRIDED_ROOM, idx - 2 * STRIDED_GAP - _blocker_words(p))
+    for kind in ("MM", "MMRQ"):
+        if not spec.built(spec.BY_NAME[kind], p) or not stressprogram.fits(kind, p):
+            continue
+        ispec = spec.BY_NAME[kind]
+        spad = [r for r in ispec.regions if r.mem is Mem.SPAD]
+        rounds = itertools.product(STRIDED_ROUNDS, ("last", "after"), ("running", "waiting"))
+        for (region, tb), placement, state in rounds:
+            f = _strided_fields(b, kind, region, tb, room)
+            size = sum(r.extent(f) + STRIDED_GAP for r in spad)
+            if size > room:
+                raise TooSmall(f"no strided {kind} in {p.SPAD_WORDS} scratchpad words")
+            spare = size                        # a word of the window the instruction leaves alone
+            size += 1 + STRIDED_GAP + (_blocker_words(p) if state == "waiting" else 0)
+            w0 = rng.randrange(0, idx - size - STRIDED_GAP + 1)
+            for r in spad:
+                f[r.start] += w0
+            if state == "waiting":
+                b.add("MM", **_blocker(b, w0 + size - _blocker_words(p)))
+            if spec.check(ispec, f, p)[0] is not ErrorCode.NONE:
+                raise AssertionError(f"strided_neighbours: {kind} {f} is not legal")
+            b.add(kind, **f)
+            target = next(r for r in spad if r.start == region)
+            end = f[region] + target.extent(f)
+            word = end - 1 if placement == "last" else end
+            if target.writes:                   # reads the output's word
+                b.add("VADD", dst=w0 + spare, src1=word, src2=word, len=1)
+            else:                               # writes over the source's word
+                b.add("VADD", dst=word, src1=w0 + spare, src2=w0 + spare, len=1)
+            hazard = "RAW" if target.writes else "WAR"
+            b.features[f"edge: {hazard} word {placement} of a {state} strided {kind} {region}"] += 1
+            _fence(b, w0, size, idx)
 
 
 # --------------------------------------------------------------------------- layernorm_rows, gather_rows

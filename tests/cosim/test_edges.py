@@ -320,6 +320,7 @@ def test_divider_grazes_show_a_wrong_low_bit_of_3z():
     for seed in range(3):
         b = built("softmax_rows", seed)
         after = b.features["edge: SM one unit below a rounding step"]     # divider_steps's rows
+        after += b.features["edge: SM certain in one lane"]                # and divider_certain's
         sms = [i for i in b.body if i.op == "SM"][:-after]
         rows = sms[-b.features["edge: SM grazing 3z"]:]
         assert len(rows) >= 3 * P.LANES
@@ -342,7 +343,8 @@ def test_divider_steps_put_an_element_one_numerator_unit_below_a_rounding_step_i
     is 8) makes it 1."""
     assert arith.EXP_LUT[188] == 1 and arith.EXP_LUT[255] == 0
     b = built("softmax_rows", 0)
-    rows = [i for i in b.body if i.op == "SM"][-b.features["edge: SM one unit below a rounding step"]:]
+    sms = [i for i in b.body if i.op == "SM"][:-b.features["edge: SM certain in one lane"]]
+    rows = sms[-b.features["edge: SM one unit below a rounding step"]:]
     assert len(rows) == P.LANES
     for lane, sm in enumerate(rows):
         row = [int(v) for v in s8(loaded(b, sm.src, sm.len))]
@@ -350,6 +352,24 @@ def test_divider_steps_put_an_element_one_numerator_unit_below_a_rounding_step_i
         assert arith.softmax_fixed(row)[lane] == 0
         z = 2 * 65536 + 1
         assert [((2 ** 17 + d) // z + 1) >> 1 for d in (0, 1, 8)] == [0, 1, 1]
+
+
+def test_divider_certain_rows_make_every_lane_s_top_divider_stage_pick_its_digit_2():
+    """Hand-worked: 127 among -128s gives e = 65536 there and EXP_LUT[255] = 0 elsewhere, so z =
+    65536 and p = 65536; the dividers' numerator e << 17 = 2**33 over z is the raw quotient 2**17
+    = 2 * 4**8: the top stage (two bits, 16 left) picks digit 2 with a remainder of 0, and the
+    other eight digits are 0. A remainder of 2**18 there instead (m11: bit 18 of s0_diff2
+    inverted) is 4z, more than the rest of the quotient can absorb: p changes."""
+    b = built("softmax_rows", 0)
+    rows = [i for i in b.body if i.op == "SM"][-b.features["edge: SM certain in one lane"]:]
+    assert len(rows) == P.LANES
+    for lane, sm in enumerate(rows):
+        row = [int(v) for v in s8(loaded(b, sm.src, sm.len))]
+        assert row == edges.certain_row(lane, sm.len) and sm.len == P.LANES
+        assert arith.softmax_fixed(row) == [65536 if i == lane else 0 for i in range(sm.len)]
+        assert _radix4_quotient(65536, 65536) == 65536
+        assert divmod((65536 << 17) // 65536, 4 ** 8) == (2, 0)
+        assert ((2 * 4 ** 8 + (2 ** 18 * 4 ** 8) // 65536) + 1) >> 1 != 65536
 
 
 def test_a_table_is_rewritten_behind_a_waiting_rq_whose_words_carry_spare_bits():
@@ -403,7 +423,8 @@ def test_running_neighbours_enter_while_their_long_instruction_runs():
     run = Machine(p).run([*b.body, build("HALT", params=p)], b.ext)
     timeline = {placed.pc: placed for placed in run.timeline}
     rounds = 0
-    for k in range(1, len(b.body) - 1):
+    strided = _strided_instructions(b)               # strided_neighbours's rounds come after
+    for k in range(1, len(b.body) - 1 - strided):
         ins, engine = b.body[k], spec.BY_NAME[b.body[k].op].counter
         if b.body[k - 1].op != "GATHER" or ins.op != edges.NEIGHBOUR_PRODUCERS.get(engine):
             continue
@@ -454,6 +475,62 @@ def test_running_neighbours_sit_over_and_beside_each_engines_long_instruction():
             if any(s == end for s, e in reads):
                 seen.add((producer.counter, "after"))
     assert seen == {(e, at) for e in edges.NEIGHBOUR_PRODUCERS for at in edges.PLACEMENTS}
+
+
+def _strided_rounds(b: edges.Builder) -> int:
+    return sum(n for name, n in b.features.items() if "strided" in name)
+
+
+def _strided_instructions(b: edges.Builder) -> int:
+    """strided_neighbours's instructions: 3 a round, 4 with a blocker (a waiting round)."""
+    return sum(n * (4 if "waiting" in name else 3) for name, n in b.features.items() if "strided" in name)
+
+
+def test_strided_neighbours_put_one_word_over_and_one_beside_each_strided_region_s_end():
+    """touching_regions ends with strided_neighbours. On the decoupled machine (the reference's
+    timeline), for MM and MMRQ, A, B (tb = 0 and 1) and the output, running or waiting behind a
+    long MM: the tested stride is all ones (2**w - 1, w >= 7, so bit 6 is set: m20 flipped bit 0
+    of MMRQ's ldb in the checker's (K - 1) * ldb where bit 6 was 1, which only a waiting MMRQ
+    shows), K >= 2 (a product that moves the end); the one-word VADD over the region's last word
+    waits for the instruction (spec.conflict says so too) and the one on the word after it does
+    not; the instruction runs when the VADD enters, or waits then; every round ends with a
+    fence."""
+    from sim.machine import Machine
+
+    p = Params(OVERLAP=2)
+    b = edges.Builder(random.Random(5), p)
+    edges.touching_regions(b)
+    run = Machine(p).run([*b.body, build("HALT", params=p)], b.ext)
+    timeline = {placed.pc: placed for placed in run.timeline}
+    rounds = _strided_rounds(b)
+    assert rounds == 2 * len(edges.STRIDED_ROUNDS) * 2 * 2
+    stride_of = {"A": "lda", "B": "ldb", "dst": "ldc"}
+    seen = set()
+    k = len(b.body) - _strided_instructions(b)
+    while k < len(b.body):
+        waiting = b.body[k].op == "MM" and b.body[k + 1].op in ("MM", "MMRQ")
+        k += waiting
+        ins, neighbour, fence = b.body[k:k + 3]
+        assert fence.op == "GATHER" and neighbour.op == "VADD" and neighbour.len == 1
+        assert ins.op in ("MM", "MMRQ") and ins.K >= 2 and ins.acc == 0
+        ispec = spec.BY_NAME[ins.op]
+        ends = {r.start: (r, ins.fields[r.start] + r.extent(ins.fields)) for r in ispec.regions}
+        words = {neighbour.dst, neighbour.src1}
+        [(target, end)] = [(r, e) for name, (r, e) in ends.items()
+                           if name in stride_of and words & {e - 1, e}]
+        stride = ins.fields[stride_of[target.start]]
+        assert stride & (stride + 1) == 0 and stride >= 127, (ins, target.start)
+        word = neighbour.src1 if target.writes else neighbour.dst
+        placement = "last" if word == end - 1 else "after"
+        hit = spec.conflict(spec.spad_accesses(spec.BY_NAME["VADD"], neighbour.fields),
+                            spec.spad_accesses(ispec, ins.fields))
+        assert hit == (timeline[k + 1].hazard > 0) == (placement == "last"), (ins, neighbour)
+        assert (timeline[k].start > timeline[k + 1].entered) == waiting, (timeline[k], timeline[k + 1])
+        seen.add((ins.op, target.start, ins.tb if target.start == "B" else 0, placement, waiting))
+        k += 3
+    assert seen == {(kind, region, tb, at, waiting) for kind in ("MM", "MMRQ")
+                    for region, tb in edges.STRIDED_ROUNDS for at in ("last", "after")
+                    for waiting in (False, True)}
 
 
 @pytest.mark.parametrize("params", [Params(OVERLAP=2), Params(T=8, LANES=8, OVERLAP=2)], ids=["t4", "t8"])
