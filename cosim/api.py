@@ -122,6 +122,14 @@ def _drift(drift: int) -> str:
             "the harness read them; they hold until the next reset: hw/README.md)")
 
 
+def _unreset(unreset: int) -> str:
+    """The line for outputs that reset did not clear (:attr:`RtlRun.unreset`)."""
+    left = "unknown (X)" if unreset < 0 else \
+        ", ".join(name for k, name in enumerate(harness.CLEARED) if unreset >> k & 1)
+    return (f"outputs not 0 right after reset: {left} (reset clears the registers and the counters: "
+            "docs/GA2.md section 2)")
+
+
 def compare(job: JobLike, run: RtlRun, *, shown: int = SHOWN) -> list[str]:
     """How the RTL's run of a job differs from the reference machine's; empty when bit-exact.
 
@@ -131,7 +139,8 @@ def compare(job: JobLike, run: RtlRun, *, shown: int = SHOWN) -> list[str]:
     Checks, in this order: for a job that must halt (:attr:`Job.halts`: a compiled graph), that
     the reference machine did (an error code there is a difference even when the RTL agrees);
     that the RTL stopped within the cycle limit; the error code and pc
-    (and that ``error`` agrees with the code); that no output moved after the stop
+    (and that ``error`` agrees with the code); that reset left every output of
+    :data:`cosim.harness.CLEARED` at 0 (:attr:`RtlRun.unreset`); that no output moved after the stop
     (:attr:`RtlRun.drift`); that ``timing_fault`` is 0 (hw/top.py: it is 1
     when a unit finished in another cycle than the execute stage counted, which the counters
     and, often, the memories cannot show); each counter (sim.spec.ALL_COUNTERS); every external-memory
@@ -172,6 +181,8 @@ def compare(job: JobLike, run: RtlRun, *, shown: int = SHOWN) -> list[str]:
     if run.error != int(want.error_code != ErrorCode.NONE):
         out.append(f"error output: RTL {'X' if run.error < 0 else run.error}, reference "
                    f"{int(want.error_code != ErrorCode.NONE)}")
+    if run.unreset:
+        out.append(_unreset(run.unreset))
     if run.finished and run.drift:
         out.append(_drift(run.drift))
     if run.timing_fault == 1:

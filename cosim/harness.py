@@ -11,7 +11,8 @@ follow it; the harness then, as named tasks:
    ``program_name`` holds its name (ASCII, :data:`NAME_CHARS` characters): markers in a
    waveform;
 2. ``reset_core``: ``rst`` high for :data:`RESET_CYCLES` rising edges (inputs change on falling
-   edges; ``rst`` rises after time 0, as Icarus needs: flows/memmap.py);
+   edges; ``rst`` rises after time 0, as Icarus needs: flows/memmap.py), then ``unreset``
+   records the outputs that reset left nonzero (:data:`CLEARED`);
 3. ``load_memories``: the program and the external memory, one file per bank (:func:`bank_file`,
    :func:`binary_file`). The program goes into the instruction memory's arrays (a backdoor;
    the rows the previous program filled beyond this one's are zeroed, so the rest of the
@@ -27,7 +28,7 @@ follow it; the harness then, as named tasks:
 6. ``dump_state``: the scratchpad and the external memory (one file per bank with ``$writememh``,
    or one file per memory) and one line in :data:`STATE_FILE`: finished, cycles waited, error,
    error_code, error_pc, timing_fault, the counters (``sim.spec.ALL_COUNTERS``: hazard and port
-   read 0 on a machine without OVERLAP), ``started`` and ``drift``, in hex
+   read 0 on a machine without OVERLAP), ``started``, ``drift`` and ``unreset``, in hex
    (``x`` or ``z`` where a bit is unknown: never guessed).
 
 Between 5 and 6, ``watch_hold`` watches the outputs that must hold after a stop (:data:`HELD`)
@@ -93,12 +94,16 @@ loaded through the port."""
 STATE_FILE = "state.out"
 """The stop, the counters and the cycles waited, one line (:data:`STATE_FIELDS`)."""
 STATE_FIELDS = ("finished", "waited", "error", "error_code", "error_pc", "timing_fault",
-                *(f"count_{name}" for name in spec.ALL_COUNTERS), "started", "drift")
+                *(f"count_{name}" for name in spec.ALL_COUNTERS), "started", "drift", "unreset")
 """The fields of :data:`STATE_FILE`, in order (``started``: the simulation time, in ns, at which
-``start`` rose; ``drift``: see :data:`HELD`)."""
+``start`` rose; ``drift``: see :data:`HELD`; ``unreset``: see :data:`CLEARED`)."""
 HELD = ("done", "busy", "error", "error_code", "error_pc", *(f"count_{name}" for name in spec.ALL_COUNTERS))
 """The outputs that hold from a stop until the next reset (hw/README.md: ``done`` and ``error``
 stay high, the counters freeze, the machine is idle); bit i of ``drift`` is ``HELD[i]``."""
+CLEARED = HELD
+"""The outputs that reset clears (docs/GA2.md section 2: reset clears the registers and the
+counters; no stop, no error, the machine idle): bit i of ``unreset`` is set when ``CLEARED[i]``
+is not 0 in the cycle after ``rst`` falls, before the program is loaded and started."""
 LOADED = ("imem", "ext")
 DUMPED = ("spad", "ext")
 PUBLIC = ("request", "served")
@@ -251,6 +256,8 @@ def _tasks(description: Description, prog_len: int, binary: bool) -> list[str]:
         "    @(negedge clk) rst = 1'b1;",
         f"    repeat ({RESET_CYCLES}) @(posedge clk);",
         "    @(negedge clk) rst = 1'b0;",
+        "    unreset = 0;",
+        *[f"    if ({name} !== 0) unreset[{k}] = 1'b1;" for k, name in enumerate(CLEARED)],
         "  end endtask",
         "  task load_memories; begin", *_load(description, binary), "  end endtask",
         "  task load_through_port; begin", *_through_port(description), "  end endtask",
@@ -341,6 +348,7 @@ def render(description: Description, binary: bool = False, engines: Sequence[str
         "  reg program_running = 1'b0;",
         "  reg [63:0] started = 64'd0;",
         f"  reg [{len(HELD) - 1}:0] drift = {len(HELD)}'d0;",
+        f"  reg [{len(CLEARED) - 1}:0] unreset = {len(CLEARED)}'d0;",
         *[f"  reg {_vector(width[name])}held_{name};" for name in HELD],
         *_busy(engines),
         "  reg finished = 1'b0;",

@@ -323,6 +323,9 @@ class RtlRun:
         drift: bit i set when output ``cosim.harness.HELD[i]`` changed in the
             HOLD_CYCLES cycles after it was read (they must hold from the stop until the next
             reset), 0 when none did, -1 when unknown.
+        unreset: bit i set when output ``cosim.harness.CLEARED[i]`` was not 0 right after the
+            reset before this job (docs/GA2.md section 2: reset clears the registers and the
+            counters), 0 when all were, -1 when unknown.
     """
 
     name: str
@@ -347,6 +350,7 @@ class RtlRun:
     spad_before: np.ndarray | None = field(default=None, repr=False)
     started: int = -1
     drift: int = 0
+    unreset: int = 0
 
 
 # --------------------------------------------------------------------------- files
@@ -413,7 +417,7 @@ def read_jobs(path: Path) -> JobBatch:
 
 RESULT_ARRAYS = ("finished", "waited", "ext", "spad", "ext_x", "spad_x", "counters", "counters_x",
                  "error", "error_code", "error_pc", "timing_fault", "seconds", "sim_seconds",
-                 "sim_cpu_seconds", "started", "drift")
+                 "sim_cpu_seconds", "started", "drift", "unreset")
 """The arrays of a results file, one row per job, as :func:`write_results` stores them."""
 
 
@@ -437,6 +441,7 @@ def empty_results(n: int, params: Params) -> dict[str, np.ndarray]:
         "sim_cpu_seconds": np.zeros(n, np.float64),
         "started": np.full(n, X, np.int64),
         "drift": np.full(n, X, np.int64),
+        "unreset": np.full(n, X, np.int64),
     }
 
 
@@ -464,6 +469,6 @@ def read_results(path: Path, batch_names: Sequence[str], limits: Sequence[int], 
             seconds=float(r["seconds"][k]), sim_seconds=float(r["sim_seconds"][k]),
             sim_cpu_seconds=float(r["sim_cpu_seconds"][k]),
             spad_before=runs[-1].spad if runs else None, started=int(r["started"][k]),
-            drift=int(r["drift"][k]),
+            drift=int(r["drift"][k]), unreset=int(r["unreset"][k]),
         ))
     return runs

@@ -14,7 +14,9 @@ of its table is read, past the table: the silent wrong read BAD_INDEX exists to 
 pattern is only in its Verilog, in the module of its execute stage, hw/overlap.py's
 ``OverlapExecute``: ``--param OVERLAP=1``): the hazard flag, or the write port's, never holds
 an instruction back; ``dma-yield-off``: the DMA's LD beats never yield the write port to
-another engine's window (``dma_hold`` always 0).
+another engine's window (``dma_hold`` always 0). ``counter-reset`` resets ``count_cycles`` to 128:
+every start sets it to 1, so only the harness's check of the outputs right after reset sees it
+(the RTL mutants' m03 of the default machine's draw of 2026-12-07).
 Each mutant is a text edit of the exported Verilog that must
 apply (a mutant that no longer finds its pattern raises, so a changed RTL cannot silently
 turn the check into a no-op).
@@ -131,6 +133,17 @@ def _gather_no_check(text: str) -> tuple[str, int]:
     return text[:start] + body + text[end:], n
 
 
+def _counter_reset_value(text: str) -> tuple[str, int]:
+    # hw/control.py _counters: reset sets count_cycles to 0; Amaranth writes its next value as an
+    # always block ending `if (rst) begin \$N  = 32'd0; end`, in the control's module: the
+    # reset value becomes 128 (bit 7), which a start overwrites, so only a read right after reset,
+    # before any start, sees it
+    start, end = _module(text, ".core.control")
+    pattern = r"(\\\$(\d+)  = count_cycles;\n(?:(?!always @).)*?if \(rst\) begin\n\s*\\\$\2  = )32'd0;"
+    body, n = re.subn(pattern, r"\g<1>32'd128;", text[start:end], flags=re.S)
+    return text[:start] + body + text[end:], n
+
+
 @dataclass(frozen=True)
 class Mutant:
     """A named break of the RTL.
@@ -165,6 +178,9 @@ MUTANTS = {m.name: m for m in (
     Mutant("gather-nocheck", "hw/dma.py (DMA._row_number, the row number's check)",
            "never refuses a GATHER's row number: one out of its table is read from past the table "
            "(no BAD_INDEX)", _gather_no_check),
+    Mutant("counter-reset", "hw/control.py (Control._counters, count_cycles's reset value)",
+           "resets count_cycles to 128, not 0 (every start sets it to 1, so only the harness's read "
+           "right after reset shows it: cosim.harness.CLEARED)", _counter_reset_value),
     Mutant("hazard-off", "hw/overlap.py (OVERLAP = 1: the issue stage's hazard flag)",
            "issues an instruction while one in flight on another engine reads or writes its "
            "scratchpad regions (the RAW/WAR/WAW check gone)", _overlap_flag_off("haz_q")),

@@ -131,6 +131,7 @@ class TB:
         results["waited"][k] = max(state["waited"], 0)
         results["started"][k] = state["started"]
         results["drift"][k] = state["drift"]
+        results["unreset"][k] = state["unreset"]
 
 
 @cocotb.test()

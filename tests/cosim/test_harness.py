@@ -23,6 +23,17 @@ def test_the_steps_of_a_program_in_order():
         assert f"task {step};" in text
 
 
+def test_reset_checks_that_every_cleared_output_is_0_before_the_program_loads():
+    """reset_core, after rst falls and before load_memories: one flag per output of CLEARED (the
+    stop, busy, every counter: docs/GA2.md section 2), written as the state line's last field."""
+    text = _text()
+    reset = text[text.index("task reset_core;"):text.index("end endtask", text.index("task reset_core;"))]
+    body = reset[reset.index("rst = 1'b0;"):]
+    flags = re.findall(r"if \((\w+) !== 0\) unreset\[(\d+)\] = 1'b1;", body)
+    assert flags == [(name, str(k)) for k, name in enumerate(harness.CLEARED)]
+    assert "count_cycles" in harness.CLEARED and harness.STATE_FIELDS[-1] == "unreset"
+
+
 def test_only_the_handshake_is_public_under_verilator():
     text = _text()
     public = re.findall(r"reg \[31:0\] (\w+) /\*verilator public_flat_rw\*/", text)

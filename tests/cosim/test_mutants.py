@@ -105,12 +105,33 @@ def test_a_late_dma_done_fails_on_timing_fault_alone(icarus):
         ""]
 
 
+@pytest.mark.rtl
+def test_a_counter_reset_to_128_fails_on_the_check_after_reset_alone(icarus):
+    """Every start sets count_cycles to 1, so memories and counters match; only the harness's
+    read of the outputs right after reset (cosim.harness.CLEARED) sees the 128 (the RTL mutants'
+    m03 of the default machine's draw of 2026-12-07 inverted bit 7 of that reset value)."""
+    command = [sys.executable, "-m", "cosim", "seeds", "100", "--sim", icarus, "--mutant", "counter-reset"]
+    done = subprocess.run(command, capture_output=True, text=True, cwd=ROOT, timeout=600)
+    assert done.returncode == 1, done.stdout + done.stderr
+    lines = done.stdout.splitlines()
+    assert lines[1:4] == [
+        "icarus     FAIL: 1 of 1 program differs from the reference",
+        "    seed 100: outputs not 0 right after reset: count_cycles (reset clears the registers and the "
+        "counters: docs/GA2.md section 2)",
+        ""]
+
+
 def _changed_lines(tmp_path, name):
     source = tmp_path / "ga2_simtop.v"
     source.write_bytes(fresh_verilog(params=DEFAULT).read_bytes())
     target = mutants.mutate(source, name, tmp_path / name)
     before, after = source.read_text().splitlines(), target.read_text().splitlines()
     return [(a, b) for a, b in zip(before, after, strict=True) if a != b]
+
+
+def test_counter_reset_changes_count_cycles_s_reset_value_alone(tmp_path):
+    (a, b), = _changed_lines(tmp_path, "counter-reset")
+    assert a.strip().endswith("= 32'd0;") and b == a.replace("= 32'd0;", "= 32'd128;")
 
 
 def test_vadd_norelu_clears_the_relu_select_of_every_lane(tmp_path):
