@@ -553,6 +553,133 @@ def _countdown_arrival(at: Site) -> str | None:
             f"{why}")
 
 
+def _flip_flop_of(at: Site, bit) -> dict | None:
+    """The $dff cell whose Q drives ``bit``, or None."""
+    found = wiring(at.module).drivers.get(bit)
+    cell = at.module["cells"][found[0]] if found else None
+    return cell if cell is not None and cell["type"] == "$dff" else None
+
+
+def _delayed(at: Site, w_bit, e_bit) -> bool:
+    """Whether ``w_bit`` is a register of ``e_bit`` one cycle later (its D is ``e_bit``, or
+    ``e_bit`` behind a multiplexer that gives 0 on rst)."""
+    dff = _flip_flop_of(at, w_bit)
+    if dff is None:
+        return False
+    d = dff["connections"]["D"][0]
+    if d == e_bit:
+        return True
+    found = wiring(at.module).drivers.get(d)
+    mux = at.module["cells"][found[0]] if found else None
+    return (mux is not None and mux["type"] == "$mux" and mux["connections"]["A"] == [e_bit]
+            and mux["connections"]["B"] == ["0"] and "rst" in _names(at, mux["connections"]["S"][0]))
+
+
+def _read_only_after_load(at: Site) -> str | None:
+    """The hold input (A) of the multiplexer that loads a register when its select E is 1: the
+    register is read only through multiplexers that pass it when W is 1, W being E one cycle
+    later (a register of it), and give a constant or x otherwise, so whenever it is read it holds
+    what E loaded the cycle before, never a held value (the LUT's table beat: ``tbl_data`` is
+    written to the table memory on ``tbl_write``, the cycle after ``back.table`` loads it)."""
+    m = at.m
+    if at.cell_type != "$mux" or m.port != "A":
+        return None
+    conn = at.module["cells"][m.cell]["connections"]
+    q = tuple(conn["A"])
+    dff = _flip_flop_of(at, q[0]) if q and isinstance(q[0], int) else None
+    if dff is None or tuple(dff["connections"]["Q"]) != q or len(conn["S"]) != 1:
+        return None
+    name = next((n for n in _names(at, q[0]) if tuple(at.module["netnames"][n]["bits"]) == q), None)
+    values, _ = register_chain(at, name) if name else (set(), set())
+    if tuple(conn["Y"]) not in values:
+        return None
+    e_bit, gates = conn["S"][0], set()
+    for cell_name, port, _ in {r for b in q for r in wiring(at.module).readers.get(b, ())}:
+        c = at.module["cells"][cell_name]
+        cc = c["connections"]
+        if c["type"] == "$mux" and tuple(cc["Y"]) in values:
+            continue                    # the register's own enable and reset multiplexers
+        if c["type"] != "$mux" or port != "B" or tuple(cc["B"]) != q \
+                or any(b not in ("0", "x") for b in cc["A"]) or not _delayed(at, cc["S"][0], e_bit):
+            return None
+        gates.add(cell_name)
+    if not gates:
+        return None
+    wire = "/".join(_names(at, e_bit)[:1]) or "its select"
+    return (f"it changes what {name} holds while it is not loaded; the register is read only through "
+            f"{len(gates)} multiplexer(s) that pass it the cycle after {wire} loads it (their select is a "
+            f"register of {wire}) and give x or 0 otherwise, so no read ever sees a held value")
+
+
+CHECKS = "ga2_simtop.core.control.checks"
+
+
+def _checker_flushed_stage(at: Site) -> str | None:
+    """The value a checker stage register other than ``valid`` takes in a flush cycle (the hold
+    input of its flush multiplexer): the flush clears the stage's ``valid``, and only a load
+    (``en``) sets it again, which loads the register too; the core reads the checker's outputs
+    only with ``out_valid`` (hw/control.py: the front end's queue pushes on it)."""
+    m = at.m
+    if m.module != CHECKS or at.cell_type != "$mux" or m.port != "B" \
+            or not m.src.startswith("hw/checker.py"):
+        return None
+    conn = at.module["cells"][m.cell]["connections"]
+    if "flush" not in _names(at, conn["S"][0]):
+        return None
+    stage = re.fullmatch(r"([rc])_(\w+)", m.signal)
+    if stage is None or stage[2] == "valid" or f"{stage[1]}_valid" not in at.module["netnames"]:
+        return None
+    values, _ = register_chain(at, m.signal)
+    if tuple(conn["Y"]) not in values or tuple(conn["B"]) != tuple(at.module["netnames"][m.signal]["bits"]):
+        return None
+    return (f"it changes what {m.signal} holds in a flush cycle; the flush clears {stage[1]}_valid, which "
+            "only a load (en) sets again, loading the register with it (hw/checker.py _stage), and the core "
+            "reads the checker's outputs only with out_valid (hw/control.py: the front end's queue pushes "
+            "on it)")
+
+
+def _and_above_narrow_operand(at: Site) -> str | None:
+    """A bit of an AND's output above the width of one of its unsigned operands (Yosys extends
+    it with zeros): the bit is 0 whatever the inputs, so const0 on it, or a cnot1 controlled by
+    such a bit, changes nothing (the carries of hw/lanes.carry_save that meet an e_i of 17 bits
+    in the softmax's sum tree)."""
+    m = at.m
+    cell = at.module["cells"][m.cell]
+    if at.cell_type != "$and" or m.port != "Y":
+        return None
+    p = {k: int(v, 2) for k, v in cell["parameters"].items()}
+    narrow = min((p[f"{x}_WIDTH"] for x in ("A", "B") if not p[f"{x}_SIGNED"]), default=None)
+    if narrow is None:
+        return None
+    if m.mode == "const0" and m.portbit >= narrow:
+        return (f"bit {m.portbit} of an AND with an unsigned operand of {narrow} bits (zero-extended) is "
+                "0 whatever the inputs; const0 leaves it")
+    if m.mode == "cnot1" and m.ctrlbit >= narrow:
+        return (f"its control, bit {m.ctrlbit} of an AND with an unsigned operand of {narrow} bits "
+                "(zero-extended), is 0 whatever the inputs: XOR 0 changes nothing")
+    return None
+
+
+def _mxu_old_row_hold(at: Site) -> str | None:
+    """The hold input (A) of the multiplexer that loads MM acc = 1's old word ``acc_old<j>``
+    (hw/mxu.py ``_read_old_rows``): row i's old words arrive in the cycle row i of the array is
+    done, and the sum row + old is formed and written in the next (``summed``, MM_ACC_CYCLES), so
+    the register is read only the cycle after each load, never while it holds."""
+    m = at.m
+    if m.module != "ga2_simtop.core.mxu" or not re.fullmatch(r"acc_old\d+", m.signal) \
+            or at.cell_type != "$mux" or m.port != "A":
+        return None
+    conn = at.module["cells"][m.cell]["connections"]
+    values, resets = register_chain(at, m.signal)
+    q = tuple(at.module["netnames"][m.signal]["bits"])
+    if tuple(conn["A"]) != q or tuple(conn["Y"]) not in values or m.cell in resets:
+        return None
+    return (f"it changes what {m.signal} holds while no old row arrives; row i's old words are registered "
+            "as they return on rd1 (old_back), in the cycle row i of the array is done, and MM acc = 1 reads "
+            "the register only in the next cycle, when it forms and writes row i's sum (summed = row_done & "
+            "acc a cycle later: hw/mxu.py, MM_ACC_CYCLES), so it never reads a held value")
+
+
 def _lut_table_address(at: Site) -> str | None:
     m = at.m
     if m.module != "ga2_simtop.core.lut" or m.signal != "tbl_addr" or at.cell_type != "$mux":
@@ -1271,7 +1398,8 @@ def _sole_unit_of_engine(at: Site) -> str | None:
 NOTES: tuple[Callable[[Site], str | None], ...] = (
     _counter_bits, _stop_countdown, _dma_st_enable, _bank_read_hold, _divider_bounds, _lane0_mask,
     _softmax_max_pass, _array_rows, _array_accumulator_hold, _layernorm_low_count, _layernorm_scale_reload,
-    _countdown_arrival,
+    _countdown_arrival, _read_only_after_load, _checker_flushed_stage, _and_above_narrow_operand,
+    _mxu_old_row_hold,
     _lut_table_address,
     _unread, _unread_in_design, _memory_write_idle, _divider_rest, _checker_latency, _selected_latency,
     _timing_fault_kept_low, _reset_value,

@@ -618,6 +618,103 @@ def test_a_countdown_that_reaches_zero_in_the_same_cycle_is_equivalent(netlist):
     assert verdicts.COUNTDOWNS.keys() == {(module, "gap")}
 
 
+def _muxes_reading(graph: draw.Netlist, module: str, signal: str, port: str) -> list[str]:
+    """The multiplexers whose input ``port`` is register ``signal``'s whole Q."""
+    mod = graph.modules[module]
+    bits = mod["netnames"][signal]["bits"]
+    return [name for name, cell in mod["cells"].items()
+            if cell["type"] == "$mux" and cell["connections"][port] == bits]
+
+
+def test_a_register_read_only_the_cycle_after_its_load_keeps_no_held_value_that_matters(netlist):
+    """hw/lut.py: a table beat is registered in tbl_data when back.table, and written to the
+    table memory the next cycle, on tbl_write (a register of back.table), through a multiplexer
+    that gives x otherwise; so tbl_data's hold input is never read (m31 of the default machine's
+    draw of 2026-12-07 forced its bit 8 to 0). The LUT's tbl_addr, read while in_table (not a
+    register of its load's select), is not judged by this note."""
+    _, net, graph = netlist
+    module = "ga2_simtop.core.lut"
+    [hold] = [name for name in _muxes_reading(graph, module, "tbl_data", "A")
+              if "lut_back_2.table" in verdicts.wiring(graph.modules[module]).names.get(
+                  graph.modules[module]["cells"][name]["connections"]["S"][0], [])]
+    for mode, bit in (("const0", 8), ("const1", 0), ("inv", 31)):
+        line = f"mutate -mode {mode} -module {module} -cell {hold} -port A -portbit {bit}"
+        verdict = _judge(net, graph, line)
+        assert verdict.equivalent and verdict.method == "note" and "tbl_data" in verdict.why, mode
+    for other in _muxes_reading(graph, module, "tbl_addr", "A"):
+        at = verdicts.site(graph.modules, graph.attribute(draw.parse(
+            f"mutate -mode inv -module {module} -cell {other} -port A -portbit 0")), DEFAULT)
+        assert verdicts._read_only_after_load(at) is None
+
+
+def test_a_checker_stage_register_s_value_in_a_flush_cycle_is_never_read(netlist):
+    """hw/checker.py _stage: a flush clears the stage's valid and holds its other registers; only
+    a load sets valid again, loading them too, and the core reads the checker only with
+    out_valid. c_ext_range_LD's flush hold inverted (m08 of the default machine's draw of
+    2026-12-07) is equivalent; its load input, and the valid bits' flush inputs (a constant 0),
+    are not judged by this note."""
+    _, net, graph = netlist
+    module = verdicts.CHECKS
+    mod = graph.modules[module]
+    names = verdicts.wiring(mod).names
+    [hold] = [n for n in _muxes_reading(graph, module, "c_ext_range_LD", "B")
+              if "flush" in names.get(mod["cells"][n]["connections"]["S"][0], [])]
+    verdict = _judge(net, graph, f"mutate -mode inv -module {module} -cell {hold} -port B -portbit 0")
+    assert verdict.equivalent and verdict.method == "note" and "c_valid" in verdict.why
+    at = verdicts.site(graph.modules, graph.attribute(draw.parse(
+        f"mutate -mode inv -module {module} -cell {hold} -port A -portbit 0")), DEFAULT)
+    assert verdicts._checker_flushed_stage(at) is None
+    valid_flush = [n for n, c in mod["cells"].items()
+                   if c["type"] == "$mux" and c["connections"]["B"] == ["0"]
+                   and "flush" in names.get(c["connections"]["S"][0], [])]
+    from hw import checker
+    assert len(valid_flush) == 2 + checker.END_STAGES          # r_valid, e<k>_valid, c_valid
+    for name in valid_flush:
+        at = verdicts.site(graph.modules, graph.attribute(draw.parse(
+            f"mutate -mode inv -module {module} -cell {name} -port B -portbit 0")), DEFAULT)
+        assert verdicts._checker_flushed_stage(at) is None
+
+
+def test_an_and_s_bits_above_its_narrow_unsigned_operand_are_zero(netlist):
+    """hw/lanes.carry_save in the softmax's sum tree: the carries of the last level AND a 22-bit
+    partial sum with e_3 (17 bits: e <= 65536), which Yosys zero-extends, so the carry's bits 17
+    and up are 0 (m26 of the default machine's draw of 2026-12-07 forced bit 18 to 0); bit 16,
+    within both operands, is not judged by this note, nor is const1 on bit 18."""
+    _, net, graph = netlist
+    module = "ga2_simtop.core.softmax"
+    mod = graph.modules[module]
+    ands = [name for name, c in mod["cells"].items() if c["type"] == "$and"
+            and {int(c["parameters"]["A_WIDTH"], 2), int(c["parameters"]["B_WIDTH"], 2)} == {22, 17}]
+    assert ands
+    line = f"mutate -mode {{}} -module {module} -cell {{}} -port Y -portbit {{}}"
+    for name in ands:
+        for bit in (17, 18, 21):
+            verdict = _judge(net, graph, line.format("const0", name, bit))
+            assert verdict.equivalent and "17 bits" in verdict.why, (name, bit)
+        for mode, bit in (("const0", 16), ("const1", 18)):
+            m = graph.attribute(draw.parse(line.format(mode, name, bit)))
+            assert verdicts._and_above_narrow_operand(verdicts.site(graph.modules, m, DEFAULT)) is None
+
+
+def test_the_mm_old_row_register_s_hold_is_never_read(netlist):
+    """hw/mxu.py _read_old_rows: MM acc = 1 reads acc_old<j> only the cycle after each load (m35
+    of the default machine's draw of 2026-12-07 XORed its hold's bit 2 with bit 22). Checked by
+    hand on 2026-12-07: with the hold replaced by 0x5A5A5A5A, tests/hw/test_mxu.py (six acc = 1
+    cases) and stress 1..60 on Icarus (MM acc = 1 among the cases) pass. Its load input and its
+    reset value are not judged by this note."""
+    _, net, graph = netlist
+    module = "ga2_simtop.core.mxu"
+    for j in range(DEFAULT.T):
+        [hold] = _muxes_reading(graph, module, f"acc_old{j}", "A")
+        verdict = _judge(net, graph, f"mutate -mode cnot1 -module {module} -cell {hold} -port A -portbit 2 "
+                                     "-ctrlbit 22")
+        assert verdict.equivalent and f"acc_old{j}" in verdict.why
+        for port in ("B", "S"):
+            line = f"mutate -mode inv -module {module} -cell {hold} -port {port} -portbit 0"
+            m = graph.attribute(draw.parse(line))
+            assert verdicts._mxu_old_row_hold(verdicts.site(graph.modules, m, DEFAULT)) is None
+
+
 def _register_cell(graph: draw.Netlist, module: str, signal: str) -> str:
     mod = graph.modules[module]
     bits = mod["netnames"][signal]["bits"]
