@@ -452,13 +452,21 @@ def divider_certain(b: Builder) -> None:
     1..140 did not show) shows only on such rows."""
     p = b.params
     n = min(max(2, p.LANES), p.SM_MAX_LEN)
-    for lane in range(min(p.LANES, n)):
+    _row_per_lane(b, range(min(p.LANES, n)), lambda lane: certain_row(lane, n),
+                  "edge: SM certain in one lane")
+
+
+def _row_per_lane(b: Builder, lanes: range, row_of: Callable[[int], list[int]], feature: str) -> None:
+    """One SM over ``row_of(lane)`` for each lane, each counted as ``feature``; stops quietly on a
+    machine whose long rows filled the scratchpad."""
+    for lane in lanes:
         try:
-            src = b.load(certain_row(lane, n), int8=True)
-            b.add("SM", dst=b.spad(n), src=src, len=n)
-        except TooSmall:                # a machine whose long rows filled the scratchpad
+            row = row_of(lane)
+            src = b.load(row, int8=True)
+            b.add("SM", dst=b.spad(len(row)), src=src, len=len(row))
+        except TooSmall:
             return
-        b.features["edge: SM certain in one lane"] += 1
+        b.features[feature] += 1
 
 
 STEP_LOW = -61
@@ -486,15 +494,9 @@ def divider_steps(b: Builder) -> None:
     in 2,500)."""
     p = b.params
     n = max(3, p.LANES)
-    if n > p.SM_MAX_LEN:
-        return
-    for lane in range(p.LANES):
-        try:
-            src = b.load(step_row(lane, n), int8=True)
-            b.add("SM", dst=b.spad(n), src=src, len=n)
-        except TooSmall:                # a machine whose long rows filled the scratchpad
-            return
-        b.features["edge: SM one unit below a rounding step"] += 1
+    if n <= p.SM_MAX_LEN:
+        _row_per_lane(b, range(p.LANES), lambda lane: step_row(lane, n),
+                      "edge: SM one unit below a rounding step")
 
 
 GRAZE_TRIES = 4
