@@ -969,8 +969,8 @@ def _strided_fields(b: Builder, kind: str, region: str, tb: int, room: int) -> d
     (the caller shifts them)."""
     p, rng = b.params, b.rng
     ispec = spec.BY_NAME[kind]
-    f = {fl.name: 0 for fl in ispec.fields} | {"pc": rng.randint(0, 1), "relu": rng.randint(0, 1)}
-    f = {name: f[name] for name in (fl.name for fl in ispec.fields)}
+    drawn = {"pc": rng.randint(0, 1), "relu": rng.randint(0, 1)}     # MMRQ's; MM has neither
+    f = {fl.name: drawn.get(fl.name, 0) for fl in ispec.fields}
     rows = min(p.T, 4)
     f.update(M=rows, N=rows, K=rng.randint(min(2, p.K_MAX), min(4, p.K_MAX)), tb=tb)
     stride = {"A": "lda", "B": "ldb", "dst": "ldc"}[region]

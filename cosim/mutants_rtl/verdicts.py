@@ -605,7 +605,7 @@ def _read_only_after_load(at: Site) -> str | None:
         gates.add(cell_name)
     if not gates:
         return None
-    wire = "/".join(_names(at, e_bit)[:1]) or "its select"
+    wire = next(iter(_names(at, e_bit)), "its select")
     return (f"it changes what {name} holds while it is not loaded; the register is read only through "
             f"{len(gates)} multiplexer(s) that pass it the cycle after {wire} loads it (their select is a "
             f"register of {wire}) and give x or 0 otherwise, so no read ever sees a held value")
