@@ -50,13 +50,17 @@ def main(argv: list[str] | None = None) -> int:
                              "the PyPI Yosys fails in it on GA-2, then abc runs: see flows/synth)")
     machines.add_argument(parser)
     parser.add_argument("--yosys-only", action="store_true", help="stop after Yosys (no place and route)")
+    parser.add_argument("--no-dsp-registers", dest="dsp_registers", action="store_false",
+                        help="place and route Yosys's netlist as it is, each product register in the "
+                             "fabric (by default it moves into its DSP block: flows/synth/dsp_regs.py)")
     args = parser.parse_args(argv)
     command = " ".join(["python -m flows.synth", *(sys.argv[1:] if argv is None else argv)])
     try:
         params = machines.from_args(args)
         args.out = args.out or machines.machine_dir("build", params) / "synth"
         synthesise(params, args.out, freq=args.freq, seed=args.seed, mapper=args.mapper,
-                   pnr=not args.yosys_only, command=command, yosys_cache=YOSYS_CACHE)
+                   pnr=not args.yosys_only, command=command, yosys_cache=YOSYS_CACHE,
+                   dsp_registers=args.dsp_registers)
     except (SynthError, ValueError, OSError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 1

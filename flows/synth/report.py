@@ -33,6 +33,7 @@ class Report:
     seconds: dict[str, float] = field(default_factory=dict)
     dsp: str = ""
     overfull: str = ""
+    dsp_registers: dict = field(default_factory=dict)
 
     def met(self) -> bool | None:
         return None if self.fmax is None else self.fmax >= self.freq_target
@@ -86,6 +87,12 @@ def markdown(r: Report) -> str:
         lines += ["Place and route not run (--yosys-only): no Fmax.", ""]
     if r.dsp:
         lines += [f"DSP budget: {r.dsp}", ""]
+    if r.dsp_registers:
+        folded = r.dsp_registers
+        kept = "".join(f"; `{name}` kept its own: {why}" for name, why in sorted(folded["kept"].items()))
+        lines += [f"DSP output registers (flows/synth/dsp_regs.py): {folded['blocks']} of "
+                  f"{folded['blocks'] + len(folded['kept'])} blocks took their product register, "
+                  f"{folded['flip_flops']:,} flip-flops moved into them before place and route{kept}.", ""]
     lines += ["| resource | used | of | % |", "|---|---:|---:|---:|"]
     for key, u in r.utilisation.items():
         lines.append(f"| {LABELS[key]} | {u['used']:,} | {u['available']:,} | {u['percent']} |")

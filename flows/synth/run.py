@@ -27,7 +27,7 @@ from amaranth.lib import wiring
 from sim.spec import Params
 
 from ..export import CLOCK, ports
-from . import dsp
+from . import dsp, dsp_regs
 from .parse import (
     abc9_bug,
     by_block,
@@ -326,11 +326,13 @@ def run_nextpnr(netlist: Path, out_dir: Path, freq: float, seed: int = 1, quiet:
 def synthesise(params: Params, out_dir: Path, *, freq: float = 100.0, seed: int = 1, mapper: str = "abc",
                pnr: bool = True, quiet: bool = False, command: str = "python -m flows.synth",
                top_factory: Callable[[Params], wiring.Component] = SynthTop,
-               yosys_cache: Path | None = None) -> Report:
+               yosys_cache: Path | None = None, dsp_registers: bool = True) -> Report:
     """Write the wrapper's Verilog, synthesise, place and route; write report.md and report.json.
 
     ``yosys_cache``: a folder where Yosys's results are kept by a hash of the Verilog, the script
-    and the Yosys version (:func:`run_yosys`); None runs Yosys every time.
+    and the Yosys version (:func:`run_yosys`); None runs Yosys every time. ``dsp_registers``:
+    place and route the netlist with each product register folded into its DSP block
+    (:mod:`flows.synth.dsp_regs`, written to ``netlist-dsp.json``) rather than Yosys's as it is.
 
     Raises:
         SynthError: a tool is missing or failed.
@@ -358,10 +360,13 @@ def synthesise(params: Params, out_dir: Path, *, freq: float = 100.0, seed: int 
         overfull += " (Yosys's count)"
         if pnr:
             say(f"  does not fit the {DEVICE['part']}: {overfull}; no place and route")
-    result, placed = None, None
+    result, placed, folded = None, None, None
     if pnr and not overfull:
+        netlist = ys.netlist
+        if dsp_registers:
+            netlist, folded = _fold_dsp_registers(ys.netlist, say)
         try:
-            result = run_nextpnr(ys.netlist, out_dir, freq, seed, quiet)
+            result = run_nextpnr(netlist, out_dir, freq, seed, quiet)
             placed = result.utilisation
             seconds["nextpnr"] = result.seconds
         except DoesNotFit as error:       # reported, as a machine that does not fit is a result
@@ -379,12 +384,27 @@ def synthesise(params: Params, out_dir: Path, *, freq: float = 100.0, seed: int 
         ram_blocks=ram_blocks(ys.netlist),
         fmax=None if result is None else round(result.fmax, 2),
         dsp=dsp.summary(params), overfull=overfull,
+        dsp_registers={} if folded is None else {"blocks": folded.blocks, "flip_flops": folded.flip_flops,
+                                                 "kept": folded.kept},
         critical_path={} if result is None else summarise_path(result.critical_path),
         seconds={k: round(v, 1) for k, v in seconds.items()},
     )
     (out_dir / "report.json").write_text(json.dumps(dataclasses.asdict(report), indent=1) + "\n")
     (out_dir / "report.md").write_text(markdown(report))
     return report
+
+
+def _fold_dsp_registers(netlist: Path, say: Callable[[str], None]) -> tuple[Path, dsp_regs.Folded]:
+    """Yosys's netlist with its product registers in the DSP blocks, as ``netlist-dsp.json``
+    beside it (Yosys's own stays as it is: the cache and the cells by block read it)."""
+    design = json.loads(netlist.read_text())
+    folded = dsp_regs.fold_output_registers(design)
+    target = netlist.with_name("netlist-dsp.json")
+    target.write_text(json.dumps(design))
+    blocks = folded.blocks + len(folded.kept)
+    say(f"  DSP output registers: {folded.blocks} of {blocks} blocks take their product register "
+        f"({folded.flip_flops:,} flip-flops moved in), {target.name}")
+    return target, folded
 
 
 REPORT_FILES = ("report.json", "report.md")
