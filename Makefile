@@ -175,8 +175,8 @@ lint: setup verilog  ## verilator --lint-only -Wall on build/ga2.v; the waivers,
 	  echo "verilator --lint-only -Wall hw/lint_waivers.vlt $(MACHINE_DIR)/ga2.v --top-module ga2"; \
 	  verilator --lint-only -Wall hw/lint_waivers.vlt $(MACHINE_DIR)/ga2.v --top-module ga2
 
-synth: setup synth-setup  ## GA-2 out of context on the ECP5-85F (Yosys, nextpnr from PyPI): build/synth/report.md; FREQ=100, PARAMS=
-	$(PY) -m flows.synth --freq $(call quote,$(FREQ)) $(MACHINE)
+synth: setup synth-setup  ## GA-2 out of context on the ECP5-85F (Yosys, nextpnr from PyPI): build/synth/report.md; FREQ=100, PARAMS=, DSP_REGISTERS=1 (products registered in the DSP blocks)
+	$(PY) -m flows.synth --freq $(call quote,$(FREQ)) $(MACHINE) $(if $(filter-out 0,$(DSP_REGISTERS)),--dsp-registers)
 
 bitstream: setup synth-setup  ## ULX3S 85F bitstream: example A from block RAM, PASS/FAIL on the LEDs (build/bitstream); PARAMS=
 	$(PY) -m flows.board $(MACHINE)

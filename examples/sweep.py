@@ -184,6 +184,10 @@ def reported(params: Params) -> dict:
     if not report_is_current(report, params, YOSYS_CACHE):
         print(f"  the report in {folder} was made from other sources: not used", flush=True)
         return {}
+    if report.dsp_registers:
+        print(f"  the report in {folder} placed the products registered in the DSP blocks "
+              "(make synth DSP_REGISTERS=1): not the sweep's flow, not used", flush=True)
+        return {}
     previous = report_figures(report, params)
     folder_date = datetime.date.fromtimestamp((folder / "report.json").stat().st_mtime).isoformat()
     return {**previous, "date": folder_date}

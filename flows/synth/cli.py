@@ -50,9 +50,10 @@ def main(argv: list[str] | None = None) -> int:
                              "the PyPI Yosys fails in it on GA-2, then abc runs: see flows/synth)")
     machines.add_argument(parser)
     parser.add_argument("--yosys-only", action="store_true", help="stop after Yosys (no place and route)")
-    parser.add_argument("--no-dsp-registers", dest="dsp_registers", action="store_false",
-                        help="place and route Yosys's netlist as it is, each product register in the "
-                             "fabric (by default it moves into its DSP block: flows/synth/dsp_regs.py)")
+    parser.add_argument("--dsp-registers", action="store_true",
+                        help="move each multiplier's product register into its DSP block before place "
+                             "and route (flows/synth/dsp_regs.py; docs/guide/fpga.md gives what it "
+                             "bought on each machine); by default Yosys's netlist is placed as it is")
     args = parser.parse_args(argv)
     command = " ".join(["python -m flows.synth", *(sys.argv[1:] if argv is None else argv)])
     try:

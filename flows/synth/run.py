@@ -326,7 +326,7 @@ def run_nextpnr(netlist: Path, out_dir: Path, freq: float, seed: int = 1, quiet:
 def synthesise(params: Params, out_dir: Path, *, freq: float = 100.0, seed: int = 1, mapper: str = "abc",
                pnr: bool = True, quiet: bool = False, command: str = "python -m flows.synth",
                top_factory: Callable[[Params], wiring.Component] = SynthTop,
-               yosys_cache: Path | None = None, dsp_registers: bool = True) -> Report:
+               yosys_cache: Path | None = None, dsp_registers: bool = False) -> Report:
     """Write the wrapper's Verilog, synthesise, place and route; write report.md and report.json.
 
     ``yosys_cache``: a folder where Yosys's results are kept by a hash of the Verilog, the script
