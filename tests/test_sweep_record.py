@@ -121,3 +121,24 @@ def test_only_a_placed_machine_is_said_to_fit():
     figures = [sweep.Figures(name, {}, 0, 0.0, 0, {}, 0.0, synth=synth) for name, synth in rows.items()]
     fits = [line.split(" | ")[-2] for line in sweep.synth_table(figures)[2:]]
     assert fits == ["yes", f"no: {over}", "by Yosys's count (not placed)"]
+
+
+def test_a_report_placed_with_the_dsp_registers_is_not_the_sweeps(monkeypatch, tmp_path, capsys):
+    """make synth DSP_REGISTERS=1 is another flow (flows/synth/dsp_regs.py): its report, of the
+    current sources or not, is not recorded as the machine's figures; one without it is."""
+    import flows.synth.run
+
+    values = {"command": "python -m flows.synth", "params": {"T": 4}, "device": {}, "freq_target": 100.0,
+              "seed": 1, "versions": {}, "yosys": {"mapper": "abc"}, "blocks": {}, "memories": {},
+              "fmax": 102.7,
+              "utilisation": {"LUT4": {"used": 25364}, "TRELLIS_FF": {"used": 12679},
+                              "MULT18X18D": {"used": 57}, "DP16KD": {"used": 48}}}
+    monkeypatch.setattr(sweep, "synth_dir", lambda params: tmp_path)
+    monkeypatch.setattr(flows.synth.run, "report_is_current", lambda report, params, cache: True)
+    monkeypatch.setattr(flows.synth.run, "current_key", lambda params, mapper="abc": "ab" * 32)
+    (tmp_path / "report.json").write_text(json.dumps(values))
+    assert sweep.reported(machines.DEFAULT)["Fmax"] == 102.7
+    folded = {"blocks": 57, "flip_flops": 1285, "kept": {}}
+    (tmp_path / "report.json").write_text(json.dumps(values | {"dsp_registers": folded}))
+    assert sweep.reported(machines.DEFAULT) == {}
+    assert "DSP_REGISTERS=1" in capsys.readouterr().out
