@@ -142,6 +142,10 @@ def fold_output_registers(netlist: dict) -> Folded:
     top = _top(netlist)
     cells = top["cells"]
     sinks: dict[Any, list[tuple[str, str]]] = defaultdict(list)
+    for port_name, port in top.get("ports", {}).items():   # a module output reads its bits too
+        for bit in port.get("bits", []) if port.get("direction") != "input" else []:
+            if not isinstance(bit, str):
+                sinks[bit].append(("", port_name))
     for name, cell in cells.items():
         for port, bits in cell["connections"].items():
             if cell.get("port_directions", {}).get(port) != "output":
@@ -186,7 +190,8 @@ def _plan(dsp: dict, cells: dict, sinks: dict) -> tuple[str, list[tuple[str, str
         if len(bits) != 1 or isinstance(bits[0], str) or not sinks.get(bits[0]):
             continue
         readers = sinks[bits[0]]
-        if len(readers) != 1 or cells[readers[0][0]]["type"] != FF or readers[0][1] != "DI":
+        if len(readers) != 1 or readers[0][0] not in cells or cells[readers[0][0]]["type"] != FF \
+                or readers[0][1] != "DI":
             return f"output {port} is read by something other than one flip-flop's data input", [], ()
         control = _control(cells[readers[0][0]])
         if isinstance(control, str):

@@ -68,8 +68,13 @@ def test_a_register_that_is_not_the_blocks_stays(change, reason):
     assert net == before
 
 
-def test_a_product_read_elsewhere_or_registered_twice_over_stays():
+def test_a_product_read_elsewhere_or_under_two_enables_stays():
+    """A product also read by a LUT, or by the module's output port, or registered by flip-flops
+    with different enables, keeps its registers in the fabric."""
     net = _netlist([FF_PARAMS] * 2, readers=2)
+    assert "read by something other than one flip-flop" in fold_output_registers(net).kept["m"]
+    net = _netlist([FF_PARAMS] * 2)
+    net["modules"]["t"]["ports"] = {"p": {"direction": "output", "bits": [11]}}
     assert "read by something other than one flip-flop" in fold_output_registers(net).kept["m"]
     net = _netlist([FF_PARAMS] * 2)
     net["modules"]["t"]["cells"]["ff1"]["connections"]["CE"] = [5]
