@@ -12,6 +12,7 @@ DOCS_STAMP  := $(VENV)/.setup-docs
 SOC_STAMP   := $(VENV)/.setup-soc
 PAUSE   ?= 0.3
 FREQ    ?= 100
+DSP_REGISTERS ?= 0
 SEEDS   ?= 100-111
 SIM     ?= both
 N       ?= 200
@@ -41,7 +42,7 @@ help:  ## list the targets
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/^([a-z-]+):.*## (.*)/  make \1\t\2/' | expand -t 26
 	@echo
 	@echo $(call quote,Variables: SEEDS=$(SEEDS) SIM=$(SIM) (icarus|verilator|both) N=$(N) SEED=$(SEED) WAVES=$(WAVES) RESUME=$(RESUME))
-	@echo $(call quote,           JOBS=(one per core) FREQ=$(FREQ) COUNT=$(COUNT) ENGINE=auto|ray|local (campaigns; RAY_ADDRESS=host:port: a Ray cluster, docs/cluster.md))
+	@echo $(call quote,           JOBS=(one per core) FREQ=$(FREQ) DSP_REGISTERS=$(DSP_REGISTERS) COUNT=$(COUNT) ENGINE=auto|ray|local (campaigns; RAY_ADDRESS=host:port: a Ray cluster, docs/cluster.md))
 	@echo $(call quote,           PARAMS=$(PARAMS)): the machine for verilog, lint, cosim, stress, bench, synth, bitstream, digits,
 	@echo "           e.g. PARAMS=t8 or PARAMS=\"T=8 LANES=8 SPAD_WORDS=16384\" (presets t2 t4 t8 t16; the"
 	@echo "           parameters and their ranges: docs/isa.md; outputs of another machine: build/machines/<tag>/)"

@@ -38,6 +38,8 @@ from collections import defaultdict
 from dataclasses import dataclass
 from typing import Any
 
+from .wrapper import TOP_NAME
+
 DSP = "MULT18X18D"
 FF = "TRELLIS_FF"
 OUTPUT_PORTS = tuple(f"P{i}" for i in range(36))
@@ -93,18 +95,11 @@ class Folded:
     kept: dict[str, str]
 
 
-def _top(netlist: dict) -> dict:
-    modules = netlist["modules"]
-    tops = [m for m in modules.values() if _flag(m.get("attributes", {}).get("top", 0))]
-    if len(tops) != 1:
-        raise ValueError(f"expected one top module in the netlist, found {len(tops)}")
-    return tops[0]
-
-
-def _flag(value: Any) -> bool:
-    """A Yosys JSON attribute as a truth value (an integer, or a string of bits)."""
-    text = str(value).strip()
-    return int(text, 2 if set(text) <= {"0", "1"} else 10) != 0
+def _top(netlist: dict, top: str) -> dict:
+    try:
+        return netlist["modules"][top]
+    except (KeyError, TypeError):
+        raise ValueError(f"the netlist has no module {top!r} (Yosys's write_json of the top)") from None
 
 
 def _param(cell: dict, name: str) -> str | None:
@@ -132,17 +127,18 @@ def _control(cell: dict) -> tuple | str:
     return clk, ce, lsr
 
 
-def fold_output_registers(netlist: dict) -> Folded:
+def fold_output_registers(netlist: dict, top: str = TOP_NAME) -> Folded:
     """Fold each MULT18X18D's product register into the block (in place; see the module's
-    docstring for when). ``netlist``: Yosys's ``write_json`` of the mapped design, one top module.
+    docstring for when). ``netlist``: Yosys's ``write_json`` of the mapped design; ``top``: its
+    top module (flows/synth/wrapper.py's TOP_NAME).
 
     Raises:
-        ValueError: the netlist has no single top module.
+        ValueError: the netlist has no module ``top``.
     """
-    top = _top(netlist)
-    cells = top["cells"]
+    module = _top(netlist, top)
+    cells = module["cells"]
     sinks: dict[Any, list[tuple[str, str]]] = defaultdict(list)
-    for port_name, port in top.get("ports", {}).items():   # a module output reads its bits too
+    for port_name, port in module.get("ports", {}).items():   # a module output reads its bits too
         for bit in port.get("bits", []) if port.get("direction") != "input" else []:
             if not isinstance(bit, str):
                 sinks[bit].append(("", port_name))
@@ -203,20 +199,20 @@ def _plan(dsp: dict, cells: dict, sinks: dict) -> tuple[str, list[tuple[str, str
     return "", moves, next(iter(controls), ())
 
 
-def for_equivalence(netlist: dict, side: str) -> dict:
+def for_equivalence(netlist: dict, side: str, top: str = TOP_NAME) -> dict:
     """A copy of ``netlist`` for :func:`equivalence_script`: its top module alone (the cell
     libraries come from Yosys's models), its blocks typed :data:`MODEL_TYPE` and named apart by
     ``side`` ("gold" or "gate"), so that the equivalence pairs the design's nets and not the
     blocks' own output wires, which differ by design (a product before and after its register)."""
-    top = json.loads(json.dumps(_top(netlist)))
+    module = json.loads(json.dumps(_top(netlist, top)))
     cells = {}
-    for name, cell in top["cells"].items():
+    for name, cell in module["cells"].items():
         if cell["type"] == DSP:
             cell["type"] = MODEL_TYPE
             name = f"{name}.{side}"
         cells[name] = cell
-    top["cells"] = cells
-    return {"modules": {"top": top}}
+    module["cells"] = cells
+    return {"modules": {"top": module}}
 
 
 def equivalence_script(gold: str, gate: str, model: str) -> str:

@@ -37,14 +37,14 @@ def _netlist(ff_params: list[dict], readers: int = 1) -> dict:
     if readers == 2:
         cells["lut"] = {"type": "LUT4", "parameters": {}, "port_directions": {"A": "input", "Z": "output"},
                         "connections": {"A": [10], "Z": [99]}}
-    return {"modules": {"t": {"attributes": {"top": "00000000000000000000000000000001"}, "cells": cells}}}
+    return {"modules": {TOP_NAME: {"cells": cells}}}
 
 
 def test_a_product_register_moves_into_the_block():
     net = _netlist([FF_PARAMS] * 4)
     folded = fold_output_registers(net)
     assert (folded.blocks, folded.flip_flops, folded.kept) == (1, 4, {})
-    cells = net["modules"]["t"]["cells"]
+    cells = net["modules"][TOP_NAME]["cells"]
     assert sorted(cells) == ["m"]
     m = cells["m"]
     assert [m["connections"][f"P{i}"] for i in range(5)] == [[20], [21], [22], [23], [14]]
@@ -68,16 +68,21 @@ def test_a_register_that_is_not_the_blocks_stays(change, reason):
     assert net == before
 
 
+def test_a_netlist_without_the_top_module_is_refused_by_name():
+    with pytest.raises(ValueError, match=f"the netlist has no module '{TOP_NAME}'"):
+        fold_output_registers({"modules": {"other": {"cells": {}}}})
+
+
 def test_a_product_read_elsewhere_or_under_two_enables_stays():
     """A product also read by a LUT, or by the module's output port, or registered by flip-flops
     with different enables, keeps its registers in the fabric."""
     net = _netlist([FF_PARAMS] * 2, readers=2)
     assert "read by something other than one flip-flop" in fold_output_registers(net).kept["m"]
     net = _netlist([FF_PARAMS] * 2)
-    net["modules"]["t"]["ports"] = {"p": {"direction": "output", "bits": [11]}}
+    net["modules"][TOP_NAME]["ports"] = {"p": {"direction": "output", "bits": [11]}}
     assert "read by something other than one flip-flop" in fold_output_registers(net).kept["m"]
     net = _netlist([FF_PARAMS] * 2)
-    net["modules"]["t"]["cells"]["ff1"]["connections"]["CE"] = [5]
+    net["modules"][TOP_NAME]["cells"]["ff1"]["connections"]["CE"] = [5]
     assert "different clocks, enables or resets" in fold_output_registers(net).kept["m"]
 
 
