@@ -34,10 +34,9 @@ a synthesised unit, and on a wrongly folded copy, which it must refuse.
 from __future__ import annotations
 
 import json
-from collections import defaultdict
 from dataclasses import dataclass
-from typing import Any
 
+from .netlist import readers, top_module
 from .wrapper import TOP_NAME
 
 DSP = "MULT18X18D"
@@ -95,13 +94,6 @@ class Folded:
     kept: dict[str, str]
 
 
-def _top(netlist: dict, top: str) -> dict:
-    try:
-        return netlist["modules"][top]
-    except (KeyError, TypeError):
-        raise ValueError(f"the netlist has no module {top!r} (Yosys's write_json of the top)") from None
-
-
 def _param(cell: dict, name: str) -> str | None:
     value = cell.get("parameters", {}).get(name)
     return value.strip() if isinstance(value, str) else value
@@ -135,19 +127,9 @@ def fold_output_registers(netlist: dict, top: str = TOP_NAME) -> Folded:
     Raises:
         ValueError: the netlist has no module ``top``.
     """
-    module = _top(netlist, top)
+    module = top_module(netlist, top)
     cells = module["cells"]
-    sinks: dict[Any, list[tuple[str, str]]] = defaultdict(list)
-    for port_name, port in module.get("ports", {}).items():   # a module output reads its bits too
-        for bit in port.get("bits", []) if port.get("direction") != "input" else []:
-            if not isinstance(bit, str):
-                sinks[bit].append(("", port_name))
-    for name, cell in cells.items():
-        for port, bits in cell["connections"].items():
-            if cell.get("port_directions", {}).get(port) != "output":
-                for bit in bits:
-                    if not isinstance(bit, str):
-                        sinks[bit].append((name, port))
+    sinks = readers(module)
     kept: dict[str, str] = {}
     blocks = removed = 0
     for name in [n for n, c in cells.items() if c["type"] == DSP]:
@@ -199,17 +181,27 @@ def _plan(dsp: dict, cells: dict, sinks: dict) -> tuple[str, list[tuple[str, str
     return "", moves, next(iter(controls), ())
 
 
-def for_equivalence(netlist: dict, side: str, top: str = TOP_NAME) -> dict:
+def for_equivalence(netlist: dict, side: str, top: str = TOP_NAME, apart: tuple[str, ...] = ()) -> dict:
     """A copy of ``netlist`` for :func:`equivalence_script`: its top module alone (the cell
     libraries come from Yosys's models), its blocks typed :data:`MODEL_TYPE` and named apart by
     ``side`` ("gold" or "gate"), so that the equivalence pairs the design's nets and not the
-    blocks' own output wires, which differ by design (a product before and after its register)."""
-    module = json.loads(json.dumps(_top(netlist, top)))
+    blocks' own output wires, which differ by design (a product before and after its register);
+    so are the cells of the types in ``apart`` (flows/synth/carries.py's CCU2C, whose halves move);
+    an output left unconnected ("x", as flows/synth/carries.py leaves a chain's last COUT) gets
+    a net of its own."""
+    module = json.loads(json.dumps(top_module(netlist, top)))
+    spare = 1 + max((b for c in module["cells"].values() for bits in c["connections"].values() for b in bits
+                     if isinstance(b, int)), default=1)
     cells = {}
     for name, cell in module["cells"].items():
         if cell["type"] == DSP:
             cell["type"] = MODEL_TYPE
+        if cell["type"] in (MODEL_TYPE, *apart):
             name = f"{name}.{side}"
+        for port, bits in cell["connections"].items():     # Yosys refuses an output tied to "x"
+            if cell.get("port_directions", {}).get(port) == "output" and bits == ["x"]:
+                cell["connections"][port] = [spare]
+                spare += 1
         cells[name] = cell
     module["cells"] = cells
     return {"modules": {"top": module}}
