@@ -13,6 +13,8 @@ SOC_STAMP   := $(VENV)/.setup-soc
 PAUSE   ?= 0.3
 FREQ    ?= 100
 DSP_REGISTERS ?= 0
+CARRIES ?= 1
+ROUTER  ?= router1
 SEEDS   ?= 100-111
 SIM     ?= both
 N       ?= 200
@@ -42,7 +44,7 @@ help:  ## list the targets
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/^([a-z-]+):.*## (.*)/  make \1\t\2/' | expand -t 26
 	@echo
 	@echo $(call quote,Variables: SEEDS=$(SEEDS) SIM=$(SIM) (icarus|verilator|both) N=$(N) SEED=$(SEED) WAVES=$(WAVES) RESUME=$(RESUME))
-	@echo $(call quote,           JOBS=(one per core) FREQ=$(FREQ) DSP_REGISTERS=$(DSP_REGISTERS) COUNT=$(COUNT) ENGINE=auto|ray|local (campaigns; RAY_ADDRESS=host:port: a Ray cluster, docs/cluster.md))
+	@echo $(call quote,           JOBS=(one per core) FREQ=$(FREQ) DSP_REGISTERS=$(DSP_REGISTERS) CARRIES=$(CARRIES) ROUTER=$(ROUTER) COUNT=$(COUNT) ENGINE=auto|ray|local (campaigns; RAY_ADDRESS=host:port: a Ray cluster, docs/cluster.md))
 	@echo $(call quote,           PARAMS=$(PARAMS)): the machine for verilog, lint, cosim, stress, bench, synth, bitstream, digits,
 	@echo "           e.g. PARAMS=t8 or PARAMS=\"T=8 LANES=8 SPAD_WORDS=16384\" (presets t2 t4 t8 t16; the"
 	@echo "           parameters and their ranges: docs/isa.md; outputs of another machine: build/machines/<tag>/)"
@@ -176,8 +178,8 @@ lint: setup verilog  ## verilator --lint-only -Wall on build/ga2.v; the waivers,
 	  echo "verilator --lint-only -Wall hw/lint_waivers.vlt $(MACHINE_DIR)/ga2.v --top-module ga2"; \
 	  verilator --lint-only -Wall hw/lint_waivers.vlt $(MACHINE_DIR)/ga2.v --top-module ga2
 
-synth: setup synth-setup  ## GA-2 out of context on the ECP5-85F (Yosys, nextpnr from PyPI): build/synth/report.md; FREQ=100, PARAMS=, DSP_REGISTERS=1 (products registered in the DSP blocks)
-	$(PY) -m flows.synth --freq $(call quote,$(FREQ)) $(MACHINE) $(if $(filter-out 0,$(DSP_REGISTERS)),--dsp-registers)
+synth: setup synth-setup  ## GA-2 out of context on the ECP5-85F (Yosys, nextpnr from PyPI): build/synth/report.md; FREQ=100, PARAMS=, DSP_REGISTERS=1 (products registered in the DSP blocks), CARRIES=0 (carry chains as Yosys mapped them), ROUTER=router2
+	$(PY) -m flows.synth --freq $(call quote,$(FREQ)) $(MACHINE) $(if $(filter-out 0,$(DSP_REGISTERS)),--dsp-registers) $(if $(filter 0,$(CARRIES)),--keep-carries) --router $(call quote,$(ROUTER))
 
 bitstream: setup synth-setup  ## ULX3S 85F bitstream: example A from block RAM, PASS/FAIL on the LEDs (build/bitstream); PARAMS=
 	$(PY) -m flows.board $(MACHINE)

@@ -188,6 +188,11 @@ def reported(params: Params) -> dict:
         print(f"  the report in {folder} placed the products registered in the DSP blocks "
               "(make synth DSP_REGISTERS=1): not the sweep's flow, not used", flush=True)
         return {}
+    if not report.carries:
+        print(f"  the report in {folder} placed the carry chains as Yosys mapped them (make synth "
+              "CARRIES=0, or a flow before flows/synth/carries.py): not the sweep's flow, not used",
+              flush=True)
+        return {}
     previous = report_figures(report, params)
     folder_date = datetime.date.fromtimestamp((folder / "report.json").stat().st_mtime).isoformat()
     return {**previous, "date": folder_date}

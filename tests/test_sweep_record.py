@@ -123,14 +123,16 @@ def test_only_a_placed_machine_is_said_to_fit():
     assert fits == ["yes", f"no: {over}", "by Yosys's count (not placed)"]
 
 
-def test_a_report_placed_with_the_dsp_registers_is_not_the_sweeps(monkeypatch, tmp_path, capsys):
-    """make synth DSP_REGISTERS=1 is another flow (flows/synth/dsp_regs.py): its report, of the
-    current sources or not, is not recorded as the machine's figures; one without it is."""
+def test_a_report_of_another_flow_is_not_the_sweeps(monkeypatch, tmp_path, capsys):
+    """make synth DSP_REGISTERS=1 and CARRIES=0 are other flows (flows/synth/dsp_regs.py,
+    flows/synth/carries.py): a report of either, of the current sources or not, is not recorded
+    as the machine's figures, nor one written before the carry chains were rewritten; the
+    default flow's is."""
     import flows.synth.run
 
     values = {"command": "python -m flows.synth", "params": {"T": 4}, "device": {}, "freq_target": 100.0,
               "seed": 1, "versions": {}, "yosys": {"mapper": "abc"}, "blocks": {}, "memories": {},
-              "fmax": 102.7,
+              "fmax": 102.7, "carries": True,
               "utilisation": {"LUT4": {"used": 25364}, "TRELLIS_FF": {"used": 12679},
                               "MULT18X18D": {"used": 57}, "DP16KD": {"used": 48}}}
     monkeypatch.setattr(sweep, "synth_dir", lambda params: tmp_path)
@@ -142,3 +144,8 @@ def test_a_report_placed_with_the_dsp_registers_is_not_the_sweeps(monkeypatch, t
     (tmp_path / "report.json").write_text(json.dumps(values | {"dsp_registers": folded}))
     assert sweep.reported(machines.DEFAULT) == {}
     assert "DSP_REGISTERS=1" in capsys.readouterr().out
+    for other in ({"carries": False}, {}):
+        (tmp_path / "report.json").write_text(json.dumps({k: v for k, v in values.items() if k != "carries"}
+                                                         | other))
+        assert sweep.reported(machines.DEFAULT) == {}
+        assert "CARRIES=0" in capsys.readouterr().out

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from sim import machines
 
-from .run import MAPPERS, SynthError, synthesise
+from .run import MAPPERS, ROUTERS, SynthError, synthesise
 
 YOSYS_CACHE = Path("build") / "yosys-cache"
 """Yosys's results by a hash of the Verilog, the script and Yosys (flows.synth.run.run_yosys): a
@@ -54,6 +54,13 @@ def main(argv: list[str] | None = None) -> int:
                         help="move each multiplier's product register into its DSP block before place "
                              "and route (flows/synth/dsp_regs.py; docs/guide/fpga.md gives what it "
                              "bought on each machine); by default Yosys's netlist is placed as it is")
+    parser.add_argument("--router", choices=ROUTERS, default="router1",
+                        help="nextpnr's router (default: router1, nextpnr-ecp5's own default); router2 "
+                             "routes a part nearly full, where router1 crawls (T = 8 at OVERLAP = 2)")
+    parser.add_argument("--keep-carries", action="store_true",
+                        help="place the carry chains as Yosys mapped them; by default each chain whose "
+                             "carry-in is a constant takes it, and gives its carry-out, in halves of its "
+                             "own, so nextpnr adds no feed-in or feed-out cells (flows/synth/carries.py)")
     args = parser.parse_args(argv)
     command = " ".join(["python -m flows.synth", *(sys.argv[1:] if argv is None else argv)])
     try:
@@ -61,7 +68,8 @@ def main(argv: list[str] | None = None) -> int:
         args.out = args.out or machines.machine_dir("build", params) / "synth"
         synthesise(params, args.out, freq=args.freq, seed=args.seed, mapper=args.mapper,
                    pnr=not args.yosys_only, command=command, yosys_cache=YOSYS_CACHE,
-                   dsp_registers=args.dsp_registers)
+                   dsp_registers=args.dsp_registers, carries=not args.keep_carries,
+                   router=args.router)
     except (SynthError, ValueError, OSError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 1

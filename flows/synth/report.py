@@ -34,6 +34,11 @@ class Report:
     dsp: str = ""
     overfull: str = ""
     dsp_registers: dict = field(default_factory=dict)
+    router: str = "router1"
+    carries: bool = False
+    """Whether the flow rewrote the carry chains before place and route (flows/synth/carries.py;
+    reports written before it existed have False)."""
+    carry_chains: dict = field(default_factory=dict)
 
     def met(self) -> bool | None:
         return None if self.fmax is None else self.fmax >= self.freq_target
@@ -80,7 +85,7 @@ def markdown(r: Report) -> str:
     if r.fmax is not None:
         verdict = "met" if r.met() else "NOT met"
         lines += [f"**Fmax {r.fmax:.1f} MHz** (target {r.freq_target:g} MHz, {verdict}; "
-                  f"nextpnr seed {r.seed}).", ""]
+                  f"nextpnr seed {r.seed}{'' if r.router == 'router1' else ', ' + r.router}).", ""]
     elif r.overfull:
         lines += [f"**Does not fit the {r.device['part']}**: {r.overfull}; no Fmax.", ""]
     else:
@@ -93,6 +98,14 @@ def markdown(r: Report) -> str:
         lines += [f"DSP output registers (flows/synth/dsp_regs.py): {folded['blocks']} of "
                   f"{folded['blocks'] + len(folded['kept'])} blocks took their product register, "
                   f"{folded['flip_flops']:,} flip-flops moved into them before place and route{kept}.", ""]
+    if r.carry_chains:
+        c = r.carry_chains
+        lines += [f"Carry chains (flows/synth/carries.py): {c['chains']:,} of {c['chains'] + c['left']:,} "
+                  f"take their carry-in and carry-out in their own halves; nextpnr adds "
+                  f"{sum(c['packer_after']):,} feed-in and feed-out cells rather than "
+                  f"{sum(c['packer_before']):,}: {_saved(c):,} logic cells fewer.", ""]
+    elif r.fmax is not None or "nextpnr" in r.overfull:
+        lines += ["Carry chains placed as Yosys mapped them (`--keep-carries`).", ""]
     lines += ["| resource | used | of | % |", "|---|---:|---:|---:|"]
     for key, u in r.utilisation.items():
         lines.append(f"| {LABELS[key]} | {u['used']:,} | {u['available']:,} | {u['percent']} |")
@@ -126,3 +139,11 @@ def markdown(r: Report) -> str:
               "Run time: " + ", ".join(f"{k} {v:.0f} s" for k, v in r.seconds.items()) + ".", "",
               "Tools: " + "; ".join(f"{k} {v}" for k, v in r.versions.items()) + ".", ""]
     return "\n".join(lines)
+
+
+def _saved(chains: dict) -> int:
+    """Logic cells nextpnr packs fewer after flows/synth/carries.py (its Rewritten, as a dict):
+    two per CCU2C, feed-ins and feed-outs included."""
+    def cells(when: str) -> int:
+        return chains[f"cells_{when}"] + sum(chains[f"packer_{when}"])
+    return 2 * (cells("before") - cells("after"))

@@ -27,7 +27,7 @@ from amaranth.lib import wiring
 from sim.spec import Params
 
 from ..export import CLOCK, ports
-from . import dsp, dsp_regs
+from . import carries, dsp, dsp_regs
 from .parse import (
     abc9_bug,
     by_block,
@@ -297,7 +297,13 @@ class PnrResult:
     log: Path
 
 
-def run_nextpnr(netlist: Path, out_dir: Path, freq: float, seed: int = 1, quiet: bool = False) -> PnrResult:
+ROUTERS = ("router1", "router2")
+"""nextpnr's routers (``--router``): router1 is nextpnr-ecp5's default; router2 converges where
+router1 crawls, on a part nearly full (T = 8 at OVERLAP = 2: docs/guide/fpga.md)."""
+
+
+def run_nextpnr(netlist: Path, out_dir: Path, freq: float, seed: int = 1, quiet: bool = False,
+                router: str = "router1") -> PnrResult:
     """Place and route out of context; Fmax and the critical path from nextpnr's report.
 
     Raises:
@@ -308,9 +314,9 @@ def run_nextpnr(netlist: Path, out_dir: Path, freq: float, seed: int = 1, quiet:
     progress = Progress("nextpnr", NEXTPNR_PROGRESS, quiet)
     log = out_dir / "nextpnr.log"
     progress.say(f"{DEVICE['part']} speed {DEVICE['speed']} {DEVICE['package']}, --freq {freq:g} MHz, "
-                 f"seed {seed}, log {log}")
+                 f"seed {seed}, {router}, log {log}")
     args = [*cmd, *DEVICE["nextpnr"], "--out-of-context", "--json", netlist.name, "--freq", f"{freq:g}",
-            "--timing-allow-fail", "--seed", str(seed), "--report", "nextpnr-report.json"]
+            "--timing-allow-fail", "--seed", str(seed), "--router", router, "--report", "nextpnr-report.json"]
     code = run_logged(args, out_dir, log, progress)
     seconds = progress.elapsed()
     if code != 0:
@@ -326,13 +332,17 @@ def run_nextpnr(netlist: Path, out_dir: Path, freq: float, seed: int = 1, quiet:
 def synthesise(params: Params, out_dir: Path, *, freq: float = 100.0, seed: int = 1, mapper: str = "abc",
                pnr: bool = True, quiet: bool = False, command: str = "python -m flows.synth",
                top_factory: Callable[[Params], wiring.Component] = SynthTop,
-               yosys_cache: Path | None = None, dsp_registers: bool = False) -> Report:
+               yosys_cache: Path | None = None, dsp_registers: bool = False, carries: bool = True,
+               router: str = "router1") -> Report:
     """Write the wrapper's Verilog, synthesise, place and route; write report.md and report.json.
 
     ``yosys_cache``: a folder where Yosys's results are kept by a hash of the Verilog, the script
     and the Yosys version (:func:`run_yosys`); None runs Yosys every time. ``dsp_registers``:
     place and route the netlist with each product register folded into its DSP block
-    (:mod:`flows.synth.dsp_regs`, written to ``netlist-dsp.json``) rather than Yosys's as it is.
+    (:mod:`flows.synth.dsp_regs`). ``carries``: give the carry chains their carry-in and
+    carry-out in their own halves (:mod:`flows.synth.carries`), so nextpnr-ecp5 adds no feed-in
+    or feed-out cells. Either rewrite is placed from ``netlist-pnr.json``; with neither, Yosys's
+    netlist as it is. ``router``: nextpnr's (:data:`ROUTERS`).
 
     Raises:
         SynthError: a tool is missing or failed.
@@ -360,13 +370,11 @@ def synthesise(params: Params, out_dir: Path, *, freq: float = 100.0, seed: int 
         overfull += " (Yosys's count)"
         if pnr:
             say(f"  does not fit the {DEVICE['part']}: {overfull}; no place and route")
-    result, placed, folded = None, None, None
+    result, placed, folded, chains = None, None, None, None
     if pnr and not overfull:
-        netlist = ys.netlist
-        if dsp_registers:
-            netlist, folded = _fold_dsp_registers(ys.netlist, say)
+        netlist, folded, chains = _rewrite(ys.netlist, dsp_registers, carries, say)
         try:
-            result = run_nextpnr(netlist, out_dir, freq, seed, quiet)
+            result = run_nextpnr(netlist, out_dir, freq, seed, quiet, router)
             placed = result.utilisation
             seconds["nextpnr"] = result.seconds
         except DoesNotFit as error:       # reported, as a machine that does not fit is a result
@@ -377,7 +385,7 @@ def synthesise(params: Params, out_dir: Path, *, freq: float = 100.0, seed: int 
     report = Report(
         command=command, params=dataclasses.asdict(params), device={k: v for k, v in DEVICE.items()
                                                                    if k != "nextpnr"},
-        freq_target=freq, seed=seed, versions=versions(),
+        freq_target=freq, seed=seed, router=router, versions=versions(),
         yosys={"mapper": ys.mapper, "fallback": ys.fallback, "cells": ys.cells, "cached": ys.cached},
         utilisation=utilisation(ys.cells, placed),
         blocks=by_block(ys.netlist), memories=ys.memories,
@@ -386,6 +394,7 @@ def synthesise(params: Params, out_dir: Path, *, freq: float = 100.0, seed: int 
         dsp=dsp.summary(params), overfull=overfull,
         dsp_registers={} if folded is None else {"blocks": folded.blocks, "flip_flops": folded.flip_flops,
                                                  "kept": folded.kept},
+        carries=carries, carry_chains={} if chains is None else dataclasses.asdict(chains),
         critical_path={} if result is None else summarise_path(result.critical_path),
         seconds={k: round(v, 1) for k, v in seconds.items()},
     )
@@ -394,18 +403,30 @@ def synthesise(params: Params, out_dir: Path, *, freq: float = 100.0, seed: int 
     return report
 
 
-def _fold_dsp_registers(netlist: Path, say: Callable[[str], None]) -> tuple[Path, dsp_regs.Folded]:
-    """Yosys's netlist with its product registers in the DSP blocks, as ``netlist-dsp.json``
-    beside it (Yosys's own stays as it is: the cache and the cells by block read it)."""
+def _rewrite(netlist: Path, dsp_registers: bool, chains: bool, say: Callable[[str], None]
+             ) -> tuple[Path, dsp_regs.Folded | None, carries.Rewritten | None]:
+    """The netlist nextpnr places: Yosys's, or with its carry chains rewritten and its product
+    registers in the DSP blocks, as ``netlist-pnr.json`` beside it (Yosys's own stays as it is:
+    the cache and the cells by block read it)."""
+    if not (dsp_registers or chains):
+        return netlist, None, None
     design = json.loads(netlist.read_text())
-    folded = dsp_regs.fold_output_registers(design)
-    target = netlist.with_name("netlist-dsp.json")
+    rewritten = folded = None
+    if chains:
+        rewritten = carries.rewrite_carries(design)
+        say(f"  carry chains: {rewritten.chains:,} of {rewritten.chains + rewritten.left:,} take their "
+            f"carry-in and carry-out in their own halves, {rewritten.logic_cells_saved:,} logic cells fewer")
+    if dsp_registers:
+        folded = dsp_regs.fold_output_registers(design)
+        say(f"  DSP output registers: {folded.blocks} of {folded.blocks + len(folded.kept)} blocks take "
+            f"their product register ({folded.flip_flops:,} flip-flops moved in)")
+    target = netlist.with_name(PNR_NETLIST)
     target.write_text(json.dumps(design))
-    blocks = folded.blocks + len(folded.kept)
-    say(f"  DSP output registers: {folded.blocks} of {blocks} blocks take their product register "
-        f"({folded.flip_flops:,} flip-flops moved in), {target.name}")
-    return target, folded
+    return target, folded, rewritten
 
+
+PNR_NETLIST = "netlist-pnr.json"
+"""What nextpnr places when a rewrite ran (:func:`synthesise`'s ``carries``, ``dsp_registers``)."""
 
 REPORT_FILES = ("report.json", "report.md")
 

@@ -20,6 +20,7 @@ def test_help(capsys):
     (["--freq", "fast"], "--freq: expected a frequency in MHz between 1 and 1000, got 'fast'"),
     (["--param", "Q=1"], "--param: machine item 'Q=1' is neither NAME=VALUE with NAME one of T, K_MAX"),
     (["--seed", "-2"], "--seed: expected a positive integer, got '-2'"),
+    (["--router", "router3"], "--router: invalid choice: 'router3'"),
 ])
 def test_bad_options_are_refused_by_name(capsys, argv, message):
     with pytest.raises(SystemExit) as info:

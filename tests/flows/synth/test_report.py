@@ -28,3 +28,18 @@ def test_path_summary_and_markdown():
     assert "**Fmax 101.5 MHz** (target 100 MHz, met" in text
     assert "| LUT4 (logic cells, carry halves included) | 120 | 83,640 | 0.1 |" in text
     assert "`core.mxu.a` (mxu) -> `core.spad.q` (spad)" in text
+
+
+def test_the_report_names_the_router_and_what_the_carry_rewrite_saved():
+    report = synth.Report(
+        command="python -m flows.synth", params={"T": 8},
+        device={"part": "LFE5U-85F", "speed": 6, "package": "CABGA381"}, freq_target=110.0,
+        seed=1, router="router2", versions={}, yosys={"mapper": "abc", "fallback": ""}, utilisation={},
+        blocks={}, memories={}, fmax=51.25,
+        carries=True, carry_chains={"chains": 3, "left": 1, "cells_before": 10, "cells_after": 12,
+                                    "packer_before": [4, 4], "packer_after": [1, 0]})
+    text = synth.markdown(report)
+    assert "**Fmax 51.2 MHz** (target 110 MHz, NOT met; nextpnr seed 1, router2)." in text
+    # (10 + 8) - (12 + 1) = 5 cells, two logic cells each
+    assert ("Carry chains (flows/synth/carries.py): 3 of 4 take their carry-in and carry-out in their own "
+            "halves; nextpnr adds 1 feed-in and feed-out cells rather than 8: 10 logic cells fewer.") in text
