@@ -154,15 +154,17 @@ def report_figures(report, params: Params) -> dict:
     return {**used, "Fmax": report.fmax, "target": report.freq_target, "overfull": report.overfull,
             "versions": report.versions,
             "seconds": report.seconds.get("total"), "date": datetime.date.today().isoformat(),
+            "carries": report.carries, "router": report.router,
             "yosys_key": current_key(params, report.yosys["mapper"])}
 
 
 def still_current(params: Params, record: dict) -> dict:
     """A machine's synthesis figures from the last record, if they carry the Yosys cache key of
-    the current sources; else {} (figures of other sources are never kept)."""
+    the current sources and were placed by today's flow (the carry chains rewritten:
+    flows/synth/carries.py); else {} (figures of other sources or flows are never kept)."""
     from flows.synth.run import current_key
 
-    if record and record.get("yosys_key") and record["yosys_key"] == current_key(params):
+    if record and record.get("carries") and record.get("yosys_key") == current_key(params):
         return record
     return {}
 
@@ -232,7 +234,9 @@ def _fits(synth: dict) -> str:
     T = 8, OVERLAP = 2 machine: 73,491 by Yosys's count, 85,679 packed, of 83,640)."""
     if synth["overfull"]:
         return f"no: {synth['overfull']}"
-    return "yes" if synth["Fmax"] is not None else "by Yosys's count (not placed)"
+    if synth["Fmax"] is None:
+        return "by Yosys's count (not placed)"
+    return "yes" if synth.get("router", "router1") == "router1" else f"yes ({synth['router']})"
 
 
 def _target(synth: dict) -> str:
@@ -326,7 +330,8 @@ def page(record: dict) -> str:
              "hidden width w (batch 4). Digits: the MLP of examples/digits.py, cycles per image in "
              "batches of 8.", "", *cycle_table(figures), "",
              "Synthesis on the ECP5-85F (speed 6, out of context, nextpnr seed 1, `--freq` the target "
-             "column), each of the current sources (its Yosys cache key: flows/synth/run.py current_key), "
+             "column, router1 unless the last column says, the carry chains rewritten: "
+             "flows/synth/carries.py), each of the current sources (its Yosys cache key: flows/synth/run.py current_key), "
              "on the day it ran; Fmax '-': Yosys only (no place and route), 'not run': no report of the "
              "current sources:", "", *synth_table(figures), ""]
     if record.get("history"):

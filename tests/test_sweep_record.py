@@ -22,10 +22,12 @@ def test_a_record_is_kept_only_with_the_key_of_the_current_sources(monkeypatch):
     params = machines.PRESETS["t2"]
     key = "ab" * 32
     monkeypatch.setattr(flows.synth.run, "current_key", lambda p, mapper="abc": key if p == params else "")
-    record = {"LUT4": 1, "yosys_key": key, "date": "2026-12-05"}
+    record = {"LUT4": 1, "yosys_key": key, "date": "2026-12-05", "carries": True}
     assert sweep.still_current(params, record) == record
     assert sweep.still_current(params, {**record, "yosys_key": "0" * 64}) == {}
     assert sweep.still_current(params, {"LUT4": 1}) == {}           # no key: never kept
+    assert sweep.still_current(params, {**record, "carries": False}) == {}   # another flow's
+    assert sweep.still_current(params, {k: v for k, v in record.items() if k != "carries"}) == {}
 
 
 @pytest.mark.slow
@@ -117,10 +119,11 @@ def test_only_a_placed_machine_is_said_to_fit():
     base = {"LUT4": 10, "FF": 20, "DSP": 1, "DP16KD": 2, "target": 110.0, "date": "2026-12-07"}
     over = "LUT4 (logic cells, carry halves included) 85,740 of 83,640 (nextpnr's packing)"
     rows = {name: {**base, "Fmax": fmax, "overfull": overfull} for name, fmax, overfull in
-            (("t4", 73.4, ""), ("t8", None, over), ("t16", None, ""))}
+            (("t4", 73.4, ""), ("t8", None, over), ("t16", None, ""), ("t2", 50.1, ""))}
+    rows["t2"]["router"] = "router2"
     figures = [sweep.Figures(name, {}, 0, 0.0, 0, {}, 0.0, synth=synth) for name, synth in rows.items()]
     fits = [line.split(" | ")[-2] for line in sweep.synth_table(figures)[2:]]
-    assert fits == ["yes", f"no: {over}", "by Yosys's count (not placed)"]
+    assert fits == ["yes", f"no: {over}", "by Yosys's count (not placed)", "yes (router2)"]
 
 
 def test_a_report_of_another_flow_is_not_the_sweeps(monkeypatch, tmp_path, capsys):
