@@ -331,7 +331,8 @@ def page(record: dict) -> str:
              "batches of 8.", "", *cycle_table(figures), "",
              "Synthesis on the ECP5-85F (speed 6, out of context, nextpnr seed 1, `--freq` the target "
              "column, router1 unless the last column says, the carry chains rewritten: "
-             "flows/synth/carries.py), each of the current sources (its Yosys cache key: flows/synth/run.py current_key), "
+             "flows/synth/carries.py), each of the current sources (its Yosys cache key: "
+             "flows/synth/run.py current_key), "
              "on the day it ran; Fmax '-': Yosys only (no place and route), 'not run': no report of the "
              "current sources:", "", *synth_table(figures), ""]
     if record.get("history"):

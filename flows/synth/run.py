@@ -27,7 +27,8 @@ from amaranth.lib import wiring
 from sim.spec import Params
 
 from ..export import CLOCK, ports
-from . import carries, dsp, dsp_regs
+from . import dsp, dsp_regs
+from .carries import Rewritten, rewrite_carries
 from .parse import (
     abc9_bug,
     by_block,
@@ -346,10 +347,13 @@ def synthesise(params: Params, out_dir: Path, *, freq: float = 100.0, seed: int 
 
     Raises:
         SynthError: a tool is missing or failed.
-        ValueError: the RTL is not built for these parameters, or the part has too few DSP blocks
-            even with the array's products in LUTs (raised before anything is written).
+        ValueError: the RTL is not built for these parameters, the part has too few DSP blocks
+            even with the array's products in LUTs, or ``router`` is not one of :data:`ROUTERS`
+            (raised before anything is written).
         OSError: ``out_dir`` cannot be made or written.
     """
+    if router not in ROUTERS:
+        raise ValueError(f"router={router!r} must be one of {ROUTERS}")
     _check_writable(out_dir)           # refused before anything is built or written
     top = top_factory(params)          # so is a parameter the RTL is not built for
     rows = dsp.lut_rows(params)        # and a machine whose multipliers cannot fit
@@ -404,7 +408,7 @@ def synthesise(params: Params, out_dir: Path, *, freq: float = 100.0, seed: int 
 
 
 def _rewrite(netlist: Path, dsp_registers: bool, chains: bool, say: Callable[[str], None]
-             ) -> tuple[Path, dsp_regs.Folded | None, carries.Rewritten | None]:
+             ) -> tuple[Path, dsp_regs.Folded | None, Rewritten | None]:
     """The netlist nextpnr places: Yosys's, or with its carry chains rewritten and its product
     registers in the DSP blocks, as ``netlist-pnr.json`` beside it (Yosys's own stays as it is:
     the cache and the cells by block read it)."""
@@ -413,7 +417,7 @@ def _rewrite(netlist: Path, dsp_registers: bool, chains: bool, say: Callable[[st
     design = json.loads(netlist.read_text())
     rewritten = folded = None
     if chains:
-        rewritten = carries.rewrite_carries(design)
+        rewritten = rewrite_carries(design)
         say(f"  carry chains: {rewritten.chains:,} of {rewritten.chains + rewritten.left:,} take their "
             f"carry-in and carry-out in their own halves, {rewritten.logic_cells_saved:,} logic cells fewer")
     if dsp_registers:

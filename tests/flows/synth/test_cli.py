@@ -47,3 +47,10 @@ def test_an_unwritable_output_folder_is_an_error_not_a_traceback(capsys, tmp_pat
     blocker.write_text("")
     assert synth.main(["--out", str(blocker / "synth"), "--yosys-only"]) == 1
     assert str(blocker) in capsys.readouterr().err
+
+
+def test_an_unknown_router_is_refused_before_anything_is_written(tmp_path):
+    from sim.spec import DEFAULT
+    with pytest.raises(ValueError, match=r"router='router3' must be one of \('router1', 'router2'\)"):
+        synth.synthesise(DEFAULT, tmp_path / "synth", router="router3")
+    assert not (tmp_path / "synth").exists()
