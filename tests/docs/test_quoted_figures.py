@@ -34,6 +34,7 @@ from typing import NamedTuple
 import pytest
 
 from sim.spec import DEFAULT
+from tests.conftest import SUITE_COUNTS
 
 from .quoted import ROOT
 
@@ -162,9 +163,17 @@ def example_a_instructions() -> int:
     return len(compile_graph(graph, calibration).code)
 
 
+SESSION_COUNTS: dict[str, int] = {}
+"""The running session's count of the whole suite, when it collected all of it (tests/conftest.py's
+SUITE_COUNTS; set by the test that reads the counts)."""
+
+
 @cache
 def collected() -> dict[str, int]:
-    """The test suite's own count: ``{"fast": tests make test runs, "slow": the rest}``."""
+    """The test suite's own count: ``{"fast": tests make test runs, "slow": the rest}``: the running
+    session's when it collected the whole suite, else one ``pytest --collect-only`` (about 15 s)."""
+    if SESSION_COUNTS:
+        return dict(SESSION_COUNTS)
     out = subprocess.run([sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider",
                           "-m", "slow"], cwd=ROOT, capture_output=True, text=True, check=False).stdout
     counts = re.search(r"(\d+)/(\d+) tests collected \((\d+) deselected\)", out)
@@ -354,10 +363,24 @@ def test_the_quoted_figures_match_their_sources(page):
     assert [p for p in problems if p] == []
 
 
-def test_the_quoted_test_counts_are_current():
-    """One collection of the suite (about 10 s) for the four phrases that count tests."""
+def test_the_quoted_test_counts_are_current(pytestconfig):
+    """The four phrases that count tests, against the running session's count of the suite (make
+    test's) or, when it ran only part of it, one collection of the whole."""
+    SESSION_COUNTS.update(pytestconfig.stash.get(SUITE_COUNTS, {}))
     problems = [figure_problem(f) for f in FIGURES if "tests" in f.phrase]
     assert [p for p in problems if p] == []
+
+
+@pytest.mark.slow
+def test_the_session_counts_the_suite_as_a_collection_does(pytestconfig):
+    """tests/conftest.py's count of a whole-suite session equals pytest --collect-only's (run the
+    whole suite, make test-all, for the session's count to exist)."""
+    counts = pytestconfig.stash.get(SUITE_COUNTS, None)
+    if counts is None:
+        pytest.skip("this session did not collect the whole suite")
+    SESSION_COUNTS.clear()
+    collected.cache_clear()
+    assert collected() == counts
 
 
 def test_a_moved_figure_fails():
