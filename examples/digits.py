@@ -136,9 +136,16 @@ def show_refusals() -> None:
             print("  " + str(refused).replace("\n", "\n    "))
 
 
-def train(mlp, split: Split, epochs: int, seed: int) -> float:
-    """Adam (learning rate 0.01), cross-entropy, minibatches of 32 in a seeded order.
-    Returns the seconds it took."""
+def train(mlp, split: Split, epochs: int, seed: int, cosine: bool = False) -> float:
+    """Adam (learning rate 0.01), cross-entropy, minibatches of 32 in a seeded order; with
+    ``cosine`` the learning rate falls from 0.01 to 0 along a half cosine over the run
+    (``CosineAnnealingLR``, one step a minibatch). Returns the seconds it took.
+
+    Training is this CPU's floating point: another CPU may train another net from the same seed.
+    A constant rate of 0.01 leaves the digits CNN (examples/digits_cnn.py) now and then in a poor
+    minimum (86% of the training set, seed 0, one thread, on one CPU; 100% with two threads); the
+    falling rate brought every one of twelve runs (seeds 0-5, one and two threads) to 100% of the
+    training set and 98.4-99.1% of the test set."""
     import torch
 
     torch.manual_seed(seed)
@@ -146,6 +153,8 @@ def train(mlp, split: Split, epochs: int, seed: int) -> float:
     x = torch.from_numpy(split.train_x)
     y = torch.from_numpy(split.train_y)
     optimiser = torch.optim.Adam(mlp.parameters(), lr=0.01)
+    steps = epochs * -(-len(x) // 32)
+    schedule = torch.optim.lr_scheduler.CosineAnnealingLR(optimiser, steps) if cosine else None
     loss_fn = torch.nn.CrossEntropyLoss()
     start = time.perf_counter()
     mlp.train()
@@ -154,6 +163,8 @@ def train(mlp, split: Split, epochs: int, seed: int) -> float:
             optimiser.zero_grad()
             loss_fn(mlp(x[batch]), y[batch]).backward()
             optimiser.step()
+            if schedule is not None:
+                schedule.step()
     mlp.eval()
     return time.perf_counter() - start
 

@@ -3,8 +3,9 @@
 by Capra and run on GA-2 (issue 25; docs/guide/conv.md).
 
 1. trains conv 3x3 (1 -> 8, padding 1) + BatchNorm + ReLU, max pool 2x2, conv 3x3 (8 -> 16,
-   padding 1) + BatchNorm + ReLU, max pool 2x2, flatten, linear 64 -> 10 (Adam, cross-entropy,
-   the digits split of examples/digits.py);
+   padding 1) + BatchNorm + ReLU, max pool 2x2, flatten, linear 64 -> 10 (Adam, its learning
+   rate falling from 0.01 to 0 along a half cosine, cross-entropy, the digits split of
+   examples/digits.py);
 2. lowers it with ``from_torch(model, (1, 8, 8), batch=4, per_channel=True)`` (the BatchNorms
    folded into the convolutions, images stored rows = pixels, columns = channels; a weight scale
    and a requantizer pair per output channel of each convolution) and compiles it;
@@ -112,7 +113,7 @@ def main(argv: list[str] | None = None) -> int:
         split.test_x, split.test_y = split.test_x[:64], split.test_y[:64]
     split.train_x = images(split.train_x)
     cnn, classifier = make_models(args.seed)
-    seconds = train(cnn, split, epochs, args.seed)
+    seconds = train(cnn, split, epochs, args.seed, cosine=True)
     _, float_classes = run_torch(classifier, images(split.test_x))
     float_accuracy = 100 * float(np.mean(float_classes == split.test_y))
     print(f"== trained for {epochs} epochs in {seconds:.1f} s: float test accuracy {float_accuracy:.1f}%")

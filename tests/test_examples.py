@@ -266,8 +266,9 @@ def test_resnet8_on_verilator():
 @pytest.mark.slow
 def test_digits_cnn_on_the_rtl():
     """Issue 25: the digits CNN trained by the command (40 epochs), 16 test images (4 runs of 4)
-    bit-exact on Icarus and Verilator; >= 98% in float and GA-2 within 0.5 points of it on the
-    450 test images (training is this CPU's floating point: a slow test, a CI step)."""
+    bit-exact on Icarus and Verilator; >= 97% in float and GA-2 within 0.5 points of it on the
+    450 test images (training is this CPU's floating point: twelve runs of the recipe gave 98.4%
+    to 99.1% and GA-2 within 0.3 points, docs/guide/conv.md; a slow test, a CI step)."""
     pytest.importorskip("torch")
     pytest.importorskip("sklearn")
     done = subprocess.run([sys.executable, str(EXAMPLES / "digits_cnn.py"), "--rtl", "16"],
@@ -278,7 +279,7 @@ def test_digits_cnn_on_the_rtl():
     last = done.stdout.strip().splitlines()[-1]
     match = re.fullmatch(DIGITS_CNN_LAST_LINE, last)
     assert match and last.endswith("RTL bit-exact on 16 images"), last
-    assert float(match[1]) >= 98.0 and abs(float(match[1]) - float(match[2])) <= 0.5, last
+    assert float(match[1]) >= 97.0 and abs(float(match[1]) - float(match[2])) <= 0.5, last
 
 
 @pytest.mark.torch
