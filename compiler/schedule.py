@@ -159,6 +159,7 @@ def schedule(code: Sequence[Instruction], params: Params, window: int = WINDOW) 
         return Scheduled(list(code), list(range(len(code))), before, before)
     accesses = [(spec.spad_accesses(i.spec, i.fields), ext_accesses(i)) for i in body]
     specs, fields = [i.spec for i in body], [i.fields for i in body]
+    engines = [i.spec.counter for i in body]
     known = [spec.costs(i.spec, i.fields, params) for i in body]     # placed many times each
     # j is in the window only while floor > j - window, and everything below floor is done:
     # the earlier instructions j can wait on are those of the window's width before it
@@ -190,6 +191,19 @@ def schedule(code: Sequence[Instruction], params: Params, window: int = WINDOW) 
         twin.place(len(order), specs[j], fields[j], known[j])
         return twin
 
+    def first_to_start(state: spec.Issue, options: list[int]) -> int:
+        """The option dispatched first on ``state`` (ties: the first in program order); one
+        whose floor (spec.Issue.floor) is no earlier than the best start so far is not peeked."""
+        best, best_start = -1, None
+        floors = {e: state.floor(e) for e in spec.ENGINES}
+        for k in options:                       # in program order
+            if best_start is not None and floors[engines[k]] >= best_start:
+                continue
+            s = start(state, k)
+            if best_start is None or s < best_start:
+                best, best_start = k, s
+        return best
+
     def rollout(state: spec.Issue, j: int) -> int:
         """After j, HORIZON more greedy steps (earliest dispatch first): when all would end."""
         marked = [j]
@@ -198,7 +212,7 @@ def schedule(code: Sequence[Instruction], params: Params, window: int = WINDOW) 
             options = ready()
             if not options:
                 break
-            k = min(options, key=lambda k: (start(state, k), k))
+            k = first_to_start(state, options)
             state = placed(state, k)
             mark(k, True)
             marked.append(k)
@@ -208,9 +222,8 @@ def schedule(code: Sequence[Instruction], params: Params, window: int = WINDOW) 
 
     while floor < len(body):
         candidates = ready()
-        starts = {j: start(issue, j) for j in candidates}
-        first = min(starts.values())
-        tied = [j for j in candidates if starts[j] == first]
+        first = start(issue, first_to_start(issue, candidates))
+        tied = [j for j in candidates if issue.floor(engines[j]) <= first and start(issue, j) == first]
         if len(tied) > 1:        # the one whose greedy continuation ends soonest
             tied.sort(key=lambda j: (rollout(placed(issue, j), j), j))
         j = tied[0]

@@ -1284,14 +1284,22 @@ class Issue:
             return self.next
         return self._when(ispec, costs(ispec, fields, self.params) if known is None else known)[0]
 
+    def floor(self, engine: str) -> int:
+        """OVERLAP = 1: the first cycle the order, the engine (a name of :data:`ENGINES`) and the
+        fences allow the instruction placed next (its dispatch is never earlier: :meth:`peek`
+        adds its hazards and ports), worked out without its fields (a scheduler skips what
+        cannot start first)."""
+        return max(self._earliest(), self.engine_end[engine], self.fence)
+
     def _when(self, ispec: InstrSpec, known: Costs) -> tuple[int, int, int]:
         """OVERLAP = 1: (the dispatch cycle of the instruction placed next, the cycles it waits
         on its hazards, the cycles it then waits on the ports); nothing changes."""
         engine = ispec.counter
-        base = max(self._earliest(), self.engine_end[engine], self.fence)
+        base = self.floor(engine)
         accesses = known.accesses
-        hazard = max((end for end, other in self.in_flight.values() if conflict(accesses, other)),
-                     default=0)
+        # an instruction in flight that ends by base cannot hold this one: its regions need no look
+        hazard = max((end for end, other in self.in_flight.values()
+                      if end > base and conflict(accesses, other)), default=0)
         n_reads, n_writes = known.reads, known.writes
         port = 0
         if n_reads:

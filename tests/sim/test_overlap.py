@@ -291,7 +291,8 @@ def test_a_hazard_on_one_word_at_the_edge_of_two_regions():
 @pytest.mark.parametrize("seed", range(4))
 def test_peeking_and_placing_on_a_copy_leave_the_rule_as_it_was(seed):
     """What the list scheduler (compiler/schedule.py) does to the rule many times per
-    instruction: it peeks at a start and places on a copy. Neither changes the rule, and the
+    instruction: it asks a floor, peeks at a start and places on a copy. None changes the rule
+    (and the floor is never after the start), and the
     rule then places the instruction where it peeked (the starts themselves are checked
     against the rule written out in test_random_programs_follow_the_rule_...)."""
     program = random_program(60, seed=seed, params=OVERLAP)
@@ -301,6 +302,11 @@ def test_peeking_and_placing_on_a_copy_leave_the_rule_as_it_was(seed):
         before = copy.deepcopy(rule.__dict__)
         known = spec.costs(ins.spec, ins.fields, OVERLAP)
         peeked = rule.peek(ins.spec, ins.fields)
+        # the floor the scheduler skips by: never after the start, and the start when nothing
+        # else (a hazard, a port) holds the instruction
+        placed_alone = spec.Issue(OVERLAP)
+        assert rule.floor(ins.spec.counter) <= peeked
+        assert placed_alone.floor(ins.spec.counter) == placed_alone.peek(ins.spec, ins.fields)
         twin = rule.copy()
         twin.place(pc, ins.spec, ins.fields, known)
         assert rule.__dict__ == before, f"instruction {pc} ({ins.op}): peek or a copy changed the rule"
