@@ -56,11 +56,14 @@ def test_hand_worked_programs():
               for name, text in HAND.items()], DECOUPLED)
 
 
-@pytest.mark.parametrize("seed", [0, *(pytest.param(s, marks=pytest.mark.slow) for s in range(1, 4))])
+@pytest.mark.parametrize("seed", [0, *(pytest.param(s, marks=pytest.mark.slow) for s in range(1, 5))])
 def test_random_programs(seed):
+    """Random programs of 25 instructions: make test runs one (seed 0's; CI's make cosim and make
+    stress at OVERLAP = 2 run the station's Verilog on hundreds more), make test-all three of each
+    of seeds 1 to 4 too."""
     run_core([case(f"random {seed}.{k}", [*random_program(25, seed=100 * seed + k, params=DECOUPLED)],
                    ext=random_image(DECOUPLED, seed=seed))
-              for k in range(3)], DECOUPLED)
+              for k in range(1 if seed == 0 else 3)], DECOUPLED)
 
 
 def test_the_watchdog_stops_a_station_that_never_dispatches(monkeypatch):

@@ -104,6 +104,7 @@ def test_a_hung_launch_is_a_named_error_of_its_simulator(tmp_path, monkeypatch):
     assert o.where == "this machine, a local pool of 1 worker process"
 
 
+@pytest.mark.slow       # CI runs it in the Ray step (.ci/run), beside the two-node cluster
 def test_on_ray_a_crashed_worker_is_retried_and_a_hung_task_stopped(tmp_path):
     """One local Ray instance (started and stopped by the farm) for the faults of a task."""
     marker, pid_file = tmp_path / "crashed", tmp_path / "pid"
@@ -149,6 +150,7 @@ def test_ray_and_the_local_pool_give_the_same_results(icarus, tmp_path):
 
 
 @pytest.mark.rtl
+@pytest.mark.slow       # 12 to 26 s: CI runs it in the Ray step (.ci/run), beside the two-node cluster
 def test_ctrl_c_on_ray_stops_every_task_and_leaves_no_process(icarus, tmp_path):
     campaign = tmp_path / "campaign"
     command = [sys.executable, "-m", "cosim", "stress", "--n", "40", "--chunk", "5", "--seed", "3", "--sim",
