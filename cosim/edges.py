@@ -544,18 +544,23 @@ def divider_quotient(e: int, z: int, params: Params, flip_rest: int | None = Non
     return (raw + 1) >> 1
 
 
+def near_a_graze(e, z, rest: int):
+    """The cheap test of :func:`grazes`, on ints or element by element on numpy int64 arrays: bits
+    0 and 1 of 3z are 1, the stage's digit is 3, so the partial remainder it leaves is off by 4,
+    which moves the rounded quotient only when e * 2**17 + z lies within 4 * 2**(rest - 2) of a
+    multiple of 2z."""
+    numer, x3 = e << arith.Q16_ONE.bit_length(), 3 * z
+    near = (numer + z) % (2 * z)
+    reach = 4 << max(rest - 2, 0)
+    digit_3 = ((x3 & 3) == 3) & (((numer >> rest) % z) << 2 >= x3 + 4)
+    return digit_3 & ((near < reach) | (near >= 2 * z - reach))
+
+
 def grazes(e: int, z: int, rest: int, params: Params) -> bool:
     """Whether inverting bit 2 of 3z in the stage that starts with ``rest`` numerator bits left
     changes the quotient round(e * 65536 / z), while bits 0 and 1 of 3z are 1 (so a flip gated
-    by either shows too). A cheap test first: the stage's digit is 3, so the partial remainder
-    it leaves is off by 4, which moves the rounded quotient only when e * 2**17 + z lies within
-    4 * 2**(rest - 2) of a multiple of 2z; then :func:`divider_quotient` decides."""
-    numer, x3 = e << arith.Q16_ONE.bit_length(), 3 * z
-    if (x3 & 3) != 3 or (numer >> rest) % z << 2 < x3 + 4:
-        return False
-    near = (numer + z) % (2 * z)
-    reach = 4 << max(rest - 2, 0)
-    if reach <= near < 2 * z - reach:
+    by either shows too): :func:`near_a_graze` first, then :func:`divider_quotient` decides."""
+    if not near_a_graze(e, z, rest):
         return False
     return divider_quotient(e, z, params, rest) != divider_quotient(e, z, params)
 
@@ -563,19 +568,24 @@ def grazes(e: int, z: int, rest: int, params: Params) -> bool:
 def graze_row(rng: random.Random, params: Params, lane: int, rest: int, n: int) -> list[int] | None:
     """A softmax row of ``n`` int8 values (n >= 3, maximum 127) whose element ``lane`` meets 3z
     at the stage that starts with ``rest`` numerator bits left as :func:`grazes` says: random
-    rows, each with element ``lane`` and one other swept over their values; None when
-    GRAZE_TRIES rows find none."""
+    rows, each with element ``lane`` (its values in a random order) and one other (its values
+    upwards) swept over their values, the first pair that grazes taken; None when GRAZE_TRIES
+    rows find none. The cheap test runs on all 65,536 pairs of a row at once (numpy), the exact
+    one on those it passes, in the sweep's order."""
     lut = arith.EXP_LUT
+    exp_of = np.array([lut[127 - x] for x in range(-128, 128)], dtype=np.int64)   # by x + 128
     for _ in range(GRAZE_TRIES):
         row = int8s(rng, n)
         top, swept = rng.sample([i for i in range(n) if i != lane], 2)
         row[top] = 127
         base = sum(lut[127 - x] for i, x in enumerate(row) if i not in (lane, swept))
-        for a in rng.sample(range(-128, 128), 256):
-            for v in range(-128, 128):
-                if grazes(lut[127 - a], base + lut[127 - a] + lut[127 - v], rest, params):
-                    row[lane], row[swept] = a, v
-                    return row
+        order = rng.sample(range(-128, 128), 256)
+        e = exp_of[np.array(order) + 128][:, None]          # lane's value a, in the sweep's order
+        z = base + e + exp_of[None, :]                      # swept's value v = -128 .. 127
+        for i, j in zip(*np.nonzero(near_a_graze(e, z, rest)), strict=True):   # row by row
+            if grazes(int(e[i, 0]), int(z[i, j]), rest, params):
+                row[lane], row[swept] = order[i], int(j) - 128
+                return row
     return None
 
 

@@ -336,6 +336,21 @@ def test_divider_grazes_show_a_wrong_low_bit_of_3z():
     assert {(12, lane) for lane in range(P.LANES)} <= covered
 
 
+def test_the_cheap_graze_test_is_the_same_on_numpy_arrays_as_on_ints():
+    """graze_row runs edges.near_a_graze on all 65,536 pairs of a row at once; on each pair it
+    must say what it says on Python ints."""
+    rng = random.Random(5)
+    e = [rng.choice(arith.EXP_LUT[:128]) for _ in range(4000)]
+    z = [v + rng.randint(1, 9 * 65536) for v in e]
+    said = []
+    for rest, _ in edges._divider_stages(P):
+        on_arrays = edges.near_a_graze(np.array(e, dtype=np.int64), np.array(z, dtype=np.int64), rest)
+        on_ints = [bool(edges.near_a_graze(v, zz, rest)) for v, zz in zip(e, z, strict=True)]
+        assert on_arrays.tolist() == on_ints, rest
+        said += on_ints
+    assert 0 < sum(said) < len(said)
+
+
 def test_divider_steps_put_an_element_one_numerator_unit_below_a_rounding_step_in_every_lane():
     """Hand-worked: beside two elements of 127, -61 has e = EXP_LUT[188] = 1 and z = 2 * 65536 +
     1, so p = round(65536 / 131073) = 0; the dividers' numerator e << 17 = 131072 is one below
