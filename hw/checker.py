@@ -14,10 +14,7 @@ The checks are pipelined (Fmax target: 100 MHz on ECP5, hw/README.md):
   is about 6 ns of the 10 ns budget; nothing else fits behind it);
 * stages E (END_STAGES of them): the end (start + extent) of every region, evaluated by
   :mod:`hw.formula` with a register after every multiply (``A + (M-1)*lda + K``: subtract;
-  multiply; the two adds), and every formula's runs of adds and multiplexers cut by registers
-  as finely as END_STAGES allows (``within``: a formula without a multiply no longer takes
-  its whole chain in the first stage and idles through the others); opcode decode and field
-  ranges in the first, carried along;
+  multiply; the two adds); opcode decode and field ranges in the first, carried along;
 * stage C: the scratchpad / external-memory bounds and the overlaps of every kind of
   instruction (comparators: carry chains), and the instruction's latency (its spec formula,
   evaluated beside the extents) for the kind the opcode names, which the execute stage counts
@@ -231,15 +228,13 @@ class Checker(Checked):
             narrowed = _narrowed(ispec, instr[spec.OPCODE_BITS:], p)
             fields = {name: pipe.input(value) for name, value in narrowed.items()}
             for k, region in enumerate(ispec.regions):
-                ends[f"end_{ispec.name}_{k}"] = formula.evaluate(pipe, _end(region), fields,
-                                                                  within=END_STAGES)
+                ends[f"end_{ispec.name}_{k}"] = formula.evaluate(pipe, _end(region), fields)
             if ispec.counter is not None:
-                ends[f"latency_{ispec.name}"] = formula.evaluate(pipe, _latency(ispec, p), fields,
-                                                                 within=END_STAGES)
+                ends[f"latency_{ispec.name}"] = formula.evaluate(pipe, _latency(ispec, p), fields)
                 if p.OVERLAP:
                     for key, fn in (("reads", ispec.reads_formula), ("writes", ispec.writes_formula)):
                         ends[f"{key}_{ispec.name}"] = formula.evaluate(
-                            pipe, lambda a, f, fn=fn: fn(a, f, p), fields, within=END_STAGES)
+                            pipe, lambda a, f, fn=fn: fn(a, f, p), fields)
         b = {key: term.at(END_STAGES).value for key, term in (carried | ends).items()}
         valid = r["valid"]
         for k in range(END_STAGES):   # the valid bits, cleared by flush

@@ -11,15 +11,6 @@ gets registered operands and a registered product; a multiply by a constant beco
 adds (``3 * ceil(len/4)`` in SM's latency); operands of different stages are aligned with delay
 registers. The formula's text is not touched.
 
-That alone puts every adder and multiplexer of a formula without a multiply in one cycle: an
-extent such as ``select(tb, N - 1, 0) + K + start`` is three carry chains back to back, while the
-other formulas need END_STAGES stages anyway (the checker carries the short ones there with delay
-registers). ``evaluate(..., within=n)`` cuts such runs instead: each term counts its logic levels
-since its last register (an add, a subtraction or a multiplexer one, a maximum two: a comparator
-and a multiplexer), and an operation that would take a run past a budget of levels registers its
-operands first. The budget is the smallest that still ends the formula within ``n`` stages
-(:func:`fit`), so the cuts cost registers, never a cycle.
-
 :func:`depth` gives the number of stages a formula takes, without building anything.
 """
 
@@ -45,9 +36,6 @@ class Pipeline:
         self.name = name
         self._count = 0
         self._delays: dict[tuple[int, int], Value] = {}
-        self.budget: int | None = None
-        """Logic levels a run of combinational terms may take before a register (None: any;
-        :func:`evaluate` sets it for one formula at a time)."""
 
     @property
     def dry(self) -> bool:
@@ -72,19 +60,14 @@ class Pipeline:
 class Term:
     """A value in a pipelined formula: valid in pipeline stage ``stage`` (None for a constant,
     valid in every stage); ``fresh`` when it is a register output (no logic after its last
-    register), else ``levels`` of logic come after that register (1 unless said)."""
+    register)."""
 
-    def __init__(self, pipe: Pipeline, value: Value | None, stage: int | None, fresh: bool,
-                 levels: int = 1):
+    def __init__(self, pipe: Pipeline, value: Value | None, stage: int | None, fresh: bool):
         self.pipe = pipe
         self.value = value
         self.stage = stage
-        self.levels = 0 if fresh else levels
+        self.fresh = fresh
         self._later: Term | None = None   # this term one stage later (its delay register)
-
-    @property
-    def fresh(self) -> bool:
-        return self.levels == 0
 
     def at(self, stage: int) -> Term:
         """This term delayed to a later stage (a term's delay registers serve all its uses)."""
@@ -105,31 +88,18 @@ class Term:
             return self
         return Term(self.pipe, self.pipe.register(self.value), self.stage + 1, fresh=True)
 
-    def _combine(self, others: tuple[Any, ...], fn: Callable[..., Value], *, multiply: bool = False,
-                 levels: int = 1) -> Term:
+    def _combine(self, others: tuple[Any, ...], fn: Callable[..., Value], *, multiply: bool = False) -> Term:
         """fn over this term and the others (terms or ints), at the latest of their stages. A
-        multiply takes registered operands and registers its product; any other fn adds
-        ``levels`` of logic, after registers on its operands when the run would pass the
-        pipeline's budget."""
+        multiply takes registered operands and registers its product."""
         operands = [self, *others]
         if multiply:
             operands = [o.registered() if isinstance(o, Term) else o for o in operands]
         stages = [o.stage for o in operands if isinstance(o, Term) and o.stage is not None]
-        if not stages:
-            return Term(self.pipe, None if self.pipe.dry else fn(*(o.value if isinstance(o, Term) else o
-                                                                  for o in operands)), None, fresh=True)
-        stage = max(stages)
-        operands = [o.at(stage) if isinstance(o, Term) else o for o in operands]
-        before = max(o.levels for o in operands if isinstance(o, Term))
-        budget = self.pipe.budget
-        if not multiply and budget is not None and before and before + levels > budget:
-            stage += 1
-            operands = [o.registered().at(stage) if isinstance(o, Term) else o for o in operands]
-            before = 0
-        values = [o.value if isinstance(o, Term) else o for o in operands]
-        out = Term(self.pipe, None if self.pipe.dry else fn(*values), stage, fresh=False,
-                   levels=before + levels)
-        return out.registered() if multiply else out
+        stage = max(stages) if stages else None
+        values = [(o.at(stage) if stage is not None else o).value if isinstance(o, Term) else o
+                  for o in operands]
+        out = Term(self.pipe, None if self.pipe.dry else fn(*values), stage, fresh=stage is None)
+        return out.registered() if multiply and stage is not None else out
 
     def __add__(self, o: Any) -> Term:
         return self._combine((o,), lambda a, b: a + b)
@@ -145,7 +115,7 @@ class Term:
 
     def __mul__(self, o: Any) -> Term:
         if isinstance(o, int):
-            return self._combine((o,), _times_constant, levels=max(0, o.bit_count() - 1))
+            return self._combine((o,), _times_constant)
         return self._combine((o,), lambda a, b: a * b, multiply=True)
 
     def __rmul__(self, o: Any) -> Term:
@@ -154,9 +124,7 @@ class Term:
     def __floordiv__(self, o: Any) -> Term:
         if not isinstance(o, int):
             raise TypeError("a pipelined formula divides by constants only")
-        if o <= 0 or o & (o - 1):
-            raise ValueError(f"a pipelined formula divides by powers of two only (a shift), not {o}")
-        return self._combine((o,), lambda a, b: a // b, levels=0)
+        return self._combine((o,), lambda a, b: a // b)
 
 
 def _times_constant(value: Value, factor: int) -> Value:
@@ -205,9 +173,9 @@ class PipelinedArith(HdlArith):
     @staticmethod
     def max(a: Any, b: Any) -> Any:
         if isinstance(a, Term):
-            return a._combine((b,), lambda x, y: Mux(x > y, x, y), levels=2)
+            return a._combine((b,), lambda x, y: Mux(x > y, x, y))
         if isinstance(b, Term):
-            return b._combine((a,), lambda y, x: Mux(x > y, x, y), levels=2)
+            return b._combine((a,), lambda y, x: Mux(x > y, x, y))
         return max(a, b)
 
     @staticmethod
@@ -221,59 +189,17 @@ PIPELINED = PipelinedArith()
 """The arithmetic of pipelined terms (:class:`PipelinedArith`)."""
 
 
-def evaluate(pipe: Pipeline, fn: Callable[..., Any], fields: Mapping[str, Term], *args: Any,
-             within: int | None = None) -> Term:
+def evaluate(pipe: Pipeline, fn: Callable[..., Any], fields: Mapping[str, Term], *args: Any) -> Term:
     """``fn(PIPELINED, fields, *args)`` (a spec formula) on terms of ``pipe``; the result is a
-    register output, or a constant (stage None) when the formula does not depend on its fields.
-
-    ``within``: the stage the result may be in at the latest; the formula's runs of adds and
-    multiplexers are then cut by registers as finely as that allows (:func:`fit`). None: a
-    register after every multiply only.
-
-    Raises:
-        ValueError: the formula needs more than ``within`` stages even uncut.
-    """
-    budget = None if within is None else fit(fn, fields, within, *args)
-    pipe.budget = budget
-    try:
-        out = fn(PIPELINED, fields, *args)
-    finally:
-        pipe.budget = None
+    register output, or a constant (stage None) when the formula does not depend on its fields."""
+    out = fn(PIPELINED, fields, *args)
     if not isinstance(out, Term):
         return Term(pipe, None if pipe.dry else Value.cast(out), None, fresh=True)
     return out.registered()
 
 
-def _dry(fn: Callable[..., Any], fields: Mapping[str, Term], budget: int | None, *args: Any) -> int:
-    """The stage of ``fn``'s result on stand-ins for ``fields`` (their stages and levels), cut
-    by ``budget``; nothing is built."""
-    pipe = Pipeline(None)
-    stand_ins = {name: Term(pipe, None, t.stage, t.fresh, t.levels) for name, t in fields.items()}
-    pipe.budget = budget
-    out = fn(PIPELINED, stand_ins, *args)
-    return out.registered().stage or 0 if isinstance(out, Term) else 0
-
-
-def fit(fn: Callable[..., Any], fields: Mapping[str, Term], within: int, *args: Any) -> int:
-    """The smallest budget of logic levels per stage (1 or more) with which ``fn`` on ``fields``
-    ends within ``within`` stages.
-
-    Raises:
-        ValueError: not even the uncut formula ends within ``within`` stages.
-    """
-    uncut = _dry(fn, fields, None, *args)
-    if uncut > within:
-        raise ValueError(f"the formula takes {uncut} stages, more than the {within} it is given")
-    budget = 1
-    while _dry(fn, fields, budget, *args) > within:
-        budget += 1
-    return budget
-
-
-def depth(fn: Callable[..., Any], field_names: list[str], *args: Any, within: int | None = None) -> int:
+def depth(fn: Callable[..., Any], field_names: list[str], *args: Any) -> int:
     """Stages ``evaluate`` takes for this formula, its inputs at stage 0 (0: the result is an
-    input, or a constant); ``within`` as for :func:`evaluate`."""
+    input, or a constant)."""
     pipe = Pipeline(None)
-    fields = {name: pipe.input(None) for name in field_names}
-    budget = None if within is None else fit(fn, fields, within, *args)
-    return _dry(fn, fields, budget, *args)
+    return evaluate(pipe, fn, {name: pipe.input(None) for name in field_names}, *args).stage or 0

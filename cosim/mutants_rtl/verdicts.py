@@ -949,8 +949,8 @@ def checker_latencies(params: Params) -> dict[str, tuple[str, int]]:
             inputs[out.name], widths[out.name] = value, len(out)
         return out
 
-    def observed_evaluate(pipe, fn, fields, *args, **options):
-        out = evaluate(pipe, fn, fields, *args, **options)
+    def observed_evaluate(pipe, fn, fields, *args):
+        out = evaluate(pipe, fn, fields, *args)
         if isinstance(fn, _Tagged) and isinstance(out.value, Signal):
             results[out.value.name] = fn.kind
         return out
