@@ -29,7 +29,7 @@ def run(*args: str) -> subprocess.CompletedProcess:
         try:
             code = main(list(args))
         except SystemExit as e:
-            code = e.code if isinstance(e.code, int) else 1
+            code = 0 if e.code is None else e.code if isinstance(e.code, int) else 1   # as Python exits
     return subprocess.CompletedProcess(list(args), code, out.getvalue(), err.getvalue())
 
 

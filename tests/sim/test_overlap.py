@@ -302,11 +302,9 @@ def test_peeking_and_placing_on_a_copy_leave_the_rule_as_it_was(seed):
         before = copy.deepcopy(rule.__dict__)
         known = spec.costs(ins.spec, ins.fields, OVERLAP)
         peeked = rule.peek(ins.spec, ins.fields)
-        # the floor the scheduler skips by: never after the start, and the start when nothing
-        # else (a hazard, a port) holds the instruction
-        placed_alone = spec.Issue(OVERLAP)
-        assert rule.floor(ins.spec.counter) <= peeked
-        assert placed_alone.floor(ins.spec.counter) == placed_alone.peek(ins.spec, ins.fields)
+        # the floor the scheduler skips by is never after the start (else it would skip the
+        # instruction that starts first)
+        assert rule.floor(ins.spec.counter) <= peeked, f"instruction {pc} ({ins.op})"
         twin = rule.copy()
         twin.place(pc, ins.spec, ins.fields, known)
         assert rule.__dict__ == before, f"instruction {pc} ({ins.op}): peek or a copy changed the rule"
