@@ -30,6 +30,14 @@ ENTER_DISPATCH_CYCLES later at the earliest, whatever waits before it; so there:
 * **dependences**: the chains as above, but each instruction from its earliest dispatch, after
   the one before it on its engine (its queue's order), and a write after read only after the
   reader's read window (``sim.spec.war_only``); external regions are the DMA's, in order.
+
+There the longest chain is also split by what each of its links waits for (``Bounds.chain``),
+which says what a faster machine would have to change: its first instruction's earliest
+dispatch ("front end"); an instruction's latency that the next one on the same engine waits
+for ("engine": the queue's order, one instruction at a time); a latency that a conflicting
+instruction waits for ("hazard": a read after write or a write after write, whole regions);
+the read window a write after read waits for ("read window"); and the last instruction's
+latency with the stop ("last").
 """
 
 from __future__ import annotations
@@ -43,6 +51,9 @@ from sim.spec import Params
 
 from .schedule import ext_accesses
 
+CHAIN_LINKS = ("front end", "engine", "hazard", "read window", "last")
+"""The kinds of link of the longest chain at OVERLAP = 2 (the module docstring)."""
+
 
 @dataclass(frozen=True)
 class Bounds:
@@ -55,6 +66,9 @@ class Bounds:
         dependences: the longest chain of conflicting instructions.
         mxu_roof: multiply-adds / (T x T), rounded up.
         dma_roof: DMA words / LANES, rounded up.
+        chain: at OVERLAP = 2, the cycles of the longest chain (``dependences``) by the kind of
+            each link, in :data:`CHAIN_LINKS` order, the kinds with no cycles left out; their
+            sum is ``dependences``. Empty on the other machines.
     """
 
     engine: int
@@ -63,6 +77,7 @@ class Bounds:
     dependences: int
     mxu_roof: int
     dma_roof: int
+    chain: tuple[tuple[str, int], ...] = ()
 
     @property
     def best(self) -> int:
@@ -139,14 +154,38 @@ def _decoupled(units: Sequence[Instruction], lat: list[int], spad: list, params:
     entered = spec.OVERLAP_FRONTEND_CYCLES + spec.ENTER_CYCLES * len(units)
     issue = max(entered, max(earliest[i] + lat[i] for i in range(len(units))))
     start: list[int] = []
-    last_on: dict[str, int] = {}
+    link: list[tuple[str, int]] = []           # what each start waited for: (kind, on which)
+    last_on: dict[str, tuple[int, int]] = {}
     for k, ins in enumerate(units):
-        t = max(earliest[k], last_on.get(ins.spec.counter, 0))
+        t, why = earliest[k], ("front end", -1)
+        before = last_on.get(ins.spec.counter)
+        if before is not None and before[0] > t:          # (its end, which)
+            t, why = before[0], ("engine", before[1])
         for j in range(k):
             if spec.conflict(spad[k], spad[j]):
-                t = max(t, start[j] + reads[j] if spec.war_only(spad[k], spad[j]) else start[j] + lat[j])
+                war = spec.war_only(spad[k], spad[j])
+                ready = start[j] + (reads[j] if war else lat[j])
+                if ready > t:
+                    t, why = ready, ("read window" if war else "hazard", j)
         start.append(t)
-        last_on[ins.spec.counter] = t + lat[k]
+        link.append(why)
+        last_on[ins.spec.counter] = (t + lat[k], k)
     ends = max(start[k] + lat[k] for k in range(len(units)))
+    chain = _chain(start, lat, link, ends + stop)
     return Bounds(engine=max(engine.values()) + stop, read_port=read_port + stop, issue=issue + stop,
-                  dependences=ends + stop, **roofs)
+                  dependences=ends + stop, chain=chain, **roofs)
+
+
+def _chain(start: list[int], lat: list[int], link: list[tuple[str, int]], total: int
+           ) -> tuple[tuple[str, int], ...]:
+    """:attr:`Bounds.chain`: walk back from the instruction that ends last (the first of equals)
+    along the links; each instruction's cycles up to the next one's start go to that link's kind."""
+    k = max(range(len(start)), key=lambda i: start[i] + lat[i])
+    cycles = dict.fromkeys(CHAIN_LINKS, 0)
+    cycles["last"] = total - start[k]
+    while link[k][0] != "front end":
+        kind, j = link[k]
+        cycles[kind] += start[k] - start[j]
+        k = j
+    cycles["front end"] = start[k]
+    return tuple((kind, n) for kind, n in cycles.items() if n)

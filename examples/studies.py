@@ -392,10 +392,12 @@ BOUND_KEYS = {"engine": "engine", "read port": "read_port", "issue": "issue", "d
 def _bound_row(name: str, cases: list[Case], params: Params) -> dict:
     """A program (or a sum of programs) compiled with Capra's defaults for the machine ``params``:
     its cycles, DMA and MXU busy cycles and, on a machine whose engines overlap, its lower bounds
-    (compiler/bounds.py; a sum's best is the sum of each program's best). On the serial machine
+    (compiler/bounds.py; a sum's best is the sum of each program's best; at OVERLAP = 2 the
+    longest chains' cycles by kind of link, summed, ``Bounds.chain``). On the serial machine
     the cycles are the latencies' sum: only the roofs are shown."""
     row: dict = {"program": name, "OVERLAP": params.OVERLAP, "T": params.T, "cycles": 0,
-                 **dict.fromkeys(BOUND_KEYS, 0), "DMA busy": 0, "MXU busy": 0, "macs": 0, "limits": []}
+                 **dict.fromkeys(BOUND_KEYS, 0), "DMA busy": 0, "MXU busy": 0, "macs": 0, "limits": [],
+                 "chain": {}}
     for graph, calibration, test in cases:
         program = compile_graph(graph, calibration, params=params)
         c = program.run(test, warn=False).counters
@@ -405,6 +407,8 @@ def _bound_row(name: str, cases: list[Case], params: Params) -> dict:
         row |= {"cycles": row["cycles"] + c.cycles, "DMA busy": row["DMA busy"] + c.dma,
                 "MXU busy": row["MXU busy"] + c.mxu, "macs": row["macs"] + useful_macs(program.code)}
         row["limits"].append(b.limit)
+        for kind, n in b.chain:
+            row["chain"][kind] = row["chain"].get(kind, 0) + n
     row["limits"] = ", ".join(f"{k} {row['limits'].count(k)}" if len(cases) > 1 else k
                               for k in dict.fromkeys(row["limits"]))
     if not params.OVERLAP:
@@ -480,15 +484,12 @@ def _target_notes(rows: list[dict], cnn: list[dict] | None) -> list[str]:
         f"target of {goal:,} ({_missed(seeds['cycles'], goal)}); these instructions cannot run in fewer "
         f"than {seeds['best bound']:,} on this machine, however ordered ({seeds['limits']})"
         + (f": the bound is {seeds['best bound'] - goal:,} above the target, so it needs shorter dependence "
-           "chains (the requantizer chained on the matrix unit, MMRQ, is in them; what is left is the matrix "
-           "unit's tiles overlapping, or hazards on rows: docs/guide/performance.md), not another order."
-           if seeds["best bound"] > goal else "."),
+           f"chains, not another order. {_chain_note(seeds)}" if seeds["best bound"] > goal else "."),
         f"Example B at width 48: {b48['cycles']:,} cycles, {b48['cycles'] / roof:.2f}x max(MXU roof "
         f"{b48['MXU roof']:,}, DMA roof {b48['DMA roof']:,}) where {TARGETS['example B ratio']}x "
         f"({math.floor(TARGETS['example B ratio'] * roof):,} cycles) is asked"
         f" ({_missed(b48['cycles'], math.floor(TARGETS['example B ratio'] * roof))}); its best bound is "
-        f"{b48['best bound']:,} ({b48['limits']}, {b48['best bound'] / roof:.2f}x): its layers are a chain, "
-        "each reading what the one before wrote.",
+        f"{b48['best bound']:,} ({b48['limits']}, {b48['best bound'] / roof:.2f}x). {_chain_note(b48)}",
         f"Decode, one token: the DMA busy {100 * one['DMA busy'] / one['cycles']:.1f}% of {one['cycles']:,} "
         f"cycles (issue 15's target {TARGETS['decode DMA busy %']}%).",
     ]
@@ -509,6 +510,21 @@ def _target_notes(rows: list[dict], cnn: list[dict] | None) -> list[str]:
                      f"{_missed(r['cycles'], need)}); its launches' best bounds add up to {best:,} "
                      f"({r['limits']}: {100 * r['macs'] / (r['T'] ** 2 * best):.1f}% at best).")
     return [" ".join(notes)]
+
+
+def _chain_note(row: dict) -> str:
+    """What the longest chains of a row's programs are made of (compiler.bounds.CHAIN_LINKS),
+    and so what a machine that ran them faster would change."""
+    chain = row["chain"]
+    total = sum(chain.values())
+    what = {"engine": "instructions the next one on the same engine waits for (its queue runs one at a time)",
+            "hazard": "instructions a conflicting one waits for to end (a hazard on whole regions)",
+            "read window": "read windows a write after read waits for",
+            "front end": "the front end", "last": "the last instruction and the stop"}
+    parts = [f"{n:,} ({100 * n / total:.0f}%) {what[kind]}" for kind, n in chain.items()]
+    return (f"Those chains' {total:,} cycles: {'; '.join(parts)}. Hazards on rows could shorten only the "
+            "hazards; the engine's part needs engines that start their next instruction while the last "
+            "one drains (docs/guide/performance.md).")
 
 
 def _missed(cycles: int, goal: int) -> str:

@@ -9,7 +9,7 @@ from functools import partial
 import pytest
 
 from compiler import compile_graph
-from compiler.bounds import bounds
+from compiler.bounds import CHAIN_LINKS, bounds
 from compiler.schedule import cycles_of
 from compiler.workloads.random_graph import random_graph, sample_inputs
 from sim import spec
@@ -37,6 +37,7 @@ def test_a_load_then_its_requantization_is_one_chain():
     b = bounds(code, DECOUPLED)
     assert (b.dependences, b.issue, b.engine, b.read_port, b.dma_roof) == (33, 30, 30, 20, 4)
     assert b.best == 33 == cycles_of(code, DECOUPLED) and b.limit == "dependences"
+    assert b.chain == (("front end", 12), ("hazard", 6), ("last", 14 + 1))
 
 
 def test_a_write_after_read_waits_for_the_reads_only():
@@ -48,7 +49,22 @@ def test_a_write_after_read_waits_for_the_reads_only():
     b = bounds(code, DECOUPLED)
     assert (b.dependences, b.issue, b.engine) == (27, 27, 27)
     assert b.best == 27 == cycles_of(code, DECOUPLED)
+    assert b.chain == (("front end", 12), ("last", 14 + 1))       # the RQ ends last, waiting for nothing
     assert bounds(code, Params(OVERLAP=1)).dependences == 10 + 14 + 6 + 1
+    assert bounds(code, Params(OVERLAP=1)).chain == ()
+
+
+def test_a_chain_through_a_read_window():
+    """As above (the LD goes at 16, after the RQ's 4 cycles of reads, and ends at 22), then an
+    SM of the LD's 16 words on the softmax unit (3 x 4 beats + SM_OVERHEAD 15 = 27 cycles): it
+    waits for the LD's end, 22 + 27 = 49, the stop: 50, the rule's cycles. Its chain: the
+    front end 12, the RQ's read window 4, the LD's 6 (a hazard), the SM's 27 and the stop."""
+    assert spec.SM_OVERHEAD == 15
+    code = [build("RQ", dst=16, src=0, len=16, m=1, s=1, relu=0), build("LD", dst=0, src=0, len=16),
+            build("SM", dst=64, src=0, len=16), build("HALT")]
+    b = bounds(code, DECOUPLED)
+    assert b.dependences == 50 == cycles_of(code, DECOUPLED)
+    assert b.chain == (("front end", 12), ("hazard", 6), ("read window", 4), ("last", 27 + 1))
 
 
 def test_one_engine_runs_its_queue_in_order():
@@ -57,6 +73,7 @@ def test_one_engine_runs_its_queue_in_order():
     code = [build("LD", dst=64 * k, src=64 * k, len=64) for k in range(3)] + [build("HALT")]
     b = bounds(code, DECOUPLED)
     assert b.engine == b.dependences == 67 == cycles_of(code, DECOUPLED)
+    assert b.chain == (("front end", 12), ("engine", 2 * 18), ("last", 18 + 1))
     assert b.issue == 10 + 3 * 2 + 2 + 18 + 1
 
 
@@ -65,6 +82,9 @@ def test_no_random_program_runs_faster_than_its_bounds(seed):
     code = random_program(40, seed=seed, params=DECOUPLED)
     b = bounds(code, DECOUPLED)
     assert b.best <= cycles_of(code, DECOUPLED)
+    kinds = [kind for kind, _ in b.chain]
+    assert sum(n for _, n in b.chain) == b.dependences and all(n > 0 for _, n in b.chain)
+    assert kinds == [k for k in CHAIN_LINKS if k in kinds] and kinds[0] == "front end"
 
 
 @pytest.mark.parametrize("seed", range(100, 112))

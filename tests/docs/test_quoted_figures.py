@@ -211,6 +211,25 @@ def seeds_both() -> tuple[int, int]:
     return option(SEEDS, SERIAL), option(SEEDS, OVERLAPPED)
 
 
+def decoupled_chain(program: str) -> dict[str, int]:
+    """docs/studies.json, section 4: the longest chains' cycles by kind of link (compiler.bounds
+    Bounds.chain) of a program on the decoupled machine."""
+    return next(r["chain"] for r in studies()["targets"] if r["program"] == program and r["OVERLAP"] == 2)
+
+
+def seeds_chain() -> tuple:
+    c = decoupled_chain(SEEDS)
+    total = sum(c.values())
+    share = {kind: round(100 * n / total) for kind, n in c.items()}
+    return (total, c["engine"], share["engine"], c["hazard"], share["hazard"], c["read window"],
+            c["front end"] + c["last"])
+
+
+def example_b_engine_share() -> int:
+    c = decoupled_chain("example B w48")
+    return round(100 * c["engine"] / sum(c.values()))
+
+
 def decode_overlapped() -> tuple[int, float]:
     return decode("cycles (overlap)"), decode("DMA busy % (overlap)")
 
@@ -279,6 +298,13 @@ FIGURES = [
     Figure(PERF, "| example A | {} | {} |",
            lambda: (option(EXAMPLE_A, SERIAL), option(EXAMPLE_A, OVERLAPPED)),
            f"{STUDIES}: options, example A"),
+    Figure(PERF, "of the seeds' {:,} cycles, {:,} ({}%) are instructions the next one on the same engine "
+           "waits for (the matrix unit's tiles one after another, the vector unit's passes: an engine runs "
+           "one instruction at a time), {:,} ({}%) hazards (a read after write or a write after write, "
+           "waiting for the whole instruction's end), {} read windows, and {} the front end", seeds_chain,
+           f"{STUDIES}: targets, seeds 100-111, OVERLAP = 2, chain"),
+    Figure(PERF, "example B at width 48 is {}% engine", example_b_engine_share,
+           f"{STUDIES}: targets, example B w48, OVERLAP = 2, chain"),
     Figure(PERF, "one token: {:,} cycles, the DMA busy {}%", decode_overlapped,
            f"{STUDIES}: decode, 1 token"),
     Figure(MAKE, "({0} of {0} today, {1} of them broken schedulers for `OVERLAP=1`, {2} broken blocking cost "
