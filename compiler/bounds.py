@@ -31,13 +31,14 @@ ENTER_DISPATCH_CYCLES later at the earliest, whatever waits before it; so there:
   the one before it on its engine (its queue's order), and a write after read only after the
   reader's read window (``sim.spec.war_only``); external regions are the DMA's, in order.
 
-There the longest chain is also split by what each of its links waits for (``Bounds.chain``),
-which says what a faster machine would have to change: its first instruction's earliest
-dispatch ("front end"); an instruction's latency that the next one on the same engine waits
-for ("engine": the queue's order, one instruction at a time); a latency that a conflicting
-instruction waits for ("hazard": a read after write or a write after write, whole regions);
-the read window a write after read waits for ("read window"); and the last instruction's
-latency with the stop ("last").
+On both machines the longest chain is given instruction by instruction (``Bounds.path``) and
+split by what each of its links waits for (``Bounds.chain``), which says what a faster machine
+would have to change: its first instruction's earliest dispatch ("front end"); an instruction's
+latency that the next one on the same engine waits for ("engine", OVERLAP = 2: the queue's
+order, one instruction at a time); a latency that a conflicting instruction waits for
+("hazard": a read after write or a write after write, whole regions); the read window a write
+after read waits for ("read window", OVERLAP = 2); and the last instruction's latency with the
+stop ("last").
 """
 
 from __future__ import annotations
@@ -52,7 +53,7 @@ from sim.spec import Params
 from .schedule import ext_accesses
 
 CHAIN_LINKS = ("front end", "engine", "hazard", "read window", "last")
-"""The kinds of link of the longest chain at OVERLAP = 2 (the module docstring)."""
+"""The kinds of link of the longest chain (the module docstring)."""
 
 
 @dataclass(frozen=True)
@@ -66,9 +67,12 @@ class Bounds:
         dependences: the longest chain of conflicting instructions.
         mxu_roof: multiply-adds / (T x T), rounded up.
         dma_roof: DMA words / LANES, rounded up.
-        chain: at OVERLAP = 2, the cycles of the longest chain (``dependences``) by the kind of
-            each link, in :data:`CHAIN_LINKS` order, the kinds with no cycles left out; their
-            sum is ``dependences``. Empty on the other machines.
+        chain: the cycles of the longest chain (``dependences``) by the kind of each link, in
+            :data:`CHAIN_LINKS` order, the kinds with no cycles left out; their sum is
+            ``dependences``. Empty for a program without instructions.
+        path: the longest chain's instructions in program order, each as (its pc in ``code``,
+            the kind of link by which it waits for the one before it: "front end" for the
+            first). Empty for a program without instructions.
     """
 
     engine: int
@@ -78,6 +82,7 @@ class Bounds:
     mxu_roof: int
     dma_roof: int
     chain: tuple[tuple[str, int], ...] = ()
+    path: tuple[tuple[int, str], ...] = ()
 
     @property
     def best(self) -> int:
@@ -104,7 +109,8 @@ def bounds(code: Sequence[Instruction], params: Params) -> Bounds:
     Raises:
         ValueError: an instruction fails the spec's checks (names its index).
     """
-    units = [ins for ins in code if ins.op != "HALT"]
+    pcs = [pc for pc, ins in enumerate(code) if ins.op != "HALT"]
+    units = [code[pc] for pc in pcs]
     stop = spec.STOP_CYCLES
     if not units:
         return Bounds(0, 0, spec.OVERLAP_FRONTEND_CYCLES + stop, 0, 0, 0)
@@ -127,21 +133,28 @@ def bounds(code: Sequence[Instruction], params: Params) -> Bounds:
     front = spec.OVERLAP_FRONTEND_CYCLES
     roofs = {"mxu_roof": -(-macs // (params.T * params.T)), "dma_roof": -(-words // params.LANES)}
     if params.OVERLAP == 2:
-        return _decoupled(units, lat, spad, params, roofs)
-    ends: list[int] = []
+        return _decoupled(units, pcs, lat, spad, params, roofs)
+    start: list[int] = []
+    link: list[tuple[str, int]] = []
     for k in range(len(units)):
-        ready = max((ends[j] for j in range(k)
-                     if spec.conflict(spad[k], spad[j]) or spec.conflict(ext[k], ext[j])), default=front)
-        ends.append(ready + lat[k])
+        t, why = front, ("front end", -1)
+        for j in range(k):
+            if (spec.conflict(spad[k], spad[j]) or spec.conflict(ext[k], ext[j])) and start[j] + lat[j] > t:
+                t, why = start[j] + lat[j], ("hazard", j)
+        start.append(t)
+        link.append(why)
+    ends = max(start[k] + lat[k] for k in range(len(units)))
     issue = front + spec.OVERLAP_ISSUE_CYCLES * (len(units) - 1) + lat[-1]
     return Bounds(engine=max(engines.values()) + front + stop, read_port=read_port + front + stop,
-                  issue=issue + stop, dependences=max(ends) + stop, **roofs)
+                  issue=issue + stop, dependences=ends + stop, **roofs,
+                  **_chain(start, lat, link, pcs, ends + stop))
 
 
-def _decoupled(units: Sequence[Instruction], lat: list[int], spad: list, params: Params,
+def _decoupled(units: Sequence[Instruction], pcs: list[int], lat: list[int], spad: list, params: Params,
                roofs: dict[str, int]) -> Bounds:
     """The bounds at OVERLAP = 2 (the module docstring) of legal instructions ``units`` (no
-    HALT) with latencies ``lat`` and scratchpad regions ``spad``; ``roofs`` as computed."""
+    HALT; at ``pcs`` in the program) with latencies ``lat`` and scratchpad regions ``spad``;
+    ``roofs`` as computed."""
     stop = spec.STOP_CYCLES
     earliest = [spec.OVERLAP_FRONTEND_CYCLES + spec.ENTER_CYCLES * i + spec.ENTER_DISPATCH_CYCLES
                 for i in range(len(units))]
@@ -171,21 +184,25 @@ def _decoupled(units: Sequence[Instruction], lat: list[int], spad: list, params:
         link.append(why)
         last_on[ins.spec.counter] = (t + lat[k], k)
     ends = max(start[k] + lat[k] for k in range(len(units)))
-    chain = _chain(start, lat, link, ends + stop)
     return Bounds(engine=max(engine.values()) + stop, read_port=read_port + stop, issue=issue + stop,
-                  dependences=ends + stop, chain=chain, **roofs)
+                  dependences=ends + stop, **roofs, **_chain(start, lat, link, pcs, ends + stop))
 
 
-def _chain(start: list[int], lat: list[int], link: list[tuple[str, int]], total: int
-           ) -> tuple[tuple[str, int], ...]:
-    """:attr:`Bounds.chain`: walk back from the instruction that ends last (the first of equals)
-    along the links; each instruction's cycles up to the next one's start go to that link's kind."""
+def _chain(start: list[int], lat: list[int], link: list[tuple[str, int]], pcs: list[int], total: int
+           ) -> dict[str, tuple]:
+    """:attr:`Bounds.chain` and :attr:`Bounds.path`: walk back from the instruction that ends
+    last (the first of equals) along the links (``link[k]``: the kind, and the index of the
+    instruction k waits for); each instruction's cycles up to the next one's start go to that
+    link's kind."""
     k = max(range(len(start)), key=lambda i: start[i] + lat[i])
     cycles = dict.fromkeys(CHAIN_LINKS, 0)
     cycles["last"] = total - start[k]
+    path = []
     while link[k][0] != "front end":
         kind, j = link[k]
         cycles[kind] += start[k] - start[j]
+        path.append((pcs[k], kind))
         k = j
     cycles["front end"] = start[k]
-    return tuple((kind, n) for kind, n in cycles.items() if n)
+    path.append((pcs[k], "front end"))
+    return {"chain": tuple((kind, n) for kind, n in cycles.items() if n), "path": tuple(reversed(path))}

@@ -5,7 +5,8 @@ chapter 11, figure 11.1, and its running example A): the graph as written, the c
 ranges, the scales (which are pinned by the hardware and which share a group), the requantizer
 pairs, the tiles of each product, the allocator's events with the pc they happened at and the
 buffers that hold views, the listing with each instruction's start and end cycle
-(:func:`compiler.timeline.timeline`: serial, or the engines side by side), and, given test
+(:func:`compiler.timeline.timeline`: serial, or the engines side by side, with the lower bounds
+and the longest chain of :func:`compiler.bounds.bounds` there), and, given test
 inputs, the checks (machine against the integer interpreter, error against floating point, the
 stage-wise real-number check). Each :class:`Section` holds a :class:`Table` of plain values, so
 that the text (:func:`explain`, ``Program.explain()``) and an HTML page render the same facts.
@@ -22,6 +23,7 @@ import numpy as np
 from sim.asm import disassemble
 
 from .accuracy import relative_error
+from .bounds import bounds
 from .evaluate import evaluate
 from .interpret import interpret
 from .lowering.matmul import tiles
@@ -320,35 +322,51 @@ def allocation_section(program: Program) -> Section:
     )
 
 
+LISTING_LEADS = {
+    0: "One instruction at a time: each starts when the one before it ends (the spec's latencies; "
+       "the first after the front end's cycles).",
+    1: "The engines side by side (OVERLAP = 1, GA2.md section 7): each instruction starts when the "
+       "issue rule lets it (in order, its engine free, no hazard, its scratchpad ports free).",
+    2: "The engines decoupled (OVERLAP = 2, GA2.md section 7): each engine runs its own queue in "
+       "program order; an instruction starts when its engine is free, the instructions before it "
+       "that it conflicts with are done, and the scratchpad's ports are free.",
+}
+"""The listing's lead on each machine (``Params.OVERLAP``)."""
+
+
 def listing_section(program: Program) -> Section:
+    """The program with each instruction's start and end cycle (its run on the reference rule).
+    On a machine whose engines overlap, also the lower bounds (:func:`compiler.bounds.bounds`)
+    and, in a column, the instructions of the longest chain of dependences, each with what it
+    waits for on the one before it (``Bounds.path``)."""
     spans = timeline(program.code, program.machine)
-    table = Table(
-        ("pc", "start", "end", "cycles", "unit", "instruction"), right=(True, True, True, True, False)
-    )
+    overlap = program.machine.OVERLAP
+    b = bounds(program.code, program.machine) if overlap else None
+    chain = dict(b.path) if b else {}
+    headers = ("pc", "start", "end", "cycles", "unit", "instruction") + (("longest chain",) if b else ())
+    table = Table(headers, right=(True, True, True, True, False, False, False)[:len(headers)])
     for span, ins in zip(spans, program.code, strict=False):
-        table.rows.append(
-            (
-                span.pc,
-                span.start,
-                span.end,
-                span.cycles,
-                UNIT_NAMES.get(span.unit, "control"),
-                disassemble(ins),
-            )
-        )
+        row = (span.pc, span.start, span.end, span.cycles, UNIT_NAMES.get(span.unit, "control"),
+               disassemble(ins))
+        table.rows.append(row + ((chain.get(span.pc, ""),) if b else ()))
     totals = unit_totals(spans)
     counters = " ".join(f"{name}={value}" for name, value in totals.items())
-    return Section(
-        "listing",
-        "pass 6: the program",
-        ("The engines side by side (OVERLAP = 1, GA2.md section 7): each instruction starts when "
-         "the issue rule lets it (in order, its engine free, no hazard, its scratchpad ports free)."
-         if program.machine.OVERLAP else
-         "One instruction at a time: each starts when the one before it ends (the spec's latencies; "
-         "the first after the front end's cycles)."),
-        table,
-        [f"{len(program.code)} instructions; counters: {counters}"],
-    )
+    notes = [f"{len(program.code)} instructions; counters: {counters}"]
+    if b:
+        notes += bounds_notes(b, totals["cycles"])
+    return Section("listing", "pass 6: the program", LISTING_LEADS[overlap], table, notes)
+
+
+def bounds_notes(b, cycles: int) -> list[str]:
+    """Two lines: the lower bounds against the run's ``cycles``, and what the longest chain (the
+    listing's column) is made of (``Bounds.chain``)."""
+    values = (f"engine {b.engine:,}, read port {b.read_port:,}, issue {b.issue:,}, dependences "
+              f"{b.dependences:,}, MXU roof {b.mxu_roof:,}, DMA roof {b.dma_roof:,}")
+    parts = ", ".join(f"{kind} {n:,}" for kind, n in b.chain)
+    return [f"lower bounds (compiler/bounds.py): {values}; the best is {b.best:,} ({b.limit}): "
+            f"the run's {cycles:,} cycles are {cycles / b.best:.2f}x it",
+            f"the longest chain of dependences ({len(b.path)} instructions, the column): {b.dependences:,} "
+            f"cycles, by what each link waits for: {parts}"]
 
 
 @dataclass

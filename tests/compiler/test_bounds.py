@@ -30,6 +30,8 @@ def test_a_load_then_its_requantization_is_one_chain():
     assert (b.dependences, b.issue, b.engine, b.read_port) == (31, 10 + 3 + 14 + 1, 14 + 11, 4 + 11)
     assert (b.mxu_roof, b.dma_roof) == (0, 4)
     assert b.best == 31 and b.limit == "dependences"
+    assert b.chain == (("front end", 10), ("hazard", 6), ("last", 14 + 1))
+    assert b.path == ((0, "front end"), (1, "hazard"))
 
 
 def test_independent_instructions_are_bound_by_the_busiest_engine():
@@ -39,6 +41,7 @@ def test_independent_instructions_are_bound_by_the_busiest_engine():
     b = bounds(code, OVERLAP)
     assert b.engine == 65 and b.dependences == 10 + 18 + 1 and b.dma_roof == 48
     assert b.limit == "engine"
+    assert b.path == ((0, "front end"),) and b.chain == (("front end", 10), ("last", 18 + 1))
 
 
 def test_an_illegal_instruction_is_refused_by_index():
@@ -54,4 +57,7 @@ def test_no_seed_program_runs_faster_than_its_bounds(seed):
     calibration = [sample_inputs(names, rng) for _ in range(8)]
     program = compile_graph(graph, calibration, params=OVERLAP)
     cycles = program.run(sample_inputs(names, rng), warn=False).counters.cycles
-    assert bounds(program.code, OVERLAP).best <= cycles
+    b = bounds(program.code, OVERLAP)
+    assert b.best <= cycles
+    assert sum(n for _, n in b.chain) == b.dependences
+    assert [pc for pc, _ in b.path] == sorted({pc for pc, _ in b.path})      # in program order

@@ -38,6 +38,7 @@ def test_a_load_then_its_requantization_is_one_chain():
     assert (b.dependences, b.issue, b.engine, b.read_port, b.dma_roof) == (33, 30, 30, 20, 4)
     assert b.best == 33 == cycles_of(code, DECOUPLED) and b.limit == "dependences"
     assert b.chain == (("front end", 12), ("hazard", 6), ("last", 14 + 1))
+    assert b.path == ((0, "front end"), (1, "hazard"))
 
 
 def test_a_write_after_read_waits_for_the_reads_only():
@@ -51,7 +52,9 @@ def test_a_write_after_read_waits_for_the_reads_only():
     assert b.best == 27 == cycles_of(code, DECOUPLED)
     assert b.chain == (("front end", 12), ("last", 14 + 1))       # the RQ ends last, waiting for nothing
     assert bounds(code, Params(OVERLAP=1)).dependences == 10 + 14 + 6 + 1
-    assert bounds(code, Params(OVERLAP=1)).chain == ()
+    overlapped = bounds(code, Params(OVERLAP=1))       # the LD waits for the RQ's end there
+    assert overlapped.chain == (("front end", 10), ("hazard", 14), ("last", 6 + 1))
+    assert overlapped.path == ((0, "front end"), (1, "hazard"))
 
 
 def test_a_chain_through_a_read_window():
@@ -65,6 +68,7 @@ def test_a_chain_through_a_read_window():
     b = bounds(code, DECOUPLED)
     assert b.dependences == 50 == cycles_of(code, DECOUPLED)
     assert b.chain == (("front end", 12), ("hazard", 6), ("read window", 4), ("last", 27 + 1))
+    assert b.path == ((0, "front end"), (1, "read window"), (2, "hazard"))
 
 
 def test_one_engine_runs_its_queue_in_order():
@@ -74,6 +78,7 @@ def test_one_engine_runs_its_queue_in_order():
     b = bounds(code, DECOUPLED)
     assert b.engine == b.dependences == 67 == cycles_of(code, DECOUPLED)
     assert b.chain == (("front end", 12), ("engine", 2 * 18), ("last", 18 + 1))
+    assert b.path == ((0, "front end"), (1, "engine"), (2, "engine"))
     assert b.issue == 10 + 3 * 2 + 2 + 18 + 1
 
 

@@ -4,10 +4,11 @@
 import pytest
 
 from compiler import compile_graph
+from compiler.bounds import bounds
 from compiler.explain import account, explain, run_checks, tile_plans
 from compiler.workloads.seedtable import attention_step_network, compile_seed
 from sim.machine import Machine
-from sim.spec import DEFAULT
+from sim.spec import DEFAULT, Params
 
 KEYS = ["graph", "ranges", "scales", "requantizers", "tiles", "allocation", "listing", "checks"]
 
@@ -110,3 +111,23 @@ def test_explain_on_a_seed_with_an_add_rescale():
     run = compile_seed(100, params=DEFAULT)
     rows = section(account(run.program), "requantizers").table.rows
     assert any("rescaled" in row[1] for row in rows)
+
+
+def test_the_listing_marks_the_longest_chain_on_the_decoupled_machine():
+    """At OVERLAP = 2 the listing has a column with the longest chain of compiler.bounds (each of
+    its instructions with what it waits for on the one before), and notes the bounds against the
+    run's cycles (the reference machine's); the serial machine's listing has neither."""
+    graph, calibration, test = attention_step_network()
+    decoupled = Params(OVERLAP=2)
+    program = compile_graph(graph, calibration, params=decoupled)
+    listing = section(account(program), "listing")
+    assert listing.table.headers[-1] == "longest chain" and "OVERLAP = 2" in listing.lead
+    marked = tuple((row[0], row[-1]) for row in listing.table.rows if row[-1])
+    b = bounds(program.code, decoupled)
+    assert marked == b.path and marked[0][1] == "front end" and len(marked) > 1
+    cycles = Machine(decoupled).run(program.code, program.ext_image(test)).counters.cycles
+    assert listing.table.rows[-1][2] == cycles
+    assert f"the best is {b.best:,} ({b.limit}): the run's {cycles:,} cycles" in listing.notes[1]
+    assert f"({len(b.path)} instructions, the column): {b.dependences:,} cycles" in listing.notes[2]
+    serial = section(account(compile_graph(graph, calibration)), "listing")
+    assert len(serial.table.headers) == 6 and len(serial.notes) == 1

@@ -163,6 +163,21 @@ def example_a_instructions() -> int:
     return len(compile_graph(graph, calibration).code)
 
 
+def example_a_decoupled() -> tuple[int, int, int, int]:
+    """Running example A compiled for OVERLAP = 2: its cycles on the reference machine, its best
+    bound, and its longest chain's cycles of hazards and of an engine's queue."""
+    from compiler import compile_graph
+    from compiler.bounds import bounds
+    from compiler.workloads.seedtable import attention_step_network
+    from sim.spec import Params
+    graph, calibration, inputs = attention_step_network()
+    decoupled = Params(OVERLAP=2)
+    program = compile_graph(graph, calibration, params=decoupled)
+    b = bounds(program.code, decoupled)
+    chain = dict(b.chain)
+    return program.run(inputs, warn=False).counters.cycles, b.best, chain["hazard"], chain["engine"]
+
+
 SESSION_COUNTS: dict[str, int] = {}
 """The running session's count of the whole suite, when it collected all of it (tests/conftest.py's
 SUITE_COUNTS; set by the test that reads the counts)."""
@@ -197,7 +212,7 @@ SERIAL, OVERLAPPED, DECOUPLED = "serial default", "all", "all (2)"
 SEEDS, EXAMPLE_A = "seeds 100-111", "example A"
 README, START, PERF = "README.md", "docs/guide/start.md", "docs/guide/performance.md"
 MAKE, FPGA, SOC = "docs/reference/make.md", "docs/guide/fpga.md", "docs/guide/soc.md"
-TRANSFORMER = "docs/guide/transformer.md"
+TRANSFORMER, INSPECT = "docs/guide/transformer.md", "docs/guide/inspect.md"
 STUDIES, SWEEP, MUTANTS = "docs/studies.json", "docs/sweep.json", "compiler/testing/mutants.py"
 SOC_RECORD = "docs/soc.json"
 FAST_TESTS = about(lambda: collected()["fast"], 2500)
@@ -303,6 +318,9 @@ FIGURES = [
            "one instruction at a time), {:,} ({}%) hazards (a read after write or a write after write, "
            "waiting for the whole instruction's end), {} read windows, and {} the front end", seeds_chain,
            f"{STUDIES}: targets, seeds 100-111, OVERLAP = 2, chain"),
+    Figure(INSPECT, "Running example A at OVERLAP = 2 runs in {} cycles against a best bound of {}, its "
+           "chain {} cycles of hazards and {} of an engine's queue", example_a_decoupled,
+           "example A compiled for OVERLAP = 2, compiler.bounds"),
     Figure(PERF, "example B at width 48 is {}% engine", example_b_engine_share,
            f"{STUDIES}: targets, example B w48, OVERLAP = 2, chain"),
     Figure(PERF, "one token: {:,} cycles, the DMA busy {}%", decode_overlapped,
