@@ -178,6 +178,14 @@ def example_a_decoupled() -> tuple[int, int, int, int]:
     return program.run(inputs, warn=False).counters.cycles, b.best, chain["hazard"], chain["engine"]
 
 
+@cache
+def what_if_rows() -> dict[str, tuple[int, ...]]:
+    """examples/what_if.py's table: program -> its cycles with each variant of the rule."""
+    sys.path.insert(0, str(ROOT / "examples"))
+    import what_if
+    return {name: tuple(row[v] for v in what_if.VARIANTS) for name, row in what_if.table()}
+
+
 SESSION_COUNTS: dict[str, int] = {}
 """The running session's count of the whole suite, when it collected all of it (tests/conftest.py's
 SUITE_COUNTS; set by the test that reads the counts)."""
@@ -321,6 +329,10 @@ FIGURES = [
     Figure(INSPECT, "Running example A at OVERLAP = 2 runs in {} cycles against a best bound of {}, its "
            "chain {} cycles of hazards and {} of an engine's queue", example_a_decoupled,
            "example A compiled for OVERLAP = 2, compiler.bounds"),
+    Figure(PERF, "| seeds 100-111 | {:,} | {:,} | {:,} | {:,} |", lambda: what_if_rows()[SEEDS],
+           "python examples/what_if.py"),
+    Figure(PERF, "| example B w48 | {:,} | {:,} | {:,} | {:,} |", lambda: what_if_rows()["example B w48"],
+           "python examples/what_if.py"),
     Figure(PERF, "example B at width 48 is {}% engine", example_b_engine_share,
            f"{STUDIES}: targets, example B w48, OVERLAP = 2, chain"),
     Figure(PERF, "one token: {:,} cycles, the DMA busy {}%", decode_overlapped,
