@@ -44,16 +44,11 @@ DECOUPLED = Params(OVERLAP=2)
 
 
 def _raw_only(new: list[spec.Access], older: list[spec.Access]) -> bool:
-    """``new`` reads words ``older`` writes and neither writes what the other reads or writes
-    (a read after write and nothing else: the one hazard rows could release early)."""
-    raw = False
-    for s1, e1, r1, w1 in new:
-        for s2, e2, r2, w2 in older:
-            if s1 < e2 and s2 < e1:
-                if w1 and (r2 or w2):
-                    return False
-                raw = raw or (r1 and w2)
-    return raw
+    """``new`` reads words ``older`` writes and writes none that ``older`` reads or writes (a read
+    after write and nothing else: the one hazard rows could release early)."""
+    reads = [(s, e, True, False) for s, e, r, _ in new if r]
+    writes = [(s, e, False, True) for s, e, _, w in new if w]
+    return spec.conflict(reads, older) and not spec.conflict(writes, older)
 
 
 class _Station(spec._Station):
