@@ -23,7 +23,7 @@ import numpy as np
 from sim.asm import disassemble
 
 from .accuracy import relative_error
-from .bounds import bounds
+from .bounds import Bounds, bounds
 from .evaluate import evaluate
 from .interpret import interpret
 from .lowering.matmul import tiles
@@ -342,22 +342,23 @@ def listing_section(program: Program) -> Section:
     spans = timeline(program.code, program.machine)
     overlap = program.machine.OVERLAP
     b = bounds(program.code, program.machine) if overlap else None
-    chain = dict(b.path) if b else {}
-    headers = ("pc", "start", "end", "cycles", "unit", "instruction") + (("longest chain",) if b else ())
+    chain = {} if b is None else dict(b.path)
+    headers = ("pc", "start", "end", "cycles", "unit", "instruction")
+    headers += () if b is None else ("longest chain",)
     table = Table(headers, right=(True, True, True, True, False, False, False)[:len(headers)])
     for span, ins in zip(spans, program.code, strict=False):
         row = (span.pc, span.start, span.end, span.cycles, UNIT_NAMES.get(span.unit, "control"),
                disassemble(ins))
-        table.rows.append(row + ((chain.get(span.pc, ""),) if b else ()))
+        table.rows.append(row + (() if b is None else (chain.get(span.pc, ""),)))
     totals = unit_totals(spans)
     counters = " ".join(f"{name}={value}" for name, value in totals.items())
     notes = [f"{len(program.code)} instructions; counters: {counters}"]
-    if b:
+    if b is not None:
         notes += bounds_notes(b, totals["cycles"])
     return Section("listing", "pass 6: the program", LISTING_LEADS[overlap], table, notes)
 
 
-def bounds_notes(b, cycles: int) -> list[str]:
+def bounds_notes(b: Bounds, cycles: int) -> list[str]:
     """Two lines: the lower bounds against the run's ``cycles``, and what the longest chain (the
     listing's column) is made of (``Bounds.chain``)."""
     values = (f"engine {b.engine:,}, read port {b.read_port:,}, issue {b.issue:,}, dependences "
