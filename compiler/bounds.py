@@ -103,13 +103,15 @@ def bounds(code: Sequence[Instruction], params: Params) -> Bounds:
     Args:
         code: the instructions (``compiler.Program.code``).
         params: the machine: at OVERLAP = 2 the bounds of the decoupled machine's rule, else
-            those of the overlapping machine (OVERLAP = 1; on the serial machine the cycles are
-            the sum of the latencies).
+            those of the overlapping machine (OVERLAP = 1). On the serial machine (OVERLAP =
+            0) only the roofs are bounds: its cycles are exactly FRONTEND_CYCLES, the latencies
+            and the stop, which can be fewer than OVERLAP = 1's bounds (its front end is shorter).
 
     Raises:
-        ValueError: an instruction fails the spec's checks (names its index).
+        ValueError: an instruction before the first HALT fails the spec's checks (names its pc).
     """
-    pcs = [pc for pc, ins in enumerate(code) if ins.op != "HALT"]
+    halt = next((pc for pc, ins in enumerate(code) if ins.op == "HALT"), len(code))
+    pcs = list(range(halt))
     units = [code[pc] for pc in pcs]
     stop = spec.STOP_CYCLES
     if not units:
@@ -117,7 +119,7 @@ def bounds(code: Sequence[Instruction], params: Params) -> Bounds:
     engines: dict[str, int] = {}
     lat, spad, ext = [], [], []
     read_port = macs = words = 0
-    for k, ins in enumerate(units):
+    for k, ins in enumerate(units):          # k is the pc: nothing before the first HALT is left out
         if spec.check(ins.spec, ins.fields, params)[0] is not spec.ErrorCode.NONE:
             raise ValueError(f"bounds: instruction {k} ({ins.op}) is not legal on this machine")
         n = spec.latency(ins.spec, ins.fields, params)

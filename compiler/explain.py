@@ -367,7 +367,8 @@ def bounds_notes(b: Bounds, cycles: int) -> list[str]:
     return [f"lower bounds (compiler/bounds.py): {values}; the best is {b.best:,} ({b.limit}): "
             f"the run's {cycles:,} cycles are {cycles / b.best:.2f}x it",
             f"the longest chain of dependences ({len(b.path)} instructions, the column): {b.dependences:,} "
-            f"cycles, by what each link waits for: {parts}"]
+            f"cycles, by what each link waits for (the spec's latency, or read window, of the instruction "
+            f"waited for): {parts}"]
 
 
 @dataclass

@@ -3,7 +3,8 @@
 rule of ``sim.spec.Decoupled`` changed in one place each, run on the same programs.
 
 * **rows**: a read after write is released when its producer writes its first row (its write
-  window starts: dispatch + latency - writes), not at its end, plus ``--after`` cycles; a
+  window starts: dispatch + latency - writes), not at its end, plus ``--after`` cycles (at its
+  end at the latest); a
   generous form of hazards on rows, since a real rule would also have to keep the consumer's
   reads of each row behind the producer's write of it (issue 27 item 2's finer grain).
 * **engines**: an engine takes its next instruction before the one before it ends, as a
@@ -78,8 +79,8 @@ class _Station(spec._Station):
                 return spec.NEVER, base, spec.NEVER
             if war:
                 ready = self.start[j] + max(self.reads[j], spec.DISPATCH_CYCLES)
-            elif self.rows and _raw_only(self.access[i], self.access[j]):
-                ready = self.start[j] + self.length[j] - self.writes[j] + self.after
+            elif self.rows and _raw_only(self.access[i], self.access[j]):    # never after its end
+                ready = min(self.end[j], self.start[j] + self.length[j] - self.writes[j] + self.after)
             else:
                 ready = self.end[j]
             hazard = max(hazard, ready)
@@ -131,7 +132,7 @@ def main(argv: list[str] | None = None) -> int:
                                      "not built).")
     parser.add_argument("--after", type=int, default=0, metavar="N",
                         help="rows: release a read after write N cycles after the producer's first "
-                             "written row (default 0)")
+                             "written row, at its end at the latest (default 0)")
     args = parser.parse_args(argv)
     if args.after < 0:
         parser.error(f"--after {args.after}: a number of cycles, 0 or more")

@@ -40,6 +40,7 @@ def test_rows_release_a_read_after_write_at_the_first_written_row():
     assert {v: what_if.cycles(code, v) for v in what_if.VARIANTS} == {
         "machine": 33, "rows": 30, "engines": 33, "both": 30}
     assert what_if.cycles(code, "rows", after=4) == 18 + 14 + 1     # released at its end again
+    assert what_if.cycles(code, "rows", after=10**6) == 33           # and never later
     in_place = [code[0], build("RQ", dst=0, src=0, len=16, m=1, s=1, relu=0), code[2]]
     assert what_if.cycles(in_place, "rows") == 33        # a write after write too: not released early
 

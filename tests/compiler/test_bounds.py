@@ -44,6 +44,14 @@ def test_independent_instructions_are_bound_by_the_busiest_engine():
     assert b.path == ((0, "front end"),) and b.chain == (("front end", 10), ("last", 18 + 1))
 
 
+def test_what_follows_the_first_halt_is_left_out():
+    """The machine stops at the first HALT: an instruction after it, legal or not, bounds nothing."""
+    code = [build("LD", dst=0, src=0, len=16), build("HALT")]
+    after = [build("LD", dst=64, src=0, len=64), build("LD", dst=4090, src=0, len=16, strict=False)]
+    for params in (OVERLAP, Params(OVERLAP=2)):
+        assert bounds(code + after, params) == bounds(code, params)
+
+
 def test_an_illegal_instruction_is_refused_by_index():
     code = [build("LD", dst=0, src=0, len=16), build("LD", dst=4090, src=0, len=16, strict=False)]
     with pytest.raises(ValueError, match=r"instruction 1 \(LD\)"):
