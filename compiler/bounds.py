@@ -111,8 +111,7 @@ def bounds(code: Sequence[Instruction], params: Params) -> Bounds:
         ValueError: an instruction before the first HALT fails the spec's checks (names its pc).
     """
     halt = next((pc for pc, ins in enumerate(code) if ins.op == "HALT"), len(code))
-    pcs = list(range(halt))
-    units = [code[pc] for pc in pcs]
+    units = code[:halt]                      # an instruction's index is its pc
     stop = spec.STOP_CYCLES
     if not units:
         return Bounds(0, 0, spec.OVERLAP_FRONTEND_CYCLES + stop, 0, 0, 0)
@@ -135,7 +134,7 @@ def bounds(code: Sequence[Instruction], params: Params) -> Bounds:
     front = spec.OVERLAP_FRONTEND_CYCLES
     roofs = {"mxu_roof": -(-macs // (params.T * params.T)), "dma_roof": -(-words // params.LANES)}
     if params.OVERLAP == 2:
-        return _decoupled(units, pcs, lat, spad, params, roofs)
+        return _decoupled(units, lat, spad, params, roofs)
     start: list[int] = []
     link: list[tuple[str, int]] = []
     for k in range(len(units)):
@@ -149,13 +148,13 @@ def bounds(code: Sequence[Instruction], params: Params) -> Bounds:
     issue = front + spec.OVERLAP_ISSUE_CYCLES * (len(units) - 1) + lat[-1]
     return Bounds(engine=max(engines.values()) + front + stop, read_port=read_port + front + stop,
                   issue=issue + stop, dependences=ends + stop, **roofs,
-                  **_chain(start, lat, link, pcs, ends + stop))
+                  **_chain(start, lat, link, ends + stop))
 
 
-def _decoupled(units: Sequence[Instruction], pcs: list[int], lat: list[int], spad: list, params: Params,
+def _decoupled(units: Sequence[Instruction], lat: list[int], spad: list, params: Params,
                roofs: dict[str, int]) -> Bounds:
     """The bounds at OVERLAP = 2 (the module docstring) of legal instructions ``units`` (no
-    HALT; at ``pcs`` in the program) with latencies ``lat`` and scratchpad regions ``spad``;
+    HALT: the program up to its first) with latencies ``lat`` and scratchpad regions ``spad``;
     ``roofs`` as computed."""
     stop = spec.STOP_CYCLES
     earliest = [spec.OVERLAP_FRONTEND_CYCLES + spec.ENTER_CYCLES * i + spec.ENTER_DISPATCH_CYCLES
@@ -187,10 +186,10 @@ def _decoupled(units: Sequence[Instruction], pcs: list[int], lat: list[int], spa
         last_on[ins.spec.counter] = (t + lat[k], k)
     ends = max(start[k] + lat[k] for k in range(len(units)))
     return Bounds(engine=max(engine.values()) + stop, read_port=read_port + stop, issue=issue + stop,
-                  dependences=ends + stop, **roofs, **_chain(start, lat, link, pcs, ends + stop))
+                  dependences=ends + stop, **roofs, **_chain(start, lat, link, ends + stop))
 
 
-def _chain(start: list[int], lat: list[int], link: list[tuple[str, int]], pcs: list[int], total: int
+def _chain(start: list[int], lat: list[int], link: list[tuple[str, int]], total: int
            ) -> dict[str, tuple]:
     """:attr:`Bounds.chain` and :attr:`Bounds.path`: walk back from the instruction that ends
     last (the first of equals) along the links (``link[k]``: the kind, and the index of the
@@ -203,8 +202,8 @@ def _chain(start: list[int], lat: list[int], link: list[tuple[str, int]], pcs: l
     while link[k][0] != "front end":
         kind, j = link[k]
         cycles[kind] += start[k] - start[j]
-        path.append((pcs[k], kind))
+        path.append((k, kind))
         k = j
     cycles["front end"] = start[k]
-    path.append((pcs[k], "front end"))
+    path.append((k, "front end"))
     return {"chain": tuple((kind, n) for kind, n in cycles.items() if n), "path": tuple(reversed(path))}
