@@ -30,19 +30,14 @@ def add_step(em: Emitter, node: Node) -> None:
         CompileError: not even a chunk of one row fits the scratchpad (naming the node), or a
             rescale's requantizer is out of range.
     """
+    if node.id in em.finished:
+        return          # a convolution's bands did it (compiler.residual)
     if not any(i in em.spills for i in (*node.ins, node.id)):
         em.lower(node, [em.ensure(i) for i in node.ins])
         return
     where = [None if i in em.spills else em.ensure(i) for i in node.ins]
     out = None if node.id in em.spills else em.address(node.id)
-    pairs = []
-    for k, operand in enumerate(node.ins):
-        ratio = rescale_factor(em.scales[operand], em.scales[node.id])
-        pair = requantizer(ratio, f"add node {node.id}, operand {k}", node.id, em.params) \
-            if needs_rescale(ratio) else None
-        if pair is not None:
-            em.requantizers[(node.id, k)] = pair
-        pairs.append(pair)
+    pairs = rescales(em, node)
     needs = [where[k] is None or pairs[k] is not None for k in range(2)]
     if not any(needs) and out is None:
         needs[0] = True   # a buffer for the sum before its ST
@@ -59,6 +54,25 @@ def add_step(em: Emitter, node: Node) -> None:
     for buf in buffers:
         if buf is not None:
             em.alloc.release(buf, chunk, f"a chunk of an operand of node {node.id}")
+
+
+def rescales(em: Emitter, node: Node) -> list[tuple[int, int] | None]:
+    """Each operand's rescale to the sum's scale, (multiplier, shift), or None when its scale is
+    the sum's (:func:`compiler.lowering.add.needs_rescale`); each recorded as the add's
+    requantizer (add id, operand index).
+
+    Raises:
+        CompileError: a requantizer is out of range (naming the add and the operand).
+    """
+    pairs = []
+    for k, operand in enumerate(node.ins):
+        ratio = rescale_factor(em.scales[operand], em.scales[node.id])
+        pair = requantizer(ratio, f"add node {node.id}, operand {k}", node.id, em.params) \
+            if needs_rescale(ratio) else None
+        if pair is not None:
+            em.requantizers[(node.id, k)] = pair
+        pairs.append(pair)
+    return pairs
 
 
 def _buffers(em: Emitter, node: Node, needs: list[bool]) -> tuple[int, list[int | None]]:

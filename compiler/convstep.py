@@ -14,7 +14,8 @@ k_w*C taps of one kernel row of T pixels), so a ring needs no contiguity across 
 unpadded input in the scratchpad is read where it lies. Per band: the bias rows loaded under
 the accumulator, the MMs (implicit GEMM as in :mod:`compiler.lowering.conv`; depthwise by
 diagonal blocks; shared taps by the tap row), one RQ, and for a spilled output one ST of the
-band (the RQ in place). An output row is stored after every input row of its index was loaded
+band (the RQ in place), or, when the convolution finishes a residual add, the add's rows
+(:mod:`compiler.residual`). An output row is stored after every input row of its index was loaded
 into the ring, so a stride-1 convolution may write its input's region in place.
 
 The weights (:func:`weight_modes`): ``whole`` (loaded once), ``panel`` (a column panel of T
@@ -31,6 +32,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from . import residual
 from .allocator import ScratchpadFull
 from .bias import has_bias, region_name
 from .convtaps import chunk_words, load_weights, packed_ok, taps_allowed, taps_band, taps_cost, taps_steps
@@ -113,10 +115,21 @@ def banded(em: Emitter, node: Node) -> None:
     x_addr = None if x_entry is not None else em.ensure(node.ins[0])
     out = None if out_entry is not None else em.address(node.id)
     rq = conv_requantizer(em, node)
-    plan = choose(em, node, x_addr is None)
     w = window_of(node)
     cout = node.shape[1]
     row_words = w.Wo * cout
+    rows_of_sum = residual.reserve(em, node, row_words)
+    plan = None
+    try:
+        plan = choose(em, node, x_addr is None)
+    except ScratchpadFull:
+        if rows_of_sum is None:
+            raise
+    if plan is None:            # not beside the sum's rows: the add runs as its own step
+        residual.release(em, node, rows_of_sum, row_words, done=False)
+        rows_of_sum = None
+        plan = choose(em, node, x_addr is None)
+    epilogue = None if rows_of_sum is None else residual.start(em, node, rows_of_sum, row_words)
     for b in range(em.nodes[node.ins[0]].shape[0] // (w.H * w.W)):
         loaded = -1
         plan.steps = list(taps_steps(w, plan.rows, plan.slots)) if plan.mode == "taps" else []
@@ -135,9 +148,13 @@ def banded(em: Emitter, node: Node) -> None:
                 first, at = (b * w.Ho + o0 + r) * row_words, plan.acc + r * row_words
                 words = min(step, rows - r) * row_words
                 em.put("RQ", dst=at if out is None else out + first, src=at, len=words, **rq)
-                if out_entry is not None:
+                if epilogue is not None:
+                    residual.finish_rows(em, epilogue, first, at, words)
+                elif out_entry is not None:
                     em.put("ST", src=at, dst=out_entry.addr + first, len=words)
     release(em, node, plan, rq)
+    if rows_of_sum is not None:
+        residual.release(em, node, rows_of_sum, row_words)
 
 
 def release(em: Emitter, node: Node, plan: Plan, rq: dict[str, int]) -> None:
@@ -247,9 +264,11 @@ def overlapped(em: Emitter, node: Node, rows: int, ring: bool) -> Plan | None:
 
 
 def in_place(em: Emitter, node: Node) -> bool:
-    """Whether the result's external region overlaps the input's (compiler/spill.py)."""
-    x, out = em.spills.get(node.ins[0]), em.spills.get(node.id)
-    return x is not None and out is not None and x.addr < out.addr + out.words and out.addr < x.addr + x.words
+    """Whether the result's external region overlaps the input's (compiler/spill.py), or the
+    region of the sum its bands write instead (:mod:`compiler.residual`)."""
+    x = em.spills.get(node.ins[0])
+    written = [em.spills.get(node.id), em.spills.get(residual.writes_sum(em, node))]
+    return x is not None and any(out is not None and x.addr < out.end and out.addr < x.end for out in written)
 
 
 def _fits(em: Emitter, node: Node, plan: Plan, ring: bool) -> bool:

@@ -39,6 +39,7 @@ from .layout import ExtEntry
 from .lowering.emitter import Lowering, RequantKey
 from .ops import OPS, Op, Role
 from .placement import Buffer, Placement
+from .residual import residual_adds
 
 
 @dataclass
@@ -110,6 +111,10 @@ class Emitter:
         self.step = -1
         self.spills: Mapping[int, ExtEntry] = spills or {}
         self.launches = launches
+        self.residual = residual_adds(graph, self.spills)
+        """Convolution id -> the add its bands finish (:mod:`compiler.residual`)."""
+        self.finished: set[int] = set()
+        """The adds a convolution's bands have finished: their own step writes nothing."""
 
     def put(self, op: str, **fields: int) -> None:
         """Append one instruction (its fields checked against the machine's legal ranges)."""

@@ -508,8 +508,21 @@ def _target_notes(rows: list[dict], cnn: list[dict] | None) -> list[str]:
                      f"{r['utilisation %']}% (target {TARGETS['resnet8 MXU util %']}%: at most {need:,} "
                      "cycles, "
                      f"{_missed(r['cycles'], need)}); its launches' best bounds add up to {best:,} "
-                     f"({r['limits']}: {100 * r['macs'] / (r['T'] ** 2 * best):.1f}% at best).")
+                     f"({r['limits']}: {100 * r['macs'] / (r['T'] ** 2 * best):.1f}% at best)."
+                     + _engine_note(r, need))
     return [" ".join(notes)]
+
+
+def _engine_note(row: dict, need: int) -> str:
+    """What the matrix unit's own instructions allow a model's row (section 5's record)."""
+    busy = row.get("MXU busy")
+    if busy is None:
+        return ""
+    ceiling = 100 * row["macs"] / (row["T"] ** 2 * busy)
+    return (f" The matrix unit's instructions alone take {busy:,} cycles: {ceiling:.1f}% of the array were "
+            "it never idle, since each MM carries its rows' skew and pipeline beside its K taps (K + M + "
+            "MM_OVERHEAD cycles, one more with acc, and K = k_w x C = 48 at 16 channels); the target "
+            f"leaves it {max(0, need - busy):,} idle cycles, and it is idle {row['cycles'] - busy:,}.")
 
 
 def _chain_note(row: dict) -> str:
@@ -603,8 +616,9 @@ def _cnn_lines(rows: list[dict] | None) -> list[str]:
              "names it). Activations that outgrow "
              "the scratchpad live in external memory and stream in bands of output rows "
              "(compiler/spill.py, compiler/convstep.py; a deep layer's bands run kernel row by kernel "
-             "row, its weights streamed in chunks of K_MAX x T: compiler/convtaps.py); a program "
-             "longer than the instruction memory runs as launches (Program.launches). One image, "
+             "row, its weights streamed in chunks of K_MAX x T: compiler/convtaps.py; a residual "
+             "add's rows are done by the bands of the convolution before it: compiler/residual.py); "
+             "a program longer than the instruction memory runs as launches (Program.launches). One image, "
              "equal to the integer interpreter and within 10% of PyTorch; MXU utilisation is useful "
              "multiply-adds over T x T x cycles; the time at the machine's Fmax on the ECP5-85F "
              "(docs/sweep.md, place and route), beside the Cortex-M4 at 120 MHz of MLPerf Tiny v1.1 "
