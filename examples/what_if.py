@@ -18,16 +18,18 @@ rule of ``sim.spec.Decoupled`` changed in one place each, run on the same progra
 Everything else (the station's entries, the ports, the dispatch pace, the write windows) is the
 machine's rule; "machine" is the rule unchanged and gives the reference machine's cycles. The
 programs are seeds 100-111 and running example B at width 48, compiled for OVERLAP = 2 as the
-studies compile them (docs/studies.md section 4); their instructions do not change, so this is
+studies compile them (docs/studies.md section 4), and with ``--resnet8`` MLPerf Tiny's ResNet-8 at
+T = 8 (section 5); their instructions do not change, so this is
 what the machine would give, not what a compiler that knew it would. Neither change is built:
 docs/guide/performance.md says why and what they would cost.
 
-Usage: python examples/what_if.py [--after N]
+Usage: python examples/what_if.py [--after N] [--resnet8]
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import sys
 import warnings
 from collections.abc import Sequence
@@ -38,6 +40,7 @@ from compiler import compile_graph
 from compiler.workloads.seedtable import TABLE_SEEDS, compile_seed
 from sim import spec
 from sim.asm import Instruction
+from sim.machines import PRESETS
 from sim.spec import Params
 
 VARIANTS = ("machine", "rows", "engines", "both")
@@ -94,15 +97,15 @@ class _Station(spec._Station):
         return t, base, hazard
 
 
-def cycles(code: Sequence[Instruction], variant: str, after: int = 0) -> int:
-    """The ``cycles`` counter of a legal program (ending in HALT) on the decoupled machine with
-    the rule of ``variant`` (:data:`VARIANTS`; ``after``: the cycles after the first written row
-    for "rows" and "both")."""
+def cycles(code: Sequence[Instruction], variant: str, after: int = 0, params: Params = DECOUPLED) -> int:
+    """The ``cycles`` counter of a legal program (ending in HALT) on the decoupled machine
+    ``params`` (OVERLAP = 2) with the rule of ``variant`` (:data:`VARIANTS`; ``after``: the cycles
+    after the first written row for "rows" and "both")."""
     if variant not in VARIANTS:
         raise ValueError(f"variant {variant!r} is not one of {VARIANTS}")
     station = type("Station", (_Station,), {"rows": variant in ("rows", "both"),
                                             "engines": variant in ("engines", "both"), "after": after})
-    rule = spec.Decoupled(DECOUPLED)
+    rule = spec.Decoupled(params)
     for pc, ins in enumerate(code):
         if ins.op == "HALT":
             break
@@ -110,20 +113,31 @@ def cycles(code: Sequence[Instruction], variant: str, after: int = 0) -> int:
     return station(rule).run() + spec.STOP_CYCLES
 
 
-def programs() -> dict[str, list[list[Instruction]]]:
-    """The programs: the twelve seeds, and example B at width 48 (examples/studies.py's case)."""
+RESNET8 = dataclasses.replace(PRESETS["t8"], OVERLAP=2)
+"""The machine of issue 27's ResNet-8 target: T = 8, LANES = 8, the default sizes, decoupled."""
+
+
+def programs(resnet8: bool = False) -> dict[str, tuple[Params, list[list[Instruction]]]]:
+    """The programs and their machine: the twelve seeds, and example B at width 48
+    (examples/studies.py's case); with ``resnet8``, MLPerf Tiny's ResNet-8 too, one image's two
+    launches on :data:`RESNET8` (compiler/workloads/mlperf_tiny.py; needs PyTorch)."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         seeds = [compile_seed(s, DECOUPLED).program.code for s in TABLE_SEEDS]
         graph, calibration, _ = example_b_case(48)
         b48 = [compile_graph(graph, calibration, params=DECOUPLED).code]
-    return {"seeds 100-111": seeds, "example B w48": b48}
+        found = {"seeds 100-111": (DECOUPLED, seeds), "example B w48": (DECOUPLED, b48)}
+        if resnet8:
+            from compiler.workloads.mlperf_tiny import measure
+
+            found["ResNet-8 T8"] = (RESNET8, measure("resnet8", RESNET8).program.launches())
+    return found
 
 
-def table(after: int = 0) -> list[tuple[str, dict[str, int]]]:
+def table(after: int = 0, resnet8: bool = False) -> list[tuple[str, dict[str, int]]]:
     """(program, variant -> cycles summed over its programs), for every program and variant."""
-    return [(name, {v: sum(cycles(code, v, after) for code in codes) for v in VARIANTS})
-            for name, codes in programs().items()]
+    return [(name, {v: sum(cycles(code, v, after, params) for code in codes) for v in VARIANTS})
+            for name, (params, codes) in programs(resnet8).items()]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -133,12 +147,20 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--after", type=int, default=0, metavar="N",
                         help="rows: release a read after write N cycles after the producer's first "
                              "written row, at its end at the latest (default 0)")
+    parser.add_argument("--resnet8", action="store_true",
+                        help="also MLPerf Tiny's ResNet-8 at T = 8, one image (needs PyTorch; about 3 "
+                             "minutes)")
     args = parser.parse_args(argv)
     if args.after < 0:
         parser.error(f"--after {args.after}: a number of cycles, 0 or more")
+    if args.resnet8:
+        try:
+            import torch  # noqa: F401
+        except ImportError:
+            parser.error("--resnet8 needs PyTorch: pip install -e .[torch]")
     print(f"| program | {' | '.join(VARIANTS)} |")
     print(f"|---|{'---:|' * len(VARIANTS)}")
-    for name, row in table(args.after):
+    for name, row in table(args.after, args.resnet8):
         print(f"| {name} | {' | '.join(f'{row[v]:,}' for v in VARIANTS)} |")
     return 0
 

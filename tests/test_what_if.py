@@ -67,6 +67,14 @@ def test_unchanged_it_is_the_reference_rule(seed):
     assert what_if.cycles(code, "machine") == cycles_of(code, DECOUPLED)
 
 
+@pytest.mark.parametrize("seed", range(3))
+def test_unchanged_it_is_the_reference_rule_of_the_machine_given(seed):
+    """On ResNet-8's machine (T = 8, LANES = 8), as on the default one."""
+    code = random_program(30, seed=seed, params=what_if.RESNET8)
+    assert what_if.cycles(code, "machine", params=what_if.RESNET8) == cycles_of(code, what_if.RESNET8)
+    assert what_if.RESNET8.T == 8 and what_if.RESNET8.OVERLAP == 2
+
+
 def test_an_unknown_variant_is_refused():
     with pytest.raises(ValueError, match="'pipelined' is not one of"):
         what_if.cycles([build("HALT")], "pipelined")
@@ -79,3 +87,14 @@ def test_the_cli_prints_the_table(capsys):
     assert "| seeds 100-111 | 4,291 |" in out           # the studies' cycles (docs/studies.md section 4)
     with pytest.raises(SystemExit):
         what_if.main(["--after", "-1"])
+
+
+@pytest.mark.slow
+def test_the_resnet8_row_performance_md_quotes():
+    """ResNet-8 at T = 8 under each variant (python examples/what_if.py --resnet8, about 3 minutes):
+    the cycles docs/guide/performance.md quotes."""
+    pytest.importorskip("torch")
+    rows = dict(what_if.table(resnet8=True))
+    got = tuple(rows["ResNet-8 T8"][v] for v in what_if.VARIANTS)
+    text = (Path(__file__).resolve().parents[1] / "docs" / "guide" / "performance.md").read_text()
+    assert f"{got[0]:,}, {got[1]:,}, {got[2]:,} and {got[3]:,} cycles" in text, got
