@@ -148,8 +148,8 @@ def main(argv: list[str] | None = None) -> int:
                         help="rows: release a read after write N cycles after the producer's first "
                              "written row, at its end at the latest (default 0)")
     parser.add_argument("--resnet8", action="store_true",
-                        help="also MLPerf Tiny's ResNet-8 at T = 8, one image (needs PyTorch; about 3 "
-                             "minutes)")
+                        help="also MLPerf Tiny's ResNet-8 at T = 8, one image (needs PyTorch; a few "
+                             "seconds more)")
     args = parser.parse_args(argv)
     if args.after < 0:
         parser.error(f"--after {args.after}: a number of cycles, 0 or more")

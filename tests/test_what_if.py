@@ -91,8 +91,8 @@ def test_the_cli_prints_the_table(capsys):
 
 @pytest.mark.slow
 def test_the_resnet8_row_performance_md_quotes():
-    """ResNet-8 at T = 8 under each variant (python examples/what_if.py --resnet8, about 3 minutes):
-    the cycles docs/guide/performance.md quotes."""
+    """ResNet-8 at T = 8 under each variant (python examples/what_if.py --resnet8): the cycles
+    docs/guide/performance.md quotes. Slow: compiling ResNet-8 takes about 8 s (make test-all)."""
     pytest.importorskip("torch")
     rows = dict(what_if.table(resnet8=True))
     got = tuple(rows["ResNet-8 T8"][v] for v in what_if.VARIANTS)

@@ -544,6 +544,14 @@ def _held_blindly(original: Callable) -> Callable:
     return steps
 
 
+def _other_not_rescaled(original: Callable) -> Callable:
+    """finish_rows that adds the residual's other operand at its own scale (compiler/residual.py)."""
+    def finish_rows(em: Any, ep: Any, first: int, at: int, words: int) -> None:
+        ep.pairs[1 - ep.own] = None
+        return original(em, ep, first, at, words)
+    return finish_rows
+
+
 CONV_MUTANTS = (
     Mutant("conv padding: an image row is copied to the start of its padded row, not after the left "
            "padding", Function("compiler.lowering.conv.interior"), lambda original: lambda w: 0),
@@ -559,9 +567,12 @@ CONV_MUTANTS = (
            Function("compiler.spill._first_fit"), lambda original: lambda live, words, top: top),
     Mutant("conv taps: a ring slot loaded once counts as holding every row read from it later (the "
            "ring's rows not followed)", Function("compiler.convstep.taps_steps"), _held_blindly),
+    Mutant("residual add in a convolution's bands: the other operand's row added at its own scale (its "
+           "rescale left out)", Function("compiler.residual.finish_rows"), _other_not_rescaled),
 )
 """Broken convolutions (issue 25): padding, stride, per-channel scales, depthwise blocks,
-activations in external memory and the ``taps`` mode's ring; the battery's convolutional graphs
+activations in external memory, the ``taps`` mode's ring and a residual add done by a
+convolution's bands (issue 27); the battery's convolutional graphs
 (:func:`compiler.testing.battery.check_conv`) must catch them."""
 
 MUTANTS = (SEED_MUTANTS + STREAMING_MUTANTS + WIDE_MUTANTS + ADD_RELU_MUTANTS + BLOCKING_MUTANTS
