@@ -17,8 +17,10 @@ always writes in place, into the region of an operand whose last reader it is, a
 convolution's own region (only the add reads it) qualifies, so the sum takes the convolution's
 region (clear of every region live at its step; the convolution itself no longer writes it) or
 the other operand's (read row by row before each row of the sum is written). When that region
-is the convolution's own input, its bands are planned as a convolution that writes its input
-in place (:func:`compiler.convstep.in_place`: no band reloads a row the sum wrote over).
+is the convolution's own input, the bands finish the add only when the convolution could write
+over its input itself (:func:`compiler.spill.writes_over_input`: stride 1, the same size, one
+row of padding at most), and they are planned as such a convolution's
+(:func:`compiler.convstep.in_place`: no band reloads a row the sum wrote over).
 :func:`reserve` takes the row buffers before the convolution plans its bands, or returns None
 when they do not fit (the add then runs as its own step, as it always did); :func:`start` sets
 the add up; :func:`finish_rows` writes a band's rows.
@@ -38,6 +40,7 @@ from .addstep import rescales
 from .allocator import ScratchpadFull
 from .lowering.emitter import fused_relu
 from .ops import OPS, Op, Role
+from .spill import writes_over_input
 
 if TYPE_CHECKING:
     from .emit import Emitter
@@ -99,6 +102,9 @@ def reserve(em: Emitter, conv: Node, row_words: int) -> list[int] | None:
     add_id = em.residual.get(conv.id)
     if add_id is None:
         return None
+    x, out = em.spills.get(conv.ins[0]), em.spills[add_id]
+    if x is not None and x.addr < out.end and out.addr < x.end and not writes_over_input(conv):
+        return None     # the sum would go over rows of the input that later bands still read
     mark = em.alloc.save()
     try:
         buffers = [em.alloc.alloc(row_words, f"a row of the sum of node {add_id}")

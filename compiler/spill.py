@@ -85,12 +85,19 @@ def _last_reads(graph: Graph, placement: Placement) -> dict[int, int]:
     return last
 
 
+def writes_over_input(conv: Node) -> bool:
+    """Whether a convolution may write its output over its input's region, row by row: stride 1,
+    the same image size, at most one row of padding (each output row written after the input
+    rows of its index are in the ring, and no later band needs an input row above it)."""
+    w = read_window(conv.window, conv.describe())
+    return (w.sh, w.sw) == (1, 1) and (w.Ho, w.Wo) == (w.H, w.W) and w.ph <= 1
+
+
 def _in_place(graph: Graph, node: Node, placement: Placement, spilled: set[int], last: dict[int, int],
               words: int) -> int | None:
     """The buffer of an operand whose region the node may write in place, if any."""
     if node.op is Op.CONV2D:
-        w = read_window(node.window, node.describe())
-        if (w.sh, w.sw) != (1, 1) or (w.Ho, w.Wo) != (w.H, w.W) or w.ph > 1:
+        if not writes_over_input(node):
             return None
         operands = node.ins[:1]
     else:
