@@ -139,7 +139,7 @@ def _emission(c: Compilation) -> None:
     placement."""
     c.first_event = len(c.events) if c.events is not None else 0
     base, top = c.ext, c.ext_words
-    levels = list(spill_levels(c.graph, c.placement, c.params)) if c.stream else [set()]
+    levels = list(spill_levels(c.graph, c.placement, c.params, c.fused)) if c.stream else [set()]
     for n, level in enumerate(levels):
         if n:
             _placement(c)

@@ -21,7 +21,7 @@ scratchpad otherwise (:func:`spill_levels`), so a graph that fits compiles as it
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Collection, Iterator, Mapping
 
 from sim.spec import Params
 
@@ -46,14 +46,18 @@ def producer(graph: Graph, buf: Buffer) -> Node:
     return graph.nodes[min(buf.members)]
 
 
-def spillable(graph: Graph, placement: Placement) -> list[Buffer]:
-    """The buffers that may spill (see the module docstring), in node order of their producers."""
+def spillable(graph: Graph, placement: Placement, fused: Collection[int]) -> list[Buffer]:
+    """The buffers that may spill (see the module docstring), in node order of their producers;
+    ``fused``: the producers that carry their relu (:func:`compiler.fusion.fuse_relus`). A relu
+    that is not fused (the fusion pass switched off) is an instruction of its own on the buffer
+    in the scratchpad, so its buffer stays there."""
     readers = graph.consumers()
     found = []
     for buf in placement.buffers:
         members = [graph.nodes[m] for m in buf.members]
         if (producer(graph, buf).op not in PRODUCERS or sum(m.op in PRODUCERS for m in members) != 1
-                or any(m.op not in (*PRODUCERS, Op.RELU) for m in members)):
+                or any(m.op not in (*PRODUCERS, Op.RELU) for m in members)
+                or any(m.op is Op.RELU and m.ins[0] not in fused for m in members)):
             continue
         outside = {r for m in buf.members for r in readers[m]} - set(buf.members)
         if outside and all(graph.nodes[r].op in PRODUCERS for r in outside):
@@ -61,10 +65,12 @@ def spillable(graph: Graph, placement: Placement) -> list[Buffer]:
     return sorted(found, key=lambda b: min(b.members))
 
 
-def spill_levels(graph: Graph, placement: Placement, params: Params) -> Iterator[set[int]]:
+def spill_levels(graph: Graph, placement: Placement, params: Params,
+                 fused: Collection[int]) -> Iterator[set[int]]:
     """The sets of buffer ids to spill, tried in turn until the program fits: none, then the
-    spillable buffers larger than SPAD_WORDS / 2, / 4, / 8, then every spillable buffer."""
-    candidates = spillable(graph, placement)
+    spillable buffers larger than SPAD_WORDS / 2, / 4, / 8, then every spillable buffer
+    (``fused``: :func:`spillable`'s)."""
+    candidates = spillable(graph, placement, fused)
     yield set()
     seen: set[frozenset[int]] = {frozenset()}
     for divisor in (2, 4, 8, 0):
