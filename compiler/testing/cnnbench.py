@@ -58,18 +58,10 @@ def rows(params: Params, models: tuple[str, ...] | None = None) -> list[dict]:
             "Fmax MHz": fmax, "ms per image": round(m.cycles / fmax / 1e3, 2) if fmax else None,
             "Cortex-M4 ms": CORTEX_M4_RESNET8_MS if name == "resnet8" else None,
             "equal to the interpreter": m.equal, "within 10% of PyTorch": m.error < 0.1,
-            **launch_bounds(m.program, params), "MXU busy": mxu_busy(m.program.code, params),
+            **launch_bounds(m.program, params), "MXU busy": m.mxu,
             "layers": [{"node": r.node, "layer": r.name, "macs": r.macs, "instructions": r.instructions,
                         "cycles": r.cycles, "utilisation %": round(100 * r.utilisation, 1)} for r in m.rows]})
     return found
-
-
-def mxu_busy(code: list, params: Params) -> int:
-    """Cycles the matrix unit's instructions take (their latencies summed, GA2.md section 6): the
-    cycles of a run in which that unit is never idle."""
-    from sim import spec
-
-    return sum(spec.latency(ins.spec, ins.fields, params) for ins in code if ins.spec.counter == "mxu")
 
 
 def launch_bounds(program: object, params: Params) -> dict:

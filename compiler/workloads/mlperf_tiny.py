@@ -190,6 +190,8 @@ class Measured:
             the run took (:meth:`compiler.program.Program.launches`). equal: the outputs equal
             the integer interpreter's, value for value. error: relative L2 distance of the
             logits from PyTorch's. macs: the network's multiply-adds. rows: :func:`layer_table`.
+        mxu: the run's ``mxu`` counter, summed over the launches: the cycles of the matrix
+            unit's instructions (GA2.md section 5).
     """
 
     model: str
@@ -203,6 +205,7 @@ class Measured:
     error: float
     macs: int
     rows: list[LayerRow]
+    mxu: int
 
     @property
     def utilisation(self) -> float:
@@ -235,4 +238,4 @@ def measure(name: str, params: object, seed: int = 0, per_channel: bool = True) 
     return Measured(name, params, program, lowered, image, outcome.counters.cycles, len(program.launches()),
                     bool((outcome.outputs[out].ints == want).all()),
                     float(np.linalg.norm(got - reference) / np.linalg.norm(reference)),
-                    sum(r.macs for r in rows), rows)
+                    sum(r.macs for r in rows), rows, outcome.counters.mxu)
